@@ -1,0 +1,555 @@
+"""Tests of engine.attention: forward against a naive reference, analytic gradients against
+finite differences, invariances, validation messages and the memory guard."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from engine import attention
+from engine.attention import (
+    AttentionResult,
+    MemoryBudgetError,
+    attention_logits,
+    causal_mask,
+    check_memory,
+    get_memory_budget,
+    scale_factor,
+    scaled_dot_product_attention,
+    scaled_dot_product_attention_backward,
+    set_memory_budget,
+    softmax,
+)
+from engine.config import DEFAULT_MEMORY_BUDGET_BYTES, ScalingRule
+
+RULES = [rule.value for rule in ScalingRule]
+B, NQ, NK, D, DV = 2, 3, 4, 5, 6
+
+
+def rule_kwargs(rule: str) -> dict:
+    # Non-default parameters so that each one is exercised; a small cap makes tanh non-linear.
+    return {
+        "temperature": 1.7 if rule == "temperature" else None,
+        "gain": 2.3 if rule == "qk_norm" else None,
+        "cap": 1.3 if rule == "softcap" else None,
+    }
+
+
+def random_mask(rng: np.random.Generator) -> np.ndarray:
+    mask = rng.random((B, NQ, NK)) > 0.4
+    mask[0, 1, :] = False  # one fully masked row
+    mask[1, 2, :] = True
+    return mask
+
+
+def make_mask(kind: str, rng: np.random.Generator):
+    return {"none": None, "causal": "causal", "random": random_mask(rng)}[kind]
+
+
+def naive_attention(q, k, v, rule, mask=None, temperature=None, gain=None, cap=None):
+    """Loop-level reference in float64, written independently of the engine."""
+    q = np.asarray(q, dtype=np.float64)
+    k = np.asarray(k, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    d = q.shape[-1]
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if isinstance(mask, str) and mask == "causal":
+        mask = np.array([[j <= i + n_k - n_q for j in range(n_k)] for i in range(n_q)])
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    qb = np.broadcast_to(q, (*batch, n_q, d))
+    kb = np.broadcast_to(k, (*batch, n_k, d))
+    vb = np.broadcast_to(v, (*batch, n_k, v.shape[-1]))
+    mb = None if mask is None else np.broadcast_to(mask, (*batch, n_q, n_k))
+    logits = np.zeros((*batch, n_q, n_k))
+    weights = np.zeros_like(logits)
+    out = np.zeros((*batch, n_q, v.shape[-1]))
+    for idx in np.ndindex(*batch):
+        for i in range(n_q):
+            for j in range(n_k):
+                qi, kj = qb[idx][i], kb[idx][j]
+                if rule == "none":
+                    s = qi @ kj
+                elif rule == "sqrt":
+                    s = qi @ kj / math.sqrt(d)
+                elif rule == "linear":
+                    s = qi @ kj / d
+                elif rule == "temperature":
+                    s = qi @ kj / temperature
+                elif rule == "qk_norm":
+                    g = math.sqrt(d) if gain is None else gain
+                    s = g * (qi / np.linalg.norm(qi)) @ (kj / np.linalg.norm(kj))
+                else:
+                    c = 50.0 if cap is None else cap
+                    s = c * math.tanh(qi @ kj / math.sqrt(d) / c)
+                if mb is not None and not mb[idx][i, j]:
+                    s = -np.inf
+                logits[idx][i, j] = s
+            row = logits[idx][i]
+            if np.isneginf(row).all():
+                continue
+            e = np.exp(row - row.max())
+            weights[idx][i] = e / e.sum()
+            out[idx][i] = weights[idx][i] @ vb[idx]
+    return out, weights, logits
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
+
+
+def qkv(rng, dtype=np.float64, shape_q=(B, NQ, D), shape_k=(B, NK, D), shape_v=(B, NK, DV)):
+    return tuple(rng.standard_normal(s).astype(dtype) for s in (shape_q, shape_k, shape_v))
+
+
+# ------------------------------------------------------------------------------------------
+# Forward
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("mask_kind", ["none", "causal", "random"])
+@pytest.mark.parametrize("rule", RULES)
+def test_forward_matches_naive_reference(rule, mask_kind, dtype, rng):
+    q, k, v = qkv(rng, dtype)
+    mask = make_mask(mask_kind, rng)
+    kw = rule_kwargs(rule)
+    res = scaled_dot_product_attention(q, k, v, rule=rule, mask=mask, **kw)
+    ref_out, ref_w, ref_logits = naive_attention(q, k, v, rule, mask=mask, **kw)
+    tol = {"rtol": 1e-12, "atol": 1e-12} if dtype == np.float64 else {"rtol": 2e-5, "atol": 2e-6}
+    for got, ref in ((res.output, ref_out), (res.weights, ref_w), (res.logits, ref_logits)):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, ref, **tol)
+    np.testing.assert_array_equal(np.isneginf(res.logits), np.isneginf(ref_logits))
+
+
+def test_forward_broadcasts_leading_dims(rng):
+    q = rng.standard_normal((2, 1, 3, 5))
+    k = rng.standard_normal((1, 4, 6, 5))
+    v = rng.standard_normal((6, 7))
+    res = scaled_dot_product_attention(q, k, v, rule="sqrt", mask="causal")
+    assert res.output.shape == (2, 4, 3, 7)
+    assert res.weights.shape == (2, 4, 3, 6)
+    ref_out, ref_w, _ = naive_attention(q, k, v, "sqrt", mask="causal")
+    np.testing.assert_allclose(res.output, ref_out, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(res.weights, ref_w, rtol=1e-12, atol=1e-12)
+
+
+def test_mask_broadcasts_over_heads(rng):
+    q, k, v = qkv(rng)
+    mask = rng.random((NQ, NK)) > 0.3
+    mask[:, 0] = True
+    res = scaled_dot_product_attention(q, k, v, mask=mask)
+    ref_out, _, _ = naive_attention(q, k, v, "sqrt", mask=mask)
+    np.testing.assert_allclose(res.output, ref_out, rtol=1e-12, atol=1e-12)
+
+
+def test_key_padding_mask(rng):
+    q, k, v = qkv(rng)
+    keys = np.array([True, False, True, False])
+    res = scaled_dot_product_attention(q, k, v, mask=keys)
+    ref_out, ref_w, _ = naive_attention(q, k, v, "sqrt", mask=keys)
+    np.testing.assert_allclose(res.weights, ref_w, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(res.output, ref_out, rtol=1e-12, atol=1e-12)
+    g = rng.standard_normal((B, NQ, DV))
+    grad_k = scaled_dot_product_attention_backward(q, k, v, g, mask=keys)[1]
+    assert np.all(grad_k[:, ~keys] == 0.0)
+
+
+def test_dtypes(rng):
+    q, k, v = qkv(rng, np.float32)
+    res = scaled_dot_product_attention(q, k, v)
+    assert res.output.dtype == res.weights.dtype == res.logits.dtype == np.float32
+    grads = scaled_dot_product_attention_backward(q, k, v, np.ones((B, NQ, DV), np.float32))
+    assert all(g.dtype == np.float32 for g in grads)
+    ints = [rng.integers(-3, 4, size=s) for s in ((B, NQ, D), (B, NK, D), (B, NK, DV))]
+    res = scaled_dot_product_attention(*ints)
+    assert res.output.dtype == np.float64
+    mixed = scaled_dot_product_attention(q, k, v.astype(np.float64))
+    assert mixed.output.dtype == np.float64
+
+
+def test_result_is_read_only(rng):
+    res = scaled_dot_product_attention(*qkv(rng))
+    assert isinstance(res, AttentionResult)
+    for arr in (res.output, res.weights, res.logits):
+        with pytest.raises(ValueError, match="read-only"):
+            arr[..., 0, 0] = 1.0
+
+
+def test_rule_accepts_enum_and_string(rng):
+    q, k, v = qkv(rng)
+    a = scaled_dot_product_attention(q, k, v, rule=ScalingRule.LINEAR)
+    b = scaled_dot_product_attention(q, k, v, rule="linear")
+    np.testing.assert_array_equal(a.output, b.output)
+
+
+def test_attention_logits_equals_forward_logits(rng):
+    q, k, _ = qkv(rng)
+    for rule in RULES:
+        kw = rule_kwargs(rule)
+        logits = attention_logits(q, k, rule=rule, mask="causal", **kw)
+        res = scaled_dot_product_attention(q, k, k, rule=rule, mask="causal", **kw)
+        np.testing.assert_array_equal(logits, res.logits)
+
+
+def test_fully_masked_rows_give_zeros(rng):
+    q, k, v = qkv(rng)
+    mask = np.ones((B, NQ, NK), dtype=bool)
+    mask[1, 0] = False
+    res = scaled_dot_product_attention(q, k, v, mask=mask)
+    assert np.all(res.weights[1, 0] == 0.0)
+    assert np.all(res.output[1, 0] == 0.0)
+    assert np.all(np.isneginf(res.logits[1, 0]))
+    np.testing.assert_allclose(res.weights[0].sum(-1), 1.0, rtol=1e-12)
+    grads = scaled_dot_product_attention_backward(
+        q, k, v, rng.standard_normal((B, NQ, DV)), mask=mask
+    )
+    assert np.all(grads[0][1, 0] == 0.0)  # no gradient flows into a query that sees nothing
+    nothing = scaled_dot_product_attention(q, k, v, mask=np.zeros((NQ, NK), dtype=bool))
+    assert np.all(nothing.output == 0.0) and np.all(nothing.weights == 0.0)
+
+
+def test_causal_mask_definition():
+    np.testing.assert_array_equal(causal_mask(3, 3), np.tril(np.ones((3, 3), dtype=bool)))
+    # queries aligned with the last keys
+    np.testing.assert_array_equal(
+        causal_mask(2, 4), np.array([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=bool)
+    )
+    # more queries than keys: the first queries see nothing
+    np.testing.assert_array_equal(
+        causal_mask(3, 2), np.array([[0, 0], [1, 0], [1, 1]], dtype=bool)
+    )
+    with pytest.raises(ValueError, match="n_q"):
+        causal_mask(0, 3)
+
+
+def test_causal_string_equals_explicit_mask(rng):
+    q = rng.standard_normal((2, 3, 5))
+    k = rng.standard_normal((2, 6, 5))
+    a = scaled_dot_product_attention(q, k, k, mask="causal")
+    b = scaled_dot_product_attention(q, k, k, mask=causal_mask(3, 6))
+    np.testing.assert_array_equal(a.weights, b.weights)
+    assert np.all(a.weights[:, 0, 4:] == 0.0) and np.all(a.weights[:, 0, :4] > 0.0)
+
+
+def test_huge_logits_float64_stay_finite(rng):
+    # |q·k| ~ 1e30: the softmax must shift by the row maximum (and not overflow).
+    q = rng.standard_normal((2, 4, 8)) * 1e15
+    k = rng.standard_normal((2, 5, 8)) * 1e15
+    v = rng.standard_normal((2, 5, 3))
+    for rule in ("none", "sqrt", "linear", "softcap", "qk_norm"):
+        res = scaled_dot_product_attention(q, k, v, rule=rule, mask="causal")
+        assert np.abs(res.logits[np.isfinite(res.logits)]).max() > 0
+        assert np.all(np.isfinite(res.weights)) and np.all(np.isfinite(res.output))
+        np.testing.assert_allclose(res.weights.sum(-1), 1.0, rtol=1e-12)
+        grads = scaled_dot_product_attention_backward(q, k, v, np.ones((2, 4, 3)), rule=rule)
+        assert all(np.all(np.isfinite(g)) for g in grads)
+    res = scaled_dot_product_attention(q, k, v, rule="none")
+    assert np.abs(res.logits).max() > 1e29
+    # one-hot rows: the weight sits on the largest logit
+    np.testing.assert_array_equal(res.weights.argmax(-1), res.logits.argmax(-1))
+
+
+def test_threaded_path_equals_serial(rng, monkeypatch):
+    q, k, v = qkv(rng, shape_q=(3, 37, 5), shape_k=(3, 11, 5), shape_v=(3, 11, 4))
+    g = rng.standard_normal((3, 37, 4))
+    mask = rng.random((37, 11)) > 0.5
+    for rule in ("sqrt", "softcap", "qk_norm"):
+        kw = {"rule": rule, "mask": mask}
+        monkeypatch.setattr(attention, "_num_threads", 1)
+        serial_f = scaled_dot_product_attention(q, k, v, **kw)
+        serial_b = scaled_dot_product_attention_backward(q, k, v, g, **kw)
+        monkeypatch.setattr(attention, "_num_threads", 2)
+        monkeypatch.setattr(attention, "_PARALLEL_MIN_WORK", 0)
+        split_f = scaled_dot_product_attention(q, k, v, **kw)
+        split_b = scaled_dot_product_attention_backward(q, k, v, g, **kw)
+        np.testing.assert_array_equal(split_f.weights, serial_f.weights)
+        np.testing.assert_allclose(split_f.output, serial_f.output, rtol=1e-13, atol=1e-15)
+        for a, b in zip(split_b, serial_b, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_num_threads_setting():
+    old = attention.get_num_threads()
+    try:
+        attention.set_num_threads(1)
+        assert attention.get_num_threads() == 1
+        with pytest.raises(ValueError, match="n must be a positive integer"):
+            attention.set_num_threads(0)
+        attention.set_num_threads(None)
+        assert attention.get_num_threads() >= 1
+    finally:
+        attention.set_num_threads(old)
+
+
+# ------------------------------------------------------------------------------------------
+# Backward
+# ------------------------------------------------------------------------------------------
+
+
+def numeric_grads(q, k, v, g, kw, h=1e-6):
+    def loss(*arrs):
+        return float(np.sum(scaled_dot_product_attention(*arrs, **kw).output * g))
+
+    grads = []
+    arrays = [q, k, v]
+    for which, x in enumerate(arrays):
+        num = np.zeros_like(x)
+        for idx in np.ndindex(x.shape):
+            plus = [a.copy() for a in arrays]
+            minus = [a.copy() for a in arrays]
+            plus[which][idx] += h
+            minus[which][idx] -= h
+            num[idx] = (loss(*plus) - loss(*minus)) / (2 * h)
+        grads.append(num)
+    return grads
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "causal", "random"])
+@pytest.mark.parametrize("rule", RULES)
+def test_backward_matches_finite_differences(rule, mask_kind, rng):
+    q, k, v = qkv(rng)
+    g = rng.standard_normal((B, NQ, DV))
+    kw = {"rule": rule, "mask": make_mask(mask_kind, rng), **rule_kwargs(rule)}
+    analytic = scaled_dot_product_attention_backward(q, k, v, g, **kw)
+    numeric = numeric_grads(q, k, v, g, kw)
+    for name, a, n in zip("qkv", analytic, numeric, strict=True):
+        assert a.shape == n.shape, name
+        err = np.abs(a - n).max() / np.abs(n).max()
+        assert err < 1e-6, f"grad_{name} relative error {err:.2e} for {rule}/{mask_kind}"
+
+
+@pytest.mark.parametrize("rule", ["sqrt", "qk_norm", "softcap"])
+def test_backward_sums_over_broadcast_dims(rule, rng):
+    q = rng.standard_normal((2, 1, 3, 4))
+    k = rng.standard_normal((1, 2, 5, 4))
+    v = rng.standard_normal((5, 3))
+    g = rng.standard_normal((2, 2, 3, 3))
+    kw = {"rule": rule, "mask": "causal", **rule_kwargs(rule)}
+    analytic = scaled_dot_product_attention_backward(q, k, v, g, **kw)
+    numeric = numeric_grads(q, k, v, g, kw)
+    for a, n, x in zip(analytic, numeric, (q, k, v), strict=True):
+        assert a.shape == x.shape
+        assert np.abs(a - n).max() / np.abs(n).max() < 1e-6
+
+
+def test_backward_qk_norm_zero_vector_is_finite(rng):
+    q, k, v = qkv(rng)
+    q[0, 1] = 0.0
+    res = scaled_dot_product_attention(q, k, v, rule="qk_norm")
+    assert np.all(np.isfinite(res.output))
+    grads = scaled_dot_product_attention_backward(q, k, v, np.ones((B, NQ, DV)), rule="qk_norm")
+    assert all(np.all(np.isfinite(x)) for x in grads)
+
+
+def test_backward_qk_norm_clamped_norm_matches_finite_differences(rng):
+    # ‖q‖ < 1e-12 is clamped: q̂ = q / 1e-12 is linear there, so a step of 1e-17 moves the
+    # logits by ~1e-5 and finite differences stay accurate.
+    q, k, v = qkv(rng)
+    q[0, 1] = rng.standard_normal(D) * 1e-14
+    g = rng.standard_normal((B, NQ, DV))
+    kw = {"rule": "qk_norm", "gain": 2.3}
+    grad_q = scaled_dot_product_attention_backward(q, k, v, g, **kw)[0]
+    numeric = numeric_grads(q, k, v, g, kw, h=1e-17)[0]
+    np.testing.assert_allclose(grad_q[0, 1], numeric[0, 1], rtol=1e-4)
+    assert np.abs(grad_q[0, 1]).max() > 1e6  # slope 1/eps: the clamp is really exercised
+
+
+def test_temperature_sqrt_d_equals_sqrt_rule_exactly(rng):
+    q, k, v = qkv(rng)
+    g = rng.standard_normal((B, NQ, DV))
+    t = math.sqrt(D)
+    a = scaled_dot_product_attention(q, k, v, rule="temperature", temperature=t, mask="causal")
+    b = scaled_dot_product_attention(q, k, v, rule="sqrt", mask="causal")
+    for x, y in ((a.output, b.output), (a.weights, b.weights), (a.logits, b.logits)):
+        np.testing.assert_array_equal(x, y)
+    ga = scaled_dot_product_attention_backward(q, k, v, g, rule="temperature", temperature=t)
+    gb = scaled_dot_product_attention_backward(q, k, v, g, rule="sqrt")
+    for x, y in zip(ga, gb, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+# ------------------------------------------------------------------------------------------
+# Invariances and small helpers
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rule", ["none", "sqrt", "linear", "temperature"])
+def test_adding_a_vector_to_all_keys_keeps_weights(rule, rng):
+    q, k, v = qkv(rng)
+    shift = rng.standard_normal(D) * 3.0
+    kw = {"rule": rule, **rule_kwargs(rule)}
+    a = scaled_dot_product_attention(q, k, v, **kw)
+    b = scaled_dot_product_attention(q, k + shift, v, **kw)
+    np.testing.assert_allclose(a.weights, b.weights, rtol=1e-10, atol=1e-14)
+    # ...while the logits themselves do change (the shift is per query row)
+    assert not np.allclose(a.logits, b.logits)
+
+
+@pytest.mark.parametrize("rule", ["none", "sqrt", "linear", "temperature", "softcap", "qk_norm"])
+def test_scaling_q_up_and_k_down_keeps_logits(rule, rng):
+    q, k, _ = qkv(rng)
+    kw = rule_kwargs(rule)
+    c = 3.7
+    a = attention_logits(q, k, rule=rule, **kw)
+    b = attention_logits(q * c, k / c, rule=rule, **kw)
+    np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_scale_factor_values():
+    assert scale_factor("none", 64) == 1.0
+    assert scale_factor("sqrt", 64) == 0.125
+    assert scale_factor("linear", 64) == 1 / 64
+    assert scale_factor("temperature", 64, temperature=4.0) == 0.25
+    assert scale_factor("qk_norm", 64) == 1.0
+    assert scale_factor("softcap", 64) == 0.125
+    with pytest.raises(ValueError, match="temperature is required"):
+        scale_factor("temperature", 64)
+    with pytest.raises(ValueError, match="d_k must be a positive integer"):
+        scale_factor("sqrt", 0)
+
+
+def test_softmax_function():
+    x = np.array([[1.0, 2.0, 3.0], [1e30, -1e30, 0.0], [-np.inf, -np.inf, -np.inf]])
+    p = softmax(x)
+    e = np.exp(np.array([1.0, 2.0, 3.0]) - 3.0)
+    np.testing.assert_allclose(p[0], e / e.sum(), rtol=1e-15)
+    np.testing.assert_array_equal(p[1], [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(p[2], [0.0, 0.0, 0.0])
+    masked = softmax(np.ones((2, 4)), mask=np.array([True, True, False, False]))
+    np.testing.assert_allclose(masked, [[0.5, 0.5, 0.0, 0.0]] * 2)
+    cols = softmax(np.arange(6.0).reshape(3, 2), axis=0)
+    np.testing.assert_allclose(cols.sum(axis=0), 1.0)
+    assert softmax(np.ones(3, dtype=np.float32)).dtype == np.float32
+    assert softmax([1, 2]).dtype == np.float64
+    with pytest.raises(ValueError, match="NaN"):
+        softmax(np.array([1.0, np.nan]))
+    with pytest.raises(ValueError, match="axis"):
+        softmax(np.ones((2, 2)), axis=2)
+    with pytest.raises(ValueError, match="mask must be a boolean"):
+        softmax(np.ones(3), mask=np.ones(3))
+    with pytest.raises(ValueError, match="mask shape"):
+        softmax(np.ones(3), mask=np.ones(4, dtype=bool))
+
+
+# ------------------------------------------------------------------------------------------
+# Validation
+# ------------------------------------------------------------------------------------------
+
+
+def call(q=None, k=None, v=None, **kw):
+    rng = np.random.default_rng(0)
+    dq, dk, dv = qkv(rng)
+    return scaled_dot_product_attention(
+        dq if q is None else q, dk if k is None else k, dv if v is None else v, **kw
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"q": np.ones(5)}, r"q must have at least 2 dimensions"),
+        ({"k": np.ones(5)}, r"k must have at least 2 dimensions"),
+        ({"v": np.ones(4)}, r"v must have at least 2 dimensions"),
+        ({"k": np.ones((B, NK, D + 1))}, r"d_k mismatch.*q has d_k = 5.*k has d_k = 6"),
+        ({"v": np.ones((B, NK + 1, DV))}, r"n_k mismatch.*k has n_k = 4.*v has 5"),
+        ({"k": np.ones((3, NK, D))}, r"leading \(batch, head\) dimensions .* do not broadcast"),
+        ({"q": np.ones((B, 0, D))}, r"n_q .* must be >= 1"),
+        ({"q": np.full((B, NQ, D), np.nan)}, r"^q contains NaN or infinite"),
+        ({"k": np.full((B, NK, D), np.inf)}, r"^k contains NaN or infinite"),
+        ({"v": np.full((B, NK, DV), -np.inf)}, r"^v contains NaN or infinite"),
+        ({"q": np.ones((B, NQ, D), dtype=complex)}, r"q must be a real numeric array"),
+        ({"rule": "cubic"}, r"rule must be one of none, sqrt, linear, temperature, qk_norm"),
+        ({"rule": "temperature"}, r"temperature is required"),
+        ({"rule": "temperature", "temperature": 0.0}, r"temperature must be a positive"),
+        ({"rule": "temperature", "temperature": -2.0}, r"temperature must be a positive"),
+        ({"rule": "temperature", "temperature": math.inf}, r"temperature must be a positive"),
+        ({"rule": "qk_norm", "gain": 0.0}, r"gain must be a positive"),
+        ({"rule": "qk_norm", "gain": math.nan}, r"gain must be a positive"),
+        ({"rule": "softcap", "cap": -1.0}, r"cap must be a positive"),
+        ({"rule": "softcap", "cap": "big"}, r"cap must be a positive"),
+        ({"mask": "upper"}, r"mask must be None, 'none', 'causal' or a boolean array"),
+        ({"mask": np.ones((NQ, NK))}, r"mask must be a boolean array .* got dtype float64"),
+        ({"mask": np.ones((NQ, NK + 1), dtype=bool)}, r"mask shape \(3, 5\) must broadcast"),
+        ({"mask": np.ones((4, NQ, NK), dtype=bool)}, r"mask shape .* without enlarging"),
+        ({"mask": np.ones(NK + 1, dtype=bool)}, r"mask shape \(5,\) must broadcast"),
+        ({"memory_budget_bytes": 0}, r"memory_budget_bytes must be a positive integer"),
+    ],
+)
+def test_validation_messages(kwargs, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        call(**kwargs)
+
+
+def test_backward_validation():
+    rng = np.random.default_rng(0)
+    q, k, v = qkv(rng)
+    with pytest.raises(ValueError, match=r"grad_output must have the output's shape \(2, 3, 6\)"):
+        scaled_dot_product_attention_backward(q, k, v, np.ones((B, NQ, DV + 1)))
+    g = np.ones((B, NQ, DV))
+    g[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="grad_output contains NaN"):
+        scaled_dot_product_attention_backward(q, k, v, g)
+    with pytest.raises(ValueError, match="d_k mismatch"):
+        scaled_dot_product_attention_backward(q, k[..., :2], v, np.ones((B, NQ, DV)))
+
+
+def test_overflowing_float32_logits_raise():
+    q = np.full((1, 2, 4), 1e20, dtype=np.float32)
+    with pytest.raises(ValueError, match="overflowed float32"):
+        scaled_dot_product_attention(q, q, q, rule="none")
+
+
+# ------------------------------------------------------------------------------------------
+# Memory guard
+# ------------------------------------------------------------------------------------------
+
+
+def test_memory_guard_message_and_budget():
+    q = np.zeros((4, 1000, 8), dtype=np.float32)
+    # logits + weights: 2 · 4 · 1000 · 1000 · 4 bytes = 32 MB
+    with pytest.raises(MemoryBudgetError) as info:
+        scaled_dot_product_attention(q, q, q, memory_budget_bytes=10 << 20)
+    msg = str(info.value)
+    assert "30.52 MiB" in msg and "10.00 MiB" in msg and "(4, 1000, 1000)" in msg
+    assert isinstance(info.value, ValueError)
+    res = scaled_dot_product_attention(q, q, q, memory_budget_bytes=40 << 20)
+    assert res.weights.shape == (4, 1000, 1000)
+    with pytest.raises(MemoryBudgetError, match="backward"):
+        scaled_dot_product_attention_backward(
+            q, q, q, np.zeros_like(q), memory_budget_bytes=20 << 20
+        )
+    with pytest.raises(MemoryBudgetError):
+        attention_logits(q, q, memory_budget_bytes=1 << 20)
+
+
+def test_memory_guard_refuses_before_allocating():
+    # 64 heads of 8192² float64 would be 64 GiB; the guard must fire instantly, not MemoryError.
+    q = np.broadcast_to(np.zeros((1, 8192, 1)), (64, 8192, 1))
+    with pytest.raises(MemoryBudgetError, match=r"64.00 GiB .* budget of 1.00 GiB"):
+        scaled_dot_product_attention(q, q, q)
+
+
+def test_module_budget_setting():
+    assert get_memory_budget() == DEFAULT_MEMORY_BUDGET_BYTES
+    q = np.zeros((1, 100, 2))
+    try:
+        set_memory_budget(1000)
+        assert get_memory_budget() == 1000
+        with pytest.raises(MemoryBudgetError, match="budget of 1000 B"):
+            scaled_dot_product_attention(q, q, q)
+        scaled_dot_product_attention(q, q, q, memory_budget_bytes=1 << 20)  # argument wins
+        for bad in (0, -5, 1.5, True, "1"):
+            with pytest.raises(ValueError, match="nbytes must be a positive integer"):
+                set_memory_budget(bad)
+    finally:
+        set_memory_budget(DEFAULT_MEMORY_BUDGET_BYTES)
+
+
+def test_check_memory():
+    check_memory(100, "thing", budget=100)
+    with pytest.raises(MemoryBudgetError, match=r"thing would need 2.00 KiB \(2,048 bytes\)"):
+        check_memory(2048, "thing", budget=1024)
