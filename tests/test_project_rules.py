@@ -35,10 +35,28 @@ def test_ruff_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_engine_tests_do_not_import_qt() -> None:
-    offenders = [
-        str(path.relative_to(ROOT))
-        for path in (ROOT / "tests" / "engine").glob("*.py")
-        if any(word in path.read_text(encoding="utf-8") for word in ("PySide6", "pyqtgraph"))
-    ]
-    assert offenders == []
+# Run the engine suite in a fresh interpreter where importing Qt fails, as on a machine
+# without Qt; pytest-qt is disabled there because it would import Qt itself.
+_BLOCK_QT_AND_RUN_ENGINE_TESTS = """
+import importlib.abc, sys
+class BlockQt(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {"PySide6", "shiboken6", "pyqtgraph", "superqt", "gui"}:
+            raise ImportError(f"{name} is blocked: engine tests must run without Qt")
+        return None
+sys.meta_path.insert(0, BlockQt())
+import pytest
+sys.exit(pytest.main(["tests/engine", "-q", "-p", "no:pytest-qt", "-p", "no:cacheprovider",
+                      "-o", "qt_api=", "-o", "qt_log_level_fail=", "-x"]))
+"""
+
+
+def test_engine_tests_pass_without_qt() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _BLOCK_QT_AND_RUN_ENGINE_TESTS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout
