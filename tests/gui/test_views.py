@@ -1,0 +1,440 @@
+"""The explorer views show exactly the engine's numbers, rebuild when they must, and export.
+
+Every view gets an ExplorerResults built from real engine output for a small configuration
+(run_experiment, run_sweep, temperature_comparison, correlation_rms); the assertions are about
+what a user sees: image pixels, curve data, legend and label text, log axes, PNG pixels.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+# Before Qt is imported (tests/gui/conftest.py does the same; this keeps the module runnable
+# on its own).
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
+
+import numpy as np
+import pyqtgraph as pg
+import pyqtgraph.exporters
+import pytest
+from PySide6.QtCore import QPointF
+from PySide6.QtGui import QImage
+
+from engine.config import AttentionConfig, MaskKind, ScalingRule, SweepConfig
+from engine.experiment import correlation_rms, run_experiment, temperature_comparison
+from engine.sweep import run_sweep
+from gui.results import ExplorerResults
+from gui.views import (
+    ALL_VIEWS,
+    CorrelationView,
+    ExplorerView,
+    GradientView,
+    HeatmapView,
+    HistogramView,
+    LawsView,
+    SoftmaxView,
+    TemperatureView,
+    style,
+    view_class,
+)
+from gui.views.temperature import slider_to_temperature, temperature_to_slider
+
+pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
+
+CONFIG = AttentionConfig(n_tokens=16, d_k=16, heads=2, d_model=32, query_row=5, samples=200)
+SWEEP = SweepConfig(
+    values=(1, 4, 16, 64, 256),
+    rules=(ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR),
+    n_tokens=16,
+    samples=200,
+)
+CORR_D_K = (1, 4, 16, 64, 256)
+T_SQRT = math.sqrt(CONFIG.d_k)
+
+
+@pytest.fixture(scope="module")
+def engine_parts():
+    """Real engine output for CONFIG (pure numpy, shared by the module's tests)."""
+    return {
+        "snapshot": run_experiment(CONFIG, rules=tuple(ScalingRule)),
+        "sweep": tuple(run_sweep(SWEEP)),
+        "temperature_sqrt": temperature_comparison(CONFIG, T_SQRT),
+        "temperature_3": temperature_comparison(CONFIG, 3.0),
+        "correlation": correlation_rms(CORR_D_K, CONFIG.rho, 2000, CONFIG.seed),
+        "correlation_rho": correlation_rms(CORR_D_K, 0.6, 2000, CONFIG.seed),
+    }
+
+
+def make_results(parts, **changes) -> ExplorerResults:
+    base = ExplorerResults(
+        request_id=1,
+        config=CONFIG,
+        compare_rule=CONFIG.rule,
+        snapshot=parts["snapshot"],
+        temperature=T_SQRT,
+        temperature_comparison=parts["temperature_sqrt"],
+        sweep_points=parts["sweep"],
+        sweep_done=True,
+        correlation=parts["correlation"],
+    )
+    return base.replace(**changes) if changes else base
+
+
+@pytest.fixture
+def results(engine_parts):
+    return make_results(engine_parts)
+
+
+def build(qtbot, cls: type[ExplorerView]) -> ExplorerView:
+    view = cls()
+    qtbot.addWidget(view)
+    view.resize(1000, 700)
+    return view
+
+
+def sweep_values(points, rule: ScalingRule, field: str) -> tuple[np.ndarray, np.ndarray]:
+    pts = sorted((p for p in points if p.rule == rule), key=lambda p: p.value)
+    return (np.array([p.value for p in pts], dtype=float),
+            np.array([getattr(p, field) for p in pts], dtype=float))
+
+
+# -- registry ---------------------------------------------------------------------------------
+def test_registry_lists_every_view_once_in_display_order(qtbot):
+    keys = [cls.key for cls in ALL_VIEWS]
+    assert keys == [
+        "heatmap", "softmax", "histogram", "laws", "gradients", "temperature", "correlation",
+    ]
+    assert view_class("laws") is LawsView
+    with pytest.raises(ValueError, match="unknown view key"):
+        view_class("nope")
+    for cls in ALL_VIEWS:
+        view = build(qtbot, cls)
+        assert isinstance(view, ExplorerView)
+        assert view.title().strip()
+        # Before any results: no data, but the contract calls work.
+        header, rows = view.data_table()
+        assert header and rows == []
+        view.reset_view()
+
+
+def test_every_rule_has_its_own_colour_and_symbol():
+    colours = {style.RULE_COLORS[r] for r in ScalingRule}
+    symbols = {style.rule_symbol(r) for r in ScalingRule}
+    assert len(colours) == len(ScalingRule) and len(symbols) == len(ScalingRule)
+
+
+# -- heatmap ----------------------------------------------------------------------------------
+def test_heatmap_images_are_the_snapshot_weights(qtbot, results):
+    view = build(qtbot, HeatmapView)
+    view.show_results(results)
+    snap = results.snapshot
+    images = view.panel_images()
+    assert len(images) == 2 * CONFIG.heads
+    for head in range(CONFIG.heads):
+        compared, none = images[2 * head], images[2 * head + 1]
+        np.testing.assert_array_equal(compared.image, snap.rules[ScalingRule.SQRT].weights[head])
+        np.testing.assert_array_equal(none.image, snap.rules[ScalingRule.NONE].weights[head])
+        assert tuple(compared.levels) == (0.0, 1.0)
+    # The selected query row is outlined.
+    rect = view._panels[0].row_box.rect()
+    assert (rect.top(), rect.height(), rect.width()) == (CONFIG.query_row, 1.0, CONFIG.n_tokens)
+
+
+def test_heatmap_rebuilds_grid_only_when_heads_change(qtbot, engine_parts, results):
+    view = build(qtbot, HeatmapView)
+    view.show_results(results)
+    first_images = view.panel_images()
+    # Same heads, another rule compared: images reused and refilled.
+    view.show_results(results.replace(compare_rule=ScalingRule.LINEAR))
+    assert view.panel_images() == first_images
+    np.testing.assert_array_equal(
+        first_images[0].image, results.snapshot.rules[ScalingRule.LINEAR].weights[0]
+    )
+    four = CONFIG.replace(heads=4, d_model=64)
+    snap4 = run_experiment(four, rules=(ScalingRule.SQRT,))
+    view.show_results(results.replace(config=four, snapshot=snap4))
+    images = view.panel_images()
+    assert len(images) == 8
+    np.testing.assert_array_equal(images[6].image, snap4.rules[ScalingRule.SQRT].weights[3])
+    one = CONFIG.replace(heads=1, d_model=16)
+    view.show_results(results.replace(config=one, snapshot=run_experiment(one)))
+    assert len(view.panel_images()) == 2
+
+
+def test_heatmap_hover_reads_logit_and_weight(qtbot, results):
+    view = build(qtbot, HeatmapView)
+    view.show()
+    qtbot.waitExposed(view)
+    view.show_results(results)
+    panel = view._panels[1]  # head 1, rule "none"
+    i, j = 3, 7
+    scene_pos = panel.plot.vb.mapViewToScene(QPointF(j + 0.5, i + 0.5))
+    view._widget.scene().sigMouseMoved.emit(scene_pos)
+    none = results.snapshot.rules[ScalingRule.NONE]
+    text = view.hover_text()
+    assert f"query i = {i}, key j = {j}" in text
+    assert f"logit = {float(none.logits[0, i, j]):.4g}" in text
+    assert f"p = {float(none.weights[0, i, j]):.4g}" in text
+
+
+def test_heatmap_data_table_matches_snapshot(qtbot, results):
+    view = build(qtbot, HeatmapView)
+    view.show_results(results)
+    header, rows = view.data_table()
+    assert header == ["rule", "head", "query_i", "key_j", "logit", "p"]
+    n = CONFIG.n_tokens
+    assert len(rows) == 2 * CONFIG.heads * n * n
+    rule, head, i, j, logit, p = rows[n * n + 2 * n + 5]  # sqrt, head 1, i 2, j 5
+    assert (rule, head, i, j) == ("sqrt", 1, 2, 5)
+    assert p == results.snapshot.rules[ScalingRule.SQRT].weights[1, 2, 5]
+    assert logit == results.snapshot.rules[ScalingRule.SQRT].logits[1, 2, 5]
+
+
+def test_heatmap_skips_unchanged_snapshot(qtbot, results, monkeypatch):
+    view = build(qtbot, HeatmapView)
+    view.show_results(results)
+    calls = []
+    image = view.panel_images()[0]
+    monkeypatch.setattr(image, "setImage", lambda *a, **k: calls.append(a))
+    view.show_results(results.replace(request_id=2, sweep_points=()))
+    assert calls == []
+    view.show_results(results.replace(request_id=3, config=CONFIG.replace(query_row=2)))
+    assert len(calls) == 1
+
+
+# -- softmax ----------------------------------------------------------------------------------
+def test_softmax_curves_and_legend_come_from_the_engine_row(qtbot, results):
+    view = build(qtbot, SoftmaxView)
+    view.show_results(results)
+    snap, row = results.snapshot, CONFIG.query_row
+    labels = view.legend_labels()
+    assert set(labels) == set(ScalingRule)
+    for rule in ScalingRule:
+        rv = snap.rules[rule]
+        x, y = view.curve(rule).getData()
+        np.testing.assert_array_equal(x, np.arange(CONFIG.n_tokens))
+        np.testing.assert_array_equal(y, rv.weights[0, row])
+        assert f"H={float(rv.entropy[0, row]):.2f}" in labels[rule]
+        assert f"p_max={float(rv.p_max[0, row]):.3f}" in labels[rule]
+        assert style.rule_name(rule) in labels[rule]
+    _header, rows = view.data_table()
+    assert len(rows) == len(ScalingRule) * CONFIG.n_tokens
+    first_p = float(snap.rules[ScalingRule.NONE].weights[0, row, 0])
+    assert rows[0][:5] == ["none", 0, row, 0, first_p]
+
+
+def test_softmax_follows_the_query_row(qtbot, results):
+    view = build(qtbot, SoftmaxView)
+    view.show_results(results)
+    moved = results.replace(config=CONFIG.replace(query_row=9))
+    view.show_results(moved)
+    _, y = view.curve(ScalingRule.LINEAR).getData()
+    np.testing.assert_array_equal(y, results.snapshot.rules[ScalingRule.LINEAR].weights[0, 9])
+    assert view._uniform.value() == pytest.approx(1 / CONFIG.n_tokens)
+    # Under a causal mask row i attends to i + 1 keys: the uniform reference follows.
+    causal = CONFIG.replace(mask=MaskKind.CAUSAL, query_row=3)
+    view.show_results(results.replace(config=causal, snapshot=run_experiment(causal)))
+    assert view._uniform.value() == pytest.approx(1 / 4)
+    _, y = view.curve(ScalingRule.NONE).getData()
+    assert np.all(y[4:] == 0.0)
+
+
+# -- histogram --------------------------------------------------------------------------------
+def test_histogram_prints_engine_variances_and_overlays_theory(qtbot, results):
+    view = build(qtbot, HistogramView)
+    view.show_results(results)
+    assert view.panel_rules() == [ScalingRule.NONE, ScalingRule.SQRT]
+    labels = view.variance_labels()
+    for label, rule in zip(labels, (ScalingRule.NONE, ScalingRule.SQRT), strict=True):
+        rv = results.snapshot.rules[rule]
+        assert f"{rv.logit_var_empirical:.4g}" in label
+        assert f"{rv.logit_var_theory:.4g}" in label
+    # The histogram is the density of the snapshot's own logits.
+    panel = view._panels[1]
+    edges, density = panel.hist.xData, panel.hist.yData
+    logits = np.asarray(results.snapshot.rules[ScalingRule.SQRT].logits).ravel()
+    expected, _ = np.histogram(logits, bins=edges, density=True)
+    np.testing.assert_allclose(density, expected)
+    # The overlay is N(0, Var_theory): its peak is 1/√(2π Var).
+    theory = results.snapshot.rules[ScalingRule.SQRT].logit_var_theory
+    assert panel.density.yData.max() == pytest.approx(1 / math.sqrt(2 * math.pi * theory), 1e-3)
+    _header, rows = view.data_table()
+    assert len(rows) == 2 * (edges.size - 1)
+    assert rows[0][4] == results.snapshot.rules[ScalingRule.NONE].logit_var_empirical
+
+
+def test_histogram_with_causal_mask_ignores_masked_logits(qtbot, results):
+    causal = CONFIG.replace(mask=MaskKind.CAUSAL)
+    snap = run_experiment(causal, rules=tuple(ScalingRule))
+    view = build(qtbot, HistogramView)
+    view.show_results(results.replace(config=causal, snapshot=snap, compare_rule="linear"))
+    assert view.panel_rules() == [ScalingRule.NONE, ScalingRule.LINEAR]
+    assert np.isfinite(view._panels[1].hist.yData).all()
+    assert "n/a" not in view.variance_labels()[1]
+    assert "ρ ≠ 0" not in view._formula.text
+    rho = CONFIG.replace(rho=0.5)
+    view.show_results(results.replace(config=rho, snapshot=run_experiment(rho)))
+    assert "ρ ≠ 0" in view._formula.text
+
+
+# -- laws -------------------------------------------------------------------------------------
+def test_laws_curves_are_the_sweep_points_on_log_axes(qtbot, results):
+    view = build(qtbot, LawsView)
+    view.show_results(results)
+    assert view.plot("logit_var").ctrl.logXCheck.isChecked()
+    assert view.plot("logit_var").ctrl.logYCheck.isChecked()
+    assert view.plot("entropy_mean").ctrl.logXCheck.isChecked()
+    assert not view.plot("entropy_mean").ctrl.logYCheck.isChecked()
+    for rule in SWEEP.rules:
+        for field, _ in LawsView.PANELS:
+            x, y = sweep_values(results.sweep_points, rule, field)
+            curve = view.curve(field, rule)
+            np.testing.assert_array_equal(curve.xData, x)
+            np.testing.assert_allclose(curve.yData, y)
+        _, theory = sweep_values(results.sweep_points, rule, "logit_var_theory")
+        np.testing.assert_allclose(view.theory_curve(rule).yData, theory)
+    assert view._ln_n.value() == pytest.approx(math.log(CONFIG.n_tokens))
+    _header, rows = view.data_table()
+    assert len(rows) == len(results.sweep_points)
+
+
+def test_laws_grow_while_the_sweep_streams(qtbot, results):
+    view = build(qtbot, LawsView)
+    partial = results.sweep_points[:4]
+    view.show_results(results.replace(sweep_points=partial, sweep_done=False))
+    assert view.curve("logit_var", ScalingRule.NONE).xData.size == 2  # values 1 and 4
+    assert view.curve("logit_var", ScalingRule.LINEAR).xData.size == 1
+    assert "4 of" in view._note.text
+    view.show_results(results)
+    assert view.curve("logit_var", ScalingRule.NONE).xData.size == len(SWEEP.values)
+    assert "running" not in view._note.text
+    # A sweep without 1/d_k empties its curves and drops it from the legend.
+    no_linear = tuple(p for p in results.sweep_points if p.rule != ScalingRule.LINEAR)
+    view.show_results(results.replace(sweep_points=no_linear))
+    emptied = view.curve("logit_var", ScalingRule.LINEAR).xData
+    assert emptied is None or emptied.size == 0
+    legend = [label.text for _, label in view._legend.items]
+    assert style.rule_name(ScalingRule.LINEAR) not in legend
+    assert style.rule_name(ScalingRule.SQRT) in legend
+
+
+# -- gradients --------------------------------------------------------------------------------
+def test_gradient_medians_and_bands_are_the_sweep_quantiles(qtbot, results):
+    view = build(qtbot, GradientView)
+    view.show_results(results)
+    for key in ("jac", "raw"):
+        assert view.plot(key).ctrl.logXCheck.isChecked()
+        assert view.plot(key).ctrl.logYCheck.isChecked()
+    for rule in SWEEP.rules:
+        for key, prefix in (("jac", "jac_fro"), ("raw", "jac_raw")):
+            x, median = sweep_values(results.sweep_points, rule, f"{prefix}_median")
+            curve = view.median_curve(key, rule)
+            np.testing.assert_array_equal(curve.xData, x)
+            np.testing.assert_allclose(curve.yData, np.where(median > 0, median, np.nan))
+            _, q10 = sweep_values(results.sweep_points, rule, f"{prefix}_q10")
+            _, q90 = sweep_values(results.sweep_points, rule, f"{prefix}_q90")
+            low, high = view.band_curves(key, rule)
+            keep = (q10 > 0) & (q90 > 0)
+            np.testing.assert_allclose(low.yData, q10[keep])
+            np.testing.assert_allclose(high.yData, q90[keep])
+        _, share = sweep_values(results.sweep_points, rule, "saturated_share")
+        np.testing.assert_allclose(view.saturated_curve(rule).yData, share)
+    # ‖∂p/∂S_raw‖ = c‖J‖: at d_k = 1 every rule has c = 1, so the two panels agree there.
+    _, jac = sweep_values(results.sweep_points, ScalingRule.SQRT, "jac_fro_median")
+    _, raw = sweep_values(results.sweep_points, ScalingRule.SQRT, "jac_raw_median")
+    assert raw[0] == pytest.approx(jac[0])
+    titles = view.plot("jac").titleLabel.text + view.plot("raw").titleLabel.text
+    assert "scaled logits" in titles and "raw q·k" in titles
+    header, rows = view.data_table()
+    assert len(rows) == len(results.sweep_points) and header[2] == "jac_fro_median"
+
+
+# -- temperature ------------------------------------------------------------------------------
+def test_temperature_view_shows_zero_difference_at_sqrt_dk(qtbot, engine_parts, results):
+    view = build(qtbot, TemperatureView)
+    view.show_results(results)
+    p_t, p_sqrt, max_diff = engine_parts["temperature_sqrt"]
+    assert max_diff == 0.0
+    assert "= 0" in view.readout_text()
+    t_curve, s_curve = view.curves()
+    np.testing.assert_array_equal(t_curve.yData, p_t)
+    np.testing.assert_array_equal(s_curve.yData, p_sqrt)
+    assert view.temperature() == pytest.approx(T_SQRT)
+    # Away from √d_k the engine's (non-zero) difference is printed.
+    other = results.replace(temperature=3.0, temperature_comparison=engine_parts["temperature_3"])
+    view.show_results(other)
+    diff = engine_parts["temperature_3"][2]
+    assert diff > 1e-3
+    assert f"{diff:.3g}" in view.readout_text()
+    _header, rows = view.data_table()
+    assert len(rows) == CONFIG.n_tokens and rows[0][3] == 3.0
+
+
+def test_temperature_controls_emit_and_sqrt_button(qtbot, results):
+    view = build(qtbot, TemperatureView)
+    view.show_results(results.replace(temperature=2.0))
+    assert view.temperature() == pytest.approx(2.0)
+    with qtbot.waitSignal(view.temperatureChanged) as blocker:
+        view.set_temperature(12.5)
+    assert blocker.args == [pytest.approx(12.5)]
+    assert slider_to_temperature(view._slider.value()) == pytest.approx(12.5, rel=0.02)
+    with qtbot.waitSignal(view.temperatureChanged) as blocker:
+        view._slider.setValue(temperature_to_slider(0.5))
+    assert blocker.args[0] == pytest.approx(0.5, rel=0.02)
+    with qtbot.waitSignal(view.temperatureChanged) as blocker:
+        view._sqrt_button.click()
+    assert blocker.args == [math.sqrt(CONFIG.d_k)]  # exact, so the engine's diff is exactly 0
+    # A stale result for an older T must not pull the controls back while ours is pending.
+    view.show_results(results.replace(request_id=5, temperature=2.0))
+    assert view.temperature() == pytest.approx(T_SQRT)
+
+
+def test_temperature_slider_mapping_is_logarithmic():
+    assert slider_to_temperature(0) == pytest.approx(0.1)
+    assert slider_to_temperature(temperature_to_slider(100.0)) == pytest.approx(100.0)
+    assert slider_to_temperature(temperature_to_slider(1.0)) == pytest.approx(1.0)
+
+
+# -- correlation ------------------------------------------------------------------------------
+def test_correlation_points_and_lines_are_the_engine_rms(qtbot, engine_parts, results):
+    view = build(qtbot, CorrelationView)
+    view.show_results(results)
+    data = engine_parts["correlation"]
+    assert view._plot.ctrl.logXCheck.isChecked() and view._plot.ctrl.logYCheck.isChecked()
+    for rule, suffix in ((ScalingRule.SQRT, "sqrt"), (ScalingRule.LINEAR, "linear")):
+        np.testing.assert_array_equal(view.points(rule).xData, np.asarray(CORR_D_K, float))
+        np.testing.assert_allclose(view.points(rule).yData, data[f"rms_{suffix}"])
+        np.testing.assert_allclose(view.theory_line(rule).yData, data[f"theory_{suffix}"])
+    assert "ρ = 0" in view.note_text()
+    rho_config = CONFIG.replace(rho=0.6)
+    view.show_results(results.replace(config=rho_config,
+                                      correlation=engine_parts["correlation_rho"]))
+    np.testing.assert_allclose(view.points(ScalingRule.LINEAR).yData,
+                               engine_parts["correlation_rho"]["rms_linear"])
+    assert "0.6" in view.note_text()
+    _header, rows = view.data_table()
+    assert len(rows) == 2 * len(CORR_D_K) and rows[0][0] == 0.6
+
+
+# -- export -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("cls", ALL_VIEWS, ids=[cls.key for cls in ALL_VIEWS])
+def test_export_item_renders_non_blank_png_of_requested_width(qtbot, results, cls, tmp_path):
+    view = build(qtbot, cls)
+    view.show_results(results)
+    exporter = pyqtgraph.exporters.ImageExporter(view.export_item().scene())
+    exporter.parameters()["width"] = 900
+    path = tmp_path / f"{cls.key}.png"
+    exporter.export(str(path))
+    image = QImage(str(path))
+    assert image.width() == 900 and image.height() > 100
+    image = image.convertToFormat(QImage.Format.Format_RGB32)
+    ptr = image.constBits()
+    pixels = np.frombuffer(ptr, dtype=np.uint32, count=image.width() * image.height())
+    colours = np.unique(pixels)
+    # Far more than background + text: curves, fills or images in the rule colours.
+    assert colours.size > 20
+    rgb = {f"#{int(c) & 0xFFFFFF:06x}" for c in colours}
+    if cls is not HeatmapView:
+        assert rgb & {style.RULE_COLORS[ScalingRule.SQRT].lower()}
