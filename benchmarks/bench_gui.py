@@ -1,0 +1,192 @@
+"""GUI responsiveness benchmark (offscreen).
+
+Measures, in the real main window:
+
+* latency from a parameter-panel change to every visible view updated and repainted
+  (median and p95) at n = 256 for d_k = 64 and d_k = 1024;
+* the longest event-loop stall while a full d_k sweep streams in: a 5 ms heartbeat
+  ``QTimer`` records how late it fires.
+
+Goals: p95 latency ≤ 50 ms, stall ≤ 30 ms. Run::
+
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_gui.py [--repeats 20]
+
+The last line is exactly ``latency_p95_ms=<x> max_stall_ms=<y>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+import numpy as np  # noqa: E402
+from PySide6.QtCore import QEventLoop, QObject, Qt, QTimer, Slot  # noqa: E402
+
+from engine.config import AttentionConfig  # noqa: E402
+from gui.app import create_application  # noqa: E402
+from gui.settings import SETTINGS_DIR_ENV  # noqa: E402
+
+HEARTBEAT_MS = 5
+
+
+class LatencyProbe(QObject):
+    """Stops the clock when results for the expected config have been shown and painted."""
+
+    def __init__(self, window) -> None:
+        super().__init__()
+        self.window = window
+        self.expected = None
+        self.t0 = 0.0
+        self.latency = None
+        self.loop: QEventLoop | None = None
+
+    @Slot(object)
+    def on_shown(self, results) -> None:
+        if self.expected is None or results.config != self.expected or self.latency is not None:
+            return
+        self.window.current_view().repaint()  # synchronous paint of what the user sees
+        self.latency = time.perf_counter() - self.t0
+        if self.loop is not None:
+            self.loop.quit()
+
+
+class Heartbeat(QObject):
+    """A 5 ms timer that records how late each tick arrives."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timer = QTimer(self)
+        self.timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self.timer.setInterval(HEARTBEAT_MS)
+        self.timer.timeout.connect(self.tick)
+        self.last = 0.0
+        self.lateness: list[float] = []
+
+    def start(self) -> None:
+        self.last = time.perf_counter()
+        self.timer.start()
+
+    def stop(self) -> None:
+        self.timer.stop()
+
+    @Slot()
+    def tick(self) -> None:
+        now = time.perf_counter()
+        self.lateness.append(max(0.0, now - self.last - HEARTBEAT_MS / 1000))
+        self.last = now
+
+
+def wait_ms(ms: int) -> None:
+    loop = QEventLoop()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+
+
+def measure_latency(window, probe: LatencyProbe, repeats: int) -> list[float]:
+    """Alternate σ between two values (the sweep does not depend on σ and is reused)."""
+    latencies = []
+    for i in range(repeats):
+        target = 1.0 + 0.01 * ((i % 2) + 1)
+        probe.expected = window.panel.config().replace(init_std=target)
+        probe.latency = None
+        loop = QEventLoop()
+        probe.loop = loop
+        QTimer.singleShot(5000, loop.quit)
+        probe.t0 = time.perf_counter()
+        window.panel.init_std.spin.setValue(target)
+        if probe.latency is None:
+            loop.exec()
+        probe.loop = None
+        if probe.latency is None:
+            raise RuntimeError("no results within 5 s")
+        latencies.append(probe.latency * 1000)
+        window.wait_until_settled(60_000)
+        wait_ms(80)  # let the input throttle window expire: measure isolated changes
+    return latencies
+
+
+def measure_stall(window, heartbeat: Heartbeat, seed: int) -> tuple[float, float]:
+    """Run a full sweep (new seed) with the heartbeat; return (max stall ms, sweep seconds)."""
+    heartbeat.lateness.clear()
+    heartbeat.start()
+    t0 = time.perf_counter()
+    window.panel.seed.setValue(seed)
+    ok = window.wait_until_settled(120_000)
+    elapsed = time.perf_counter() - t0
+    heartbeat.stop()
+    if not ok:
+        raise RuntimeError("the sweep did not finish")
+    return max(heartbeat.lateness) * 1000, elapsed
+
+
+def engine_time_ms(config: AttentionConfig, temperature: float, repeats: int = 5) -> float:
+    """Median time of the worker's fast part computed synchronously (same load, no Qt)."""
+    from gui.worker import compute_fast_parts
+
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        compute_fast_parts(config, temperature)
+        times.append((time.perf_counter() - t0) * 1000)
+    return float(np.median(times))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=20, help="changes per d_k")
+    parser.add_argument("--n", type=int, default=256)
+    args = parser.parse_args()
+
+    settings_dir = tempfile.mkdtemp(prefix="bench-gui-settings-")
+    os.environ[SETTINGS_DIR_ENV] = settings_dir  # never touch the user's settings
+    app = create_application(headless=True)
+    from gui.main_window import MainWindow
+
+    window = MainWindow(config=AttentionConfig(n_tokens=args.n), restore=False, persist=False)
+    window.resize(1400, 900)
+    window.show()
+    probe = LatencyProbe(window)
+    window.controller.resultsShown.connect(probe.on_shown)
+    heartbeat = Heartbeat()
+    all_latencies: list[float] = []
+    stalls: list[float] = []
+    try:
+        window.wait_until_settled(120_000)
+        for d_k in (64, 1024):
+            config = window.panel.config().replace(d_k=d_k, d_model=d_k, init_std=1.0)
+            window.panel.set_config(config)
+            window.controller.set_config(config)
+            window.wait_until_settled(120_000)
+            latencies = measure_latency(window, probe, args.repeats)
+            engine_ms = engine_time_ms(window.panel.config(), window.controller.temperature())
+            stall, sweep_s = measure_stall(window, heartbeat, seed=d_k)
+            all_latencies.extend(latencies)
+            stalls.append(stall)
+            print(f"n={args.n} d_k={d_k}: latency median {np.median(latencies):.1f} ms, "
+                  f"p95 {np.percentile(latencies, 95):.1f} ms, max {max(latencies):.1f} ms; "
+                  f"sweep {sweep_s:.2f} s, max event-loop stall {stall:.1f} ms")
+            print(f"    engine fast part alone (run_experiment + temperature + correlation): "
+                  f"median {engine_ms:.1f} ms -> GUI share of the median latency "
+                  f"{np.median(latencies) - engine_ms:.1f} ms")
+    finally:
+        window.close()
+        window.deleteLater()
+        app.processEvents()
+    p95 = float(np.percentile(all_latencies, 95))
+    print(f"goals: p95 <= 50 ms ({'met' if p95 <= 50 else 'NOT met'}), "
+          f"stall <= 30 ms ({'met' if max(stalls) <= 30 else 'NOT met'})")
+    print(f"latency_p95_ms={p95:.1f} max_stall_ms={max(stalls):.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,602 @@
+"""The explorer's main window: parameter dock, view tabs, menus, status bar, shutdown order."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QEventLoop, QObject, QSignalBlocker, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QDockWidget,
+    QFileDialog,
+    QFormLayout,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QSplitter,
+    QTabWidget,
+    QWidget,
+)
+
+from engine.config import AttentionConfig
+from gui import export
+from gui.controller import ExplorerController
+from gui.i18n import tr
+from gui.panels.parameters import ParameterPanel
+from gui.session import Session, SessionError, load_session, save_session
+from gui.settings import Settings, open_settings
+
+__all__ = ["MainWindow", "SizeDialog"]
+
+_CTX = "MainWindow"
+
+
+class SizeDialog(QDialog):
+    """Ask for an export size in pixels."""
+
+    def __init__(self, width: int, height: int, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(tr(_CTX, "Image size"))
+        self.width_box = QSpinBox()
+        self.height_box = QSpinBox()
+        for box, value in ((self.width_box, width), (self.height_box, height)):
+            box.setRange(16, 8192)
+            box.setSuffix(" px")
+            box.setValue(value)
+        form = QFormLayout(self)
+        form.addRow(tr(_CTX, "Width"), self.width_box)
+        form.addRow(tr(_CTX, "Height"), self.height_box)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def size_value(self) -> tuple[int, int]:
+        """Return the chosen ``(width, height)``."""
+        return self.width_box.value(), self.height_box.value()
+
+
+class MainWindow(QMainWindow):
+    """The Attention Scale Explorer window.
+
+    Parameters
+    ----------
+    settings
+        Typed settings (default: :func:`gui.settings.open_settings`).
+    config
+        Initial configuration; ``None`` restores the last one from the settings.
+    restore
+        Restore geometry, dock state and the last configuration from ``settings``.
+    controller_options
+        Extra keyword arguments of :class:`ExplorerController` (tests use small sweeps).
+    start
+        Submit the first request immediately.
+    persist
+        Save geometry, configuration and session path to ``settings`` on close (the headless
+        commands pass False so that they never change the user's settings).
+    """
+
+    sessionChanged = Signal(str)  # path of the session file now associated with the window
+
+    def __init__(
+        self,
+        *,
+        settings: Settings | None = None,
+        config: AttentionConfig | None = None,
+        restore: bool = True,
+        controller_options: dict[str, Any] | None = None,
+        start: bool = True,
+        persist: bool = True,
+    ) -> None:
+        super().__init__()
+        from gui.views import ALL_VIEWS
+
+        self.setObjectName("MainWindow")
+        self.settings = settings or open_settings()
+        self._session_path = self.settings.get("session/last_path") if restore else ""
+        if config is None:
+            config = self._restored_config() if restore else AttentionConfig()
+        temperature = self.settings.get("window/temperature") if restore else config.temperature
+
+        self.views = [cls() for cls in ALL_VIEWS]
+        self.panel = ParameterPanel(config)
+        self.controller = ExplorerController(
+            config, temperature=temperature, views=self.views, parent=self,
+            **(controller_options or {}),
+        )
+        self._closing = False
+        self._persist = persist
+        self._build_central()
+        self._build_dock()
+        self._build_status_bar()
+        self._build_menus()
+        self._update_title()
+
+        self.panel.configChanged.connect(self.controller.set_config)
+        for view in self.views:
+            signal = getattr(view, "temperatureChanged", None)
+            if signal is not None:
+                signal.connect(self.controller.set_temperature)
+        self.controller.progressChanged.connect(self._on_progress_changed)
+        self.controller.busyChanged.connect(self._on_busy_changed)
+        self.controller.errorOccurred.connect(self._on_error)
+        self.controller.resultsShown.connect(self._on_results_shown)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
+        self.side_tabs.currentChanged.connect(self._on_tab_changed)
+
+        if restore:
+            geometry = self.settings.get("window/geometry")
+            if not geometry.isEmpty():
+                self.restoreGeometry(geometry)
+            state = self.settings.get("window/state")
+            if not state.isEmpty():
+                self.restoreState(state)
+            self.show_view(self.settings.get("window/current_view"))
+        if start:
+            self.controller.start()
+
+    # ------------------------------------------------------------------------------- building
+    def _build_central(self) -> None:
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("viewTabs")
+        self.tabs.setDocumentMode(True)
+        # The second tab widget shows a view beside the main one ("side by side").
+        self.side_tabs = QTabWidget()
+        self.side_tabs.setObjectName("sideViewTabs")
+        self.side_tabs.setDocumentMode(True)
+        self.side_tabs.setVisible(False)
+        for view in self.views:
+            self.tabs.addTab(view, view.title())
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.tabs)
+        self.splitter.addWidget(self.side_tabs)
+        self.setCentralWidget(self.splitter)
+
+    def _build_dock(self) -> None:
+        self.parameter_dock = QDockWidget(tr(_CTX, "Parameters"), self)
+        self.parameter_dock.setObjectName("parameterDock")
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.panel)
+        scroll.setMinimumWidth(320)
+        self.parameter_dock.setWidget(scroll)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.parameter_dock)
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.status_label = QLabel(tr(_CTX, "Ready"))
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(220)
+        self.progress.setTextVisible(True)
+        self.progress.setFormat(tr(_CTX, "sweep %v/%m"))
+        self.progress.setVisible(False)
+        self.cancel_button = QPushButton(tr(_CTX, "Cancel"))
+        self.cancel_button.setToolTip(tr(_CTX, "Stop the running computation (Esc)"))
+        self.cancel_button.setVisible(False)
+        self.cancel_button.clicked.connect(self._on_cancel)
+        bar.addWidget(self.status_label, 1)
+        bar.addPermanentWidget(self.progress)
+        bar.addPermanentWidget(self.cancel_button)
+
+    def _action(self, menu: Any, text: str, slot: Any, shortcut: Any = None,
+                tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        if tip:
+            action.setStatusTip(tip)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu(tr(_CTX, "&File"))
+        self.open_action = self._action(file_menu, tr(_CTX, "&Open session…"),
+                                        self._on_open_session, QKeySequence.StandardKey.Open)
+        self.save_action = self._action(file_menu, tr(_CTX, "&Save session"),
+                                        self._on_save_session, QKeySequence.StandardKey.Save)
+        self.save_as_action = self._action(file_menu, tr(_CTX, "Save session &as…"),
+                                           self._on_save_session_as, "Ctrl+Alt+S")
+        file_menu.addSeparator()
+        self.export_png_action = self._action(file_menu, tr(_CTX, "Export current view as &PNG…"),
+                                              self._on_export_png, "Ctrl+E")
+        self.export_svg_action = self._action(file_menu, tr(_CTX, "Export current view as S&VG…"),
+                                              self._on_export_svg, "Ctrl+Shift+E")
+        self.export_all_action = self._action(file_menu, tr(_CTX, "Export &all…"),
+                                              self._on_export_all, "Ctrl+Shift+A",
+                                              tr(_CTX, "PNG, SVG and CSV of every view plus "
+                                                 "the session, into one folder"))
+        self.copy_action = self._action(file_menu, tr(_CTX, "&Copy current plot"),
+                                        self._on_copy, "Ctrl+Shift+C")
+        file_menu.addSeparator()
+        self.quit_action = self._action(file_menu, tr(_CTX, "&Quit"), self.close, "Ctrl+Q")
+
+        view_menu = bar.addMenu(tr(_CTX, "&View"))
+        self.reset_action = self._action(view_menu, tr(_CTX, "&Reset view"),
+                                         self._on_reset_view, "Ctrl+R")
+        self.side_action = QAction(tr(_CTX, "Show current view &side by side"), self)
+        self.side_action.setShortcut(QKeySequence("Ctrl+Shift+S"))
+        self.side_action.setCheckable(True)
+        self.side_action.toggled.connect(self._on_side_by_side)
+        view_menu.addAction(self.side_action)
+        self.cancel_action = self._action(view_menu, tr(_CTX, "&Cancel computation"),
+                                          self._on_cancel, Qt.Key.Key_Escape)
+        view_menu.addSeparator()
+        self.view_actions: list[QAction] = []
+        for index, view in enumerate(self.views):
+            shortcut = f"Ctrl+{index + 1}" if index < 9 else None
+            action = self._action(view_menu, view.title(), self._on_view_action, shortcut)
+            action.setData(view.key)
+            self.view_actions.append(action)
+        view_menu.addSeparator()
+        view_menu.addAction(self.parameter_dock.toggleViewAction())
+
+        help_menu = bar.addMenu(tr(_CTX, "&Help"))
+        self.about_action = self._action(help_menu, tr(_CTX, "&About"), self._on_about)
+
+    # ---------------------------------------------------------------------------- public API
+    def view(self, key: str) -> Any:
+        """Return the view with ``key``, brought up to date if it was hidden."""
+        for view in self.views:
+            if view.key == key:
+                self.controller.refresh_view(view)
+                return view
+        raise KeyError(f"no view {key!r}; views are {', '.join(v.key for v in self.views)}")
+
+    def current_view(self) -> Any:
+        """Return the view in front of the main tab widget."""
+        widget = self.tabs.currentWidget()
+        return widget if widget is not None else self.views[0]
+
+    def show_view(self, key: str) -> bool:
+        """Bring the view ``key`` to the front; return False when there is no such view."""
+        for view in self.views:
+            if view.key == key:
+                tabs = self.side_tabs if self.side_tabs.indexOf(view) >= 0 else self.tabs
+                tabs.setCurrentWidget(view)
+                return True
+        return False
+
+    def current_session(self) -> Session:
+        """Return the session describing what the window shows now."""
+        return Session(config=self.panel.config(), current_view=self.current_view().key,
+                       temperature=self.controller.temperature())
+
+    def apply_session(self, session: Session) -> None:
+        """Show ``session``: its configuration, temperature and front view."""
+        self.panel.set_config(session.config)
+        self.controller.set_temperature(session.temperature)
+        self.controller.set_config(session.config)
+        self.show_view(session.current_view)
+
+    def open_session(self, path: str | os.PathLike[str]) -> bool:
+        """Load the session file ``path``; on error show a message and change nothing."""
+        try:
+            session = load_session(path)
+        except SessionError as exc:
+            self.show_message(tr(_CTX, "Cannot open session"), str(exc))
+            return False
+        self.apply_session(session)
+        self._set_session_path(str(path))
+        self.status_label.setText(tr(_CTX, "Opened {0}").format(Path(path).name))
+        return True
+
+    def save_session_to(self, path: str | os.PathLike[str]) -> bool:
+        """Write the current session to ``path``; on error show a message."""
+        try:
+            save_session(path, self.current_session())
+        except OSError as exc:
+            self.show_message(tr(_CTX, "Cannot save session"), str(exc))
+            return False
+        self._set_session_path(str(path))
+        self.status_label.setText(tr(_CTX, "Saved {0}").format(Path(path).name))
+        return True
+
+    def export_current(self, path: str | os.PathLike[str], width: int, height: int) -> Path:
+        """Export the current view to ``path`` (PNG or SVG by suffix)."""
+        self.controller.refresh_views()
+        item = self.current_view().export_item()
+        if str(path).lower().endswith(".svg"):
+            return export.export_svg(item, path, width, height)
+        return export.export_png(item, path, width, height)
+
+    def export_everything(self, folder: str | os.PathLike[str], width: int = 1200,
+                          height: int = 800) -> list[Path]:
+        """Export every view (PNG, SVG, CSV) and the session JSON into ``folder``."""
+        self.controller.refresh_views()
+        return export.export_all(self.views, folder, self.current_session(), width, height)
+
+    def wait_until_settled(self, timeout_ms: int = 30_000,
+                           require_sweep: bool = True) -> bool:
+        """Run a local event loop until every result (incl. the sweep) is shown.
+
+        Returns False on timeout. Uses a ``QEventLoop`` woken by the controller's GUI-thread
+        signals, not ``processEvents`` spinning.
+        """
+        if self._settled(require_sweep):
+            return True
+        loop = QEventLoop()
+        timer = QTimer()
+        timer.setSingleShot(True)
+        timer.timeout.connect(loop.quit)
+        waker = _SettledWaker(self, loop, require_sweep)
+        self.controller.resultsShown.connect(waker.check)
+        self.controller.busyChanged.connect(waker.check)
+        self.controller.errorOccurred.connect(waker.check)
+        timer.start(timeout_ms)
+        loop.exec()
+        timer.stop()
+        self.controller.resultsShown.disconnect(waker.check)
+        self.controller.busyChanged.disconnect(waker.check)
+        self.controller.errorOccurred.disconnect(waker.check)
+        return self._settled(require_sweep)
+
+    def _settled(self, require_sweep: bool) -> bool:
+        controller = self.controller
+        results = controller.results()
+        if not controller.is_settled():
+            return False
+        if controller.last_error():
+            return True
+        return results is not None and (results.sweep_done or not require_sweep)
+
+    def show_message(self, title: str, text: str) -> QMessageBox:
+        """Show a non-blocking warning box (window-modal) and return it."""
+        box = QMessageBox(QMessageBox.Icon.Warning, title, text,
+                          QMessageBox.StandardButton.Ok, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        return box
+
+    # ------------------------------------------------------------------------------- slots
+    @Slot()
+    def _on_open_session(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, tr(_CTX, "Open session"), self._session_path or str(Path.home()),
+            tr(_CTX, "Session files (*.json);;All files (*)"))
+        if path:
+            self.open_session(path)
+
+    @Slot()
+    def _on_save_session(self) -> None:
+        if self._session_path:
+            self.save_session_to(self._session_path)
+        else:
+            self._on_save_session_as()
+
+    @Slot()
+    def _on_save_session_as(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, tr(_CTX, "Save session"), self._session_path or "session.json",
+            tr(_CTX, "Session files (*.json)"))
+        if path:
+            self.save_session_to(path)
+
+    def _ask_size(self) -> tuple[int, int] | None:
+        dialog = SizeDialog(self.settings.get("export/width"), self.settings.get("export/height"),
+                            self)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return None
+        width, height = dialog.size_value()
+        self.settings.set("export/width", width)
+        self.settings.set("export/height", height)
+        return width, height
+
+    def _export_dialog(self, suffix: str, filter_text: str) -> None:
+        size = self._ask_size()
+        if size is None:
+            return
+        folder = self.settings.get("export/last_dir") or str(Path.home())
+        default = os.path.join(folder, f"{self.current_view().key}.{suffix}")
+        path, _ = QFileDialog.getSaveFileName(self, tr(_CTX, "Export view"), default,
+                                              filter_text)
+        if not path:
+            return
+        try:
+            written = self.export_current(path, *size)
+        except (OSError, ValueError) as exc:
+            self.show_message(tr(_CTX, "Export failed"), str(exc))
+            return
+        self.settings.set("export/last_dir", str(Path(path).parent))
+        self.status_label.setText(tr(_CTX, "Exported {0}").format(written.name))
+
+    @Slot()
+    def _on_export_png(self) -> None:
+        self._export_dialog("png", tr(_CTX, "PNG images (*.png)"))
+
+    @Slot()
+    def _on_export_svg(self) -> None:
+        self._export_dialog("svg", tr(_CTX, "SVG images (*.svg)"))
+
+    @Slot()
+    def _on_export_all(self) -> None:
+        size = self._ask_size()
+        if size is None:
+            return
+        folder = QFileDialog.getExistingDirectory(
+            self, tr(_CTX, "Export all views into folder"),
+            self.settings.get("export/last_dir") or str(Path.home()))
+        if not folder:
+            return
+        try:
+            written = self.export_everything(folder, *size)
+        except (OSError, ValueError) as exc:
+            self.show_message(tr(_CTX, "Export failed"), str(exc))
+            return
+        self.settings.set("export/last_dir", folder)
+        self.status_label.setText(
+            tr(_CTX, "Exported {0} files to {1}").format(len(written), folder))
+
+    @Slot()
+    def _on_copy(self) -> None:
+        self.controller.refresh_views()
+        view = self.current_view()
+        widget = view.export_item()
+        width = max(widget.width(), 320)
+        height = max(widget.height(), 240)
+        export.copy_to_clipboard(widget, width, height)
+        self.status_label.setText(tr(_CTX, "Copied {0} to the clipboard").format(view.title()))
+
+    @Slot(int)
+    def _on_tab_changed(self, index: int) -> None:
+        tabs = self.sender()
+        # Tab widgets emit while they are destroyed; by then the window has shut down.
+        if getattr(self, "_closing", True):
+            return
+        if isinstance(tabs, QTabWidget) and index >= 0:
+            self.controller.refresh_view(tabs.widget(index))
+
+    @Slot()
+    def _on_reset_view(self) -> None:
+        self.current_view().reset_view()
+
+    @Slot()
+    def _on_view_action(self) -> None:
+        action = self.sender()
+        if isinstance(action, QAction):
+            self.show_view(str(action.data()))
+
+    @Slot(bool)
+    def _on_side_by_side(self, checked: bool) -> None:
+        if checked:
+            view = self.current_view()
+            if self.tabs.count() < 2:
+                with QSignalBlocker(self.side_action):
+                    self.side_action.setChecked(False)
+                return
+            index = self.tabs.indexOf(view)
+            self.tabs.removeTab(index)
+            self.side_tabs.addTab(view, view.title())
+            self.side_tabs.setVisible(True)
+        else:
+            while self.side_tabs.count():
+                view = self.side_tabs.widget(0)
+                self.side_tabs.removeTab(0)
+                self.tabs.insertTab(self.views.index(view), view, view.title())
+            self.side_tabs.setVisible(False)
+
+    @Slot()
+    def _on_cancel(self) -> None:
+        if self.controller.is_busy():
+            self.controller.cancel()
+            self.status_label.setText(tr(_CTX, "Cancelled; showing the results computed so far"))
+
+    @Slot()
+    def _on_about(self) -> None:
+        QMessageBox.about(
+            self, tr(_CTX, "About Attention Scale Explorer"),
+            tr(_CTX, "Attention Scale Explorer\n\nSee and test why scaled dot-product "
+               "attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, "
+               "which saturates the softmax and kills its gradients as d_k grows."))
+
+    @Slot(int, int)
+    def _on_progress_changed(self, done: int, total: int) -> None:
+        if total <= 0:
+            self.progress.setVisible(False)
+            return
+        self.progress.setRange(0, total)
+        self.progress.setValue(done)
+        self.progress.setVisible(done < total)
+
+    @Slot(bool)
+    def _on_busy_changed(self, busy: bool) -> None:
+        self.cancel_button.setVisible(busy)
+        if not busy:
+            self.progress.setVisible(False)
+        if busy:
+            self.status_label.setText(tr(_CTX, "Computing…"))
+
+    @Slot(str)
+    def _on_error(self, message: str) -> None:
+        self.status_label.setText(tr(_CTX, "Error: {0}").format(message))
+        self.status_label.setToolTip(message)
+
+    @Slot(object)
+    def _on_results_shown(self, results: Any) -> None:
+        if not self.controller.is_busy() and not self.controller.last_error():
+            config = results.config
+            self.status_label.setText(
+                tr(_CTX, "n = {0}, d_k = {1}, h = {2}, rule {3}").format(
+                    config.n_tokens, config.d_k, config.heads, config.rule.label))
+
+    # ------------------------------------------------------------------------------ helpers
+    def _restored_config(self) -> AttentionConfig:
+        text = self.settings.get("attention/config")
+        if text:
+            try:
+                return AttentionConfig.from_json(text)
+            except ValueError:
+                pass  # an old or hand-edited value: fall back to the defaults
+        if self._session_path and self.settings.get("session/restore_last"):
+            try:
+                return load_session(self._session_path).config
+            except SessionError:
+                self._session_path = ""
+        return AttentionConfig()
+
+    def _set_session_path(self, path: str) -> None:
+        self._session_path = path
+        self._update_title()
+        self.sessionChanged.emit(path)
+
+    def session_path(self) -> str:
+        """Return the session file the window is associated with ("" if none)."""
+        return self._session_path
+
+    def _update_title(self) -> None:
+        title = tr(_CTX, "Attention Scale Explorer")
+        if self._session_path:
+            title = f"{Path(self._session_path).name} — {title}"
+        self.setWindowTitle(title)
+
+    def save_settings(self) -> None:
+        """Store geometry, dock state, configuration, front view and session path."""
+        s = self.settings
+        s.set("window/geometry", self.saveGeometry())
+        s.set("window/state", self.saveState())
+        s.set("window/current_view", self.current_view().key)
+        s.set("window/temperature", self.controller.temperature())
+        s.set("attention/config", self.panel.config().to_json())
+        s.set("session/last_path", self._session_path)
+        s.sync()
+
+    def shutdown(self) -> None:
+        """Stop the worker (bounded wait) and save settings; safe to call twice."""
+        if self._closing:
+            return
+        self._closing = True
+        self.tabs.currentChanged.disconnect(self._on_tab_changed)
+        self.side_tabs.currentChanged.disconnect(self._on_tab_changed)
+        self.controller.shutdown(1000)
+        if self._persist:
+            self.save_settings()
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # Qt override
+        """Stop work first (request stop → bounded wait), then save and close."""
+        self.shutdown()
+        super().closeEvent(event)
+
+
+class _SettledWaker(QObject):
+    """Quits a local event loop once the window's results are settled."""
+
+    def __init__(self, window: MainWindow, loop: QEventLoop, require_sweep: bool) -> None:
+        super().__init__(window)
+        self._window, self._loop, self._require_sweep = window, loop, require_sweep
+
+    @Slot()
+    def check(self) -> None:
+        """Quit the loop if settled (the push timer may still be pending: checked later)."""
+        if self._window._settled(self._require_sweep):
+            self._loop.quit()

@@ -1,0 +1,231 @@
+"""The worker that runs engine computations on the single background QThread.
+
+This is the only module that touches both the engine generators and Qt threads. A
+:class:`Job` is an immutable request with an id and a ``threading.Event`` for cancellation; the
+worker runs it in its thread and reports immutable messages through ``object`` signals. The
+worker never touches widgets or shared mutable state: the only channel back into a running job
+is its ``temperature_inbox`` queue, read between sweep points.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import queue
+import threading
+import traceback
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from engine.config import AttentionConfig, ScalingRule, SweepConfig
+
+__all__ = [
+    "ALL_RULES",
+    "CORRELATION_D_K",
+    "CORRELATION_SAMPLES_CAP",
+    "FastParts",
+    "Job",
+    "JobFailed",
+    "JobFinished",
+    "JobKind",
+    "SweepPointReady",
+    "TemperatureReady",
+    "Worker",
+    "compute_correlation",
+    "compute_fast_parts",
+    "compute_temperature",
+]
+
+#: Every scaling rule; the snapshot always holds all of them so that switching views is free.
+ALL_RULES: tuple[ScalingRule, ...] = tuple(ScalingRule)
+
+
+class JobKind(enum.Enum):
+    """What a job computes."""
+
+    FULL = "full"
+    """Snapshot, temperature comparison, correlation, then the streamed d_k sweep."""
+    TEMPERATURE = "temperature"
+    """Only the temperature comparison (the temperature view's slider moved)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One request to the worker.
+
+    Parameters
+    ----------
+    request_id
+        Increasing id; the controller drops messages of superseded ids.
+    kind
+        What to compute.
+    config
+        The attention configuration.
+    temperature
+        Temperature T of the temperature comparison.
+    temperature_id
+        Id of the temperature request answered by the comparison.
+    sweep
+        The d_k sweep to stream, or ``None`` to skip it (e.g. the previous one still applies).
+    cancel
+        Set from the GUI thread to stop the job between engine yields.
+    temperature_inbox
+        Newer ``(temperature_id, T)`` requests that arrive while the sweep runs.
+    """
+
+    request_id: int
+    kind: JobKind
+    config: AttentionConfig
+    temperature: float
+    temperature_id: int
+    sweep: SweepConfig | None = None
+    cancel: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False)
+    temperature_inbox: queue.SimpleQueue = dataclasses.field(
+        default_factory=queue.SimpleQueue, compare=False
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class FastParts:
+    """The fast part of a full job: everything except the sweep."""
+
+    request_id: int
+    config: AttentionConfig
+    snapshot: object
+    temperature: float
+    temperature_id: int
+    temperature_comparison: object
+    correlation: object
+
+
+@dataclasses.dataclass(frozen=True)
+class TemperatureReady:
+    """A recomputed temperature comparison for ``config``."""
+
+    request_id: int
+    config: AttentionConfig
+    temperature: float
+    temperature_id: int
+    temperature_comparison: object
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepPointReady:
+    """One streamed sweep point (``point.index`` of ``point.total``)."""
+
+    request_id: int
+    point: object
+
+
+@dataclasses.dataclass(frozen=True)
+class JobFailed:
+    """The job raised; ``message`` is meant for the user."""
+
+    request_id: int
+    message: str
+
+
+@dataclasses.dataclass(frozen=True)
+class JobFinished:
+    """The job ended; ``completed`` is False when it was cancelled or failed."""
+
+    request_id: int
+    kind: JobKind
+    completed: bool
+
+
+def compute_temperature(config: AttentionConfig, temperature: float) -> object:
+    """Return the engine's temperature comparison of ``config`` at temperature ``temperature``."""
+    from engine.experiment import temperature_comparison
+
+    return temperature_comparison(config, temperature)
+
+
+#: d_k values of the correlation view (its sampling is exact and cheap at any d_k).
+CORRELATION_D_K: tuple[int, ...] = tuple(2**i for i in range(13))
+#: Upper bound of (q, k) pairs per d_k for the correlation view.
+CORRELATION_SAMPLES_CAP = 20_000
+
+
+def compute_correlation(config: AttentionConfig) -> object:
+    """Return the engine's q–k correlation RMS comparison for ``config``'s ρ and seed."""
+    from engine.experiment import correlation_rms
+
+    return correlation_rms(CORRELATION_D_K, config.rho,
+                           min(config.samples, CORRELATION_SAMPLES_CAP), config.seed)
+
+
+def compute_fast_parts(config: AttentionConfig, temperature: float) -> tuple[object, ...]:
+    """Compute ``(snapshot, temperature_comparison, correlation)`` synchronously.
+
+    The worker calls exactly this, so tests can compare the threaded path against it.
+    """
+    from engine.experiment import run_experiment
+
+    snapshot = run_experiment(config, rules=ALL_RULES)
+    return snapshot, compute_temperature(config, temperature), compute_correlation(config)
+
+
+class Worker(QObject):
+    """Runs :class:`Job` objects in the thread it was moved to.
+
+    Signals carry the immutable message dataclasses of this module as ``object`` payloads.
+    """
+
+    fastPartsReady = Signal(object)  # FastParts
+    temperatureReady = Signal(object)  # TemperatureReady
+    sweepPointReady = Signal(object)  # SweepPointReady
+    failed = Signal(object)  # JobFailed
+    finished = Signal(object)  # JobFinished
+
+    @Slot(object)
+    def run(self, job: Job) -> None:
+        """Run ``job`` to completion, cancellation or failure; always emit :attr:`finished`."""
+        completed = False
+        try:
+            if job.cancel.is_set():
+                return
+            if job.kind is JobKind.TEMPERATURE:
+                self._emit_temperature(job, job.temperature_id, job.temperature)
+            else:
+                self._run_full(job)
+            completed = not job.cancel.is_set()
+        except ValueError as exc:  # includes MemoryBudgetError: the user can fix the input
+            self.failed.emit(JobFailed(job.request_id, str(exc)))
+        except Exception as exc:  # a bug must not kill the thread or the window
+            traceback.print_exc()
+            self.failed.emit(JobFailed(job.request_id, f"{type(exc).__name__}: {exc}"))
+        finally:
+            self.finished.emit(JobFinished(job.request_id, job.kind, completed))
+
+    def _run_full(self, job: Job) -> None:
+        snapshot, comparison, correlation = compute_fast_parts(job.config, job.temperature)
+        self.fastPartsReady.emit(
+            FastParts(job.request_id, job.config, snapshot, job.temperature, job.temperature_id,
+                      comparison, correlation)
+        )
+        if job.sweep is not None and not job.cancel.is_set():
+            from engine.sweep import iter_sweep
+
+            for point in iter_sweep(job.sweep, cancel=job.cancel):
+                self.sweepPointReady.emit(SweepPointReady(job.request_id, point))
+                self._drain_temperature_inbox(job)
+                if job.cancel.is_set():
+                    return
+        self._drain_temperature_inbox(job)
+
+    def _drain_temperature_inbox(self, job: Job) -> None:
+        latest = None
+        while True:
+            try:
+                latest = job.temperature_inbox.get_nowait()
+            except queue.Empty:
+                break
+        if latest is not None:
+            self._emit_temperature(job, *latest)
+
+    def _emit_temperature(self, job: Job, temperature_id: int, temperature: float) -> None:
+        comparison = compute_temperature(job.config, temperature)
+        self.temperatureReady.emit(
+            TemperatureReady(job.request_id, job.config, temperature, temperature_id, comparison)
+        )

@@ -1,0 +1,192 @@
+"""The controller + worker: threaded results equal the engine's, coalescing, cancel, shutdown."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QEventLoop, QObject, QTimer, Slot
+
+from engine.config import AttentionConfig, ScalingRule
+from engine.experiment import correlation_rms, run_experiment, temperature_comparison
+from engine.sweep import run_sweep
+from gui.controller import ExplorerController, sweep_config_for
+from gui.worker import ALL_RULES, CORRELATION_D_K
+
+CONFIG = AttentionConfig(n_tokens=20, d_k=8, d_model=8, samples=250, rule="linear", rho=0.3)
+SWEEP_VALUES = (1, 4, 16)
+
+
+class Recorder(QObject):
+    """Stands in for the views: records what the controller pushes (GUI thread)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pushed: list[object] = []
+
+    def show_results(self, results: object) -> None:
+        self.pushed.append(results)
+
+
+class Waiter(QObject):
+    """Quits a QEventLoop when the controller is settled (woken by GUI-thread signals only)."""
+
+    def __init__(self, controller: ExplorerController, loop: QEventLoop, predicate) -> None:
+        super().__init__()
+        self._controller, self._loop, self._predicate = controller, loop, predicate
+
+    @Slot()
+    def check(self) -> None:
+        if self._predicate(self._controller):
+            self._loop.quit()
+
+
+def wait_for(controller: ExplorerController, predicate, timeout_ms: int = 20_000) -> bool:
+    """Run a local event loop until ``predicate(controller)`` holds (checked on GUI signals)."""
+    if predicate(controller):
+        return True
+    loop = QEventLoop()
+    waiter = Waiter(controller, loop, predicate)
+    controller.resultsShown.connect(waiter.check)
+    controller.busyChanged.connect(waiter.check)
+    controller.errorOccurred.connect(waiter.check)
+    QTimer.singleShot(timeout_ms, loop.quit)
+    loop.exec()
+    return predicate(controller)
+
+
+def settled(controller: ExplorerController) -> bool:
+    results = controller.results()
+    return controller.is_settled() and results is not None and (
+        results.sweep_done or bool(controller.last_error()))
+
+
+@pytest.fixture
+def controller(qapp):
+    recorder = Recorder()
+    ctrl = ExplorerController(CONFIG, views=[recorder], sweep_values=SWEEP_VALUES,
+                              sweep_samples_cap=150)
+    ctrl.recorder = recorder
+    yield ctrl
+    ctrl.shutdown()
+    assert not ctrl.is_running()
+
+
+def _assert_points_equal(got, expected) -> None:
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected, strict=True):
+        for field in dataclasses.fields(a):
+            np.testing.assert_equal(getattr(a, field.name), getattr(b, field.name), field.name)
+
+
+def test_threaded_results_equal_synchronous_engine(controller):
+    controller.start()
+    assert wait_for(controller, settled)
+    results = controller.results()
+    assert results.config == CONFIG and results.compare_rule is ScalingRule.LINEAR
+    assert controller.recorder.pushed[-1] is results
+
+    expected = run_experiment(CONFIG, rules=ALL_RULES)
+    assert set(results.snapshot.rules) == set(ScalingRule)
+    np.testing.assert_array_equal(results.snapshot.q, expected.q)
+    for rule in ScalingRule:
+        np.testing.assert_array_equal(results.snapshot.rules[rule].weights,
+                                      expected.rules[rule].weights)
+        np.testing.assert_array_equal(results.snapshot.rules[rule].jac_fro,
+                                      expected.rules[rule].jac_fro)
+    p_t, p_s, diff = temperature_comparison(CONFIG, controller.temperature())
+    np.testing.assert_array_equal(results.temperature_comparison[0], p_t)
+    np.testing.assert_array_equal(results.temperature_comparison[1], p_s)
+    assert results.temperature_comparison[2] == diff
+    corr = correlation_rms(CORRELATION_D_K, CONFIG.rho, CONFIG.samples, CONFIG.seed)
+    for key in ("rms_none", "rms_sqrt", "rms_linear"):
+        np.testing.assert_array_equal(results.correlation[key], corr[key])
+    sweep = sweep_config_for(CONFIG, SWEEP_VALUES, 150)
+    assert ScalingRule.LINEAR in sweep.rules and sweep.samples == 150
+    _assert_points_equal(results.sweep_points, run_sweep(sweep))
+
+
+def test_rapid_changes_coalesce_and_end_on_the_last_state(controller, qapp):
+    controller.start()
+    assert wait_for(controller, settled)
+    started_before = controller.jobs_started
+    final = None
+    for i in range(1000):
+        final = CONFIG.replace(seed=i + 1, query_row=i % CONFIG.n_tokens)
+        controller.set_config(final)
+        if i % 20 == 0:
+            qapp.processEvents()  # let some throttle windows expire, as real drags do
+    assert wait_for(controller, settled)
+    results = controller.results()
+    assert results.config == final
+    assert results.sweep_points and results.sweep_points[0].samples == 150
+    # The throttle lets at most a handful of requests through; never one per change.
+    started = controller.jobs_started - started_before
+    assert 1 <= started < 200, started
+    assert controller.max_jobs_in_flight == 1
+
+
+def test_temperature_change_recomputes_only_the_comparison(controller):
+    controller.start()
+    assert wait_for(controller, settled)
+    before = controller.results()
+    controller.set_temperature(1.5)
+    assert wait_for(controller, lambda c: c.results().temperature == 1.5 and c.is_settled())
+    after = controller.results()
+    assert after.snapshot is before.snapshot and after.sweep_points is before.sweep_points
+    np.testing.assert_array_equal(after.temperature_comparison[0],
+                                  temperature_comparison(CONFIG, 1.5)[0])
+
+
+def test_unchanged_sweep_is_reused_for_d_k_changes(controller):
+    controller.start()
+    assert wait_for(controller, settled)
+    points = controller.results().sweep_points
+    controller.set_config(CONFIG.replace(d_k=32, d_model=32, init_std=0.5))
+    assert wait_for(controller, lambda c: settled(c) and c.results().config.d_k == 32)
+    assert controller.results().sweep_points is points
+
+
+def test_cancel_stops_the_sweep_and_keeps_partial_points(qapp):
+    recorder = Recorder()
+    big = AttentionConfig(n_tokens=64, samples=20_000)
+    ctrl = ExplorerController(big, views=[recorder], sweep_values=tuple(2**i for i in range(11)),
+                              sweep_samples_cap=20_000)
+    try:
+        ctrl.start()
+        assert wait_for(ctrl, lambda c: c.results() is not None and c.results().sweep_points)
+        ctrl.cancel()
+        assert wait_for(ctrl, lambda c: c.is_settled(), 5_000)
+        results = ctrl.results()
+        assert not results.sweep_done
+        assert 0 < len(results.sweep_points) < results.sweep_points[0].total
+    finally:
+        assert ctrl.shutdown()
+    assert not ctrl.is_running()
+
+
+def test_shutdown_mid_sweep_stops_the_thread(qapp):
+    ctrl = ExplorerController(AttentionConfig(n_tokens=128, samples=20_000), views=[Recorder()],
+                              sweep_values=tuple(2**i for i in range(11)),
+                              sweep_samples_cap=20_000)
+    ctrl.start()
+    assert wait_for(ctrl, lambda c: c.results() is not None and c.results().sweep_points)
+    assert ctrl.is_busy()
+    assert ctrl.shutdown(timeout_ms=1000), "the worker did not stop within the bounded wait"
+    assert not ctrl.is_running()
+    ctrl.set_config(CONFIG)  # ignored after shutdown, must not raise or start work
+    assert not ctrl.is_running()
+
+
+def test_memory_budget_error_is_reported_not_raised(controller):
+    controller.start()
+    assert wait_for(controller, settled)
+    before = controller.results()
+    controller.set_config(AttentionConfig(n_tokens=8192, heads=64, d_k=1, d_model=64))
+    assert wait_for(controller, lambda c: bool(c.last_error()) and c.is_settled())
+    assert "budget" in controller.last_error().lower() or "GiB" in controller.last_error()
+    assert controller.results() is before
+    controller.set_config(CONFIG.replace(seed=5))
+    assert wait_for(controller, lambda c: settled(c) and c.results().config.seed == 5)
+    assert controller.last_error() == ""

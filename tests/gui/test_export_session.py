@@ -1,0 +1,125 @@
+"""PNG/SVG/CSV export, clipboard, export-all, session files (round trip and corrupt files)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from engine.config import AttentionConfig, MaskKind
+from gui import export
+from gui.session import Session, SessionError, load_session, save_session
+
+
+@pytest.mark.parametrize(("width", "height"), [(640, 480), (1000, 420), (300, 900)])
+def test_png_has_requested_size_and_is_not_blank(window, tmp_path, width, height):
+    for key in ("heatmap", "laws"):
+        path = export.export_png(window.view(key).export_item(), tmp_path / f"{key}.png",
+                                 width, height)
+        stats = export.image_stats(path)
+        assert (stats["width"], stats["height"]) == (width, height)
+        assert stats["colors"] > 16
+        assert stats["non_background"] > 0.02
+
+
+def test_hidden_view_exports_at_requested_size(window, tmp_path):
+    # The correlation tab was never shown: pyqtgraph would lay it out at 640×480.
+    window.show_view("heatmap")
+    view = window.view("correlation")
+    assert not view.isVisible()
+    image = export.render_image(view.export_item(), 1500, 500)
+    assert (image.width(), image.height()) == (1500, 500)
+    assert export.image_stats(image)["non_background"] > 0.02
+
+
+def test_svg_and_csv(window, tmp_path):
+    view = window.view("softmax")
+    svg = export.export_svg(view.export_item(), tmp_path / "softmax.svg", 800, 600)
+    text = svg.read_text(encoding="utf-8")
+    assert text.lstrip().startswith("<?xml") and "<svg" in text and "<path" in text
+    header, rows = view.data_table()
+    path = export.export_csv(header, rows, tmp_path / "softmax.csv")
+    with path.open(encoding="utf-8") as handle:
+        read = list(csv.reader(handle))
+    assert read[0] == header
+    assert len(read) == len(rows) + 1
+    assert float(read[1][4]) == pytest.approx(rows[0][4])
+
+
+def test_export_size_is_validated(window, tmp_path):
+    with pytest.raises(ValueError, match="width"):
+        export.export_png(window.view("heatmap").export_item(), tmp_path / "x.png", 0, 100)
+
+
+def test_copy_to_clipboard(window):
+    export.copy_to_clipboard(window.current_view().export_item(), 400, 300)
+    image = QApplication.clipboard().image()
+    assert (image.width(), image.height()) == (400, 300)
+    assert export.image_stats(image)["colors"] > 16
+
+
+def test_export_all_writes_every_view_and_the_session(window, tmp_path):
+    written = window.export_everything(tmp_path / "all", 500, 350)
+    names = {p.name for p in written}
+    for view in window.views:
+        assert {f"{view.key}.png", f"{view.key}.svg", f"{view.key}.csv"} <= names
+    assert "session.json" in names
+    assert all(p.exists() and p.stat().st_size > 0 for p in written)
+    assert load_session(tmp_path / "all" / "session.json").config == window.panel.config()
+    for path in written:
+        if path.suffix == ".png":
+            stats = export.image_stats(path)
+            assert (stats["width"], stats["height"]) == (500, 350), path.name
+            assert stats["non_background"] > 0.02, path.name
+
+
+def test_session_round_trip(window, settle, tmp_path):
+    config = AttentionConfig(n_tokens=30, d_k=8, d_model=8, mask="causal", query_row=7,
+                             rule="softcap", cap=3.0, samples=200, seed=4)
+    path = tmp_path / "s.json"
+    save_session(path, Session(config, current_view="histogram", temperature=2.5))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["app"] == "attention-scale-explorer" and data["version"] == 1
+    assert data["attention"]["mask"] == "causal"
+
+    assert window.open_session(path)
+    settle(window)
+    assert window.panel.config() == config
+    assert window.controller.results().config == config
+    assert window.controller.results().temperature == 2.5
+    assert window.current_view().key == "histogram"
+    assert window.panel.mask.currentData() == MaskKind.CAUSAL.value
+    assert window.session_path() == str(path)
+
+    again = tmp_path / "again.json"
+    assert window.save_session_to(again)
+    assert load_session(again) == Session(config, "histogram", 2.5)
+
+
+@pytest.mark.parametrize("content", [
+    "{not json",
+    json.dumps({"app": "something-else", "version": 1, "attention": {}}),
+    json.dumps({"app": "attention-scale-explorer", "version": 99, "attention": {}}),
+    json.dumps({"app": "attention-scale-explorer", "version": 1,
+                "attention": {"kind": "attention", "n_tokens": -5}}),
+    json.dumps([1, 2, 3]),
+], ids=["not-json", "foreign", "version", "invalid-value", "not-object"])
+def test_corrupt_session_changes_nothing(window, tmp_path, qtbot, content):
+    path = tmp_path / "bad.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(SessionError):
+        load_session(path)
+    config_before = window.panel.config()
+    results_before = window.controller.results()
+    assert not window.open_session(path)
+    boxes = [w for w in QApplication.topLevelWidgets()
+             if isinstance(w, QMessageBox) and w.isVisible()]
+    assert boxes and "session" in boxes[-1].windowTitle().lower()
+    for box in boxes:
+        box.close()
+    assert window.panel.config() == config_before
+    assert window.controller.config() == config_before
+    assert window.controller.results() is results_before
+    assert window.session_path() == ""

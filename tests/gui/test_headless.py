@@ -1,0 +1,84 @@
+"""Headless commands: ``export --out DIR`` and ``--self-test DIR`` (run in-process)."""
+
+from __future__ import annotations
+
+import json
+
+from engine.config import AttentionConfig
+from gui.export import image_stats
+from gui.session import Session, save_session
+from main import main
+
+SMALL = AttentionConfig(n_tokens=16, d_k=8, d_model=8, samples=100, seed=3)
+
+
+def test_export_command_renders_every_view(qapp, tmp_path, capsys):
+    session = tmp_path / "small.json"
+    save_session(session, Session(SMALL, current_view="laws", temperature=2.0))
+    out = tmp_path / "out"
+    code = main(["export", "--out", str(out), "--session", str(session),
+                 "--width", "700", "--height", "450"])
+    printed = capsys.readouterr().out.split()
+    assert code == 0
+    from gui.views import ALL_VIEWS
+
+    for cls in ALL_VIEWS:
+        stats = image_stats(out / f"{cls.key}.png")
+        assert (stats["width"], stats["height"]) == (700, 450)
+        assert stats["non_background"] > 0.02 and stats["colors"] > 16, cls.key
+        assert (out / f"{cls.key}.svg").stat().st_size > 0
+        assert str(out / f"{cls.key}.csv") in printed
+    saved = json.loads((out / "session.json").read_text(encoding="utf-8"))
+    assert saved["attention"] == SMALL.to_dict()
+    assert saved["view"]["temperature"] == 2.0
+    # The laws view's CSV holds the finished sweep (11 d_k values × 3 rules).
+    assert len((out / "laws.csv").read_text(encoding="utf-8").splitlines()) == 1 + 11 * 3
+
+
+def test_export_command_refuses_a_corrupt_session(qapp, tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"app": "other"}', encoding="utf-8")
+    assert main(["export", "--out", str(tmp_path / "o"), "--session", str(bad)]) == 2
+    assert "not an Attention Scale Explorer session" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_self_test_passes_and_reports(qapp, tmp_path, capsys, isolated_settings):
+    code = main(["--self-test", str(tmp_path / "st")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "SELF-TEST PASSED" in out
+    assert "FAIL" not in out
+    for name in ("n_tokens", "link_heads", "gain", "temperature view T", "invalid heads refused"):
+        assert name in out
+    assert (tmp_path / "st" / "correlation.png").exists()
+    # The headless commands never write the user's (here: the isolated) settings.
+    assert not any(isolated_settings.iterdir())
+
+
+def test_run_app_opens_session_and_saves_settings_on_close(qapp, tmp_path, isolated_settings):
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from gui.main_window import MainWindow
+    from gui.settings import open_settings
+
+    session = tmp_path / "start.json"
+    save_session(session, Session(SMALL, current_view="gradients", temperature=4.0))
+    seen = []
+
+    def close_when_settled() -> None:
+        windows = [w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow)]
+        window = windows[-1]
+        window.wait_until_settled(20_000)
+        seen.append((window.controller.results().config, window.current_view().key))
+        window.close()
+
+    QTimer.singleShot(0, close_when_settled)
+    assert main(["--headless", "--session", str(session)]) == 0
+    assert seen == [(SMALL, "gradients")]
+    settings = open_settings()
+    assert settings.get("session/last_path") == str(session)
+    assert AttentionConfig.from_json(settings.get("attention/config")) == SMALL
+    assert settings.get("window/current_view") == "gradients"
+    assert settings.get("window/temperature") == 4.0

@@ -1,0 +1,237 @@
+"""The main window: every control reaches the views, menus, settings, shutdown."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from engine.config import AttentionConfig, MaskKind, ScalingRule
+from engine.experiment import run_experiment, temperature_comparison
+from gui.worker import ALL_RULES
+
+SMALL_CONFIG = AttentionConfig(n_tokens=24, d_k=16, d_model=16, samples=300)  # = conftest's
+
+
+def _heatmap_matches(window) -> None:
+    results = window.controller.results()
+    snapshot = results.snapshot
+    expected = run_experiment(results.config, rules=ALL_RULES)
+    images = window.view("heatmap").panel_images()
+    # Panels: the compared rule first, then "none" (head 1).
+    np.testing.assert_array_equal(images[0].image, expected.rules[results.config.rule].weights[0])
+    np.testing.assert_array_equal(images[1].image, expected.rules[ScalingRule.NONE].weights[0])
+    np.testing.assert_array_equal(snapshot.rules[ScalingRule.NONE].weights,
+                                  expected.rules[ScalingRule.NONE].weights)
+
+
+def _softmax_matches(window) -> None:
+    config = window.controller.results().config
+    expected = run_experiment(config, rules=ALL_RULES)
+    x, y = window.view("softmax").curve(config.rule).getData()
+    np.testing.assert_array_equal(y, expected.rules[config.rule].weights[0, config.query_row])
+    assert x.size == config.n_tokens
+
+
+# (control name, how to change it, what the resulting config must say)
+CONTROL_CASES = [
+    ("n_tokens", lambda p: p.n_tokens.spin.setValue(40), lambda c: c.n_tokens == 40),
+    ("d_k", lambda p: p.d_k.spin.setValue(32), lambda c: c.d_k == 32),
+    ("heads+d_model", lambda p: (p.d_model.setValue(32), p.heads.setValue(2)),
+     lambda c: (c.heads, c.d_model) == (2, 32)),
+    ("link_heads", lambda p: (p.d_model.setValue(48), p.heads.setValue(3),
+                              p.link_heads.setChecked(True)), lambda c: c.d_k == 16),
+    ("init_std", lambda p: p.init_std.spin.setValue(0.5), lambda c: c.init_std == 0.5),
+    ("use_projection", lambda p: p.use_projection.setChecked(True), lambda c: c.use_projection),
+    ("projection_std", lambda p: (p.use_projection.setChecked(True),
+                                  p.projection_std.spin.setValue(0.2)),
+     lambda c: c.projection_std == 0.2),
+    ("rule", lambda p: p.rule.setCurrentIndex(p.rule.findData("linear")),
+     lambda c: c.rule is ScalingRule.LINEAR),
+    ("temperature", lambda p: (p.rule.setCurrentIndex(p.rule.findData("temperature")),
+                               p.temperature.spin.setValue(2.5)),
+     lambda c: c.rule is ScalingRule.TEMPERATURE and c.temperature == 2.5),
+    ("gain", lambda p: (p.rule.setCurrentIndex(p.rule.findData("qk_norm")),
+                        p.gain_default.setChecked(False), p.gain.spin.setValue(2.0)),
+     lambda c: c.gain == 2.0),
+    ("cap", lambda p: (p.rule.setCurrentIndex(p.rule.findData("softcap")),
+                       p.cap.spin.setValue(3.0)), lambda c: c.cap == 3.0),
+    ("rho", lambda p: p.rho.spin.setValue(0.7), lambda c: c.rho == 0.7),
+    ("mask", lambda p: p.mask.setCurrentIndex(1), lambda c: c.mask is MaskKind.CAUSAL),
+    ("query_row", lambda p: p.query_row.spin.setValue(5), lambda c: c.query_row == 5),
+    ("seed", lambda p: p.seed.setValue(11), lambda c: c.seed == 11),
+    ("samples", lambda p: p.samples.setValue(500), lambda c: c.samples == 500),
+]
+
+
+@pytest.fixture(scope="module")
+def shared_window(qapp, tmp_path_factory):
+    """One window for the control cases (a window per case would dominate the run time)."""
+    from PySide6.QtCore import QSettings
+
+    from gui.main_window import MainWindow
+    from gui.settings import Settings
+
+    ini = tmp_path_factory.mktemp("shared-settings") / "explorer.ini"
+    window = MainWindow(
+        settings=Settings(QSettings(str(ini), QSettings.Format.IniFormat)),
+        config=SMALL_CONFIG, restore=False, persist=False,
+        controller_options={"sweep_values": (1, 4, 16, 64), "sweep_samples_cap": 200},
+    )
+    window.resize(1200, 800)
+    window.show()
+    assert window.wait_until_settled(20_000)
+    yield window
+    window.close()
+    assert not window.controller.is_running()
+    window.deleteLater()
+
+
+@pytest.mark.parametrize(("name", "change", "check"), CONTROL_CASES,
+                         ids=[case[0] for case in CONTROL_CASES])
+def test_each_control_reaches_the_views(shared_window, settle, name, change, check):
+    window = shared_window
+    # Start every case from the same state, pushed back into the widgets without signals.
+    window.panel.set_config(SMALL_CONFIG)
+    window.controller.set_config(SMALL_CONFIG)
+    settle(window)
+    assert window.controller.results().config == SMALL_CONFIG
+    change(window.panel)
+    settle(window)
+    results = window.controller.results()
+    assert check(results.config), results.config
+    assert results.config == window.panel.config()
+    _heatmap_matches(window)
+    _softmax_matches(window)
+
+
+def test_histogram_label_shows_the_variance(window, settle):
+    window.panel.d_k.spin.setValue(64)
+    settle(window)
+    snapshot = window.controller.results().snapshot
+    labels = window.view("histogram").variance_labels()
+    var_none = snapshot.rules[ScalingRule.NONE].logit_var_empirical
+    assert any(f"{var_none:.3g}" in label or f"{var_none:.2f}" in label for label in labels), (
+        labels, var_none)
+
+
+def test_temperature_slider_recomputes_only_the_comparison(window, settle):
+    before = window.controller.results()
+    view = window.view("temperature")
+    view.set_temperature(2.0)
+    settle(window)
+    after = window.controller.results()
+    assert after.temperature == 2.0
+    assert after.snapshot is before.snapshot  # the fast path did not redo the experiment
+    p_t, _p_s, _diff = temperature_comparison(after.config, 2.0)
+    np.testing.assert_array_equal(after.temperature_comparison[0], p_t)
+    _x, y = window.view("temperature").curves()[0].getData()  # view() refreshes hidden views
+    np.testing.assert_array_equal(y, p_t)
+
+
+def test_invalid_combination_shows_message_and_does_not_emit(window, qtbot):
+    emitted = []
+    window.panel.configChanged.connect(emitted.append)
+    window.panel.heads.setValue(3)  # 16 is not divisible by 3
+    assert "divisible" in window.panel.error_text()
+    assert window.panel.error_label.isVisibleTo(window.panel)
+    assert emitted == []
+    window.panel.heads.setValue(4)
+    assert window.panel.error_text() == ""
+    assert emitted[-1].heads == 4
+
+
+def test_hidden_views_catch_up_when_shown(window, settle):
+    window.show_view("heatmap")
+    softmax = window.views[1]
+    window.panel.query_row.spin.setValue(3)
+    settle(window)
+    config = window.controller.results().config
+    assert softmax in window.controller._stale  # hidden: skipped by the push
+    window.show_view("softmax")  # the tab change brings it up to date
+    assert softmax not in window.controller._stale
+    expected = run_experiment(config, rules=ALL_RULES).rules[config.rule].weights[0, 3]
+    np.testing.assert_array_equal(softmax.curve(config.rule).getData()[1], expected)
+
+
+def test_menus_and_shortcuts(window):
+    shortcuts = {
+        window.open_action: "Ctrl+O", window.save_action: "Ctrl+S",
+        window.export_png_action: "Ctrl+E", window.export_svg_action: "Ctrl+Shift+E",
+        window.export_all_action: "Ctrl+Shift+A", window.copy_action: "Ctrl+Shift+C",
+        window.quit_action: "Ctrl+Q", window.reset_action: "Ctrl+R",
+    }
+    for action, text in shortcuts.items():
+        assert action.shortcut().toString() == text, action.text()
+    assert [a.shortcut().toString() for a in window.view_actions] == [
+        f"Ctrl+{i + 1}" for i in range(len(window.views))]
+    window.view_actions[2].trigger()
+    assert window.current_view() is window.views[2]
+    assert window.tabs.count() == len(window.views) == 7
+
+
+def test_side_by_side_moves_current_view_and_back(window):
+    window.show_view("laws")
+    window.side_action.setChecked(True)
+    assert window.side_tabs.indexOf(window.view("laws")) == 0
+    window.side_action.setChecked(False)
+    assert window.tabs.indexOf(window.view("laws")) == 3
+    assert window.side_tabs.count() == 0
+
+
+def test_escape_cancels_a_running_sweep(make_window, qtbot):
+    window = make_window(AttentionConfig(n_tokens=64, samples=5000), settle=False,
+                         controller_options={"sweep_values": (1, 2, 4, 8, 16, 32, 64, 128,
+                                                              256, 512, 1024),
+                                             "sweep_samples_cap": 5000})
+    with qtbot.waitSignal(window.controller.progressChanged, timeout=20_000,
+                          check_params_cb=lambda done, total: done >= 1):
+        pass
+    qtbot.keyClick(window, Qt.Key.Key_Escape)
+    assert window.wait_until_settled(5_000, require_sweep=False)
+    results = window.controller.results()
+    assert not results.sweep_done
+    assert 0 < len(results.sweep_points) < results.sweep_points[0].total
+
+
+def test_closing_mid_sweep_is_fast_and_leaves_no_thread(make_window, qtbot):
+    window = make_window(AttentionConfig(n_tokens=128, samples=20_000), settle=False,
+                         controller_options={"sweep_values": tuple(2**i for i in range(11)),
+                                             "sweep_samples_cap": 20_000})
+    with qtbot.waitSignal(window.controller.progressChanged, timeout=20_000,
+                          check_params_cb=lambda done, total: done >= 1):
+        pass
+    assert window.controller.is_busy()
+    t0 = time.perf_counter()
+    window.close()
+    elapsed = time.perf_counter() - t0
+    assert not window.controller.is_running()
+    # The bounded wait in closeEvent is 1 s; the engine yields every <= 50 ms.
+    assert elapsed < 1.0, elapsed
+
+
+def test_settings_persist_config_and_view(make_window, settle):
+    first = make_window(restore=True, config=None)
+    first.panel.n_tokens.spin.setValue(33)
+    first.show_view("correlation")
+    settle(first)
+    first.close()
+    second = make_window(restore=True, config=None)
+    assert second.panel.config().n_tokens == 33
+    assert second.controller.results().config.n_tokens == 33
+    assert second.current_view().key == "correlation"
+    assert second.settings.get("session/restore_last") is True
+
+
+def test_worker_error_is_shown_and_keeps_old_results(window, qtbot):
+    before = window.controller.results()
+    huge = AttentionConfig(n_tokens=4096, heads=64, d_k=64, d_model=64 * 64)
+    with qtbot.waitSignal(window.controller.errorOccurred, timeout=10_000) as blocker:
+        window.controller.set_config(huge)
+    assert "GiB" in blocker.args[0] or "MiB" in blocker.args[0]
+    assert window.wait_until_settled(10_000, require_sweep=False)
+    assert window.controller.results() is before
+    assert "Error" in window.status_label.text()
+    assert SMALL_CONFIG == before.config
