@@ -68,6 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     train_common.add_argument("--batch", type=int, default=64)
     train_common.add_argument("--steps", type=int, default=500)
     train_common.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
+    train_common.add_argument("--vocab", type=int, default=32, help="number of distinct symbols")
+    train_common.add_argument("--offset", type=int, default=2,
+                              help="copy_back distance (target is the token this far back)")
+    train_common.add_argument("--init-std", dest="init_std", type=float, default=None,
+                              help="weight init std (default 1/√d_model: unscaled logit "
+                              "variance d_k at init)")
+    train_common.add_argument("--clip-norm", dest="clip_norm", type=float, default=None,
+                              help="clip the global gradient norm (default: off)")
+    train_common.add_argument("--eval-size", dest="eval_size", type=int, default=256,
+                              help="held-out examples")
     train_common.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     train = sub.add_parser("train", parents=[train_common],

@@ -379,6 +379,10 @@ def config_from_dict(data: Any) -> _JsonConfig:
     """Build whichever config ``data["kind"]`` names."""
     if not isinstance(data, dict) or "kind" not in data:
         raise ValueError("config data must be an object with a 'kind' field")
+    if data["kind"] == "train" and "train" not in _CONFIG_KINDS:
+        # The trainer's config registers itself on import; import it on first need so that
+        # loading a saved training session works without importing the trainer beforehand.
+        import engine.trainer_config  # noqa: F401
     cls = _CONFIG_KINDS.get(data["kind"])
     if cls is None:
         raise ValueError(

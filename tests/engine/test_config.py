@@ -103,3 +103,18 @@ def test_corrupt_and_foreign_json_is_refused_with_clear_messages() -> None:
         config_from_json('{"d_k": 4}')
     with pytest.raises(ValueError, match="n_tokens must be"):
         AttentionConfig.from_json('{"kind": "attention", "n_tokens": "many"}')
+
+
+def test_train_config_loads_by_kind_without_importing_the_trainer_first():
+    import subprocess
+    import sys
+
+    code = (
+        "from engine.config import config_from_dict;"
+        "c = config_from_dict({'kind': 'train', 'd_k': 16});"
+        "print(type(c).__name__, c.d_k)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=__import__("pathlib").Path(__file__).resolve().parents[2])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["TrainConfig", "16"]
