@@ -8,6 +8,7 @@ feed the temperature-equivalence and correlation (μP) views.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from engine import theory
-from engine.attention import attention_logits, causal_mask, check_memory, scale_factor, softmax
+from engine.attention import causal_mask, check_memory, scale_factor, softmax
 from engine.config import AttentionConfig, MaskKind, ScalingRule
 from engine.stats import row_summary
 
@@ -26,6 +27,7 @@ __all__ = [
     "RuleView",
     "correlation_rms",
     "draw_qk",
+    "raw_scores",
     "run_experiment",
     "temperature_comparison",
 ]
@@ -105,6 +107,39 @@ class AttentionSnapshot:
         object.__setattr__(self, "rules", MappingProxyType(dict(self.rules)))
 
 
+#: Unit-normal draws at most this large are memoised (two entries), so that moving a slider
+#: that does not change the random numbers (σ, s, ρ, the rule, T, g, cap, mask, query row)
+#: does not redraw them: drawing is the largest single cost of a snapshot at d_k = 1024.
+_NORMALS_CACHE_MAX_BYTES = 32 << 20
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_unit_normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
+    return _unit_normals(seed, shapes)
+
+
+def _unit_normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
+    """Read-only float64 standard normals of ``shapes``, drawn in order from one seeded stream.
+
+    Normals are drawn in float32 (twice as fast; they are samples, not results) and promoted
+    to float64, so every later product is computed in float64.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape in shapes:
+        arr = rng.standard_normal(shape, dtype=np.float32).astype(np.float64)
+        arr.flags.writeable = False
+        out.append(arr)
+    return tuple(out)
+
+
+def _normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
+    nbytes = 8 * sum(math.prod(shape) for shape in shapes)
+    if nbytes <= _NORMALS_CACHE_MAX_BYTES:
+        return _cached_unit_normals(seed, shapes)
+    return _unit_normals(seed, shapes)
+
+
 def draw_qk(config: AttentionConfig) -> tuple[np.ndarray, np.ndarray]:
     """Draw the ``(heads, n, d_k)`` queries and keys of ``config`` (float64, deterministic).
 
@@ -113,25 +148,36 @@ def draw_qk(config: AttentionConfig) -> tuple[np.ndarray, np.ndarray]:
     ``q = x W_Q``, ``ξ = x W_K`` with per-head ``W ~ N(0, s²)`` of shape (d_model, d_k).
     Then ``k = ρ q + √(1−ρ²) ξ`` (token-wise: key i is correlated with query i only).
     Normals are drawn in float32 (twice as fast; they are samples, not results) and
-    promoted to float64.
+    promoted to float64. The unit normals depend only on the seed and the shapes and are
+    memoised (up to 32 MiB), so changing σ, s or ρ re-uses them; the numbers are identical
+    either way.
     """
-    rng = np.random.default_rng(config.seed)
     h, n, d = config.heads, config.n_tokens, config.d_k
     if config.use_projection:
         dm, s = config.d_model, config.projection_std
-        x = rng.standard_normal((n, dm), dtype=np.float32).astype(np.float64)
-        w_q = rng.standard_normal((h, dm, d), dtype=np.float32).astype(np.float64) * s
-        w_k = rng.standard_normal((h, dm, d), dtype=np.float32).astype(np.float64) * s
-        q = x @ w_q
-        xi = x @ w_k
+        x, w_q, w_k = _normals(config.seed, ((n, dm), (h, dm, d), (h, dm, d)))
+        q = x @ (w_q * s)
+        xi = x @ (w_k * s)
     else:
         sigma = config.init_std
-        q = rng.standard_normal((h, n, d), dtype=np.float32).astype(np.float64) * sigma
-        xi = rng.standard_normal((h, n, d), dtype=np.float32).astype(np.float64) * sigma
+        z_q, z_xi = _normals(config.seed, ((h, n, d), (h, n, d)))
+        q = z_q * sigma
+        xi = z_xi * sigma
     rho = config.rho
     if rho == 0.0:
         return q, xi
     return q, rho * q + math.sqrt(1.0 - rho * rho) * xi
+
+
+def raw_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Return the unscaled scores ``q·kᵀ`` of ``(..., n, d)`` queries and keys (one GEMM per head).
+
+    Float64 BLAS: at n = 256, d_k = 1024 this is ~2 ms, and every rule's logits are derived
+    from it (float32 would halve that but cost the 1e-12 accuracy the statistics rely on).
+    :func:`run_experiment` and :func:`temperature_comparison` both use it, so their numbers
+    agree bit for bit.
+    """
+    return np.matmul(q, np.swapaxes(k, -1, -2))
 
 
 def _rule_list(config: AttentionConfig, rules: Iterable[ScalingRule | str] | None) -> list:
@@ -193,29 +239,45 @@ def run_experiment(
         f"attention snapshot: {len(rule_list)} rules × {h} heads × {n}×{n}",
     )
     q, k = draw_qk(config)
-    raw = np.matmul(q, k.swapaxes(-1, -2))
-    attend = causal_mask(n, n) if config.mask is MaskKind.CAUSAL else None
+    # One GEMM per head; every rule's logits are derived from these scores (n×n elementwise
+    # work) instead of another matmul.
+    raw = raw_scores(q, k)
+    blocked = ~causal_mask(n, n) if config.mask is MaskKind.CAUSAL else None
     # Statistics of the logit variance use independent token pairs i ≠ j (see RuleView).
     select = ~np.eye(n, dtype=bool) if n > 1 else np.ones((n, n), dtype=bool)
-    if attend is not None:
-        select &= attend
-    select = np.broadcast_to(select, raw.shape)
+    if blocked is not None:
+        select &= ~blocked
+    count = h * int(np.count_nonzero(select))
+    raw_var: float | None = None  # Var(raw) over the selected pairs, shared by c·raw rules
 
+    # Rules that are c·raw with the same c (e.g. T = √d_k and 1/√d_k) share every array.
+    by_scale: dict[float, RuleView] = {}
     views: dict[ScalingRule, RuleView] = {}
     for rule in rule_list:
         temperature = config.temperature if rule is ScalingRule.TEMPERATURE else None
         c = scale_factor(rule, d, temperature=temperature)
-        if rule is ScalingRule.QK_NORM:
-            logits = attention_logits(q, k, rule=rule, gain=config.gain)
-        elif rule is ScalingRule.SOFTCAP:
-            logits = config.cap * np.tanh(raw * (c / config.cap))
+        linear_in_raw = rule not in (ScalingRule.QK_NORM, ScalingRule.SOFTCAP)
+        if linear_in_raw and c in by_scale:
+            twin = by_scale[c]
+            views[rule] = RuleView(
+                rule=rule, scale=c, logits=twin.logits, weights=twin.weights,
+                entropy=twin.entropy, p_max=twin.p_max, jac_fro=twin.jac_fro,
+                logit_var_empirical=twin.logit_var_empirical,
+                logit_var_theory=_theory_variance(config, rule, c),
+            )
+            continue
+        logits = _logits_from_raw(config, rule, c, q, k, raw)
+        if linear_in_raw:
+            if raw_var is None:
+                raw_var = _selected_var(raw, select, count)
+            var_empirical = c * c * raw_var
         else:
-            logits = raw * c
-        if attend is not None:
-            logits = np.where(attend, logits, -np.inf)
-        weights = softmax(logits, mask=attend)
+            var_empirical = _selected_var(logits, select, count)
+        if blocked is not None:
+            np.copyto(logits, -np.inf, where=blocked)
+        weights = softmax(logits)
         entropy, pmax, jac_fro = row_summary(weights)
-        views[rule] = RuleView(
+        views[rule] = view = RuleView(
             rule=rule,
             scale=c,
             logits=logits,
@@ -223,20 +285,79 @@ def run_experiment(
             entropy=entropy,
             p_max=pmax,
             jac_fro=jac_fro,
-            logit_var_empirical=float(np.var(logits[select])),
+            logit_var_empirical=var_empirical,
             logit_var_theory=_theory_variance(config, rule, c),
         )
+        if linear_in_raw:
+            by_scale[c] = view
     return AttentionSnapshot(config=config, q=q, k=k, raw_scores=raw, rules=views)
 
 
+def _selected_var(x: np.ndarray, select: np.ndarray, count: int) -> float:
+    """Variance of the entries of ``x`` (..., n, n) where the (n, n) ``select`` is True.
+
+    Two passes (mean, then squared deviations) with ``where=`` reductions: the same value as
+    ``np.var(x[..., select])`` up to rounding, without building the boolean-indexed copy.
+    """
+    mean = float(np.sum(x, where=select)) / count
+    dev = x - mean
+    dev *= dev
+    return float(np.sum(dev, where=select)) / count
+
+
+#: Norms below this are clamped (as in engine.attention's QK-norm) so a zero vector gives 0.
+_NORM_EPS = 1e-12
+
+
+def _logits_from_raw(
+    config: AttentionConfig, rule: ScalingRule, c: float, q: np.ndarray, k: np.ndarray,
+    raw: np.ndarray,
+) -> np.ndarray:
+    """Unmasked logits of ``rule`` from the raw scores (a new array).
+
+    QK-norm: ``g·S_raw/(‖q_i‖‖k_j‖)`` with ``g = √d_k`` by default; soft-cap:
+    ``cap·tanh(c·S_raw/cap)``; every other rule ``c·S_raw``. Same values as
+    :func:`engine.attention.attention_logits` up to rounding.
+    """
+    if rule is ScalingRule.QK_NORM:
+        g = math.sqrt(config.d_k) if config.gain is None else config.gain
+        q_norm = np.maximum(np.sqrt(np.einsum("...nd,...nd->...n", q, q)), _NORM_EPS)
+        k_norm = np.maximum(np.sqrt(np.einsum("...nd,...nd->...n", k, k)), _NORM_EPS)
+        logits = raw * (g / q_norm)[..., :, None]
+        logits *= (1.0 / k_norm)[..., None, :]
+        return logits
+    if rule is ScalingRule.SOFTCAP:
+        logits = raw * (c / config.cap)
+        np.tanh(logits, out=logits)
+        logits *= config.cap
+        return logits
+    return raw * c
+
+
 def temperature_comparison(
-    config: AttentionConfig, temperature: float, *, head: int = 0
+    config: AttentionConfig,
+    temperature: float,
+    *,
+    head: int = 0,
+    snapshot: AttentionSnapshot | None = None,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Compare ``softmax(z/T)`` with the 1/√d_k rule on one query row.
 
     ``z`` is the unscaled logit row ``q·k_j`` of ``config.query_row`` in ``head`` (with the
     config's mask). Both rows use the same arithmetic (``z·(1/T)`` and ``z·(1/√d_k)``), so at
     ``T = math.sqrt(d_k)`` they are bit-identical and the difference is exactly 0.
+
+    Parameters
+    ----------
+    config
+        The experiment.
+    temperature
+        T > 0.
+    head
+        Head whose row is compared.
+    snapshot
+        :func:`run_experiment` result for ``config``: its raw scores are re-used instead of
+        drawing q, k again (the result is bit-identical either way).
 
     Returns
     -------
@@ -245,9 +366,16 @@ def temperature_comparison(
     """
     if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < config.heads:
         raise ValueError(f"head must be in [0, {config.heads - 1}], got {head!r}")
-    q, k = draw_qk(config)
     row = config.query_row
-    z = k[head] @ q[head, row]
+    if snapshot is not None:
+        if snapshot.config != config:
+            raise ValueError("snapshot was computed for another configuration than config")
+        z = snapshot.raw_scores[head, row]
+    else:
+        q, k = draw_qk(config)
+        # The same GEMM as run_experiment's raw scores (not a matrix-vector product, whose
+        # rounding differs), so both paths give the same bits.
+        z = raw_scores(q[head], k[head])[row]
     attend = None
     if config.mask is MaskKind.CAUSAL:
         attend = np.arange(config.n_tokens) <= row

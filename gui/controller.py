@@ -311,7 +311,7 @@ class ExplorerController(QObject):
         else:
             assert self._results is not None
             job = Job(self._next_id, kind, self._results.config, self._temperature,
-                      self._temperature_id)
+                      self._temperature_id, snapshot=self._results.snapshot)
         in_flight = 1 + (self._running is not None)
         self._running = job
         self.jobs_started += 1

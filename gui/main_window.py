@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEventLoop, QObject, QSignalBlocker, Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -34,9 +34,11 @@ from gui.panels.parameters import ParameterPanel
 from gui.session import Session, SessionError, load_session, save_session
 from gui.settings import Settings, open_settings
 
-__all__ = ["MainWindow", "SizeDialog"]
+__all__ = ["DEFAULT_SIZE", "MainWindow", "SizeDialog"]
 
 _CTX = "MainWindow"
+#: Window size on first start (clamped to the screen's available area).
+DEFAULT_SIZE = (1280, 800)
 
 
 class SizeDialog(QDialog):
@@ -134,6 +136,7 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(self._on_tab_changed)
         self.side_tabs.currentChanged.connect(self._on_tab_changed)
 
+        self.apply_default_geometry()
         if restore:
             geometry = self.settings.get("window/geometry")
             if not geometry.isEmpty():
@@ -246,6 +249,24 @@ class MainWindow(QMainWindow):
         self.about_action = self._action(help_menu, tr(_CTX, "&About"), self._on_about)
 
     # ---------------------------------------------------------------------------- public API
+    def apply_default_geometry(self) -> None:
+        """Size the window to :data:`DEFAULT_SIZE`, clamped to the screen, and centre it.
+
+        Used on first start (no saved geometry): Qt's own default (the size hint, ~850×530)
+        cuts off the heatmap's colour bar.
+        """
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        width, height = DEFAULT_SIZE
+        if screen is None:
+            self.resize(width, height)
+            return
+        available = screen.availableGeometry()
+        width = min(width, available.width())
+        height = min(height, available.height())
+        self.resize(width, height)
+        self.move(available.x() + (available.width() - width) // 2,
+                  available.y() + (available.height() - height) // 2)
+
     def view(self, key: str) -> Any:
         """Return the view with ``key``, brought up to date if it was hidden."""
         for view in self.views:

@@ -34,6 +34,7 @@ __all__ = [
     "compute_correlation",
     "compute_fast_parts",
     "compute_temperature",
+    "correlation_key",
 ]
 
 #: Every scaling rule; the snapshot always holds all of them so that switching views is free.
@@ -67,6 +68,9 @@ class Job:
         Id of the temperature request answered by the comparison.
     sweep
         The d_k sweep to stream, or ``None`` to skip it (e.g. the previous one still applies).
+    snapshot
+        For temperature jobs: the snapshot of ``config`` whose raw scores the comparison
+        re-uses (``None``: q, k are drawn again).
     cancel
         Set from the GUI thread to stop the job between engine yields.
     temperature_inbox
@@ -79,6 +83,7 @@ class Job:
     temperature: float
     temperature_id: int
     sweep: SweepConfig | None = None
+    snapshot: object = dataclasses.field(default=None, compare=False)
     cancel: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False)
     temperature_inbox: queue.SimpleQueue = dataclasses.field(
         default_factory=queue.SimpleQueue, compare=False
@@ -134,11 +139,16 @@ class JobFinished:
     completed: bool
 
 
-def compute_temperature(config: AttentionConfig, temperature: float) -> object:
-    """Return the engine's temperature comparison of ``config`` at temperature ``temperature``."""
+def compute_temperature(config: AttentionConfig, temperature: float,
+                        snapshot: object = None) -> object:
+    """Return the engine's temperature comparison of ``config`` at temperature ``temperature``.
+
+    With ``snapshot`` (``run_experiment(config)``) its raw scores are re-used instead of
+    drawing q, k again; the result is the same to the bit.
+    """
     from engine.experiment import temperature_comparison
 
-    return temperature_comparison(config, temperature)
+    return temperature_comparison(config, temperature, snapshot=snapshot)  # type: ignore[arg-type]
 
 
 #: d_k values of the correlation view (its sampling is exact and cheap at any d_k).
@@ -147,23 +157,63 @@ CORRELATION_D_K: tuple[int, ...] = tuple(2**i for i in range(13))
 CORRELATION_SAMPLES_CAP = 20_000
 
 
+def correlation_key(config: AttentionConfig) -> tuple[object, ...]:
+    """The fields of ``config`` the correlation view depends on (ρ, samples, seed)."""
+    return (config.rho, min(config.samples, CORRELATION_SAMPLES_CAP), config.seed)
+
+
 def compute_correlation(config: AttentionConfig) -> object:
     """Return the engine's q–k correlation RMS comparison for ``config``'s ρ and seed."""
     from engine.experiment import correlation_rms
 
-    return correlation_rms(CORRELATION_D_K, config.rho,
-                           min(config.samples, CORRELATION_SAMPLES_CAP), config.seed)
+    rho, samples, seed = correlation_key(config)
+    return correlation_rms(CORRELATION_D_K, rho, samples, seed)  # type: ignore[arg-type]
 
 
-def compute_fast_parts(config: AttentionConfig, temperature: float) -> tuple[object, ...]:
+def compute_fast_parts(config: AttentionConfig, temperature: float,
+                       correlation: object = None) -> tuple[object, ...]:
     """Compute ``(snapshot, temperature_comparison, correlation)`` synchronously.
 
     The worker calls exactly this, so tests can compare the threaded path against it.
+    ``correlation``, when given, is returned instead of recomputing it (the caller checked
+    that :func:`correlation_key` did not change).
     """
     from engine.experiment import run_experiment
 
     snapshot = run_experiment(config, rules=ALL_RULES)
-    return snapshot, compute_temperature(config, temperature), compute_correlation(config)
+    if correlation is None:
+        correlation = compute_correlation(config)
+    return snapshot, compute_temperature(config, temperature, snapshot), correlation
+
+
+class _BlasLimit:
+    """Limits BLAS to one thread while a job runs (when threadpoolctl is installed).
+
+    The GUI thread needs a core of its own on a two-core machine, and a two-thread GEMM of a
+    few milliseconds is slower, not faster, once another process competes for the second
+    core (measured: median 10.8 ms with two threads vs 7.4 ms with one at n = 256,
+    d_k = 1024 under load; 2.3 vs 3.0 ms when the machine is quiet).
+    """
+
+    def __init__(self) -> None:
+        self._controller: object = None
+        self._loaded = False
+
+    def limit(self) -> object:
+        """Return a context manager for the limit (a no-op one without threadpoolctl)."""
+        import contextlib
+
+        if not self._loaded:
+            self._loaded = True
+            try:
+                from threadpoolctl import ThreadpoolController
+            except ImportError:  # optional at run time: only speed depends on it
+                self._controller = None
+            else:
+                self._controller = ThreadpoolController()
+        if self._controller is None:
+            return contextlib.nullcontext()
+        return self._controller.limit(limits=1, user_api="blas")  # type: ignore[attr-defined]
 
 
 class Worker(QObject):
@@ -178,6 +228,15 @@ class Worker(QObject):
     failed = Signal(object)  # JobFailed
     finished = Signal(object)  # JobFinished
 
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._blas = _BlasLimit()
+        # The last correlation result and its key: only ρ, samples and seed enter it, so most
+        # requests re-use it (and the correlation view skips re-plotting the same object).
+        # Touched only in the worker thread.
+        self._correlation: tuple[tuple[object, ...], object] | None = None
+        self._snapshot: object = None  # snapshot of the running full job (worker thread only)
+
     @Slot(object)
     def run(self, job: Job) -> None:
         """Run ``job`` to completion, cancellation or failure; always emit :attr:`finished`."""
@@ -185,10 +244,12 @@ class Worker(QObject):
         try:
             if job.cancel.is_set():
                 return
-            if job.kind is JobKind.TEMPERATURE:
-                self._emit_temperature(job, job.temperature_id, job.temperature)
-            else:
-                self._run_full(job)
+            with self._blas.limit():  # type: ignore[attr-defined]
+                if job.kind is JobKind.TEMPERATURE:
+                    self._snapshot = job.snapshot
+                    self._emit_temperature(job, job.temperature_id, job.temperature)
+                else:
+                    self._run_full(job)
             completed = not job.cancel.is_set()
         except ValueError as exc:  # includes MemoryBudgetError: the user can fix the input
             self.failed.emit(JobFailed(job.request_id, str(exc)))
@@ -196,10 +257,17 @@ class Worker(QObject):
             traceback.print_exc()
             self.failed.emit(JobFailed(job.request_id, f"{type(exc).__name__}: {exc}"))
         finally:
+            self._snapshot = None
             self.finished.emit(JobFinished(job.request_id, job.kind, completed))
 
     def _run_full(self, job: Job) -> None:
-        snapshot, comparison, correlation = compute_fast_parts(job.config, job.temperature)
+        key = correlation_key(job.config)
+        cached = self._correlation
+        previous = cached[1] if cached is not None and cached[0] == key else None
+        snapshot, comparison, correlation = compute_fast_parts(job.config, job.temperature,
+                                                               previous)
+        self._correlation = (key, correlation)
+        self._snapshot = snapshot
         self.fastPartsReady.emit(
             FastParts(job.request_id, job.config, snapshot, job.temperature, job.temperature_id,
                       comparison, correlation)
@@ -225,7 +293,10 @@ class Worker(QObject):
             self._emit_temperature(job, *latest)
 
     def _emit_temperature(self, job: Job, temperature_id: int, temperature: float) -> None:
-        comparison = compute_temperature(job.config, temperature)
+        snapshot = self._snapshot
+        if snapshot is not None and getattr(snapshot, "config", None) != job.config:
+            snapshot = None  # never compare against another configuration's scores
+        comparison = compute_temperature(job.config, temperature, snapshot)
         self.temperatureReady.emit(
             TemperatureReady(job.request_id, job.config, temperature, temperature_id, comparison)
         )

@@ -84,9 +84,14 @@ class SoftmaxView(ExplorerView):
         row = min(results.config.query_row, first.weights.shape[-2] - 1)
         self._snapshot, self._row = snapshot, row
         x = np.arange(n)
+        markers = n <= style.MARKER_MAX_POINTS
         for rule in rules:
             view = snapshot.rules[rule]
             curve = self._curves[rule]
+            if curve.opts["symbol"] is None and markers:
+                curve.setSymbol(style.rule_symbol(rule))
+            elif curve.opts["symbol"] is not None and not markers:
+                curve.setSymbol(None)
             curve.setData(x, np.asarray(view.weights[HEAD, row], dtype=float))
             label = self._legend.getLabel(curve)
             if label is not None:
@@ -140,6 +145,8 @@ class SoftmaxView(ExplorerView):
         for rule in rules:
             curve = pg.PlotDataItem(
                 pen=style.rule_pen(rule),
+                # Up to 8192 points redrawn on every change: see style.DENSE_CURVE.
+                **style.DENSE_CURVE,
                 symbol=style.rule_symbol(rule),
                 symbolSize=6,
                 symbolPen=style.rule_pen(rule, width=1),

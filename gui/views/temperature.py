@@ -91,6 +91,7 @@ class TemperatureView(ExplorerView):
         )
         self._sqrt_curve = pg.PlotDataItem(
             pen=style.rule_pen(ScalingRule.SQRT, width=5),
+            **style.DENSE_CURVE,
             symbol=style.rule_symbol(ScalingRule.SQRT),
             symbolSize=10,
             symbolPen=style.rule_pen(ScalingRule.SQRT, width=1),
@@ -99,6 +100,7 @@ class TemperatureView(ExplorerView):
         # Drawn thinner and on top, so that at T = √d_k both stay visible where they coincide.
         self._t_curve = pg.PlotDataItem(
             pen=style.rule_pen(ScalingRule.TEMPERATURE, width=2),
+            **style.DENSE_CURVE,
             symbol=style.rule_symbol(ScalingRule.TEMPERATURE),
             symbolSize=6,
             symbolPen=style.rule_pen(ScalingRule.TEMPERATURE, width=1),
@@ -163,6 +165,11 @@ class TemperatureView(ExplorerView):
         self._temperature = temperature
         self._row = results.config.query_row
         x = np.arange(self._p_t.size)
+        markers = self._p_t.size <= style.MARKER_MAX_POINTS
+        for curve, rule in ((self._t_curve, ScalingRule.TEMPERATURE),
+                            (self._sqrt_curve, ScalingRule.SQRT)):
+            if (curve.opts["symbol"] is not None) != markers:
+                curve.setSymbol(style.rule_symbol(rule) if markers else None)
         self._t_curve.setData(x, self._p_t)
         self._sqrt_curve.setData(x, self._p_sqrt)
         self._plot.setTitle(
