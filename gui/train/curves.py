@@ -1,0 +1,366 @@
+"""Live training curves per rule: loss, held-out accuracy, gradient norm, attention entropy."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QWidget
+
+from engine.config import ScalingRule
+from gui.i18n import translate
+from gui.train.results import TrainResults
+from gui.views import style
+from gui.views.base import ExplorerView
+
+__all__ = ["TrainCurvesView"]
+
+_CTX = "TrainCurvesView"
+
+
+def _positive(values: object) -> np.ndarray:
+    """Float array with non-finite and non-positive entries as NaN (log axes show a gap)."""
+    a = np.array(values, dtype=np.float64)
+    a[~(np.isfinite(a) & (a > 0))] = np.nan
+    return a
+
+
+def _finite(values: object) -> np.ndarray:
+    a = np.array(values, dtype=np.float64)
+    a[~np.isfinite(a)] = np.nan
+    return a
+
+
+def _divergence_y(st: object) -> float:
+    """Loss value at which to draw a rule's divergence marker (the last finite loss)."""
+    history = np.asarray(st.loss_history, dtype=np.float64)  # type: ignore[attr-defined]
+    k = int(st.diverged_at)  # type: ignore[attr-defined]
+    good = history[: max(k, 0)]
+    good = good[np.isfinite(good) & (good > 0)]
+    if good.size:
+        return float(good[-1])
+    initial = float(st.initial_eval_loss)  # type: ignore[attr-defined]
+    return initial if math.isfinite(initial) and initial > 0 else 1.0
+
+
+class TrainCurvesView(ExplorerView):
+    """Four live panels against the training step, one colour per rule.
+
+    Loss (log y): training loss of every step (solid) and held-out loss at every evaluation
+    (dashed with markers), the chance level ln(vocab) dotted; held-out accuracy with chance
+    1/vocab; global gradient norm (log y) as recorded at every snapshot; mean attention
+    entropy over heads. A diverged rule gets a cross on its loss curve and "diverged at step k".
+    """
+
+    key = "train_curves"
+
+    #: Panel names in layout order, with log-y.
+    PANELS: tuple[tuple[str, bool], ...] = (
+        ("loss", True),
+        ("accuracy", False),
+        ("grad_norm", True),
+        ("entropy", False),
+    )
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._widget = style.make_layout_widget()
+        self._layout.addWidget(self._widget)
+        self._legend = style.make_legend(col_count=7)
+        self._widget.addItem(self._legend, row=0, col=0, colspan=2)
+        labels = {
+            "loss": (
+                translate("TrainCurvesView", "Loss"),
+                translate("TrainCurvesView", "cross-entropy (nats)"),
+            ),
+            "accuracy": (
+                translate("TrainCurvesView", "Held-out accuracy"),
+                translate("TrainCurvesView", "accuracy"),
+            ),
+            "grad_norm": (translate("TrainCurvesView", "Global gradient norm"), "‖∇<sub>θ</sub>L‖"),
+            "entropy": (
+                translate("TrainCurvesView", "Attention entropy (mean over heads)"),
+                translate("TrainCurvesView", "H (nats)"),
+            ),
+        }
+        self._plots: dict[str, pg.PlotItem] = {}
+        first: pg.PlotItem | None = None
+        for index, (name, log_y) in enumerate(self.PANELS):
+            r, c = divmod(index, 2)
+            plot = self._widget.addPlot(row=1 + r, col=c, axisItems=style.log_axis_items())
+            title, left = labels[name]
+            style.style_plot(
+                plot, title=title, left=left, bottom=translate("TrainCurvesView", "step")
+            )
+            style.set_log_mode(plot, x=False, y=log_y)
+            # Long runs: draw only what is visible, peak-downsampled to the pixel width.
+            plot.setClipToView(True)
+            plot.setDownsampling(auto=True, mode="peak")
+            if first is None:
+                first = plot
+            else:
+                plot.setXLink(first)
+            self._plots[name] = plot
+        self._plots["accuracy"].setYRange(0.0, 1.0, padding=0.03)
+        self._plots["accuracy"].enableAutoRange(y=False)
+        chance_pen = pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DotLine)
+        self._chance_loss = pg.InfiniteLine(
+            angle=0,
+            pen=chance_pen,
+            label=translate("TrainCurvesView", "chance"),
+            labelOpts={"position": 0.97, "color": style.THEORY_COLOR, "anchors": [(1, 1), (1, 1)]},
+        )
+        self._chance_acc = pg.InfiniteLine(
+            angle=0,
+            pen=chance_pen,
+            label=translate("TrainCurvesView", "chance"),
+            labelOpts={"position": 0.97, "color": style.THEORY_COLOR, "anchors": [(1, 1), (1, 1)]},
+        )
+        for line, name in ((self._chance_loss, "loss"), (self._chance_acc, "accuracy")):
+            line.setVisible(False)
+            self._plots[name].addItem(line, ignoreBounds=True)
+        self._note = style.make_label()
+        self._widget.addItem(self._note, row=3, col=0, colspan=2)
+        self._curves: dict[tuple[str, ScalingRule], pg.PlotDataItem] = {}
+        self._markers: dict[ScalingRule, tuple[pg.PlotDataItem, pg.TextItem]] = {}
+        self._legend_rules: list[ScalingRule] | None = None
+        self._train_sample = pg.PlotDataItem(pen=pg.mkPen(style.THEORY_COLOR, width=1.5))
+        self._eval_sample = pg.PlotDataItem(
+            pen=pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DashLine),
+            symbol="o",
+            symbolSize=5,
+            symbolBrush=style.THEORY_COLOR,
+            symbolPen=None,
+        )
+        self._results = TrainResults()
+        self._x_total = -1
+        self.clear()
+
+    # -- contract -----------------------------------------------------------------------------
+    def title(self) -> str:
+        return translate("TrainCurvesView", "Training curves")
+
+    def export_item(self) -> pg.GraphicsLayoutWidget:
+        return self._widget
+
+    def show_results(self, results: object) -> None:
+        """Explorer results do not concern this view (it is fed by the training controller)."""
+
+    def show_train(self, results: TrainResults) -> None:
+        """Show the latest training snapshot and gradient record (cheap ``setData`` only)."""
+        snap = results.snapshot
+        if not self._is_new("train", snap, results.grad_steps):
+            return
+        self._results = results
+        if snap is None:
+            self._clear_items()
+            return
+        rules = list(snap.rules)
+        self._ensure_items(rules)
+        for rule, curve in self._curves.items():
+            if rule[1] not in snap.rules:
+                curve.setData([], [])
+        for rule, (marker, text) in self._markers.items():
+            if rule not in snap.rules:
+                marker.setData([], [])
+                text.setVisible(False)
+        for index, (rule, st) in enumerate(snap.rules.items()):
+            steps = np.arange(1, st.loss_history.size + 1)
+            eval_steps = np.asarray(st.eval_steps, dtype=np.float64)
+            self._curves[("train_loss", rule)].setData(steps, _positive(st.loss_history))
+            self._curves[("eval_loss", rule)].setData(eval_steps, _positive(st.eval_loss_history))
+            self._curves[("accuracy", rule)].setData(eval_steps, _finite(st.eval_accuracy_history))
+            entropy = np.asarray(st.entropy_history, dtype=np.float64)
+            mean_h = entropy.mean(axis=1) if entropy.size else np.zeros(0)
+            self._curves[("entropy", rule)].setData(eval_steps[: mean_h.size], _finite(mean_h))
+            # Markers only while they stay apart, and not while training runs: scatter
+            # symbols cost as much as all the lines together in every 30 Hz repaint.
+            marked = bool(snap.done) and eval_steps.size <= style.MARKER_MAX_POINTS
+            for series in ("eval_loss",):
+                curve = self._curves[(series, rule)]
+                if (curve.opts["symbol"] is not None) != marked:
+                    curve.setSymbol(style.rule_symbol(rule) if marked else None)
+            grads = results.grad_norms.get(rule)
+            if grads is not None and len(grads) == len(results.grad_steps):
+                self._curves[("grad_norm", rule)].setData(results.grad_steps, _positive(grads))
+            else:
+                self._curves[("grad_norm", rule)].setData([], [])
+            self._show_divergence(rule, st, index)
+        total = int(snap.total_steps)
+        if total != self._x_total:
+            self._x_total = total
+            self._plots["loss"].setXRange(0, total, padding=0.02)
+        chance = float(snap.chance_loss)
+        self._chance_loss.setValue(math.log10(chance))
+        self._chance_loss.setVisible(True)
+        self._chance_acc.setValue(1.0 / snap.config.vocab)
+        self._chance_acc.setVisible(True)
+        self._note.setText(self._note_text(snap))
+
+    def data_table(self) -> tuple[list[str], list[list[float | str]]]:
+        header = ["rule", "series", "step", "value"]
+        rows: list[list[float | str]] = []
+        snap = self._results.snapshot
+        if snap is None:
+            return header, rows
+        for rule, st in snap.rules.items():
+            series = [
+                ("train_loss", np.arange(1, st.loss_history.size + 1), st.loss_history),
+                ("eval_loss", st.eval_steps, st.eval_loss_history),
+                ("eval_accuracy", st.eval_steps, st.eval_accuracy_history),
+                (
+                    "entropy_mean",
+                    st.eval_steps,
+                    np.asarray(st.entropy_history).mean(axis=1) if len(st.eval_steps) else (),
+                ),
+                ("grad_norm", self._results.grad_steps, self._results.grad_norms.get(rule, ())),
+            ]
+            for name, xs, ys in series:
+                for x, y in zip(xs, ys, strict=False):
+                    rows.append([rule.value, name, int(x), float(y)])
+        return header, rows
+
+    def reset_view(self) -> None:
+        for name, plot in self._plots.items():
+            plot.enableAutoRange()
+            if name == "accuracy":
+                plot.setYRange(0.0, 1.0, padding=0.03)
+        if self._x_total > 0:
+            self._plots["loss"].setXRange(0, self._x_total, padding=0.02)
+
+    # -- public helpers (tests) ----------------------------------------------------------------
+    def clear(self) -> None:
+        """Remove every curve's data (Reset)."""
+        self._forget()
+        self._results = TrainResults()
+        self._clear_items()
+
+    def plot(self, name: str) -> pg.PlotItem:
+        """The plot ``loss``, ``accuracy``, ``grad_norm`` or ``entropy``."""
+        return self._plots[name]
+
+    def curve(self, series: str, rule: ScalingRule | str) -> pg.PlotDataItem:
+        """The curve of ``series`` (``train_loss``, ``eval_loss``, ``accuracy``, ``grad_norm``,
+        ``entropy``) for ``rule``."""
+        return self._curves[(series, ScalingRule(rule))]
+
+    def divergence_text(self, rule: ScalingRule | str) -> str:
+        """The visible divergence label of ``rule`` ("" when none is shown)."""
+        item = self._markers.get(ScalingRule(rule))
+        if item is None or not item[1].isVisible():
+            return ""
+        return item[1].toPlainText()
+
+    def divergence_marker(self, rule: ScalingRule | str) -> pg.PlotDataItem:
+        """The marker of ``rule``'s divergence on the loss plot."""
+        return self._markers[ScalingRule(rule)][0]
+
+    def legend_labels(self) -> list[str]:
+        """The legend's labels in order."""
+        return [label.text for _sample, label in self._legend.items]
+
+    # -- internals ----------------------------------------------------------------------------
+    def _clear_items(self) -> None:
+        for curve in self._curves.values():
+            curve.setData([], [])
+        for marker, text in self._markers.values():
+            marker.setData([], [])
+            text.setVisible(False)
+        self._chance_loss.setVisible(False)
+        self._chance_acc.setVisible(False)
+        self._note.setText(
+            translate(
+                "TrainCurvesView",
+                "Press Start (Ctrl+T) to train the selected rules side by "
+                "side: same initial weights, same batches.",
+            )
+        )
+
+    def _note_text(self, snap: object) -> str:
+        parts = []
+        for rule, st in snap.rules.items():  # type: ignore[attr-defined]
+            if st.diverged:
+                parts.append(
+                    translate("TrainCurvesView", "{0}: diverged at step {1}").format(
+                        style.rule_name(rule), st.diverged_at
+                    )
+                )
+            else:
+                parts.append(
+                    translate(
+                        "TrainCurvesView", "{0}: held-out loss {1:.3g}, accuracy {2:.2f}"
+                    ).format(style.rule_name(rule), st.eval_loss, st.eval_accuracy)
+                )
+        head = translate(
+            "TrainCurvesView", "Step {0} of {1}, chance loss ln {2} = {3:.3g}."
+        ).format(snap.step, snap.total_steps, snap.config.vocab, snap.chance_loss)  # type: ignore[attr-defined]
+        return head + " " + "; ".join(parts)
+
+    def _show_divergence(self, rule: ScalingRule, st: object, index: int) -> None:
+        marker, text = self._markers[rule]
+        if st.diverged_at is None:  # type: ignore[attr-defined]
+            if text.isVisible():
+                marker.setData([], [])
+                text.setVisible(False)
+            return
+        k = int(st.diverged_at)  # type: ignore[attr-defined]
+        y = _divergence_y(st)
+        marker.setData([max(k, 0)], [y])
+        text.setText(translate("TrainCurvesView", "diverged at step {0}").format(k))
+        # Log-y plot: items other than PlotDataItems are placed in log10 coordinates.
+        text.setPos(max(k, 0), math.log10(y))
+        # Stack the labels of rules that diverge at nearly the same place.
+        text.setAnchor((0.0, 1.0 + 1.15 * index))
+        text.setVisible(True)
+
+    def _ensure_items(self, rules: list[ScalingRule]) -> None:
+        for rule in rules:
+            if ("train_loss", rule) in self._curves:
+                continue
+            pen = style.rule_pen(rule, width=1.5)
+            dashed = style.rule_pen(rule, width=1.5, style=Qt.PenStyle.DashLine)
+            symbol = {
+                "symbol": style.rule_symbol(rule),
+                "symbolSize": 6,
+                "symbolPen": style.rule_pen(rule, width=1),
+                "symbolBrush": style.rule_brush(rule, 200),
+            }
+            # One point per step: aliased 1 px pens (an antialiased wider pen goes through
+            # Qt's general stroker, several ms per repaint and curve: style.DENSE_CURVE).
+            thin = style.rule_pen(rule, width=1)
+            specs = {
+                "train_loss": ("loss", {"pen": thin, **style.DENSE_CURVE}),
+                "eval_loss": ("loss", {"pen": dashed, **symbol}),
+                "accuracy": ("accuracy", {"pen": pen}),
+                "grad_norm": ("grad_norm", {"pen": thin, **style.DENSE_CURVE}),
+                "entropy": ("entropy", {"pen": pen}),
+            }
+            for series, (plot, options) in specs.items():
+                curve = pg.PlotDataItem(connect="finite", **options)
+                self._plots[plot].addItem(curve)
+                self._curves[(series, rule)] = curve
+            marker = pg.PlotDataItem(
+                pen=None,
+                symbol="x",
+                symbolSize=18,
+                symbolPen=style.rule_pen(rule, width=3),
+                symbolBrush=style.rule_brush(rule),
+            )
+            marker.setZValue(20)
+            self._plots["loss"].addItem(marker)
+            text = style.make_text_item(anchor=(0.0, 1.0))
+            text.setColor(style.rule_color(rule))
+            text.setZValue(21)
+            text.setVisible(False)
+            self._plots["loss"].addItem(text, ignoreBounds=True)
+            self._markers[rule] = (marker, text)
+        ordered = style.ordered_rules(rules)
+        if ordered != self._legend_rules:
+            self._legend.clear()
+            for rule in ordered:
+                self._legend.addItem(self._curves[("accuracy", rule)], style.rule_name(rule))
+            self._legend.addItem(self._train_sample, translate("TrainCurvesView", "training loss"))
+            self._legend.addItem(self._eval_sample, translate("TrainCurvesView", "held-out"))
+            self._legend_rules = ordered

@@ -1,0 +1,321 @@
+"""Learning-rate sweep: final held-out loss against the learning rate, per rule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QWidget
+
+from engine.config import ScalingRule
+from gui.i18n import translate
+from gui.train.results import TrainResults
+from gui.views import style
+from gui.views.base import ExplorerView
+
+__all__ = ["LrSweepView"]
+
+_CTX = "LrSweepView"
+
+
+class _RuleItems:
+    """The plot items of one rule (built once, updated with setData)."""
+
+    def __init__(self, plot: pg.PlotItem, rule: ScalingRule) -> None:
+        self.runs = pg.PlotDataItem(
+            pen=None,
+            symbol=style.rule_symbol(rule),
+            symbolSize=6,
+            symbolPen=style.rule_pen(rule, width=1),
+            symbolBrush=style.rule_brush(rule, 90),
+        )
+        self.mean = pg.PlotDataItem(
+            pen=style.rule_pen(rule, width=2.5),
+            connect="finite",
+            symbol=style.rule_symbol(rule),
+            symbolSize=10,
+            symbolPen=style.rule_pen(rule, width=1),
+            symbolBrush=style.rule_brush(rule),
+        )
+        # The band follows two invisible curves (log mode is applied to them by the plot).
+        self.low = pg.PlotDataItem(pen=None)
+        self.high = pg.PlotDataItem(pen=None)
+        self.band = pg.FillBetweenItem(self.low, self.high, brush=style.rule_brush(rule, 50))
+        self.diverged = pg.PlotDataItem(
+            pen=None, symbol="x", symbolSize=14, symbolPen=style.rule_pen(rule, width=2.5)
+        )
+        self.stable = pg.PlotDataItem(
+            pen=None,
+            symbol="o",
+            symbolSize=22,
+            symbolPen=style.rule_pen(rule, width=2.5),
+            symbolBrush=pg.mkBrush(0, 0, 0, 0),
+        )
+        self.stable_line = pg.InfiniteLine(
+            angle=90, pen=style.rule_pen(rule, width=1.5, style=Qt.PenStyle.DotLine)
+        )
+        self.stable_line.setVisible(False)
+        for item in (
+            self.band,
+            self.low,
+            self.high,
+            self.runs,
+            self.mean,
+            self.diverged,
+            self.stable,
+        ):
+            plot.addItem(item)
+        plot.addItem(self.stable_line, ignoreBounds=True)
+        self.band.setZValue(-5)
+        self.stable.setZValue(15)
+
+    def clear(self) -> None:
+        for item in (self.runs, self.mean, self.low, self.high, self.diverged, self.stable):
+            item.setData([], [])
+        self.stable_line.setVisible(False)
+
+
+class LrSweepView(ExplorerView):
+    """Final held-out loss after the run against the learning rate (log-log), per rule.
+
+    While the sweep runs, every finished (lr, seed) run appears as a small marker; when it is
+    done, a line joins the mean over seeds, a band spans the seeds' min…max, crosses mark
+    learning rates where a seed diverged, and a large ring plus a dotted vertical line mark the
+    largest *stable* learning rate (no seed diverged and mean final loss below the dashed
+    threshold, ``stable_ratio`` × the initial loss).
+    """
+
+    key = "train_lr_sweep"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._widget = style.make_layout_widget()
+        self._layout.addWidget(self._widget)
+        self._legend = style.make_legend(col_count=5)
+        self._widget.addItem(self._legend, row=0, col=0)
+        self._plot = self._widget.addPlot(row=1, col=0, axisItems=style.log_axis_items())
+        style.style_plot(
+            self._plot,
+            title=translate("LrSweepView", "Final held-out loss against learning rate"),
+            left=translate("LrSweepView", "final held-out loss (nats)"),
+            bottom=translate("LrSweepView", "learning rate"),
+        )
+        style.set_log_mode(self._plot, x=True, y=True)
+        self._threshold = pg.InfiniteLine(
+            angle=0,
+            pen=pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DashLine),
+            label=translate("LrSweepView", "stable threshold"),
+            labelOpts={"position": 0.03, "color": style.THEORY_COLOR, "anchors": [(0, 1), (0, 1)]},
+        )
+        self._threshold.setVisible(False)
+        self._plot.addItem(self._threshold, ignoreBounds=True)
+        self._note = style.make_label()
+        self._widget.addItem(self._note, row=2, col=0)
+        self._items: dict[ScalingRule, _RuleItems] = {}
+        self._legend_rules: list[ScalingRule] | None = None
+        self._sweep: object = None
+        self._stable_sample = pg.PlotDataItem(
+            pen=None,
+            symbol="o",
+            symbolSize=14,
+            symbolPen=pg.mkPen(style.THEORY_COLOR, width=2),
+            symbolBrush=pg.mkBrush(0, 0, 0, 0),
+        )
+        self._diverged_sample = pg.PlotDataItem(
+            pen=None, symbol="x", symbolSize=12, symbolPen=pg.mkPen(style.THEORY_COLOR, width=2)
+        )
+        self.clear()
+
+    # -- contract -----------------------------------------------------------------------------
+    def title(self) -> str:
+        return translate("LrSweepView", "Learning-rate sweep")
+
+    def export_item(self) -> pg.GraphicsLayoutWidget:
+        return self._widget
+
+    def show_results(self, results: object) -> None:
+        """Explorer results do not concern this view (it is fed by the training controller)."""
+
+    def show_train(self, results: TrainResults) -> None:
+        """Show the sweep's finished runs, then its summary once the result arrives."""
+        sweep = results.sweep
+        if not self._is_new("sweep", sweep):
+            return
+        self._sweep = sweep
+        if sweep is None:
+            self._clear_items()
+            return
+        result = sweep.result
+        rules = (
+            list(result.config.rules)
+            if result is not None
+            else list(dict.fromkeys(r.rule for r in sweep.runs))
+        )
+        self._ensure_items(rules)
+        for rule, items in self._items.items():
+            runs = [r for r in sweep.runs if r.rule is rule]
+            items.runs.setData([r.lr for r in runs], [r.final_loss for r in runs])
+            rows = [] if result is None else [r for r in result.rows if r.rule is rule]
+            if not rows:
+                for item in (items.mean, items.low, items.high, items.diverged, items.stable):
+                    item.setData([], [])
+                items.stable_line.setVisible(False)
+                continue
+            lrs = [r.lr for r in rows]
+            items.mean.setData(lrs, [r.final_loss_mean for r in rows])
+            banded = [r for r in rows if math.isfinite(r.final_loss_min) and r.final_loss_min > 0]
+            items.low.setData([r.lr for r in banded], [r.final_loss_min for r in banded])
+            items.high.setData([r.lr for r in banded], [r.final_loss_max for r in banded])
+            bad = [r for r in rows if r.diverged > 0]
+            items.diverged.setData([r.lr for r in bad], [r.initial_loss_mean for r in bad])
+            best = result.largest_stable_lr.get(rule)
+            if best is None:
+                items.stable.setData([], [])
+                items.stable_line.setVisible(False)
+            else:
+                row = result.row(rule, best)
+                items.stable.setData([best], [row.final_loss_mean])
+                items.stable_line.setValue(math.log10(best))
+                items.stable_line.setVisible(True)
+        if result is not None:
+            initial = np.nanmean([r.initial_loss_mean for r in result.rows])
+            self._threshold.setValue(math.log10(result.stable_ratio * initial))
+            self._threshold.setVisible(True)
+        else:
+            self._threshold.setVisible(False)
+        self._note.setText(self._note_text(sweep))
+
+    def data_table(self) -> tuple[list[str], list[list[float | str]]]:
+        sweep = self._sweep
+        result = None if sweep is None else sweep.result
+        if result is None:
+            header = ["rule", "lr", "seed", "final_loss", "final_accuracy", "diverged_at"]
+            runs = () if sweep is None else sweep.runs
+            return header, [
+                [
+                    r.rule.value,
+                    r.lr,
+                    r.seed,
+                    r.final_loss,
+                    r.final_accuracy,
+                    "" if r.diverged_at is None else r.diverged_at,
+                ]
+                for r in runs
+            ]
+        header = [
+            "rule",
+            "lr",
+            "n_seeds",
+            "final_loss_mean",
+            "final_loss_std",
+            "final_loss_min",
+            "final_loss_max",
+            "final_accuracy_mean",
+            "initial_loss_mean",
+            "diverged",
+            "stable",
+            "largest_stable_lr",
+        ]
+        rows: list[list[float | str]] = []
+        for r in result.rows:
+            best = result.largest_stable_lr.get(r.rule)
+            rows.append(
+                [
+                    r.rule.value,
+                    r.lr,
+                    len(r.seeds),
+                    r.final_loss_mean,
+                    r.final_loss_std,
+                    r.final_loss_min,
+                    r.final_loss_max,
+                    r.final_accuracy_mean,
+                    r.initial_loss_mean,
+                    r.diverged,
+                    int(r.stable),
+                    "" if best is None else best,
+                ]
+            )
+        return header, rows
+
+    def reset_view(self) -> None:
+        self._plot.enableAutoRange()
+        self._plot.autoRange()
+
+    # -- helpers ------------------------------------------------------------------------------
+    def clear(self) -> None:
+        """Remove every point (Reset)."""
+        self._forget()
+        self._sweep = None
+        self._clear_items()
+
+    def plot(self) -> pg.PlotItem:
+        """The plot."""
+        return self._plot
+
+    def mean_curve(self, rule: ScalingRule | str) -> pg.PlotDataItem:
+        """The mean-over-seeds curve of ``rule``."""
+        return self._items[ScalingRule(rule)].mean
+
+    def run_points(self, rule: ScalingRule | str) -> pg.PlotDataItem:
+        """The per-run markers of ``rule``."""
+        return self._items[ScalingRule(rule)].runs
+
+    def stable_marker(self, rule: ScalingRule | str) -> pg.PlotDataItem:
+        """The ring marking ``rule``'s largest stable learning rate."""
+        return self._items[ScalingRule(rule)].stable
+
+    def legend_labels(self) -> list[str]:
+        """The legend's labels in order."""
+        return [label.text for _sample, label in self._legend.items]
+
+    def _clear_items(self) -> None:
+        for items in self._items.values():
+            items.clear()
+        self._threshold.setVisible(False)
+        self._note.setText(
+            translate(
+                "LrSweepView",
+                "Run a learning-rate sweep (Ctrl+L) to see how far each "
+                "rule's learning rate can be pushed.",
+            )
+        )
+
+    def _note_text(self, sweep: object) -> str:
+        result = sweep.result  # type: ignore[attr-defined]
+        if result is None:
+            return translate(
+                "LrSweepView",
+                "Sweep running: {0} of {1} runs done (learning rate {2:g}, seed {3}).",
+            ).format(
+                sweep.done_runs,
+                sweep.total_runs,  # type: ignore[attr-defined]
+                sweep.lr,
+                sweep.seed,
+            )  # type: ignore[attr-defined]
+        parts = []
+        for rule in result.config.rules:
+            best = result.largest_stable_lr.get(rule)
+            parts.append(
+                f"{style.rule_name(rule)}: "
+                + (f"{best:g}" if best is not None else translate("LrSweepView", "no stable lr"))
+            )
+        return translate(
+            "LrSweepView",
+            "Largest stable learning rate (d<sub>k</sub> = {0}, {1} seeds, {2} "
+            "steps): {3}. Band: min…max over seeds; ×: a seed diverged.",
+        ).format(result.config.d_k, len(result.seeds), result.config.steps, ", ".join(parts))
+
+    def _ensure_items(self, rules: list[ScalingRule]) -> None:
+        for rule in rules:
+            if rule not in self._items:
+                self._items[rule] = _RuleItems(self._plot, rule)
+        ordered = style.ordered_rules(rules)
+        if ordered != self._legend_rules:
+            self._legend.clear()
+            for rule in ordered:
+                self._legend.addItem(self._items[rule].mean, style.rule_name(rule))
+            self._legend.addItem(self._stable_sample, translate("LrSweepView", "largest stable lr"))
+            self._legend.addItem(self._diverged_sample, translate("LrSweepView", "diverged"))
+            self._legend_rules = ordered

@@ -1,0 +1,240 @@
+"""The Train tab: control panel, live views and the training controller, wired together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QEventLoop, QObject, Qt, QTimer, Slot
+from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
+
+from engine.trainer_config import TrainConfig
+from gui.i18n import translate
+from gui.train.controller import TrainController, TrainState
+from gui.train.curves import TrainCurvesView
+from gui.train.lr_sweep_view import LrSweepView
+from gui.train.panel import TrainPanel
+from gui.train.probe import ProbeView
+
+__all__ = ["DEMO_CONFIG", "DEMO_LRS", "DEMO_SEEDS", "TrainTab"]
+
+_CTX = "TrainTab"
+
+#: A short real run for headless export and the self-test (well under a second of training).
+DEMO_CONFIG = TrainConfig(
+    d_k=16, d_model=32, n=8, vocab=16, batch=32, steps=60, lr=0.01, eval_size=64
+)
+#: Learning rates and seeds of the headless demo sweep (the largest one diverges).
+DEMO_LRS: tuple[float, ...] = (0.003, 0.03, 3.0)
+DEMO_SEEDS = 2
+
+
+class TrainTab(QWidget):
+    """Train the tiny attention model for several rules side by side and watch it live.
+
+    Attributes
+    ----------
+    panel
+        The :class:`~gui.train.panel.TrainPanel`.
+    views
+        The training views (curves, probe maps, learning-rate sweep), in tab order; they
+        implement the explorer view interface used by export (``key``, ``title()``,
+        ``export_item()``, ``data_table()``, ``reset_view()``).
+    controller
+        The :class:`~gui.train.controller.TrainController` (owns the worker thread).
+    """
+
+    def __init__(
+        self,
+        config: TrainConfig | None = None,
+        *,
+        push_interval_ms: int = 33,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("trainTab")
+        self.panel = TrainPanel(config)
+        self.curves = TrainCurvesView()
+        self.probe = ProbeView()
+        self.lr_sweep = LrSweepView()
+        self.views: list[Any] = [self.curves, self.probe, self.lr_sweep]
+        self.controller = TrainController(
+            self.views, push_interval_ms=push_interval_ms, parent=self
+        )
+        self.view_tabs = QTabWidget()
+        self.view_tabs.setObjectName("trainViewTabs")
+        self.view_tabs.setDocumentMode(True)
+        for view in self.views:
+            self.view_tabs.addTab(view, view.title())
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.panel)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setMinimumWidth(self.panel.sizeHint().width() + 24)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(scroll)
+        self.splitter.addWidget(self.view_tabs)
+        self.splitter.setStretchFactor(1, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.splitter)
+
+        p = self.panel
+        p.start_button.clicked.connect(self.start_training)
+        p.sweep_button.clicked.connect(self.start_lr_sweep)
+        p.pause_button.clicked.connect(self.controller.pause)
+        p.resume_button.clicked.connect(self.controller.resume)
+        p.stop_button.clicked.connect(self.controller.stop)
+        p.reset_button.clicked.connect(self._on_reset)
+        self.controller.stateChanged.connect(self._on_state_changed)
+        self.controller.progressChanged.connect(p.set_progress)
+        self.controller.errorOccurred.connect(p.show_error)
+        self.controller.resultsShown.connect(self._on_results_shown)
+        self.view_tabs.currentChanged.connect(self._on_view_tab_changed)
+
+    # ----------------------------------------------------------------------------- commands
+    @Slot()
+    def start_training(self) -> bool:
+        """Start training the panel's configuration; False (message shown) if invalid or busy."""
+        try:
+            config = self.panel.config()
+        except ValueError as exc:
+            self.panel.show_error(str(exc))
+            return False
+        self.panel.show_error("")
+        self.view_tabs.setCurrentWidget(self.curves)
+        return self.controller.start_training(config)
+
+    @Slot()
+    def start_lr_sweep(self) -> bool:
+        """Start the panel's learning-rate sweep; False (message shown) if invalid or busy."""
+        try:
+            config = self.panel.config()
+            lrs, seeds = self.panel.sweep_settings()
+        except ValueError as exc:
+            self.panel.show_error(str(exc))
+            return False
+        self.panel.show_error("")
+        self.view_tabs.setCurrentWidget(self.lr_sweep)
+        return self.controller.start_lr_sweep(config, lrs, seeds)
+
+    def current_view(self) -> Any:
+        """The training view in front."""
+        return self.view_tabs.currentWidget()
+
+    def show_view(self, key: str) -> bool:
+        """Bring the training view ``key`` to the front of the sub-tabs."""
+        for view in self.views:
+            if view.key == key:
+                self.view_tabs.setCurrentWidget(view)
+                return True
+        return False
+
+    def refresh_views(self) -> None:
+        """Bring every training view up to date (hidden ones too), e.g. before exporting."""
+        self.controller.refresh_views()
+
+    def wait_until_idle(self, timeout_ms: int = 60_000) -> bool:
+        """Run a local event loop until no job runs (woken by GUI-thread signals).
+
+        Returns False on timeout.
+        """
+        if self.controller.state() == TrainState.IDLE:
+            return True
+        loop = QEventLoop()
+        timer = QTimer()
+        timer.setSingleShot(True)
+        timer.timeout.connect(loop.quit)
+        waker = _IdleWaker(self.controller, loop)
+        self.controller.stateChanged.connect(waker.check)
+        timer.start(timeout_ms)
+        loop.exec()
+        timer.stop()
+        self.controller.stateChanged.disconnect(waker.check)
+        waker.deleteLater()
+        return self.controller.state() == TrainState.IDLE
+
+    def run_demo(self, timeout_ms: int = 60_000) -> str:
+        """Train :data:`DEMO_CONFIG` and sweep :data:`DEMO_LRS` through the real worker.
+
+        Used by the headless export and self-test so that the training views hold real data.
+        Returns "" on success, else the reason.
+        """
+        self.panel.set_config(DEMO_CONFIG)
+        self.panel.set_sweep_settings(DEMO_LRS, DEMO_SEEDS)
+        for start, what in (
+            (self.start_training, "training"),
+            (self.start_lr_sweep, "learning-rate sweep"),
+        ):
+            if not start():
+                return f"{what} did not start: {self.panel.error_text() or 'busy'}"
+            if not self.wait_until_idle(timeout_ms):
+                return f"{what} did not finish in time"
+            if self.controller.last_error():
+                return f"{what} failed: {self.controller.last_error()}"
+        self.view_tabs.setCurrentWidget(self.curves)
+        results = self.controller.results()
+        if results.snapshot is None or not results.snapshot.done:
+            return "the training run did not finish"
+        if results.sweep_result is None:
+            return "the learning-rate sweep did not finish"
+        return ""
+
+    def shutdown(self, timeout_ms: int = 1000) -> bool:
+        """Stop the training thread (bounded wait); safe to call twice."""
+        return self.controller.shutdown(timeout_ms)
+
+    # --------------------------------------------------------------------------------- slots
+    @Slot()
+    def _on_reset(self) -> None:
+        self.controller.reset()
+        self.panel.show_error("")
+        self.panel.status_label.setText("")
+        self.panel.progress.setFormat(translate("TrainTab", "idle"))
+
+    @Slot(str)
+    def _on_state_changed(self, state: str) -> None:
+        self.panel.set_state(state)
+        if state == TrainState.PAUSED:
+            self.panel.progress.setFormat(translate("TrainTab", "%p% — paused"))
+        elif state == TrainState.STOPPING:
+            self.panel.progress.setFormat(translate("TrainTab", "%p% — stopping"))
+        elif state == TrainState.IDLE and self.panel.progress.value() < 1000:
+            self.panel.progress.setFormat(translate("TrainTab", "%p% — stopped"))
+
+    @Slot(object)
+    def _on_results_shown(self, results: Any) -> None:
+        snap = results.snapshot
+        sweep = results.sweep
+        lines = []
+        if snap is not None:
+            lines.append(
+                translate("TrainTab", "Training: step {0} of {1}, {2:.0f} steps/s").format(
+                    snap.step, snap.total_steps, snap.steps_per_s
+                )
+            )
+        if sweep is not None:
+            lines.append(
+                translate("TrainTab", "Sweep: {0} of {1} runs").format(
+                    sweep.done_runs, sweep.total_runs
+                )
+            )
+        self.panel.status_label.setText("\n".join(lines))
+
+    @Slot(int)
+    def _on_view_tab_changed(self, index: int) -> None:
+        if index >= 0:
+            self.controller.refresh_view(self.view_tabs.widget(index))
+
+
+class _IdleWaker(QObject):
+    """Quits a local event loop once the controller is idle."""
+
+    def __init__(self, controller: TrainController, loop: QEventLoop) -> None:
+        super().__init__(controller)
+        self._controller, self._loop = controller, loop
+
+    @Slot(str)
+    def check(self, state: str) -> None:
+        """Quit the loop when ``state`` is idle."""
+        if state == TrainState.IDLE:
+            self._loop.quit()

@@ -1,0 +1,152 @@
+"""The training worker: runs one engine generator per job on the training QThread.
+
+A :class:`TrainJob` is immutable apart from its two ``threading.Event`` objects, the only
+channel from the GUI thread into a running job: ``cancel`` (Stop) and ``running`` (cleared =
+paused). Pausing never busy-waits: after each item the worker blocks in ``running.wait()``
+while the engine generator stays suspended at its ``yield``; Stop sets ``cancel`` and then
+``running`` so that a paused worker wakes up and returns at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import threading
+import traceback
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from engine.trainer_config import TrainConfig
+
+__all__ = [
+    "TrainItem",
+    "TrainJob",
+    "TrainJobFailed",
+    "TrainJobFinished",
+    "TrainJobKind",
+    "TrainWorker",
+]
+
+
+class TrainJobKind(enum.Enum):
+    """What a training job runs."""
+
+    TRAIN = "train"
+    """:func:`engine.trainer.iter_training` (yields ``TrainSnapshot``)."""
+    LR_SWEEP = "lr_sweep"
+    """:func:`engine.lr_sweep.iter_lr_sweep` (yields ``LrSweepProgress``)."""
+
+
+def _set_event() -> threading.Event:
+    event = threading.Event()
+    event.set()
+    return event
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainJob:
+    """One request to the training worker.
+
+    Parameters
+    ----------
+    request_id
+        Increasing id; the controller ignores messages of other ids.
+    kind
+        Training run or learning-rate sweep.
+    config
+        What to train (the sweep overrides ``lr`` and ``seed``).
+    lrs, seeds
+        Learning rates and number of seeds of a sweep (unused for a training run).
+    cancel
+        Set (from the GUI thread) to stop the job after the current step.
+    running
+        Cleared to pause the job between two engine yields; set to resume.
+    """
+
+    request_id: int
+    kind: TrainJobKind
+    config: TrainConfig
+    lrs: tuple[float, ...] = ()
+    seeds: int = 1
+    cancel: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False)
+    running: threading.Event = dataclasses.field(default_factory=_set_event, compare=False)
+
+    def pause(self) -> None:
+        """Hold the job at its next yield."""
+        self.running.clear()
+
+    def resume(self) -> None:
+        """Let a paused job continue."""
+        self.running.set()
+
+    def stop(self) -> None:
+        """Cancel the job; wakes it if it is paused."""
+        self.cancel.set()
+        self.running.set()
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainItem:
+    """One item of the job's generator (a ``TrainSnapshot`` or an ``LrSweepProgress``)."""
+
+    request_id: int
+    kind: TrainJobKind
+    item: object
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainJobFailed:
+    """The job raised; ``message`` is meant for the user."""
+
+    request_id: int
+    message: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainJobFinished:
+    """The job ended; ``completed`` is False when it was stopped or failed."""
+
+    request_id: int
+    kind: TrainJobKind
+    completed: bool
+
+
+class TrainWorker(QObject):
+    """Runs :class:`TrainJob` objects in the thread it was moved to (never touches widgets)."""
+
+    itemReady = Signal(object)  # TrainItem
+    failed = Signal(object)  # TrainJobFailed
+    finished = Signal(object)  # TrainJobFinished
+
+    @Slot(object)
+    def run(self, job: TrainJob) -> None:
+        """Run ``job`` until it ends, is stopped or fails; always emit :attr:`finished`."""
+        completed = False
+        try:
+            if job.cancel.is_set():
+                return
+            if job.kind is TrainJobKind.TRAIN:
+                from engine.trainer import iter_training
+
+                items = iter_training(job.config, job.cancel)
+            else:
+                from engine.lr_sweep import iter_lr_sweep
+
+                items = iter_lr_sweep(job.config, job.lrs, job.seeds, job.cancel)
+            try:
+                for item in items:
+                    self.itemReady.emit(TrainItem(job.request_id, job.kind, item))
+                    # Paused: block here (no polling) with the generator suspended at its yield.
+                    job.running.wait()
+                    if job.cancel.is_set():
+                        break
+            finally:
+                items.close()
+            completed = not job.cancel.is_set()
+        except ValueError as exc:  # invalid input the user can fix
+            self.failed.emit(TrainJobFailed(job.request_id, str(exc)))
+        except Exception as exc:  # a bug must not kill the thread or the window
+            traceback.print_exc()
+            self.failed.emit(TrainJobFailed(job.request_id, f"{type(exc).__name__}: {exc}"))
+        finally:
+            self.finished.emit(TrainJobFinished(job.request_id, job.kind, completed))

@@ -1,0 +1,240 @@
+"""The Train tab: live curves equal the engine's histories, divergence, Pause/Resume/Stop,
+responsiveness, the lr-sweep view, shutdown, export. Waits use GUI-thread signals only."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QElapsedTimer, QTimer
+
+from engine.config import ScalingRule
+from engine.lr_sweep import run_lr_sweep
+from engine.trainer_config import TrainConfig
+from gui.train import TrainTab
+from gui.train.controller import TrainState
+from gui.train.panel import LogSpinBox
+from gui.train.selftest import wait_for
+from gui.views.style import rule_name
+
+SMALL = TrainConfig(rules=("none", "sqrt"), d_k=16, d_model=32, n=8, vocab=16, batch=32,
+                    steps=80, lr=0.01, eval_size=64)
+LONG = SMALL.replace(steps=100_000)
+
+
+@pytest.fixture
+def tab(qtbot):
+    tab = TrainTab(SMALL)
+    qtbot.addWidget(tab)
+    tab.resize(1100, 700)
+    tab.show()
+    yield tab
+    tab.shutdown()
+    assert not tab.controller.is_running(), "the training thread was left running"
+
+
+def _step(tab: TrainTab) -> int:
+    snap = tab.controller.results().snapshot
+    return -1 if snap is None else snap.step
+
+
+def _y(curve) -> np.ndarray:
+    return np.asarray(curve.getOriginalDataset()[1], dtype=float)
+
+
+def test_curves_equal_snapshot_histories_and_legend_lists_rules(tab):
+    assert tab.start_training()
+    assert tab.wait_until_idle(20_000)
+    snap = tab.controller.results().snapshot
+    assert snap.done and snap.step == SMALL.steps
+    view = tab.curves
+    for rule, st in snap.rules.items():
+        np.testing.assert_array_equal(_y(view.curve("train_loss", rule)), st.loss_history)
+        x_eval, y_eval = view.curve("eval_loss", rule).getOriginalDataset()
+        np.testing.assert_array_equal(x_eval, st.eval_steps)
+        np.testing.assert_array_equal(y_eval, st.eval_loss_history)
+        np.testing.assert_array_equal(_y(view.curve("accuracy", rule)), st.eval_accuracy_history)
+        np.testing.assert_allclose(_y(view.curve("entropy", rule)),
+                                   np.asarray(st.entropy_history).mean(axis=1))
+        grads = _y(view.curve("grad_norm", rule))
+        assert grads.size >= SMALL.steps // SMALL.snapshot_every and np.all(grads > 0)
+        assert grads[-1] == pytest.approx(st.grad_norm)
+    # The probe view was hidden (another sub-tab): it catches up when shown.
+    assert tab.show_view("train_probe")
+    for rule, st in snap.rules.items():
+        np.testing.assert_array_equal(tab.probe.image(rule).image, st.probe_weights[:, 0, :])
+    labels = view.legend_labels()
+    assert labels[:2] == [rule_name("none"), rule_name("sqrt")]
+    assert rule_name("linear") not in labels
+    assert view.divergence_text("none") == "" and view.divergence_text("sqrt") == ""
+    header, rows = view.data_table()
+    assert header == ["rule", "series", "step", "value"] and len(rows) > 2 * SMALL.steps
+
+
+def test_huge_learning_rate_marks_divergence(tab):
+    tab.panel.set_config(SMALL.replace(lr=100.0, optimizer="sgd", steps=20))
+    assert tab.start_training()
+    assert tab.wait_until_idle(20_000)
+    snap = tab.controller.results().snapshot
+    for rule, st in snap.rules.items():
+        assert st.diverged_at is not None
+        assert tab.curves.divergence_text(rule) == f"diverged at step {st.diverged_at}"
+        x, _y_marker = tab.curves.divergence_marker(rule).getOriginalDataset()
+        assert list(x) == [st.diverged_at]
+
+
+def test_invalid_combination_shows_the_engine_message_and_does_not_start(tab):
+    tab.panel.n.setValue(40)  # retrieval needs vocab (16) >= n
+    assert "vocab (16) must be >= n (40)" in tab.panel.error_text()
+    tab.panel.start_button.click()
+    assert tab.controller.state() == TrainState.IDLE
+    assert tab.controller.results().snapshot is None
+    tab.panel.n.setValue(8)
+    assert tab.panel.error_text() == ""
+    for box in tab.panel.rule_boxes.values():
+        box.setChecked(False)
+    assert "rules must name at least one" in tab.panel.error_text()
+    tab.panel.lrs.setText("0.01, abc")
+    assert not tab.start_lr_sweep()
+    assert tab.controller.job() is None
+
+
+def test_pause_holds_resume_continues_stop_is_prompt(tab):
+    tab.panel.set_config(LONG)
+    tab.panel.start_button.click()
+    assert wait_for(tab, lambda: _step(tab) >= 20, 20_000)
+    tab.panel.pause_button.click()
+    assert tab.controller.state() == TrainState.PAUSED
+    wait_for(tab, None, 100)  # a snapshot already in flight may still arrive
+    held = _step(tab)
+    wait_for(tab, None, 300)
+    assert _step(tab) == held, "training advanced while paused"
+    assert tab.controller.job().running.is_set() is False  # the worker blocks on the event
+    tab.panel.resume_button.click()
+    assert wait_for(tab, lambda: _step(tab) > held + 10, 20_000)
+    t0 = time.perf_counter()
+    tab.panel.stop_button.click()
+    assert tab.wait_until_idle(5_000)
+    elapsed = time.perf_counter() - t0
+    print(f"\nStop -> worker finished and GUI idle: {1000 * elapsed:.1f} ms")
+    assert elapsed < 0.5, elapsed
+    stopped_at = _step(tab)
+    assert 0 < stopped_at < LONG.steps and not tab.controller.results().snapshot.done
+    # Stop while paused wakes the worker as well.
+    tab.panel.start_button.click()
+    assert wait_for(tab, lambda: _step(tab) >= 5, 20_000)
+    tab.panel.pause_button.click()
+    t0 = time.perf_counter()
+    tab.panel.stop_button.click()
+    assert tab.wait_until_idle(5_000)
+    print(f"Stop while paused: {1000 * (time.perf_counter() - t0):.1f} ms")
+    assert time.perf_counter() - t0 < 0.5
+    tab.panel.reset_button.click()
+    assert tab.controller.results().snapshot is None
+    assert tab.curves.curve("train_loss", "none").getOriginalDataset()[1] is None or \
+        _y(tab.curves.curve("train_loss", "none")).size == 0
+
+
+def test_gui_stays_responsive_while_training(tab, qtbot):
+    tab.panel.set_config(LONG.replace(rules=("none", "sqrt", "linear")))
+    tab.panel.start_button.click()
+    assert wait_for(tab, lambda: _step(tab) >= 1, 20_000)
+    worst_runs = []
+    # Two 1 s windows: a spike from another process on the shared machine can spoil one.
+    for _ in range(2):
+        lateness: list[float] = []
+        clock = QElapsedTimer()
+        timer = QTimer()
+        timer.setTimerType(timer.timerType().PreciseTimer)
+        timer.setInterval(5)
+        last = [0.0]
+
+        def beat(lateness=lateness, clock=clock, last=last) -> None:
+            now = clock.nsecsElapsed() / 1e6
+            lateness.append(now - last[0] - 5.0)
+            last[0] = now
+
+        timer.timeout.connect(beat)
+        clock.start()
+        timer.start()
+        wait_for(tab, None, 1000)
+        timer.stop()
+        worst_runs.append(max(lateness[1:]))
+        print(f"\nheartbeat: {len(lateness)} beats, worst lateness {worst_runs[-1]:.1f} ms, "
+              f"median {np.median(lateness):.2f} ms, {tab.controller.pushes} pushes so far")
+        if worst_runs[-1] <= 30.0:
+            break
+    tab.controller.stop()
+    assert tab.wait_until_idle(5_000)
+    # Generous for a loaded 2-core machine (the target is 30 ms; see the printed figures).
+    assert min(worst_runs) <= 150.0, worst_runs
+    assert _step(tab) > 20
+
+
+def test_lr_sweep_view_shows_the_engine_result(tab):
+    cfg = SMALL.replace(steps=30)
+    lrs, seeds = (0.003, 0.03, 3.0), 2
+    tab.panel.set_config(cfg)
+    tab.panel.set_sweep_settings(lrs, seeds)
+    assert tab.start_lr_sweep()
+    assert tab.wait_until_idle(30_000)
+    assert tab.controller.last_error() == ""
+    result = tab.controller.results().sweep_result
+    # The panel has no eval_size control: the sweep ran the panel's configuration.
+    assert result.config == tab.panel.config()
+    expected = run_lr_sweep(result.config, lrs, seeds)
+    view = tab.lr_sweep
+    assert view.legend_labels()[:2] == [rule_name("none"), rule_name("sqrt")]
+    for rule in cfg.rules:
+        rows = [r for r in expected.rows if r.rule is rule]
+        x, y = view.mean_curve(rule).getOriginalDataset()
+        np.testing.assert_array_equal(x, [r.lr for r in rows])
+        np.testing.assert_array_equal(y, [r.final_loss_mean for r in rows])
+        assert [r.final_loss_mean for r in result.rows if r.rule is rule] == pytest.approx(
+            [r.final_loss_mean for r in rows], nan_ok=True)
+        runs_x, _ = view.run_points(rule).getOriginalDataset()
+        assert len(runs_x) == len(lrs) * seeds
+        best = expected.largest_stable_lr[rule]
+        sx, _sy = view.stable_marker(rule).getOriginalDataset()
+        assert (list(sx) if sx is not None else []) == ([best] if best is not None else [])
+    assert expected.row(ScalingRule.SQRT, 3.0).diverged == seeds
+    header, rows = view.data_table()
+    assert "largest_stable_lr" in header and len(rows) == len(lrs) * len(cfg.rules)
+
+
+def test_log_spin_box_steps_through_1_2_3_5():
+    box = LogSpinBox(1e-8, 100.0, 0.01)
+    seen = []
+    for _ in range(4):
+        box.stepBy(1)
+        seen.append(box.value())
+    assert seen == pytest.approx([0.02, 0.03, 0.05, 0.1])
+    box.setValue(0.01)
+    box.stepBy(-1)
+    assert box.value() == pytest.approx(0.005)
+    assert box.textFromValue(0.003) == "0.003"
+
+
+def test_window_train_tab_exports_and_closing_mid_training_leaves_no_thread(make_window, tmp_path):
+    window = make_window()
+    window.mode_tabs.setCurrentWidget(window.train_tab)
+    assert not window.parameter_dock.isVisible()  # the explorer's dock is hidden here
+    assert window.current_view() is window.train_tab.curves
+    assert window.show_view("train_lr_sweep") and window.current_view().key == "train_lr_sweep"
+    assert window.show_view("laws") and window.parameter_dock.isVisible()
+    tab = window.train_tab
+    assert window.show_view("train_curves")
+    tab.panel.set_config(LONG)
+    tab.panel.start_button.click()
+    assert wait_for(tab, lambda: _step(tab) >= 10, 20_000)
+    png = window.export_current(tmp_path / "curves.png", 600, 400)
+    assert png.stat().st_size > 0
+    written = window.export_everything(tmp_path / "all", 500, 350)
+    assert {"train_curves", "train_probe", "train_lr_sweep"} <= {p.stem for p in written}
+    t0 = time.perf_counter()
+    window.close()
+    elapsed = time.perf_counter() - t0
+    print(f"\nclose mid-training: {1000 * elapsed:.1f} ms")
+    assert not tab.controller.is_running()
+    assert elapsed < 1.0, elapsed
