@@ -1,0 +1,265 @@
+"""The guided tour's claims hold for the engine, and every text states the number it claims.
+
+Engine-only: the tour files are parsed with the standard library, no Qt is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from engine.config import AttentionConfig, ScalingRule
+from engine.tour_claims import (
+    QUANTITIES,
+    UI_REF,
+    check_value,
+    claim_numbers,
+    describe_target,
+    evaluate_claim,
+    evaluate_claims,
+    evaluate_quantity,
+    expand_ui_refs,
+    format_value,
+    number_pattern,
+    step_config,
+    validate_claim,
+    validate_tour,
+)
+from engine.trainer_config import TrainConfig
+
+TOUR_DIR = Path(__file__).resolve().parents[2] / "resources" / "tour"
+#: The explorer's view keys (gui/views) and the Train tab's (gui/train).
+EXPLORER_VIEWS = ("heatmap", "softmax", "histogram", "laws", "gradients", "temperature",
+                  "correlation")
+TRAIN_VIEWS = ("train_curves", "train_probe", "train_lr_sweep")
+LANGUAGES = ("en", "zh_CN")
+
+
+def _load(name: str) -> dict:
+    return json.loads((TOUR_DIR / name).read_text(encoding="utf-8"))
+
+
+TOUR = _load("tour.json")
+TEXTS = {lang: _load(f"tour.{lang}.json") for lang in LANGUAGES}
+STEPS = TOUR["steps"]
+STEP_IDS = [step["id"] for step in STEPS]
+
+
+def _prose(lang: str, step_id: str) -> str:
+    text = TEXTS[lang]["steps"][step_id]
+    parts = [text["title"], text["look"], *text["body"], text["try"]]
+    return expand_ui_refs("\n".join(parts))
+
+
+def test_tour_structure():
+    validate_tour(TOUR, EXPLORER_VIEWS)
+    assert 8 <= len(STEPS) <= 12
+    assert len(set(STEP_IDS)) == len(STEP_IDS)
+    for step in STEPS:
+        assert step["view"] in EXPLORER_VIEWS + TRAIN_VIEWS
+    assert STEP_IDS[-1] == "answer"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_every_language_has_every_step_with_text(lang):
+    texts = TEXTS[lang]
+    assert texts["language"] == lang
+    assert set(texts["steps"]) == set(STEP_IDS)
+    for step_id in STEP_IDS:
+        text = texts["steps"][step_id]
+        for key in ("title", "look", "try"):
+            assert isinstance(text[key], str) and text[key].strip(), (lang, step_id, key)
+        assert text["body"] and all(p.strip() for p in text["body"]), (lang, step_id)
+    quantities = {c["quantity"] for step in STEPS for c in step["claims"]}
+    assert quantities <= set(texts["labels"]), quantities - set(texts["labels"])
+    if lang.startswith("zh"):
+        # Chinese texts are Chinese: most characters of every body are CJK ideographs or
+        # full-width punctuation, not left-over English.
+        for step_id in STEP_IDS:
+            body = "".join(texts["steps"][step_id]["body"])
+            assert re.search(r"[\u4e00-\u9fff]", body), step_id
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_ui_references_are_well_formed(lang):
+    for step_id in STEP_IDS:
+        text = TEXTS[lang]["steps"][step_id]
+        for part in (text["title"], text["look"], *text["body"], text["try"]):
+            # Every "{ui:" opens a complete reference; nothing else uses braces.
+            assert part.count("{ui:") == len(UI_REF.findall(part)), (step_id, part)
+            assert not re.search(r"[{}]", UI_REF.sub("", part)), (step_id, part)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@pytest.mark.parametrize("step", STEPS, ids=STEP_IDS)
+def test_prose_states_the_claimed_numbers(step, lang):
+    prose = _prose(lang, step["id"])
+    for claim in step["claims"]:
+        for number in claim_numbers(claim):
+            assert number_pattern(number).search(prose), (
+                f"{lang} text of step {step['id']!r} does not state {number:g} "
+                f"(claim {describe_target(claim)})"
+            )
+
+
+@pytest.mark.parametrize("step", STEPS, ids=STEP_IDS)
+def test_engine_confirms_every_claim(step):
+    config = step_config(step["settings"])
+    results = evaluate_claims(step["claims"], config)
+    for result in results:
+        assert result.passed, (
+            f"step {step['id']!r}: {result.claim['quantity']} = {result.value!r}, "
+            f"claimed {describe_target(result.claim)}"
+        )
+
+
+def test_train_claims_use_the_train_tab_settings():
+    # The Train tab is filled with step["train_settings"]; its sweep must reproduce the claim.
+    step = next(s for s in STEPS if s["id"] == "learning_rate")
+    shown = TrainConfig.from_dict(step["train_settings"])
+    assert 0.01 in step["lr_sweep"]["lrs"]
+    for claim in step["claims"]:
+        assert claim["quantity"] == "train_final_loss"
+        claimed = TrainConfig(d_k=step_config(step["settings"]).d_k, **claim.get("train", {}))
+        assert ScalingRule(claim["rule"]) in shown.rules
+        assert shown.replace(rules=claimed.rules, lr=claimed.lr) == claimed
+
+
+def test_step_texts_match_their_settings():
+    # The numbers of the set-up in the prose are the ones the settings use.
+    by_id = {s["id"]: step_config(s["settings"]) for s in STEPS}
+    assert by_id["what"].d_k == 64 and by_id["what"].n_tokens == 64
+    heads = by_id["heads"]
+    assert (heads.d_model, heads.heads, heads.d_k) == (768, 12, 64)
+    assert math.isclose(heads.projection_std, 1 / math.sqrt(768), rel_tol=1e-3)
+    init = by_id["init"]
+    assert init.d_k == 64 and math.isclose(init.projection_std, 64**-0.25 / math.sqrt(512),
+                                           rel_tol=2e-3)
+    temperature = next(s for s in STEPS if s["id"] == "temperature")
+    assert temperature["view_temperature"] == math.sqrt(by_id["temperature"].d_k)
+    assert by_id["qk_norm"].init_std == 3.0 and by_id["softcap"].cap == 50.0
+
+
+# ----------------------------------------------------------------------- the claim machinery
+def test_check_value_and_targets():
+    approx = {"quantity": "logit_var", "approx": 64, "rel_tol": 0.1}
+    assert check_value(approx, 60.3) and not check_value(approx, 57.0)
+    assert not check_value(approx, math.nan)
+    bounds = {"quantity": "p_max_mean", "greater_than": 0.7, "less_than": 0.9}
+    assert check_value(bounds, 0.8) and not check_value(bounds, 0.7)
+    assert not check_value(bounds, 0.95)
+    exact = {"quantity": "temperature_max_diff", "approx": 0, "abs_tol": 0}
+    assert check_value(exact, 0.0) and not check_value(exact, 1e-17)
+    assert claim_numbers(bounds) == (0.7, 0.9)
+    assert describe_target(approx) == "≈ 64 ± 10 %"
+    assert describe_target({"quantity": "logit_var", "approx": 0, "abs_tol": 0.5}) == "≈ 0 ± 0.5"
+    assert describe_target(bounds) == "> 0.7, < 0.9"
+
+
+def test_number_pattern_matches_stand_alone_numbers_only():
+    pattern = number_pattern(64.0)
+    assert pattern.search("variance ≈ 64.") and pattern.search("(64)")
+    assert not pattern.search("0.64") and not pattern.search("640") and not pattern.search("6.4")
+    assert number_pattern(0.001).search("below 0.001 and")
+    assert not number_pattern(0.7).search("0.79")
+    assert number_pattern(0.0156).search("≈ 0.0156 (= 1/64)")
+
+
+def test_format_value():
+    assert format_value(63.94) == "63.9"
+    assert format_value(0.000346) == "0.000346"
+    assert format_value(0.0) == "0"
+    assert format_value(5184.2) == "5184"
+    assert format_value(3.2e-9) == "3.20e-09"
+    assert format_value(math.nan) == "nan"
+
+
+@pytest.mark.parametrize(
+    ("claim", "message"),
+    [
+        ({"quantity": "nope", "approx": 1}, "quantity must be one of"),
+        ({"quantity": "logit_var"}, "either 'approx'"),
+        ({"quantity": "logit_var", "approx": 1, "less_than": 2}, "either 'approx'"),
+        ({"quantity": "logit_var", "greater_than": 1, "rel_tol": 0.1}, "only go with 'approx'"),
+        ({"quantity": "logit_var", "approx": 1, "rule": "cube"}, "rule must be one of"),
+        ({"quantity": "logit_var", "approx": "1"}, "finite number"),
+        ({"quantity": "logit_var", "approx": 1, "colour": "red"}, "unknown claim field"),
+        ({"quantity": "train_final_loss", "less_than": 1}, "needs 'lr'"),
+        ({"quantity": "logit_var", "approx": 1, "lr": 0.1}, "only go with the train"),
+        ({"quantity": "correlation_rms", "rule": "qk_norm", "approx": 1}, "none, sqrt and linear"),
+    ],
+)
+def test_validate_claim_rejects_bad_claims(claim, message):
+    with pytest.raises(ValueError, match=message):
+        validate_claim(claim)
+
+
+def test_every_quantity_is_computable():
+    # Each quantity once, on small settings, against an independent statement of the law.
+    config = AttentionConfig(n_tokens=32, d_k=16, d_model=16, samples=500)
+    values = {}
+    for quantity in QUANTITIES:
+        if quantity == "train_final_loss":
+            continue  # trained by test_engine_confirms_every_claim (learning_rate step)
+        rule = "linear" if quantity == "correlation_rms" else "none"
+        values[quantity] = evaluate_quantity({"quantity": quantity, "rule": rule,
+                                              "greater_than": -1}, config)
+    assert values["logit_var_theory"] == 16.0
+    assert math.isclose(values["logit_var"], 16.0, rel_tol=0.15)
+    assert math.isclose(values["sweep_logit_var"], 16.0, rel_tol=0.1)
+    assert 0 < values["p_max_mean"] <= 1 and 0 < values["sweep_p_max_mean"] <= 1
+    assert values["sweep_jac_fro_median"] == values["sweep_jac_raw_median"]  # c = 1
+    # config.temperature = 8 ≠ √16: the rows differ, forward and backward.
+    assert values["temperature_max_diff"] > 0 and values["temperature_grad_max_diff"] > 0
+    assert math.isclose(values["correlation_rms"], 1 / 4, rel_tol=0.1)  # ρ = 0: 1/√d_k
+
+
+def test_sweep_quantities_refuse_configs_the_sweep_cannot_draw():
+    claim = {"quantity": "sweep_p_max_mean", "rule": "none", "greater_than": 0}
+    with pytest.raises(ValueError, match="init_std = 1"):
+        evaluate_claim(claim, AttentionConfig(init_std=2.0))
+    with pytest.raises(ValueError, match="use_projection = false"):
+        evaluate_claim(claim, AttentionConfig(use_projection=True))
+
+
+def test_claim_overrides_apply_to_that_claim_only():
+    config = AttentionConfig(n_tokens=16, d_k=16, d_model=16)
+    claims = [{"quantity": "logit_var_theory", "rule": "none", "approx": 16},
+              {"quantity": "logit_var_theory", "rule": "none", "at": {"d_k": 64}, "approx": 64}]
+    assert [r.value for r in evaluate_claims(claims, config)] == [16.0, 64.0]
+
+
+def test_cancelled_evaluation_gives_nan():
+    cancel = threading.Event()
+    cancel.set()
+    results = evaluate_claims([{"quantity": "logit_var", "approx": 1}], AttentionConfig(),
+                              cancel=cancel)
+    assert math.isnan(results[0].value) and not results[0].passed
+
+
+def test_expand_ui_refs():
+    text = "Open {ui:SoftmaxView|Softmax of one row} and set {ui:ParameterPanel|heads h}."
+    assert expand_ui_refs(text) == "Open Softmax of one row and set heads h."
+    assert expand_ui_refs(text, lambda ctx, s: f"<{ctx}>") == "Open <SoftmaxView> and set " \
+        "<ParameterPanel>."
+
+
+def test_validate_tour_rejects_bad_tours():
+    with pytest.raises(ValueError, match="non-empty 'steps'"):
+        validate_tour({"steps": []})
+    step = {"id": "a", "view": "heatmap", "settings": {}, "claims": [
+        {"quantity": "logit_var", "approx": 1}]}
+    validate_tour({"steps": [step]}, EXPLORER_VIEWS)
+    with pytest.raises(ValueError, match="duplicate step id"):
+        validate_tour({"steps": [step, step]})
+    with pytest.raises(ValueError, match="view"):
+        validate_tour({"steps": [{**step, "view": "nowhere"}]}, EXPLORER_VIEWS)
+    with pytest.raises(ValueError, match="d_k"):
+        validate_tour({"steps": [{**step, "settings": {"d_k": 0}}]})
+    with pytest.raises(ValueError, match="claims"):
+        validate_tour({"steps": [{**step, "claims": []}]})

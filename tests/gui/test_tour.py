@@ -1,0 +1,145 @@
+"""The guided tour panel: opening, Next/Back apply steps, live engine numbers, language."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtGui import QKeySequence
+
+from engine.tour_claims import evaluate_claims, expand_ui_refs, format_value, step_config
+from gui import i18n
+from gui.tour import TourPanel, load_tour
+
+
+@pytest.fixture
+def tour(make_window, qtbot):
+    """A shown window with the tour opened through its menu action."""
+    window = make_window(settle=False)
+    window.tour_action.trigger()
+    panel = window.tour_dock.panel
+    yield window, panel
+    panel.shutdown()
+
+
+def _steps():
+    return load_tour().steps
+
+
+def _index(step_id: str) -> int:
+    return [s["id"] for s in _steps()].index(step_id)
+
+
+def test_open_next_back_and_step_settings(tour, qtbot):
+    window, panel = tour
+    steps = _steps()
+    # Opening (the Help menu action) shows the dock and applies the first step.
+    assert window.tour_dock.isVisible()
+    shortcuts = {s.toString() for s in window.tour_action.shortcuts()}
+    assert {QKeySequence("F1").toString(), QKeySequence("Ctrl+G").toString()} <= shortcuts
+    assert panel.step_index() == 0
+    assert window.panel.config() == step_config(steps[0]["settings"])
+    assert window.controller.config() == step_config(steps[0]["settings"])
+    assert window.current_view().key == steps[0]["view"]
+    assert panel.counter_label.text().endswith(f"1 / {panel.step_count()}")
+    assert not panel.back_button.isEnabled() and panel.next_button.isEnabled()
+
+    # Next applies step 2 and switches the tab; the view is framed for a moment.
+    panel.next_button.click()
+    assert panel.step_index() == 1
+    assert window.panel.config() == step_config(steps[1]["settings"])
+    assert window.current_view().key == steps[1]["view"]
+    assert panel.counter_label.text().endswith(f"2 / {panel.step_count()}")
+    assert panel._highlight.isVisible() and panel._highlight.parentWidget() is window.current_view()
+    qtbot.waitUntil(lambda: not panel._highlight.isVisible(), timeout=5000)
+    # The widgets show the step's values (pushed under signal blockers: no echo as an edit).
+    assert int(window.panel.d_k.value()) == step_config(steps[1]["settings"]).d_k
+
+    # Back returns to step 1, and the controller computes that configuration.
+    panel.back_button.click()
+    assert panel.step_index() == 0
+    assert window.panel.config() == step_config(steps[0]["settings"])
+    assert window.current_view().key == steps[0]["view"]
+    assert window.wait_until_settled(20_000)
+    assert window.controller.last_error() == ""
+    assert window.controller.results().config == step_config(steps[0]["settings"])
+
+    # A step may also set the temperature view's T.
+    index = _index("temperature")
+    panel.go_to(index)
+    assert window.controller.temperature() == steps[index]["view_temperature"]
+    assert window.current_view().key == "temperature"
+
+    # The last step disables Next; there is nothing beyond it.
+    panel.go_to(panel.step_count() - 1)
+    assert not panel.next_button.isEnabled() and panel.back_button.isEnabled()
+    panel.next_step()
+    assert panel.step_index() == panel.step_count() - 1
+    with pytest.raises(ValueError, match="step index"):
+        panel.go_to(panel.step_count())
+
+
+# After a switch to Chinese the offscreen FreeType engine sometimes logs this for one glyph of
+# the shipped CJK subset font (gui/fonts.py); the text itself is checked below.
+# (A marker here replaces conftest's, so it repeats conftest's offscreen pattern.)
+@pytest.mark.qt_log_ignore(r"This plugin does not support propagateSizeHints\(\)",
+                           r"load glyph failed")
+def test_live_numbers_train_tab_and_language_switch(tour, qtbot):
+    window, panel = tour
+    # The engine numbers under the text are the engine's values for the step's settings.
+    panel.go_to(_index("heads"))
+    qtbot.waitUntil(lambda: panel.claim_results() is not None, timeout=15_000)
+    step = panel.step()
+    expected = evaluate_claims(step["claims"], step_config(step["settings"]))
+    assert [r.value for r in panel.claim_results()] == [r.value for r in expected]
+    text = panel.engine_text()
+    for result in expected:
+        assert result.passed
+        assert format_value(result.value) in text
+    assert "✓" in text and "✗" not in text
+
+    # The learning-rate step fills the Train tab (or falls back to an explorer view).
+    lr_step = _steps()[_index("learning_rate")]
+    panel.go_to(_index("learning_rate"))
+    train_tab = getattr(window, "train_tab", None)
+    if train_tab is None:
+        assert window.current_view().key == lr_step["fallback_view"]
+    else:
+        assert window.current_view().key == lr_step["view"]
+        config = train_tab.panel.config()
+        assert config.d_k == lr_step["train_settings"]["d_k"]
+        assert [r.value for r in config.rules] == lr_step["train_settings"]["rules"]
+        lrs, seeds = train_tab.panel.sweep_settings()
+        assert list(lrs) == lr_step["lr_sweep"]["lrs"] and seeds == lr_step["lr_sweep"]["seeds"]
+    panel.shutdown()  # cancels the training claim
+
+    # Switching the UI language re-renders the tour in that language.
+    step_id = panel.step()["id"]
+    data = panel.data()
+    if not i18n.set_language("zh_CN"):
+        pytest.fail("the Chinese catalogue resources/i18n/explorer_zh_CN.qm is missing")
+    try:
+        assert panel.language() == "zh_CN"
+        title = data.texts["zh_CN"]["steps"][step_id]["title"]
+        assert panel.title_label.text() == expand_ui_refs(title, i18n.translate)
+        assert window.tour_dock.windowTitle() == i18n.translate("TourPanel", "Guided tour")
+    finally:
+        i18n.set_language("en")
+    assert panel.title_label.text() == data.texts["en"]["steps"][step_id]["title"]
+    assert window.tour_dock.windowTitle() == "Guided tour"
+    assert window.tour_action.text() == "&Guided tour"
+
+
+def test_texts_follow_the_language(qtbot):
+    data = load_tour()
+    panel = TourPanel(None, data)
+    qtbot.addWidget(panel)
+    step_id = data.steps[0]["id"]
+    panel.set_language("zh_CN")
+    assert panel.language() == "zh_CN"
+    zh_title = expand_ui_refs(data.texts["zh_CN"]["steps"][step_id]["title"])
+    assert panel.title_label.text() == zh_title
+    panel.set_language("zh")  # base language resolves to the Chinese texts
+    assert panel.title_label.text() == zh_title
+    panel.set_language("fr")  # no French texts: English
+    assert panel.title_label.text() == data.texts["en"]["steps"][step_id]["title"]
+    panel.set_language(None)
+    assert panel.language() == data.resolve_language(i18n.current_language())
