@@ -79,6 +79,11 @@ def export_command(args: Any) -> int:
         if window.controller.last_error():
             print(f"error: {window.controller.last_error()}", file=sys.stderr)
             return 1
+        # The training views need data: a short real run and a short lr sweep (~1 s).
+        problem = window.train_tab.run_demo(RESULT_TIMEOUT_MS)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 1
         try:
             written = window.export_everything(args.out, int(args.width), int(args.height))
         except (OSError, ValueError) as exc:
@@ -215,6 +220,18 @@ def self_test_command(args: Any) -> int:
         if not window.wait_until_settled(RESULT_TIMEOUT_MS):
             failures.append("the final sweep did not finish")
         width, height = 1000, 700
+        from gui.train.selftest import drive_train_buttons
+
+        window.mode_tabs.setCurrentWidget(window.train_tab)
+        for name, reason in drive_train_buttons(window.train_tab):
+            lines.append(f"{'ok  ' if not reason else 'FAIL'} {name}  {reason}")
+            if reason:
+                failures.append(f"{name}: {reason}")
+        problem = window.train_tab.run_demo(RESULT_TIMEOUT_MS)
+        lines.append(f"{'ok  ' if not problem else 'FAIL'} train demo run and lr sweep  {problem}")
+        if problem:
+            failures.append(problem)
+        window.mode_tabs.setCurrentWidget(window.splitter)
         written = window.export_everything(out, width, height)
         for path in written:
             if path.suffix == ".png":
@@ -234,7 +251,7 @@ def self_test_command(args: Any) -> int:
             lines.append(f"{'ok  ' if not reason else 'FAIL'} {path.name}")
             if reason:
                 failures.append(reason)
-        expected = {v.key for v in window.views}
+        expected = {v.key for v in [*window.views, *window.train_tab.views]}
         exported = {p.stem for p in written if p.suffix == ".png"}
         if exported != expected:
             failures.append(f"views not exported: {sorted(expected - exported)}")

@@ -6,8 +6,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEventLoop, QObject, QSignalBlocker, Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
+from PySide6.QtCore import (
+    QEvent,
+    QEventLoop,
+    QObject,
+    QSignalBlocker,
+    Qt,
+    QTimer,
+    Signal,
+    Slot,
+)
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -27,16 +36,15 @@ from PySide6.QtWidgets import (
 )
 
 from engine.config import AttentionConfig
-from gui import export
+from gui import export, i18n
 from gui.controller import ExplorerController
-from gui.i18n import tr
+from gui.i18n import translate
 from gui.panels.parameters import ParameterPanel
 from gui.session import Session, SessionError, load_session, save_session
 from gui.settings import Settings, open_settings
 
 __all__ = ["DEFAULT_SIZE", "MainWindow", "SizeDialog"]
 
-_CTX = "MainWindow"
 #: Window size on first start (clamped to the screen's available area).
 DEFAULT_SIZE = (1280, 800)
 
@@ -46,7 +54,7 @@ class SizeDialog(QDialog):
 
     def __init__(self, width: int, height: int, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle(tr(_CTX, "Image size"))
+        self.setWindowTitle(translate("MainWindow", "Image size"))
         self.width_box = QSpinBox()
         self.height_box = QSpinBox()
         for box, value in ((self.width_box, width), (self.height_box, height)):
@@ -54,8 +62,8 @@ class SizeDialog(QDialog):
             box.setSuffix(" px")
             box.setValue(value)
         form = QFormLayout(self)
-        form.addRow(tr(_CTX, "Width"), self.width_box)
-        form.addRow(tr(_CTX, "Height"), self.height_box)
+        form.addRow(translate("MainWindow", "Width"), self.width_box)
+        form.addRow(translate("MainWindow", "Height"), self.height_box)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
@@ -163,10 +171,21 @@ class MainWindow(QMainWindow):
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.tabs)
         self.splitter.addWidget(self.side_tabs)
-        self.setCentralWidget(self.splitter)
+        # Top level: the explorer (views + parameter dock) and the Train tab (gui/train), which
+        # has its own control panel and worker thread.
+        from gui.train import TrainTab
+
+        self.train_tab = TrainTab()
+        self.mode_tabs = QTabWidget()
+        self.mode_tabs.setObjectName("modeTabs")
+        self.mode_tabs.addTab(self.splitter, translate("MainWindow", "Explorer"))
+        self.mode_tabs.addTab(self.train_tab, translate("MainWindow", "Train"))
+        self._dock_was_visible = True
+        self.mode_tabs.currentChanged.connect(self._on_mode_changed)
+        self.setCentralWidget(self.mode_tabs)
 
     def _build_dock(self) -> None:
-        self.parameter_dock = QDockWidget(tr(_CTX, "Parameters"), self)
+        self.parameter_dock = QDockWidget(self)
         self.parameter_dock.setObjectName("parameterDock")
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
@@ -177,76 +196,175 @@ class MainWindow(QMainWindow):
 
     def _build_status_bar(self) -> None:
         bar = self.statusBar()
-        self.status_label = QLabel(tr(_CTX, "Ready"))
+        self.status_label = QLabel()
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
         self.progress.setTextVisible(True)
-        self.progress.setFormat(tr(_CTX, "sweep %v/%m"))
         self.progress.setVisible(False)
-        self.cancel_button = QPushButton(tr(_CTX, "Cancel"))
-        self.cancel_button.setToolTip(tr(_CTX, "Stop the running computation (Esc)"))
+        self.cancel_button = QPushButton()
         self.cancel_button.setVisible(False)
         self.cancel_button.clicked.connect(self._on_cancel)
         bar.addWidget(self.status_label, 1)
         bar.addPermanentWidget(self.progress)
         bar.addPermanentWidget(self.cancel_button)
 
-    def _action(self, menu: Any, text: str, slot: Any, shortcut: Any = None,
-                tip: str = "") -> QAction:
-        action = QAction(text, self)
+    def _action(self, menu: Any, slot: Any, shortcut: Any = None) -> QAction:
+        """Add an action to ``menu``; its texts are set by :meth:`retranslate_ui`."""
+        action = QAction(self)
         if shortcut is not None:
             action.setShortcut(QKeySequence(shortcut))
-        if tip:
-            action.setStatusTip(tip)
         action.triggered.connect(slot)
         menu.addAction(action)
         return action
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
-        file_menu = bar.addMenu(tr(_CTX, "&File"))
-        self.open_action = self._action(file_menu, tr(_CTX, "&Open session…"),
-                                        self._on_open_session, QKeySequence.StandardKey.Open)
-        self.save_action = self._action(file_menu, tr(_CTX, "&Save session"),
-                                        self._on_save_session, QKeySequence.StandardKey.Save)
-        self.save_as_action = self._action(file_menu, tr(_CTX, "Save session &as…"),
-                                           self._on_save_session_as, "Ctrl+Alt+S")
+        self.file_menu = file_menu = bar.addMenu("")
+        self.open_action = self._action(file_menu, self._on_open_session,
+                                        QKeySequence.StandardKey.Open)
+        self.save_action = self._action(file_menu, self._on_save_session,
+                                        QKeySequence.StandardKey.Save)
+        self.save_as_action = self._action(file_menu, self._on_save_session_as, "Ctrl+Alt+S")
         file_menu.addSeparator()
-        self.export_png_action = self._action(file_menu, tr(_CTX, "Export current view as &PNG…"),
-                                              self._on_export_png, "Ctrl+E")
-        self.export_svg_action = self._action(file_menu, tr(_CTX, "Export current view as S&VG…"),
-                                              self._on_export_svg, "Ctrl+Shift+E")
-        self.export_all_action = self._action(file_menu, tr(_CTX, "Export &all…"),
-                                              self._on_export_all, "Ctrl+Shift+A",
-                                              tr(_CTX, "PNG, SVG and CSV of every view plus "
-                                                 "the session, into one folder"))
-        self.copy_action = self._action(file_menu, tr(_CTX, "&Copy current plot"),
-                                        self._on_copy, "Ctrl+Shift+C")
+        self.export_png_action = self._action(file_menu, self._on_export_png, "Ctrl+E")
+        self.export_svg_action = self._action(file_menu, self._on_export_svg, "Ctrl+Shift+E")
+        self.export_all_action = self._action(file_menu, self._on_export_all, "Ctrl+Shift+A")
+        self.copy_action = self._action(file_menu, self._on_copy, "Ctrl+Shift+C")
         file_menu.addSeparator()
-        self.quit_action = self._action(file_menu, tr(_CTX, "&Quit"), self.close, "Ctrl+Q")
+        self.quit_action = self._action(file_menu, self.close, "Ctrl+Q")
 
-        view_menu = bar.addMenu(tr(_CTX, "&View"))
-        self.reset_action = self._action(view_menu, tr(_CTX, "&Reset view"),
-                                         self._on_reset_view, "Ctrl+R")
-        self.side_action = QAction(tr(_CTX, "Show current view &side by side"), self)
+        self.view_menu = view_menu = bar.addMenu("")
+        self.reset_action = self._action(view_menu, self._on_reset_view, "Ctrl+R")
+        self.side_action = QAction(self)
         self.side_action.setShortcut(QKeySequence("Ctrl+Shift+S"))
         self.side_action.setCheckable(True)
         self.side_action.toggled.connect(self._on_side_by_side)
         view_menu.addAction(self.side_action)
-        self.cancel_action = self._action(view_menu, tr(_CTX, "&Cancel computation"),
-                                          self._on_cancel, Qt.Key.Key_Escape)
+        self.cancel_action = self._action(view_menu, self._on_cancel, Qt.Key.Key_Escape)
         view_menu.addSeparator()
         self.view_actions: list[QAction] = []
         for index, view in enumerate(self.views):
             shortcut = f"Ctrl+{index + 1}" if index < 9 else None
-            action = self._action(view_menu, view.title(), self._on_view_action, shortcut)
+            action = self._action(view_menu, self._on_view_action, shortcut)
             action.setData(view.key)
             self.view_actions.append(action)
         view_menu.addSeparator()
         view_menu.addAction(self.parameter_dock.toggleViewAction())
+        view_menu.addSeparator()
+        # Language: entries are the languages' own names, so they are never translated.
+        self.language_menu = view_menu.addMenu("")
+        self.language_menu.setObjectName("languageMenu")
+        self.language_group = QActionGroup(self)
+        self.language_actions: dict[str, QAction] = {}
+        for code, name in i18n.LANGUAGES.items():
+            action = QAction(name, self.language_group)
+            action.setCheckable(True)
+            action.setData(code)
+            action.triggered.connect(self._on_language_action)
+            self.language_menu.addAction(action)
+            self.language_actions[code] = action
+        self._check_language_action()
 
-        help_menu = bar.addMenu(tr(_CTX, "&Help"))
-        self.about_action = self._action(help_menu, tr(_CTX, "&About"), self._on_about)
+        self.help_menu = help_menu = bar.addMenu("")
+        # The guided tour (gui/tour.py): a hidden dock opened by Help > Guided tour (F1, Ctrl+G);
+        # the dock translates its own title and this action's text.
+        from gui.tour import install_tour
+
+        self.tour_dock, self.tour_action = install_tour(self, help_menu)
+        self.about_action = self._action(help_menu, self._on_about)
+        self.retranslate_ui()
+
+    # ----------------------------------------------------------------------------- language
+    def retranslate_ui(self) -> None:
+        """Set every text the window itself owns (menus, actions, dock, status bar, tabs) in
+        the current language. Child widgets (views, panels) re-translate themselves on the same
+        ``LanguageChange`` event; see :meth:`event` for the results they re-draw afterwards.
+        """
+        self.parameter_dock.setWindowTitle(translate("MainWindow", "Parameters"))
+        self.progress.setFormat(translate("MainWindow", "sweep %v/%m"))
+        self.cancel_button.setText(translate("MainWindow", "Cancel"))
+        self.cancel_button.setToolTip(translate("MainWindow", "Stop the running computation (Esc)"))
+        self.file_menu.setTitle(translate("MainWindow", "&File"))
+        texts = (
+            (self.open_action, translate("MainWindow", "&Open session…")),
+            (self.save_action, translate("MainWindow", "&Save session")),
+            (self.save_as_action, translate("MainWindow", "Save session &as…")),
+            (self.export_png_action, translate("MainWindow", "Export current view as &PNG…")),
+            (self.export_svg_action, translate("MainWindow", "Export current view as S&VG…")),
+            (self.export_all_action, translate("MainWindow", "Export &all…")),
+            (self.copy_action, translate("MainWindow", "&Copy current plot")),
+            (self.quit_action, translate("MainWindow", "&Quit")),
+            (self.reset_action, translate("MainWindow", "&Reset view")),
+            (self.side_action, translate("MainWindow", "Show current view &side by side")),
+            (self.cancel_action, translate("MainWindow", "&Cancel computation")),
+            (self.about_action, translate("MainWindow", "&About")),
+        )
+        for action, text in texts:
+            action.setText(text)
+        self.export_all_action.setStatusTip(translate(
+            "MainWindow", "PNG, SVG and CSV of every view plus the session, into one folder"))
+        self.view_menu.setTitle(translate("MainWindow", "&View"))
+        self.language_menu.setTitle(translate("MainWindow", "&Language"))
+        self.help_menu.setTitle(translate("MainWindow", "&Help"))
+        for action in self.view_actions:
+            action.setText(self._view_by_key(str(action.data())).title())
+        for tabs in (self.tabs, self.side_tabs):
+            for index in range(tabs.count()):
+                tabs.setTabText(index, tabs.widget(index).title())
+        self.mode_tabs.setTabText(self.mode_tabs.indexOf(self.splitter),
+                                  translate("MainWindow", "Explorer"))
+        self.mode_tabs.setTabText(self.mode_tabs.indexOf(self.train_tab),
+                                  translate("MainWindow", "Train"))
+        self._update_title()
+        self._retranslate_status()
+
+    def _retranslate_status(self) -> None:
+        """Re-state the status line in the current language (from the controller's state)."""
+        if self.controller.is_busy():
+            self.status_label.setText(translate("MainWindow", "Computing…"))
+        elif self.controller.results() is not None and not self.controller.last_error():
+            self._on_results_shown(self.controller.results())
+        elif not self.controller.last_error():
+            self.status_label.setText(translate("MainWindow", "Ready"))
+
+    def set_language(self, code: str) -> bool:
+        """Switch the UI to ``code`` (a key of :data:`gui.i18n.LANGUAGES`) and remember it."""
+        if not i18n.set_language(code):
+            self._check_language_action()
+            return False
+        self.settings.set("ui/language", code)
+        self._check_language_action()
+        return True
+
+    def _check_language_action(self) -> None:
+        action = self.language_actions.get(i18n.current_language())
+        if action is not None:
+            with QSignalBlocker(action):
+                action.setChecked(True)
+
+    @Slot()
+    def _on_language_action(self) -> None:
+        action = self.sender()
+        if isinstance(action, QAction):
+            self.set_language(str(action.data()))
+
+    def _view_by_key(self, key: str) -> Any:
+        return next(view for view in self.views if view.key == key)
+
+    def changeEvent(self, event: QEvent) -> None:  # Qt override
+        """Re-translate the window's own texts when the application's language changes."""
+        if event.type() == QEvent.Type.LanguageChange and hasattr(self, "help_menu"):
+            self.retranslate_ui()
+        super().changeEvent(event)
+
+    def event(self, event: QEvent) -> bool:  # Qt override
+        """After a language change has reached every child, re-draw the views' result texts
+        (plot titles, notes, legends) from the current results.
+        """
+        handled = super().event(event)
+        if event.type() == QEvent.Type.LanguageChange and not getattr(self, "_closing", True):
+            self.controller.refresh_views()
+        return handled
 
     # ---------------------------------------------------------------------------- public API
     def apply_default_geometry(self) -> None:
@@ -276,7 +394,9 @@ class MainWindow(QMainWindow):
         raise KeyError(f"no view {key!r}; views are {', '.join(v.key for v in self.views)}")
 
     def current_view(self) -> Any:
-        """Return the view in front of the main tab widget."""
+        """Return the view in front of the main tab widget (or of the Train tab)."""
+        if self.mode_tabs.currentWidget() is self.train_tab:
+            return self.train_tab.current_view()
         widget = self.tabs.currentWidget()
         return widget if widget is not None else self.views[0]
 
@@ -286,7 +406,11 @@ class MainWindow(QMainWindow):
             if view.key == key:
                 tabs = self.side_tabs if self.side_tabs.indexOf(view) >= 0 else self.tabs
                 tabs.setCurrentWidget(view)
+                self.mode_tabs.setCurrentWidget(self.splitter)
                 return True
+        if self.train_tab.show_view(key):
+            self.mode_tabs.setCurrentWidget(self.train_tab)
+            return True
         return False
 
     def current_session(self) -> Session:
@@ -306,11 +430,11 @@ class MainWindow(QMainWindow):
         try:
             session = load_session(path)
         except SessionError as exc:
-            self.show_message(tr(_CTX, "Cannot open session"), str(exc))
+            self.show_message(translate("MainWindow", "Cannot open session"), str(exc))
             return False
         self.apply_session(session)
         self._set_session_path(str(path))
-        self.status_label.setText(tr(_CTX, "Opened {0}").format(Path(path).name))
+        self.status_label.setText(translate("MainWindow", "Opened {0}").format(Path(path).name))
         return True
 
     def save_session_to(self, path: str | os.PathLike[str]) -> bool:
@@ -318,10 +442,10 @@ class MainWindow(QMainWindow):
         try:
             save_session(path, self.current_session())
         except OSError as exc:
-            self.show_message(tr(_CTX, "Cannot save session"), str(exc))
+            self.show_message(translate("MainWindow", "Cannot save session"), str(exc))
             return False
         self._set_session_path(str(path))
-        self.status_label.setText(tr(_CTX, "Saved {0}").format(Path(path).name))
+        self.status_label.setText(translate("MainWindow", "Saved {0}").format(Path(path).name))
         return True
 
     def export_current(self, path: str | os.PathLike[str], width: int, height: int) -> Path:
@@ -334,9 +458,11 @@ class MainWindow(QMainWindow):
 
     def export_everything(self, folder: str | os.PathLike[str], width: int = 1200,
                           height: int = 800) -> list[Path]:
-        """Export every view (PNG, SVG, CSV) and the session JSON into ``folder``."""
+        """Export every view (PNG, SVG, CSV), the training views and the session JSON."""
         self.controller.refresh_views()
-        return export.export_all(self.views, folder, self.current_session(), width, height)
+        self.train_tab.refresh_views()
+        views = [*self.views, *self.train_tab.views]
+        return export.export_all(views, folder, self.current_session(), width, height)
 
     def wait_until_settled(self, timeout_ms: int = 30_000,
                            require_sweep: bool = True) -> bool:
@@ -384,8 +510,8 @@ class MainWindow(QMainWindow):
     @Slot()
     def _on_open_session(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self, tr(_CTX, "Open session"), self._session_path or str(Path.home()),
-            tr(_CTX, "Session files (*.json);;All files (*)"))
+            self, translate("MainWindow", "Open session"), self._session_path or str(Path.home()),
+            translate("MainWindow", "Session files (*.json);;All files (*)"))
         if path:
             self.open_session(path)
 
@@ -399,8 +525,8 @@ class MainWindow(QMainWindow):
     @Slot()
     def _on_save_session_as(self) -> None:
         path, _ = QFileDialog.getSaveFileName(
-            self, tr(_CTX, "Save session"), self._session_path or "session.json",
-            tr(_CTX, "Session files (*.json)"))
+            self, translate("MainWindow", "Save session"), self._session_path or "session.json",
+            translate("MainWindow", "Session files (*.json)"))
         if path:
             self.save_session_to(path)
 
@@ -420,25 +546,25 @@ class MainWindow(QMainWindow):
             return
         folder = self.settings.get("export/last_dir") or str(Path.home())
         default = os.path.join(folder, f"{self.current_view().key}.{suffix}")
-        path, _ = QFileDialog.getSaveFileName(self, tr(_CTX, "Export view"), default,
+        path, _ = QFileDialog.getSaveFileName(self, translate("MainWindow", "Export view"), default,
                                               filter_text)
         if not path:
             return
         try:
             written = self.export_current(path, *size)
         except (OSError, ValueError) as exc:
-            self.show_message(tr(_CTX, "Export failed"), str(exc))
+            self.show_message(translate("MainWindow", "Export failed"), str(exc))
             return
         self.settings.set("export/last_dir", str(Path(path).parent))
-        self.status_label.setText(tr(_CTX, "Exported {0}").format(written.name))
+        self.status_label.setText(translate("MainWindow", "Exported {0}").format(written.name))
 
     @Slot()
     def _on_export_png(self) -> None:
-        self._export_dialog("png", tr(_CTX, "PNG images (*.png)"))
+        self._export_dialog("png", translate("MainWindow", "PNG images (*.png)"))
 
     @Slot()
     def _on_export_svg(self) -> None:
-        self._export_dialog("svg", tr(_CTX, "SVG images (*.svg)"))
+        self._export_dialog("svg", translate("MainWindow", "SVG images (*.svg)"))
 
     @Slot()
     def _on_export_all(self) -> None:
@@ -446,18 +572,18 @@ class MainWindow(QMainWindow):
         if size is None:
             return
         folder = QFileDialog.getExistingDirectory(
-            self, tr(_CTX, "Export all views into folder"),
+            self, translate("MainWindow", "Export all views into folder"),
             self.settings.get("export/last_dir") or str(Path.home()))
         if not folder:
             return
         try:
             written = self.export_everything(folder, *size)
         except (OSError, ValueError) as exc:
-            self.show_message(tr(_CTX, "Export failed"), str(exc))
+            self.show_message(translate("MainWindow", "Export failed"), str(exc))
             return
         self.settings.set("export/last_dir", folder)
         self.status_label.setText(
-            tr(_CTX, "Exported {0} files to {1}").format(len(written), folder))
+            translate("MainWindow", "Exported {0} files to {1}").format(len(written), folder))
 
     @Slot()
     def _on_copy(self) -> None:
@@ -467,7 +593,8 @@ class MainWindow(QMainWindow):
         width = max(widget.width(), 320)
         height = max(widget.height(), 240)
         export.copy_to_clipboard(widget, width, height)
-        self.status_label.setText(tr(_CTX, "Copied {0} to the clipboard").format(view.title()))
+        self.status_label.setText(
+            translate("MainWindow", "Copied {0} to the clipboard").format(view.title()))
 
     @Slot(int)
     def _on_tab_changed(self, index: int) -> None:
@@ -477,6 +604,18 @@ class MainWindow(QMainWindow):
             return
         if isinstance(tabs, QTabWidget) and index >= 0:
             self.controller.refresh_view(tabs.widget(index))
+
+    @Slot(int)
+    def _on_mode_changed(self, index: int) -> None:
+        # The explorer's parameter dock means nothing on the Train tab: hide it there and bring
+        # it back (if it was open) on returning to the explorer.
+        if getattr(self, "_closing", True) or not hasattr(self, "parameter_dock"):
+            return
+        if self.mode_tabs.widget(index) is self.train_tab:
+            self._dock_was_visible = self.parameter_dock.isVisible()
+            self.parameter_dock.hide()
+        elif self._dock_was_visible:
+            self.parameter_dock.show()
 
     @Slot()
     def _on_reset_view(self) -> None:
@@ -511,15 +650,18 @@ class MainWindow(QMainWindow):
     def _on_cancel(self) -> None:
         if self.controller.is_busy():
             self.controller.cancel()
-            self.status_label.setText(tr(_CTX, "Cancelled; showing the results computed so far"))
+            self.status_label.setText(
+                translate("MainWindow", "Cancelled; showing the results computed so far"))
 
     @Slot()
     def _on_about(self) -> None:
         QMessageBox.about(
-            self, tr(_CTX, "About Attention Scale Explorer"),
-            tr(_CTX, "Attention Scale Explorer\n\nSee and test why scaled dot-product "
-               "attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, "
-               "which saturates the softmax and kills its gradients as d_k grows."))
+            self, translate("MainWindow", "About Attention Scale Explorer"),
+            translate("MainWindow",
+                      "Attention Scale Explorer\n\nSee and test why scaled dot-product "
+                      "attention divides the logits by √d_k: raw scores q·k have variance "
+                      "d_k·σ⁴, which saturates the softmax and kills its gradients as d_k "
+                      "grows."))
 
     @Slot(int, int)
     def _on_progress_changed(self, done: int, total: int) -> None:
@@ -536,11 +678,11 @@ class MainWindow(QMainWindow):
         if not busy:
             self.progress.setVisible(False)
         if busy:
-            self.status_label.setText(tr(_CTX, "Computing…"))
+            self.status_label.setText(translate("MainWindow", "Computing…"))
 
     @Slot(str)
     def _on_error(self, message: str) -> None:
-        self.status_label.setText(tr(_CTX, "Error: {0}").format(message))
+        self.status_label.setText(translate("MainWindow", "Error: {0}").format(message))
         self.status_label.setToolTip(message)
 
     @Slot(object)
@@ -548,7 +690,7 @@ class MainWindow(QMainWindow):
         if not self.controller.is_busy() and not self.controller.last_error():
             config = results.config
             self.status_label.setText(
-                tr(_CTX, "n = {0}, d_k = {1}, h = {2}, rule {3}").format(
+                translate("MainWindow", "n = {0}, d_k = {1}, h = {2}, rule {3}").format(
                     config.n_tokens, config.d_k, config.heads, config.rule.label))
 
     # ------------------------------------------------------------------------------ helpers
@@ -576,7 +718,7 @@ class MainWindow(QMainWindow):
         return self._session_path
 
     def _update_title(self) -> None:
-        title = tr(_CTX, "Attention Scale Explorer")
+        title = translate("MainWindow", "Attention Scale Explorer")
         if self._session_path:
             title = f"{Path(self._session_path).name} — {title}"
         self.setWindowTitle(title)
@@ -599,7 +741,10 @@ class MainWindow(QMainWindow):
         self._closing = True
         self.tabs.currentChanged.disconnect(self._on_tab_changed)
         self.side_tabs.currentChanged.disconnect(self._on_tab_changed)
+        self.train_tab.shutdown(1000)
         self.controller.shutdown(1000)
+        if self.mode_tabs.currentWidget() is self.train_tab and self._dock_was_visible:
+            self.parameter_dock.show()  # saved state: the dock was only hidden for the Train tab
         if self._persist:
             self.save_settings()
 

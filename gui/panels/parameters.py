@@ -12,7 +12,7 @@ import dataclasses
 import math
 from typing import Any
 
-from PySide6.QtCore import QSignalBlocker, Qt, Signal, Slot
+from PySide6.QtCore import QEvent, QSignalBlocker, Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QCheckBox,
@@ -28,11 +28,10 @@ from PySide6.QtWidgets import (
 )
 
 from engine.config import LIMITS, AttentionConfig, MaskKind, ScalingRule
-from gui.i18n import tr
+from gui.i18n import QT_TRANSLATE_NOOP, translate
 
 __all__ = ["GUI_LIMITS", "LinkedSlider", "ParameterPanel"]
 
-_CTX = "ParameterPanel"
 _SLIDER_STEPS = 1000
 
 #: GUI ranges: the engine's LIMITS, narrowed where a larger value only makes a request fail
@@ -170,12 +169,100 @@ class LinkedSlider(QWidget):
 
 
 _RULE_TEXT = {
-    ScalingRule.NONE: "none (c = 1)",
-    ScalingRule.SQRT: "1/√d_k",
+    ScalingRule.NONE: QT_TRANSLATE_NOOP("ParameterPanel", "none (c = 1)"),
+    ScalingRule.SQRT: "1/√d_k",  # math: the same in every language
     ScalingRule.LINEAR: "1/d_k",
-    ScalingRule.TEMPERATURE: "temperature 1/T",
-    ScalingRule.QK_NORM: "QK-norm",
-    ScalingRule.SOFTCAP: "soft-cap",
+    ScalingRule.TEMPERATURE: QT_TRANSLATE_NOOP("ParameterPanel", "temperature 1/T"),
+    ScalingRule.QK_NORM: QT_TRANSLATE_NOOP("ParameterPanel", "QK-norm"),
+    ScalingRule.SOFTCAP: QT_TRANSLATE_NOOP("ParameterPanel", "soft-cap"),
+}
+_MASK_TEXT = {
+    MaskKind.NONE: QT_TRANSLATE_NOOP("ParameterPanel", "none"),
+    MaskKind.CAUSAL: QT_TRANSLATE_NOOP("ParameterPanel", "causal"),
+}
+#: Form row labels by control name (check boxes carry their text themselves).
+_ROW_TEXT = {
+    "n_tokens": QT_TRANSLATE_NOOP("ParameterPanel", "tokens n"),
+    "d_k": QT_TRANSLATE_NOOP("ParameterPanel", "head dim d_k"),
+    "heads": QT_TRANSLATE_NOOP("ParameterPanel", "heads h"),
+    "d_model": "d_model",
+    "init_std": QT_TRANSLATE_NOOP("ParameterPanel", "init std σ"),
+    "projection_std": QT_TRANSLATE_NOOP("ParameterPanel", "projection std s"),
+    "rule": QT_TRANSLATE_NOOP("ParameterPanel", "scaling rule"),
+    "temperature": QT_TRANSLATE_NOOP("ParameterPanel", "temperature T"),
+    "gain": QT_TRANSLATE_NOOP("ParameterPanel", "gain g"),
+    "cap": QT_TRANSLATE_NOOP("ParameterPanel", "cap"),
+    "rho": QT_TRANSLATE_NOOP("ParameterPanel", "q–k correlation ρ"),
+    "mask": QT_TRANSLATE_NOOP("ParameterPanel", "mask"),
+    "query_row": QT_TRANSLATE_NOOP("ParameterPanel", "query row"),
+    "seed": QT_TRANSLATE_NOOP("ParameterPanel", "seed"),
+    "samples": QT_TRANSLATE_NOOP("ParameterPanel", "samples"),
+}
+_CHECK_TEXT = {
+    "link_heads": QT_TRANSLATE_NOOP("ParameterPanel", "link d_k = d_model / h"),
+    "use_projection": QT_TRANSLATE_NOOP("ParameterPanel", "use projections W_Q, W_K"),
+    "gain_default": QT_TRANSLATE_NOOP("ParameterPanel", "default g = √d_k"),
+}
+#: Tooltips by control name: the formula each parameter enters.
+_TOOLTIPS = {
+    "n_tokens": QT_TRANSLATE_NOOP(
+        "ParameterPanel",
+        "Number of tokens n (keys per softmax row). Uniform attention has "
+        "entropy ln n; the largest of n Gaussian logits of std s is ≈ s·√(2 ln n)."),
+    "d_k": QT_TRANSLATE_NOOP(
+        "ParameterPanel",
+        "Head dimension d_k. Raw scores: Var(q·k) = d_k·σ⁴ for iid q, k; "
+        "1/√d_k scaling gives Var = σ⁴, 1/d_k gives σ⁴/d_k."),
+    "heads": QT_TRANSLATE_NOOP(
+        "ParameterPanel",
+        "Number of heads h; d_model must be divisible by h. "
+        "With the link, d_k = d_model / h."),
+    "d_model": QT_TRANSLATE_NOOP(
+        "ParameterPanel",
+        "Model width d_model (divisible by h). With projections "
+        "Var(q_j) = d_model·s²."),
+    "link_heads": QT_TRANSLATE_NOOP(
+        "ParameterPanel", "Derive d_k = d_model / h instead of setting d_k directly."),
+    "init_std": QT_TRANSLATE_NOOP(
+        "ParameterPanel", "Std σ of every component of q and k: Var(q·k) = d_k·σ⁴."),
+    "use_projection": QT_TRANSLATE_NOOP(
+        "ParameterPanel",
+        "Draw x ~ N(0, I_d_model) and q = x·W_Q, k = x·W_K with "
+        "W ~ N(0, s²): Var(q_j) = d_model·s², Var(q·k) = d_k·(d_model·s²)²."),
+    "projection_std": QT_TRANSLATE_NOOP(
+        "ParameterPanel",
+        "Projection init std s: Var(q_j) = d_model·s² "
+        "(s = 1/√d_model keeps unit variance)."),
+    "rule": QT_TRANSLATE_NOOP(
+        "ParameterPanel",
+        "How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, "
+        "QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap)."),
+    "temperature": QT_TRANSLATE_NOOP(
+        "ParameterPanel",
+        "logits = q·k / T; T = √d_k reproduces 1/√d_k, "
+        "Var(logit) = d_k·σ⁴ / T²."),
+    "gain_default": QT_TRANSLATE_NOOP(
+        "ParameterPanel", "Use the default QK-norm gain g = √d_k."),
+    "gain": QT_TRANSLATE_NOOP(
+        "ParameterPanel", "QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k."),
+    "cap": QT_TRANSLATE_NOOP(
+        "ParameterPanel", "Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap."),
+    "rho": QT_TRANSLATE_NOOP(
+        "ParameterPanel",
+        "q–k correlation: k = ρ·q + √(1−ρ²)·ξ, so E[q·k] = ρ·d_k·σ² "
+        "(grows like d_k: the case for 1/d_k)."),
+    "mask": QT_TRANSLATE_NOOP(
+        "ParameterPanel", "causal: query i attends only to keys j ≤ i (masked logits = −∞)."),
+    "query_row": QT_TRANSLATE_NOOP(
+        "ParameterPanel",
+        "Row i of the attention matrix shown in the softmax view "
+        "(with a causal mask it sees i + 1 keys)."),
+    "seed": QT_TRANSLATE_NOOP(
+        "ParameterPanel", "Seed of every random draw (same seed, same numbers)."),
+    "samples": QT_TRANSLATE_NOOP(
+        "ParameterPanel",
+        "Independent query rows used for the statistics "
+        "(standard errors shrink like 1/√samples)."),
 }
 
 
@@ -209,21 +296,21 @@ class ParameterPanel(QWidget):
         self.heads.setRange(*map(int, lim["heads"]))
         self.d_model = QSpinBox()
         self.d_model.setRange(*map(int, lim["d_model"]))
-        self.link_heads = QCheckBox(tr(_CTX, "link d_k = d_model / h"))
+        self.link_heads = QCheckBox()
         self.init_std = LinkedSlider(*lim["init_std"], log=True, decimals=3)
-        self.use_projection = QCheckBox(tr(_CTX, "use projections W_Q, W_K"))
+        self.use_projection = QCheckBox()
         self.projection_std = LinkedSlider(*lim["projection_std"], log=True, decimals=4)
         self.rule = QComboBox()
         for rule in ScalingRule:
-            self.rule.addItem(tr(_CTX, _RULE_TEXT[rule]), rule.value)
+            self.rule.addItem(_RULE_TEXT[rule], rule.value)
         self.temperature = LinkedSlider(*lim["temperature"], log=True, decimals=3)
-        self.gain_default = QCheckBox(tr(_CTX, "default g = √d_k"))
+        self.gain_default = QCheckBox()
         self.gain = LinkedSlider(*lim["gain"], log=True, decimals=3)
         self.cap = LinkedSlider(*lim["cap"], log=True, decimals=2)
         self.rho = LinkedSlider(*lim["rho"], decimals=3)
         self.mask = QComboBox()
-        self.mask.addItem(tr(_CTX, "none"), MaskKind.NONE.value)
-        self.mask.addItem(tr(_CTX, "causal"), MaskKind.CAUSAL.value)
+        for mask in MaskKind:
+            self.mask.addItem(_MASK_TEXT[mask], mask.value)
         self.query_row = LinkedSlider(0, self._config.n_tokens - 1, integer=True)
         self.seed = QSpinBox()
         self.seed.setRange(*map(int, lim["seed"]))
@@ -253,28 +340,15 @@ class ParameterPanel(QWidget):
             "seed": self.seed,
             "samples": self.samples,
         }
-        self._set_tooltips()
 
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-        form.addRow(tr(_CTX, "tokens n"), self.n_tokens)
-        form.addRow(tr(_CTX, "head dim d_k"), self.d_k)
-        form.addRow(tr(_CTX, "heads h"), self.heads)
-        form.addRow(tr(_CTX, "d_model"), self.d_model)
-        form.addRow("", self.link_heads)
-        form.addRow(tr(_CTX, "init std σ"), self.init_std)
-        form.addRow("", self.use_projection)
-        form.addRow(tr(_CTX, "projection std s"), self.projection_std)
-        form.addRow(tr(_CTX, "scaling rule"), self.rule)
-        form.addRow(tr(_CTX, "temperature T"), self.temperature)
-        form.addRow("", self.gain_default)
-        form.addRow(tr(_CTX, "gain g"), self.gain)
-        form.addRow(tr(_CTX, "cap"), self.cap)
-        form.addRow(tr(_CTX, "q–k correlation ρ"), self.rho)
-        form.addRow(tr(_CTX, "mask"), self.mask)
-        form.addRow(tr(_CTX, "query row"), self.query_row)
-        form.addRow(tr(_CTX, "seed"), self.seed)
-        form.addRow(tr(_CTX, "samples"), self.samples)
+        # Row labels and the check boxes' texts are set (and re-set) by retranslate_ui.
+        for name, control in self._controls.items():
+            if name in _ROW_TEXT:
+                form.addRow(QLabel(), control)
+            else:
+                form.addRow("", control)
         self._form = form
 
         self.error_label = QLabel()
@@ -289,6 +363,7 @@ class ParameterPanel(QWidget):
         outer.addStretch(1)
 
         self.set_config(self._config)
+        self.retranslate_ui()
 
         for name in ("n_tokens", "d_k", "init_std", "projection_std", "temperature", "gain",
                      "cap", "rho", "query_row"):
@@ -388,7 +463,9 @@ class ParameterPanel(QWidget):
 
     def _set_error(self, text: str) -> None:
         self._error = text
-        self.error_label.setText(tr(_CTX, "Not applied: {0}").format(text) if text else "")
+        # The reason is the engine's ValueError message, which is English in every language.
+        self.error_label.setText(
+            translate("ParameterPanel", "Not applied: {0}").format(text) if text else "")
         self.error_label.setVisible(bool(text))
 
     def _update_enabled(self) -> None:
@@ -403,37 +480,24 @@ class ParameterPanel(QWidget):
         self._form.setRowVisible(self.gain, rule is ScalingRule.QK_NORM)
         self._form.setRowVisible(self.cap, rule is ScalingRule.SOFTCAP)
 
-    def _set_tooltips(self) -> None:
-        tips = {
-            "n_tokens": "Number of tokens n (keys per softmax row). Uniform attention has "
-            "entropy ln n; the largest of n Gaussian logits of std s is ≈ s·√(2 ln n).",
-            "d_k": "Head dimension d_k. Raw scores: Var(q·k) = d_k·σ⁴ for iid q, k; "
-            "1/√d_k scaling gives Var = σ⁴, 1/d_k gives σ⁴/d_k.",
-            "heads": "Number of heads h; d_model must be divisible by h. "
-            "With the link, d_k = d_model / h.",
-            "d_model": "Model width d_model (divisible by h). With projections "
-            "Var(q_j) = d_model·s².",
-            "link_heads": "Derive d_k = d_model / h instead of setting d_k directly.",
-            "init_std": "Std σ of every component of q and k: Var(q·k) = d_k·σ⁴.",
-            "use_projection": "Draw x ~ N(0, I_d_model) and q = x·W_Q, k = x·W_K with "
-            "W ~ N(0, s²): Var(q_j) = d_model·s², Var(q·k) = d_k·(d_model·s²)².",
-            "projection_std": "Projection init std s: Var(q_j) = d_model·s² "
-            "(s = 1/√d_model keeps unit variance).",
-            "rule": "How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, "
-            "QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap).",
-            "temperature": "logits = q·k / T; T = √d_k reproduces 1/√d_k, "
-            "Var(logit) = d_k·σ⁴ / T².",
-            "gain_default": "Use the default QK-norm gain g = √d_k.",
-            "gain": "QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k.",
-            "cap": "Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap.",
-            "rho": "q–k correlation: k = ρ·q + √(1−ρ²)·ξ, so E[q·k] = ρ·d_k·σ² "
-            "(grows like d_k: the case for 1/d_k).",
-            "mask": "causal: query i attends only to keys j ≤ i (masked logits = −∞).",
-            "query_row": "Row i of the attention matrix shown in the softmax view "
-            "(with a causal mask it sees i + 1 keys).",
-            "seed": "Seed of every random draw (same seed, same numbers).",
-            "samples": "Independent query rows used for the statistics "
-            "(standard errors shrink like 1/√samples).",
-        }
-        for name, text in tips.items():
-            self._controls[name].setToolTip(tr(_CTX, text))
+    def retranslate_ui(self) -> None:
+        """Set row labels, check box and combo texts and tooltips in the current language."""
+        for name, text in _ROW_TEXT.items():
+            label = self._form.labelForField(self._controls[name])
+            if isinstance(label, QLabel):
+                label.setText(translate("ParameterPanel", text))
+        for name, text in _CHECK_TEXT.items():
+            self._controls[name].setText(translate("ParameterPanel", text))  # type: ignore[attr-defined]
+        for index, rule in enumerate(ScalingRule):
+            self.rule.setItemText(index, translate("ParameterPanel", _RULE_TEXT[rule]))
+        for index, mask in enumerate(MaskKind):
+            self.mask.setItemText(index, translate("ParameterPanel", _MASK_TEXT[mask]))
+        for name, text in _TOOLTIPS.items():
+            self._controls[name].setToolTip(translate("ParameterPanel", text))
+        self._set_error(self._error)
+
+    def changeEvent(self, event: QEvent) -> None:  # Qt override
+        """Re-translate when the application's language changes."""
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate_ui()
+        super().changeEvent(event)

@@ -7,6 +7,7 @@ from enum import Enum
 from typing import ClassVar
 
 import pyqtgraph as pg
+from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from gui.results import ExplorerResults
@@ -57,6 +58,30 @@ class ExplorerView(QWidget):
     def reset_view(self) -> None:
         """Auto-range every plot of the view."""
         raise NotImplementedError
+
+    # -- translation ----------------------------------------------------------------------------
+    def retranslate_ui(self) -> None:
+        """Set every static text (axis labels, plot titles, legends, tooltips) in the current
+        language; subclasses extend it and call it at the end of ``__init__``.
+
+        Texts that depend on results are rebuilt by the next :meth:`show_results`: the cache of
+        :meth:`_is_new` is dropped here so that the main window's re-push after a language
+        change redraws them.
+        """
+        self._forget()
+
+    def changeEvent(self, event: QEvent) -> None:  # Qt override
+        """Re-translate when the application's language changes."""
+        if event.type() == QEvent.Type.LanguageChange:
+            self._apply_language()
+        super().changeEvent(event)
+
+    def _apply_language(self) -> None:
+        """Run :meth:`retranslate_ui` and lay the plots out for the new texts at once."""
+        self.retranslate_ui()
+        from gui.views import style
+
+        style.relayout(self.export_item())
 
     # -- helpers for subclasses ---------------------------------------------------------------
     def _is_new(self, part: str, *objects: object) -> bool:

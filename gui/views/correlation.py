@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
-from gui.i18n import tr
+from gui.i18n import translate
 from gui.results import ExplorerResults
 from gui.views import style
 from gui.views.base import ExplorerView, positive_or_nan
@@ -39,17 +39,13 @@ class CorrelationView(ExplorerView):
         self._legend = style.make_legend(col_count=3)
         self._widget.addItem(self._legend, row=0, col=0)
         self._plot = self._widget.addPlot(row=1, col=0, axisItems=style.log_axis_items())
-        style.style_plot(
-            self._plot,
-            bottom="d<sub>k</sub>",
-            left=tr("CorrelationView", "RMS of c·q·k"),
-        )
+        style.style_plot(self._plot, bottom="d<sub>k</sub>")
         style.set_log_mode(self._plot, x=True, y=True)
         self._unit = pg.InfiniteLine(
             angle=0,
             pos=0.0,  # log10(1): the unit-RMS target of a good scaling rule
             pen=pg.mkPen(style.THEORY_COLOR, width=1, style=Qt.PenStyle.DotLine),
-            label=tr("CorrelationView", "RMS = 1"),
+            label="RMS = 1",
             labelOpts={"position": 0.03, "color": style.THEORY_COLOR, "anchors": [(0, 1), (0, 1)]},
         )
         self._plot.addItem(self._unit)
@@ -70,8 +66,7 @@ class CorrelationView(ExplorerView):
             self._plot.addItem(points)
             self._lines[rule] = line
             self._points[rule] = points
-            self._legend.addItem(points, tr("CorrelationView", "{0} Monte Carlo").format(
-                style.rule_name(rule)))
+            self._legend.addItem(points, "")  # named by retranslate_ui
         self._theory_sample = pg.PlotDataItem(
             pen=pg.mkPen(style.THEORY_COLOR, width=2, style=Qt.PenStyle.DashLine)
         )
@@ -80,10 +75,20 @@ class CorrelationView(ExplorerView):
         self._widget.addItem(self._note, row=2, col=0)
         self._data: Mapping[str, Any] | None = None
         self._rho = 0.0
+        self._apply_language()
 
     # -- contract -----------------------------------------------------------------------------
     def title(self) -> str:
-        return tr("CorrelationView", "q–k correlation")
+        return translate("CorrelationView", "q–k correlation")
+
+    def retranslate_ui(self) -> None:
+        super().retranslate_ui()
+        style.label_plot(self._plot, left=translate("CorrelationView", "RMS of c·q·k"))
+        for rule, points in self._points.items():
+            label = self._legend.getLabel(points)
+            if label is not None:
+                label.setText(translate("CorrelationView", "{0} Monte Carlo").format(
+                    style.rule_name(rule)))
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget
@@ -102,25 +107,25 @@ class CorrelationView(ExplorerView):
             self._lines[rule].setData(d_k, positive_or_nan(data[f"theory_{suffix}"]))
         rho = self._rho
         self._plot.setTitle(
-            tr("CorrelationView", "k = ρq + √(1−ρ²)ξ with ρ = {0}").format(f"{rho:.3g}"),
+            translate("CorrelationView", "k = ρq + √(1−ρ²)ξ with ρ = {0}").format(f"{rho:.3g}"),
             color=style.FOREGROUND,
             size=f"{style.TITLE_PT}pt",
         )
         if rho == 0.0:
-            verdict = tr(
+            verdict = translate(
                 "CorrelationView",
                 "At ρ = 0, 1/√d<sub>k</sub> keeps the RMS at 1 for every d<sub>k</sub>; "
                 "1/d<sub>k</sub> shrinks it like 1/√d<sub>k</sub> (too flat).",
             )
         else:
-            verdict = tr(
+            verdict = translate(
                 "CorrelationView",
                 "At ρ ≠ 0, q·k grows like ρ·d<sub>k</sub>: under 1/√d<sub>k</sub> the RMS grows "
                 "like |ρ|·√d<sub>k</sub>, while 1/d<sub>k</sub> keeps it bounded (→ |ρ| = {0}), "
                 "as μP prescribes.",
             ).format(f"{abs(rho):.3g}")
         self._note.setText(
-            tr(
+            translate(
                 "CorrelationView",
                 "1/√d<sub>k</sub> normalises independent q, k (ρ = 0); 1/d<sub>k</sub> "
                 "normalises correlated ones (ρ > 0).",

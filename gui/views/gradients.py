@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
-from gui.i18n import tr
+from gui.i18n import translate
 from gui.results import ExplorerResults
 from gui.views import style
 from gui.views.base import ExplorerView, finite_or_nan, positive_or_nan
@@ -74,28 +74,12 @@ class GradientView(ExplorerView):
         self._widget.addItem(self._legend, row=0, col=0, colspan=3)
         dk = "d<sub>k</sub>"
         self._plots: dict[str, pg.PlotItem] = {}
-        specs = {
-            "jac": (
-                tr("GradientView", "‖∂p/∂s‖<sub>F</sub> (w.r.t. scaled logits)"),
-                "‖J‖<sub>F</sub>",
-                True,
-            ),
-            "raw": (
-                tr("GradientView", "‖∂p/∂S<sub>raw</sub>‖<sub>F</sub> = c·‖J‖<sub>F</sub> "
-                   "(w.r.t. raw q·k)"),
-                "c·‖J‖<sub>F</sub>",
-                True,
-            ),
-            "saturated": (
-                tr("GradientView", "Saturated rows"),
-                tr("GradientView", "share with p<sub>max</sub> > 0.99"),
-                False,
-            ),
-        }
+        # (panel key, log y axis); titles and axis labels are set by retranslate_ui.
+        specs = (("jac", True), ("raw", True), ("saturated", False))
         first: pg.PlotItem | None = None
-        for col, (key, (title, left, log_y)) in enumerate(specs.items()):
+        for col, (key, log_y) in enumerate(specs):
             plot = self._widget.addPlot(row=1, col=col, axisItems=style.log_axis_items())
-            style.style_plot(plot, title=title, left=left, bottom=dk)
+            style.style_plot(plot, bottom=dk)
             style.set_log_mode(plot, x=True, y=log_y)
             if first is None:
                 first = plot
@@ -108,8 +92,39 @@ class GradientView(ExplorerView):
         layout.setColumnStretchFactor(0, 3)
         layout.setColumnStretchFactor(1, 3)
         layout.setColumnStretchFactor(2, 2)
-        self._note = style.make_label(
-            tr(
+        self._note = style.make_label()
+        self._widget.addItem(self._note, row=2, col=0, colspan=3)
+        self._bands: dict[str, dict[ScalingRule, _Band]] = {"jac": {}, "raw": {}}
+        self._saturated: dict[ScalingRule, pg.PlotDataItem] = {}
+        self._groups: dict[ScalingRule, list[SweepPoint]] = {}
+        self._legend_rules: list[ScalingRule] | None = None
+        self._apply_language()
+
+    # -- contract -----------------------------------------------------------------------------
+    def title(self) -> str:
+        return translate("GradientView", "Gradients")
+
+    def retranslate_ui(self) -> None:
+        super().retranslate_ui()
+        texts = {
+            "jac": (
+                translate("GradientView", "‖∂p/∂s‖<sub>F</sub> (w.r.t. scaled logits)"),
+                "‖J‖<sub>F</sub>",
+            ),
+            "raw": (
+                translate("GradientView", "‖∂p/∂S<sub>raw</sub>‖<sub>F</sub> = "
+                          "c·‖J‖<sub>F</sub> (w.r.t. raw q·k)"),
+                "c·‖J‖<sub>F</sub>",
+            ),
+            "saturated": (
+                translate("GradientView", "Saturated rows"),
+                translate("GradientView", "share with p<sub>max</sub> > 0.99"),
+            ),
+        }
+        for key, (title, left) in texts.items():
+            style.label_plot(self._plots[key], title=title, left=left)
+        self._note.setText(
+            translate(
                 "GradientView",
                 "Lines: median over query rows; bands: 10–90 % of rows.<br>Measured against "
                 "the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate "
@@ -117,15 +132,7 @@ class GradientView(ExplorerView):
                 "(large d<sub>k</sub>).",
             )
         )
-        self._widget.addItem(self._note, row=2, col=0, colspan=3)
-        self._bands: dict[str, dict[ScalingRule, _Band]] = {"jac": {}, "raw": {}}
-        self._saturated: dict[ScalingRule, pg.PlotDataItem] = {}
-        self._groups: dict[ScalingRule, list[SweepPoint]] = {}
-        self._legend_rules: list[ScalingRule] | None = None
-
-    # -- contract -----------------------------------------------------------------------------
-    def title(self) -> str:
-        return tr("GradientView", "Gradients")
+        self._legend_rules = None  # the next show_results relabels the legend
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget

@@ -11,7 +11,7 @@ from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QWidget
 
 from engine.config import ScalingRule
-from gui.i18n import tr
+from gui.i18n import translate
 from gui.results import ExplorerResults
 from gui.views import style
 from gui.views.base import ExplorerView
@@ -78,11 +78,16 @@ class HeatmapView(ExplorerView):
         self._heads_total = 0
         self._note = style.make_label()
         self._widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
-        self._set_hover_text(None)
+        self._apply_language()
 
     # -- contract -----------------------------------------------------------------------------
     def title(self) -> str:
-        return tr("HeatmapView", "Attention weights")
+        return translate("HeatmapView", "Attention weights")
+
+    def retranslate_ui(self) -> None:
+        super().retranslate_ui()
+        self._label_axes()
+        self._set_hover_text(None)
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget
@@ -169,13 +174,9 @@ class HeatmapView(ExplorerView):
                 else:
                     plot.setXLink(view0)
                     plot.setYLink(view0)
-                # Labels on every panel keep all panels the same size; beyond 8 heads there is
-                # no room for them and the note below names the axes instead.
-                if shown <= 8:
-                    plot.setLabel("bottom", style.axis_label_html(tr("HeatmapView", "key j")))
-                    plot.setLabel("left", style.axis_label_html(tr("HeatmapView", "query i")))
                 panel = _Panel(plot, head, column)
                 self._panels.append(panel)
+        self._label_axes()
         self._colorbar.setImageItem([p.image for p in self._panels])
         self._widget.addItem(self._colorbar, row=0, col=2 * pair_cols, rowspan=grid_rows)
         self._widget.addItem(self._note, row=grid_rows, col=0, colspan=2 * pair_cols + 1)
@@ -183,26 +184,37 @@ class HeatmapView(ExplorerView):
         for panel in self._panels:
             panel.plot.setRange(xRange=(0, n), yRange=(0, n), padding=0)
 
+    def _label_axes(self) -> None:
+        # Labels on every panel keep all panels the same size; beyond 8 heads there is no room
+        # for them and the note below names the axes instead.
+        if not 0 < len(self._panels) <= 16:
+            return
+        bottom, left = translate("HeatmapView", "key j"), translate("HeatmapView", "query i")
+        for panel in self._panels:
+            style.label_plot(panel.plot, left=left, bottom=bottom)
+
     def _update_titles(self) -> None:
         compare, none = self._rules
         names = (style.rule_name(compare), style.rule_name(none))
         for panel in self._panels:
             rule = self._rules[panel.column]
             color = style.RULE_COLORS[rule]
-            head_text = tr("HeatmapView", "head {0}").format(panel.head + 1)
+            head_text = translate("HeatmapView", "head {0}").format(panel.head + 1)
             panel.plot.setTitle(
                 f'{head_text} · <span style="color:{color}"><b>{names[panel.column]}</b></span>',
                 color=style.FOREGROUND,
                 size=f"{style.TEXT_PT}pt",
             )
-        note = tr(
+        note = translate(
             "HeatmapView",
             "Pairs: {0} | none (c = 1). Rows: query i, columns: key j. Outlined: query row {1}. "
             "Colour: p = softmax weight.",
         ).format(names[0], self._query_row)
         hidden = self._heads_total - len(self._panels) // 2
         if hidden > 0:
-            note += " " + tr("HeatmapView", "({0} more heads not shown.)").format(hidden)
+            # Worded without a plural: pyside6-lupdate cannot mark a numerus form whose count
+            # is a variable, and Chinese has none.
+            note += " " + translate("HeatmapView", "Heads not shown: {0}.").format(hidden)
         self._note.setText(note)
 
     def _on_mouse_moved(self, pos: QPointF) -> None:
@@ -235,12 +247,14 @@ class HeatmapView(ExplorerView):
     ) -> None:
         if values is None:
             self._hover.setText(
-                tr("HeatmapView", "Hover over a cell to read head, i, j, logit, p.")
+                translate("HeatmapView", "Hover over a cell to read head, i, j, logit, p.")
             )
             return
         rule, head, i, j, logit, p = values
-        logit_text = f"{logit:.4g}" if math.isfinite(logit) else tr("HeatmapView", "masked")
+        logit_text = f"{logit:.4g}" if math.isfinite(logit) else translate("HeatmapView",
+                                                                             "masked")
         self._hover.setText(
-            tr("HeatmapView", "{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}")
+            translate("HeatmapView",
+                      "{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}")
             .format(style.rule_name(rule), head + 1, i, j, logit_text, f"{p:.4g}")
         )

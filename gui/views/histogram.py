@@ -10,7 +10,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QWidget
 
 from engine.config import ScalingRule
-from gui.i18n import tr
+from gui.i18n import translate
 from gui.results import ExplorerResults
 from gui.views import style
 from gui.views.base import ExplorerView
@@ -27,8 +27,8 @@ DENSITY_POINTS = 400
 
 def variance_text(rule: ScalingRule, empirical: float, theory: float) -> str:
     """Return the read-out line comparing the engine's empirical and theoretical variance."""
-    theory_text = f"{theory:.4g}" if math.isfinite(theory) else tr("HistogramView", "n/a")
-    return tr("HistogramView", "{0}: Var empirical = {1}, theory = {2}").format(
+    theory_text = f"{theory:.4g}" if math.isfinite(theory) else translate("HistogramView", "n/a")
+    return translate("HistogramView", "{0}: Var empirical = {1}, theory = {2}").format(
         style.rule_name(rule), f"{empirical:.4g}", theory_text
     )
 
@@ -36,11 +36,8 @@ def variance_text(rule: ScalingRule, empirical: float, theory: float) -> str:
 class _Panel:
     def __init__(self, widget: pg.GraphicsLayoutWidget, col: int) -> None:
         self.plot = widget.addPlot(row=0, col=col)
-        style.style_plot(
-            self.plot,
-            bottom=tr("HistogramView", "logit s = c·q·k"),
-            left=tr("HistogramView", "probability density") if col == 0 else None,
-        )
+        self.col = col
+        style.style_plot(self.plot)
         self.hist = pg.PlotDataItem(stepMode="center", fillLevel=0.0)
         self.density = pg.PlotDataItem(
             pen=pg.mkPen(style.THEORY_COLOR, width=2, style=pg.QtCore.Qt.PenStyle.DashLine)
@@ -70,10 +67,7 @@ class HistogramView(ExplorerView):
         super().__init__(parent)
         controls = QHBoxLayout()
         controls.setContentsMargins(6, 2, 6, 0)
-        self._common_axis = QCheckBox(tr("HistogramView", "Common logit axis"))
-        self._common_axis.setToolTip(
-            tr("HistogramView", "Show both rules on one logit scale to compare their spread")
-        )
+        self._common_axis = QCheckBox()
         self._common_axis.toggled.connect(self._on_common_axis_toggled)
         controls.addWidget(self._common_axis)
         controls.addStretch(1)
@@ -84,10 +78,24 @@ class HistogramView(ExplorerView):
         self._formula = style.make_label()
         self._widget.addItem(self._formula, row=2, col=0, colspan=2)
         self._snapshot: AttentionSnapshot | None = None
+        self._apply_language()
 
     # -- contract -----------------------------------------------------------------------------
     def title(self) -> str:
-        return tr("HistogramView", "Logit histogram")
+        return translate("HistogramView", "Logit histogram")
+
+    def retranslate_ui(self) -> None:
+        super().retranslate_ui()
+        self._common_axis.setText(translate("HistogramView", "Common logit axis"))
+        self._common_axis.setToolTip(
+            translate("HistogramView", "Show both rules on one logit scale to compare their spread")
+        )
+        for panel in self._panels:
+            style.label_plot(
+                panel.plot,
+                bottom=translate("HistogramView", "logit s = c·q·k"),
+                left=translate("HistogramView", "probability density") if panel.col == 0 else None,
+            )
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget
@@ -106,14 +114,14 @@ class HistogramView(ExplorerView):
         for panel, rule in zip(self._panels, (ScalingRule.NONE, compare), strict=True):
             self._show_rule(panel, snapshot, rule)
         self._on_common_axis_toggled(self._common_axis.isChecked())
-        note = tr(
+        note = translate(
             "HistogramView",
             "Dashed: Gaussian N(0, Var<sub>theory</sub>), Var<sub>theory</sub> = "
             "d<sub>k</sub>·σ<sub>q</sub>²·σ<sub>k</sub>²·c² for independent tokens; both "
             "variances are over pairs i ≠ j.",
         )
         if snapshot.config.rho != 0.0:
-            note += "<br>" + tr(
+            note += "<br>" + translate(
                 "HistogramView",
                 "With ρ ≠ 0, key i is correlated with query i: those diagonal logits (mean "
                 "c·ρ·d<sub>k</sub>) form the extra tail (right for ρ > 0, left for ρ < 0).",

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule, SweepParam
-from gui.i18n import tr
+from gui.i18n import translate
 from gui.results import ExplorerResults
 from gui.views import style
 from gui.views.base import ExplorerView, finite_or_nan, positive_or_nan
@@ -66,26 +66,13 @@ class LawsView(ExplorerView):
         self._legend = style.make_legend(col_count=4)
         self._widget.addItem(self._legend, row=0, col=0, colspan=2)
         dk = "d<sub>k</sub>"
-        titles = {
-            "logit_var": (tr("LawsView", "Logit variance"), tr("LawsView", "Var(s)")),
-            "entropy_mean": (
-                tr("LawsView", "Mean row entropy"),
-                tr("LawsView", "H (nats)"),
-            ),
-            "p_max_mean": (tr("LawsView", "Mean largest weight"), "p<sub>max</sub>"),
-            "saturated_share": (
-                tr("LawsView", "Saturated rows"),
-                tr("LawsView", "share with p<sub>max</sub> > 0.99"),
-            ),
-        }
         self._plots: dict[str, pg.PlotItem] = {}
         self._vlines: list[pg.InfiniteLine] = []
         first: pg.PlotItem | None = None
         for index, (field, log_y) in enumerate(self.PANELS):
             r, c = divmod(index, 2)
             plot = self._widget.addPlot(row=1 + r, col=c, axisItems=style.log_axis_items())
-            title, left = titles[field]
-            style.style_plot(plot, title=title, left=left, bottom=dk)
+            style.style_plot(plot, bottom=dk)
             style.set_log_mode(plot, x=True, y=log_y)
             if first is None:
                 first = plot
@@ -116,10 +103,29 @@ class LawsView(ExplorerView):
         self._groups: dict[ScalingRule, list[SweepPoint]] = {}
         self._legend_rules: list[ScalingRule] | None = None
         self._sweep_points: tuple[SweepPoint, ...] = ()
+        self._apply_language()
 
     # -- contract -----------------------------------------------------------------------------
     def title(self) -> str:
-        return tr("LawsView", "Scaling laws")
+        return translate("LawsView", "Scaling laws")
+
+    def retranslate_ui(self) -> None:
+        super().retranslate_ui()
+        titles = {
+            "logit_var": (translate("LawsView", "Logit variance"), translate("LawsView", "Var(s)")),
+            "entropy_mean": (
+                translate("LawsView", "Mean row entropy"),
+                translate("LawsView", "H (nats)"),
+            ),
+            "p_max_mean": (translate("LawsView", "Mean largest weight"), "p<sub>max</sub>"),
+            "saturated_share": (
+                translate("LawsView", "Saturated rows"),
+                translate("LawsView", "share with p<sub>max</sub> > 0.99"),
+            ),
+        }
+        for field, (title, left) in titles.items():
+            style.label_plot(self._plots[field], title=title, left=left)
+        self._legend_rules = None  # the next show_results relabels the legend
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget
@@ -156,9 +162,10 @@ class LawsView(ExplorerView):
         if results.sweep_done or not results.sweep_points:
             status = ""
         else:
-            status = tr("LawsView", "  Sweep running: {0} of {1} points.").format(done, total)
+            status = translate("LawsView", "  Sweep running: {0} of {1} points.").format(
+                done, total)
         self._note.setText(
-            tr(
+            translate(
                 "LawsView",
                 "Markers: Monte Carlo (n = {0}); dashed: closed-form variance (d<sub>k</sub>·"
                 "σ<sub>q</sub>²σ<sub>k</sub>²·c² at ρ = 0). Dotted line: current "
@@ -234,5 +241,5 @@ class LawsView(ExplorerView):
             self._legend.clear()
             for rule in rules:
                 self._legend.addItem(self._points["logit_var"][rule], style.rule_name(rule))
-            self._legend.addItem(self._theory_sample, tr("LawsView", "theory"))
+            self._legend.addItem(self._theory_sample, translate("LawsView", "theory"))
             self._legend_rules = list(rules)

@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
-from gui.i18n import tr
+from gui.i18n import translate
 from gui.results import ExplorerResults
 from gui.views import style
 from gui.views.base import ExplorerView
@@ -46,15 +46,11 @@ class SoftmaxView(ExplorerView):
         # anywhere, so no corner of the plot is guaranteed to be free.
         self._widget.addItem(self._legend, row=0, col=0)
         self._plot = self._widget.addPlot(row=1, col=0)
-        style.style_plot(
-            self._plot,
-            bottom=tr("SoftmaxView", "key index j"),
-            left=tr("SoftmaxView", "attention weight p<sub>j</sub>"),
-        )
+        style.style_plot(self._plot)
         self._uniform = pg.InfiniteLine(
             angle=0,
             pen=pg.mkPen(style.THEORY_COLOR, width=1, style=pg.QtCore.Qt.PenStyle.DotLine),
-            label=tr("SoftmaxView", "uniform"),
+            label="",  # set by retranslate_ui
             labelOpts={"position": 0.97, "color": style.THEORY_COLOR, "anchors": [(1, 1), (1, 1)]},
         )
         self._plot.addItem(self._uniform)
@@ -62,10 +58,20 @@ class SoftmaxView(ExplorerView):
         self._snapshot: AttentionSnapshot | None = None
         self._row = 0
         self._rules: list[ScalingRule] = []
+        self._apply_language()
 
     # -- contract -----------------------------------------------------------------------------
     def title(self) -> str:
-        return tr("SoftmaxView", "Softmax of one row")
+        return translate("SoftmaxView", "Softmax of one row")
+
+    def retranslate_ui(self) -> None:
+        super().retranslate_ui()
+        style.label_plot(
+            self._plot,
+            bottom=translate("SoftmaxView", "key index j"),
+            left=translate("SoftmaxView", "attention weight p<sub>j</sub>"),
+        )
+        self._uniform.label.setFormat(translate("SoftmaxView", "uniform"))
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget
@@ -102,7 +108,7 @@ class SoftmaxView(ExplorerView):
         attended = int(np.isfinite(first.logits[HEAD, row]).sum())
         self._uniform.setValue(1.0 / max(attended, 1))
         self._plot.setTitle(
-            tr("SoftmaxView", "Query row i = {0} (head 1), n = {1} keys").format(row, n),
+            translate("SoftmaxView", "Query row i = {0} (head 1), n = {1} keys").format(row, n),
             color=style.FOREGROUND,
             size=f"{style.TITLE_PT}pt",
         )

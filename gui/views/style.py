@@ -16,10 +16,10 @@ import math
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPen
-from PySide6.QtWidgets import QGraphicsItem
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsWidget
 
 from engine.config import ScalingRule
-from gui.i18n import tr
+from gui.i18n import QT_TRANSLATE_NOOP, translate
 
 __all__ = [
     "BACKGROUND",
@@ -32,6 +32,7 @@ __all__ = [
     "MARKER_MAX_POINTS",
     "RULE_COLORS",
     "RULE_ORDER",
+    "RULE_WORDS",
     "TEXT_PT",
     "THEORY_COLOR",
     "TICK_PT",
@@ -40,12 +41,14 @@ __all__ = [
     "WrappingLabel",
     "axis_label_html",
     "font",
+    "label_plot",
     "log_axis_items",
     "make_label",
     "make_layout_widget",
     "make_legend",
     "make_text_item",
     "ordered_rules",
+    "relayout",
     "rule_brush",
     "rule_color",
     "rule_name",
@@ -144,9 +147,18 @@ def rule_symbol(rule: ScalingRule | str) -> str:
     return _RULE_SYMBOLS[ScalingRule(rule)]
 
 
+#: The rule labels that are words (engine.config's ``ScalingRule.label``), marked for
+#: extraction; the math labels 1/√d_k, 1/d_k and 1/T read the same in every language.
+RULE_WORDS: tuple[str, ...] = (
+    QT_TRANSLATE_NOOP("ScalingRule", "none"),
+    QT_TRANSLATE_NOOP("ScalingRule", "QK-norm"),
+    QT_TRANSLATE_NOOP("ScalingRule", "soft-cap"),
+)
+
+
 def rule_name(rule: ScalingRule | str) -> str:
     """Return the translated legend name of ``rule`` (math labels such as 1/√d_k stay as is)."""
-    return tr("ScalingRule", ScalingRule(rule).label)
+    return translate("ScalingRule", ScalingRule(rule).label)
 
 
 def font(point_size: int = TEXT_PT, bold: bool = False) -> QFont:
@@ -205,14 +217,50 @@ def style_plot(
         # vertical line: cache the result while the range stays (7 ms of the laws view's 14 ms
         # repaint). The cache is redrawn at the device's resolution, so exports stay sharp.
         axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+    label_plot(plot, title=title, left=left, bottom=bottom)
+    if grid:
+        plot.showGrid(x=True, y=True, alpha=GRID_ALPHA)
+
+
+def label_plot(
+    plot: pg.PlotItem,
+    *,
+    title: str | None = None,
+    left: str | None = None,
+    bottom: str | None = None,
+) -> None:
+    """Set the title and axis labels of ``plot`` in the shared style (None leaves one as is).
+
+    Views call this from ``retranslate_ui`` to switch the language of a plot already built.
+    """
     if title is not None:
         plot.setTitle(title, color=FOREGROUND, size=f"{TITLE_PT}pt")
     if left is not None:
         plot.setLabel("left", axis_label_html(left))
     if bottom is not None:
         plot.setLabel("bottom", axis_label_html(bottom))
-    if grid:
-        plot.showGrid(x=True, y=True, alpha=GRID_ALPHA)
+
+
+def relayout(widget: pg.GraphicsLayoutWidget) -> None:
+    """Lay out ``widget``'s plots, legends and labels again now, innermost first.
+
+    Qt re-runs graphics layouts from the event loop; pyqtgraph does it at once only in
+    ``addItem``. Texts set later (translations) change axis widths and legend cells, and a view
+    exported before it was ever shown would otherwise keep the old geometry.
+    """
+    def depth(item: QGraphicsItem) -> int:
+        level = 0
+        while (item := item.parentItem()) is not None:
+            level += 1
+        return level
+
+    items = [item for item in widget.scene().items() if isinstance(item, QGraphicsWidget)]
+    for item in sorted(items, key=depth, reverse=True):
+        layout = QGraphicsWidget.layout(item)
+        if layout is not None:
+            layout.activate()
+        if isinstance(item, pg.LegendItem):
+            item.updateSize()
 
 
 def make_legend(col_count: int = 1) -> pg.LegendItem:

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.config import ScalingRule
-from gui.i18n import tr
+from gui.i18n import translate
 from gui.results import ExplorerResults
 from gui.views import style
 from gui.views.base import ExplorerView
@@ -59,21 +59,16 @@ class TemperatureView(ExplorerView):
         super().__init__(parent)
         controls = QHBoxLayout()
         controls.setContentsMargins(6, 4, 6, 0)
-        label = QLabel(tr("TemperatureView", "Temperature T:"))
-        label.setFont(style.font(style.TEXT_PT))
+        self._t_label = QLabel()
+        self._t_label.setFont(style.font(style.TEXT_PT))
         self._slider = QSlider(Qt.Orientation.Horizontal)
         self._slider.setRange(0, _SLIDER_STEPS)
-        self._slider.setToolTip(tr("TemperatureView", "Temperature T (log scale, 0.1 to 100)"))
         self._spin = QDoubleSpinBox()
         self._spin.setRange(T_MIN, T_MAX)
         self._spin.setDecimals(4)
         self._spin.setStepType(QDoubleSpinBox.StepType.AdaptiveDecimalStepType)
-        self._spin.setToolTip(tr("TemperatureView", "Temperature T"))
-        self._sqrt_button = QPushButton(tr("TemperatureView", "T = √d_k"))
-        self._sqrt_button.setToolTip(
-            tr("TemperatureView", "Set T to √d_k: softmax(z/T) then equals the 1/√d_k rule")
-        )
-        controls.addWidget(label)
+        self._sqrt_button = QPushButton("T = √d_k")  # replaced by "T = √d_k = 4" once shown
+        controls.addWidget(self._t_label)
         controls.addWidget(self._slider, 1)
         controls.addWidget(self._spin)
         controls.addWidget(self._sqrt_button)
@@ -84,11 +79,7 @@ class TemperatureView(ExplorerView):
         self._legend = style.make_legend(col_count=2)
         self._widget.addItem(self._legend, row=0, col=0)
         self._plot = self._widget.addPlot(row=1, col=0)
-        style.style_plot(
-            self._plot,
-            bottom=tr("TemperatureView", "key index j"),
-            left=tr("TemperatureView", "attention weight p<sub>j</sub>"),
-        )
+        style.style_plot(self._plot)
         self._sqrt_curve = pg.PlotDataItem(
             pen=style.rule_pen(ScalingRule.SQRT, width=5),
             **style.DENSE_CURVE,
@@ -112,14 +103,7 @@ class TemperatureView(ExplorerView):
         self._legend.addItem(self._sqrt_curve, "softmax(z/√d<sub>k</sub>)")
         self._readout = style.make_label(size=style.LABEL_PT)
         self._widget.addItem(self._readout, row=2, col=0)
-        self._note = style.make_label(
-            tr(
-                "TemperatureView",
-                "Dividing by T = √d<sub>k</sub> is the 1/√d<sub>k</sub> rule, forward and "
-                "backward: ∂softmax(z/T)/∂z = J(p<sub>T</sub>)/T. Small T sharpens, large T "
-                "flattens the row.",
-            )
-        )
+        self._note = style.make_label()
         self._widget.addItem(self._note, row=3, col=0)
 
         self._d_k = 1
@@ -133,19 +117,42 @@ class TemperatureView(ExplorerView):
         self._spin.valueChanged.connect(self._on_spin_changed)
         self._sqrt_button.clicked.connect(self._on_sqrt_clicked)
         self._set_controls(8.0)
+        self._apply_language()
 
     # -- contract -----------------------------------------------------------------------------
     def title(self) -> str:
-        return tr("TemperatureView", "Temperature")
+        return translate("TemperatureView", "Temperature")
+
+    def retranslate_ui(self) -> None:
+        super().retranslate_ui()
+        self._t_label.setText(translate("TemperatureView", "Temperature T:"))
+        self._slider.setToolTip(
+            translate("TemperatureView", "Temperature T (log scale, 0.1 to 100)"))
+        self._spin.setToolTip(translate("TemperatureView", "Temperature T"))
+        self._sqrt_button.setToolTip(
+            translate("TemperatureView",
+                      "Set T to √d_k: softmax(z/T) then equals the 1/√d_k rule")
+        )
+        style.label_plot(
+            self._plot,
+            bottom=translate("TemperatureView", "key index j"),
+            left=translate("TemperatureView", "attention weight p<sub>j</sub>"),
+        )
+        self._note.setText(
+            translate(
+                "TemperatureView",
+                "Dividing by T = √d<sub>k</sub> is the 1/√d<sub>k</sub> rule, forward and "
+                "backward: ∂softmax(z/T)/∂z = J(p<sub>T</sub>)/T. Small T sharpens, large T "
+                "flattens the row.",
+            )
+        )
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget
 
     def show_results(self, results: ExplorerResults) -> None:
         self._d_k = results.config.d_k
-        self._sqrt_button.setText(
-            tr("TemperatureView", "T = √d_k = {0}").format(f"{math.sqrt(self._d_k):.4g}")
-        )
+        self._sqrt_button.setText(f"T = √d_k = {math.sqrt(self._d_k):.4g}")
         temperature = float(results.temperature)
         if self._pending is None or math.isclose(temperature, self._pending, rel_tol=1e-9):
             # Follow the controller (sessions, resets) unless the user's newer T is in flight,
@@ -173,16 +180,16 @@ class TemperatureView(ExplorerView):
         self._t_curve.setData(x, self._p_t)
         self._sqrt_curve.setData(x, self._p_sqrt)
         self._plot.setTitle(
-            tr("TemperatureView", "Query row i = {0} (head 1), T = {1}, √d<sub>k</sub> = {2}")
+            translate("TemperatureView",
+                      "Query row i = {0} (head 1), T = {1}, √d<sub>k</sub> = {2}")
             .format(self._row, f"{temperature:.4g}", f"{math.sqrt(self._d_k):.4g}"),
             color=style.FOREGROUND,
             size=f"{style.TITLE_PT}pt",
         )
+        # A formula: the same in every language.
         self._readout.setText(
-            tr(
-                "TemperatureView",
-                "max<sub>j</sub> |softmax(z/T) − softmax(z/√d<sub>k</sub>)| = {0}",
-            ).format(f"{self._max_diff:.3g}")
+            "max<sub>j</sub> |softmax(z/T) − softmax(z/√d<sub>k</sub>)| = "
+            f"{self._max_diff:.3g}"
         )
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:

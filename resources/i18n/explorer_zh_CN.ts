@@ -1,0 +1,1419 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="zh_CN" sourcelanguage="en">
+<context>
+    <name>CorrelationView</name>
+    <message>
+        <location filename="../../gui/views/correlation.py" line="82"/>
+        <source>q–k correlation</source>
+        <extracomment>(rule, key suffix in the engine&apos;s correlation_rms result) of the rules shown.</extracomment>
+        <translation>q–k 相关性</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/correlation.py" line="86"/>
+        <source>RMS of c·q·k</source>
+        <translation>c·q·k 的均方根 (RMS)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/correlation.py" line="90"/>
+        <source>{0} Monte Carlo</source>
+        <translation>{0} 蒙特卡洛</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/correlation.py" line="110"/>
+        <source>k = ρq + √(1−ρ²)ξ with ρ = {0}</source>
+        <translation>k = ρq + √(1−ρ²)ξ，ρ = {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/correlation.py" line="115"/>
+        <source>At ρ = 0, 1/√d&lt;sub&gt;k&lt;/sub&gt; keeps the RMS at 1 for every d&lt;sub&gt;k&lt;/sub&gt;; 1/d&lt;sub&gt;k&lt;/sub&gt; shrinks it like 1/√d&lt;sub&gt;k&lt;/sub&gt; (too flat).</source>
+        <translation>ρ = 0 时，1/√d&lt;sub&gt;k&lt;/sub&gt; 对任意 d&lt;sub&gt;k&lt;/sub&gt; 都使 RMS 保持为 1；1/d&lt;sub&gt;k&lt;/sub&gt; 则使其按 1/√d&lt;sub&gt;k&lt;/sub&gt; 缩小（分布过于平坦）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/correlation.py" line="121"/>
+        <source>At ρ ≠ 0, q·k grows like ρ·d&lt;sub&gt;k&lt;/sub&gt;: under 1/√d&lt;sub&gt;k&lt;/sub&gt; the RMS grows like |ρ|·√d&lt;sub&gt;k&lt;/sub&gt;, while 1/d&lt;sub&gt;k&lt;/sub&gt; keeps it bounded (→ |ρ| = {0}), as μP prescribes.</source>
+        <translation>ρ ≠ 0 时，q·k 按 ρ·d&lt;sub&gt;k&lt;/sub&gt; 增长：在 1/√d&lt;sub&gt;k&lt;/sub&gt; 下 RMS 按 |ρ|·√d&lt;sub&gt;k&lt;/sub&gt; 增长，而 1/d&lt;sub&gt;k&lt;/sub&gt; 使其保持有界（→ |ρ| = {0}），正如 μP 所规定。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/correlation.py" line="128"/>
+        <source>1/√d&lt;sub&gt;k&lt;/sub&gt; normalises independent q, k (ρ = 0); 1/d&lt;sub&gt;k&lt;/sub&gt; normalises correlated ones (ρ &gt; 0).</source>
+        <translation>1/√d&lt;sub&gt;k&lt;/sub&gt; 归一化相互独立的 q、k（ρ = 0）；1/d&lt;sub&gt;k&lt;/sub&gt; 归一化相关的 q、k（ρ &gt; 0）。</translation>
+    </message>
+</context>
+<context>
+    <name>GradientView</name>
+    <message>
+        <location filename="../../gui/views/gradients.py" line="105"/>
+        <source>Gradients</source>
+        <extracomment>(panel key, SweepPoint prefix): the two gradient quantities.</extracomment>
+        <translation>梯度</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/gradients.py" line="111"/>
+        <source>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. scaled logits)</source>
+        <translation>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt;（对缩放后的 logit）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/gradients.py" line="115"/>
+        <source>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. raw q·k)</source>
+        <translation>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt;（对原始 q·k）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/gradients.py" line="120"/>
+        <source>Saturated rows</source>
+        <translation>饱和行</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/gradients.py" line="121"/>
+        <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
+        <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/gradients.py" line="127"/>
+        <source>Lines: median over query rows; bands: 10–90 % of rows.&lt;br&gt;Measured against the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate d&lt;sub&gt;k&lt;/sub&gt;; it collapses only once the softmax saturates (large d&lt;sub&gt;k&lt;/sub&gt;).</source>
+        <translation>曲线：各查询行的中位数；色带：10–90 % 的行。&lt;br&gt;相对于原始 q·k 而言，不缩放规则（c = 1）在中等 d&lt;sub&gt;k&lt;/sub&gt; 下梯度更大；只有当 softmax 饱和（d&lt;sub&gt;k&lt;/sub&gt; 很大）时梯度才会坍缩。</translation>
+    </message>
+</context>
+<context>
+    <name>HeatmapView</name>
+    <message>
+        <location filename="../../gui/views/heatmap.py" line="85"/>
+        <source>Attention weights</source>
+        <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden.</extracomment>
+        <translation>注意力权重</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/heatmap.py" line="192"/>
+        <source>key j</source>
+        <translation>键 j</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/heatmap.py" line="192"/>
+        <source>query i</source>
+        <translation>查询 i</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/heatmap.py" line="202"/>
+        <source>head {0}</source>
+        <translation>头 {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/heatmap.py" line="208"/>
+        <source>Pairs: {0} | none (c = 1). Rows: query i, columns: key j. Outlined: query row {1}. Colour: p = softmax weight.</source>
+        <translation>成对显示：{0} | 不缩放（c = 1）。行：查询 i，列：键 j。框出：查询行 {1}。颜色：p = softmax 权重。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/heatmap.py" line="217"/>
+        <source>Heads not shown: {0}.</source>
+        <translation>未显示的头：{0} 个。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/heatmap.py" line="250"/>
+        <source>Hover over a cell to read head, i, j, logit, p.</source>
+        <translation>将鼠标悬停在单元格上可读取头、i、j、logit 和 p。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/heatmap.py" line="254"/>
+        <source>masked</source>
+        <translation>已掩码</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/heatmap.py" line="257"/>
+        <source>{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}</source>
+        <translation>{0}：头 {1}，查询 i = {2}，键 j = {3}，logit = {4}，p = {5}</translation>
+    </message>
+</context>
+<context>
+    <name>HistogramView</name>
+    <message>
+        <location filename="../../gui/views/histogram.py" line="30"/>
+        <source>n/a</source>
+        <extracomment>Points of the overlaid Gaussian density curve.</extracomment>
+        <translation>不适用</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/histogram.py" line="31"/>
+        <source>{0}: Var empirical = {1}, theory = {2}</source>
+        <translation>{0}：经验方差 Var = {1}，理论值 = {2}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/histogram.py" line="85"/>
+        <source>Logit histogram</source>
+        <translation>Logit 直方图</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/histogram.py" line="89"/>
+        <source>Common logit axis</source>
+        <translation>统一 logit 坐标轴</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/histogram.py" line="91"/>
+        <source>Show both rules on one logit scale to compare their spread</source>
+        <translation>在同一 logit 刻度上显示两种规则，以比较其分布宽度</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/histogram.py" line="96"/>
+        <source>logit s = c·q·k</source>
+        <translation>logit s = c·q·k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/histogram.py" line="97"/>
+        <source>probability density</source>
+        <translation>概率密度</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/histogram.py" line="117"/>
+        <source>Dashed: Gaussian N(0, Var&lt;sub&gt;theory&lt;/sub&gt;), Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c² for independent tokens; both variances are over pairs i ≠ j.</source>
+        <translation>虚线：高斯分布 N(0, Var&lt;sub&gt;theory&lt;/sub&gt;)，对相互独立的词元，Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c²；两种方差均在 i ≠ j 的配对上计算。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/histogram.py" line="124"/>
+        <source>With ρ ≠ 0, key i is correlated with query i: those diagonal logits (mean c·ρ·d&lt;sub&gt;k&lt;/sub&gt;) form the extra tail (right for ρ &gt; 0, left for ρ &lt; 0).</source>
+        <translation>ρ ≠ 0 时，键 i 与查询 i 相关：这些对角线 logit（均值 c·ρ·d&lt;sub&gt;k&lt;/sub&gt;）形成额外的尾部（ρ &gt; 0 时在右侧，ρ &lt; 0 时在左侧）。</translation>
+    </message>
+</context>
+<context>
+    <name>LawsView</name>
+    <message>
+        <location filename="../../gui/views/laws.py" line="110"/>
+        <source>Scaling laws</source>
+        <extracomment>(SweepPoint field, log y) per panel, in layout order.</extracomment>
+        <translation>缩放规律</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/laws.py" line="115"/>
+        <source>Logit variance</source>
+        <translation>Logit 方差</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/laws.py" line="115"/>
+        <source>Var(s)</source>
+        <translation>方差 Var(s)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/laws.py" line="117"/>
+        <source>Mean row entropy</source>
+        <translation>行平均熵</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/laws.py" line="118"/>
+        <source>H (nats)</source>
+        <translation>H（奈特）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/laws.py" line="120"/>
+        <source>Mean largest weight</source>
+        <translation>平均最大权重</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/laws.py" line="122"/>
+        <source>Saturated rows</source>
+        <translation>饱和行</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/laws.py" line="123"/>
+        <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
+        <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/laws.py" line="165"/>
+        <source>  Sweep running: {0} of {1} points.</source>
+        <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/laws.py" line="168"/>
+        <source>Markers: Monte Carlo (n = {0}); dashed: closed-form variance (d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c² at ρ = 0). Dotted line: current d&lt;sub&gt;k&lt;/sub&gt; = {1}.</source>
+        <translation>标记：蒙特卡洛（n = {0}）；虚线：闭式方差（ρ = 0 时为 d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c²）。点线：当前 d&lt;sub&gt;k&lt;/sub&gt; = {1}。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/laws.py" line="244"/>
+        <source>theory</source>
+        <translation>理论值</translation>
+    </message>
+</context>
+<context>
+    <name>LrSweepView</name>
+    <message>
+        <location filename="../../gui/train/lr_sweep_view.py" line="101"/>
+        <source>Final held-out loss against learning rate</source>
+        <translation>最终留出集损失与学习率的关系</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/lr_sweep_view.py" line="102"/>
+        <source>final held-out loss (nats)</source>
+        <translation>最终留出集损失（奈特）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/lr_sweep_view.py" line="103"/>
+        <source>learning rate</source>
+        <translation>学习率</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/lr_sweep_view.py" line="109"/>
+        <source>stable threshold</source>
+        <translation>稳定阈值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/lr_sweep_view.py" line="133"/>
+        <source>Learning-rate sweep</source>
+        <translation>学习率扫描</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/lr_sweep_view.py" line="278"/>
+        <source>Run a learning-rate sweep (Ctrl+L) to see how far each rule&apos;s learning rate can be pushed.</source>
+        <translation>运行学习率扫描（Ctrl+L），查看每种规则的学习率最多能调到多大。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/lr_sweep_view.py" line="288"/>
+        <source>Sweep running: {0} of {1} runs done (learning rate {2:g}, seed {3}).</source>
+        <translation>扫描进行中：已完成 {0} / {1} 次运行（学习率 {2:g}，种子 {3}）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/lr_sweep_view.py" line="302"/>
+        <source>no stable lr</source>
+        <translation>无稳定学习率</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/lr_sweep_view.py" line="304"/>
+        <source>Largest stable learning rate (d&lt;sub&gt;k&lt;/sub&gt; = {0}, {1} seeds, {2} steps): {3}. Band: min…max over seeds; ×: a seed diverged.</source>
+        <translation>最大稳定学习率（d&lt;sub&gt;k&lt;/sub&gt; = {0}，{1} 个种子，{2} 步）：{3}。色带：各种子的最小值…最大值；×：有种子发散。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/lr_sweep_view.py" line="319"/>
+        <source>largest stable lr</source>
+        <translation>最大稳定学习率</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/lr_sweep_view.py" line="320"/>
+        <source>diverged</source>
+        <translation>发散</translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <location filename="../../gui/main_window.py" line="57"/>
+        <source>Image size</source>
+        <extracomment>Window size on first start (clamped to the screen&apos;s available area).</extracomment>
+        <translation>图像尺寸</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="65"/>
+        <source>Width</source>
+        <translation>宽度</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="66"/>
+        <source>Height</source>
+        <translation>高度</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="181"/>
+        <location filename="../../gui/main_window.py" line="315"/>
+        <source>Explorer</source>
+        <translation>探索</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="182"/>
+        <location filename="../../gui/main_window.py" line="317"/>
+        <source>Train</source>
+        <translation>训练</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="283"/>
+        <source>Parameters</source>
+        <translation>参数</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="284"/>
+        <source>sweep %v/%m</source>
+        <translation>扫描 %v/%m</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="285"/>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="286"/>
+        <source>Stop the running computation (Esc)</source>
+        <translation>停止正在进行的计算（Esc）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="287"/>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="289"/>
+        <source>&amp;Open session…</source>
+        <translation>打开会话(&amp;O)…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="290"/>
+        <source>&amp;Save session</source>
+        <translation>保存会话(&amp;S)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="291"/>
+        <source>Save session &amp;as…</source>
+        <translation>会话另存为(&amp;A)…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="292"/>
+        <source>Export current view as &amp;PNG…</source>
+        <translation>将当前视图导出为 &amp;PNG…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="293"/>
+        <source>Export current view as S&amp;VG…</source>
+        <translation>将当前视图导出为 S&amp;VG…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="294"/>
+        <source>Export &amp;all…</source>
+        <translation>全部导出(&amp;A)…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="295"/>
+        <source>&amp;Copy current plot</source>
+        <translation>复制当前图表(&amp;C)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="296"/>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="297"/>
+        <source>&amp;Reset view</source>
+        <translation>重置视图(&amp;R)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="298"/>
+        <source>Show current view &amp;side by side</source>
+        <translation>并排显示当前视图(&amp;S)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="299"/>
+        <source>&amp;Cancel computation</source>
+        <translation>取消计算(&amp;C)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="300"/>
+        <source>&amp;About</source>
+        <translation>关于(&amp;A)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="304"/>
+        <source>PNG, SVG and CSV of every view plus the session, into one folder</source>
+        <translation>将每个视图的 PNG、SVG 和 CSV 以及会话文件导出到同一文件夹</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="306"/>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="307"/>
+        <source>&amp;Language</source>
+        <translation>语言(&amp;L)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="308"/>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="324"/>
+        <location filename="../../gui/main_window.py" line="681"/>
+        <source>Computing…</source>
+        <translation>正在计算…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="328"/>
+        <source>Ready</source>
+        <translation>就绪</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="433"/>
+        <source>Cannot open session</source>
+        <translation>无法打开会话</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="437"/>
+        <source>Opened {0}</source>
+        <translation>已打开 {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="445"/>
+        <source>Cannot save session</source>
+        <translation>无法保存会话</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="448"/>
+        <source>Saved {0}</source>
+        <translation>已保存 {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="513"/>
+        <source>Open session</source>
+        <translation>打开会话</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="514"/>
+        <source>Session files (*.json);;All files (*)</source>
+        <translation>会话文件 (*.json);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="528"/>
+        <source>Save session</source>
+        <translation>保存会话</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="529"/>
+        <source>Session files (*.json)</source>
+        <translation>会话文件 (*.json)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="549"/>
+        <source>Export view</source>
+        <translation>导出视图</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="556"/>
+        <location filename="../../gui/main_window.py" line="582"/>
+        <source>Export failed</source>
+        <translation>导出失败</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="559"/>
+        <source>Exported {0}</source>
+        <translation>已导出 {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="563"/>
+        <source>PNG images (*.png)</source>
+        <translation>PNG 图像 (*.png)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="567"/>
+        <source>SVG images (*.svg)</source>
+        <translation>SVG 图像 (*.svg)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="575"/>
+        <source>Export all views into folder</source>
+        <translation>将所有视图导出到文件夹</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="586"/>
+        <source>Exported {0} files to {1}</source>
+        <translation>已将 {0} 个文件导出到 {1}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="597"/>
+        <source>Copied {0} to the clipboard</source>
+        <translation>已将“{0}”复制到剪贴板</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="654"/>
+        <source>Cancelled; showing the results computed so far</source>
+        <translation>已取消；显示目前已算出的结果</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="659"/>
+        <source>About Attention Scale Explorer</source>
+        <translation>关于注意力缩放探索器</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="660"/>
+        <source>Attention Scale Explorer
+
+See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
+        <translation>注意力缩放探索器
+
+观察并验证缩放点积注意力为何要将 logit 除以 √d_k：原始分数 q·k 的方差为 d_k·σ⁴，随着 d_k 增大，它会使 softmax 饱和并让梯度消失。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="685"/>
+        <source>Error: {0}</source>
+        <translation>错误：{0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="693"/>
+        <source>n = {0}, d_k = {1}, h = {2}, rule {3}</source>
+        <translation>n = {0}，d_k = {1}，h = {2}，规则 {3}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="721"/>
+        <source>Attention Scale Explorer</source>
+        <translation>注意力缩放探索器</translation>
+    </message>
+</context>
+<context>
+    <name>ParameterPanel</name>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="172"/>
+        <source>none (c = 1)</source>
+        <extracomment>GUI ranges: the engine&apos;s LIMITS, narrowed where a larger value only makes a request fail the memory budget or take minutes (the CLI still accepts the full range).</extracomment>
+        <translation>不缩放（c = 1）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="175"/>
+        <source>temperature 1/T</source>
+        <translation>温度 1/T</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="176"/>
+        <source>QK-norm</source>
+        <translation>QK 归一化</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="177"/>
+        <source>soft-cap</source>
+        <translation>软截断</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="180"/>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="181"/>
+        <source>causal</source>
+        <translation>因果</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="185"/>
+        <source>tokens n</source>
+        <extracomment>Form row labels by control name (check boxes carry their text themselves).</extracomment>
+        <translation>词元数 n</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="186"/>
+        <source>head dim d_k</source>
+        <translation>头维度 d_k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="187"/>
+        <source>heads h</source>
+        <translation>头数 h</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="189"/>
+        <source>init std σ</source>
+        <translation>初始化标准差 σ</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="190"/>
+        <source>projection std s</source>
+        <translation>投影标准差 s</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="191"/>
+        <source>scaling rule</source>
+        <translation>缩放规则</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="192"/>
+        <source>temperature T</source>
+        <translation>温度 T</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="193"/>
+        <source>gain g</source>
+        <translation>增益 g</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="194"/>
+        <source>cap</source>
+        <translation>截断值 cap</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="195"/>
+        <source>q–k correlation ρ</source>
+        <translation>q–k 相关系数 ρ</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="196"/>
+        <source>mask</source>
+        <translation>掩码</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="197"/>
+        <source>query row</source>
+        <translation>查询行</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="198"/>
+        <source>seed</source>
+        <translation>随机种子</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="199"/>
+        <source>samples</source>
+        <translation>样本数</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="202"/>
+        <source>link d_k = d_model / h</source>
+        <translation>关联 d_k = d_model / h</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="203"/>
+        <source>use projections W_Q, W_K</source>
+        <translation>使用投影 W_Q、W_K</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="204"/>
+        <source>default g = √d_k</source>
+        <translation>默认 g = √d_k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="208"/>
+        <source>Number of tokens n (keys per softmax row). Uniform attention has entropy ln n; the largest of n Gaussian logits of std s is ≈ s·√(2 ln n).</source>
+        <extracomment>Tooltips by control name: the formula each parameter enters.</extracomment>
+        <translation>词元数 n（每个 softmax 行中键的个数）。均匀注意力的熵为 ln n；n 个标准差为 s 的高斯 logit 中的最大值 ≈ s·√(2 ln n)。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="212"/>
+        <source>Head dimension d_k. Raw scores: Var(q·k) = d_k·σ⁴ for iid q, k; 1/√d_k scaling gives Var = σ⁴, 1/d_k gives σ⁴/d_k.</source>
+        <translation>头维度 d_k。原始分数：对独立同分布的 q、k，Var(q·k) = d_k·σ⁴；1/√d_k 缩放得到 Var = σ⁴，1/d_k 得到 σ⁴/d_k。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="216"/>
+        <source>Number of heads h; d_model must be divisible by h. With the link, d_k = d_model / h.</source>
+        <translation>头数 h；d_model 必须能被 h 整除。启用关联时，d_k = d_model / h。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="220"/>
+        <source>Model width d_model (divisible by h). With projections Var(q_j) = d_model·s².</source>
+        <translation>模型宽度 d_model（可被 h 整除）。使用投影时 Var(q_j) = d_model·s²。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="224"/>
+        <source>Derive d_k = d_model / h instead of setting d_k directly.</source>
+        <translation>由 d_k = d_model / h 推出 d_k，而不是直接设置 d_k。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="226"/>
+        <source>Std σ of every component of q and k: Var(q·k) = d_k·σ⁴.</source>
+        <translation>q 和 k 每个分量的标准差 σ：Var(q·k) = d_k·σ⁴。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="228"/>
+        <source>Draw x ~ N(0, I_d_model) and q = x·W_Q, k = x·W_K with W ~ N(0, s²): Var(q_j) = d_model·s², Var(q·k) = d_k·(d_model·s²)².</source>
+        <translation>抽取 x ~ N(0, I_d_model)，令 q = x·W_Q、k = x·W_K，其中 W ~ N(0, s²)：Var(q_j) = d_model·s²，Var(q·k) = d_k·(d_model·s²)²。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="232"/>
+        <source>Projection init std s: Var(q_j) = d_model·s² (s = 1/√d_model keeps unit variance).</source>
+        <translation>投影初始化标准差 s：Var(q_j) = d_model·s²（s = 1/√d_model 时保持单位方差）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="236"/>
+        <source>How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap).</source>
+        <translation>原始分数如何变为 logit：不缩放（c = 1）、1/√d_k、1/d_k、1/T、QK 归一化 g·(q/‖q‖)·(k/‖k‖)、软截断 cap·tanh((q·k/√d_k)/cap)。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="240"/>
+        <source>logits = q·k / T; T = √d_k reproduces 1/√d_k, Var(logit) = d_k·σ⁴ / T².</source>
+        <translation>logit = q·k / T；T = √d_k 时等同于 1/√d_k，Var(logit) = d_k·σ⁴ / T²。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="244"/>
+        <source>Use the default QK-norm gain g = √d_k.</source>
+        <translation>使用默认的 QK 归一化增益 g = √d_k。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="246"/>
+        <source>QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k.</source>
+        <translation>QK 归一化：logit = g·cos(q, k) ∈ [−g, g]；Var ≈ g²/d_k。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="248"/>
+        <source>Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap.</source>
+        <translation>软截断：logit = cap·tanh((q·k/√d_k)/cap)，以 ±cap 为界。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="250"/>
+        <source>q–k correlation: k = ρ·q + √(1−ρ²)·ξ, so E[q·k] = ρ·d_k·σ² (grows like d_k: the case for 1/d_k).</source>
+        <translation>q–k 相关性：k = ρ·q + √(1−ρ²)·ξ，因此 E[q·k] = ρ·d_k·σ²（随 d_k 线性增长：此时应使用 1/d_k）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="254"/>
+        <source>causal: query i attends only to keys j ≤ i (masked logits = −∞).</source>
+        <translation>因果：查询 i 只关注 j ≤ i 的键（被掩码的 logit = −∞）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="256"/>
+        <source>Row i of the attention matrix shown in the softmax view (with a causal mask it sees i + 1 keys).</source>
+        <translation>在 softmax 视图中显示的注意力矩阵第 i 行（使用因果掩码时它能看到 i + 1 个键）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="260"/>
+        <source>Seed of every random draw (same seed, same numbers).</source>
+        <translation>所有随机抽样的种子（种子相同，数值相同）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="262"/>
+        <source>Independent query rows used for the statistics (standard errors shrink like 1/√samples).</source>
+        <translation>用于统计的独立查询行数（标准误按 1/√样本数 缩小）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/panels/parameters.py" line="468"/>
+        <source>Not applied: {0}</source>
+        <translation>未应用：{0}</translation>
+    </message>
+</context>
+<context>
+    <name>ProbeView</name>
+    <message>
+        <location filename="../../gui/train/probe.py" line="73"/>
+        <source>Probe attention</source>
+        <translation>探针注意力</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/probe.py" line="90"/>
+        <source>The attention map of one fixed held-out example appears here while training runs.</source>
+        <translation>训练进行时，这里显示一个固定留出样本的注意力图。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/probe.py" line="113"/>
+        <source>{0}: diverged at step {1}</source>
+        <translation>{0}：在第 {1} 步发散</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/probe.py" line="117"/>
+        <source>{0}: H = {1:.2f} nats</source>
+        <translation>{0}：H = {1:.2f} 奈特</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/probe.py" line="122"/>
+        <source>Step {0}. Rows: target positions{1}; columns: key positions 0…{2}. Magenta squares: the key that answers the probe.</source>
+        <translation>第 {0} 步。行：目标位置{1}；列：键位置 0…{2}。品红色方块：回答该探针的键。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/probe.py" line="128"/>
+        <source> of each head, heads stacked top to bottom</source>
+        <translation>（每个头一组，各头自上而下排列）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/probe.py" line="197"/>
+        <location filename="../../gui/train/probe.py" line="219"/>
+        <source>key position</source>
+        <translation>键位置</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/probe.py" line="198"/>
+        <location filename="../../gui/train/probe.py" line="220"/>
+        <source>query position</source>
+        <translation>查询位置</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/probe.py" line="218"/>
+        <source>No training run yet</source>
+        <translation>尚未进行训练</translation>
+    </message>
+</context>
+<context>
+    <name>ScalingRule</name>
+    <message>
+        <location filename="../../gui/views/style.py" line="153"/>
+        <source>none</source>
+        <extracomment>Plot background and text colours (light theme, chosen for projectors and PNG export). Muted grey for theory curves and reference lines that belong to no single rule. Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with the &quot;none&quot; rule, so the highlight uses a saturated magenta that viridis never contains). Perceptually uniform colormap for probabilities in [0, 1]. Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection). Display order of rules in legends and tables (the enum order: none, 1/√d_k, 1/d_k, ...). Options of curves with one point per key (up to n = 8192, redrawn on every change). Antialiased pens wider than one pixel go through Qt&apos;s general stroker: ~7 ms per 256-point curve, against ~0.6 ms without antialiasing (measured offscreen), so these curves are drawn aliased; at one point per key their steps hide the jaggies. Rows longer than this are drawn without markers (they would merge into a band). The rule labels that are words (engine.config&apos;s ``ScalingRule.label``), marked for extraction; the math labels 1/√d_k, 1/d_k and 1/T read the same in every language.</extracomment>
+        <translation>不缩放</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/style.py" line="154"/>
+        <source>QK-norm</source>
+        <translation>QK 归一化</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/style.py" line="155"/>
+        <source>soft-cap</source>
+        <translation>软截断</translation>
+    </message>
+</context>
+<context>
+    <name>SoftmaxView</name>
+    <message>
+        <location filename="../../gui/views/softmax.py" line="65"/>
+        <source>Softmax of one row</source>
+        <extracomment>Head whose row is shown (the per-row statistics of the legend belong to this head).</extracomment>
+        <translation>单行 Softmax</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/softmax.py" line="71"/>
+        <source>key index j</source>
+        <translation>键索引 j</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/softmax.py" line="72"/>
+        <source>attention weight p&lt;sub&gt;j&lt;/sub&gt;</source>
+        <translation>注意力权重 p&lt;sub&gt;j&lt;/sub&gt;</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/softmax.py" line="74"/>
+        <source>uniform</source>
+        <translation>均匀分布</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/softmax.py" line="111"/>
+        <source>Query row i = {0} (head 1), n = {1} keys</source>
+        <translation>查询行 i = {0}（头 1），n = {1} 个键</translation>
+    </message>
+</context>
+<context>
+    <name>TemperatureView</name>
+    <message>
+        <location filename="../../gui/views/temperature.py" line="124"/>
+        <source>Temperature</source>
+        <extracomment>Range of the temperature slider (log scale) and spin box. Slider resolution: steps over the three decades of the range.</extracomment>
+        <translation>温度</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/temperature.py" line="128"/>
+        <source>Temperature T:</source>
+        <translation>温度 T：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/temperature.py" line="130"/>
+        <source>Temperature T (log scale, 0.1 to 100)</source>
+        <translation>温度 T（对数刻度，0.1 到 100）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/temperature.py" line="131"/>
+        <source>Temperature T</source>
+        <translation>温度 T</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/temperature.py" line="133"/>
+        <source>Set T to √d_k: softmax(z/T) then equals the 1/√d_k rule</source>
+        <translation>将 T 设为 √d_k：此时 softmax(z/T) 与 1/√d_k 规则相同</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/temperature.py" line="138"/>
+        <source>key index j</source>
+        <translation>键索引 j</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/temperature.py" line="139"/>
+        <source>attention weight p&lt;sub&gt;j&lt;/sub&gt;</source>
+        <translation>注意力权重 p&lt;sub&gt;j&lt;/sub&gt;</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/temperature.py" line="142"/>
+        <source>Dividing by T = √d&lt;sub&gt;k&lt;/sub&gt; is the 1/√d&lt;sub&gt;k&lt;/sub&gt; rule, forward and backward: ∂softmax(z/T)/∂z = J(p&lt;sub&gt;T&lt;/sub&gt;)/T. Small T sharpens, large T flattens the row.</source>
+        <translation>除以 T = √d&lt;sub&gt;k&lt;/sub&gt; 就是 1/√d&lt;sub&gt;k&lt;/sub&gt; 规则，前向与反向传播均如此：∂softmax(z/T)/∂z = J(p&lt;sub&gt;T&lt;/sub&gt;)/T。T 小则行分布更尖锐，T 大则更平坦。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/views/temperature.py" line="183"/>
+        <source>Query row i = {0} (head 1), T = {1}, √d&lt;sub&gt;k&lt;/sub&gt; = {2}</source>
+        <translation>查询行 i = {0}（头 1），T = {1}，√d&lt;sub&gt;k&lt;/sub&gt; = {2}</translation>
+    </message>
+</context>
+<context>
+    <name>TourPanel</name>
+    <message>
+        <location filename="../../gui/tour.py" line="387"/>
+        <source>◀ Back</source>
+        <extracomment>How long the frame around the step&apos;s view stays visible. Colour of that frame (the heatmap&apos;s row highlight: absent from every rule colour).</extracomment>
+        <translation>◀ 上一步</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour.py" line="388"/>
+        <source>Next ▶</source>
+        <translation>下一步 ▶</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour.py" line="389"/>
+        <source>Previous step (Alt+Left)</source>
+        <translation>上一步（Alt+←）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour.py" line="390"/>
+        <source>Next step (Alt+Right)</source>
+        <translation>下一步（Alt+→）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour.py" line="480"/>
+        <source>Step {0} / {1}</source>
+        <translation>第 {0} / {1} 步</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour.py" line="485"/>
+        <source>Look at:</source>
+        <translation>请看：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour.py" line="486"/>
+        <source>Try it yourself:</source>
+        <translation>动手试试：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour.py" line="501"/>
+        <source>Engine says:</source>
+        <translation>引擎计算结果：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour.py" line="504"/>
+        <source>could not compute: {0}</source>
+        <translation>无法计算：{0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour.py" line="508"/>
+        <source>computing…</source>
+        <translation>正在计算…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour.py" line="515"/>
+        <source>claim {0}</source>
+        <translation>论断 {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour.py" line="556"/>
+        <source>Guided tour</source>
+        <translation>导览</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour.py" line="557"/>
+        <source>&amp;Guided tour</source>
+        <translation>导览(&amp;G)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour.py" line="559"/>
+        <source>Step through the interview questions with live experiments</source>
+        <translation>借助实时实验逐步讲解面试问题</translation>
+    </message>
+</context>
+<context>
+    <name>TrainCurvesView</name>
+    <message>
+        <location filename="../../gui/train/curves.py" line="75"/>
+        <source>Loss</source>
+        <extracomment>Panel names in layout order, with log-y.</extracomment>
+        <translation>损失</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="76"/>
+        <source>cross-entropy (nats)</source>
+        <translation>交叉熵（奈特）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="79"/>
+        <source>Held-out accuracy</source>
+        <translation>留出集准确率</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="80"/>
+        <source>accuracy</source>
+        <translation>准确率</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="82"/>
+        <source>Global gradient norm</source>
+        <translation>全局梯度范数</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="84"/>
+        <source>Attention entropy (mean over heads)</source>
+        <translation>注意力熵（各头平均）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="85"/>
+        <source>H (nats)</source>
+        <translation>H（奈特）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="95"/>
+        <source>step</source>
+        <translation>步数</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="112"/>
+        <location filename="../../gui/train/curves.py" line="118"/>
+        <source>chance</source>
+        <translation>随机水平</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="143"/>
+        <source>Training curves</source>
+        <translation>训练曲线</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="274"/>
+        <source>Press Start (Ctrl+T) to train the selected rules side by side: same initial weights, same batches.</source>
+        <translation>按“开始”（Ctrl+T）并排训练所选规则：相同的初始权重，相同的批次。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="286"/>
+        <source>{0}: diverged at step {1}</source>
+        <translation>{0}：在第 {1} 步发散</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="292"/>
+        <source>{0}: held-out loss {1:.3g}, accuracy {2:.2f}</source>
+        <translation>{0}：留出集损失 {1:.3g}，准确率 {2:.2f}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="296"/>
+        <source>Step {0} of {1}, chance loss ln {2} = {3:.3g}.</source>
+        <translation>第 {0} / {1} 步，随机水平损失 ln {2} = {3:.3g}。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="311"/>
+        <source>diverged at step {0}</source>
+        <translation>在第 {0} 步发散</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="364"/>
+        <source>training loss</source>
+        <translation>训练损失</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="365"/>
+        <source>held-out</source>
+        <translation>留出集</translation>
+    </message>
+</context>
+<context>
+    <name>TrainPanel</name>
+    <message>
+        <location filename="../../gui/train/panel.py" line="108"/>
+        <source>the learning-rate list is empty</source>
+        <extracomment>Rules offered for training (temperature T = √d_k would duplicate 1/√d_k). Mantissas of the learning-rate spin box&apos;s steps (1, 2, 3, 5 per decade).</extracomment>
+        <translation>学习率列表为空</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="116"/>
+        <source>learning rates: {0!r} is not a number</source>
+        <translation>学习率：{0!r} 不是数字</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="120"/>
+        <source>learning rates must be in [{0:g}, {1:g}], got {2}</source>
+        <translation>学习率必须在 [{0:g}, {1:g}] 范围内，实际为 {2}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="126"/>
+        <source>learning rates must not repeat a value</source>
+        <translation>学习率不能有重复值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="155"/>
+        <source>retrieval (key → value lookup)</source>
+        <translation>检索（键 → 值查找）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="158"/>
+        <source>copy back (token k places back)</source>
+        <translation>回溯复制（向前第 k 个词元）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="161"/>
+        <source>Retrieval: n key/value pairs and a query key; answer the paired value (needs a sharp attention on one of n keys). Copy back: output the token k places back (causal mask).</source>
+        <translation>检索：n 个键/值对和一个查询键；输出与之配对的值（需要在 n 个键中的一个上形成尖锐的注意力）。回溯复制：输出向前第 k 个位置的词元（因果掩码）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="170"/>
+        <source>No scaling: logits q·k with variance ≈ d_k at init.</source>
+        <translation>不缩放：logit 为 q·k，初始化时方差 ≈ d_k。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="173"/>
+        <source>Divide the logits by √d_k (the Transformer rule).</source>
+        <translation>将 logit 除以 √d_k（Transformer 的规则）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="176"/>
+        <source>Divide the logits by d_k (μP).</source>
+        <translation>将 logit 除以 d_k（μP）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="177"/>
+        <source>Normalise q and k to unit length, times a gain (default √d_k).</source>
+        <translation>将 q 和 k 归一化为单位长度，再乘以增益（默认 √d_k）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="180"/>
+        <source>1/√d_k, then cap·tanh(s/cap) with cap = 50.</source>
+        <translation>先乘 1/√d_k，再取 cap·tanh(s/cap)，cap = 50。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="197"/>
+        <source>Head dimension d_k (width of q and k).</source>
+        <translation>头维度 d_k（q 和 k 的宽度）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="203"/>
+        <source>Model width d_model; &apos;auto&apos; uses d_k × heads.</source>
+        <translation>模型宽度 d_model；“自动”取 d_k × 头数。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="205"/>
+        <source>auto (d_k × heads)</source>
+        <translation>自动（d_k × 头数）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="207"/>
+        <source>Number of attention heads.</source>
+        <translation>注意力头数。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="213"/>
+        <source>Retrieval: number of key/value pairs; copy back: sequence length.</source>
+        <translation>检索：键/值对的个数；回溯复制：序列长度。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="221"/>
+        <source>Distinct symbols; chance loss is ln(vocab). Retrieval needs vocab ≥ n.</source>
+        <translation>不同符号的个数；随机水平损失为 ln(vocab)。检索任务要求 vocab ≥ n。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="230"/>
+        <source>Copy back: distance k to the copied token (k &lt; n).</source>
+        <translation>回溯复制：到被复制词元的距离 k（k &lt; n）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="233"/>
+        <source>Training examples per step.</source>
+        <translation>每步的训练样本数。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="236"/>
+        <source>Optimiser steps per run.</source>
+        <translation>每次运行的优化步数。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="240"/>
+        <source>Learning rate of the training run (arrows step 1, 2, 3, 5 × 10^k).</source>
+        <translation>训练运行的学习率（箭头按 1、2、3、5 × 10^k 步进）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="248"/>
+        <source>Adam (β = 0.9, 0.999) or plain SGD.</source>
+        <translation>Adam（β = 0.9, 0.999）或普通 SGD。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="253"/>
+        <source>Seed of the initial weights, the batches and the held-out set.</source>
+        <translation>初始权重、批次和留出集的随机种子。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="261"/>
+        <source>Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread).</source>
+        <translation>学习率扫描：每个学习率使用种子 0…N−1（取均值和离散范围）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="268"/>
+        <source>Learning-rate sweep: comma-separated learning rates.</source>
+        <translation>学习率扫描：以逗号分隔的学习率。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="271"/>
+        <source>Start</source>
+        <translation>开始</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="274"/>
+        <source>Train the checked rules side by side (Ctrl+T).</source>
+        <translation>并排训练勾选的规则（Ctrl+T）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="276"/>
+        <source>Run lr sweep</source>
+        <translation>运行学习率扫描</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="279"/>
+        <source>Train every rule at every listed learning rate and seed; plot the final held-out loss (Ctrl+L).</source>
+        <translation>以列出的每个学习率和种子训练每种规则；绘制最终留出集损失（Ctrl+L）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="285"/>
+        <source>Pause</source>
+        <translation>暂停</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="288"/>
+        <source>Hold the run between two steps (Ctrl+P).</source>
+        <translation>在两步之间暂停运行（Ctrl+P）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="290"/>
+        <source>Resume</source>
+        <translation>继续</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="293"/>
+        <source>Continue a paused run (Ctrl+Shift+P).</source>
+        <translation>继续已暂停的运行（Ctrl+Shift+P）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="295"/>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="298"/>
+        <source>End the run now; the curves so far stay (Ctrl+Shift+T).</source>
+        <translation>立即结束运行；已有曲线会保留（Ctrl+Shift+T）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="300"/>
+        <source>Reset</source>
+        <translation>重置</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="303"/>
+        <source>Stop and clear all curves and the sweep (Ctrl+Shift+X).</source>
+        <translation>停止并清除所有曲线和扫描结果（Ctrl+Shift+X）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="309"/>
+        <source>idle</source>
+        <translation>空闲</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="311"/>
+        <source>Progress of the run or sweep, with the estimated time left (pauses excluded).</source>
+        <translation>运行或扫描的进度，以及预计剩余时间（不含暂停）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="323"/>
+        <source>Task and model</source>
+        <translation>任务与模型</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="325"/>
+        <source>Task</source>
+        <translation>任务</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="326"/>
+        <source>Rules</source>
+        <translation>规则</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="329"/>
+        <source>Heads</source>
+        <translation>头数</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="331"/>
+        <source>Vocabulary</source>
+        <translation>词表大小</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="332"/>
+        <source>Copy offset k</source>
+        <translation>复制偏移 k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="333"/>
+        <source>Training</source>
+        <translation>训练</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="335"/>
+        <source>Optimiser</source>
+        <translation>优化器</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="336"/>
+        <source>Learning rate</source>
+        <translation>学习率</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="337"/>
+        <source>Batch</source>
+        <translation>批大小</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="338"/>
+        <source>Steps</source>
+        <translation>步数</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="339"/>
+        <source>Seed</source>
+        <translation>随机种子</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="340"/>
+        <source>Learning-rate sweep</source>
+        <translation>学习率扫描</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="342"/>
+        <source>Learning rates</source>
+        <translation>学习率列表</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="343"/>
+        <source>Seeds</source>
+        <translation>种子数</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="475"/>
+        <source>%p% — paused</source>
+        <translation>%p% — 已暂停</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="477"/>
+        <source>%p% — done</source>
+        <translation>%p% — 已完成</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="479"/>
+        <source>%p% — {0} left</source>
+        <translation>%p% — 剩余 {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="506"/>
+        <source>{0} s</source>
+        <translation>{0} 秒</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="507"/>
+        <source>{0} min {1:02d} s</source>
+        <translation>{0} 分 {1:02d} 秒</translation>
+    </message>
+</context>
+<context>
+    <name>TrainTab</name>
+    <message>
+        <location filename="../../gui/train/tab.py" line="192"/>
+        <source>idle</source>
+        <extracomment>A short real run for headless export and the self-test (well under a second of training). Learning rates and seeds of the headless demo sweep (the largest one diverges).</extracomment>
+        <translation>空闲</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="198"/>
+        <source>%p% — paused</source>
+        <translation>%p% — 已暂停</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="200"/>
+        <source>%p% — stopping</source>
+        <translation>%p% — 正在停止</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="202"/>
+        <source>%p% — stopped</source>
+        <translation>%p% — 已停止</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="211"/>
+        <source>Training: step {0} of {1}, {2:.0f} steps/s</source>
+        <translation>训练中：第 {0} / {1} 步，{2:.0f} 步/秒</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="217"/>
+        <source>Sweep: {0} of {1} runs</source>
+        <translation>扫描：{0} / {1} 次运行</translation>
+    </message>
+</context>
+</TS>
