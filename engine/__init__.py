@@ -77,6 +77,7 @@ _EXPORTS: dict[str, str] = {
     "run_training": "trainer",
     "LrSweepResult": "lr_sweep",
     "iter_lr_sweep": "lr_sweep",
+    "lr_sweep_table": "lr_sweep",
     "run_lr_sweep": "lr_sweep",
     "write_lr_sweep_csv": "lr_sweep",
 }

@@ -38,6 +38,7 @@ __all__ = [
     "LrSweepResult",
     "LrSweepRow",
     "iter_lr_sweep",
+    "lr_sweep_table",
     "run_lr_sweep",
     "write_lr_sweep_csv",
 ]
@@ -317,7 +318,7 @@ def run_lr_sweep(
     raise RuntimeError("the learning-rate sweep was cancelled")
 
 
-#: Columns of :func:`write_lr_sweep_csv`.
+#: Columns of :func:`lr_sweep_table` and :func:`write_lr_sweep_csv`.
 LR_SWEEP_CSV_COLUMNS = (
     "task",
     "d_k",
@@ -339,30 +340,60 @@ LR_SWEEP_CSV_COLUMNS = (
     "initial_loss_mean",
     "diverged",
     "stable",
+    "largest_stable_lr",
 )
 
 
-def _fmt(x: float) -> str:
-    return "nan" if not math.isfinite(x) else f"{x:.6g}"
+def lr_sweep_table(result: LrSweepResult) -> tuple[list[str], list[list[float | int | str]]]:
+    """The sweep's summary as a table: one row per (rule, lr), columns :data:`LR_SWEEP_CSV_COLUMNS`.
+
+    Values are unformatted (floats stay floats, NaN where every seed diverged); ``seeds`` is
+    the ``;``-joined list of seeds, ``stable`` is 0 or 1 and ``largest_stable_lr`` (the rule's,
+    repeated on each of its rows) is ``""`` when no learning rate was stable. Shared by
+    :func:`write_lr_sweep_csv` and the GUI's CSV export.
+
+    Parameters
+    ----------
+    result
+        A finished sweep.
+
+    Returns
+    -------
+    tuple[list[str], list[list[float | int | str]]]
+        The header and the rows.
+    """
+    c = result.config
+    rows: list[list[float | int | str]] = []
+    for r in result.rows:
+        best = result.largest_stable_lr.get(r.rule)
+        rows.append([
+            c.task.value, c.d_k, c.model_width, c.heads, c.n, c.steps, c.optimizer.value,
+            r.rule.value, r.rule.label, r.lr, ";".join(str(s) for s in r.seeds), len(r.seeds),
+            r.final_loss_mean, r.final_loss_std, r.final_loss_min, r.final_loss_max,
+            r.final_accuracy_mean, r.initial_loss_mean, r.diverged, int(r.stable),
+            "" if best is None else best,
+        ])
+    return list(LR_SWEEP_CSV_COLUMNS), rows
+
+
+def _fmt(value: float | int | str) -> float | int | str:
+    """Floats with 6 significant digits ("nan" when not finite); other cells as they are."""
+    if isinstance(value, float):
+        return "nan" if not math.isfinite(value) else f"{value:.6g}"
+    return value
 
 
 def write_lr_sweep_csv(result: LrSweepResult, file: IO[str] | str) -> None:
-    """Write one CSV row per (rule, lr) to a path or an open text file."""
+    """Write :func:`lr_sweep_table` (one CSV row per (rule, lr)) to a path or an open file."""
     if isinstance(file, str):
         with open(file, "w", newline="", encoding="utf-8") as fh:
             write_lr_sweep_csv(result, fh)
         return
-    c = result.config
+    header, rows = lr_sweep_table(result)
     writer = csv.writer(file, lineterminator="\n")
-    writer.writerow(LR_SWEEP_CSV_COLUMNS)
-    for r in result.rows:
-        writer.writerow([
-            c.task.value, c.d_k, c.model_width, c.heads, c.n, c.steps, c.optimizer.value,
-            r.rule.value, r.rule.label, f"{r.lr:g}", ";".join(str(s) for s in r.seeds),
-            len(r.seeds), _fmt(r.final_loss_mean), _fmt(r.final_loss_std), _fmt(r.final_loss_min),
-            _fmt(r.final_loss_max), _fmt(r.final_accuracy_mean), _fmt(r.initial_loss_mean),
-            r.diverged, int(r.stable),
-        ])
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([_fmt(v) for v in row])
 
 
 def lr_sweep_csv_text(result: LrSweepResult) -> str:

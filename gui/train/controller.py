@@ -1,11 +1,18 @@
-"""The training controller: one worker thread, Start/Pause/Resume/Stop/Reset, ≤ 30 Hz pushes.
+"""The training controller: one worker thread, Start/Pause/Resume/Stop/Reset, ≤ 10 Hz pushes.
 
 Same pattern as :mod:`gui.controller` (DESIGN.md §3): a persistent ``QThread`` with one
 :class:`~gui.train.worker.TrainWorker`; each request is an immutable
 :class:`~gui.train.worker.TrainJob` with an id, and messages of other ids are dropped. Items
 arrive as ``object`` signals into ``@Slot`` methods here (GUI thread) and only replace the
 latest state; a single-shot timer pushes that state to the *visible* views at most every
-``push_interval_ms`` (hidden views catch up in :meth:`refresh_view`).
+``push_interval_ms`` (hidden views catch up in :meth:`refresh_view`). A view may ask for fewer
+updates with a ``push_interval_s`` attribute (the probe maps: 5 Hz).
+
+Why so few pushes: the training thread and the GUI thread share the GIL, and pyqtgraph's
+``setData`` and painting are mostly Python. Every millisecond the GUI spends drawing is a
+millisecond the trainer cannot run (benchmarks/bench_train_gui.py): at 25 Hz the curves took
+~40 % of the GIL and training ran at ~0.5× its engine-only speed. Training curves read just as
+well at 10 Hz.
 """
 
 from __future__ import annotations
@@ -31,14 +38,53 @@ from gui.train.worker import (
     TrainWorker,
 )
 
-__all__ = ["TRAINING_SWITCH_INTERVAL_S", "TrainController", "TrainState"]
+__all__ = [
+    "DEFAULT_PUSH_INTERVAL_MS",
+    "TRAINING_SWITCH_INTERVAL_S",
+    "TrainController",
+    "TrainState",
+]
 
 #: Python's GIL switch interval while a training job runs (default 5 ms). The worker is a
 #: CPU-bound Python thread of many small numpy calls; with the default interval the GUI thread
 #: waits up to 5 ms for the GIL after *each* release during a repaint (PySide releases it around
 #: Qt calls). Measured on the loaded 2-core machine while the curves repainted at 30 Hz: a 5 ms
 #: heartbeat's median lateness 76-87 ms with 5 ms, 0.35 ms with 0.5 ms (worst 150 vs 48 ms).
+#: On the idle machine (benchmarks/bench_train_gui.py --switch-interval): at 25 Hz pushes worst
+#: stall 42-46 ms with 0.5 ms against 63-64 ms with 5 ms; at today's 10 Hz no difference beyond
+#: the noise (41-45 ms either way, same steps/s). Kept for the loaded case; restored when the
+#: job ends and in shutdown().
 TRAINING_SWITCH_INTERVAL_S = 0.0005
+
+#: Default minimum interval between two pushes to the training views (10 Hz).
+DEFAULT_PUSH_INTERVAL_MS = 100
+
+
+class _GrowingArray:
+    """An append-only 1-D array whose filled part is handed out without copying.
+
+    :meth:`view` returns a read-only view of the entries so far; entries never change once
+    written and a reallocation leaves the old buffer to the views already handed out, so a
+    view stays valid for as long as it is held. Replaces converting a growing Python list to a
+    new array on every snapshot (O(steps) per snapshot on the GUI thread).
+    """
+
+    def __init__(self, dtype: type) -> None:
+        self._data = np.empty(256, dtype=dtype)
+        self._size = 0
+
+    def append(self, value: float) -> None:
+        if self._size == self._data.size:
+            grown = np.empty(2 * self._data.size, dtype=self._data.dtype)
+            grown[: self._size] = self._data
+            self._data = grown
+        self._data[self._size] = value
+        self._size += 1
+
+    def view(self) -> np.ndarray:
+        out = self._data[: self._size]
+        out.flags.writeable = False
+        return out
 
 
 class TrainState:
@@ -56,9 +102,10 @@ class TrainController(QObject):
     Parameters
     ----------
     views
-        Objects with ``show_train(results)`` and ``clear()`` (the training views).
+        Objects with ``show_train(results)`` and ``clear()`` (the training views); an optional
+        ``push_interval_s`` attribute makes a view skip pushes that come sooner after its last.
     push_interval_ms
-        Minimum interval between two pushes to the views (33 ms: ≤ 30 Hz).
+        Minimum interval between two pushes to the views (100 ms: ≤ 10 Hz).
     """
 
     resultsShown = Signal(object)  # TrainResults, after the visible views got them
@@ -71,7 +118,7 @@ class TrainController(QObject):
         self,
         views: Iterable[object] = (),
         *,
-        push_interval_ms: int = 33,
+        push_interval_ms: int = DEFAULT_PUSH_INTERVAL_MS,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -84,8 +131,10 @@ class TrainController(QObject):
         self._closed = False
         self._dirty = False
         self._last_error = ""
-        self._grad_steps: list[int] = []
-        self._grad_norms: dict[ScalingRule, list[float]] = {}
+        self._grad_steps = _GrowingArray(np.int64)
+        self._grad_norms: dict[ScalingRule, _GrowingArray] = {}
+        self._shown_at: dict[object, float] = {}  # view -> perf_counter() of its last push
+        self._progress = (0.0, math.nan)  # latest (fraction, ETA s), emitted with each push
         # Active (not paused) running time of the current job, for the ETA.
         self._active_s = 0.0
         self._resumed_at = math.nan
@@ -134,7 +183,7 @@ class TrainController(QObject):
         """Train ``config``; the curves restart. Returns False when a job is still running."""
         if not self._can_start():
             return False
-        self._grad_steps, self._grad_norms = [], {}
+        self._grad_steps, self._grad_norms = _GrowingArray(np.int64), {}
         self._results = self._results.replace(
             snapshot=None, grad_steps=np.zeros(0, dtype=int), grad_norms=MappingProxyType({})
         )
@@ -184,19 +233,22 @@ class TrainController(QObject):
     def reset(self) -> None:
         """Stop any job and clear every view."""
         self.stop()
-        self._grad_steps, self._grad_norms = [], {}
+        self._grad_steps, self._grad_norms = _GrowingArray(np.int64), {}
         self._results = TrainResults()
         self._dirty = False
         self._last_error = ""
         for view in self._views:
             view.clear()  # type: ignore[attr-defined]
         self._stale.clear()
+        self._progress = (0.0, math.nan)
         self.progressChanged.emit(0.0, math.nan)
 
     def refresh_views(self) -> None:
         """Push the latest results to every view now, hidden ones too (e.g. before export)."""
+        now = time.perf_counter()
         for view in self._views:
             view.show_train(self._results)  # type: ignore[attr-defined]
+            self._shown_at[view] = now
         self._stale.clear()
 
     @Slot(object)
@@ -205,6 +257,7 @@ class TrainController(QObject):
         if view in self._stale:
             self._stale.discard(view)
             view.show_train(self._results)  # type: ignore[attr-defined]
+            self._shown_at[view] = time.perf_counter()
 
     def shutdown(self, timeout_ms: int = 1000) -> bool:
         """Stop the job and the thread, waiting at most ``timeout_ms`` (then without bound).
@@ -243,6 +296,7 @@ class TrainController(QObject):
         self._active_s = 0.0
         self._resumed_at = time.perf_counter()
         self._set_state(TrainState.RUNNING)
+        self._progress = (0.0, math.nan)
         self.progressChanged.emit(0.0, math.nan)
         if self._saved_switch_interval is None:
             self._saved_switch_interval = sys.getswitchinterval()
@@ -274,9 +328,9 @@ class TrainController(QObject):
             self._record_gradients(item)
             self._results = self._results.replace(
                 snapshot=item,
-                grad_steps=np.array(self._grad_steps, dtype=int),
+                grad_steps=self._grad_steps.view(),
                 grad_norms=MappingProxyType(
-                    {rule: np.array(v) for rule, v in self._grad_norms.items()}
+                    {rule: v.view() for rule, v in self._grad_norms.items()}
                 ),
             )
             fraction = float(item.progress)
@@ -285,7 +339,8 @@ class TrainController(QObject):
             fraction = float(item.fraction)
         active = self._active_seconds()
         eta = active * (1.0 - fraction) / fraction if fraction > 0 else math.nan
-        self.progressChanged.emit(fraction, eta)
+        # Emitted with the next push: a progress-bar repaint per snapshot (30 Hz) is wasted.
+        self._progress = (fraction, eta)
         self._schedule_push()
 
     def _record_gradients(self, snapshot: object) -> None:
@@ -295,7 +350,8 @@ class TrainController(QObject):
         self._grad_steps.append(step)
         for rule, st in snapshot.rules.items():  # type: ignore[attr-defined]
             alive = st.diverged_at is None or step < st.diverged_at
-            self._grad_norms.setdefault(rule, []).append(float(st.grad_norm) if alive else math.nan)
+            norms = self._grad_norms.setdefault(rule, _GrowingArray(np.float64))
+            norms.append(float(st.grad_norm) if alive else math.nan)
 
     @Slot(object)
     def _on_failed(self, message: TrainJobFailed) -> None:
@@ -316,7 +372,7 @@ class TrainController(QObject):
             self._active_s += time.perf_counter() - self._resumed_at
         # Show the final state before announcing idle, so idle means "everything is shown".
         if self._dirty:
-            self._push()
+            self._push(force=True)
         self._set_state(TrainState.IDLE)
 
     def _schedule_push(self) -> None:
@@ -331,15 +387,24 @@ class TrainController(QObject):
             self._push()
             self._push_timer.start()
 
-    def _push(self) -> None:
+    def _push(self, force: bool = False) -> None:
+        """Show the latest results on the visible views that are due (all when ``force``)."""
         self._dirty = False
         results = self._results
+        now = time.perf_counter()
         for view in self._views:
             visible = getattr(view, "isVisible", None)
-            if visible is None or visible():
-                view.show_train(results)  # type: ignore[attr-defined]
-                self._stale.discard(view)
-            else:
+            if visible is not None and not visible():
                 self._stale.add(view)
+                continue
+            # 0.9: the push timer's jitter must not make a 200 ms view wait for 300 ms.
+            interval = 0.9 * float(getattr(view, "push_interval_s", 0.0))
+            if not force and now - self._shown_at.get(view, -math.inf) < interval:
+                self._dirty = True  # this view still owes the latest results: push again
+                continue
+            view.show_train(results)  # type: ignore[attr-defined]
+            self._shown_at[view] = now
+            self._stale.discard(view)
         self.pushes += 1
+        self.progressChanged.emit(*self._progress)
         self.resultsShown.emit(results)

@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
+from engine.lr_sweep import lr_sweep_table
 from gui.i18n import translate
 from gui.train.results import TrainResults
 from gui.views import style
@@ -96,17 +97,12 @@ class LrSweepView(ExplorerView):
         self._legend = style.make_legend(col_count=5)
         self._widget.addItem(self._legend, row=0, col=0)
         self._plot = self._widget.addPlot(row=1, col=0, axisItems=style.log_axis_items())
-        style.style_plot(
-            self._plot,
-            title=translate("LrSweepView", "Final held-out loss against learning rate"),
-            left=translate("LrSweepView", "final held-out loss (nats)"),
-            bottom=translate("LrSweepView", "learning rate"),
-        )
+        style.style_plot(self._plot)  # title and labels: retranslate_ui
         style.set_log_mode(self._plot, x=True, y=True)
         self._threshold = pg.InfiniteLine(
             angle=0,
             pen=pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DashLine),
-            label=translate("LrSweepView", "stable threshold"),
+            label="",  # set by retranslate_ui
             labelOpts={"position": 0.03, "color": style.THEORY_COLOR, "anchors": [(0, 1), (0, 1)]},
         )
         self._threshold.setVisible(False)
@@ -126,11 +122,23 @@ class LrSweepView(ExplorerView):
         self._diverged_sample = pg.PlotDataItem(
             pen=None, symbol="x", symbolSize=12, symbolPen=pg.mkPen(style.THEORY_COLOR, width=2)
         )
+        self.retranslate_ui()
         self.clear()
 
     # -- contract -----------------------------------------------------------------------------
     def title(self) -> str:
         return translate("LrSweepView", "Learning-rate sweep")
+
+    def retranslate_ui(self) -> None:
+        super().retranslate_ui()
+        style.label_plot(
+            self._plot,
+            title=translate("LrSweepView", "Final held-out loss against learning rate"),
+            left=translate("LrSweepView", "final held-out loss (nats)"),
+            bottom=translate("LrSweepView", "learning rate"),
+        )
+        self._threshold.label.setFormat(translate("LrSweepView", "stable threshold"))
+        self._legend_rules = None  # the next show_train relabels the legend
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget
@@ -204,40 +212,7 @@ class LrSweepView(ExplorerView):
                 ]
                 for r in runs
             ]
-        header = [
-            "rule",
-            "lr",
-            "n_seeds",
-            "final_loss_mean",
-            "final_loss_std",
-            "final_loss_min",
-            "final_loss_max",
-            "final_accuracy_mean",
-            "initial_loss_mean",
-            "diverged",
-            "stable",
-            "largest_stable_lr",
-        ]
-        rows: list[list[float | str]] = []
-        for r in result.rows:
-            best = result.largest_stable_lr.get(r.rule)
-            rows.append(
-                [
-                    r.rule.value,
-                    r.lr,
-                    len(r.seeds),
-                    r.final_loss_mean,
-                    r.final_loss_std,
-                    r.final_loss_min,
-                    r.final_loss_max,
-                    r.final_accuracy_mean,
-                    r.initial_loss_mean,
-                    r.diverged,
-                    int(r.stable),
-                    "" if best is None else best,
-                ]
-            )
-        return header, rows
+        return lr_sweep_table(result)  # type: ignore[return-value]
 
     def reset_view(self) -> None:
         self._plot.enableAutoRange()

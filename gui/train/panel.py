@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from PySide6.QtCore import QSignalBlocker, Signal, Slot
+from PySide6.QtCore import QEvent, QSignalBlocker, Signal, Slot
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -127,11 +127,10 @@ def parse_lrs(text: str) -> tuple[float, ...]:
     return tuple(sorted(values))
 
 
-def _spin(low: int, high: int, value: int, tip: str) -> QSpinBox:
+def _spin(low: int, high: int, value: int) -> QSpinBox:
     box = QSpinBox()
     box.setRange(low, high)
     box.setValue(value)
-    box.setToolTip(tip)
     box.setKeyboardTracking(False)
     return box
 
@@ -150,169 +149,57 @@ class TrainPanel(QWidget):
     def __init__(self, config: TrainConfig | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         config = config or TrainConfig(d_model=64)
+        # Texts (items, tooltips, row labels, buttons) are set by retranslate_ui.
         self.task = QComboBox()
-        self.task.addItem(
-            translate("TrainPanel", "retrieval (key → value lookup)"), TaskKind.RETRIEVAL.value
-        )
-        self.task.addItem(
-            translate("TrainPanel", "copy back (token k places back)"), TaskKind.COPY_BACK.value
-        )
-        self.task.setToolTip(
-            translate(
-                "TrainPanel",
-                "Retrieval: n key/value pairs and a query key; answer the paired value (needs "
-                "a sharp attention on one of n keys). Copy back: output the token k places back "
-                "(causal mask).",
-            )
-        )
+        self.task.addItem("", TaskKind.RETRIEVAL.value)
+        self.task.addItem("", TaskKind.COPY_BACK.value)
         self.rule_boxes: dict[ScalingRule, QCheckBox] = {}
-        tips = {
-            ScalingRule.NONE: translate(
-                "TrainPanel", "No scaling: logits q·k with variance ≈ d_k at init."
-            ),
-            ScalingRule.SQRT: translate(
-                "TrainPanel", "Divide the logits by √d_k (the Transformer rule)."
-            ),
-            ScalingRule.LINEAR: translate("TrainPanel", "Divide the logits by d_k (μP)."),
-            ScalingRule.QK_NORM: translate(
-                "TrainPanel", "Normalise q and k to unit length, times a gain (default √d_k)."
-            ),
-            ScalingRule.SOFTCAP: translate(
-                "TrainPanel", "1/√d_k, then cap·tanh(s/cap) with cap = 50."
-            ),
-        }
         rules_box = QWidget()
         grid = QGridLayout(rules_box)
         grid.setContentsMargins(0, 0, 0, 0)
         for index, rule in enumerate(TRAIN_RULES):
-            box = QCheckBox(style.rule_name(rule))
-            box.setToolTip(tips[rule])
+            box = QCheckBox()
             box.setStyleSheet(
                 f"QCheckBox {{ color: {style.RULE_COLORS[rule]}; font-weight: bold; }}"
             )
             box.setChecked(rule in config.rules)
             self.rule_boxes[rule] = box
             grid.addWidget(box, index // 3, index % 3)
-        self.d_k = _spin(
-            1, 1024, config.d_k, translate("TrainPanel", "Head dimension d_k (width of q and k).")
-        )
-        self.d_model = _spin(
-            0,
-            1024,
-            config.d_model or 0,
-            translate("TrainPanel", "Model width d_model; 'auto' uses d_k × heads."),
-        )
-        self.d_model.setSpecialValueText(translate("TrainPanel", "auto (d_k × heads)"))
-        self.heads = _spin(
-            1, 16, config.heads, translate("TrainPanel", "Number of attention heads.")
-        )
-        self.n = _spin(
-            2,
-            256,
-            config.n,
-            translate(
-                "TrainPanel", "Retrieval: number of key/value pairs; copy back: sequence length."
-            ),
-        )
-        self.vocab = _spin(
-            2,
-            1024,
-            config.vocab,
-            translate(
-                "TrainPanel",
-                "Distinct symbols; chance loss is ln(vocab). Retrieval needs vocab ≥ n.",
-            ),
-        )
-        self.offset = _spin(
-            1,
-            255,
-            config.offset,
-            translate("TrainPanel", "Copy back: distance k to the copied token (k < n)."),
-        )
-        self.batch = _spin(
-            1, 1024, config.batch, translate("TrainPanel", "Training examples per step.")
-        )
-        self.steps = _spin(
-            1, 100_000, config.steps, translate("TrainPanel", "Optimiser steps per run.")
-        )
+        self.d_k = _spin(1, 1024, config.d_k)
+        self.d_model = _spin(0, 1024, config.d_model or 0)
+        self.heads = _spin(1, 16, config.heads)
+        self.n = _spin(2, 256, config.n)
+        self.vocab = _spin(2, 1024, config.vocab)
+        self.offset = _spin(1, 255, config.offset)
+        self.batch = _spin(1, 1024, config.batch)
+        self.steps = _spin(1, 100_000, config.steps)
         self.lr = LogSpinBox(TRAIN_LIMITS["lr"][0], TRAIN_LIMITS["lr"][1], config.lr)
-        self.lr.setToolTip(
-            translate(
-                "TrainPanel", "Learning rate of the training run (arrows step 1, 2, 3, 5 × 10^k)."
-            )
-        )
         self.optimizer = QComboBox()
         self.optimizer.addItem("Adam", OptimizerKind.ADAM.value)
         self.optimizer.addItem("SGD", OptimizerKind.SGD.value)
         self.optimizer.setCurrentIndex(0 if config.optimizer is OptimizerKind.ADAM else 1)
-        self.optimizer.setToolTip(translate("TrainPanel", "Adam (β = 0.9, 0.999) or plain SGD."))
-        self.seed = _spin(
-            0,
-            1_000_000,
-            config.seed,
-            translate(
-                "TrainPanel", "Seed of the initial weights, the batches and the held-out set."
-            ),
-        )
-        self.seeds = _spin(
-            1,
-            20,
-            3,
-            translate(
-                "TrainPanel",
-                "Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread).",
-            ),
-        )
+        self.seed = _spin(0, 1_000_000, config.seed)
+        self.seeds = _spin(1, 20, 3)
         self.lrs = QLineEdit("0.001, 0.003, 0.01, 0.03")
-        self.lrs.setToolTip(
-            translate("TrainPanel", "Learning-rate sweep: comma-separated learning rates.")
-        )
 
-        self.start_button = QPushButton(translate("TrainPanel", "Start"))
+        self.start_button = QPushButton()
         self.start_button.setShortcut(QKeySequence("Ctrl+T"))
-        self.start_button.setToolTip(
-            translate("TrainPanel", "Train the checked rules side by side (Ctrl+T).")
-        )
-        self.sweep_button = QPushButton(translate("TrainPanel", "Run lr sweep"))
+        self.sweep_button = QPushButton()
         self.sweep_button.setShortcut(QKeySequence("Ctrl+L"))
-        self.sweep_button.setToolTip(
-            translate(
-                "TrainPanel",
-                "Train every rule at every listed learning rate and seed; plot the final "
-                "held-out loss (Ctrl+L).",
-            )
-        )
-        self.pause_button = QPushButton(translate("TrainPanel", "Pause"))
+        self.pause_button = QPushButton()
         self.pause_button.setShortcut(QKeySequence("Ctrl+P"))
-        self.pause_button.setToolTip(
-            translate("TrainPanel", "Hold the run between two steps (Ctrl+P).")
-        )
-        self.resume_button = QPushButton(translate("TrainPanel", "Resume"))
+        self.resume_button = QPushButton()
         self.resume_button.setShortcut(QKeySequence("Ctrl+Shift+P"))
-        self.resume_button.setToolTip(
-            translate("TrainPanel", "Continue a paused run (Ctrl+Shift+P).")
-        )
-        self.stop_button = QPushButton(translate("TrainPanel", "Stop"))
+        self.stop_button = QPushButton()
         self.stop_button.setShortcut(QKeySequence("Ctrl+Shift+T"))
-        self.stop_button.setToolTip(
-            translate("TrainPanel", "End the run now; the curves so far stay (Ctrl+Shift+T).")
-        )
-        self.reset_button = QPushButton(translate("TrainPanel", "Reset"))
+        self.reset_button = QPushButton()
         self.reset_button.setShortcut(QKeySequence("Ctrl+Shift+X"))
-        self.reset_button.setToolTip(
-            translate("TrainPanel", "Stop and clear all curves and the sweep (Ctrl+Shift+X).")
-        )
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setValue(0)
         self.progress.setTextVisible(True)
-        self.progress.setFormat(translate("TrainPanel", "idle"))
-        self.progress.setToolTip(
-            translate(
-                "TrainPanel",
-                "Progress of the run or sweep, with the estimated time left (pauses excluded).",
-            )
-        )
+        self._progress_eta = math.nan  # last ETA shown, to re-word the bar in a new language
+        self._ran = False  # a job ran since the last Reset ("stopped" rather than "idle")
         self.error_label = QLabel()
         self.error_label.setWordWrap(True)
         self.error_label.setStyleSheet("QLabel { color: #b00020; }")
@@ -320,27 +207,36 @@ class TrainPanel(QWidget):
         self.status_label = QLabel()
         self.status_label.setWordWrap(True)
 
-        model = QGroupBox(translate("TrainPanel", "Task and model"))
-        form = QFormLayout(model)
-        form.addRow(translate("TrainPanel", "Task"), self.task)
-        form.addRow(translate("TrainPanel", "Rules"), rules_box)
-        form.addRow("d_k", self.d_k)
-        form.addRow("d_model", self.d_model)
-        form.addRow(translate("TrainPanel", "Heads"), self.heads)
-        form.addRow("n", self.n)
-        form.addRow(translate("TrainPanel", "Vocabulary"), self.vocab)
-        form.addRow(translate("TrainPanel", "Copy offset k"), self.offset)
-        training = QGroupBox(translate("TrainPanel", "Training"))
-        form = QFormLayout(training)
-        form.addRow(translate("TrainPanel", "Optimiser"), self.optimizer)
-        form.addRow(translate("TrainPanel", "Learning rate"), self.lr)
-        form.addRow(translate("TrainPanel", "Batch"), self.batch)
-        form.addRow(translate("TrainPanel", "Steps"), self.steps)
-        form.addRow(translate("TrainPanel", "Seed"), self.seed)
-        sweep = QGroupBox(translate("TrainPanel", "Learning-rate sweep"))
-        form = QFormLayout(sweep)
-        form.addRow(translate("TrainPanel", "Learning rates"), self.lrs)
-        form.addRow(translate("TrainPanel", "Seeds"), self.seeds)
+        self._model_box = QGroupBox()
+        form = QFormLayout(self._model_box)
+        # Row labels: QLabel objects kept by name so that retranslate_ui can re-word them.
+        self._row_labels: dict[str, QLabel] = {}
+        rows = (
+            (form, "task", self.task),
+            (form, "rules", rules_box),
+            (form, "d_k", self.d_k),
+            (form, "d_model", self.d_model),
+            (form, "heads", self.heads),
+            (form, "n", self.n),
+            (form, "vocab", self.vocab),
+            (form, "offset", self.offset),
+        )
+        self._training_box = QGroupBox()
+        training_form = QFormLayout(self._training_box)
+        rows += (
+            (training_form, "optimizer", self.optimizer),
+            (training_form, "lr", self.lr),
+            (training_form, "batch", self.batch),
+            (training_form, "steps", self.steps),
+            (training_form, "seed", self.seed),
+        )
+        self._sweep_box = QGroupBox()
+        sweep_form = QFormLayout(self._sweep_box)
+        rows += ((sweep_form, "lrs", self.lrs), (sweep_form, "seeds", self.seeds))
+        for layout_, name, field in rows:
+            label = QLabel()
+            layout_.addRow(label, field)
+            self._row_labels[name] = label
         buttons = QGridLayout()
         buttons.addWidget(self.start_button, 0, 0)
         buttons.addWidget(self.sweep_button, 0, 1)
@@ -354,9 +250,9 @@ class TrainPanel(QWidget):
         layout.addWidget(self.progress)
         layout.addWidget(self.status_label)
         layout.addWidget(self.error_label)
-        layout.addWidget(model)
-        layout.addWidget(training)
-        layout.addWidget(sweep)
+        layout.addWidget(self._model_box)
+        layout.addWidget(self._training_box)
+        layout.addWidget(self._sweep_box)
         layout.addStretch(1)
 
         for box in (
@@ -378,9 +274,141 @@ class TrainPanel(QWidget):
         self.lrs.textChanged.connect(self._on_input_changed)
         for box in self.rule_boxes.values():
             box.toggled.connect(self._on_input_changed)
-        self._state = TrainState.IDLE
-        self._validate()
+        self._state: str = TrainState.IDLE
+        self.retranslate_ui()
         self.set_state(TrainState.IDLE)
+
+    # --------------------------------------------------------------------------- translation
+    def retranslate_ui(self) -> None:
+        """Set every fixed text (items, row labels, buttons, tooltips) in the current language
+        and re-word the progress bar and the validation message."""
+        self.task.setItemText(0, translate("TrainPanel", "retrieval (key → value lookup)"))
+        self.task.setItemText(1, translate("TrainPanel", "copy back (token k places back)"))
+        self.task.setToolTip(
+            translate(
+                "TrainPanel",
+                "Retrieval: n key/value pairs and a query key; answer the paired value (needs "
+                "a sharp attention on one of n keys). Copy back: output the token k places back "
+                "(causal mask).",
+            )
+        )
+        tips = {
+            ScalingRule.NONE: translate(
+                "TrainPanel", "No scaling: logits q·k with variance ≈ d_k at init."
+            ),
+            ScalingRule.SQRT: translate(
+                "TrainPanel", "Divide the logits by √d_k (the Transformer rule)."
+            ),
+            ScalingRule.LINEAR: translate("TrainPanel", "Divide the logits by d_k (μP)."),
+            ScalingRule.QK_NORM: translate(
+                "TrainPanel", "Normalise q and k to unit length, times a gain (default √d_k)."
+            ),
+            ScalingRule.SOFTCAP: translate(
+                "TrainPanel", "1/√d_k, then cap·tanh(s/cap) with cap = 50."
+            ),
+        }
+        for rule, box in self.rule_boxes.items():
+            box.setText(style.rule_name(rule))
+            box.setToolTip(tips[rule])
+        self.d_k.setToolTip(translate("TrainPanel", "Head dimension d_k (width of q and k)."))
+        self.d_model.setToolTip(
+            translate("TrainPanel", "Model width d_model; 'auto' uses d_k × heads.")
+        )
+        self.d_model.setSpecialValueText(translate("TrainPanel", "auto (d_k × heads)"))
+        self.heads.setToolTip(translate("TrainPanel", "Number of attention heads."))
+        self.n.setToolTip(
+            translate(
+                "TrainPanel", "Retrieval: number of key/value pairs; copy back: sequence length."
+            )
+        )
+        self.vocab.setToolTip(
+            translate(
+                "TrainPanel",
+                "Distinct symbols; chance loss is ln(vocab). Retrieval needs vocab ≥ n.",
+            )
+        )
+        self.offset.setToolTip(
+            translate("TrainPanel", "Copy back: distance k to the copied token (k < n).")
+        )
+        self.batch.setToolTip(translate("TrainPanel", "Training examples per step."))
+        self.steps.setToolTip(translate("TrainPanel", "Optimiser steps per run."))
+        self.lr.setToolTip(
+            translate(
+                "TrainPanel", "Learning rate of the training run (arrows step 1, 2, 3, 5 × 10^k)."
+            )
+        )
+        self.optimizer.setToolTip(translate("TrainPanel", "Adam (β = 0.9, 0.999) or plain SGD."))
+        self.seed.setToolTip(
+            translate(
+                "TrainPanel", "Seed of the initial weights, the batches and the held-out set."
+            )
+        )
+        self.seeds.setToolTip(
+            translate(
+                "TrainPanel",
+                "Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread).",
+            )
+        )
+        self.lrs.setToolTip(
+            translate("TrainPanel", "Learning-rate sweep: comma-separated learning rates.")
+        )
+        buttons = (
+            (self.start_button, translate("TrainPanel", "Start"),
+             translate("TrainPanel", "Train the checked rules side by side (Ctrl+T).")),
+            (self.sweep_button, translate("TrainPanel", "Run lr sweep"),
+             translate(
+                 "TrainPanel",
+                 "Train every rule at every listed learning rate and seed; plot the final "
+                 "held-out loss (Ctrl+L).",
+             )),
+            (self.pause_button, translate("TrainPanel", "Pause"),
+             translate("TrainPanel", "Hold the run between two steps (Ctrl+P).")),
+            (self.resume_button, translate("TrainPanel", "Resume"),
+             translate("TrainPanel", "Continue a paused run (Ctrl+Shift+P).")),
+            (self.stop_button, translate("TrainPanel", "Stop"),
+             translate("TrainPanel", "End the run now; the curves so far stay (Ctrl+Shift+T).")),
+            (self.reset_button, translate("TrainPanel", "Reset"),
+             translate("TrainPanel", "Stop and clear all curves and the sweep (Ctrl+Shift+X).")),
+        )
+        for button, text, tip in buttons:
+            button.setText(text)
+            button.setToolTip(tip)
+        self.progress.setToolTip(
+            translate(
+                "TrainPanel",
+                "Progress of the run or sweep, with the estimated time left (pauses excluded).",
+            )
+        )
+        self._model_box.setTitle(translate("TrainPanel", "Task and model"))
+        self._training_box.setTitle(translate("TrainPanel", "Training"))
+        self._sweep_box.setTitle(translate("TrainPanel", "Learning-rate sweep"))
+        row_texts = {
+            "task": translate("TrainPanel", "Task"),
+            "rules": translate("TrainPanel", "Rules"),
+            "d_k": "d_k",
+            "d_model": "d_model",
+            "heads": translate("TrainPanel", "Heads"),
+            "n": "n",
+            "vocab": translate("TrainPanel", "Vocabulary"),
+            "offset": translate("TrainPanel", "Copy offset k"),
+            "optimizer": translate("TrainPanel", "Optimiser"),
+            "lr": translate("TrainPanel", "Learning rate"),
+            "batch": translate("TrainPanel", "Batch"),
+            "steps": translate("TrainPanel", "Steps"),
+            "seed": translate("TrainPanel", "Seed"),
+            "lrs": translate("TrainPanel", "Learning rates"),
+            "seeds": translate("TrainPanel", "Seeds"),
+        }
+        for name, text in row_texts.items():
+            self._row_labels[name].setText(text)
+        self.show_progress_text()
+        self._validate()  # the validation message is worded in the current language
+
+    def changeEvent(self, event: QEvent) -> None:  # Qt override
+        """Re-translate when the application's language changes."""
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate_ui()
+        super().changeEvent(event)
 
     # --------------------------------------------------------------------------------- values
     def config(self) -> TrainConfig:
@@ -459,6 +487,8 @@ class TrainPanel(QWidget):
     def set_state(self, state: str) -> None:
         """Enable the buttons that make sense in controller state ``state``."""
         self._state = state
+        if state == TrainState.RUNNING:
+            self._ran = True
         idle = state == TrainState.IDLE
         self.start_button.setEnabled(idle)
         self.sweep_button.setEnabled(idle)
@@ -466,17 +496,34 @@ class TrainPanel(QWidget):
         self.resume_button.setEnabled(state == TrainState.PAUSED)
         self.stop_button.setEnabled(state in (TrainState.RUNNING, TrainState.PAUSED))
         self.reset_button.setEnabled(state != TrainState.STOPPING)
+        self.show_progress_text()
 
     @Slot(float, float)
     def set_progress(self, fraction: float, eta_s: float) -> None:
         """Show progress ``fraction`` and the estimated seconds left."""
         self.progress.setValue(round(1000 * min(max(fraction, 0.0), 1.0)))
-        if self._state == TrainState.PAUSED:
+        self._progress_eta = eta_s
+        self.show_progress_text()
+
+    def reset_progress(self) -> None:
+        """Empty the progress bar and show it as idle (Reset)."""
+        self._ran = False
+        self.set_progress(0.0, math.nan)
+
+    def show_progress_text(self) -> None:
+        """Word the progress bar for the state, progress and ETA (in the current language)."""
+        state, done = self._state, self.progress.value() >= self.progress.maximum()
+        if state == TrainState.PAUSED:
             text = translate("TrainPanel", "%p% — paused")
-        elif fraction >= 1.0:
+        elif state == TrainState.STOPPING:
+            text = translate("TrainPanel", "%p% — stopping")
+        elif done:
             text = translate("TrainPanel", "%p% — done")
-        elif math.isfinite(eta_s):
-            text = translate("TrainPanel", "%p% — {0} left").format(_duration(eta_s))
+        elif state == TrainState.IDLE:
+            text = translate("TrainPanel", "%p% — stopped") if self._ran else translate(
+                "TrainPanel", "idle")
+        elif math.isfinite(self._progress_eta):
+            text = translate("TrainPanel", "%p% — {0} left").format(_duration(self._progress_eta))
         else:
             text = "%p%"
         self.progress.setFormat(text)

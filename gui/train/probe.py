@@ -46,6 +46,9 @@ class ProbeView(ExplorerView):
     """
 
     key = "train_probe"
+    #: At most 5 updates per second (see gui/train/controller.py): a map of attention weights
+    #: changes slowly, and every repaint takes the GIL from the training thread.
+    push_interval_s = 0.2
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -65,12 +68,20 @@ class ProbeView(ExplorerView):
         self._panels: dict[ScalingRule, tuple[pg.PlotItem, pg.ImageItem, pg.ScatterPlotItem]] = {}
         self._rules: tuple[ScalingRule, ...] = ()
         self._snapshot: object = None
+        self._empty_plot: pg.PlotItem | None = None  # the axes shown before the first run
         self._extent = (0, 0)  # (image rows, key positions) the axes are set up for
+        self.retranslate_ui()
         self.clear()
 
     # -- contract -----------------------------------------------------------------------------
     def title(self) -> str:
         return translate("ProbeView", "Probe attention")
+
+    def retranslate_ui(self) -> None:
+        """Re-label the panels; the captions and the note follow with the next push (the base
+        class drops the cache of what was shown)."""
+        super().retranslate_ui()
+        self._label_panels()
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget
@@ -188,16 +199,12 @@ class ProbeView(ExplorerView):
     def _build(self, rules: tuple[ScalingRule, ...]) -> None:
         self._widget.clear()
         self._panels = {}
+        self._empty_plot = None
         self._rules = rules
         self._extent = (0, 0)
         for col, rule in enumerate(rules):
             plot = self._widget.addPlot(row=0, col=col)
-            style.style_plot(
-                plot,
-                bottom=translate("ProbeView", "key position"),
-                left=translate("ProbeView", "query position") if col == 0 else None,
-                grid=False,
-            )
+            style.style_plot(plot, grid=False)
             plot.invertY(True)  # matrix convention: first target row at the top
             image = pg.ImageItem(axisOrder="row-major")
             image.setColorMap(self._colormap)
@@ -212,11 +219,21 @@ class ProbeView(ExplorerView):
             self._widget.addItem(self._colorbar, row=0, col=len(rules))
         else:
             # Before the first run: empty axes, so the tab (and an export) shows where maps go.
-            plot = self._widget.addPlot(row=0, col=0)
-            style.style_plot(
-                plot,
-                title=translate("ProbeView", "No training run yet"),
-                bottom=translate("ProbeView", "key position"),
-                left=translate("ProbeView", "query position"),
-            )
+            self._empty_plot = self._widget.addPlot(row=0, col=0)
+            style.style_plot(self._empty_plot)
         self._widget.addItem(self._note, row=1, col=0, colspan=max(len(rules), 1) + 1)
+        self._label_panels()
+
+    def _label_panels(self) -> None:
+        """Axis labels of the panels (and the placeholder's title) in the current language."""
+        keys = translate("ProbeView", "key position")
+        queries = translate("ProbeView", "query position")
+        for col, (plot, _image, _targets) in enumerate(self._panels.values()):
+            style.label_plot(plot, bottom=keys, left=queries if col == 0 else None)
+        if not self._panels and self._empty_plot is not None:
+            style.label_plot(
+                self._empty_plot,
+                title=translate("ProbeView", "No training run yet"),
+                bottom=keys,
+                left=queries,
+            )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QEventLoop, QObject, Qt, QTimer, Slot
+from PySide6.QtCore import QEvent, QEventLoop, QObject, Qt, QTimer, Slot
 from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from engine.trainer_config import TrainConfig
 from gui.i18n import translate
-from gui.train.controller import TrainController, TrainState
+from gui.train.controller import DEFAULT_PUSH_INTERVAL_MS, TrainController, TrainState
 from gui.train.curves import TrainCurvesView
 from gui.train.lr_sweep_view import LrSweepView
 from gui.train.panel import TrainPanel
@@ -47,7 +47,7 @@ class TrainTab(QWidget):
         self,
         config: TrainConfig | None = None,
         *,
-        push_interval_ms: int = 33,
+        push_interval_ms: int = DEFAULT_PUSH_INTERVAL_MS,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -64,7 +64,7 @@ class TrainTab(QWidget):
         self.view_tabs.setObjectName("trainViewTabs")
         self.view_tabs.setDocumentMode(True)
         for view in self.views:
-            self.view_tabs.addTab(view, view.title())
+            self.view_tabs.addTab(view, "")  # titled by retranslate_ui
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.panel)
@@ -90,6 +90,31 @@ class TrainTab(QWidget):
         self.controller.errorOccurred.connect(p.show_error)
         self.controller.resultsShown.connect(self._on_results_shown)
         self.view_tabs.currentChanged.connect(self._on_view_tab_changed)
+        self.retranslate_ui()
+
+    # --------------------------------------------------------------------------- translation
+    def retranslate_ui(self) -> None:
+        """Re-title the view tabs and re-word the status line in the current language (the
+        panel and the views re-translate themselves on the same ``LanguageChange``)."""
+        for index in range(self.view_tabs.count()):
+            self.view_tabs.setTabText(index, self.view_tabs.widget(index).title())
+        results = self.controller.results()
+        if results.snapshot is not None or results.sweep is not None:
+            self._on_results_shown(results)
+
+    def changeEvent(self, event: QEvent) -> None:  # Qt override
+        """Re-translate when the application's language changes."""
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate_ui()
+        super().changeEvent(event)
+
+    def event(self, event: QEvent) -> bool:  # Qt override
+        """After a language change has reached the views (children get it after this widget's
+        ``changeEvent``), re-draw their result texts: notes, legends, captions."""
+        handled = super().event(event)
+        if event.type() == QEvent.Type.LanguageChange:
+            self.controller.refresh_views()
+        return handled
 
     # ----------------------------------------------------------------------------- commands
     @Slot()
@@ -189,17 +214,11 @@ class TrainTab(QWidget):
         self.controller.reset()
         self.panel.show_error("")
         self.panel.status_label.setText("")
-        self.panel.progress.setFormat(translate("TrainTab", "idle"))
+        self.panel.reset_progress()
 
     @Slot(str)
     def _on_state_changed(self, state: str) -> None:
         self.panel.set_state(state)
-        if state == TrainState.PAUSED:
-            self.panel.progress.setFormat(translate("TrainTab", "%p% — paused"))
-        elif state == TrainState.STOPPING:
-            self.panel.progress.setFormat(translate("TrainTab", "%p% — stopping"))
-        elif state == TrainState.IDLE and self.panel.progress.value() < 1000:
-            self.panel.progress.setFormat(translate("TrainTab", "%p% — stopped"))
 
     @Slot(object)
     def _on_results_shown(self, results: Any) -> None:

@@ -234,57 +234,57 @@
 <context>
     <name>LrSweepView</name>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="101"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="135"/>
         <source>Final held-out loss against learning rate</source>
         <translation>最终留出集损失与学习率的关系</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="102"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="136"/>
         <source>final held-out loss (nats)</source>
         <translation>最终留出集损失（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="103"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="137"/>
         <source>learning rate</source>
         <translation>学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="109"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="139"/>
         <source>stable threshold</source>
         <translation>稳定阈值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="133"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="129"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="278"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="285"/>
         <source>Run a learning-rate sweep (Ctrl+L) to see how far each rule&apos;s learning rate can be pushed.</source>
         <translation>运行学习率扫描（Ctrl+L），查看每种规则的学习率最多能调到多大。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="288"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="295"/>
         <source>Sweep running: {0} of {1} runs done (learning rate {2:g}, seed {3}).</source>
         <translation>扫描进行中：已完成 {0} / {1} 次运行（学习率 {2:g}，种子 {3}）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="302"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="309"/>
         <source>no stable lr</source>
         <translation>无稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="304"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="311"/>
         <source>Largest stable learning rate (d&lt;sub&gt;k&lt;/sub&gt; = {0}, {1} seeds, {2} steps): {3}. Band: min…max over seeds; ×: a seed diverged.</source>
         <translation>最大稳定学习率（d&lt;sub&gt;k&lt;/sub&gt; = {0}，{1} 个种子，{2} 步）：{3}。色带：各种子的最小值…最大值；×：有种子发散。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="319"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="326"/>
         <source>largest stable lr</source>
         <translation>最大稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="320"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="327"/>
         <source>diverged</source>
         <translation>发散</translation>
     </message>
@@ -770,49 +770,48 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ProbeView</name>
     <message>
-        <location filename="../../gui/train/probe.py" line="73"/>
+        <location filename="../../gui/train/probe.py" line="78"/>
         <source>Probe attention</source>
+        <extracomment>At most 5 updates per second (see gui/train/controller.py): a map of attention weights changes slowly, and every repaint takes the GIL from the training thread.</extracomment>
         <translation>探针注意力</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="90"/>
+        <location filename="../../gui/train/probe.py" line="101"/>
         <source>The attention map of one fixed held-out example appears here while training runs.</source>
         <translation>训练进行时，这里显示一个固定留出样本的注意力图。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="113"/>
+        <location filename="../../gui/train/probe.py" line="124"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="117"/>
+        <location filename="../../gui/train/probe.py" line="128"/>
         <source>{0}: H = {1:.2f} nats</source>
         <translation>{0}：H = {1:.2f} 奈特</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="122"/>
+        <location filename="../../gui/train/probe.py" line="133"/>
         <source>Step {0}. Rows: target positions{1}; columns: key positions 0…{2}. Magenta squares: the key that answers the probe.</source>
         <translation>第 {0} 步。行：目标位置{1}；列：键位置 0…{2}。品红色方块：回答该探针的键。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="128"/>
+        <location filename="../../gui/train/probe.py" line="139"/>
         <source> of each head, heads stacked top to bottom</source>
         <translation>（每个头一组，各头自上而下排列）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="197"/>
-        <location filename="../../gui/train/probe.py" line="219"/>
+        <location filename="../../gui/train/probe.py" line="229"/>
         <source>key position</source>
         <translation>键位置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="198"/>
-        <location filename="../../gui/train/probe.py" line="220"/>
+        <location filename="../../gui/train/probe.py" line="230"/>
         <source>query position</source>
         <translation>查询位置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="218"/>
+        <location filename="../../gui/train/probe.py" line="236"/>
         <source>No training run yet</source>
         <translation>尚未进行训练</translation>
     </message>
@@ -991,89 +990,88 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TrainCurvesView</name>
     <message>
-        <location filename="../../gui/train/curves.py" line="75"/>
+        <location filename="../../gui/train/curves.py" line="132"/>
         <source>Loss</source>
-        <extracomment>Panel names in layout order, with log-y.</extracomment>
         <translation>损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="76"/>
+        <location filename="../../gui/train/curves.py" line="133"/>
         <source>cross-entropy (nats)</source>
         <translation>交叉熵（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="79"/>
+        <location filename="../../gui/train/curves.py" line="136"/>
         <source>Held-out accuracy</source>
         <translation>留出集准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="80"/>
+        <location filename="../../gui/train/curves.py" line="137"/>
         <source>accuracy</source>
         <translation>准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="82"/>
+        <location filename="../../gui/train/curves.py" line="139"/>
         <source>Global gradient norm</source>
         <translation>全局梯度范数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="84"/>
+        <location filename="../../gui/train/curves.py" line="141"/>
         <source>Attention entropy (mean over heads)</source>
         <translation>注意力熵（各头平均）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="85"/>
+        <location filename="../../gui/train/curves.py" line="142"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="95"/>
+        <location filename="../../gui/train/curves.py" line="145"/>
         <source>step</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="112"/>
-        <location filename="../../gui/train/curves.py" line="118"/>
+        <location filename="../../gui/train/curves.py" line="149"/>
         <source>chance</source>
         <translation>随机水平</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="143"/>
+        <location filename="../../gui/train/curves.py" line="126"/>
         <source>Training curves</source>
+        <extracomment>Panel names in layout order, with log-y.</extracomment>
         <translation>训练曲线</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="274"/>
+        <location filename="../../gui/train/curves.py" line="284"/>
         <source>Press Start (Ctrl+T) to train the selected rules side by side: same initial weights, same batches.</source>
         <translation>按“开始”（Ctrl+T）并排训练所选规则：相同的初始权重，相同的批次。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="286"/>
+        <location filename="../../gui/train/curves.py" line="296"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="292"/>
+        <location filename="../../gui/train/curves.py" line="302"/>
         <source>{0}: held-out loss {1:.3g}, accuracy {2:.2f}</source>
         <translation>{0}：留出集损失 {1:.3g}，准确率 {2:.2f}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="296"/>
+        <location filename="../../gui/train/curves.py" line="306"/>
         <source>Step {0} of {1}, chance loss ln {2} = {3:.3g}.</source>
         <translation>第 {0} / {1} 步，随机水平损失 ln {2} = {3:.3g}。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="311"/>
+        <location filename="../../gui/train/curves.py" line="321"/>
         <source>diverged at step {0}</source>
         <translation>在第 {0} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="364"/>
+        <location filename="../../gui/train/curves.py" line="374"/>
         <source>training loss</source>
         <translation>训练损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="365"/>
+        <location filename="../../gui/train/curves.py" line="375"/>
         <source>held-out</source>
         <translation>留出集</translation>
     </message>
@@ -1102,282 +1100,292 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>学习率不能有重复值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="155"/>
+        <location filename="../../gui/train/panel.py" line="285"/>
         <source>retrieval (key → value lookup)</source>
         <translation>检索（键 → 值查找）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="158"/>
+        <location filename="../../gui/train/panel.py" line="286"/>
         <source>copy back (token k places back)</source>
         <translation>回溯复制（向前第 k 个词元）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="161"/>
+        <location filename="../../gui/train/panel.py" line="288"/>
         <source>Retrieval: n key/value pairs and a query key; answer the paired value (needs a sharp attention on one of n keys). Copy back: output the token k places back (causal mask).</source>
         <translation>检索：n 个键/值对和一个查询键；输出与之配对的值（需要在 n 个键中的一个上形成尖锐的注意力）。回溯复制：输出向前第 k 个位置的词元（因果掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="170"/>
+        <location filename="../../gui/train/panel.py" line="296"/>
         <source>No scaling: logits q·k with variance ≈ d_k at init.</source>
         <translation>不缩放：logit 为 q·k，初始化时方差 ≈ d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="173"/>
+        <location filename="../../gui/train/panel.py" line="299"/>
         <source>Divide the logits by √d_k (the Transformer rule).</source>
         <translation>将 logit 除以 √d_k（Transformer 的规则）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="176"/>
+        <location filename="../../gui/train/panel.py" line="302"/>
         <source>Divide the logits by d_k (μP).</source>
         <translation>将 logit 除以 d_k（μP）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="177"/>
+        <location filename="../../gui/train/panel.py" line="303"/>
         <source>Normalise q and k to unit length, times a gain (default √d_k).</source>
         <translation>将 q 和 k 归一化为单位长度，再乘以增益（默认 √d_k）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="180"/>
+        <location filename="../../gui/train/panel.py" line="306"/>
         <source>1/√d_k, then cap·tanh(s/cap) with cap = 50.</source>
         <translation>先乘 1/√d_k，再取 cap·tanh(s/cap)，cap = 50。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="197"/>
+        <location filename="../../gui/train/panel.py" line="313"/>
         <source>Head dimension d_k (width of q and k).</source>
         <translation>头维度 d_k（q 和 k 的宽度）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="203"/>
+        <location filename="../../gui/train/panel.py" line="315"/>
         <source>Model width d_model; &apos;auto&apos; uses d_k × heads.</source>
         <translation>模型宽度 d_model；“自动”取 d_k × 头数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="205"/>
+        <location filename="../../gui/train/panel.py" line="317"/>
         <source>auto (d_k × heads)</source>
         <translation>自动（d_k × 头数）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="207"/>
+        <location filename="../../gui/train/panel.py" line="318"/>
         <source>Number of attention heads.</source>
         <translation>注意力头数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="213"/>
+        <location filename="../../gui/train/panel.py" line="320"/>
         <source>Retrieval: number of key/value pairs; copy back: sequence length.</source>
         <translation>检索：键/值对的个数；回溯复制：序列长度。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="221"/>
+        <location filename="../../gui/train/panel.py" line="325"/>
         <source>Distinct symbols; chance loss is ln(vocab). Retrieval needs vocab ≥ n.</source>
         <translation>不同符号的个数；随机水平损失为 ln(vocab)。检索任务要求 vocab ≥ n。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="230"/>
+        <location filename="../../gui/train/panel.py" line="331"/>
         <source>Copy back: distance k to the copied token (k &lt; n).</source>
         <translation>回溯复制：到被复制词元的距离 k（k &lt; n）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="233"/>
+        <location filename="../../gui/train/panel.py" line="333"/>
         <source>Training examples per step.</source>
         <translation>每步的训练样本数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="236"/>
+        <location filename="../../gui/train/panel.py" line="334"/>
         <source>Optimiser steps per run.</source>
         <translation>每次运行的优化步数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="240"/>
+        <location filename="../../gui/train/panel.py" line="336"/>
         <source>Learning rate of the training run (arrows step 1, 2, 3, 5 × 10^k).</source>
         <translation>训练运行的学习率（箭头按 1、2、3、5 × 10^k 步进）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="248"/>
+        <location filename="../../gui/train/panel.py" line="340"/>
         <source>Adam (β = 0.9, 0.999) or plain SGD.</source>
         <translation>Adam（β = 0.9, 0.999）或普通 SGD。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="253"/>
+        <location filename="../../gui/train/panel.py" line="342"/>
         <source>Seed of the initial weights, the batches and the held-out set.</source>
         <translation>初始权重、批次和留出集的随机种子。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="261"/>
+        <location filename="../../gui/train/panel.py" line="347"/>
         <source>Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread).</source>
         <translation>学习率扫描：每个学习率使用种子 0…N−1（取均值和离散范围）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="268"/>
+        <location filename="../../gui/train/panel.py" line="353"/>
         <source>Learning-rate sweep: comma-separated learning rates.</source>
         <translation>学习率扫描：以逗号分隔的学习率。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="271"/>
+        <location filename="../../gui/train/panel.py" line="356"/>
         <source>Start</source>
         <translation>开始</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="274"/>
+        <location filename="../../gui/train/panel.py" line="357"/>
         <source>Train the checked rules side by side (Ctrl+T).</source>
         <translation>并排训练勾选的规则（Ctrl+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="276"/>
+        <location filename="../../gui/train/panel.py" line="358"/>
         <source>Run lr sweep</source>
         <translation>运行学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="279"/>
+        <location filename="../../gui/train/panel.py" line="359"/>
         <source>Train every rule at every listed learning rate and seed; plot the final held-out loss (Ctrl+L).</source>
         <translation>以列出的每个学习率和种子训练每种规则；绘制最终留出集损失（Ctrl+L）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="285"/>
+        <location filename="../../gui/train/panel.py" line="364"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="288"/>
+        <location filename="../../gui/train/panel.py" line="365"/>
         <source>Hold the run between two steps (Ctrl+P).</source>
         <translation>在两步之间暂停运行（Ctrl+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="290"/>
+        <location filename="../../gui/train/panel.py" line="366"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="293"/>
+        <location filename="../../gui/train/panel.py" line="367"/>
         <source>Continue a paused run (Ctrl+Shift+P).</source>
         <translation>继续已暂停的运行（Ctrl+Shift+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="295"/>
+        <location filename="../../gui/train/panel.py" line="368"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="298"/>
+        <location filename="../../gui/train/panel.py" line="369"/>
         <source>End the run now; the curves so far stay (Ctrl+Shift+T).</source>
         <translation>立即结束运行；已有曲线会保留（Ctrl+Shift+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="300"/>
+        <location filename="../../gui/train/panel.py" line="370"/>
         <source>Reset</source>
         <translation>重置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="303"/>
+        <location filename="../../gui/train/panel.py" line="371"/>
         <source>Stop and clear all curves and the sweep (Ctrl+Shift+X).</source>
         <translation>停止并清除所有曲线和扫描结果（Ctrl+Shift+X）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="309"/>
+        <location filename="../../gui/train/panel.py" line="519"/>
+        <source>%p% — stopping</source>
+        <translation>%p% — 正在停止</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="523"/>
         <source>idle</source>
         <translation>空闲</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="311"/>
+        <location filename="../../gui/train/panel.py" line="377"/>
         <source>Progress of the run or sweep, with the estimated time left (pauses excluded).</source>
         <translation>运行或扫描的进度，以及预计剩余时间（不含暂停）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="323"/>
+        <location filename="../../gui/train/panel.py" line="382"/>
         <source>Task and model</source>
         <translation>任务与模型</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="325"/>
+        <location filename="../../gui/train/panel.py" line="386"/>
         <source>Task</source>
         <translation>任务</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="326"/>
+        <location filename="../../gui/train/panel.py" line="387"/>
         <source>Rules</source>
         <translation>规则</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="329"/>
+        <location filename="../../gui/train/panel.py" line="390"/>
         <source>Heads</source>
         <translation>头数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="331"/>
+        <location filename="../../gui/train/panel.py" line="392"/>
         <source>Vocabulary</source>
         <translation>词表大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="332"/>
+        <location filename="../../gui/train/panel.py" line="393"/>
         <source>Copy offset k</source>
         <translation>复制偏移 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="333"/>
+        <location filename="../../gui/train/panel.py" line="383"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="335"/>
+        <location filename="../../gui/train/panel.py" line="394"/>
         <source>Optimiser</source>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="336"/>
+        <location filename="../../gui/train/panel.py" line="395"/>
         <source>Learning rate</source>
         <translation>学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="337"/>
+        <location filename="../../gui/train/panel.py" line="396"/>
         <source>Batch</source>
         <translation>批大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="338"/>
+        <location filename="../../gui/train/panel.py" line="397"/>
         <source>Steps</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="339"/>
+        <location filename="../../gui/train/panel.py" line="398"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="340"/>
+        <location filename="../../gui/train/panel.py" line="384"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="342"/>
+        <location filename="../../gui/train/panel.py" line="399"/>
         <source>Learning rates</source>
         <translation>学习率列表</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="343"/>
+        <location filename="../../gui/train/panel.py" line="400"/>
         <source>Seeds</source>
         <translation>种子数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="475"/>
+        <location filename="../../gui/train/panel.py" line="517"/>
         <source>%p% — paused</source>
         <translation>%p% — 已暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="477"/>
+        <location filename="../../gui/train/panel.py" line="521"/>
         <source>%p% — done</source>
         <translation>%p% — 已完成</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="479"/>
+        <location filename="../../gui/train/panel.py" line="523"/>
+        <source>%p% — stopped</source>
+        <translation>%p% — 已停止</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="526"/>
         <source>%p% — {0} left</source>
         <translation>%p% — 剩余 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="506"/>
+        <location filename="../../gui/train/panel.py" line="553"/>
         <source>{0} s</source>
         <translation>{0} 秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="507"/>
+        <location filename="../../gui/train/panel.py" line="554"/>
         <source>{0} min {1:02d} s</source>
         <translation>{0} 分 {1:02d} 秒</translation>
     </message>
@@ -1385,33 +1393,13 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TrainTab</name>
     <message>
-        <location filename="../../gui/train/tab.py" line="192"/>
-        <source>idle</source>
-        <extracomment>A short real run for headless export and the self-test (well under a second of training). Learning rates and seeds of the headless demo sweep (the largest one diverges).</extracomment>
-        <translation>空闲</translation>
-    </message>
-    <message>
-        <location filename="../../gui/train/tab.py" line="198"/>
-        <source>%p% — paused</source>
-        <translation>%p% — 已暂停</translation>
-    </message>
-    <message>
-        <location filename="../../gui/train/tab.py" line="200"/>
-        <source>%p% — stopping</source>
-        <translation>%p% — 正在停止</translation>
-    </message>
-    <message>
-        <location filename="../../gui/train/tab.py" line="202"/>
-        <source>%p% — stopped</source>
-        <translation>%p% — 已停止</translation>
-    </message>
-    <message>
-        <location filename="../../gui/train/tab.py" line="211"/>
+        <location filename="../../gui/train/tab.py" line="230"/>
         <source>Training: step {0} of {1}, {2:.0f} steps/s</source>
+        <extracomment>A short real run for headless export and the self-test (well under a second of training). Learning rates and seeds of the headless demo sweep (the largest one diverges).</extracomment>
         <translation>训练中：第 {0} / {1} 步，{2:.0f} 步/秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="217"/>
+        <location filename="../../gui/train/tab.py" line="236"/>
         <source>Sweep: {0} of {1} runs</source>
         <translation>扫描：{0} / {1} 次运行</translation>
     </message>

@@ -178,12 +178,11 @@ def test_translation_follows_set_language(qapp, english_after):
 
 
 # -- the whole window in Chinese --------------------------------------------------------------
-def visible_texts(window: QWidget, skip: set[QWidget] | None = None) -> list[tuple[str, str]]:
+def visible_texts(window: QWidget) -> list[tuple[str, str]]:
     """(where, text) of every user-visible string of ``window``: widgets, menus and actions,
-    tooltips, tabs, combo items, docks and every text item of every plot scene (widgets in
-    ``skip`` left out)."""
+    tooltips, tabs, combo items, docks and every text item of every plot scene."""
     out: list[tuple[str, str]] = [("window title", window.windowTitle())]
-    widgets = [w for w in [window, *window.findChildren(QWidget)] if w not in (skip or set())]
+    widgets = [window, *window.findChildren(QWidget)]
     for w in widgets:
         kind = f"{type(w).__name__}({w.objectName()})"
         out += [(f"{kind} tooltip", w.toolTip()), (f"{kind} status tip", w.statusTip())]
@@ -245,20 +244,21 @@ def test_every_visible_string_of_the_chinese_window_is_translated(make_window, e
 
 def test_switching_language_at_runtime_translates_the_explorer(window, english_after):
     """Started in English, switched from the menu: the explorer (views, parameter panel, menus,
-    status bar, tour) re-translates without a restart."""
+    status bar, tour) and the Train tab (panel, views) re-translate without a restart."""
     window.tour_action.trigger()
     window.language_actions["zh_CN"].trigger()
     window.controller.refresh_views()
-    # The Train tab (gui/train) builds its texts once; it re-translates once it implements
-    # retranslate_ui like the explorer (see gui/i18n.py), until then a restart switches it.
-    train = set(window.train_tab.findChildren(QWidget))
-    texts = [(where, text) for where, text in visible_texts(window, skip=train)]
-    assert len(texts) > 150
+    window.train_tab.refresh_views()  # hidden training views too
+    texts = visible_texts(window)
+    assert len(texts) > 200
     assert untranslated(texts) == []
+    train_texts = {text for _where, text in visible_texts(window.train_tab)}
+    assert {"开始", "训练曲线"} <= train_texts, sorted(train_texts)
     # The same walk in English finds the English texts (so the walk itself reads real text).
     window.language_actions["en"].trigger()
-    english = {text for _where, text in visible_texts(window, skip=train)}
+    english = {text for _where, text in visible_texts(window)}
     assert {"&File", "Parameters", "Scaling laws", "tokens n", "Guided tour"} <= english
+    assert {"Train", "Start", "Training curves", "Learning-rate sweep"} <= english
     assert not any(CJK.search(text) for text in english - UNTRANSLATED_TEXTS)
 
 
