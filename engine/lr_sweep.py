@@ -28,7 +28,7 @@ from typing import IO
 import numpy as np
 
 from engine.config import ScalingRule
-from engine.trainer import TrainingSession, blas_threads
+from engine.trainer import TrainingSession, blas_threads, wait_for_gate
 from engine.trainer_config import TRAIN_LIMITS, TrainConfig
 
 __all__ = [
@@ -223,6 +223,7 @@ def iter_lr_sweep(
     cancel: threading.Event | None = None,
     *,
     stable_ratio: float = DEFAULT_STABLE_RATIO,
+    step_gate: threading.Event | None = None,
 ) -> Iterator[LrSweepProgress]:
     """Train ``config`` at every learning rate and seed, yielding progress.
 
@@ -238,6 +239,10 @@ def iter_lr_sweep(
         When set, the generator returns promptly (after the current step).
     stable_ratio
         See the module docstring; in (0, 1].
+    step_gate
+        Optional "may step" flag waited for before each optimisation step: a GUI clears it
+        while it paints so the sweep does not compete for the interpreter lock. ``cancel`` is
+        still honoured while it is cleared (:func:`engine.trainer.wait_for_gate`).
 
     Yields
     ------
@@ -266,6 +271,8 @@ def iter_lr_sweep(
                 with blas_threads(cfg):
                     while session.step < cfg.steps and session.alive:
                         if cancel is not None and cancel.is_set():
+                            return
+                        if not wait_for_gate(step_gate, cancel):
                             return
                         session.train_step()
                         if time.perf_counter() - last >= PROGRESS_INTERVAL_S:

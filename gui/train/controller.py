@@ -13,18 +13,43 @@ Why so few pushes: the training thread and the GUI thread share the GIL, and pyq
 millisecond the trainer cannot run (benchmarks/bench_train_gui.py): at 25 Hz the curves took
 ~40 % of the GIL and training ran at ~0.5× its engine-only speed. Training curves read just as
 well at 10 Hz.
+
+The step gate: the controller owns a ``threading.Event`` that the engine waits for before each
+optimisation step (``iter_training(step_gate=...)``). A push clears it while it updates the
+views and sets it again in a ``finally``; the paint follows as a second gated block after one
+pass of the event loop (the viewports' updates are disabled in between, so Qt cannot paint the
+frame ungated first, or twice). Why: the trainer's many small numpy calls take the GIL in
+between the GUI's Python (pyqtgraph ``setData`` and paint code), and one 20-30 ms block of
+update + paint was the worst heartbeat stall. Measured (benchmarks/bench_train_gui.py, curves
+in front, 2-core machine, load 0.5-1): before, worst stall 46 ms and 0.64× engine-only steps/s;
+with the gate, split paint and the curves' steady y ranges and axis widths, 20-23 ms and
+0.66-0.75×. Most of that is the split paint and the curves' changes: with the gate disabled,
+21-22 ms and 0.65-0.71×, i.e. the gate's own gain is within the noise here. The gate is cleared
+only inside :meth:`_gated`, Stop and shutdown set it again, and the engine honours ``cancel``
+while gated, so a run can never be left blocked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from types import MappingProxyType
 
 import numpy as np
-from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import (
+    QCoreApplication,
+    QEvent,
+    QObject,
+    QThread,
+    QTimer,
+    Signal,
+    Slot,
+)
+from PySide6.QtWidgets import QGraphicsView, QWidget
 
 from engine.config import ScalingRule
 from engine.trainer_config import TrainConfig
@@ -140,11 +165,21 @@ class TrainController(QObject):
         self._resumed_at = math.nan
         self._saved_switch_interval: float | None = None
         self.pushes = 0
+        # Shared with every job's engine generator: cleared only inside _gated() (see the
+        # module docstring); set otherwise.
+        self._step_gate = threading.Event()
+        self._step_gate.set()
+        # Viewports updated by the last push, their updates disabled until the paint timer.
+        self._held: list[QWidget] = []
 
         self._push_timer = QTimer(self)
         self._push_timer.setSingleShot(True)
         self._push_timer.setInterval(push_interval_ms)
         self._push_timer.timeout.connect(self._on_push_timer)
+        self._paint_timer = QTimer(self)
+        self._paint_timer.setSingleShot(True)
+        self._paint_timer.setInterval(0)
+        self._paint_timer.timeout.connect(self._paint_held)
 
         self._thread = QThread(self)
         self._thread.setObjectName("train-worker")
@@ -178,6 +213,10 @@ class TrainController(QObject):
         """True while the worker thread is alive."""
         return self._thread.isRunning()
 
+    def step_gate(self) -> threading.Event:
+        """The engine's step gate (set except while the GUI thread pushes and paints)."""
+        return self._step_gate
+
     # ------------------------------------------------------------------------------ commands
     def start_training(self, config: TrainConfig) -> bool:
         """Train ``config``; the curves restart. Returns False when a job is still running."""
@@ -187,7 +226,9 @@ class TrainController(QObject):
         self._results = self._results.replace(
             snapshot=None, grad_steps=np.zeros(0, dtype=int), grad_norms=MappingProxyType({})
         )
-        self._submit(TrainJob(self._new_id(), TrainJobKind.TRAIN, config))
+        self._submit(
+            TrainJob(self._new_id(), TrainJobKind.TRAIN, config, step_gate=self._step_gate)
+        )
         return True
 
     def start_lr_sweep(self, config: TrainConfig, lrs: Sequence[float], seeds: int) -> bool:
@@ -202,6 +243,7 @@ class TrainController(QObject):
                 config,
                 lrs=tuple(float(x) for x in lrs),
                 seeds=int(seeds),
+                step_gate=self._step_gate,
             )
         )
         return True
@@ -225,6 +267,7 @@ class TrainController(QObject):
     @Slot()
     def stop(self) -> None:
         """Cancel the running job (it ends after its current step; results so far stay)."""
+        self._step_gate.set()  # never needed here; a gated engine honours cancel anyway
         if self._job is not None and self._state in (TrainState.RUNNING, TrainState.PAUSED):
             self._job.stop()
             self._set_state(TrainState.STOPPING)
@@ -246,18 +289,20 @@ class TrainController(QObject):
     def refresh_views(self) -> None:
         """Push the latest results to every view now, hidden ones too (e.g. before export)."""
         now = time.perf_counter()
-        for view in self._views:
-            view.show_train(self._results)  # type: ignore[attr-defined]
-            self._shown_at[view] = now
-        self._stale.clear()
+        with self._gated():
+            for view in self._views:
+                view.show_train(self._results)  # type: ignore[attr-defined]
+                self._shown_at[view] = now
+            self._stale.clear()
 
     @Slot(object)
     def refresh_view(self, view: object) -> None:
         """Bring ``view`` up to date (called when a hidden view becomes visible)."""
         if view in self._stale:
             self._stale.discard(view)
-            view.show_train(self._results)  # type: ignore[attr-defined]
-            self._shown_at[view] = time.perf_counter()
+            with self._gated():
+                view.show_train(self._results)  # type: ignore[attr-defined]
+                self._shown_at[view] = time.perf_counter()
 
     def shutdown(self, timeout_ms: int = 1000) -> bool:
         """Stop the job and the thread, waiting at most ``timeout_ms`` (then without bound).
@@ -271,6 +316,8 @@ class TrainController(QObject):
             return not self._thread.isRunning()
         self._closed = True
         self._push_timer.stop()
+        self._paint_held()  # re-enables the viewports a push held; paints nothing when closed
+        self._step_gate.set()
         if self._job is not None:
             self._job.stop()
         self._thread.quit()
@@ -392,19 +439,85 @@ class TrainController(QObject):
         self._dirty = False
         results = self._results
         now = time.perf_counter()
-        for view in self._views:
-            visible = getattr(view, "isVisible", None)
-            if visible is not None and not visible():
-                self._stale.add(view)
-                continue
-            # 0.9: the push timer's jitter must not make a 200 ms view wait for 300 ms.
-            interval = 0.9 * float(getattr(view, "push_interval_s", 0.0))
-            if not force and now - self._shown_at.get(view, -math.inf) < interval:
-                self._dirty = True  # this view still owes the latest results: push again
-                continue
-            view.show_train(results)  # type: ignore[attr-defined]
-            self._shown_at[view] = now
-            self._stale.discard(view)
-        self.pushes += 1
-        self.progressChanged.emit(*self._progress)
-        self.resultsShown.emit(results)
+        with self._gated():
+            shown = []
+            for view in self._views:
+                visible = getattr(view, "isVisible", None)
+                if visible is not None and not visible():
+                    self._stale.add(view)
+                    continue
+                # 0.9: the push timer's jitter must not make a 200 ms view wait for 300 ms.
+                interval = 0.9 * float(getattr(view, "push_interval_s", 0.0))
+                if not force and now - self._shown_at.get(view, -math.inf) < interval:
+                    self._dirty = True  # this view still owes the latest results: push again
+                    continue
+                view.show_train(results)  # type: ignore[attr-defined]
+                self._shown_at[view] = now
+                self._stale.discard(view)
+                shown.append(view)
+            self.pushes += 1
+            # Before the paint: the progress bar and status line go into the same repaint.
+            self.progressChanged.emit(*self._progress)
+            self.resultsShown.emit(results)
+        # The paint is a second gated block after the event loop's next pass: a push is ~10 ms
+        # of setData and ~10 ms of painting, and two blocks with timers and input handled in
+        # between stall the loop half as long as one.
+        if shown:
+            self._hold(shown)
+            self._paint_timer.start()
+
+    def _hold(self, views: Sequence[object]) -> None:
+        """Let the scenes of ``views`` take in their changes now, painting nothing yet.
+
+        In Qt 6.10 a scene's queued dirty-item processing paints the window synchronously: left
+        to the event loop it would paint ungated, right after the push. With the viewport's
+        updates disabled it only records the change; :meth:`_paint_held` enables them again
+        (which schedules a full update) and delivers the paint.
+        """
+        for graphics in _graphics_views(views):
+            viewport = graphics.viewport()
+            if viewport.updatesEnabled():
+                viewport.setUpdatesEnabled(False)
+                self._held.append(viewport)
+            scene = graphics.scene()
+            if scene is not None:
+                QCoreApplication.sendPostedEvents(scene, QEvent.Type.MetaCall)
+
+    @contextlib.contextmanager
+    def _gated(self) -> Iterator[None]:
+        """Hold the trainer's next step while the body updates or paints views."""
+        if not self._step_gate.is_set():  # nested: the outer block sets it again
+            yield
+            return
+        self._step_gate.clear()
+        try:
+            yield
+        finally:
+            self._step_gate.set()
+
+    @Slot()
+    def _paint_held(self) -> None:
+        """Paint the viewports held by the last push, with the step gate closed."""
+        held, self._held = self._held, []
+        self._paint_timer.stop()
+        if not held:
+            return
+        with self._gated():
+            for viewport in held:
+                viewport.setUpdatesEnabled(True)  # never leave a viewport frozen
+            if self._closed:
+                return
+            windows = dict.fromkeys(viewport.window() for viewport in held)
+            for window in windows:
+                QCoreApplication.sendPostedEvents(window, QEvent.Type.UpdateRequest)
+
+
+def _graphics_views(views: Sequence[object]) -> list[QGraphicsView]:
+    """The visible graphics views inside ``views`` (a train view is a container widget)."""
+    return [
+        graphics
+        for view in views
+        if isinstance(view, QWidget)
+        for graphics in view.findChildren(QGraphicsView)
+        if graphics.isVisible()
+    ]

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
@@ -45,6 +46,16 @@ def _divergence_y(st: object) -> float:
     return initial if math.isfinite(initial) and initial > 0 else 1.0
 
 
+#: Plots whose y range the view sets itself, in steps (see ``TrainCurvesView._fit_y``).
+_MANAGED_Y = ("loss", "grad_norm", "entropy")
+
+
+def _nice_range(lo: float, hi: float, step: float) -> tuple[float, float]:
+    """``[lo, hi]`` widened to multiples of ``step`` (at least one step wide)."""
+    a, b = math.floor(lo / step) * step, math.ceil(hi / step) * step
+    return (a, b) if b > a else (a, a + step)
+
+
 class TrainCurvesView(ExplorerView):
     """Four live panels against the training step, one colour per rule.
 
@@ -80,6 +91,16 @@ class TrainCurvesView(ExplorerView):
             # Long runs: draw only what is visible, peak-downsampled to the pixel width.
             plot.setClipToView(True)
             plot.setDownsampling(auto=True, mode="peak")
+            # The left axis keeps its width while a run's loss falls through the decades: a
+            # width change re-lays out the plot and repaints its column later, outside the
+            # controller's gated paint (measured: a quarter of the pushes were followed by such
+            # a 25-55 ms repaint). Room for a wide tick label is reserved up front (wider than
+            # "1e-07" of the log plots) and the axis may grow but never shrink.
+            axis = plot.getAxis("left")
+            axis.setStyle(autoReduceTextSpace=False)
+            reserve = QFontMetrics(axis.font()).horizontalAdvance("-0.0001")
+            axis.textWidth = max(axis.textWidth, reserve)
+            axis._updateWidth()
             if first is None:
                 first = plot
             else:
@@ -87,6 +108,14 @@ class TrainCurvesView(ExplorerView):
             self._plots[name] = plot
         self._plots["accuracy"].setYRange(0.0, 1.0, padding=0.03)
         self._plots["accuracy"].enableAutoRange(y=False)
+        # The other y ranges move in coarse steps (half decades, tenths of ln n) instead of
+        # pyqtgraph's auto-range: that recomputed every curve's bounds and re-generated the
+        # axes on almost every push (a third of a push's time on the GUI thread, and its worst
+        # stalls). name -> range last set; None: fit at the next push; "user": zoomed by hand.
+        self._y_fit: dict[str, tuple[float, float] | str | None] = {}
+        for name in _MANAGED_Y:
+            self._plots[name].enableAutoRange(y=False)
+            self._y_fit[name] = None
         chance_pen = pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DotLine)
         self._chance_loss = pg.InfiniteLine(
             angle=0,
@@ -205,6 +234,7 @@ class TrainCurvesView(ExplorerView):
         self._chance_acc.setValue(1.0 / snap.config.vocab)
         self._chance_acc.setVisible(True)
         self._note.setText(self._note_text(snap))
+        self._fit_y(snap, results)
         # Auto-range now rather than in the paint: a range set while painting schedules a
         # second full repaint of all four plots (measured: ~2 paints per push otherwise).
         self._widget.scene().prepareForPaint()
@@ -237,8 +267,13 @@ class TrainCurvesView(ExplorerView):
             plot.enableAutoRange()
             if name == "accuracy":
                 plot.setYRange(0.0, 1.0, padding=0.03)
+            if name in self._y_fit:
+                plot.enableAutoRange(y=False)
+                self._y_fit[name] = None
         if self._x_total > 0:
             self._plots["loss"].setXRange(0, self._x_total, padding=0.02)
+        if self._results.snapshot is not None:
+            self._fit_y(self._results.snapshot, self._results)
 
     # -- public helpers (tests) ----------------------------------------------------------------
     def clear(self) -> None:
@@ -272,6 +307,46 @@ class TrainCurvesView(ExplorerView):
         return [label.text for _sample, label in self._legend.items]
 
     # -- internals ----------------------------------------------------------------------------
+    def _fit_y(self, snap: object, results: TrainResults) -> None:
+        """Set the managed y ranges when the data left them (not after a manual zoom)."""
+        rules = snap.rules.values()  # type: ignore[attr-defined]
+        series = {
+            "loss": [a for st in rules for a in (st.loss_history, st.eval_loss_history)],
+            "grad_norm": list(results.grad_norms.values()),
+            "entropy": [np.asarray(st.entropy_history, dtype=np.float64) for st in rules],
+        }
+        for name in _MANAGED_Y:
+            fitted = self._y_fit[name]
+            plot = self._plots[name]
+            shown = tuple(plot.getViewBox().viewRange()[1])
+            if fitted == "user":
+                continue
+            if fitted is not None and not np.allclose(shown, self._padded(fitted)):
+                self._y_fit[name] = "user"  # zoomed or panned by hand: leave it alone
+                continue
+            log_y = name != "entropy"
+            lo, hi = math.inf, -math.inf
+            for values in series[name]:
+                a = np.asarray(values, dtype=np.float64)
+                a = a[np.isfinite(a) & (a > 0)] if log_y else a[np.isfinite(a)]
+                if a.size:
+                    lo, hi = min(lo, float(a.min())), max(hi, float(a.max()))
+            if lo > hi:
+                continue
+            if log_y:
+                wanted = _nice_range(math.log10(lo), math.log10(hi), 0.5)
+            else:
+                wanted = _nice_range(lo, hi, 0.1 * math.log(max(int(snap.config.n), 2)))  # type: ignore[attr-defined]
+            if wanted != fitted:
+                plot.setYRange(*wanted, padding=0.02)
+                self._y_fit[name] = wanted
+
+    @staticmethod
+    def _padded(fitted: tuple[float, float]) -> tuple[float, float]:
+        """The view range pyqtgraph shows for ``setYRange(*fitted, padding=0.02)``."""
+        pad = 0.02 * (fitted[1] - fitted[0])
+        return fitted[0] - pad, fitted[1] + pad
+
     def _clear_items(self) -> None:
         for curve in self._curves.values():
             curve.setData([], [])

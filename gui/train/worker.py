@@ -1,10 +1,13 @@
 """The training worker: runs one engine generator per job on the training QThread.
 
-A :class:`TrainJob` is immutable apart from its two ``threading.Event`` objects, the only
+A :class:`TrainJob` is immutable apart from its ``threading.Event`` objects, the only
 channel from the GUI thread into a running job: ``cancel`` (Stop) and ``running`` (cleared =
 paused). Pausing never busy-waits: after each item the worker blocks in ``running.wait()``
 while the engine generator stays suspended at its ``yield``; Stop sets ``cancel`` and then
-``running`` so that a paused worker wakes up and returns at once.
+``running`` so that a paused worker wakes up and returns at once. A third event, shared by all
+jobs of a controller, is passed to the engine as ``step_gate``: the controller clears it briefly
+while it paints the views so that the trainer does not compete for the GIL (the engine still
+honours ``cancel`` while gated).
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ class TrainJob:
         Set (from the GUI thread) to stop the job after the current step.
     running
         Cleared to pause the job between two engine yields; set to resume.
+    step_gate
+        Passed to the engine: cleared (by the GUI thread, briefly) holds the next optimisation
+        step; None: never held.
     """
 
     request_id: int
@@ -70,6 +76,7 @@ class TrainJob:
     seeds: int = 1
     cancel: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False)
     running: threading.Event = dataclasses.field(default_factory=_set_event, compare=False)
+    step_gate: threading.Event | None = dataclasses.field(default=None, compare=False)
 
     def pause(self) -> None:
         """Hold the job at its next yield."""
@@ -128,11 +135,13 @@ class TrainWorker(QObject):
             if job.kind is TrainJobKind.TRAIN:
                 from engine.trainer import iter_training
 
-                items = iter_training(job.config, job.cancel)
+                items = iter_training(job.config, job.cancel, step_gate=job.step_gate)
             else:
                 from engine.lr_sweep import iter_lr_sweep
 
-                items = iter_lr_sweep(job.config, job.lrs, job.seeds, job.cancel)
+                items = iter_lr_sweep(
+                    job.config, job.lrs, job.seeds, job.cancel, step_gate=job.step_gate
+                )
             try:
                 for item in items:
                     self.itemReady.emit(TrainItem(job.request_id, job.kind, item))

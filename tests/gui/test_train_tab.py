@@ -167,9 +167,35 @@ def test_gui_stays_responsive_while_training(tab, qtbot):
             break
     tab.controller.stop()
     assert tab.wait_until_idle(5_000)
-    # Generous for a loaded 2-core machine (the target is 30 ms; see the printed figures).
-    assert min(worst_runs) <= 150.0, worst_runs
+    # The target is 30 ms (idle machine, gated pushes: ~20 ms measured); 60 ms leaves room for
+    # a loaded 2-core machine. Before the step gate and split paint: 33-57 ms on an idle one.
+    assert min(worst_runs) <= 60.0, worst_runs
     assert _step(tab) > 20
+
+
+def test_step_gate_is_open_between_pushes_and_after_stop(tab):
+    """The gate is closed only inside a push or paint: never left closed (a hang) by a push,
+    Pause, Stop or the end of a run, and no viewport is left with its updates disabled."""
+    gate = tab.controller.step_gate()
+    closed_during_paint = []
+    tab.controller.resultsShown.connect(lambda _r: closed_during_paint.append(not gate.is_set()))
+    tab.panel.set_config(LONG)
+    assert tab.start_training()
+    assert wait_for(tab, lambda: tab.controller.pushes >= 3, 20_000)
+    assert closed_during_paint and all(closed_during_paint)  # the trainer waits while we draw
+    assert gate.is_set()
+    viewport = tab.curves.export_item().viewport()
+    tab.controller.pause()
+    assert gate.is_set()
+    wait_for(tab, None, 150)  # the snapshot in flight arrives and is pushed
+    assert gate.is_set() and viewport.updatesEnabled()
+    paused_at = _step(tab)
+    tab.controller.resume()
+    assert wait_for(tab, lambda: _step(tab) > paused_at, 10_000)
+    tab.controller.stop()
+    assert tab.wait_until_idle(5_000)
+    wait_for(tab, None, 50)
+    assert gate.is_set() and viewport.updatesEnabled()
 
 
 def test_lr_sweep_view_shows_the_engine_result(tab):
@@ -238,3 +264,20 @@ def test_window_train_tab_exports_and_closing_mid_training_leaves_no_thread(make
     print(f"\nclose mid-training: {1000 * elapsed:.1f} ms")
     assert not tab.controller.is_running()
     assert elapsed < 1.0, elapsed
+
+
+def test_curves_y_ranges_cover_the_data_and_respect_a_manual_zoom(tab):
+    assert tab.start_training()
+    assert tab.wait_until_idle(20_000)
+    results = tab.controller.results()
+    loss = tab.curves.plot("loss")
+    lo, hi = loss.getViewBox().viewRange()[1]  # log10 units
+    for st in results.snapshot.rules.values():
+        history = np.asarray(st.loss_history)
+        assert lo <= np.log10(history.min()) and np.log10(history.max()) <= hi
+    loss.setYRange(-0.5, 0.2, padding=0)  # the user zooms in
+    tab.curves._forget()  # make the next show_train draw the same results again
+    tab.curves.show_train(results)
+    assert np.allclose(loss.getViewBox().viewRange()[1], (-0.5, 0.2))
+    tab.curves.reset_view()  # fitted to the data again
+    assert np.allclose(loss.getViewBox().viewRange()[1], (lo, hi))
