@@ -124,7 +124,7 @@ class HistogramView(ExplorerView):
             note += "<br>" + translate(
                 "HistogramView",
                 "With ρ ≠ 0, key i is correlated with query i: those diagonal logits (mean "
-                "c·ρ·d<sub>k</sub>) form the extra tail (right for ρ > 0, left for ρ < 0).",
+                "c·ρ·d<sub>k</sub>) form the extra tail (right for ρ > 0, left for ρ &lt; 0).",
             )
         self._formula.setText(note)
 

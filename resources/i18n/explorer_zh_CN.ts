@@ -168,8 +168,8 @@
     </message>
     <message>
         <location filename="../../gui/views/histogram.py" line="124"/>
-        <source>With ρ ≠ 0, key i is correlated with query i: those diagonal logits (mean c·ρ·d&lt;sub&gt;k&lt;/sub&gt;) form the extra tail (right for ρ &gt; 0, left for ρ &lt; 0).</source>
-        <translation>ρ ≠ 0 时，键 i 与查询 i 相关：这些对角线 logit（均值 c·ρ·d&lt;sub&gt;k&lt;/sub&gt;）形成额外的尾部（ρ &gt; 0 时在右侧，ρ &lt; 0 时在左侧）。</translation>
+        <source>With ρ ≠ 0, key i is correlated with query i: those diagonal logits (mean c·ρ·d&lt;sub&gt;k&lt;/sub&gt;) form the extra tail (right for ρ &gt; 0, left for ρ &amp;lt; 0).</source>
+        <translation>ρ ≠ 0 时，键 i 与查询 i 相关：这些对角线 logit（均值 c·ρ·d&lt;sub&gt;k&lt;/sub&gt;）形成额外的尾部（ρ &gt; 0 时在右侧，ρ &amp;lt; 0 时在左侧）。</translation>
     </message>
 </context>
 <context>
@@ -234,57 +234,57 @@
 <context>
     <name>LrSweepView</name>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="135"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="136"/>
         <source>Final held-out loss against learning rate</source>
         <translation>最终留出集损失与学习率的关系</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="136"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="137"/>
         <source>final held-out loss (nats)</source>
         <translation>最终留出集损失（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="137"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="138"/>
         <source>learning rate</source>
         <translation>学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="139"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="140"/>
         <source>stable threshold</source>
         <translation>稳定阈值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="129"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="130"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="285"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="253"/>
         <source>Run a learning-rate sweep (Ctrl+L) to see how far each rule&apos;s learning rate can be pushed.</source>
         <translation>运行学习率扫描（Ctrl+L），查看每种规则的学习率最多能调到多大。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="295"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="263"/>
         <source>Sweep running: {0} of {1} runs done (learning rate {2:g}, seed {3}).</source>
         <translation>扫描进行中：已完成 {0} / {1} 次运行（学习率 {2:g}，种子 {3}）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="309"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="277"/>
         <source>no stable lr</source>
         <translation>无稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="311"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="279"/>
         <source>Largest stable learning rate (d&lt;sub&gt;k&lt;/sub&gt; = {0}, {1} seeds, {2} steps): {3}. Band: min…max over seeds; ×: a seed diverged.</source>
         <translation>最大稳定学习率（d&lt;sub&gt;k&lt;/sub&gt; = {0}，{1} 个种子，{2} 步）：{3}。色带：各种子的最小值…最大值；×：有种子发散。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="326"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="294"/>
         <source>largest stable lr</source>
         <translation>最大稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="327"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="295"/>
         <source>diverged</source>
         <translation>发散</translation>
     </message>
@@ -990,88 +990,88 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TrainCurvesView</name>
     <message>
-        <location filename="../../gui/train/curves.py" line="132"/>
+        <location filename="../../gui/train/curves.py" line="161"/>
         <source>Loss</source>
         <translation>损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="133"/>
+        <location filename="../../gui/train/curves.py" line="162"/>
         <source>cross-entropy (nats)</source>
         <translation>交叉熵（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="136"/>
+        <location filename="../../gui/train/curves.py" line="165"/>
         <source>Held-out accuracy</source>
         <translation>留出集准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="137"/>
+        <location filename="../../gui/train/curves.py" line="166"/>
         <source>accuracy</source>
         <translation>准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="139"/>
+        <location filename="../../gui/train/curves.py" line="168"/>
         <source>Global gradient norm</source>
         <translation>全局梯度范数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="141"/>
+        <location filename="../../gui/train/curves.py" line="170"/>
         <source>Attention entropy (mean over heads)</source>
         <translation>注意力熵（各头平均）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="142"/>
+        <location filename="../../gui/train/curves.py" line="171"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="145"/>
+        <location filename="../../gui/train/curves.py" line="174"/>
         <source>step</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="149"/>
+        <location filename="../../gui/train/curves.py" line="178"/>
         <source>chance</source>
         <translation>随机水平</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="126"/>
+        <location filename="../../gui/train/curves.py" line="155"/>
         <source>Training curves</source>
-        <extracomment>Panel names in layout order, with log-y.</extracomment>
+        <extracomment>Plots whose y range the view sets itself, in steps (see ``TrainCurvesView._fit_y``). Panel names in layout order, with log-y.</extracomment>
         <translation>训练曲线</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="284"/>
+        <location filename="../../gui/train/curves.py" line="359"/>
         <source>Press Start (Ctrl+T) to train the selected rules side by side: same initial weights, same batches.</source>
         <translation>按“开始”（Ctrl+T）并排训练所选规则：相同的初始权重，相同的批次。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="296"/>
+        <location filename="../../gui/train/curves.py" line="371"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="302"/>
+        <location filename="../../gui/train/curves.py" line="377"/>
         <source>{0}: held-out loss {1:.3g}, accuracy {2:.2f}</source>
         <translation>{0}：留出集损失 {1:.3g}，准确率 {2:.2f}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="306"/>
+        <location filename="../../gui/train/curves.py" line="381"/>
         <source>Step {0} of {1}, chance loss ln {2} = {3:.3g}.</source>
         <translation>第 {0} / {1} 步，随机水平损失 ln {2} = {3:.3g}。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="321"/>
+        <location filename="../../gui/train/curves.py" line="396"/>
         <source>diverged at step {0}</source>
         <translation>在第 {0} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="374"/>
+        <location filename="../../gui/train/curves.py" line="449"/>
         <source>training loss</source>
         <translation>训练损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="375"/>
+        <location filename="../../gui/train/curves.py" line="450"/>
         <source>held-out</source>
         <translation>留出集</translation>
     </message>

@@ -277,6 +277,9 @@ def test_histogram_with_causal_mask_ignores_masked_logits(qtbot, results):
     rho = CONFIG.replace(rho=0.5)
     view.show_results(results.replace(config=rho, snapshot=run_experiment(rho)))
     assert "ρ ≠ 0" in view._formula.text
+    # The note is rich text: what the user reads must keep "ρ < 0" (a bare "<" opened a tag
+    # and swallowed the end of the sentence).
+    assert view._formula.item.toPlainText().endswith("left for ρ < 0).")
 
 
 # -- laws -------------------------------------------------------------------------------------
