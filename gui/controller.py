@@ -18,7 +18,7 @@ import math
 import time
 from collections.abc import Iterable, Sequence
 
-from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from engine.config import AttentionConfig, ScalingRule, SweepConfig, SweepParam
 from gui.results import ExplorerResults
@@ -31,6 +31,8 @@ from gui.worker import (
     SweepPointReady,
     TemperatureReady,
     Worker,
+    start_worker_thread,
+    stop_worker_thread,
 )
 
 __all__ = ["DEFAULT_SWEEP_VALUES", "ExplorerController", "sweep_config_for"]
@@ -145,18 +147,14 @@ class ExplorerController(QObject):
         self._push_timer.setInterval(push_interval_ms)
         self._push_timer.timeout.connect(self._on_push_timer)
 
-        self._thread = QThread(self)
-        self._thread.setObjectName("explorer-worker")
         self._worker = Worker()
-        self._worker.moveToThread(self._thread)
         self._jobSubmitted.connect(self._worker.run)
         self._worker.fastPartsReady.connect(self._on_fast_parts)
         self._worker.temperatureReady.connect(self._on_temperature_ready)
         self._worker.sweepPointReady.connect(self._on_sweep_point)
         self._worker.failed.connect(self._on_failed)
         self._worker.finished.connect(self._on_finished)
-        self._thread.finished.connect(self._worker.deleteLater)
-        self._thread.start()
+        self._thread = start_worker_thread(self, self._worker, "explorer-worker")
 
     # ----------------------------------------------------------------------------- accessors
     def config(self) -> AttentionConfig:
@@ -267,13 +265,7 @@ class ExplorerController(QObject):
         self._want_full = False
         if self._running is not None:
             self._running.cancel.set()
-        self._thread.quit()
-        stopped = self._thread.wait(timeout_ms)
-        if not stopped:
-            # A single engine call (run_experiment) cannot be interrupted; destroying a running
-            # QThread would abort the process (ENVIRONMENT.md trap 2), so wait for it to end.
-            self._thread.wait()
-        return stopped
+        return stop_worker_thread(self._thread, timeout_ms)
 
     # -------------------------------------------------------------------------------- private
     @Slot()

@@ -15,7 +15,7 @@ import queue
 import threading
 import traceback
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from engine.config import AttentionConfig, ScalingRule, SweepConfig
 
@@ -214,6 +214,34 @@ class _BlasLimit:
         if self._controller is None:
             return contextlib.nullcontext()
         return self._controller.limit(limits=1, user_api="blas")  # type: ignore[attr-defined]
+
+
+def start_worker_thread(owner: QObject, worker: QObject, name: str) -> QThread:
+    """Move ``worker`` to a new QThread owned by ``owner``, start it and return it.
+
+    Connect the worker's signals before or after this call (they are queued either way); the
+    worker is deleted in its own thread when the thread finishes.
+    """
+    thread = QThread(owner)
+    thread.setObjectName(name)
+    worker.moveToThread(thread)
+    thread.finished.connect(worker.deleteLater)
+    thread.start()
+    return thread
+
+
+def stop_worker_thread(thread: QThread, timeout_ms: int) -> bool:
+    """Quit ``thread`` and wait for it; return True if it stopped within ``timeout_ms``.
+
+    The caller has already asked the running job to stop. One engine call cannot be
+    interrupted, and destroying a running QThread aborts the process (ENVIRONMENT.md trap 2),
+    so after the bounded wait this waits for the thread without bound.
+    """
+    thread.quit()
+    stopped = thread.wait(timeout_ms)
+    if not stopped:
+        thread.wait()
+    return stopped
 
 
 class Worker(QObject):

@@ -44,7 +44,6 @@ from PySide6.QtCore import (
     QCoreApplication,
     QEvent,
     QObject,
-    QThread,
     QTimer,
     Signal,
     Slot,
@@ -57,11 +56,11 @@ from gui.train.results import TrainResults
 from gui.train.worker import (
     TrainItem,
     TrainJob,
-    TrainJobFailed,
     TrainJobFinished,
     TrainJobKind,
     TrainWorker,
 )
+from gui.worker import JobFailed, start_worker_thread, stop_worker_thread
 
 __all__ = [
     "DEFAULT_PUSH_INTERVAL_MS",
@@ -181,16 +180,12 @@ class TrainController(QObject):
         self._paint_timer.setInterval(0)
         self._paint_timer.timeout.connect(self._paint_held)
 
-        self._thread = QThread(self)
-        self._thread.setObjectName("train-worker")
         self._worker = TrainWorker()
-        self._worker.moveToThread(self._thread)
         self._jobSubmitted.connect(self._worker.run)
         self._worker.itemReady.connect(self._on_item)
         self._worker.failed.connect(self._on_failed)
         self._worker.finished.connect(self._on_finished)
-        self._thread.finished.connect(self._worker.deleteLater)
-        self._thread.start()
+        self._thread = start_worker_thread(self, self._worker, "train-worker")
 
     # ----------------------------------------------------------------------------- accessors
     def state(self) -> str:
@@ -320,12 +315,7 @@ class TrainController(QObject):
         self._step_gate.set()
         if self._job is not None:
             self._job.stop()
-        self._thread.quit()
-        stopped = self._thread.wait(timeout_ms)
-        if not stopped:
-            # One engine step cannot be interrupted; destroying a running QThread would abort
-            # the process (ENVIRONMENT.md trap 2), so wait for it.
-            self._thread.wait()
+        stopped = stop_worker_thread(self._thread, timeout_ms)
         self._restore_switch_interval()
         return stopped
 
@@ -401,7 +391,7 @@ class TrainController(QObject):
             norms.append(float(st.grad_norm) if alive else math.nan)
 
     @Slot(object)
-    def _on_failed(self, message: TrainJobFailed) -> None:
+    def _on_failed(self, message: JobFailed) -> None:
         if self._closed or self._job is None or message.request_id != self._job.request_id:
             return
         self._last_error = message.message

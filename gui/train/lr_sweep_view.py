@@ -214,10 +214,6 @@ class LrSweepView(ExplorerView):
             ]
         return lr_sweep_table(result)  # type: ignore[return-value]
 
-    def reset_view(self) -> None:
-        self._plot.enableAutoRange()
-        self._plot.autoRange()
-
     # -- helpers ------------------------------------------------------------------------------
     def clear(self) -> None:
         """Remove every point (Reset)."""

@@ -20,11 +20,11 @@ import traceback
 from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.trainer_config import TrainConfig
+from gui.worker import JobFailed
 
 __all__ = [
     "TrainItem",
     "TrainJob",
-    "TrainJobFailed",
     "TrainJobFinished",
     "TrainJobKind",
     "TrainWorker",
@@ -102,14 +102,6 @@ class TrainItem:
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainJobFailed:
-    """The job raised; ``message`` is meant for the user."""
-
-    request_id: int
-    message: str
-
-
-@dataclasses.dataclass(frozen=True)
 class TrainJobFinished:
     """The job ended; ``completed`` is False when it was stopped or failed."""
 
@@ -122,7 +114,7 @@ class TrainWorker(QObject):
     """Runs :class:`TrainJob` objects in the thread it was moved to (never touches widgets)."""
 
     itemReady = Signal(object)  # TrainItem
-    failed = Signal(object)  # TrainJobFailed
+    failed = Signal(object)  # gui.worker.JobFailed
     finished = Signal(object)  # TrainJobFinished
 
     @Slot(object)
@@ -153,9 +145,9 @@ class TrainWorker(QObject):
                 items.close()
             completed = not job.cancel.is_set()
         except ValueError as exc:  # invalid input the user can fix
-            self.failed.emit(TrainJobFailed(job.request_id, str(exc)))
+            self.failed.emit(JobFailed(job.request_id, str(exc)))
         except Exception as exc:  # a bug must not kill the thread or the window
             traceback.print_exc()
-            self.failed.emit(TrainJobFailed(job.request_id, f"{type(exc).__name__}: {exc}"))
+            self.failed.emit(JobFailed(job.request_id, f"{type(exc).__name__}: {exc}"))
         finally:
             self.finished.emit(TrainJobFinished(job.request_id, job.kind, completed))

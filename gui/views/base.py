@@ -56,8 +56,21 @@ class ExplorerView(QWidget):
         raise NotImplementedError
 
     def reset_view(self) -> None:
-        """Auto-range every plot of the view."""
-        raise NotImplementedError
+        """Auto-range every plot of the view (views with fixed ranges extend this)."""
+        item = self.export_item()
+        plots: list[pg.PlotItem] = []
+        layouts = [item.getPlotItem()] if isinstance(item, pg.PlotWidget) else [item.ci]
+        while layouts:
+            layout = layouts.pop()
+            if isinstance(layout, pg.PlotItem):
+                plots.append(layout)
+                continue
+            for child in layout.items:
+                if isinstance(child, pg.PlotItem | pg.GraphicsLayout):
+                    layouts.append(child)
+        for plot in plots:
+            plot.enableAutoRange()
+            plot.autoRange()
 
     # -- translation ----------------------------------------------------------------------------
     def retranslate_ui(self) -> None:

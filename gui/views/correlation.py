@@ -153,10 +153,6 @@ class CorrelationView(ExplorerView):
                 ])
         return header, rows
 
-    def reset_view(self) -> None:
-        self._plot.enableAutoRange()
-        self._plot.autoRange()
-
     # -- accessors for tests --------------------------------------------------------------------
     def points(self, rule: ScalingRule) -> pg.PlotDataItem:
         """Return the Monte Carlo markers of ``rule``."""

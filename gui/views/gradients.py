@@ -176,11 +176,8 @@ class GradientView(ExplorerView):
         return header, rows
 
     def reset_view(self) -> None:
-        for key, plot in self._plots.items():
-            plot.enableAutoRange()
-            plot.autoRange()
-            if key == "saturated":
-                plot.setYRange(0.0, 1.0, padding=0.05)
+        super().reset_view()
+        self._plots["saturated"].setYRange(0.0, 1.0, padding=0.05)
 
     # -- internals ----------------------------------------------------------------------------
     def plot(self, key: str) -> pg.PlotItem:

@@ -147,11 +147,6 @@ class HistogramView(ExplorerView):
                 ])
         return header, rows
 
-    def reset_view(self) -> None:
-        for panel in self._panels:
-            panel.plot.enableAutoRange()
-            panel.plot.autoRange()
-
     # -- internals ----------------------------------------------------------------------------
     def variance_labels(self) -> list[str]:
         """Return the variance read-outs as displayed (for tests)."""

@@ -190,9 +190,7 @@ class LawsView(ExplorerView):
         return header, rows
 
     def reset_view(self) -> None:
-        for plot in self._plots.values():
-            plot.enableAutoRange()
-            plot.autoRange()
+        super().reset_view()
         self._fix_bounded_ranges()
 
     # -- internals ----------------------------------------------------------------------------

@@ -126,10 +126,6 @@ class SoftmaxView(ExplorerView):
             rows.extend([rule.value, HEAD, self._row, j, float(p[j]), h, pm] for j in range(p.size))
         return header, rows
 
-    def reset_view(self) -> None:
-        self._plot.enableAutoRange()
-        self._plot.autoRange()
-
     # -- internals ----------------------------------------------------------------------------
     def curve(self, rule: ScalingRule) -> pg.PlotDataItem:
         """Return the curve of ``rule`` (for tests)."""

@@ -201,10 +201,6 @@ class TemperatureView(ExplorerView):
         ]
         return header, rows
 
-    def reset_view(self) -> None:
-        self._plot.enableAutoRange()
-        self._plot.autoRange()
-
     # -- accessors for tests and the self-test -------------------------------------------------
     def readout_text(self) -> str:
         """Return the printed maximum-difference line."""

@@ -441,3 +441,19 @@ def test_export_item_renders_non_blank_png_of_requested_width(qtbot, results, cl
     rgb = {f"#{int(c) & 0xFFFFFF:06x}" for c in colours}
     if cls is not HeatmapView:
         assert rgb & {style.RULE_COLORS[ScalingRule.SQRT].lower()}
+
+
+@pytest.mark.parametrize("cls", [SoftmaxView, HistogramView, CorrelationView, LawsView])
+def test_reset_view_undoes_a_zoom_on_every_plot(qtbot, results, cls):
+    view = build(qtbot, cls)
+    view.show_results(results)
+    layout = view.export_item().ci
+    plots = [item for item in layout.items if isinstance(item, pg.PlotItem)]
+    assert plots
+    for plot in plots:
+        plot.setRange(xRange=(1e-3, 2e-3), yRange=(1e-3, 2e-3), padding=0)
+        assert not any(plot.vb.autoRangeEnabled())
+    view.reset_view()
+    for plot in plots:
+        x_range = plot.vb.viewRange()[0]
+        assert x_range[1] - x_range[0] > 2e-3  # no longer the tiny zoom window
