@@ -102,10 +102,11 @@ class _Progress:
 
 def train_command(args: argparse.Namespace) -> int:
     """Run ``main.py train``; return the exit code."""
-    from engine.trainer import iter_training
+    from engine.trainer import check_training_memory, iter_training
 
     try:
         config = _config_from_args(args, lr=args.lr, seed=args.seed)
+        check_training_memory(config)
     except ValueError as exc:
         return _error(str(exc))
     progress = _Progress(sys.stderr, args.quiet)
@@ -167,9 +168,11 @@ def train_command(args: argparse.Namespace) -> int:
 def lr_sweep_command(args: argparse.Namespace) -> int:
     """Run ``main.py lr-sweep``; return the exit code."""
     from engine.lr_sweep import iter_lr_sweep, write_lr_sweep_csv
+    from engine.trainer import check_training_memory
 
     try:
         config = _config_from_args(args)
+        check_training_memory(config)
         lrs = _parse_lrs(args.lrs)
         if isinstance(args.seeds, bool) or not isinstance(args.seeds, int) or args.seeds < 1:
             raise ValueError(f"--seeds must be a positive integer, got {args.seeds!r}")

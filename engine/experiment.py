@@ -25,6 +25,7 @@ from engine.stats import row_summary
 __all__ = [
     "AttentionSnapshot",
     "RuleView",
+    "check_snapshot_memory",
     "correlation_rms",
     "draw_qk",
     "raw_scores",
@@ -211,6 +212,26 @@ def _theory_variance(config: AttentionConfig, rule: ScalingRule, c: float) -> fl
     return c * c * raw
 
 
+def check_snapshot_memory(config: AttentionConfig,
+                          rules: Iterable[ScalingRule | str] = ()) -> None:
+    """Raise :class:`~engine.attention.MemoryBudgetError` if :func:`run_experiment` would.
+
+    Cheap (no array is allocated), so a user interface can check a configuration before it
+    requests it and explain the limit next to the control.
+
+    Parameters
+    ----------
+    config, rules
+        As for :func:`run_experiment`.
+    """
+    rule_list = _rule_list(config, rules)
+    h, n, d = config.heads, config.n_tokens, config.d_k
+    check_memory(
+        8 * h * n * n * (2 + 2 * len(rule_list)) + 8 * 2 * h * n * d,
+        f"attention snapshot: {len(rule_list)} rules × {h} heads × {n}×{n}",
+    )
+
+
 def run_experiment(
     config: AttentionConfig, rules: Iterable[ScalingRule | str] | None = None
 ) -> AttentionSnapshot:
@@ -232,12 +253,9 @@ def run_experiment(
     MemoryBudgetError
         If the ``(heads, n, n)`` matrices would exceed the memory budget.
     """
+    check_snapshot_memory(config, rules)
     rule_list = _rule_list(config, rules)
     h, n, d = config.heads, config.n_tokens, config.d_k
-    check_memory(
-        8 * h * n * n * (2 + 2 * len(rule_list)) + 8 * 2 * h * n * d,
-        f"attention snapshot: {len(rule_list)} rules × {h} heads × {n}×{n}",
-    )
     q, k = draw_qk(config)
     # One GEMM per head; every rule's logits are derived from these scores (n×n elementwise
     # work) instead of another matmul.

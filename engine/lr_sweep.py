@@ -258,6 +258,7 @@ def iter_lr_sweep(
     ):
         raise ValueError(f"stable_ratio must be in (0, 1], got {stable_ratio!r}")
     total = len(lr_values) * len(seed_values)
+    stop = cancel.is_set if cancel is not None else None
     runs: list[LrRunResult] = []
     start = time.perf_counter()
     done = 0
@@ -274,7 +275,8 @@ def iter_lr_sweep(
                             return
                         if not wait_for_gate(step_gate, cancel):
                             return
-                        session.train_step()
+                        if not session.train_step(stop):
+                            return
                         if time.perf_counter() - last >= PROGRESS_INTERVAL_S:
                             break
                 if session.step < cfg.steps and session.alive:
@@ -282,7 +284,8 @@ def iter_lr_sweep(
                                           time.perf_counter() - start, tuple(runs))
                     last = time.perf_counter()
             with blas_threads(cfg):
-                session.evaluate()
+                if not session.evaluate(stop):
+                    return
             for rule, run in session.runs.items():
                 ev = run.last_eval if run.diverged_at is None else None
                 runs.append(

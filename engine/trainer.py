@@ -16,12 +16,13 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
 
+from engine.attention import check_memory
 from engine.config import ScalingRule
 from engine.model import (
     EvalResult,
@@ -42,6 +43,8 @@ __all__ = [
     "RuleTrainState",
     "TrainSnapshot",
     "TrainingSession",
+    "check_training_memory",
+    "estimate_training_bytes",
     "iter_training",
     "run_training",
     "wait_for_gate",
@@ -222,6 +225,77 @@ class _RuleRun:
         self.entropies: list[np.ndarray] = []
 
 
+def _model_dims(config: TrainConfig, task: Task) -> ModelDims:
+    return ModelDims(
+        input_vocab=task.input_vocab,
+        seq_len=task.seq_len,
+        d_model=config.model_width,
+        heads=config.heads,
+        d_k=config.d_k,
+        n_classes=task.n_classes,
+    )
+
+
+def estimate_training_bytes(config: TrainConfig) -> int:
+    """Estimate the peak memory of training ``config`` side by side (an upper bound).
+
+    Counts the shared initial parameters, and per rule the parameters, their gradients and the
+    optimiser's state (Adam: two moments; SGD: one buffer), plus the activations of one forward
+    and backward pass on the larger of the training batch and the held-out set: the one-hot
+    inputs, x, q, k, v, the (batch, heads, targets, n) logits, exponentials and weights, the head
+    outputs, the class logits, their gradients, and the float64 entropy terms of an
+    evaluation.
+
+    Parameters
+    ----------
+    config
+        The training configuration.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    task = make_task(config)
+    dims = _model_dims(config, task)
+    itemsize = np.dtype(config.dtype.value).itemsize
+    n_params = sum(int(np.prod(shape)) for shape in dims.param_shapes().values())
+    optimizer_buffers = 2 if config.optimizer == "adam" else 1
+    # The shared initial parameters, then per rule: parameters, gradients, optimiser state.
+    params_bytes = itemsize * n_params * (1 + len(config.rules) * (2 + optimizer_buffers))
+    rows = max(config.batch, config.eval_size)
+    t, h, p = dims.seq_len, dims.heads, len(task.target_positions)  # p: scored query rows
+    scores = h * p * t
+    per_example = (
+        t * dims.input_vocab  # one-hot inputs
+        + 2 * (t * dims.d_model + p * dims.hd + 2 * t * dims.hd  # x, q, k and v
+               + 3 * scores + 2 * p * dims.hd + p * dims.n_classes)  # and their gradients
+    )
+    activation_bytes = itemsize * rows * per_example + 8 * 3 * config.eval_size * scores
+    return int(params_bytes + activation_bytes)
+
+
+def check_training_memory(config: TrainConfig, budget: int | None = None) -> None:
+    """Raise :class:`~engine.attention.MemoryBudgetError` if ``config`` would not fit.
+
+    Parameters
+    ----------
+    config
+        The training configuration.
+    budget
+        Bytes; ``None`` uses the engine-wide budget (:func:`engine.get_memory_budget`).
+    """
+    task = make_task(config)
+    n_params = sum(int(np.prod(s)) for s in _model_dims(config, task).param_shapes().values())
+    check_memory(
+        estimate_training_bytes(config),
+        f"training {len(config.rules)} rule(s) side by side ({n_params:,} parameters each, "
+        f"d_model {config.model_width}, {config.heads} head(s) of d_k {config.d_k}, "
+        f"batch {config.batch}, n {config.n})",
+        budget,
+    )
+
+
 class TrainingSession:
     """A side-by-side training run, advanced one step at a time.
 
@@ -235,17 +309,11 @@ class TrainingSession:
     """
 
     def __init__(self, config: TrainConfig) -> None:
+        check_training_memory(config)  # refuse before allocating, with a message
         self.config = config
         self.task: Task = make_task(config)
         self.dtype = np.dtype(config.dtype.value)
-        self.dims = ModelDims(
-            input_vocab=self.task.input_vocab,
-            seq_len=self.task.seq_len,
-            d_model=config.model_width,
-            heads=config.heads,
-            d_k=config.d_k,
-            n_classes=self.task.n_classes,
-        )
+        self.dims = _model_dims(config, self.task)
         init_seq, train_seq, eval_seq = np.random.SeedSequence(config.seed).spawn(3)
         self._train_rng = np.random.default_rng(train_seq)
         self.eval_batch = self.task.sample(np.random.default_rng(eval_seq), config.eval_size)
@@ -279,9 +347,23 @@ class TrainingSession:
         """True while some rule has not diverged."""
         return any(run.diverged_at is None for run in self.runs.values())
 
-    def evaluate(self) -> None:
-        """Evaluate every live rule on the held-out set and record it at the current step."""
+    def evaluate(self, stop: Callable[[], bool] | None = None) -> bool:
+        """Evaluate every live rule on the held-out set and record it at the current step.
+
+        Parameters
+        ----------
+        stop
+            Checked before each rule; when it returns True the evaluation ends early, the
+            session's records are incomplete and the session must be discarded.
+
+        Returns
+        -------
+        bool
+            False if ``stop`` ended it early.
+        """
         for run in self.runs.values():
+            if stop is not None and stop():
+                return False
             if run.diverged_at is not None:
                 continue
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -296,13 +378,27 @@ class TrainingSession:
             run.eval_accs.append(result.accuracy)
             run.max_logits.append(result.max_abs_logit)
             run.entropies.append(result.entropy)
+        return True
 
     def _diverge(self, run: _RuleRun, step: int, reason: str) -> None:
         run.diverged_at = step
         run.diverge_reason = reason
 
-    def train_step(self) -> None:
-        """Advance every live rule by one optimizer step on one shared batch."""
+    def train_step(self, stop: Callable[[], bool] | None = None) -> bool:
+        """Advance every live rule by one optimizer step on one shared batch.
+
+        Parameters
+        ----------
+        stop
+            Checked before each rule, so that a stop request need not wait for the whole step
+            of a large model (seconds, times the number of rules). When it returns True the
+            step ends early, leaving the rules at different steps: discard the session.
+
+        Returns
+        -------
+        bool
+            False if ``stop`` ended the step early.
+        """
         if self.step >= self.config.steps:
             raise RuntimeError(f"all {self.config.steps} steps are done")
         self.step += 1
@@ -311,6 +407,8 @@ class TrainingSession:
         pb: PreparedBatch | None = None
         limit_factor = self.config.divergence_factor
         for run in self.runs.values():
+            if stop is not None and stop():
+                return False
             if run.diverged_at is not None:
                 continue
             if pb is None:
@@ -348,6 +446,7 @@ class TrainingSession:
                 run.opt.step(run.params.flat, flat)
                 if not np.isfinite(run.params.flat).all():
                     self._diverge(run, step, "parameters became non-finite")
+        return True
 
     def state(self, run: _RuleRun) -> RuleTrainState:
         """Immutable copy of one rule's state."""
@@ -449,6 +548,7 @@ def iter_training(
         raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
     if cancel is not None and cancel.is_set():
         return
+    stop = cancel.is_set if cancel is not None else None
     start = time.perf_counter()
     with blas_threads(config):
         session = TrainingSession(config)
@@ -469,7 +569,8 @@ def iter_training(
                     # Time held at the gate is the GUI's, not training's: it must not trigger
                     # an extra time-based snapshot (and evaluation) right after every paint.
                     last_yield += time.perf_counter() - t_gate
-                session.train_step()
+                if not session.train_step(stop):
+                    return
                 done = session.step >= config.steps or not session.alive
                 if (
                     done
@@ -478,7 +579,8 @@ def iter_training(
                 ):
                     break
             t_report = time.perf_counter()
-            session.evaluate()
+            if not session.evaluate(stop):
+                return
             snap = session.snapshot(done=done, elapsed_s=time.perf_counter() - start)
             report_cost = time.perf_counter() - t_report
         yield snap

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.config import LIMITS, AttentionConfig, MaskKind, ScalingRule
+from engine.experiment import check_snapshot_memory
 from gui.i18n import QT_TRANSLATE_NOOP, translate
 
 __all__ = ["GUI_LIMITS", "LinkedSlider", "ParameterPanel"]
@@ -38,7 +39,9 @@ _SLIDER_STEPS = 1000
 #: the memory budget or take minutes (the CLI still accepts the full range).
 GUI_LIMITS: dict[str, tuple[float, float]] = {
     **LIMITS,
-    "n_tokens": (1, 4096),
+    # The largest n whose snapshot (all rules, one head) fits the default 1 GiB memory budget;
+    # with more heads the panel explains the limit in its inline message.
+    "n_tokens": (1, 2048),
     "d_k": (1, 8192),
     "d_model": (1, 16384),
     "init_std": (0.01, 10.0),
@@ -450,6 +453,8 @@ class ParameterPanel(QWidget):
         values = self._read_widgets()
         try:
             config = dataclasses.replace(self._config, **values)
+            # Refuse here, next to the controls, what the engine's memory guard would refuse.
+            check_snapshot_memory(config, tuple(ScalingRule))
         except ValueError as exc:
             self._set_error(str(exc))
             return
