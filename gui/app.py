@@ -92,6 +92,10 @@ def create_application(argv: list[str] | None = None, *, headless: bool = False)
         # Plot axes cache their grid as pixmaps (gui.views.style.style_plot); Qt's default
         # 10 MiB holds only about a dozen plot-sized ones, and seven views hold ~30 axes.
         QPixmapCache.setCacheLimit(64 * 1024)  # KiB
+        from gui.qt_lifetime import install_gui_thread_collector
+
+        # Cycles holding Qt objects must never be freed in a worker thread (gui/qt_lifetime.py).
+        install_gui_thread_collector(app)
     return app
 
 
@@ -124,7 +128,15 @@ def run_app(args: Any) -> int:
     window.show()
     if os.environ.get(EXIT_AFTER_SHOW_ENV, "") not in ("", "0"):
         _report_first_paint_and_close(window)
-    return int(app.exec())
+    code = int(app.exec())
+    window.close()  # no-op after a normal close; stops the workers if the loop was quit
+    window.deleteLater()
+    del window
+    from gui.qt_lifetime import release_qt_objects
+
+    # Free every Qt object now, on this thread, not in the interpreter's teardown after Qt's.
+    release_qt_objects()
+    return code
 
 
 #: Start-up benchmark hook (benchmarks/bench_startup.py): when set to anything but "" or "0",

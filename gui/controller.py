@@ -31,6 +31,7 @@ from gui.worker import (
     SweepPointReady,
     TemperatureReady,
     Worker,
+    request_thread_stop,
     start_worker_thread,
     stop_worker_thread,
 )
@@ -98,6 +99,7 @@ class ExplorerController(QObject):
     progressChanged = Signal(int, int)  # sweep points done, total
     busyChanged = Signal(bool)  # a job is running or wanted
     errorOccurred = Signal(str)  # a user-facing message from a failed request
+    workerStopped = Signal()  # the worker thread has ended (after begin_shutdown/shutdown)
     _jobSubmitted = Signal(object)  # Job -> worker thread (queued connection)
 
     def __init__(
@@ -155,6 +157,7 @@ class ExplorerController(QObject):
         self._worker.failed.connect(self._on_failed)
         self._worker.finished.connect(self._on_finished)
         self._thread = start_worker_thread(self, self._worker, "explorer-worker")
+        self._thread.finished.connect(self._on_thread_finished)
 
     # ----------------------------------------------------------------------------- accessors
     def config(self) -> AttentionConfig:
@@ -180,6 +183,10 @@ class ExplorerController(QObject):
     def is_running(self) -> bool:
         """True while the worker thread is alive."""
         return self._thread.isRunning()
+
+    def wait_stopped(self, timeout_ms: int) -> bool:
+        """Block at most ``timeout_ms`` for the thread to end; True if it has ended."""
+        return self._thread.wait(max(0, int(timeout_ms)))
 
     def last_error(self) -> str:
         """The message of the most recent failed request ("" after a success)."""
@@ -249,6 +256,22 @@ class ExplorerController(QObject):
             self._stale.discard(view)
             view.show_results(self._results)  # type: ignore[attr-defined]
 
+    def begin_shutdown(self) -> None:
+        """Stop timers, cancel work and ask the thread to end, without waiting for it.
+
+        :attr:`workerStopped` is emitted (GUI thread) once the thread has ended; a job inside
+        one long engine call ends when that call returns. Safe to call more than once.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._input_timer.stop()
+        self._push_timer.stop()
+        self._want_full = False
+        if self._running is not None:
+            self._running.cancel.set()
+        request_thread_stop(self._thread)
+
     def shutdown(self, timeout_ms: int = 1000) -> bool:
         """Stop timers, cancel work, stop the thread and wait for it (bounded).
 
@@ -257,15 +280,12 @@ class ExplorerController(QObject):
         bool
             True if the thread stopped within ``timeout_ms``.
         """
-        if self._closed:
-            return not self._thread.isRunning()
-        self._closed = True
-        self._input_timer.stop()
-        self._push_timer.stop()
-        self._want_full = False
-        if self._running is not None:
-            self._running.cancel.set()
+        self.begin_shutdown()
         return stop_worker_thread(self._thread, timeout_ms)
+
+    @Slot()
+    def _on_thread_finished(self) -> None:
+        self.workerStopped.emit()
 
     # -------------------------------------------------------------------------------- private
     @Slot()

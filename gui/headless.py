@@ -7,7 +7,6 @@ self-test), wait for results with a ``QEventLoop`` plus timeout (never by spinni
 
 from __future__ import annotations
 
-import gc
 import sys
 import time
 from collections.abc import Callable
@@ -32,11 +31,13 @@ def _prepare(offscreen: bool) -> Any:
 
 def _close(window: Any) -> bool:
     """Close the window (stopping the worker) and delete it; return True if no thread is left."""
+    from gui.qt_lifetime import release_qt_objects
+
     window.close()
     running = window.controller.is_running()
     window.deleteLater()
     del window
-    gc.collect()
+    release_qt_objects()  # while the QApplication exists, on this (the GUI) thread
     return not running
 
 
@@ -53,7 +54,7 @@ def export_command(args: Any) -> int:
     int
         0 on success, 1 when results did not arrive or an export failed, 2 for a bad session.
     """
-    app = _prepare(offscreen=True)
+    _app = _prepare(offscreen=True)
     from gui.main_window import MainWindow
     from gui.session import SessionError, load_session
 
@@ -94,7 +95,6 @@ def export_command(args: Any) -> int:
         return 0
     finally:
         _close(window)
-        app.processEvents()  # deliver the deferred deletes before the interpreter exits
 
 
 def check_png(path: Path, width: int, height: int) -> str:
@@ -167,7 +167,7 @@ def self_test_command(args: Any) -> int:
     from gui.app import has_display
 
     out = Path(args.self_test)
-    app = _prepare(offscreen=bool(getattr(args, "headless", False)) or not has_display())
+    _app = _prepare(offscreen=bool(getattr(args, "headless", False)) or not has_display())
     from gui.main_window import MainWindow
     from gui.session import load_session
 
@@ -260,7 +260,6 @@ def self_test_command(args: Any) -> int:
         if not _close(window):
             failures.append("the worker thread was still running after close")
         lines.append(f"closed in {time.perf_counter() - t0:.3f} s")
-        app.processEvents()
     for line in lines:
         print(line)
     if failures:

@@ -129,16 +129,19 @@ def set_language(code: str, app: QCoreApplication | None = None) -> bool:
 
         translator = QTranslator(app)
         if not translator.load(f"{CATALOGUE}_{code}", str(i18n_dir())):
+            translator.deleteLater()
             return False
     # Qt's own strings (OK/Cancel, file dialogs, text-field context menus) come from Qt's
     # catalogue when the installation has it (PySide6 wheels do; a bundle may leave it out).
     qt_translator: QTranslator | None = QTranslator(app)
     qt_folder = QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)
     if code == DEFAULT_LANGUAGE or not qt_translator.load(f"qtbase_{code}", qt_folder):
+        qt_translator.deleteLater()
         qt_translator = None
     for previous in (old, _state["qt"]):
         if previous is not None:
             app.removeTranslator(previous)  # type: ignore[arg-type]
+            previous.deleteLater()  # type: ignore[attr-defined]  # one catalogue per language
     for new in (qt_translator, translator):
         if new is not None:
             app.installTranslator(new)

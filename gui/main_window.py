@@ -8,11 +8,8 @@ from typing import Any
 
 from PySide6.QtCore import (
     QEvent,
-    QEventLoop,
-    QObject,
     QSignalBlocker,
     Qt,
-    QTimer,
     Signal,
     Slot,
 )
@@ -40,6 +37,7 @@ from gui import export, i18n
 from gui.controller import ExplorerController
 from gui.i18n import translate
 from gui.panels.parameters import ParameterPanel
+from gui.qt_lifetime import wait_until
 from gui.session import Session, SessionError, load_session, save_session
 from gui.settings import Settings, open_settings
 
@@ -125,6 +123,7 @@ class MainWindow(QMainWindow):
             **(controller_options or {}),
         )
         self._closing = False
+        self._close_pending = False
         self._persist = persist
         self._build_central()
         self._build_dock()
@@ -471,22 +470,10 @@ class MainWindow(QMainWindow):
         Returns False on timeout. Uses a ``QEventLoop`` woken by the controller's GUI-thread
         signals, not ``processEvents`` spinning.
         """
-        if self._settled(require_sweep):
-            return True
-        loop = QEventLoop()
-        timer = QTimer()
-        timer.setSingleShot(True)
-        timer.timeout.connect(loop.quit)
-        waker = _SettledWaker(self, loop, require_sweep)
-        self.controller.resultsShown.connect(waker.check)
-        self.controller.busyChanged.connect(waker.check)
-        self.controller.errorOccurred.connect(waker.check)
-        timer.start(timeout_ms)
-        loop.exec()
-        timer.stop()
-        self.controller.resultsShown.disconnect(waker.check)
-        self.controller.busyChanged.disconnect(waker.check)
-        self.controller.errorOccurred.disconnect(waker.check)
+        controller = self.controller
+        wait_until(lambda: self._settled(require_sweep),
+                   (controller.resultsShown, controller.busyChanged, controller.errorOccurred),
+                   timeout_ms)
         return self._settled(require_sweep)
 
     def _settled(self, require_sweep: bool) -> bool:
@@ -734,35 +721,62 @@ class MainWindow(QMainWindow):
         s.set("session/last_path", self._session_path)
         s.sync()
 
-    def shutdown(self) -> None:
-        """Stop the worker (bounded wait) and save settings; safe to call twice."""
+    def begin_shutdown(self) -> None:
+        """Ask both worker threads to stop and save settings, without waiting; idempotent."""
         if self._closing:
             return
         self._closing = True
         self.tabs.currentChanged.disconnect(self._on_tab_changed)
         self.side_tabs.currentChanged.disconnect(self._on_tab_changed)
-        self.train_tab.shutdown(1000)
-        self.controller.shutdown(1000)
+        self.train_tab.controller.begin_shutdown()
+        self.controller.begin_shutdown()
         if self.mode_tabs.currentWidget() is self.train_tab and self._dock_was_visible:
             self.parameter_dock.show()  # saved state: the dock was only hidden for the Train tab
         if self._persist:
             self.save_settings()
 
+    def shutdown(self) -> None:
+        """Stop both workers and wait for them (bounded, then without bound); idempotent."""
+        self.begin_shutdown()
+        self.train_tab.shutdown(1000)
+        self.controller.shutdown(1000)
+
+    def workers_running(self) -> bool:
+        """True while the explorer or the training thread is still alive."""
+        return self.controller.is_running() or self.train_tab.controller.is_running()
+
     def closeEvent(self, event: QCloseEvent) -> None:  # Qt override
-        """Stop work first (request stop → bounded wait), then save and close."""
-        self.shutdown()
-        super().closeEvent(event)
+        """Stop work first; close now if the workers end within ~0.1 s, else when they end.
 
-
-class _SettledWaker(QObject):
-    """Quits a local event loop once the window's results are settled."""
-
-    def __init__(self, window: MainWindow, loop: QEventLoop, require_sweep: bool) -> None:
-        super().__init__(window)
-        self._window, self._loop, self._require_sweep = window, loop, require_sweep
+        One engine call cannot be interrupted (a training step of a large model takes
+        seconds), and waiting for it here would freeze the window. Instead the window stays
+        responsive, disabled, says why it has not closed yet, and closes itself when the
+        workers report that they have stopped.
+        """
+        self.begin_shutdown()
+        deadline = CLOSE_WAIT_MS
+        for controller in (self.train_tab.controller, self.controller):
+            controller.wait_stopped(deadline)
+        if not self.workers_running():
+            self.train_tab.shutdown(0)  # both threads have ended: this only tidies up
+            self.controller.shutdown(0)
+            super().closeEvent(event)
+            return
+        event.ignore()
+        if not self._close_pending:
+            self._close_pending = True
+            self.setEnabled(False)
+            self.status_label.setText(translate(
+                "MainWindow", "Closing: waiting for the current computation step to end…"))
+            for controller in (self.train_tab.controller, self.controller):
+                controller.workerStopped.connect(self._on_worker_stopped)
 
     @Slot()
-    def check(self) -> None:
-        """Quit the loop if settled (the push timer may still be pending: checked later)."""
-        if self._window._settled(self._require_sweep):
-            self._loop.quit()
+    def _on_worker_stopped(self) -> None:
+        if self._close_pending and not self.workers_running():
+            self._close_pending = False
+            self.close()
+
+
+#: How long closing the window waits for the workers before it closes asynchronously.
+CLOSE_WAIT_MS = 100

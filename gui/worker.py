@@ -35,6 +35,9 @@ __all__ = [
     "compute_fast_parts",
     "compute_temperature",
     "correlation_key",
+    "request_thread_stop",
+    "start_worker_thread",
+    "stop_worker_thread",
 ]
 
 #: Every scaling rule; the snapshot always holds all of them so that switching views is free.
@@ -228,6 +231,11 @@ def start_worker_thread(owner: QObject, worker: QObject, name: str) -> QThread:
     thread.finished.connect(worker.deleteLater)
     thread.start()
     return thread
+
+
+def request_thread_stop(thread: QThread) -> None:
+    """Ask ``thread``'s event loop to end once its current job returns; do not wait."""
+    thread.quit()
 
 
 def stop_worker_thread(thread: QThread, timeout_ms: int) -> bool:

@@ -60,7 +60,12 @@ from gui.train.worker import (
     TrainJobKind,
     TrainWorker,
 )
-from gui.worker import JobFailed, start_worker_thread, stop_worker_thread
+from gui.worker import (
+    JobFailed,
+    request_thread_stop,
+    start_worker_thread,
+    stop_worker_thread,
+)
 
 __all__ = [
     "DEFAULT_PUSH_INTERVAL_MS",
@@ -136,6 +141,7 @@ class TrainController(QObject):
     stateChanged = Signal(str)  # TrainState value
     progressChanged = Signal(float, float)  # fraction done in [0, 1], ETA in s (NaN: unknown)
     errorOccurred = Signal(str)  # user-facing message of a failed job
+    workerStopped = Signal()  # the worker thread has ended (after begin_shutdown/shutdown)
     _jobSubmitted = Signal(object)  # TrainJob -> worker thread (queued)
 
     def __init__(
@@ -186,6 +192,7 @@ class TrainController(QObject):
         self._worker.failed.connect(self._on_failed)
         self._worker.finished.connect(self._on_finished)
         self._thread = start_worker_thread(self, self._worker, "train-worker")
+        self._thread.finished.connect(self._on_thread_finished)
 
     # ----------------------------------------------------------------------------- accessors
     def state(self) -> str:
@@ -207,6 +214,10 @@ class TrainController(QObject):
     def is_running(self) -> bool:
         """True while the worker thread is alive."""
         return self._thread.isRunning()
+
+    def wait_stopped(self, timeout_ms: int) -> bool:
+        """Block at most ``timeout_ms`` for the thread to end; True if it has ended."""
+        return self._thread.wait(max(0, int(timeout_ms)))
 
     def step_gate(self) -> threading.Event:
         """The engine's step gate (set except while the GUI thread pushes and paints)."""
@@ -299,6 +310,22 @@ class TrainController(QObject):
                 view.show_train(self._results)  # type: ignore[attr-defined]
                 self._shown_at[view] = time.perf_counter()
 
+    def begin_shutdown(self) -> None:
+        """Stop the job and ask the thread to end, without waiting for it.
+
+        :attr:`workerStopped` is emitted (GUI thread) once the thread has ended: a run inside
+        one long optimisation step ends when that step returns. Safe to call more than once.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._push_timer.stop()
+        self._paint_held()  # re-enables the viewports a push held; paints nothing when closed
+        self._step_gate.set()
+        if self._job is not None:
+            self._job.stop()
+        request_thread_stop(self._thread)
+
     def shutdown(self, timeout_ms: int = 1000) -> bool:
         """Stop the job and the thread, waiting at most ``timeout_ms`` (then without bound).
 
@@ -307,17 +334,15 @@ class TrainController(QObject):
         bool
             True if the thread stopped within ``timeout_ms``.
         """
-        if self._closed:
-            return not self._thread.isRunning()
-        self._closed = True
-        self._push_timer.stop()
-        self._paint_held()  # re-enables the viewports a push held; paints nothing when closed
-        self._step_gate.set()
-        if self._job is not None:
-            self._job.stop()
+        self.begin_shutdown()
         stopped = stop_worker_thread(self._thread, timeout_ms)
         self._restore_switch_interval()
         return stopped
+
+    @Slot()
+    def _on_thread_finished(self) -> None:
+        self._restore_switch_interval()
+        self.workerStopped.emit()
 
     # -------------------------------------------------------------------------------- private
     def _can_start(self) -> bool:

@@ -9,8 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QEventLoop, QObject, QTimer, Slot
-
+from gui.qt_lifetime import wait_until
 from gui.train.controller import TrainState
 from gui.train.tab import DEMO_CONFIG, TrainTab
 
@@ -20,38 +19,12 @@ __all__ = ["drive_train_buttons", "wait_for"]
 _LONG_STEPS = 100_000
 
 
-class _Checker(QObject):
-    def __init__(self, loop: QEventLoop, condition: Callable[[], bool]) -> None:
-        super().__init__()
-        self._loop, self._condition = loop, condition
-
-    @Slot(object)
-    def check(self, *_args: object) -> None:
-        if self._condition():
-            self._loop.quit()
-
-
 def wait_for(tab: TrainTab, condition: Callable[[], bool] | None, timeout_ms: int) -> bool:
     """Run an event loop until ``condition()`` holds (checked on every push and state change)
     or ``timeout_ms`` passes; ``None`` just waits ``timeout_ms``. Returns the final condition.
     """
-    cond = condition or (lambda: False)
-    if condition is not None and cond():
-        return True
-    loop = QEventLoop()
-    timer = QTimer()
-    timer.setSingleShot(True)
-    timer.timeout.connect(loop.quit)
-    checker = _Checker(loop, cond)
     controller = tab.controller
-    controller.resultsShown.connect(checker.check)
-    controller.stateChanged.connect(checker.check)
-    timer.start(timeout_ms)
-    loop.exec()
-    timer.stop()
-    controller.resultsShown.disconnect(checker.check)
-    controller.stateChanged.disconnect(checker.check)
-    return cond() if condition is not None else True
+    return wait_until(condition, (controller.resultsShown, controller.stateChanged), timeout_ms)
 
 
 def drive_train_buttons(tab: TrainTab, timeout_ms: int = 20_000) -> list[tuple[str, str]]:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QEvent, QEventLoop, QObject, Qt, QTimer, Slot
+from PySide6.QtCore import QEvent, Qt, Slot
 from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
+from engine.trainer import check_training_memory
 from engine.trainer_config import TrainConfig
 from gui.i18n import translate
+from gui.qt_lifetime import wait_until
 from gui.train.controller import DEFAULT_PUSH_INTERVAL_MS, TrainController, TrainState
 from gui.train.curves import TrainCurvesView
 from gui.train.lr_sweep_view import LrSweepView
@@ -122,6 +124,7 @@ class TrainTab(QWidget):
         """Start training the panel's configuration; False (message shown) if invalid or busy."""
         try:
             config = self.panel.config()
+            check_training_memory(config)  # refuse before any thread allocates it
         except ValueError as exc:
             self.panel.show_error(str(exc))
             return False
@@ -135,6 +138,7 @@ class TrainTab(QWidget):
         try:
             config = self.panel.config()
             lrs, seeds = self.panel.sweep_settings()
+            check_training_memory(config)
         except ValueError as exc:
             self.panel.show_error(str(exc))
             return False
@@ -163,20 +167,9 @@ class TrainTab(QWidget):
 
         Returns False on timeout.
         """
-        if self.controller.state() == TrainState.IDLE:
-            return True
-        loop = QEventLoop()
-        timer = QTimer()
-        timer.setSingleShot(True)
-        timer.timeout.connect(loop.quit)
-        waker = _IdleWaker(self.controller, loop)
-        self.controller.stateChanged.connect(waker.check)
-        timer.start(timeout_ms)
-        loop.exec()
-        timer.stop()
-        self.controller.stateChanged.disconnect(waker.check)
-        waker.deleteLater()
-        return self.controller.state() == TrainState.IDLE
+        controller = self.controller
+        return wait_until(lambda: controller.state() == TrainState.IDLE,
+                          (controller.stateChanged,), timeout_ms)
 
     def run_demo(self, timeout_ms: int = 60_000) -> str:
         """Train :data:`DEMO_CONFIG` and sweep :data:`DEMO_LRS` through the real worker.
@@ -243,17 +236,3 @@ class TrainTab(QWidget):
     def _on_view_tab_changed(self, index: int) -> None:
         if index >= 0:
             self.controller.refresh_view(self.view_tabs.widget(index))
-
-
-class _IdleWaker(QObject):
-    """Quits a local event loop once the controller is idle."""
-
-    def __init__(self, controller: TrainController, loop: QEventLoop) -> None:
-        super().__init__(controller)
-        self._controller, self._loop = controller, loop
-
-    @Slot(str)
-    def check(self, state: str) -> None:
-        """Quit the loop when ``state`` is idle."""
-        if state == TrainState.IDLE:
-            self._loop.quit()

@@ -74,6 +74,9 @@ def make_window(qtbot):
     for window in windows:
         window.close()
         assert not window.controller.is_running(), "a worker thread was left running"
+        window.deleteLater()
+    # Drop the wrappers too: they hold pyqtgraph's Python-owned menus alive.
+    windows.clear()
 
 
 @pytest.fixture
@@ -93,20 +96,74 @@ def settle():
     return wait
 
 
-def pytest_sessionfinish(session, exitstatus):
-    """Destroy leftover Qt objects while the QApplication still exists.
+def _live_qt_wrappers() -> list[str]:
+    """Describe every live QObject or graphics item wrapper except the application's own.
 
-    Otherwise Python's final garbage collection at interpreter exit may destroy widgets and
-    graphics items after Qt has begun its own teardown, which crashed the process after a
-    fully passing run (seen once in about six full runs, never in a single test).
+    Value types (QColor, QByteArray, static QMetaObjects) own no Qt-side lifetime and are
+    left to Python; objects with an identity and a parent are what teardown order breaks on.
     """
-    import gc
+    import shiboken6
+    from PySide6.QtCore import QCoreApplication, QObject
+    from PySide6.QtWidgets import QGraphicsItem
 
-    from PySide6.QtCore import QCoreApplication, QEvent
+    from gui.qt_lifetime import GuiThreadCollector
+
+    app = QCoreApplication.instance()
+    left = []
+    for wrapper in shiboken6.getAllValidWrappers():
+        if wrapper is app or wrapper is app.thread() or isinstance(wrapper, GuiThreadCollector):
+            continue
+        if isinstance(wrapper, QObject) and isinstance(wrapper.parent(), GuiThreadCollector):
+            continue
+        if not isinstance(wrapper, QObject | QGraphicsItem):
+            continue
+        left.append(f"{type(wrapper).__module__}.{type(wrapper).__qualname__}")
+    return sorted(left)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def qt_session(qapp):
+    """Collect garbage on the GUI thread only, for the whole GUI session.
+
+    Python's cyclic GC otherwise frees pyqtgraph's Qt objects in whatever thread allocates,
+    worker threads included (gui/qt_lifetime.py explains the crashes that caused).
+    """
+    from gui.qt_lifetime import install_gui_thread_collector
+
+    return install_gui_thread_collector(qapp)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run if any Qt object outlived the GUI tests (checked after every teardown).
+
+    Every window and controller must have been shut down and deleted by its fixture: a
+    wrapper still registered at interpreter exit is visited by PySide's teardown after the
+    QApplication is gone (the segfault of issue E). Runs after pytest dropped the last test's
+    fixture values, so nothing legitimately holds a window any more.
+    """
+    from PySide6.QtCore import QCoreApplication
 
     if QCoreApplication.instance() is None:
         return
-    for _ in range(2):
-        gc.collect()
-        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-        QCoreApplication.processEvents()
+    from gui.qt_lifetime import release_qt_objects
+
+    release_qt_objects()
+    left = _live_qt_wrappers()
+    if left:
+        counts = {name: left.count(name) for name in sorted(set(left))}
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = f"Qt objects outlived the GUI tests ({len(left)}): {counts}"
+        if reporter is not None:
+            reporter.write_line(message, red=True)
+        else:
+            print(message)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(autouse=True)
+def release_after_each_test(qt_session):
+    """After a test's own fixtures closed its windows: free what they left, here and now."""
+    from gui.qt_lifetime import release_qt_objects
+
+    yield
+    release_qt_objects()

@@ -6,12 +6,13 @@ import dataclasses
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QEventLoop, QObject, QTimer, Slot
+from PySide6.QtCore import QObject
 
 from engine.config import AttentionConfig, ScalingRule
 from engine.experiment import correlation_rms, run_experiment, temperature_comparison
 from engine.sweep import run_sweep
 from gui.controller import ExplorerController, sweep_config_for
+from gui.qt_lifetime import wait_until
 from gui.worker import ALL_RULES, CORRELATION_D_K
 
 CONFIG = AttentionConfig(n_tokens=20, d_k=8, d_model=8, samples=250, rule="linear", rho=0.3)
@@ -29,31 +30,11 @@ class Recorder(QObject):
         self.pushed.append(results)
 
 
-class Waiter(QObject):
-    """Quits a QEventLoop when the controller is settled (woken by GUI-thread signals only)."""
-
-    def __init__(self, controller: ExplorerController, loop: QEventLoop, predicate) -> None:
-        super().__init__()
-        self._controller, self._loop, self._predicate = controller, loop, predicate
-
-    @Slot()
-    def check(self) -> None:
-        if self._predicate(self._controller):
-            self._loop.quit()
-
-
 def wait_for(controller: ExplorerController, predicate, timeout_ms: int = 20_000) -> bool:
     """Run a local event loop until ``predicate(controller)`` holds (checked on GUI signals)."""
-    if predicate(controller):
-        return True
-    loop = QEventLoop()
-    waiter = Waiter(controller, loop, predicate)
-    controller.resultsShown.connect(waiter.check)
-    controller.busyChanged.connect(waiter.check)
-    controller.errorOccurred.connect(waiter.check)
-    QTimer.singleShot(timeout_ms, loop.quit)
-    loop.exec()
-    return predicate(controller)
+    return wait_until(lambda: predicate(controller),
+                      (controller.resultsShown, controller.busyChanged,
+                       controller.errorOccurred), timeout_ms)
 
 
 def settled(controller: ExplorerController) -> bool:
@@ -63,14 +44,28 @@ def settled(controller: ExplorerController) -> bool:
 
 
 @pytest.fixture
-def controller(qapp):
-    recorder = Recorder()
-    ctrl = ExplorerController(CONFIG, views=[recorder], sweep_values=SWEEP_VALUES,
-                              sweep_samples_cap=150)
-    ctrl.recorder = recorder
-    yield ctrl
-    ctrl.shutdown()
-    assert not ctrl.is_running()
+def make_controller(qapp):
+    """Factory of controllers that are always shut down and deleted, whatever the test did."""
+    made = []
+
+    def factory(config=CONFIG, **options):
+        recorder = Recorder()
+        ctrl = ExplorerController(config, views=[recorder], **options)
+        ctrl.recorder = recorder
+        made.append(ctrl)
+        return ctrl
+
+    yield factory
+    for ctrl in made:
+        ctrl.shutdown()
+        assert not ctrl.is_running()
+        ctrl.recorder.deleteLater()
+        ctrl.deleteLater()
+
+
+@pytest.fixture
+def controller(make_controller):
+    return make_controller(sweep_values=SWEEP_VALUES, sweep_samples_cap=150)
 
 
 def _assert_points_equal(got, expected) -> None:
@@ -148,28 +143,25 @@ def test_unchanged_sweep_is_reused_for_d_k_changes(controller):
     assert controller.results().sweep_points is points
 
 
-def test_cancel_stops_the_sweep_and_keeps_partial_points(qapp):
-    recorder = Recorder()
+def test_cancel_stops_the_sweep_and_keeps_partial_points(make_controller):
     big = AttentionConfig(n_tokens=64, samples=20_000)
-    ctrl = ExplorerController(big, views=[recorder], sweep_values=tuple(2**i for i in range(11)),
-                              sweep_samples_cap=20_000)
-    try:
-        ctrl.start()
-        assert wait_for(ctrl, lambda c: c.results() is not None and c.results().sweep_points)
-        ctrl.cancel()
-        assert wait_for(ctrl, lambda c: c.is_settled(), 5_000)
-        results = ctrl.results()
-        assert not results.sweep_done
-        assert 0 < len(results.sweep_points) < results.sweep_points[0].total
-    finally:
-        assert ctrl.shutdown()
+    ctrl = make_controller(big, sweep_values=tuple(2**i for i in range(11)),
+                           sweep_samples_cap=20_000)
+    ctrl.start()
+    assert wait_for(ctrl, lambda c: c.results() is not None and c.results().sweep_points)
+    ctrl.cancel()
+    assert wait_for(ctrl, lambda c: c.is_settled(), 5_000)
+    results = ctrl.results()
+    assert not results.sweep_done
+    assert 0 < len(results.sweep_points) < results.sweep_points[0].total
+    assert ctrl.shutdown()
     assert not ctrl.is_running()
 
 
-def test_shutdown_mid_sweep_stops_the_thread(qapp):
-    ctrl = ExplorerController(AttentionConfig(n_tokens=128, samples=20_000), views=[Recorder()],
-                              sweep_values=tuple(2**i for i in range(11)),
-                              sweep_samples_cap=20_000)
+def test_shutdown_mid_sweep_stops_the_thread(make_controller):
+    ctrl = make_controller(AttentionConfig(n_tokens=128, samples=20_000),
+                           sweep_values=tuple(2**i for i in range(11)),
+                           sweep_samples_cap=20_000)
     ctrl.start()
     assert wait_for(ctrl, lambda c: c.results() is not None and c.results().sweep_points)
     assert ctrl.is_busy()

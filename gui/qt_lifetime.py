@@ -1,0 +1,213 @@
+"""Where and when Qt objects die: GUI-thread garbage collection and deterministic waits.
+
+Why this module exists (issue E, ENVIRONMENT.md trap 9). pyqtgraph builds reference cycles
+around Python-owned Qt objects (a ``ViewBox`` and its ``ViewBoxMenu``, exporter ``Parameter``
+trees, plot items and their signal proxies). Such objects die only when Python's *cyclic*
+garbage collector runs, and CPython runs it in whichever thread happens to allocate when the
+generation-0 threshold is crossed. Measured on the GUI test suite: 18 collections ran inside the
+explorer and training worker QThreads and the tour's claim thread. A ``QWidget`` destroyed there
+waits for the GIL inside ``~QWidget`` while the GUI thread holds the GIL waiting for a Qt lock
+(a deadlock), and a wrapper removed from Shiboken's map off the GUI thread left a stale entry
+that ``destroyQCoreApplication`` dereferenced at interpreter exit (a segfault).
+
+The cure has two parts:
+
+1. :class:`GuiThreadCollector` turns automatic collection off and collects from a GUI-thread
+   timer instead (pyqtgraph's ``GarbageCollector`` does the same), so a cycle is only ever
+   freed in the thread that owns its Qt objects. Worker threads allocate freely: with automatic
+   collection off they never start a collection.
+2. Qt objects that are created and dropped in bulk are destroyed deterministically, not left to
+   the collector: :func:`wait_until` deletes its event loop, timer and waker before returning,
+   and :func:`release_qt_objects` empties the deferred-delete queue and collects while the
+   ``QApplication`` still exists (at shutdown and between tests).
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QObject, QThread, QTimer, Slot
+
+__all__ = [
+    "GuiThreadCollector",
+    "install_gui_thread_collector",
+    "release_qt_objects",
+    "wait_until",
+]
+
+#: How often the GUI thread checks whether a collection is due. Collections are by generation
+#: and only when its count passed CPython's threshold, so a check that finds nothing costs ~1 µs.
+COLLECT_INTERVAL_MS = 250
+#: Full collections are at least this far apart (seconds) ...
+MIN_FULL_INTERVAL_S = 2.0
+#: ... and take at most this share of the GUI thread's time.
+FULL_COLLECTION_SHARE = 0.02
+
+
+class GuiThreadCollector(QObject):
+    """Runs Python's cyclic garbage collector on the GUI thread only.
+
+    On :meth:`start`, automatic collection is disabled process-wide and a timer in the GUI
+    thread collects each generation whose allocation count passed its threshold (the same rule
+    CPython applies, just in a known thread). :meth:`stop` restores automatic collection.
+
+    Parameters
+    ----------
+    interval_ms
+        Period of the check.
+    parent
+        Usually the ``QApplication``.
+    """
+
+    def __init__(self, interval_ms: int = COLLECT_INTERVAL_MS,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._timer = QTimer(self)
+        self._timer.setInterval(interval_ms)
+        self._timer.timeout.connect(self.collect_due)
+        self._was_enabled = gc.isenabled()
+        self._next_full_at = 0.0  # perf_counter() before which no full collection runs
+        #: Collections run by this object, per generation (for tests and the stress script).
+        self.collections = [0, 0, 0]
+
+    def start(self) -> None:
+        """Disable automatic collection and start collecting from the GUI-thread timer."""
+        if self._timer.isActive():
+            return
+        self._was_enabled = gc.isenabled()
+        gc.disable()
+        self._timer.start()
+
+    def stop(self) -> None:
+        """Stop the timer and restore automatic collection as it was before :meth:`start`."""
+        self._timer.stop()
+        if self._was_enabled:
+            gc.enable()
+
+    def is_active(self) -> bool:
+        """True while collection is done by this object's timer."""
+        return self._timer.isActive()
+
+    @Slot()
+    def collect_due(self) -> None:
+        """Collect the oldest generation whose count passed its threshold (GUI thread only).
+
+        A full (generation 2) collection walks every tracked object; CPython avoids running
+        it too often by a rule this object cannot see (the share of objects pending since the
+        last one). Instead, full collections are spaced so that they take at most
+        :data:`FULL_COLLECTION_SHARE` of the GUI thread's time.
+        """
+        counts, thresholds = gc.get_count(), gc.get_threshold()
+        generation = -1
+        for gen in range(3):
+            if counts[gen] > thresholds[gen]:
+                generation = gen
+            else:
+                break
+        if generation == 2 and time.perf_counter() < self._next_full_at:
+            generation = 1
+        if generation < 0:
+            return
+        started = time.perf_counter()
+        gc.collect(generation)
+        self.collections[generation] += 1
+        if generation == 2:
+            elapsed = time.perf_counter() - started
+            self._next_full_at = started + max(MIN_FULL_INTERVAL_S,
+                                               elapsed / FULL_COLLECTION_SHARE)
+
+
+def install_gui_thread_collector(app: QCoreApplication) -> GuiThreadCollector:
+    """Return the application's :class:`GuiThreadCollector`, creating and starting it once.
+
+    Must be called from the GUI thread after the ``QApplication`` exists.
+    """
+    if QThread.currentThread() is not app.thread():
+        raise RuntimeError("the garbage collector must be installed from the GUI thread")
+    existing = app.findChild(GuiThreadCollector)
+    if existing is not None:
+        existing.start()
+        return existing
+    collector = GuiThreadCollector(parent=app)
+    collector.start()
+    return collector
+
+
+def release_qt_objects(rounds: int = 3) -> None:
+    """Delete what ``deleteLater`` queued and collect cycles, on the GUI thread, now.
+
+    Call it after closing windows and stopping worker threads, while the ``QApplication`` still
+    exists (before the interpreter's own teardown, which would otherwise free the remaining
+    cycles after Qt's). Several rounds because freeing one cycle can queue further deletions.
+    """
+    app = QCoreApplication.instance()
+    if app is None:
+        gc.collect()
+        return
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("release_qt_objects must run on the GUI thread")
+    for _ in range(rounds):
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        QCoreApplication.processEvents()
+        if gc.collect() == 0:
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+            break
+
+
+class _Waker(QObject):
+    """Quits a local event loop once a condition holds (checked on GUI-thread signals)."""
+
+    def __init__(self, loop: QEventLoop, condition: Callable[[], bool]) -> None:
+        super().__init__()
+        self._loop, self._condition = loop, condition
+
+    @Slot()
+    @Slot(object)
+    @Slot(bool)
+    @Slot(str)
+    @Slot(int, int)
+    @Slot(float, float)
+    def check(self, *_args: object) -> None:
+        if self._condition():
+            self._loop.quit()
+
+
+def wait_until(condition: Callable[[], bool] | None, signals: Iterable[object],
+               timeout_ms: int) -> bool:
+    """Run a local event loop until ``condition()`` holds or ``timeout_ms`` passes.
+
+    The condition is checked whenever one of ``signals`` (GUI-thread signals, e.g. a
+    controller's ``resultsShown``) fires, never by spinning ``processEvents``. ``None`` waits
+    the whole ``timeout_ms``. The loop, its timer and the waker are deleted before returning,
+    so that a thousand waits leave nothing behind for the garbage collector.
+
+    Returns
+    -------
+    bool
+        The condition's value at the end (True for ``None``).
+    """
+    if condition is not None and condition():
+        return True
+    check = condition if condition is not None else (lambda: False)
+    loop = QEventLoop()
+    timer = QTimer()
+    timer.setSingleShot(True)
+    timer.timeout.connect(loop.quit)
+    waker = _Waker(loop, check)
+    connected = []
+    try:
+        for signal in signals:
+            signal.connect(waker.check)  # type: ignore[attr-defined]
+            connected.append(signal)
+        timer.start(timeout_ms)
+        loop.exec()
+    finally:
+        timer.stop()
+        for signal in connected:
+            signal.disconnect(waker.check)  # type: ignore[attr-defined]
+        # Parentless and Python-owned: dropping the last references destroys them here, now.
+        del waker, timer, loop
+    return condition() if condition is not None else True

@@ -1,0 +1,130 @@
+"""Qt object lifetimes: garbage is collected on the GUI thread only, waits and language switches
+leave nothing behind, and closing the window never blocks on a long engine call."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+
+import pytest
+import shiboken6
+from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, QTranslator
+
+from engine.config import AttentionConfig
+from engine.trainer_config import TrainConfig
+from gui.qt_lifetime import release_qt_objects, wait_until
+
+SMALL_CONFIG = AttentionConfig(n_tokens=24, d_k=16, d_model=16, samples=300)  # = conftest's
+
+
+def _wrappers_of(kind: type) -> int:
+    return sum(isinstance(w, kind) for w in shiboken6.getAllValidWrappers())
+
+
+@pytest.fixture
+def collections_by_thread():
+    """Record the thread of every cyclic collection while the test runs (low thresholds).
+
+    With CPython's default thresholds a worker thread starts a collection only now and then;
+    a threshold of 50 makes every thread that allocates cross it within milliseconds, so
+    automatic collection left on would be caught in a worker thread at once.
+    """
+    seen: list[str] = []
+
+    def record(phase: str, info: dict) -> None:
+        if phase == "start":
+            seen.append(threading.current_thread().name)
+
+    old = gc.get_threshold()
+    gc.set_threshold(50, 5, 5)
+    gc.callbacks.append(record)
+    try:
+        yield seen
+    finally:
+        gc.callbacks.remove(record)
+        gc.set_threshold(*old)
+
+
+def test_garbage_is_collected_on_the_gui_thread_only(make_window, collections_by_thread):
+    window = make_window(SMALL_CONFIG.replace(n_tokens=64, samples=2000), settle=False)
+    assert window.wait_until_settled(30_000)
+    tab = window.train_tab
+    assert tab.start_training()
+    assert tab.wait_until_idle(60_000)
+    for seed in range(1, 6):  # sweeps and snapshots in the explorer worker thread
+        window.panel.seed.setValue(seed)
+        assert window.wait_until_settled(30_000)
+    main = threading.main_thread().name
+    assert collections_by_thread, "the GUI-thread collector never ran"
+    elsewhere = [name for name in collections_by_thread if name != main]
+    assert not elsewhere, f"cyclic GC ran outside the GUI thread: {sorted(set(elsewhere))}"
+
+
+def test_waiting_for_results_leaves_no_qt_objects_behind(window):
+    children_before = len(window.findChildren(QObject))
+    loops_before, timers_before = _wrappers_of(QEventLoop), _wrappers_of(QTimer)
+    for seed in range(1, 41):
+        window.panel.seed.setValue(seed)
+        assert window.wait_until_settled(20_000)
+    assert len(window.findChildren(QObject)) <= children_before  # views may drop items
+    assert _wrappers_of(QEventLoop) == loops_before
+    assert _wrappers_of(QTimer) == timers_before
+
+
+def test_wait_until_deletes_its_loop_even_on_timeout(qapp):
+    before = _wrappers_of(QEventLoop), _wrappers_of(QTimer)
+    for _ in range(20):
+        assert not wait_until(lambda: False, (), 1)
+        assert wait_until(None, (), 1)
+    assert (_wrappers_of(QEventLoop), _wrappers_of(QTimer)) == before
+
+
+def test_switching_language_keeps_one_catalogue(window):
+    app = QCoreApplication.instance()
+    for _ in range(6):
+        for code in ("zh_CN", "en"):
+            assert window.set_language(code)
+    window.set_language("zh_CN")
+    release_qt_objects()
+    translators = [c for c in app.children() if isinstance(c, QTranslator)]
+    assert 1 <= len(translators) <= 2, translators  # ours, and Qt's own where it has one
+    window.set_language("en")
+
+
+#: A model whose every optimisation step takes ~0.5-3 s on this kind of machine, yet fits the
+#: memory budget: what a user who maxes out the Train panel's sizes gets.
+SLOW_STEP = TrainConfig(rules=("none", "sqrt", "linear"), d_k=512, heads=2, n=16, batch=64,
+                        steps=1000, eval_size=16)
+
+
+def test_closing_during_a_long_training_step_does_not_freeze(make_window):
+    window = make_window()
+    tab = window.train_tab
+    tab.panel.set_config(SLOW_STEP)
+    assert tab.start_training()
+    controller = tab.controller
+    # The first snapshot (step 0) arrives after the initial evaluation; the next step starts
+    # right away, so the close below lands inside a long step.
+    assert wait_until(lambda: controller.results().snapshot is not None,
+                      (controller.resultsShown,), 60_000)
+    started = time.perf_counter()
+    window.close()
+    blocked_s = time.perf_counter() - started
+    assert blocked_s < 1.0, f"close() blocked the GUI thread for {blocked_s:.2f} s"
+    if window.workers_running():  # the step was still going: the window says why it waits
+        assert window.isVisible() and not window.isEnabled()
+        assert "waiting" in window.status_label.text()
+    assert wait_until(lambda: not window.workers_running() and not window.isVisible(),
+                      (controller.workerStopped, window.controller.workerStopped), 60_000)
+
+
+def test_training_too_large_for_memory_is_refused_with_a_message(make_window):
+    window = make_window()
+    tab = window.train_tab
+    tab.panel.set_config(TrainConfig(d_k=1024, heads=16))
+    assert not tab.start_training()
+    assert not tab.start_lr_sweep()
+    shown = tab.panel.error_text()
+    assert "memory budget" in shown and "d_k 1024" in shown
+    assert tab.controller.results().snapshot is None
