@@ -113,7 +113,7 @@ def export_command(args: Any) -> int:
         if window.controller.last_error():
             print(f"error: {window.controller.last_error()}", file=sys.stderr)
             return 1
-        # The training views need data: a short real run and lr sweep (~2 s).
+        # The training views need data: a short real run and lr sweep (a few seconds).
         problem = run_headless_demo(window.train_tab, RESULT_TIMEOUT_MS)
         if problem:
             print(f"error: {problem}", file=sys.stderr)

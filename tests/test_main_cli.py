@@ -47,6 +47,19 @@ def test_version_is_the_project_version() -> None:
     assert result.stdout.strip() == f"attention-explorer {expected}"
 
 
+def test_version_falls_back_to_pyproject_when_not_installed(monkeypatch) -> None:
+    from importlib import metadata
+
+    import main
+
+    def not_installed(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", not_installed)
+    with open(ROOT / "pyproject.toml", "rb") as handle:
+        assert main.version() == tomllib.load(handle)["project"]["version"]
+
+
 def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     found = [parser]
     for action in parser._actions:

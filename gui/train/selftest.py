@@ -20,7 +20,7 @@ __all__ = ["HEADLESS_DEMO_CONFIG", "HEADLESS_DEMO_LRS", "HEADLESS_DEMO_SEEDS",
            "drive_train_buttons", "run_headless_demo", "wait_for"]
 
 #: The Train views of ``export`` and ``--self-test`` show this run and sweep: the README's
-#: retrieval task shrunk to run in about two seconds (d_model 32, n 8, 150 steps, 2 seeds
+#: retrieval task shrunk to run in a few seconds (d_model 32, n 8, 150 steps, 2 seeds
 #: instead of d_model 64, n 16, 500 steps, 3 seeds). It still shows the README's d_k 16 row:
 #: the largest stable lr is 0.01 without scaling, 0.03 for 1/√d_k and 1/d_k, and every rule
 #: fails at 0.1. (A 60-step run with lrs up to 3 found "no stable lr" for none, contradicting
