@@ -7,18 +7,64 @@ subcommands. Headless engine commands (``sweep``, ``train``, ``lr-sweep``) never
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 RULE_HELP = "comma-separated scaling rules: none, sqrt, linear, temperature, qk_norm, softcap"
+DISTRIBUTION = "attention-scale-explorer"
+#: Export image sizes accepted by ``export --width/--height`` (gui/export.py renders 16..8192).
+EXPORT_MIN_SIZE, EXPORT_MAX_SIZE = 16, 8192
+#: Exit code after the reader of stdout went away (128 + SIGPIPE, as the shell reports it).
+EXIT_BROKEN_PIPE = 141
+
+
+def version() -> str:
+    """Return the program version: the installed package's, else pyproject.toml's."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        pass  # running from a source checkout that was never pip-installed
+    import tomllib
+
+    try:
+        with open(Path(__file__).with_name("pyproject.toml"), "rb") as handle:
+            return str(tomllib.load(handle)["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
+
+def _size(text: str) -> int:
+    """argparse type of ``--width``/``--height``: an integer in the exportable range."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not EXPORT_MIN_SIZE <= value <= EXPORT_MAX_SIZE:
+        raise argparse.ArgumentTypeError(
+            f"{value} is outside {EXPORT_MIN_SIZE}..{EXPORT_MAX_SIZE} pixels")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Return the command-line parser of every entry point."""
+    """Return the command-line parser of every entry point.
+
+    Every parser has ``allow_abbrev=False``: with abbreviations ``lr-sweep --seed 0`` silently
+    meant ``--seeds 0``.
+    """
     parser = argparse.ArgumentParser(
         prog="attention-explorer",
-        description="See and test why scaled dot-product attention divides logits by √d_k.",
+        description="See and test why scaled dot-product attention divides logits by √d_k. "
+        "Only the plain program (optionally with --session or --headless) opens the explorer "
+        "window; none of the COMMANDs opens a window: sweep, train and lr-sweep print or "
+        "write results, export renders offscreen to files.",
+        allow_abbrev=False,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     parser.add_argument(
         "--self-test",
         metavar="DIR",
@@ -35,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sweep = sub.add_parser(
         "sweep",
+        allow_abbrev=False,
         help="Monte Carlo sweep of attention statistics to CSV (engine only, no Qt)",
         description="Sweep one parameter and write one CSV row per (value, rule).",
     )
@@ -42,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="quantity to sweep (s = std of the unscaled logits)")
     sweep.add_argument("--values", required=True,
                        help="comma-separated values, e.g. 1,2,4,8 (or a:b for powers of two "
-                       "2^a..2^b)")
+                       "2^a..2^b; a may be negative: --values -3:1)")
     sweep.add_argument("--rules", default="none,sqrt,linear", help=RULE_HELP)
     sweep.add_argument("--n", type=int, default=64, help="tokens per row when n is not swept")
     sweep.add_argument("--d-k", "--dk", dest="d_k", type=int, default=64,
@@ -57,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--out", default="-", help="CSV file to write ('-' for stdout)")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
 
-    train_common = argparse.ArgumentParser(add_help=False)
+    train_common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     train_common.add_argument("--task", default="retrieval", help="synthetic task")
     train_common.add_argument("--rules", default="none,sqrt,linear", help=RULE_HELP)
     train_common.add_argument("--d-k", dest="d_k", type=int, default=64)
@@ -80,29 +127,78 @@ def build_parser() -> argparse.ArgumentParser:
                               help="held-out examples")
     train_common.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
-    train = sub.add_parser("train", parents=[train_common],
+    train = sub.add_parser("train", parents=[train_common], allow_abbrev=False,
                            help="train tiny attention models side by side (engine only)")
     train.add_argument("--lr", type=float, default=0.01)
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--json", action="store_true", help="print the summary as one JSON object")
 
-    lr_sweep = sub.add_parser("lr-sweep", parents=[train_common],
+    lr_sweep = sub.add_parser("lr-sweep", parents=[train_common], allow_abbrev=False,
                               help="final held-out loss per rule over learning rates and seeds")
     lr_sweep.add_argument("--lrs", default="0.001,0.003,0.01,0.03,0.1")
     lr_sweep.add_argument("--seeds", type=int, default=3, help="number of seeds (0..N-1)")
     lr_sweep.add_argument("--out", default="-", help="CSV file to write ('-' for stdout)")
 
-    export = sub.add_parser("export", help="render every view headless to a folder")
-    export.add_argument("--out", required=True, metavar="DIR")
+    export = sub.add_parser(
+        "export", allow_abbrev=False,
+        help="render every view offscreen to a folder (no window opens)",
+        description="Render every view (PNG, SVG, CSV) and session.json offscreen into DIR. "
+        "The Train views show a short demo run and learning-rate sweep (their captions say "
+        "which d_k, seeds and steps).")
+    export.add_argument("--out", required=True, metavar="DIR",
+                        help="folder to write into (created if missing); a folder that already "
+                        "holds files is refused unless --force")
+    export.add_argument("--force", action="store_true",
+                        help="write into a non-empty --out folder, replacing files of the same "
+                        "name")
     export.add_argument("--session", metavar="FILE", help="session JSON to render")
-    export.add_argument("--width", type=int, default=1200, help="image width in pixels")
-    export.add_argument("--height", type=int, default=800, help="image height in pixels")
+    size_range = f"{EXPORT_MIN_SIZE}..{EXPORT_MAX_SIZE}"
+    export.add_argument("--width", type=_size, default=1200,
+                        help=f"image width in pixels ({size_range}, default 1200)")
+    export.add_argument("--height", type=_size, default=800,
+                        help=f"image height in pixels ({size_range}, default 800)")
     return parser
+
+
+#: An argument that starts like an option but is a ``--values`` range with a negative start.
+_NEGATIVE_RANGE = re.compile(r"^-\d+(\.\d*)?:-?\d")
+
+
+def _join_option_values(argv: list[str]) -> list[str]:
+    """Rewrite ``--values -3:1`` as ``--values=-3:1``.
+
+    argparse takes any word starting with "-" that is not a plain negative number for an
+    option, so the power-of-two range ``-3:1`` (2^-3..2^1) would be refused as "expected one
+    argument". The joined form is what argparse itself accepts.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--values" and i + 1 < len(argv) and _NEGATIVE_RANGE.match(argv[i + 1]):
+            out.append(f"--values={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(word)
+        i += 1
+    return out
+
+
+def _check_session(path: str) -> str:
+    """Return "" if ``path`` is a readable, valid session file, else a one-line reason."""
+    from gui.session import SessionError, load_session
+
+    try:
+        load_session(path)
+    except SessionError as exc:
+        return str(exc)
+    return ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the program; return the process exit code."""
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(_join_option_values(words))
     if args.command == "sweep":
         from engine.cli_sweep import sweep_command
 
@@ -123,15 +219,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gui.headless import self_test_command
 
         return self_test_command(args)
+    if args.session:
+        # Refuse a bad file before a window opens: the command line gets a one-line reason.
+        problem = _check_session(args.session)
+        if problem:
+            print(f"error: --session: {problem}", file=sys.stderr)
+            return 2
     from gui.app import run_app
 
     return run_app(args)
 
 
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run :func:`main`, ending quietly when the reader of stdout goes away (``| head``).
+
+    Python's recipe (docs: "Note on SIGPIPE"): point stdout at devnull so that the flush at
+    interpreter exit does not raise a second BrokenPipeError, and exit with 141 as a process
+    killed by SIGPIPE would.
+    """
+    try:
+        code = main(argv)
+        sys.stdout.flush()  # a pending write fails here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
 def cli_entry() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    sys.exit(run())
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -8,12 +8,14 @@ self-test), wait for results with a ``QEventLoop`` plus timeout (never by spinni
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_png", "drive_panel", "export_command", "self_test_command"]
+__all__ = ["check_output_folder", "check_png", "drive_panel", "export_command",
+           "self_test_command"]
 
 #: Seconds to wait for all results (incl. the sweep) before giving up.
 RESULT_TIMEOUT_MS = 120_000
@@ -41,21 +43,45 @@ def _close(window: Any) -> bool:
     return not running
 
 
+def check_output_folder(folder: str | Path, *, allow_files: bool = True) -> str:
+    """Return "" if ``folder`` is (or can be created as) a writable folder, else the reason.
+
+    Creates the folder when it is missing and probes it with a temporary file (permission bits
+    lie for root and on some network mounts). With ``allow_files=False`` a folder that already
+    holds anything is refused, so that an export never replaces files silently.
+    """
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        return f"{folder} is a file, not a folder"
+    if path.is_dir() and not allow_files and any(path.iterdir()):
+        return (f"{folder} already holds files; choose a new or empty folder, or add --force "
+                "to replace files of the same name")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        return f"cannot create files in {folder}: {exc.strerror or exc}"
+    return ""
+
+
 def export_command(args: Any) -> int:
     """Render every view of a session (or the defaults) to ``args.out``.
+
+    Everything the user gave is checked before Qt starts: the session and the output folder
+    (which must be new or empty unless ``args.force``); ``main.py``'s parser has already
+    refused image sizes outside 16..8192 pixels.
 
     Parameters
     ----------
     args
-        Parsed ``export`` arguments: ``out``, ``session``, ``width``, ``height``.
+        Parsed ``export`` arguments: ``out``, ``force``, ``session``, ``width``, ``height``.
 
     Returns
     -------
     int
-        0 on success, 1 when results did not arrive or an export failed, 2 for a bad session.
+        0 on success, 1 when results did not arrive or an export failed, 2 for bad input.
     """
-    _app = _prepare(offscreen=True)
-    from gui.main_window import MainWindow
     from gui.session import SessionError, load_session
 
     session = None
@@ -63,8 +89,16 @@ def export_command(args: Any) -> int:
         try:
             session = load_session(args.session)
         except SessionError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: --session: {exc}", file=sys.stderr)
             return 2
+    problem = check_output_folder(args.out, allow_files=bool(getattr(args, "force", False)))
+    if problem:
+        print(f"error: --out: {problem}", file=sys.stderr)
+        return 2
+    _app = _prepare(offscreen=True)
+    from gui.main_window import MainWindow
+    from gui.train.selftest import run_headless_demo
+
     window = MainWindow(restore=False, persist=False, start=False,
                         config=session.config if session else None)
     try:
@@ -80,8 +114,8 @@ def export_command(args: Any) -> int:
         if window.controller.last_error():
             print(f"error: {window.controller.last_error()}", file=sys.stderr)
             return 1
-        # The training views need data: a short real run and a short lr sweep (~1 s).
-        problem = window.train_tab.run_demo(RESULT_TIMEOUT_MS)
+        # The training views need data: a short real run and lr sweep (a few seconds).
+        problem = run_headless_demo(window.train_tab, RESULT_TIMEOUT_MS)
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 1
@@ -162,11 +196,16 @@ def self_test_command(args: Any) -> int:
     Returns
     -------
     int
-        0 when every check passed, 1 otherwise (the reasons are printed).
+        0 when every check passed, 1 otherwise (the reasons are printed), 2 when DIR is a
+        file or cannot be written (checked before anything opens).
     """
     from gui.app import has_display
 
     out = Path(args.self_test)
+    problem = check_output_folder(out)
+    if problem:  # before any window opens: the export at the end would fail
+        print(f"error: --self-test: {problem}", file=sys.stderr)
+        return 2
     _app = _prepare(offscreen=bool(getattr(args, "headless", False)) or not has_display())
     from gui.main_window import MainWindow
     from gui.session import load_session
@@ -220,14 +259,14 @@ def self_test_command(args: Any) -> int:
         if not window.wait_until_settled(RESULT_TIMEOUT_MS):
             failures.append("the final sweep did not finish")
         width, height = 1000, 700
-        from gui.train.selftest import drive_train_buttons
+        from gui.train.selftest import drive_train_buttons, run_headless_demo
 
         window.mode_tabs.setCurrentWidget(window.train_tab)
         for name, reason in drive_train_buttons(window.train_tab):
             lines.append(f"{'ok  ' if not reason else 'FAIL'} {name}  {reason}")
             if reason:
                 failures.append(f"{name}: {reason}")
-        problem = window.train_tab.run_demo(RESULT_TIMEOUT_MS)
+        problem = run_headless_demo(window.train_tab, RESULT_TIMEOUT_MS)
         lines.append(f"{'ok  ' if not problem else 'FAIL'} train demo run and lr sweep  {problem}")
         if problem:
             failures.append(problem)

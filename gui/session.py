@@ -21,15 +21,57 @@ from typing import Any
 
 from engine.config import AttentionConfig
 
-__all__ = ["SESSION_APP", "SESSION_VERSION", "Session", "SessionError", "load_session",
-           "save_session"]
+__all__ = ["SESSION_APP", "SESSION_VERSION", "VIEW_KEYS", "Session", "SessionError",
+           "load_session", "save_session"]
 
 SESSION_APP = "attention-scale-explorer"
 SESSION_VERSION = 1
+#: Keys of every view a session may bring to the front (explorer views, then the Train tab's).
+#: Kept here so that reading a session needs no Qt; tests/gui/test_export_session.py checks that
+#: it equals the window's views.
+VIEW_KEYS = ("heatmap", "softmax", "histogram", "laws", "gradients", "temperature",
+             "correlation", "train_curves", "train_probe", "train_lr_sweep")
+#: No setting needs more digits; longer integers are refused before Python converts them
+#: (CPython refuses more than 4300 digits with a bare ValueError, and huge ints overflow float).
+_MAX_INT_DIGITS = 18
+#: Error messages quote the offending value; keep them to one readable line.
+_MAX_MESSAGE = 300
 
 
 class SessionError(ValueError):
     """A session file could not be read: not JSON, another program's file, or invalid values."""
+
+
+def _short(text: str) -> str:
+    """Return ``text`` on one line, cut to :data:`_MAX_MESSAGE` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
+
+
+def _quote(value: object) -> str:
+    """``repr(value)`` cut to 40 characters (a hostile file may hold huge values)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int beyond CPython's 4300-digit conversion limit
+        return "(an integer with too many digits)"
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _finite(value: float) -> bool:
+    """``math.isfinite`` that calls an int too large for a float infinite, not an error."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _parse_int(text: str) -> int:
+    """``json.loads`` hook: refuse absurdly long integer literals with a clear message."""
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_INT_DIGITS:
+        raise SessionError(f"holds an integer with {digits} digits (at most "
+                           f"{_MAX_INT_DIGITS} are accepted)")
+    return int(text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,22 +123,26 @@ class Session:
             )
         try:
             config = AttentionConfig.from_dict(data.get("attention"))
-        except (TypeError, ValueError) as exc:
-            raise SessionError(f"invalid attention settings: {exc}") from None
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise SessionError(_short(f"invalid attention settings: {exc}")) from None
         view = data.get("view", {})
         if not isinstance(view, dict):
             raise SessionError("'view' must be an object")
         current = view.get("current_view", "heatmap")
         if not isinstance(current, str):
             raise SessionError("view.current_view must be a string")
+        if current not in VIEW_KEYS:
+            raise SessionError(f"unknown view.current_view {_quote(current)}; expected one of "
+                               + ", ".join(VIEW_KEYS))
         temperature = view.get("temperature", config.temperature)
         if (
             isinstance(temperature, bool)
             or not isinstance(temperature, int | float)
-            or not math.isfinite(temperature)
+            or not _finite(temperature)
             or temperature <= 0
         ):
-            raise SessionError(f"view.temperature must be a positive number, got {temperature!r}")
+            raise SessionError(
+                f"view.temperature must be a positive number, got {_quote(temperature)}")
         return cls(config=config, current_view=current, temperature=float(temperature))
 
 
@@ -114,14 +160,23 @@ def load_session(path: str | os.PathLike[str]) -> Session:
     Raises
     ------
     SessionError
-        If the file cannot be read, is not JSON, or is not a valid session.
+        If the file cannot be read, is not JSON, or is not a valid session (also for hostile
+        files: nesting deeper than Python's recursion limit, integers with thousands of
+        digits); the message is one line.
     """
+    name = Path(path).name
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise SessionError(f"cannot read {path}: {exc}") from None
+        raise SessionError(_short(f"cannot read {path}: {exc}")) from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_parse_int)
+        return Session.from_dict(data)
     except json.JSONDecodeError as exc:
-        raise SessionError(f"{Path(path).name} is not valid JSON: {exc}") from None
-    return Session.from_dict(data)
+        raise SessionError(_short(f"{name} is not valid JSON: {exc}")) from None
+    except SessionError as exc:
+        raise SessionError(_short(f"{name}: {exc}")) from None
+    except RecursionError:
+        raise SessionError(f"{name} is nested too deeply to be a session") from None
+    except (ValueError, OverflowError) as exc:  # any other conversion the checks above missed
+        raise SessionError(_short(f"{name} holds an invalid value: {exc}")) from None

@@ -1,26 +1,187 @@
-"""The top-level command line: help text and the engine commands' independence from Qt."""
+"""The top-level command line: help, version, argument parsing, refusals before anything opens,
+and a quiet end when stdout is closed early (all in subprocesses, as a user runs them)."""
 
 from __future__ import annotations
 
+import argparse
+import os
 import subprocess
 import sys
+import time
+import tomllib
 from pathlib import Path
+
+import pytest
+
+from main import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def run_main(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    return subprocess.run([sys.executable, "main.py", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
 def test_help_lists_every_subcommand() -> None:
-    result = subprocess.run(
-        [sys.executable, "main.py", "--help"], cwd=ROOT, capture_output=True, text=True
-    )
+    result = run_main("--help")
     assert result.returncode == 0, result.stderr
-    for command in ("sweep", "train", "lr-sweep", "export", "--self-test"):
+    for command in ("sweep", "train", "lr-sweep", "export", "--self-test", "--version"):
         assert command in result.stdout
+    # Says which invocation opens a window (only the plain program).
+    assert "none of the COMMANDs opens a window" in " ".join(result.stdout.split())
 
 
 def test_parser_rejects_unknown_command() -> None:
-    result = subprocess.run(
-        [sys.executable, "main.py", "frobnicate"], cwd=ROOT, capture_output=True, text=True
-    )
+    result = run_main("frobnicate")
     assert result.returncode == 2
     assert "invalid choice" in result.stderr
+
+
+def test_version_is_the_project_version() -> None:
+    with open(ROOT / "pyproject.toml", "rb") as handle:
+        expected = tomllib.load(handle)["project"]["version"]
+    result = run_main("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"attention-explorer {expected}"
+
+
+def test_version_falls_back_to_pyproject_when_not_installed(monkeypatch) -> None:
+    from importlib import metadata
+
+    import main
+
+    def not_installed(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", not_installed)
+    with open(ROOT / "pyproject.toml", "rb") as handle:
+        assert main.version() == tomllib.load(handle)["project"]["version"]
+
+
+def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found.extend(_all_parsers(sub))
+    return found
+
+
+def test_no_parser_accepts_abbreviations() -> None:
+    parsers = _all_parsers(build_parser())
+    assert len(parsers) == 5
+    assert all(not p.allow_abbrev for p in parsers)
+    # With abbreviations, `lr-sweep --seed 0` silently became `--seeds 0`.
+    result = run_main("lr-sweep", "--seed", "0", "--steps", "1")
+    assert result.returncode == 2
+    assert "unrecognized arguments: --seed 0" in result.stderr
+    result = run_main("sweep", "--val", "3")
+    assert result.returncode == 2
+
+
+@pytest.mark.parametrize("words", [["--values", "-3:1"], ["--values=-3:1"]],
+                         ids=["separate", "joined"])
+def test_sweep_takes_a_negative_power_range(words: list[str]) -> None:
+    result = run_main("sweep", "--param", "s", *words, "--rules", "sqrt", "--samples", "50",
+                      "--quiet")
+    assert result.returncode == 0, result.stderr
+    rows = result.stdout.splitlines()[1:]
+    assert [float(row.split(",")[1]) for row in rows] == [0.125, 0.25, 0.5, 1.0, 2.0]
+
+
+def test_sweep_into_a_closed_pipe_ends_quietly() -> None:
+    # `main.py sweep ... | head -1`: the reader goes away after the first line.
+    proc = subprocess.Popen(
+        [sys.executable, "main.py", "sweep", "--param", "s", "--values", "0:12",
+         "--samples", "2000", "--quiet"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith("param,value,rule")
+    proc.stdout.close()
+    code = proc.wait(timeout=60)
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert code == 141, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+def _hostile_sessions(tmp_path: Path) -> list[Path]:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    digits = tmp_path / "digits.json"
+    digits.write_text('{"app": "attention-scale-explorer", "version": 1, "attention": {"d_k": '
+                      + "7" * 5000 + "}}", encoding="utf-8")
+    return [deep, digits]
+
+
+@pytest.mark.parametrize("command", [[], ["export", "--out", "OUT"]], ids=["window", "export"])
+def test_hostile_session_is_one_line_error(tmp_path: Path, command: list[str]) -> None:
+    for session in _hostile_sessions(tmp_path):
+        args = [str(tmp_path / "out") if word == "OUT" else word for word in command]
+        result = run_main(*args, "--session", str(session))
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: --session:"), result.stderr
+        assert session.name in lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_self_test_refuses_a_bad_folder_before_opening_anything(tmp_path: Path) -> None:
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x", encoding="utf-8")
+    for folder, reason in ((a_file, "is a file, not a folder"),
+                           (a_file / "sub", "cannot create files in")):
+        t0 = time.perf_counter()
+        result = run_main("--self-test", str(folder))
+        # The self-test itself takes tens of seconds; the refusal comes before any window.
+        assert time.perf_counter() - t0 < 20
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert reason in result.stderr and "Traceback" not in result.stderr
+        assert "SELF-TEST" not in result.stdout
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
+                    reason="root may write into a read-only folder")
+def test_self_test_refuses_a_read_only_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        result = run_main("--self-test", str(folder))
+    finally:
+        folder.chmod(0o700)
+    assert result.returncode == 2
+    assert "cannot create files in" in result.stderr
+
+
+def test_export_refuses_a_non_empty_folder_and_a_file(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "session.json").write_text("mine", encoding="utf-8")
+    result = run_main("export", "--out", str(out))
+    assert result.returncode == 2
+    assert "already holds files" in result.stderr and "--force" in result.stderr
+    assert (out / "session.json").read_text(encoding="utf-8") == "mine"
+    result = run_main("export", "--out", str(out / "session.json"))
+    assert result.returncode == 2
+    assert "is a file, not a folder" in result.stderr
+
+
+def test_export_help_documents_out_force_and_sizes() -> None:
+    text = " ".join(run_main("export", "--help").stdout.split())
+    assert "--force" in text and "non-empty --out folder" in text
+    assert "folder to write into" in text
+    assert "16..8192" in text
+
+
+@pytest.mark.parametrize("size", [["--width", "100000", "--height", "100000"],
+                                  ["--width", "8"], ["--height", "8193"], ["--width", "wide"]])
+def test_export_refuses_a_bad_size_before_rendering(tmp_path: Path, size: list[str]) -> None:
+    result = run_main("export", "--out", str(tmp_path / "out"), *size, timeout=30)
+    assert result.returncode == 2
+    assert "QPainter" not in result.stderr
+    assert "16..8192" in result.stderr or "not an integer" in result.stderr
+    assert not (tmp_path / "out").exists()

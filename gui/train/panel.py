@@ -371,7 +371,9 @@ class TrainPanel(QWidget):
              translate("TrainPanel", "Stop and clear all curves and the sweep (Ctrl+Shift+X).")),
         )
         for button, text, tip in buttons:
-            button.setText(text)
+            shortcut = button.shortcut()
+            button.setText(text)  # QAbstractButton.setText replaces the shortcut by a mnemonic
+            button.setShortcut(shortcut)
             button.setToolTip(tip)
         self.progress.setToolTip(
             translate(

@@ -17,17 +17,14 @@ from gui.train.lr_sweep_view import LrSweepView
 from gui.train.panel import TrainPanel
 from gui.train.probe import ProbeView
 
-__all__ = ["DEMO_CONFIG", "DEMO_LRS", "DEMO_SEEDS", "TrainTab"]
+__all__ = ["DEMO_CONFIG", "TrainTab"]
 
 _CTX = "TrainTab"
 
-#: A short real run for headless export and the self-test (well under a second of training).
+#: A small model for driving the buttons in the self-test (a step takes well under 1 ms).
 DEMO_CONFIG = TrainConfig(
     d_k=16, d_model=32, n=8, vocab=16, batch=32, steps=60, lr=0.01, eval_size=64
 )
-#: Learning rates and seeds of the headless demo sweep (the largest one diverges).
-DEMO_LRS: tuple[float, ...] = (0.003, 0.03, 3.0)
-DEMO_SEEDS = 2
 
 
 class TrainTab(QWidget):
@@ -170,32 +167,6 @@ class TrainTab(QWidget):
         controller = self.controller
         return wait_until(lambda: controller.state() == TrainState.IDLE,
                           (controller.stateChanged,), timeout_ms)
-
-    def run_demo(self, timeout_ms: int = 60_000) -> str:
-        """Train :data:`DEMO_CONFIG` and sweep :data:`DEMO_LRS` through the real worker.
-
-        Used by the headless export and self-test so that the training views hold real data.
-        Returns "" on success, else the reason.
-        """
-        self.panel.set_config(DEMO_CONFIG)
-        self.panel.set_sweep_settings(DEMO_LRS, DEMO_SEEDS)
-        for start, what in (
-            (self.start_training, "training"),
-            (self.start_lr_sweep, "learning-rate sweep"),
-        ):
-            if not start():
-                return f"{what} did not start: {self.panel.error_text() or 'busy'}"
-            if not self.wait_until_idle(timeout_ms):
-                return f"{what} did not finish in time"
-            if self.controller.last_error():
-                return f"{what} failed: {self.controller.last_error()}"
-        self.view_tabs.setCurrentWidget(self.curves)
-        results = self.controller.results()
-        if results.snapshot is None or not results.snapshot.done:
-            return "the training run did not finish"
-        if results.sweep_result is None:
-            return "the learning-rate sweep did not finish"
-        return ""
 
     def shutdown(self, timeout_ms: int = 1000) -> bool:
         """Stop the training thread (bounded wait); safe to call twice."""

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from engine.config import AttentionConfig, MaskKind
 from gui import export
-from gui.session import Session, SessionError, load_session, save_session
+from gui.session import VIEW_KEYS, Session, SessionError, load_session, save_session
 
 
 @pytest.mark.parametrize(("width", "height"), [(640, 480), (1000, 420), (300, 900)])
@@ -98,6 +98,23 @@ def test_session_round_trip(window, settle, tmp_path):
     assert load_session(again) == Session(config, "histogram", 2.5)
 
 
+_VALID = Session(AttentionConfig()).to_dict()
+
+
+def test_unknown_view_message_names_the_views(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({**_VALID, "view": {"current_view": "lawz"}}), encoding="utf-8")
+    with pytest.raises(SessionError, match=r"unknown view\.current_view 'lawz'.*heatmap"):
+        load_session(path)
+
+
+def test_session_view_keys_are_the_windows_views(window):
+    keys = [v.key for v in [*window.views, *window.train_tab.views]]
+    assert sorted(keys) == sorted(VIEW_KEYS)
+    for key in VIEW_KEYS:  # every accepted key can be brought to the front
+        assert window.show_view(key)
+
+
 @pytest.mark.parametrize("content", [
     "{not json",
     json.dumps({"app": "something-else", "version": 1, "attention": {}}),
@@ -105,18 +122,30 @@ def test_session_round_trip(window, settle, tmp_path):
     json.dumps({"app": "attention-scale-explorer", "version": 1,
                 "attention": {"kind": "attention", "n_tokens": -5}}),
     json.dumps([1, 2, 3]),
-], ids=["not-json", "foreign", "version", "invalid-value", "not-object"])
+    # Hostile files: Python's json raises RecursionError / a bare ValueError (4300-digit limit)
+    # / the temperature check overflowed; an unknown front view was accepted silently.
+    "[" * 100_000 + "]" * 100_000,
+    '{"app": "attention-scale-explorer", "version": 1, "attention": {"d_k": '
+    + "7" * 5000 + "}}",
+    json.dumps({**_VALID, "attention": {**_VALID["attention"], "rho": 10**400}}),
+    json.dumps({**_VALID, "view": {"current_view": "heatmap", "temperature": 10**400}}),
+    json.dumps({**_VALID, "view": {"current_view": "no_such_view"}}),
+], ids=["not-json", "foreign", "version", "invalid-value", "not-object", "deep-nesting",
+        "5000-digits", "huge-int-setting", "huge-int-temperature", "unknown-view"])
 def test_corrupt_session_changes_nothing(window, tmp_path, qtbot, content):
     path = tmp_path / "bad.json"
     path.write_text(content, encoding="utf-8")
-    with pytest.raises(SessionError):
+    with pytest.raises(SessionError) as raised:
         load_session(path)
+    message = str(raised.value)
+    assert "\n" not in message and len(message) <= 300
     config_before = window.panel.config()
     results_before = window.controller.results()
     assert not window.open_session(path)
     boxes = [w for w in QApplication.topLevelWidgets()
              if isinstance(w, QMessageBox) and w.isVisible()]
     assert boxes and "session" in boxes[-1].windowTitle().lower()
+    assert boxes[-1].text() == message
     for box in boxes:
         box.close()
     assert window.panel.config() == config_before

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import json
+
+import pytest
 
 from engine.config import AttentionConfig
 from gui.export import image_stats
@@ -16,10 +19,19 @@ def test_export_command_renders_every_view(qapp, tmp_path, capsys):
     session = tmp_path / "small.json"
     save_session(session, Session(SMALL, current_view="laws", temperature=2.0))
     out = tmp_path / "out"
-    code = main(["export", "--out", str(out), "--session", str(session),
+    out.mkdir()
+    (out / "session.json").write_text("an older export", encoding="utf-8")
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    # A folder that holds files is refused without --force (tests/test_main_cli.py) ...
+    assert main(["export", "--out", str(out), "--session", str(session)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert (out / "session.json").read_text(encoding="utf-8") == "an older export"
+    # ... and written into with it (files of the same name replaced, others kept).
+    code = main(["export", "--out", str(out), "--session", str(session), "--force",
                  "--width", "700", "--height", "450"])
     printed = capsys.readouterr().out.split()
     assert code == 0
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
     from gui.views import ALL_VIEWS
 
     for cls in ALL_VIEWS:
@@ -33,14 +45,37 @@ def test_export_command_renders_every_view(qapp, tmp_path, capsys):
     assert saved["view"]["temperature"] == 2.0
     # The laws view's CSV holds the finished sweep (11 d_k values × 3 rules).
     assert len((out / "laws.csv").read_text(encoding="utf-8").splitlines()) == 1 + 11 * 3
+    # The Train views' demo agrees with the README's table (a smaller lr is stable without
+    # scaling than with 1/√d_k or 1/d_k) instead of finding no stable lr for "none".
+    with (out / "train_lr_sweep.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    largest = {row["rule"]: row["largest_stable_lr"] for row in rows}
+    assert set(largest) == {"none", "sqrt", "linear"}
+    assert all(largest.values()), largest
+    assert float(largest["none"]) < float(largest["sqrt"]) <= float(largest["linear"])
+    assert max(float(row["lr"]) for row in rows) <= 0.1
 
 
-def test_export_command_refuses_a_corrupt_session(qapp, tmp_path, capsys):
+@pytest.mark.parametrize("content", [
+    '{"app": "other"}',
+    "[" * 100_000 + "]" * 100_000,
+    '{"app": "attention-scale-explorer", "version": 1, "attention": {"d_k": ' + "7" * 5000 + "}}",
+], ids=["foreign", "deep-nesting", "5000-digits"])
+def test_export_command_refuses_a_corrupt_session(qapp, tmp_path, capsys, content):
     bad = tmp_path / "bad.json"
-    bad.write_text('{"app": "other"}', encoding="utf-8")
+    bad.write_text(content, encoding="utf-8")
     assert main(["export", "--out", str(tmp_path / "o"), "--session", str(bad)]) == 2
-    assert "not an Attention Scale Explorer session" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("error: --session: bad.json") and err.count("\n") == 1, err
     assert not (tmp_path / "o").exists()
+
+
+def test_self_test_refuses_a_file_as_folder(qapp, tmp_path, capsys):
+    a_file = tmp_path / "taken"
+    a_file.write_text("x", encoding="utf-8")
+    assert main(["--self-test", str(a_file)]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert a_file.read_text(encoding="utf-8") == "x"
 
 
 def test_self_test_passes_and_reports(qapp, tmp_path, capsys, isolated_settings):

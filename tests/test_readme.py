@@ -1,0 +1,68 @@
+"""The README's promises: its Python code blocks run and print what it says, and it names the
+system libraries Qt's X11 (xcb) platform plugin needs."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: Fenced blocks: (language, body) in order.
+BLOCKS = [(m.group(1), m.group(2))
+          for m in re.finditer(r"^```(\w*)\n(.*?)^```\s*$", README, re.MULTILINE | re.DOTALL)]
+#: Each ```python block with the ```text block that follows it (its promised output), if any.
+PYTHON = [(body, BLOCKS[i + 1][1] if i + 1 < len(BLOCKS) and BLOCKS[i + 1][0] == "text" else None)
+          for i, (lang, body) in enumerate(BLOCKS) if lang == "python"]
+
+
+def test_the_readme_has_a_python_block_with_its_output() -> None:
+    assert any(expected is not None for _code, expected in PYTHON)
+
+
+@pytest.mark.parametrize(("code", "expected"), PYTHON,
+                         ids=[f"block{i}" for i in range(len(PYTHON))])
+def test_readme_python_block_prints_what_the_readme_says(code: str, expected: str | None,
+                                                         monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
+    if expected is not None:
+        assert out.getvalue() == expected
+
+
+def _debian_package(soname: str) -> str:
+    """``libxcb-icccm.so.4`` → ``libxcb-icccm4``; ``libxkbcommon-x11.so.0`` → ``…-x11-0``."""
+    name, version = soname.split(".so.")
+    name = name.lower()
+    return f"{name}-{version}" if name[-1].isdigit() else f"{name}{version}"
+
+
+def test_readme_names_the_x11_libraries_of_the_qt_xcb_plugin() -> None:
+    spec = importlib.util.find_spec("PySide6")
+    if spec is None or spec.origin is None or not sys.platform.startswith("linux") \
+            or shutil.which("ldd") is None:
+        pytest.skip("needs PySide6's Linux xcb plugin and ldd")
+    plugin = Path(spec.origin).parent / "Qt" / "plugins" / "platforms" / "libqxcb.so"
+    if not plugin.exists():
+        pytest.skip("this PySide6 has no xcb plugin")
+    linked = subprocess.run(["ldd", str(plugin)], capture_output=True, text=True,
+                            check=True).stdout
+    sonames = set(re.findall(r"^\s*(lib(?:xcb|xkb|X11)[\w-]*\.so\.\d+)", linked, re.MULTILINE))
+    # Present wherever X11 runs, or already in the README's offscreen list.
+    base = {"libxcb1", "libx11-6", "libxkbcommon0"}
+    needed = {_debian_package(s) for s in sonames} - base
+    assert "libxcb-cursor0" in needed  # the parsing found the plugin's libraries
+    x11_paragraph = README[README.index("A real X11 display"):]
+    x11_paragraph = x11_paragraph[: x11_paragraph.index("\n\n")]
+    missing = sorted(p for p in needed if not re.search(rf"\b{re.escape(p)}\b", x11_paragraph))
+    assert not missing, f"README's X11 package list lacks {missing}"
