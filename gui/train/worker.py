@@ -17,10 +17,10 @@ import enum
 import threading
 import traceback
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import Signal, Slot
 
 from engine.trainer_config import TrainConfig
-from gui.worker import JobFailed
+from gui.worker import JobFailed, ThreadWorker
 
 __all__ = [
     "TrainItem",
@@ -110,7 +110,7 @@ class TrainJobFinished:
     completed: bool
 
 
-class TrainWorker(QObject):
+class TrainWorker(ThreadWorker):
     """Runs :class:`TrainJob` objects in the thread it was moved to (never touches widgets)."""
 
     itemReady = Signal(object)  # TrainItem
