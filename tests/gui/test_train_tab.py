@@ -229,6 +229,56 @@ def test_lr_sweep_view_shows_the_engine_result(tab):
     assert "largest_stable_lr" in header and len(rows) == len(lrs) * len(cfg.rules)
 
 
+def test_lr_sweep_view_draws_the_band_ranges_to_the_data_and_labels_the_threshold(tab):
+    """The caption promises a min…max band: it is drawn; the x axis ends at the data (it ran
+    to lr = 1); the dashed threshold is labelled in English too (it was only in Chinese)."""
+    from math import log10
+
+    from PySide6.QtCore import QPointF
+
+    from gui import i18n
+
+    lrs, seeds = (0.001, 0.003, 0.01, 0.03), 2
+    tab.panel.set_config(SMALL.replace(steps=30))
+    tab.panel.set_sweep_settings(lrs, seeds)
+    assert tab.start_lr_sweep()
+    assert tab.wait_until_idle(30_000)
+    result = tab.controller.results().sweep_result
+    view = tab.lr_sweep
+    tab.show_view(view.key)
+    tab.refresh_views()
+    assert "Band: min…max over seeds" in view._note.text
+    spread = 0
+    for rule in result.config.rules:
+        rows = [r for r in result.rows if r.rule is rule]
+        band = view._items[rule].band
+        bounds = band.path().boundingRect()
+        assert not bounds.isEmpty(), rule
+        assert bounds.left() == pytest.approx(log10(min(lrs)))
+        assert bounds.right() == pytest.approx(log10(max(lrs)))
+        assert bounds.top() == pytest.approx(log10(min(r.final_loss_min for r in rows)))
+        assert bounds.bottom() == pytest.approx(log10(max(r.final_loss_max for r in rows)))
+        for r in rows[1:-1]:  # the filled polygon covers each seed spread (inner lrs)
+            if r.final_loss_max > r.final_loss_min * 1.01:
+                spread += 1
+                mid = 0.5 * (log10(r.final_loss_min) + log10(r.final_loss_max))
+                assert band.path().contains(QPointF(log10(r.lr), mid)), (rule, r.lr)
+    assert spread > 0  # the check above ran on real bands
+    view.reset_view()
+    (x_low, x_high), _ = view.plot().vb.viewRange()
+    span = log10(max(lrs)) - log10(min(lrs))
+    assert log10(min(lrs)) - 0.2 * span <= x_low <= log10(min(lrs))
+    assert log10(max(lrs)) <= x_high <= log10(max(lrs)) + 0.2 * span
+    assert view.threshold_label() == "stable threshold"
+    try:
+        i18n.set_language("zh_CN")
+        assert view.threshold_label() == "稳定阈值"
+        i18n.set_language("en")
+        assert view.threshold_label() == "stable threshold"
+    finally:
+        i18n.set_language("en")
+
+
 def test_log_spin_box_steps_through_1_2_3_5():
     box = LogSpinBox(1e-8, 100.0, 0.01)
     seen = []
