@@ -279,6 +279,95 @@ def test_lr_sweep_view_draws_the_band_ranges_to_the_data_and_labels_the_threshol
         i18n.set_language("en")
 
 
+def _tick_texts(axis) -> list[tuple[object, str]]:
+    """The (rectangle, text) of every tick label the axis draws now (pyqtgraph's own specs)."""
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        painter.setFont(axis.style["tickFont"] or axis.font())
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [] if specs is None else [(rect, text) for rect, _flags, text in specs[2]]
+
+
+def _assert_no_overlap(texts) -> None:
+    rects = [rect for rect, _ in texts]
+    for index, a in enumerate(rects):
+        for b in rects[index + 1:]:
+            assert not a.intersects(b), (texts, a, b)
+
+
+def test_probe_draws_one_query_row_as_bars_with_readable_ticks(tab, qtbot):
+    """Retrieval has one query row: bars of p per key (not a stretched one-row image), a p
+    axis, the answering key outlined, key labels that never overlap."""
+    from gui.train.probe import probe_targets
+
+    cfg = SMALL.replace(steps=40, rules=("none", "sqrt", "linear"), n=16, vocab=32)
+    tab.panel.set_config(cfg)
+    assert tab.start_training() and tab.wait_until_idle(30_000)
+    view = tab.probe
+    tab.show_view(view.key)
+    tab.refresh_views()
+    qtbot.wait(50)
+    snap = tab.controller.results().snapshot
+    assert len(snap.target_positions) == 1
+    answer = {j for _r, j in probe_targets(snap)}
+    for rule, st in snap.rules.items():
+        bars = view.bars(rule)
+        assert bars.isVisible() and not view.image(rule).isVisible()
+        np.testing.assert_allclose(bars.opts["height"], np.asarray(st.probe_weights)[0, 0])
+        np.testing.assert_allclose(np.asarray(bars.opts["x"]) - 0.5, np.arange(cfg.n + 1),
+                                   atol=1e-9)
+        assert [x - 0.5 for x in view.target_bars(rule).opts["x"]] == sorted(answer)
+        plot = view.plot(rule)
+        assert not plot.vb.yInverted()
+        (_x0, _x1), (y0, y1) = plot.vb.viewRange()
+        assert y0 <= 0.0 and 1.0 <= y1 <= 1.1
+        left = [float(text) for _, text in _tick_texts(plot.getAxis("left"))]
+        assert len(left) >= 3 and min(left) == 0.0 and max(left) == 1.0, left
+        bottom = _tick_texts(plot.getAxis("bottom"))
+        assert len(bottom) >= 3
+        assert all(text.isdigit() and int(text) <= cfg.n for _, text in bottom)
+        _assert_no_overlap(bottom)
+    assert view.plot(cfg.rules[0]).getAxis("left").labelText.endswith(">p</span>")
+    # Narrow panels: labels are thinned (never run together), and there are still some.
+    tab.resize(700, 600)
+    qtbot.wait(50)
+    for rule in cfg.rules:
+        bottom = _tick_texts(view.plot(rule).getAxis("bottom"))
+        assert 2 <= len(bottom) < cfg.n + 1
+        _assert_no_overlap(bottom)
+
+
+def test_probe_map_of_several_rows_keeps_rows_and_thins_labels(tab, qtbot):
+    cfg = SMALL.replace(task="copy_back", steps=20, n=48, vocab=16, offset=2,
+                        rules=("none", "sqrt", "linear"))
+    tab.panel.set_config(cfg)
+    assert tab.start_training() and tab.wait_until_idle(30_000)
+    view = tab.probe
+    tab.show_view(view.key)
+    tab.refresh_views()
+    qtbot.wait(50)
+    snap = tab.controller.results().snapshot
+    rows = len(snap.target_positions)
+    assert rows > 1
+    for rule, st in snap.rules.items():
+        assert view.image(rule).isVisible() and not view.bars(rule).isVisible()
+        np.testing.assert_allclose(view.image(rule).image,
+                                   np.asarray(st.probe_weights).reshape(-1, cfg.n))
+        plot = view.plot(rule)
+        assert plot.vb.yInverted()
+        for name in ("left", "bottom"):
+            texts = _tick_texts(plot.getAxis(name))
+            assert len(texts) >= 2, name
+            _assert_no_overlap(texts)
+        left = [int(text) for _, text in _tick_texts(plot.getAxis("left"))]
+        assert set(left) <= {int(t) for t in snap.target_positions}
+
+
 def test_log_spin_box_steps_through_1_2_3_5():
     box = LogSpinBox(1e-8, 100.0, 0.01)
     seen = []
