@@ -38,7 +38,7 @@ def probe_targets(snap: object) -> list[tuple[int, int]]:
     return cells
 
 
-#: Label steps tried when thinning tick labels (cells between two labels).
+# Label steps tried when thinning tick labels (cells between two labels).
 _NICE_STEPS = (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)
 
 

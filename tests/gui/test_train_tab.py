@@ -63,7 +63,9 @@ def test_curves_equal_snapshot_histories_and_legend_lists_rules(tab):
     # The probe view was hidden (another sub-tab): it catches up when shown.
     assert tab.show_view("train_probe")
     for rule, st in snap.rules.items():
-        np.testing.assert_array_equal(tab.probe.image(rule).image, st.probe_weights[:, 0, :])
+        # One query row (retrieval): drawn as bars of p per key.
+        np.testing.assert_array_equal(tab.probe.bars(rule).opts["height"],
+                                      st.probe_weights[:, 0, :].reshape(-1))
     labels = view.legend_labels()
     assert labels[:2] == [rule_name("none"), rule_name("sqrt")]
     assert rule_name("linear") not in labels
@@ -207,7 +209,7 @@ def test_lr_sweep_view_shows_the_engine_result(tab):
     assert tab.wait_until_idle(30_000)
     assert tab.controller.last_error() == ""
     result = tab.controller.results().sweep_result
-    # The panel has no eval_size control: the sweep ran the panel's configuration.
+    # The sweep ran the panel's configuration.
     assert result.config == tab.panel.config()
     expected = run_lr_sweep(result.config, lrs, seeds)
     view = tab.lr_sweep
@@ -366,6 +368,65 @@ def test_probe_map_of_several_rows_keeps_rows_and_thins_labels(tab, qtbot):
             _assert_no_overlap(texts)
         left = [int(text) for _, text in _tick_texts(plot.getAxis("left"))]
         assert set(left) <= {int(t) for t in snap.target_positions}
+
+
+def test_init_std_clip_norm_and_eval_size_reach_the_trainer(tab):
+    """The CLI's --init-std, --clip-norm and --eval-size, as Train-panel controls with the
+    engine's limits and defaults; what is set is what the trainer runs."""
+    from engine.trainer_config import TRAIN_LIMITS
+
+    panel = tab.panel
+    panel.set_config(SMALL.replace(steps=10))
+    # Defaults shown as the engine's: None = auto / off, eval size as configured.
+    assert panel.init_std.text() == "auto (1/√d_model)" and panel.init_std.optional_value() is None
+    assert panel.clip_norm.text() == "off" and panel.clip_norm.optional_value() is None
+    assert panel.config().init_std is None and panel.config().clip_norm is None
+    assert TrainConfig().eval_size == TrainPanelDefaults.eval_size()
+    assert panel.eval_size.minimum() == TRAIN_LIMITS["eval_size"][0]
+    assert panel.eval_size.maximum() == TRAIN_LIMITS["eval_size"][1]
+    assert panel.init_std.maximum() == TRAIN_LIMITS["init_std"][1]
+    assert panel.clip_norm.maximum() == TRAIN_LIMITS["clip_norm"][1]
+    for box in (panel.init_std, panel.clip_norm, panel.eval_size):
+        assert box.toolTip()
+    # Stepping up from the word gives a value, stepping down past the engine's minimum the
+    # word again; a value below the engine's minimum is not accepted as typed.
+    panel.clip_norm.stepBy(1)
+    assert panel.clip_norm.optional_value() == 1.0
+    panel.clip_norm.stepBy(-1)
+    assert panel.clip_norm.optional_value() == pytest.approx(0.5)
+    from PySide6.QtGui import QValidator
+
+    assert panel.init_std.validate("1e-9", 0)[0] != QValidator.State.Acceptable
+    assert panel.init_std.validate("0.05", 0)[0] == QValidator.State.Acceptable
+    assert panel.init_std.validate("auto (1/√d_model)", 0)[0] == QValidator.State.Acceptable
+
+    panel.init_std.setValue(0.05)
+    panel.clip_norm.setValue(0.5)
+    panel.eval_size.setValue(40)
+    assert panel.error_text() == ""
+    assert tab.start_training() and tab.wait_until_idle(30_000)
+    assert tab.controller.last_error() == ""
+    ran = tab.controller.results().snapshot.config
+    assert (ran.init_std, ran.clip_norm, ran.eval_size) == (0.05, 0.5, 40)
+    # set_config shows a configuration's values (tour steps, sessions) and None as the word.
+    panel.set_config(SMALL.replace(init_std=0.2, clip_norm=None, eval_size=128))
+    assert panel.init_std.optional_value() == pytest.approx(0.2)
+    assert panel.clip_norm.text() == "off"
+    assert panel.config().eval_size == 128
+
+
+class TrainPanelDefaults:
+    """The panel's defaults without a configuration (what a fresh Train tab shows)."""
+
+    @staticmethod
+    def eval_size() -> int:
+        from gui.train.panel import TrainPanel
+
+        panel = TrainPanel()
+        try:
+            return panel.eval_size.value()
+        finally:
+            panel.deleteLater()
 
 
 def test_log_spin_box_steps_through_1_2_3_5():
