@@ -90,9 +90,12 @@ class GradientView(ExplorerView):
             plot = pg.PlotItem(axisItems=style.log_axis_items())
             style.style_plot(plot, bottom=dk)
             style.set_log_mode(plot, x=True, y=log_y)
+            # The two gradient panels share the d_k range. The saturation panel is not linked:
+            # pyqtgraph aligns linked x axes pixel by pixel, so a wider saturation panel (it
+            # spans both columns of the two-column layout) showed d_k up to 10⁴ with no data.
             if first is None:
                 first = plot
-            else:
+            elif key != "saturated":
                 plot.setXLink(first)
             self._plots[key] = plot
             self._titles[key] = style.make_label(size=style.TITLE_PT)
