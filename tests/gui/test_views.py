@@ -391,6 +391,28 @@ def test_gradient_medians_and_bands_are_the_sweep_quantiles(qtbot, results):
     assert len(rows) == len(results.sweep_points) and header[2] == "jac_fro_median"
 
 
+def test_gradient_view_reflows_to_its_width(qtbot, results):
+    """Three columns when wide, two, then one: the panels always fit the view's width (the
+    right-hand panels were cut off at 1024×768 with a dock open)."""
+    view = build(qtbot, GradientView)
+    view.show()
+    qtbot.waitExposed(view)
+    view.show_results(results)
+    widget = view.export_item()
+    for width, columns in ((1000, 3), (700, 2), (345, 1), (1000, 3)):
+        view.resize(width, 700)
+        qtbot.waitUntil(lambda w=width: widget.viewport().width() == w)
+        assert view.columns() == columns, width
+        viewport = widget.viewport().rect()
+        for key in ("jac", "raw", "saturated"):
+            rect = widget.mapFromScene(view.plot(key).sceneBoundingRect()).boundingRect()
+            assert viewport.adjusted(-1, -1, 1, 1).contains(rect), (width, key, rect)
+        # The same curves whatever the arrangement.
+        x, _ = sweep_values(results.sweep_points, ScalingRule.SQRT, "jac_fro_median")
+        np.testing.assert_array_equal(view.median_curve("jac", ScalingRule.SQRT).xData, x)
+    assert "scaled logits" in view.panel_title("jac")
+
+
 # -- temperature ------------------------------------------------------------------------------
 def test_temperature_view_shows_zero_difference_at_sqrt_dk(qtbot, engine_parts, results):
     view = build(qtbot, TemperatureView)
