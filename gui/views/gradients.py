@@ -98,7 +98,11 @@ class GradientView(ExplorerView):
             elif key != "saturated":
                 plot.setXLink(first)
             self._plots[key] = plot
-            self._titles[key] = style.make_label(size=style.TITLE_PT)
+            title = style.make_label(size=style.TITLE_PT)
+            # A wrapping label prefers its current wrapped width, which depends on the previous
+            # arrangement; a fixed small preference lets the plots alone share the columns.
+            title.setPreferredWidth(style.WrappingLabel.MIN_WIDTH)
+            self._titles[key] = title
         self._plots["saturated"].setYRange(0.0, 1.0, padding=0.05)
         self._note = style.make_label()
         self._columns = 0
@@ -132,24 +136,26 @@ class GradientView(ExplorerView):
             if item in ci.items:
                 ci.removeItem(item)
         layout = ci.layout
-        for row in range(layout.rowCount()):
-            layout.setRowStretchFactor(row, 0)
-        for col in range(max(layout.columnCount(), 3)):
-            layout.setColumnStretchFactor(col, 0)
         ci.addItem(self._legend, row=0, col=0, colspan=columns)
         row = 1
+        plot_rows: list[int] = []
         for index, key in enumerate(self._plots):
             col = index % columns
             # The last panel of a short row spans the row (the saturation panel in 2 columns).
             span = columns - col if index == len(self._plots) - 1 else 1
             ci.addItem(self._titles[key], row=row, col=col, colspan=span)
             ci.addItem(self._plots[key], row=row + 1, col=col, colspan=span)
-            layout.setRowStretchFactor(row + 1, 1)
+            plot_rows.append(row + 1)
             if col + span == columns:
                 row += 2
         ci.addItem(self._note, row=row, col=0, colspan=columns)
+        # Stretch factors are set after the items are back: a grid layout emptied by the
+        # removals ignores factors of rows and columns it does not have, and kept the three-
+        # column factors (3, 3, 2) after a switch to two columns.
+        for r in range(max(layout.rowCount(), 8)):
+            layout.setRowStretchFactor(r, 1 if r in plot_rows else 0)
         # Give the two gradient panels more room than the saturation panel.
-        stretch = {3: (3, 3, 2), 2: (1, 1), 1: (1,)}[columns]
+        stretch = {3: (3, 3, 2), 2: (1, 1, 0), 1: (1, 0, 0)}[columns]
         for col, factor in enumerate(stretch):
             layout.setColumnStretchFactor(col, factor)
         self._legend.setColumnCount(6 if columns > 1 else 2)

@@ -399,7 +399,7 @@ def test_gradient_view_reflows_to_its_width(qtbot, results):
     qtbot.waitExposed(view)
     view.show_results(results)
     widget = view.export_item()
-    for width, columns in ((1000, 3), (700, 2), (345, 1), (1000, 3)):
+    for width, columns in ((1000, 3), (700, 2), (345, 1), (1000, 3), (600, 2)):
         view.resize(width, 700)
         qtbot.waitUntil(lambda w=width: widget.viewport().width() == w)
         assert view.columns() == columns, width
@@ -407,6 +407,9 @@ def test_gradient_view_reflows_to_its_width(qtbot, results):
         for key in ("jac", "raw", "saturated"):
             rect = widget.mapFromScene(view.plot(key).sceneBoundingRect()).boundingRect()
             assert viewport.adjusted(-1, -1, 1, 1).contains(rect), (width, key, rect)
+        if columns == 2:  # the two gradient panels share the row equally (whatever came before)
+            widths = [view.plot(key).sceneBoundingRect().width() for key in ("jac", "raw")]
+            assert abs(widths[0] - widths[1]) <= 2, widths
         # The same curves whatever the arrangement.
         x, _ = sweep_values(results.sweep_points, ScalingRule.SQRT, "jac_fro_median")
         np.testing.assert_array_equal(view.median_curve("jac", ScalingRule.SQRT).xData, x)
