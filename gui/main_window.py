@@ -167,9 +167,17 @@ class MainWindow(QMainWindow):
         self.side_tabs.setVisible(False)
         for view in self.views:
             self.tabs.addTab(view, view.title())
+        # Each tab widget sits in a scroll area and every plot view asks for its layout's
+        # minimum: at 1024×768 with docks open a view scrolls instead of being cut off.
+        from gui.layout_fit import scroll_area_for, track_scene_minimums
+
+        for view in self.views:
+            track_scene_minimums(view)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.addWidget(self.tabs)
-        self.splitter.addWidget(self.side_tabs)
+        self.splitter.addWidget(scroll_area_for(self.tabs, "viewScroll"))
+        self._side_scroll = scroll_area_for(self.side_tabs, "sideViewScroll")
+        self._side_scroll.setVisible(False)
+        self.splitter.addWidget(self._side_scroll)
         # Top level: the explorer (views + parameter dock) and the Train tab (gui/train), which
         # has its own control panel and worker thread.
         from gui.train import TrainTab
@@ -253,10 +261,13 @@ class MainWindow(QMainWindow):
         # Language: entries are the languages' own names, so they are never translated.
         self.language_menu = view_menu.addMenu("")
         self.language_menu.setObjectName("languageMenu")
+        # Exclusive: exactly one language is checked.
         self.language_group = QActionGroup(self)
+        self.language_group.setExclusive(True)
         self.language_actions: dict[str, QAction] = {}
         for code, name in i18n.LANGUAGES.items():
-            action = QAction(name, self.language_group)
+            action = QAction(name, self)
+            self.language_group.addAction(action)
             action.setCheckable(True)
             action.setData(code)
             action.triggered.connect(self._on_language_action)
@@ -338,8 +349,10 @@ class MainWindow(QMainWindow):
     def _check_language_action(self) -> None:
         action = self.language_actions.get(i18n.current_language())
         if action is not None:
-            with QSignalBlocker(action):
-                action.setChecked(True)
+            # No QSignalBlocker here: the group keeps itself exclusive through the action's
+            # signals, and blocking them left the previous language checked as well. The
+            # switch itself listens to ``triggered``, which setChecked does not emit.
+            action.setChecked(True)
 
     @Slot()
     def _on_language_action(self) -> None:
@@ -626,12 +639,14 @@ class MainWindow(QMainWindow):
             self.tabs.removeTab(index)
             self.side_tabs.addTab(view, view.title())
             self.side_tabs.setVisible(True)
+            self._side_scroll.setVisible(True)
         else:
             while self.side_tabs.count():
                 view = self.side_tabs.widget(0)
                 self.side_tabs.removeTab(0)
                 self.tabs.insertTab(self.views.index(view), view, view.title())
             self.side_tabs.setVisible(False)
+            self._side_scroll.setVisible(False)
 
     @Slot()
     def _on_cancel(self) -> None:
@@ -662,10 +677,15 @@ class MainWindow(QMainWindow):
     @Slot(bool)
     def _on_busy_changed(self, busy: bool) -> None:
         self.cancel_button.setVisible(busy)
-        if not busy:
-            self.progress.setVisible(False)
         if busy:
             self.status_label.setText(translate("MainWindow", "Computing…"))
+            return
+        self.progress.setVisible(False)
+        # The last push of a job can arrive while it still counts as busy (a σ change reuses
+        # the sweep, so no later push follows): restate the results here or "Computing…"
+        # stayed with the process idle. A "Cancelled" or error message is left as it is.
+        if self.status_label.text() == translate("MainWindow", "Computing…"):
+            self._retranslate_status()
 
     @Slot(str)
     def _on_error(self, message: str) -> None:

@@ -580,6 +580,8 @@ def install_tour(window: QMainWindow, menu: QMenu) -> tuple[QDockWidget, QAction
     dock.hide()
 
     def open_tour() -> None:
+        if dock.isHidden():
+            _place_dock(window, dock)
         dock.show()
         dock.raise_()
         panel.start()
@@ -590,6 +592,30 @@ def install_tour(window: QMainWindow, menu: QMenu) -> tuple[QDockWidget, QAction
     # C++ object is already gone when ``destroyed`` arrives.
     window.destroyed.connect(lambda *_: _cancel_job(panel))
     return dock, action
+
+
+#: Narrowest central area (px) left beside both docks; below it the tour shares the left dock
+#: area with the parameters (as tabs) instead of taking a column of its own.
+MIN_CENTRAL_WIDTH = 560
+
+
+def _place_dock(window: QMainWindow, dock: QDockWidget) -> None:
+    """Put the tour beside the views if the window is wide enough, else tab it with the
+    parameter dock: at 1024×768 two dock columns left ~350 px for the views and pushed the
+    window wider than the screen (issue 8, §4)."""
+    if dock.isFloating():
+        return
+    parameters = window.findChild(QDockWidget, "parameterDock")
+    if parameters is None or parameters.isFloating():
+        return
+    needed = (parameters.minimumSizeHint().width() + dock.minimumWidth()
+              + MIN_CENTRAL_WIDTH)
+    area = window.dockWidgetArea(dock)
+    if window.width() < needed:
+        if dock not in window.tabifiedDockWidgets(parameters):
+            window.tabifyDockWidget(parameters, dock)
+    elif area != Qt.DockWidgetArea.RightDockWidgetArea:
+        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
 
 
 def _cancel_job(panel: TourPanel) -> None:

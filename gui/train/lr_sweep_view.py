@@ -40,9 +40,12 @@ class _RuleItems:
             symbolPen=style.rule_pen(rule, width=1),
             symbolBrush=style.rule_brush(rule),
         )
-        # The band follows two invisible curves (log mode is applied to them by the plot).
-        self.low = pg.PlotDataItem(pen=None)
-        self.high = pg.PlotDataItem(pen=None)
+        # The band follows two faint edge curves (log mode is applied to them by the plot).
+        # They need a pen: a PlotDataItem without one never hands its data to the curve that
+        # FillBetweenItem reads, so the promised min…max band was never drawn.
+        edge = pg.mkPen(style.rule_color(rule, 110), width=1)
+        self.low = pg.PlotDataItem(pen=edge)
+        self.high = pg.PlotDataItem(pen=edge)
         self.band = pg.FillBetweenItem(self.low, self.high, brush=style.rule_brush(rule, 50))
         self.diverged = pg.PlotDataItem(
             pen=None, symbol="x", symbolSize=14, symbolPen=style.rule_pen(rule, width=2.5)
@@ -58,8 +61,10 @@ class _RuleItems:
             angle=90, pen=style.rule_pen(rule, width=1.5, style=Qt.PenStyle.DotLine)
         )
         self.stable_line.setVisible(False)
+        # The band adds no extent of its own (its edges are in the plot); while empty its path
+        # sits at the view origin, i.e. lr = 1 on the log axis, and stretched the x range there.
+        plot.addItem(self.band, ignoreBounds=True)
         for item in (
-            self.band,
             self.low,
             self.high,
             self.runs,
@@ -137,7 +142,13 @@ class LrSweepView(ExplorerView):
             left=translate("LrSweepView", "final held-out loss (nats)"),
             bottom=translate("LrSweepView", "learning rate"),
         )
-        self._threshold.label.setFormat(translate("LrSweepView", "stable threshold"))
+        # setFormat() alone re-words the label only while the line is visible (pyqtgraph's
+        # InfLineLabel.valueChanged returns early otherwise): the line is hidden until a sweep
+        # finishes, so in a UI started in English the label stayed empty and appeared only
+        # after a switch to Chinese. Set the text itself as well.
+        text = translate("LrSweepView", "stable threshold")
+        self._threshold.label.setFormat(text)
+        self._threshold.label.setText(text)
         self._legend_rules = None  # the next show_train relabels the legend
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
@@ -236,6 +247,12 @@ class LrSweepView(ExplorerView):
     def stable_marker(self, rule: ScalingRule | str) -> pg.PlotDataItem:
         """The ring marking ``rule``'s largest stable learning rate."""
         return self._items[ScalingRule(rule)].stable
+
+    def threshold_label(self) -> str:
+        """The text shown on the dashed stable-threshold line ("" while the line is hidden)."""
+        if not self._threshold.isVisible():
+            return ""
+        return self._threshold.label.textItem.toPlainText()
 
     def legend_labels(self) -> list[str]:
         """The legend's labels in order."""

@@ -95,6 +95,66 @@ class LogSpinBox(QDoubleSpinBox):
         return max(c for c in candidates if c < value - tol)
 
 
+class OptionalLogSpinBox(LogSpinBox):
+    """A :class:`LogSpinBox` whose lowest entry, 0 shown as a word ("auto", "off"), means None.
+
+    Values between 0 and the engine's lower limit ``low`` are not accepted; stepping up from
+    the word goes to ``first``, stepping down below ``low`` goes back to the word.
+    """
+
+    def __init__(
+        self, low: float, high: float, value: float | None, first: float,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(0.0, high, 0.0, parent)
+        self._low = low
+        self._first = first
+        self.set_optional(value)
+
+    def set_optional(self, value: float | None) -> None:
+        """Show ``value`` (None: the word)."""
+        self.setValue(0.0 if value is None else value)
+
+    def optional_value(self) -> float | None:
+        """The value, or None when the word is shown."""
+        value = self.value()
+        return None if value == 0.0 else value
+
+    def textFromValue(self, value: float) -> str:  # Qt override
+        return self.specialValueText() if value == 0.0 else super().textFromValue(value)
+
+    def valueFromText(self, text: str) -> float:  # Qt override
+        if text.strip() == self.specialValueText().strip():
+            return 0.0
+        return super().valueFromText(text)
+
+    def validate(self, text: str, pos: int) -> object:  # Qt override
+        from PySide6.QtGui import QValidator
+
+        word = self.specialValueText().strip()
+        stripped = text.strip()
+        if word and stripped == word:
+            return QValidator.State.Acceptable, text, pos
+        if word and stripped and word.startswith(stripped) and not stripped[0].isdigit():
+            return QValidator.State.Intermediate, text, pos
+        state, text, pos = super().validate(text, pos)  # type: ignore[misc]
+        if state == QValidator.State.Acceptable:
+            value = float(stripped)
+            if 0.0 < value < self._low:
+                return QValidator.State.Intermediate, text, pos
+        return state, text, pos
+
+    def stepBy(self, steps: int) -> None:  # Qt override
+        value = self.value()
+        for _ in range(abs(steps)):
+            if steps > 0:
+                value = self._first if value == 0.0 else self._next(value, up=True)
+            elif value > 0.0:
+                lower = self._next(value, up=False)
+                value = 0.0 if lower < self._low * (1 - 1e-9) else lower
+        self.setValue(min(max(value, 0.0), self.maximum()))
+
+
 def parse_lrs(text: str) -> tuple[float, ...]:
     """Parse a comma- or space-separated list of learning rates (sorted, validated).
 
@@ -179,6 +239,11 @@ class TrainPanel(QWidget):
         self.optimizer.addItem("SGD", OptimizerKind.SGD.value)
         self.optimizer.setCurrentIndex(0 if config.optimizer is OptimizerKind.ADAM else 1)
         self.seed = _spin(0, 1_000_000, config.seed)
+        # The CLI's --init-std, --clip-norm and --eval-size, with the engine's limits and
+        # defaults (None: 1/√d_model, no clipping).
+        self.init_std = OptionalLogSpinBox(*TRAIN_LIMITS["init_std"], config.init_std, 0.1)
+        self.clip_norm = OptionalLogSpinBox(*TRAIN_LIMITS["clip_norm"], config.clip_norm, 1.0)
+        self.eval_size = _spin(*map(int, TRAIN_LIMITS["eval_size"]), config.eval_size)
         self.seeds = _spin(1, 20, 3)
         self.lrs = QLineEdit("0.001, 0.003, 0.01, 0.03")
 
@@ -229,6 +294,9 @@ class TrainPanel(QWidget):
             (training_form, "batch", self.batch),
             (training_form, "steps", self.steps),
             (training_form, "seed", self.seed),
+            (training_form, "init_std", self.init_std),
+            (training_form, "clip_norm", self.clip_norm),
+            (training_form, "eval_size", self.eval_size),
         )
         self._sweep_box = QGroupBox()
         sweep_form = QFormLayout(self._sweep_box)
@@ -266,9 +334,11 @@ class TrainPanel(QWidget):
             self.steps,
             self.seed,
             self.seeds,
+            self.eval_size,
         ):
             box.valueChanged.connect(self._on_input_changed)
-        self.lr.valueChanged.connect(self._on_input_changed)
+        for log_box in (self.lr, self.init_std, self.clip_norm):
+            log_box.valueChanged.connect(self._on_input_changed)
         self.task.currentIndexChanged.connect(self._on_input_changed)
         self.optimizer.currentIndexChanged.connect(self._on_input_changed)
         self.lrs.textChanged.connect(self._on_input_changed)
@@ -343,6 +413,29 @@ class TrainPanel(QWidget):
                 "TrainPanel", "Seed of the initial weights, the batches and the held-out set."
             )
         )
+        self.init_std.setSpecialValueText(translate("TrainPanel", "auto (1/√d_model)"))
+        self.init_std.setToolTip(
+            translate(
+                "TrainPanel",
+                "Standard deviation of the W_Q, W_K, W_V entries at init. Auto: 1/√d_model, "
+                "so q and k components have unit variance and unscaled logits variance d_k.",
+            )
+        )
+        self.clip_norm.setSpecialValueText(translate("TrainPanel", "off"))
+        self.clip_norm.setToolTip(
+            translate(
+                "TrainPanel",
+                "Clip the global gradient norm to this value before each optimiser step "
+                "(off: no clipping).",
+            )
+        )
+        self.eval_size.setToolTip(
+            translate(
+                "TrainPanel",
+                "Examples in the fixed held-out set (drawn from the seed); example 0 is the "
+                "probe whose attention is shown.",
+            )
+        )
         self.seeds.setToolTip(
             translate(
                 "TrainPanel",
@@ -398,6 +491,9 @@ class TrainPanel(QWidget):
             "batch": translate("TrainPanel", "Batch"),
             "steps": translate("TrainPanel", "Steps"),
             "seed": translate("TrainPanel", "Seed"),
+            "init_std": translate("TrainPanel", "Init std"),
+            "clip_norm": translate("TrainPanel", "Clip norm"),
+            "eval_size": translate("TrainPanel", "Held-out size"),
             "lrs": translate("TrainPanel", "Learning rates"),
             "seeds": translate("TrainPanel", "Seeds"),
         }
@@ -436,6 +532,9 @@ class TrainPanel(QWidget):
             optimizer=str(self.optimizer.currentData()),
             lr=self.lr.value(),
             seed=self.seed.value(),
+            init_std=self.init_std.optional_value(),
+            clip_norm=self.clip_norm.optional_value(),
+            eval_size=self.eval_size.value(),
         )
 
     def sweep_settings(self) -> tuple[tuple[float, ...], int]:
@@ -457,6 +556,9 @@ class TrainPanel(QWidget):
             self.steps,
             self.lr,
             self.seed,
+            self.init_std,
+            self.clip_norm,
+            self.eval_size,
             *self.rule_boxes.values(),
         ]
         blockers = [QSignalBlocker(w) for w in widgets]
@@ -466,9 +568,11 @@ class TrainPanel(QWidget):
             box.setChecked(rule in config.rules)
         self.d_k.setValue(config.d_k)
         self.d_model.setValue(config.d_model or 0)
-        for name in ("heads", "n", "vocab", "offset", "batch", "steps", "seed"):
+        for name in ("heads", "n", "vocab", "offset", "batch", "steps", "seed", "eval_size"):
             getattr(self, name).setValue(getattr(config, name))
         self.lr.setValue(config.lr)
+        self.init_std.set_optional(config.init_std)
+        self.clip_norm.set_optional(config.clip_norm)
         del blockers
         self._on_input_changed()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
@@ -37,12 +38,102 @@ def probe_targets(snap: object) -> list[tuple[int, int]]:
     return cells
 
 
+# Label steps tried when thinning tick labels (cells between two labels).
+_NICE_STEPS = (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)
+
+
+class CellAxis(pg.AxisItem):
+    """An axis that labels whole cells (keys, query rows) and thins its labels to fit.
+
+    pyqtgraph always draws every label of its top tick level, so seventeen key positions in a
+    narrow panel ran together ("9101112131415"). Here the labels are cell centres ``i + 0.5``;
+    only every k-th is shown, k the smallest of 1, 2, 5, 10, … whose labels are at least one
+    label (plus a gap) apart at the axis's current length in pixels. Without labels (see
+    :meth:`set_labels`) it is an ordinary numeric axis.
+    """
+
+    GAP_PX = 8.0
+
+    def __init__(self, orientation: str, **kwargs: object) -> None:
+        super().__init__(orientation, **kwargs)
+        self._labels: list[str] | None = None
+
+    def set_labels(self, labels: list[str] | None) -> None:
+        """Label cell ``i`` (centre ``i + 0.5``) with ``labels[i]``; None: numeric ticks."""
+        self._labels = None if labels is None else list(labels)
+        self.picture = None
+        self.update()
+
+    def label_step(self, length_px: float, span: float) -> int:
+        """Cells between two shown labels for ``length_px`` pixels showing ``span`` cells."""
+        labels = self._labels or []
+        if not labels or length_px <= 0 or span <= 0:
+            return 1
+        metrics = QFontMetricsF(self.style.get("tickFont") or self.font())
+        if self.orientation in ("left", "right"):
+            extent = metrics.height()
+        else:
+            extent = max(metrics.horizontalAdvance(text) for text in labels)
+        cell_px = length_px / span
+        for step in _NICE_STEPS:
+            if step * cell_px >= extent + self.GAP_PX:
+                return step
+        return max(len(labels), 1)
+
+    def tickValues(self, minVal, maxVal, size):  # pyqtgraph override
+        labels = self._labels
+        if labels is None:
+            return super().tickValues(minVal, maxVal, size)
+        minVal, maxVal = sorted((minVal, maxVal))  # an inverted axis passes them reversed
+        step = self.label_step(size, maxVal - minVal)
+        values = [i + 0.5 for i in range(0, len(labels), step) if minVal <= i + 0.5 <= maxVal]
+        return [(float(step), values)]
+
+    def tickStrings(self, values, scale, spacing):  # pyqtgraph override
+        labels = self._labels
+        if labels is None:
+            return super().tickStrings(values, scale, spacing)
+        return [labels[int(v)] if 0 <= int(v) < len(labels) else "" for v in values]
+
+
+class _Panel:
+    """One rule's plot: the heatmap (several query rows) or the bar chart (one row)."""
+
+    def __init__(self, plot: pg.PlotItem, colormap: pg.ColorMap) -> None:
+        self.plot = plot
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image.setColorMap(colormap)
+        plot.addItem(self.image)
+        pen = pg.mkPen(style.HIGHLIGHT_COLOR, width=2)
+        self.targets = pg.ScatterPlotItem(symbol="s", size=1.0, pxMode=False, pen=pen,
+                                          brush=None)
+        self.targets.setZValue(10)
+        plot.addItem(self.targets)
+        self.bars = pg.BarGraphItem(x=[0.5], height=[0.0], width=0.8, pen=None)
+        plot.addItem(self.bars)
+        self.target_bars = pg.BarGraphItem(x=[0.5], height=[0.0], width=0.96, pen=pen,
+                                           brush=None)
+        self.target_bars.setZValue(10)
+        plot.addItem(self.target_bars)
+
+    def bottom(self) -> CellAxis:
+        return self.plot.getAxis("bottom")  # type: ignore[return-value]
+
+    def left(self) -> CellAxis:
+        return self.plot.getAxis("left")  # type: ignore[return-value]
+
+
 class ProbeView(ExplorerView):
     """Attention weights of the probe example's target rows, per rule and head.
 
     Each panel stacks the heads vertically (rows: target positions of head 0, then head 1, …;
     columns: key positions) on a shared viridis scale p ∈ [0, 1]. Magenta squares mark the
     key that solves the task, so a sharp, correct map puts its bright cell inside them.
+
+    When each head has a single query row (the retrieval task), a one-row image stretched to
+    the panel's height read as tall bars with one meaningless y tick; the row is drawn as a bar
+    chart instead: p per key position (bars coloured on the same scale, heads side by side
+    within a key), with the answering key outlined in magenta.
     """
 
     key = "train_probe"
@@ -65,11 +156,12 @@ class ProbeView(ExplorerView):
         style.style_plot(self._colorbar, grid=False)
         self._colorbar.getAxis("left").setLabel(style.axis_label_html("p"))
         self._note = style.make_label()
-        self._panels: dict[ScalingRule, tuple[pg.PlotItem, pg.ImageItem, pg.ScatterPlotItem]] = {}
+        self._panels: dict[ScalingRule, _Panel] = {}
         self._rules: tuple[ScalingRule, ...] = ()
         self._snapshot: object = None
         self._empty_plot: pg.PlotItem | None = None  # the axes shown before the first run
-        self._extent = (0, 0)  # (image rows, key positions) the axes are set up for
+        # (image rows, key positions, bar chart) the axes are set up for
+        self._extent: tuple[int, int, bool] = (0, 0, False)
         self.retranslate_ui()
         self.clear()
 
@@ -110,15 +202,32 @@ class ProbeView(ExplorerView):
             self._build(rules)
         cells = probe_targets(snap)
         heads = snap.config.heads
-        self._set_extent(snap)
+        bars = self._set_extent(snap)
         for rule, st in snap.rules.items():
-            plot, image, targets = self._panels[rule]
+            panel = self._panels[rule]
+            plot = panel.plot
             w = np.asarray(st.probe_weights, dtype=np.float64)
-            rows = w.reshape(-1, w.shape[-1])
-            image.setImage(rows, autoLevels=False, levels=(0.0, 1.0))
             per_head = w.shape[1]
-            spots = [(j + 0.5, h * per_head + r + 0.5) for h in range(heads) for r, j in cells]
-            targets.setData(pos=spots)
+            panel.image.setVisible(not bars)
+            panel.targets.setVisible(not bars)
+            panel.bars.setVisible(bars)
+            panel.target_bars.setVisible(bars)
+            if bars:
+                keys = w.shape[-1]
+                width = 0.9 / heads
+                x = [j + 0.05 + (h + 0.5) * width for h in range(heads) for j in range(keys)]
+                p = w[:, 0, :].reshape(-1)
+                brushes = [pg.mkBrush(c) for c in self._colormap.map(np.clip(p, 0.0, 1.0))]
+                panel.bars.setOpts(x=x, height=p, width=width, brushes=brushes, pen=None)
+                answer = sorted({j for _r, j in cells})
+                panel.target_bars.setOpts(x=[j + 0.5 for j in answer],
+                                          height=[1.0] * len(answer), width=0.96)
+            else:
+                rows = w.reshape(-1, w.shape[-1])
+                panel.image.setImage(rows, autoLevels=False, levels=(0.0, 1.0))
+                spots = [(j + 0.5, h * per_head + r + 0.5) for h in range(heads)
+                         for r, j in cells]
+                panel.targets.setData(pos=spots)
             entropy = float(np.mean(st.entropy)) if len(st.entropy) else float("nan")
             if st.diverged:
                 caption = translate("ProbeView", "{0}: diverged at step {1}").format(
@@ -129,8 +238,22 @@ class ProbeView(ExplorerView):
                     style.rule_name(rule), entropy
                 )
             plot.setTitle(caption, color=style.FOREGROUND, size=f"{style.TITLE_PT}pt")
-        self._note.setText(
-            translate(
+        last_key = int(np.asarray(snap.probe_ids).shape[0]) - 1
+        if bars:
+            note = translate(
+                "ProbeView",
+                "Step {0}. Bars: attention weight p of the query at position {1} on each key "
+                "position 0…{2}{3}. Magenta outline: the key that answers the probe.",
+            ).format(
+                snap.step,
+                int(snap.target_positions[0]),
+                last_key,
+                translate("ProbeView", " (heads side by side within each key)")
+                if heads > 1
+                else "",
+            )
+        else:
+            note = translate(
                 "ProbeView",
                 "Step {0}. Rows: target positions{1}; columns: key positions 0…{2}. "
                 "Magenta squares: the key that answers the probe.",
@@ -139,9 +262,9 @@ class ProbeView(ExplorerView):
                 translate("ProbeView", " of each head, heads stacked top to bottom")
                 if heads > 1
                 else "",
-                int(np.asarray(snap.probe_ids).shape[0]) - 1,
+                last_key,
             )
-        )
+        self._note.setText(note)
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:
         header = ["rule", "head", "query_position", "key_position", "p"]
@@ -158,12 +281,14 @@ class ProbeView(ExplorerView):
         return header, rows
 
     def reset_view(self) -> None:
-        rows, keys = self._extent
-        for plot, _image, _targets in self._panels.values():
-            if rows:
-                plot.setRange(xRange=(0, keys), yRange=(0, rows), padding=0)
+        rows, keys, bars = self._extent
+        for panel in self._panels.values():
+            if bars:
+                panel.plot.setRange(xRange=(0, keys), yRange=(0, 1.0), padding=0.02)
+            elif rows:
+                panel.plot.setRange(xRange=(0, keys), yRange=(0, rows), padding=0)
             else:
-                plot.autoRange()
+                panel.plot.autoRange()
 
     # -- helpers ------------------------------------------------------------------------------
     def clear(self) -> None:
@@ -172,50 +297,57 @@ class ProbeView(ExplorerView):
         self.show_train(TrainResults())
 
     def image(self, rule: ScalingRule | str) -> pg.ImageItem:
-        """The image item of ``rule``."""
-        return self._panels[ScalingRule(rule)][1]
+        """The image item of ``rule`` (shown when there are several query rows)."""
+        return self._panels[ScalingRule(rule)].image
 
-    def _set_extent(self, snap: object) -> None:
-        """Label the rows by target position (and head) and fit the axes to the map."""
+    def bars(self, rule: ScalingRule | str) -> pg.BarGraphItem:
+        """The bar chart of ``rule`` (shown when each head has a single query row)."""
+        return self._panels[ScalingRule(rule)].bars
+
+    def target_bars(self, rule: ScalingRule | str) -> pg.BarGraphItem:
+        """The magenta outlines of the answering key in the bar chart of ``rule``."""
+        return self._panels[ScalingRule(rule)].target_bars
+
+    def plot(self, rule: ScalingRule | str) -> pg.PlotItem:
+        """The plot of ``rule``."""
+        return self._panels[ScalingRule(rule)].plot
+
+    def _set_extent(self, snap: object) -> bool:
+        """Label rows and keys, fit the axes to the map; return True for the bar chart."""
         positions = tuple(snap.target_positions)  # type: ignore[attr-defined]
         heads = snap.config.heads  # type: ignore[attr-defined]
         keys = int(np.asarray(snap.probe_ids).shape[0])  # type: ignore[attr-defined]
-        extent = (heads * len(positions), keys)
+        bars = len(positions) == 1
+        extent = (heads * len(positions), keys, bars)
         if extent == self._extent:
-            return
+            return bars
         self._extent = extent
-        ticks = [
-            (h * len(positions) + r + 0.5, f"{t}" if heads == 1 else f"h{h}·{t}")
-            for h in range(heads)
-            for r, t in enumerate(positions)
+        rows = [
+            f"{t}" if heads == 1 else f"h{h}·{t}" for h in range(heads) for t in positions
         ]
-        ticks = ticks[:: max(1, len(ticks) // 16)]
-        columns = [(j + 0.5, str(j)) for j in range(0, keys, max(1, keys // 20))]
-        for plot, _image, _targets in self._panels.values():
-            plot.getAxis("left").setTicks([ticks, []])
-            plot.getAxis("bottom").setTicks([columns, []])
+        for panel in self._panels.values():
+            panel.bottom().set_labels([str(j) for j in range(keys)])
+            panel.left().set_labels(None if bars else rows)
+            panel.plot.invertY(not bars)  # matrix convention: first target row at the top
+        self._label_panels()
         self.reset_view()
+        return bars
 
     def _build(self, rules: tuple[ScalingRule, ...]) -> None:
         self._widget.clear()
         self._panels = {}
         self._empty_plot = None
         self._rules = rules
-        self._extent = (0, 0)
+        self._extent = (0, 0, False)
         for col, rule in enumerate(rules):
-            plot = self._widget.addPlot(row=0, col=col)
+            plot = self._widget.addPlot(
+                row=0, col=col, axisItems={"bottom": CellAxis("bottom"), "left": CellAxis("left")}
+            )
             style.style_plot(plot, grid=False)
             plot.invertY(True)  # matrix convention: first target row at the top
-            image = pg.ImageItem(axisOrder="row-major")
-            image.setColorMap(self._colormap)
-            plot.addItem(image)
-            pen = pg.mkPen(style.HIGHLIGHT_COLOR, width=2)
-            targets = pg.ScatterPlotItem(symbol="s", size=1.0, pxMode=False, pen=pen, brush=None)
-            targets.setZValue(10)
-            plot.addItem(targets)
-            self._panels[rule] = (plot, image, targets)
+            self._panels[rule] = _Panel(plot, self._colormap)
         if rules:
-            self._colorbar.setImageItem([p[1] for p in self._panels.values()])
+            self._colorbar.setImageItem([p.image for p in self._panels.values()])
             self._widget.addItem(self._colorbar, row=0, col=len(rules))
         else:
             # Before the first run: empty axes, so the tab (and an export) shows where maps go.
@@ -228,8 +360,9 @@ class ProbeView(ExplorerView):
         """Axis labels of the panels (and the placeholder's title) in the current language."""
         keys = translate("ProbeView", "key position")
         queries = translate("ProbeView", "query position")
-        for col, (plot, _image, _targets) in enumerate(self._panels.values()):
-            style.label_plot(plot, bottom=keys, left=queries if col == 0 else None)
+        left = "p" if self._extent[2] else queries
+        for col, panel in enumerate(self._panels.values()):
+            style.label_plot(panel.plot, bottom=keys, left=left if col == 0 else None)
         if not self._panels and self._empty_plot is not None:
             style.label_plot(
                 self._empty_plot,

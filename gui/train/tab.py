@@ -69,9 +69,14 @@ class TrainTab(QWidget):
         scroll.setWidget(self.panel)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setMinimumWidth(self.panel.sizeHint().width() + 24)
+        # The views scroll rather than being cut off when the window is narrow (issue 8, §4).
+        from gui.layout_fit import scroll_area_for, track_scene_minimums
+
+        for view in self.views:
+            track_scene_minimums(view)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(scroll)
-        self.splitter.addWidget(self.view_tabs)
+        self.splitter.addWidget(scroll_area_for(self.view_tabs, "trainViewScroll"))
         self.splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 import pyqtgraph as pg
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
@@ -66,39 +67,103 @@ class GradientView(ExplorerView):
 
     key = "gradients"
 
+    #: Widths (px) from which the three panels stand in three or two columns; below the
+    #: second they stack. Each threshold lies above that arrangement's minimum width, so the
+    #: choice cannot flip back and forth as the scroll area resizes the view.
+    COLUMN_WIDTHS = ((3, 840), (2, 520))
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._widget = style.make_layout_widget()
         self._layout.addWidget(self._widget)
         self._legend = style.make_legend(col_count=6)
-        self._widget.addItem(self._legend, row=0, col=0, colspan=3)
         dk = "d<sub>k</sub>"
         self._plots: dict[str, pg.PlotItem] = {}
+        # Panel titles are wrapping labels in their own layout cells, not plot titles: a plot
+        # title's minimum width is its one-line text, which kept the panels from fitting a
+        # narrow window (issue 8, §4).
+        self._titles: dict[str, pg.LabelItem] = {}
         # (panel key, log y axis); titles and axis labels are set by retranslate_ui.
         specs = (("jac", True), ("raw", True), ("saturated", False))
         first: pg.PlotItem | None = None
-        for col, (key, log_y) in enumerate(specs):
-            plot = self._widget.addPlot(row=1, col=col, axisItems=style.log_axis_items())
+        for key, log_y in specs:
+            plot = pg.PlotItem(axisItems=style.log_axis_items())
             style.style_plot(plot, bottom=dk)
             style.set_log_mode(plot, x=True, y=log_y)
+            # The two gradient panels share the d_k range. The saturation panel is not linked:
+            # pyqtgraph aligns linked x axes pixel by pixel, so a wider saturation panel (it
+            # spans both columns of the two-column layout) showed d_k up to 10⁴ with no data.
             if first is None:
                 first = plot
-            else:
+            elif key != "saturated":
                 plot.setXLink(first)
             self._plots[key] = plot
+            title = style.make_label(size=style.TITLE_PT)
+            # A wrapping label prefers its current wrapped width, which depends on the previous
+            # arrangement; a fixed small preference lets the plots alone share the columns.
+            title.setPreferredWidth(style.WrappingLabel.MIN_WIDTH)
+            self._titles[key] = title
         self._plots["saturated"].setYRange(0.0, 1.0, padding=0.05)
-        # Give the two gradient panels more room than the saturation panel.
-        layout = self._widget.ci.layout
-        layout.setColumnStretchFactor(0, 3)
-        layout.setColumnStretchFactor(1, 3)
-        layout.setColumnStretchFactor(2, 2)
         self._note = style.make_label()
-        self._widget.addItem(self._note, row=2, col=0, colspan=3)
+        self._columns = 0
+        self._arrange(3)
         self._bands: dict[str, dict[ScalingRule, _Band]] = {"jac": {}, "raw": {}}
         self._saturated: dict[ScalingRule, pg.PlotDataItem] = {}
         self._groups: dict[ScalingRule, list[SweepPoint]] = {}
         self._legend_rules: list[ScalingRule] | None = None
         self._apply_language()
+
+    # -- reflow -------------------------------------------------------------------------------
+    def columns(self) -> int:
+        """How many columns the panels stand in now (3, 2 or 1)."""
+        return self._columns
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # Qt override
+        """Re-arrange the panels for the new width (three, two or one column)."""
+        super().resizeEvent(event)
+        width = event.size().width()
+        columns = next((cols for cols, low in self.COLUMN_WIDTHS if width >= low), 1)
+        if columns != self._columns:
+            self._arrange(columns)
+
+    def _arrange(self, columns: int) -> None:
+        """Place legend, titles, plots and note in a grid of ``columns`` columns."""
+        ci = self._widget.ci
+        items: list[pg.GraphicsObject] = [self._legend, self._note]
+        for key in self._plots:
+            items += [self._titles[key], self._plots[key]]
+        for item in items:
+            if item in ci.items:
+                ci.removeItem(item)
+        layout = ci.layout
+        ci.addItem(self._legend, row=0, col=0, colspan=columns)
+        row = 1
+        plot_rows: list[int] = []
+        for index, key in enumerate(self._plots):
+            col = index % columns
+            # The last panel of a short row spans the row (the saturation panel in 2 columns).
+            span = columns - col if index == len(self._plots) - 1 else 1
+            ci.addItem(self._titles[key], row=row, col=col, colspan=span)
+            ci.addItem(self._plots[key], row=row + 1, col=col, colspan=span)
+            plot_rows.append(row + 1)
+            if col + span == columns:
+                row += 2
+        ci.addItem(self._note, row=row, col=0, colspan=columns)
+        # Stretch factors are set after the items are back: a grid layout emptied by the
+        # removals ignores factors of rows and columns it does not have, and kept the three-
+        # column factors (3, 3, 2) after a switch to two columns.
+        for r in range(max(layout.rowCount(), 8)):
+            layout.setRowStretchFactor(r, 1 if r in plot_rows else 0)
+        # Give the two gradient panels more room than the saturation panel.
+        stretch = {3: (3, 3, 2), 2: (1, 1, 0), 1: (1, 0, 0)}[columns]
+        for col, factor in enumerate(stretch):
+            layout.setColumnStretchFactor(col, factor)
+        self._legend.setColumnCount(6 if columns > 1 else 2)
+        self._columns = columns
+        style.relayout(self._widget)
+        # Re-adding items re-activates the top layout at its minimum size: give it the
+        # viewport again (what pyqtgraph's resizeEvent does).
+        self._widget.ci.setGeometry(self._widget.range)
 
     # -- contract -----------------------------------------------------------------------------
     def title(self) -> str:
@@ -122,7 +187,8 @@ class GradientView(ExplorerView):
             ),
         }
         for key, (title, left) in texts.items():
-            style.label_plot(self._plots[key], title=title, left=left)
+            self._titles[key].setText(title)
+            style.label_plot(self._plots[key], left=left)
         self._note.setText(
             translate(
                 "GradientView",
@@ -183,6 +249,10 @@ class GradientView(ExplorerView):
     def plot(self, key: str) -> pg.PlotItem:
         """Return the ``"jac"``, ``"raw"`` or ``"saturated"`` plot."""
         return self._plots[key]
+
+    def panel_title(self, key: str) -> str:
+        """Return the title shown above the ``"jac"``, ``"raw"`` or ``"saturated"`` plot."""
+        return str(self._titles[key].text)
 
     def median_curve(self, key: str, rule: ScalingRule) -> pg.PlotDataItem:
         """Return the median curve of ``rule`` in the ``"jac"`` or ``"raw"`` panel."""

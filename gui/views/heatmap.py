@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF
+from PySide6.QtCore import QEvent, QPointF, QRectF
 from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QWidget
 
 from engine.config import ScalingRule
@@ -77,6 +77,7 @@ class HeatmapView(ExplorerView):
         self._query_row = 0
         self._heads_total = 0
         self._note = style.make_label()
+        self._hover_pos: QPointF | None = None  # scene position of the last hover
         self._widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self._apply_language()
 
@@ -117,6 +118,12 @@ class HeatmapView(ExplorerView):
             )
             panel.row_box.setRect(QRectF(0.0, float(self._query_row), float(n), 1.0))
         self._update_titles()
+        # The read-out described the previous snapshot: read the cell under the pointer again
+        # from the new one (or show the hint if the pointer is no longer over a cell).
+        if self._hover_pos is None:
+            self._set_hover_text(None)
+        else:
+            self._on_mouse_moved(self._hover_pos)
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:
         header = ["rule", "head", "query_i", "key_j", "logit", "p"]
@@ -217,7 +224,14 @@ class HeatmapView(ExplorerView):
             note += " " + translate("HeatmapView", "Heads not shown: {0}.").format(hidden)
         self._note.setText(note)
 
+    def leaveEvent(self, event: QEvent) -> None:  # Qt override
+        """Forget the hover position when the pointer leaves the view."""
+        self._hover_pos = None
+        self._set_hover_text(None)
+        super().leaveEvent(event)
+
     def _on_mouse_moved(self, pos: QPointF) -> None:
+        self._hover_pos = QPointF(pos)
         snapshot = self._snapshot
         if snapshot is None:
             return

@@ -43,33 +43,33 @@
 <context>
     <name>GradientView</name>
     <message>
-        <location filename="../../gui/views/gradients.py" line="105"/>
+        <location filename="../../gui/views/gradients.py" line="161"/>
         <source>Gradients</source>
-        <extracomment>(panel key, SweepPoint prefix): the two gradient quantities.</extracomment>
+        <extracomment>(panel key, SweepPoint prefix): the two gradient quantities. Widths (px) from which the three panels stand in three or two columns; below the second they stack. Each threshold lies above that arrangement&apos;s minimum width, so the choice cannot flip back and forth as the scroll area resizes the view.</extracomment>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="111"/>
+        <location filename="../../gui/views/gradients.py" line="167"/>
         <source>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. scaled logits)</source>
         <translation>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt;（对缩放后的 logit）</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="115"/>
+        <location filename="../../gui/views/gradients.py" line="171"/>
         <source>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. raw q·k)</source>
         <translation>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt;（对原始 q·k）</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="120"/>
+        <location filename="../../gui/views/gradients.py" line="176"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="121"/>
+        <location filename="../../gui/views/gradients.py" line="177"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="127"/>
+        <location filename="../../gui/views/gradients.py" line="184"/>
         <source>Lines: median over query rows; bands: 10–90 % of rows.&lt;br&gt;Measured against the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate d&lt;sub&gt;k&lt;/sub&gt;; it collapses only once the softmax saturates (large d&lt;sub&gt;k&lt;/sub&gt;).</source>
         <translation>曲线：各查询行的中位数；色带：10–90 % 的行。&lt;br&gt;相对于原始 q·k 而言，不缩放规则（c = 1）在中等 d&lt;sub&gt;k&lt;/sub&gt; 下梯度更大；只有当 softmax 饱和（d&lt;sub&gt;k&lt;/sub&gt; 很大）时梯度才会坍缩。</translation>
     </message>
@@ -77,48 +77,48 @@
 <context>
     <name>HeatmapView</name>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="85"/>
+        <location filename="../../gui/views/heatmap.py" line="86"/>
         <source>Attention weights</source>
         <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden.</extracomment>
         <translation>注意力权重</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="192"/>
+        <location filename="../../gui/views/heatmap.py" line="199"/>
         <source>key j</source>
         <translation>键 j</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="192"/>
+        <location filename="../../gui/views/heatmap.py" line="199"/>
         <source>query i</source>
         <translation>查询 i</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="202"/>
+        <location filename="../../gui/views/heatmap.py" line="209"/>
         <source>head {0}</source>
         <translation>头 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="208"/>
+        <location filename="../../gui/views/heatmap.py" line="215"/>
         <source>Pairs: {0} | none (c = 1). Rows: query i, columns: key j. Outlined: query row {1}. Colour: p = softmax weight.</source>
         <translation>成对显示：{0} | 不缩放（c = 1）。行：查询 i，列：键 j。框出：查询行 {1}。颜色：p = softmax 权重。</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="217"/>
+        <location filename="../../gui/views/heatmap.py" line="224"/>
         <source>Heads not shown: {0}.</source>
         <translation>未显示的头：{0} 个。</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="250"/>
+        <location filename="../../gui/views/heatmap.py" line="264"/>
         <source>Hover over a cell to read head, i, j, logit, p.</source>
         <translation>将鼠标悬停在单元格上可读取头、i、j、logit 和 p。</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="254"/>
+        <location filename="../../gui/views/heatmap.py" line="268"/>
         <source>masked</source>
         <translation>已掩码</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="257"/>
+        <location filename="../../gui/views/heatmap.py" line="271"/>
         <source>{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}</source>
         <translation>{0}：头 {1}，查询 i = {2}，键 j = {3}，logit = {4}，p = {5}</translation>
     </message>
@@ -226,7 +226,7 @@
         <translation>标记：蒙特卡洛（n = {0}）；虚线：闭式方差（ρ = 0 时为 d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c²）。点线：当前 d&lt;sub&gt;k&lt;/sub&gt; = {1}。</translation>
     </message>
     <message>
-        <location filename="../../gui/views/laws.py" line="244"/>
+        <location filename="../../gui/views/laws.py" line="242"/>
         <source>theory</source>
         <translation>理论值</translation>
     </message>
@@ -234,57 +234,57 @@
 <context>
     <name>LrSweepView</name>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="136"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="141"/>
         <source>Final held-out loss against learning rate</source>
         <translation>最终留出集损失与学习率的关系</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="137"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="142"/>
         <source>final held-out loss (nats)</source>
         <translation>最终留出集损失（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="138"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="143"/>
         <source>learning rate</source>
         <translation>学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="140"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="149"/>
         <source>stable threshold</source>
         <translation>稳定阈值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="130"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="135"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="253"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="266"/>
         <source>Run a learning-rate sweep (Ctrl+L) to see how far each rule&apos;s learning rate can be pushed.</source>
         <translation>运行学习率扫描（Ctrl+L），查看每种规则的学习率最多能调到多大。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="263"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="276"/>
         <source>Sweep running: {0} of {1} runs done (learning rate {2:g}, seed {3}).</source>
         <translation>扫描进行中：已完成 {0} / {1} 次运行（学习率 {2:g}，种子 {3}）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="277"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="290"/>
         <source>no stable lr</source>
         <translation>无稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="279"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="292"/>
         <source>Largest stable learning rate (d&lt;sub&gt;k&lt;/sub&gt; = {0}, {1} seeds, {2} steps): {3}. Band: min…max over seeds; ×: a seed diverged.</source>
         <translation>最大稳定学习率（d&lt;sub&gt;k&lt;/sub&gt; = {0}，{1} 个种子，{2} 步）：{3}。色带：各种子的最小值…最大值；×：有种子发散。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="294"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="307"/>
         <source>largest stable lr</source>
         <translation>最大稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="295"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="308"/>
         <source>diverged</source>
         <translation>发散</translation>
     </message>
@@ -308,226 +308,227 @@
         <translation>高度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="181"/>
-        <location filename="../../gui/main_window.py" line="315"/>
+        <location filename="../../gui/main_window.py" line="189"/>
+        <location filename="../../gui/main_window.py" line="326"/>
         <source>Explorer</source>
         <translation>探索</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="182"/>
-        <location filename="../../gui/main_window.py" line="317"/>
+        <location filename="../../gui/main_window.py" line="190"/>
+        <location filename="../../gui/main_window.py" line="328"/>
         <source>Train</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="283"/>
+        <location filename="../../gui/main_window.py" line="294"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="284"/>
+        <location filename="../../gui/main_window.py" line="295"/>
         <source>sweep %v/%m</source>
         <translation>扫描 %v/%m</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="285"/>
+        <location filename="../../gui/main_window.py" line="296"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="286"/>
+        <location filename="../../gui/main_window.py" line="297"/>
         <source>Stop the running computation (Esc)</source>
         <translation>停止正在进行的计算（Esc）</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="287"/>
+        <location filename="../../gui/main_window.py" line="298"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="289"/>
+        <location filename="../../gui/main_window.py" line="300"/>
         <source>&amp;Open session…</source>
         <translation>打开会话(&amp;O)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="290"/>
+        <location filename="../../gui/main_window.py" line="301"/>
         <source>&amp;Save session</source>
         <translation>保存会话(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="291"/>
+        <location filename="../../gui/main_window.py" line="302"/>
         <source>Save session &amp;as…</source>
         <translation>会话另存为(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="292"/>
+        <location filename="../../gui/main_window.py" line="303"/>
         <source>Export current view as &amp;PNG…</source>
         <translation>将当前视图导出为 &amp;PNG…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="293"/>
+        <location filename="../../gui/main_window.py" line="304"/>
         <source>Export current view as S&amp;VG…</source>
         <translation>将当前视图导出为 S&amp;VG…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="294"/>
+        <location filename="../../gui/main_window.py" line="305"/>
         <source>Export &amp;all…</source>
         <translation>全部导出(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="295"/>
+        <location filename="../../gui/main_window.py" line="306"/>
         <source>&amp;Copy current plot</source>
         <translation>复制当前图表(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="296"/>
+        <location filename="../../gui/main_window.py" line="307"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="297"/>
+        <location filename="../../gui/main_window.py" line="308"/>
         <source>&amp;Reset view</source>
         <translation>重置视图(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="298"/>
+        <location filename="../../gui/main_window.py" line="309"/>
         <source>Show current view &amp;side by side</source>
         <translation>并排显示当前视图(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="299"/>
+        <location filename="../../gui/main_window.py" line="310"/>
         <source>&amp;Cancel computation</source>
         <translation>取消计算(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="300"/>
+        <location filename="../../gui/main_window.py" line="311"/>
         <source>&amp;About</source>
         <translation>关于(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="304"/>
+        <location filename="../../gui/main_window.py" line="315"/>
         <source>PNG, SVG and CSV of every view plus the session, into one folder</source>
         <translation>将每个视图的 PNG、SVG 和 CSV 以及会话文件导出到同一文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="306"/>
+        <location filename="../../gui/main_window.py" line="317"/>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="307"/>
+        <location filename="../../gui/main_window.py" line="318"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="308"/>
+        <location filename="../../gui/main_window.py" line="319"/>
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="324"/>
-        <location filename="../../gui/main_window.py" line="681"/>
+        <location filename="../../gui/main_window.py" line="335"/>
+        <location filename="../../gui/main_window.py" line="694"/>
+        <location filename="../../gui/main_window.py" line="700"/>
         <source>Computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="328"/>
+        <location filename="../../gui/main_window.py" line="339"/>
         <source>Ready</source>
         <translation>就绪</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="433"/>
+        <location filename="../../gui/main_window.py" line="446"/>
         <source>Cannot open session</source>
         <translation>无法打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="437"/>
+        <location filename="../../gui/main_window.py" line="450"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="445"/>
+        <location filename="../../gui/main_window.py" line="458"/>
         <source>Cannot save session</source>
         <translation>无法保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="448"/>
+        <location filename="../../gui/main_window.py" line="461"/>
         <source>Saved {0}</source>
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="513"/>
+        <location filename="../../gui/main_window.py" line="526"/>
         <source>Open session</source>
         <translation>打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="514"/>
+        <location filename="../../gui/main_window.py" line="527"/>
         <source>Session files (*.json);;All files (*)</source>
         <translation>会话文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="528"/>
+        <location filename="../../gui/main_window.py" line="541"/>
         <source>Save session</source>
         <translation>保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="529"/>
+        <location filename="../../gui/main_window.py" line="542"/>
         <source>Session files (*.json)</source>
         <translation>会话文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="549"/>
+        <location filename="../../gui/main_window.py" line="562"/>
         <source>Export view</source>
         <translation>导出视图</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="556"/>
-        <location filename="../../gui/main_window.py" line="582"/>
+        <location filename="../../gui/main_window.py" line="569"/>
+        <location filename="../../gui/main_window.py" line="595"/>
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="559"/>
+        <location filename="../../gui/main_window.py" line="572"/>
         <source>Exported {0}</source>
         <translation>已导出 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="563"/>
+        <location filename="../../gui/main_window.py" line="576"/>
         <source>PNG images (*.png)</source>
         <translation>PNG 图像 (*.png)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="567"/>
+        <location filename="../../gui/main_window.py" line="580"/>
         <source>SVG images (*.svg)</source>
         <translation>SVG 图像 (*.svg)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="575"/>
+        <location filename="../../gui/main_window.py" line="588"/>
         <source>Export all views into folder</source>
         <translation>将所有视图导出到文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="586"/>
+        <location filename="../../gui/main_window.py" line="599"/>
         <source>Exported {0} files to {1}</source>
         <translation>已将 {0} 个文件导出到 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="597"/>
+        <location filename="../../gui/main_window.py" line="610"/>
         <source>Copied {0} to the clipboard</source>
         <translation>已将“{0}”复制到剪贴板</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="654"/>
+        <location filename="../../gui/main_window.py" line="669"/>
         <source>Cancelled; showing the results computed so far</source>
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="659"/>
+        <location filename="../../gui/main_window.py" line="674"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="660"/>
+        <location filename="../../gui/main_window.py" line="675"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -536,17 +537,17 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 观察并验证缩放点积注意力为何要将 logit 除以 √d_k：原始分数 q·k 的方差为 d_k·σ⁴，随着 d_k 增大，它会使 softmax 饱和并让梯度消失。</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="685"/>
+        <location filename="../../gui/main_window.py" line="705"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="693"/>
+        <location filename="../../gui/main_window.py" line="713"/>
         <source>n = {0}, d_k = {1}, h = {2}, rule {3}</source>
         <translation>n = {0}，d_k = {1}，h = {2}，规则 {3}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="721"/>
+        <location filename="../../gui/main_window.py" line="741"/>
         <source>Attention Scale Explorer</source>
         <translation>注意力缩放探索器</translation>
     </message>
@@ -770,48 +771,58 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ProbeView</name>
     <message>
-        <location filename="../../gui/train/probe.py" line="78"/>
+        <location filename="../../gui/train/probe.py" line="170"/>
         <source>Probe attention</source>
         <extracomment>At most 5 updates per second (see gui/train/controller.py): a map of attention weights changes slowly, and every repaint takes the GIL from the training thread.</extracomment>
         <translation>探针注意力</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="101"/>
+        <location filename="../../gui/train/probe.py" line="193"/>
         <source>The attention map of one fixed held-out example appears here while training runs.</source>
         <translation>训练进行时，这里显示一个固定留出样本的注意力图。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="124"/>
+        <location filename="../../gui/train/probe.py" line="233"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="128"/>
+        <location filename="../../gui/train/probe.py" line="237"/>
         <source>{0}: H = {1:.2f} nats</source>
         <translation>{0}：H = {1:.2f} 奈特</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="133"/>
+        <location filename="../../gui/train/probe.py" line="243"/>
+        <source>Step {0}. Bars: attention weight p of the query at position {1} on each key position 0…{2}{3}. Magenta outline: the key that answers the probe.</source>
+        <translation>第 {0} 步。条形：位置 {1} 处的查询在各键位置 0…{2} 上的注意力权重 p{3}。品红色框：回答该探针的键。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/probe.py" line="251"/>
+        <source> (heads side by side within each key)</source>
+        <translation>（每个键内各头并排）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/probe.py" line="256"/>
         <source>Step {0}. Rows: target positions{1}; columns: key positions 0…{2}. Magenta squares: the key that answers the probe.</source>
         <translation>第 {0} 步。行：目标位置{1}；列：键位置 0…{2}。品红色方块：回答该探针的键。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="139"/>
+        <location filename="../../gui/train/probe.py" line="262"/>
         <source> of each head, heads stacked top to bottom</source>
         <translation>（每个头一组，各头自上而下排列）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="229"/>
+        <location filename="../../gui/train/probe.py" line="361"/>
         <source>key position</source>
         <translation>键位置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="230"/>
+        <location filename="../../gui/train/probe.py" line="362"/>
         <source>query position</source>
         <translation>查询位置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="236"/>
+        <location filename="../../gui/train/probe.py" line="369"/>
         <source>No training run yet</source>
         <translation>尚未进行训练</translation>
     </message>
@@ -1079,313 +1090,353 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TrainPanel</name>
     <message>
-        <location filename="../../gui/train/panel.py" line="108"/>
+        <location filename="../../gui/train/panel.py" line="168"/>
         <source>the learning-rate list is empty</source>
         <extracomment>Rules offered for training (temperature T = √d_k would duplicate 1/√d_k). Mantissas of the learning-rate spin box&apos;s steps (1, 2, 3, 5 per decade).</extracomment>
         <translation>学习率列表为空</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="116"/>
+        <location filename="../../gui/train/panel.py" line="176"/>
         <source>learning rates: {0!r} is not a number</source>
         <translation>学习率：{0!r} 不是数字</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="120"/>
+        <location filename="../../gui/train/panel.py" line="180"/>
         <source>learning rates must be in [{0:g}, {1:g}], got {2}</source>
         <translation>学习率必须在 [{0:g}, {1:g}] 范围内，实际为 {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="126"/>
+        <location filename="../../gui/train/panel.py" line="186"/>
         <source>learning rates must not repeat a value</source>
         <translation>学习率不能有重复值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="285"/>
+        <location filename="../../gui/train/panel.py" line="355"/>
         <source>retrieval (key → value lookup)</source>
         <translation>检索（键 → 值查找）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="286"/>
+        <location filename="../../gui/train/panel.py" line="356"/>
         <source>copy back (token k places back)</source>
         <translation>回溯复制（向前第 k 个词元）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="288"/>
+        <location filename="../../gui/train/panel.py" line="358"/>
         <source>Retrieval: n key/value pairs and a query key; answer the paired value (needs a sharp attention on one of n keys). Copy back: output the token k places back (causal mask).</source>
         <translation>检索：n 个键/值对和一个查询键；输出与之配对的值（需要在 n 个键中的一个上形成尖锐的注意力）。回溯复制：输出向前第 k 个位置的词元（因果掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="296"/>
+        <location filename="../../gui/train/panel.py" line="366"/>
         <source>No scaling: logits q·k with variance ≈ d_k at init.</source>
         <translation>不缩放：logit 为 q·k，初始化时方差 ≈ d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="299"/>
+        <location filename="../../gui/train/panel.py" line="369"/>
         <source>Divide the logits by √d_k (the Transformer rule).</source>
         <translation>将 logit 除以 √d_k（Transformer 的规则）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="302"/>
+        <location filename="../../gui/train/panel.py" line="372"/>
         <source>Divide the logits by d_k (μP).</source>
         <translation>将 logit 除以 d_k（μP）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="303"/>
+        <location filename="../../gui/train/panel.py" line="373"/>
         <source>Normalise q and k to unit length, times a gain (default √d_k).</source>
         <translation>将 q 和 k 归一化为单位长度，再乘以增益（默认 √d_k）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="306"/>
+        <location filename="../../gui/train/panel.py" line="376"/>
         <source>1/√d_k, then cap·tanh(s/cap) with cap = 50.</source>
         <translation>先乘 1/√d_k，再取 cap·tanh(s/cap)，cap = 50。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="313"/>
+        <location filename="../../gui/train/panel.py" line="383"/>
         <source>Head dimension d_k (width of q and k).</source>
         <translation>头维度 d_k（q 和 k 的宽度）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="315"/>
+        <location filename="../../gui/train/panel.py" line="385"/>
         <source>Model width d_model; &apos;auto&apos; uses d_k × heads.</source>
         <translation>模型宽度 d_model；“自动”取 d_k × 头数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="317"/>
+        <location filename="../../gui/train/panel.py" line="387"/>
         <source>auto (d_k × heads)</source>
         <translation>自动（d_k × 头数）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="318"/>
+        <location filename="../../gui/train/panel.py" line="388"/>
         <source>Number of attention heads.</source>
         <translation>注意力头数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="320"/>
+        <location filename="../../gui/train/panel.py" line="390"/>
         <source>Retrieval: number of key/value pairs; copy back: sequence length.</source>
         <translation>检索：键/值对的个数；回溯复制：序列长度。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="325"/>
+        <location filename="../../gui/train/panel.py" line="395"/>
         <source>Distinct symbols; chance loss is ln(vocab). Retrieval needs vocab ≥ n.</source>
         <translation>不同符号的个数；随机水平损失为 ln(vocab)。检索任务要求 vocab ≥ n。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="331"/>
+        <location filename="../../gui/train/panel.py" line="401"/>
         <source>Copy back: distance k to the copied token (k &lt; n).</source>
         <translation>回溯复制：到被复制词元的距离 k（k &lt; n）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="333"/>
+        <location filename="../../gui/train/panel.py" line="403"/>
         <source>Training examples per step.</source>
         <translation>每步的训练样本数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="334"/>
+        <location filename="../../gui/train/panel.py" line="404"/>
         <source>Optimiser steps per run.</source>
         <translation>每次运行的优化步数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="336"/>
+        <location filename="../../gui/train/panel.py" line="406"/>
         <source>Learning rate of the training run (arrows step 1, 2, 3, 5 × 10^k).</source>
         <translation>训练运行的学习率（箭头按 1、2、3、5 × 10^k 步进）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="340"/>
+        <location filename="../../gui/train/panel.py" line="410"/>
         <source>Adam (β = 0.9, 0.999) or plain SGD.</source>
         <translation>Adam（β = 0.9, 0.999）或普通 SGD。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="342"/>
+        <location filename="../../gui/train/panel.py" line="412"/>
         <source>Seed of the initial weights, the batches and the held-out set.</source>
         <translation>初始权重、批次和留出集的随机种子。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="347"/>
+        <location filename="../../gui/train/panel.py" line="416"/>
+        <source>auto (1/√d_model)</source>
+        <translation>自动（1/√d_model）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="418"/>
+        <source>Standard deviation of the W_Q, W_K, W_V entries at init. Auto: 1/√d_model, so q and k components have unit variance and unscaled logits variance d_k.</source>
+        <translation>初始化时 W_Q、W_K、W_V 权重的标准差。自动：1/√d_model，使 q 和 k 的分量方差为 1，不缩放的 logit 方差为 d_k。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="424"/>
+        <source>off</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="426"/>
+        <source>Clip the global gradient norm to this value before each optimiser step (off: no clipping).</source>
+        <translation>每个优化步之前把全局梯度范数截断到此值（关闭：不截断）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="433"/>
+        <source>Examples in the fixed held-out set (drawn from the seed); example 0 is the probe whose attention is shown.</source>
+        <translation>固定留出集中的样本数（由随机种子决定）；样本 0 是显示其注意力的探针。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="440"/>
         <source>Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread).</source>
         <translation>学习率扫描：每个学习率使用种子 0…N−1（取均值和离散范围）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="353"/>
+        <location filename="../../gui/train/panel.py" line="446"/>
         <source>Learning-rate sweep: comma-separated learning rates.</source>
         <translation>学习率扫描：以逗号分隔的学习率。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="356"/>
+        <location filename="../../gui/train/panel.py" line="449"/>
         <source>Start</source>
         <translation>开始</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="357"/>
+        <location filename="../../gui/train/panel.py" line="450"/>
         <source>Train the checked rules side by side (Ctrl+T).</source>
         <translation>并排训练勾选的规则（Ctrl+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="358"/>
+        <location filename="../../gui/train/panel.py" line="451"/>
         <source>Run lr sweep</source>
         <translation>运行学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="359"/>
+        <location filename="../../gui/train/panel.py" line="452"/>
         <source>Train every rule at every listed learning rate and seed; plot the final held-out loss (Ctrl+L).</source>
         <translation>以列出的每个学习率和种子训练每种规则；绘制最终留出集损失（Ctrl+L）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="364"/>
+        <location filename="../../gui/train/panel.py" line="457"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="365"/>
+        <location filename="../../gui/train/panel.py" line="458"/>
         <source>Hold the run between two steps (Ctrl+P).</source>
         <translation>在两步之间暂停运行（Ctrl+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="366"/>
+        <location filename="../../gui/train/panel.py" line="459"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="367"/>
+        <location filename="../../gui/train/panel.py" line="460"/>
         <source>Continue a paused run (Ctrl+Shift+P).</source>
         <translation>继续已暂停的运行（Ctrl+Shift+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="368"/>
+        <location filename="../../gui/train/panel.py" line="461"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="369"/>
+        <location filename="../../gui/train/panel.py" line="462"/>
         <source>End the run now; the curves so far stay (Ctrl+Shift+T).</source>
         <translation>立即结束运行；已有曲线会保留（Ctrl+Shift+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="370"/>
+        <location filename="../../gui/train/panel.py" line="463"/>
         <source>Reset</source>
         <translation>重置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="371"/>
+        <location filename="../../gui/train/panel.py" line="464"/>
         <source>Stop and clear all curves and the sweep (Ctrl+Shift+X).</source>
         <translation>停止并清除所有曲线和扫描结果（Ctrl+Shift+X）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="519"/>
+        <location filename="../../gui/train/panel.py" line="492"/>
+        <source>Init std</source>
+        <translation>初始标准差</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="493"/>
+        <source>Clip norm</source>
+        <translation>梯度截断</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="494"/>
+        <source>Held-out size</source>
+        <translation>留出集大小</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="623"/>
         <source>%p% — stopping</source>
         <translation>%p% — 正在停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="523"/>
+        <location filename="../../gui/train/panel.py" line="627"/>
         <source>idle</source>
         <translation>空闲</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="377"/>
+        <location filename="../../gui/train/panel.py" line="470"/>
         <source>Progress of the run or sweep, with the estimated time left (pauses excluded).</source>
         <translation>运行或扫描的进度，以及预计剩余时间（不含暂停）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="382"/>
+        <location filename="../../gui/train/panel.py" line="475"/>
         <source>Task and model</source>
         <translation>任务与模型</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="386"/>
+        <location filename="../../gui/train/panel.py" line="479"/>
         <source>Task</source>
         <translation>任务</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="387"/>
+        <location filename="../../gui/train/panel.py" line="480"/>
         <source>Rules</source>
         <translation>规则</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="390"/>
+        <location filename="../../gui/train/panel.py" line="483"/>
         <source>Heads</source>
         <translation>头数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="392"/>
+        <location filename="../../gui/train/panel.py" line="485"/>
         <source>Vocabulary</source>
         <translation>词表大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="393"/>
+        <location filename="../../gui/train/panel.py" line="486"/>
         <source>Copy offset k</source>
         <translation>复制偏移 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="383"/>
+        <location filename="../../gui/train/panel.py" line="476"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="394"/>
+        <location filename="../../gui/train/panel.py" line="487"/>
         <source>Optimiser</source>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="395"/>
+        <location filename="../../gui/train/panel.py" line="488"/>
         <source>Learning rate</source>
         <translation>学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="396"/>
+        <location filename="../../gui/train/panel.py" line="489"/>
         <source>Batch</source>
         <translation>批大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="397"/>
+        <location filename="../../gui/train/panel.py" line="490"/>
         <source>Steps</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="398"/>
+        <location filename="../../gui/train/panel.py" line="491"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="384"/>
+        <location filename="../../gui/train/panel.py" line="477"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="399"/>
+        <location filename="../../gui/train/panel.py" line="495"/>
         <source>Learning rates</source>
         <translation>学习率列表</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="400"/>
+        <location filename="../../gui/train/panel.py" line="496"/>
         <source>Seeds</source>
         <translation>种子数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="517"/>
+        <location filename="../../gui/train/panel.py" line="621"/>
         <source>%p% — paused</source>
         <translation>%p% — 已暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="521"/>
+        <location filename="../../gui/train/panel.py" line="625"/>
         <source>%p% — done</source>
         <translation>%p% — 已完成</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="523"/>
+        <location filename="../../gui/train/panel.py" line="627"/>
         <source>%p% — stopped</source>
         <translation>%p% — 已停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="526"/>
+        <location filename="../../gui/train/panel.py" line="630"/>
         <source>%p% — {0} left</source>
         <translation>%p% — 剩余 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="553"/>
+        <location filename="../../gui/train/panel.py" line="657"/>
         <source>{0} s</source>
         <translation>{0} 秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="554"/>
+        <location filename="../../gui/train/panel.py" line="658"/>
         <source>{0} min {1:02d} s</source>
         <translation>{0} 分 {1:02d} 秒</translation>
     </message>
@@ -1393,13 +1444,13 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TrainTab</name>
     <message>
-        <location filename="../../gui/train/tab.py" line="230"/>
+        <location filename="../../gui/train/tab.py" line="235"/>
         <source>Training: step {0} of {1}, {2:.0f} steps/s</source>
         <extracomment>A short real run for headless export and the self-test (well under a second of training). Learning rates and seeds of the headless demo sweep (the largest one diverges).</extracomment>
         <translation>训练中：第 {0} / {1} 步，{2:.0f} 步/秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="236"/>
+        <location filename="../../gui/train/tab.py" line="241"/>
         <source>Sweep: {0} of {1} runs</source>
         <translation>扫描：{0} / {1} 次运行</translation>
     </message>

@@ -63,7 +63,9 @@ def test_curves_equal_snapshot_histories_and_legend_lists_rules(tab):
     # The probe view was hidden (another sub-tab): it catches up when shown.
     assert tab.show_view("train_probe")
     for rule, st in snap.rules.items():
-        np.testing.assert_array_equal(tab.probe.image(rule).image, st.probe_weights[:, 0, :])
+        # One query row (retrieval): drawn as bars of p per key.
+        np.testing.assert_array_equal(tab.probe.bars(rule).opts["height"],
+                                      st.probe_weights[:, 0, :].reshape(-1))
     labels = view.legend_labels()
     assert labels[:2] == [rule_name("none"), rule_name("sqrt")]
     assert rule_name("linear") not in labels
@@ -207,7 +209,7 @@ def test_lr_sweep_view_shows_the_engine_result(tab):
     assert tab.wait_until_idle(30_000)
     assert tab.controller.last_error() == ""
     result = tab.controller.results().sweep_result
-    # The panel has no eval_size control: the sweep ran the panel's configuration.
+    # The sweep ran the panel's configuration.
     assert result.config == tab.panel.config()
     expected = run_lr_sweep(result.config, lrs, seeds)
     view = tab.lr_sweep
@@ -227,6 +229,204 @@ def test_lr_sweep_view_shows_the_engine_result(tab):
     assert expected.row(ScalingRule.SQRT, 3.0).diverged == seeds
     header, rows = view.data_table()
     assert "largest_stable_lr" in header and len(rows) == len(lrs) * len(cfg.rules)
+
+
+def test_lr_sweep_view_draws_the_band_ranges_to_the_data_and_labels_the_threshold(tab):
+    """The caption promises a min…max band: it is drawn; the x axis ends at the data (it ran
+    to lr = 1); the dashed threshold is labelled in English too (it was only in Chinese)."""
+    from math import log10
+
+    from PySide6.QtCore import QPointF
+
+    from gui import i18n
+
+    lrs, seeds = (0.001, 0.003, 0.01, 0.03), 2
+    tab.panel.set_config(SMALL.replace(steps=30))
+    tab.panel.set_sweep_settings(lrs, seeds)
+    assert tab.start_lr_sweep()
+    assert tab.wait_until_idle(30_000)
+    result = tab.controller.results().sweep_result
+    view = tab.lr_sweep
+    tab.show_view(view.key)
+    tab.refresh_views()
+    assert "Band: min…max over seeds" in view._note.text
+    spread = 0
+    for rule in result.config.rules:
+        rows = [r for r in result.rows if r.rule is rule]
+        band = view._items[rule].band
+        bounds = band.path().boundingRect()
+        assert not bounds.isEmpty(), rule
+        assert bounds.left() == pytest.approx(log10(min(lrs)))
+        assert bounds.right() == pytest.approx(log10(max(lrs)))
+        assert bounds.top() == pytest.approx(log10(min(r.final_loss_min for r in rows)))
+        assert bounds.bottom() == pytest.approx(log10(max(r.final_loss_max for r in rows)))
+        for r in rows[1:-1]:  # the filled polygon covers each seed spread (inner lrs)
+            if r.final_loss_max > r.final_loss_min * 1.01:
+                spread += 1
+                mid = 0.5 * (log10(r.final_loss_min) + log10(r.final_loss_max))
+                assert band.path().contains(QPointF(log10(r.lr), mid)), (rule, r.lr)
+    assert spread > 0  # the check above ran on real bands
+    view.reset_view()
+    (x_low, x_high), _ = view.plot().vb.viewRange()
+    span = log10(max(lrs)) - log10(min(lrs))
+    assert log10(min(lrs)) - 0.2 * span <= x_low <= log10(min(lrs))
+    assert log10(max(lrs)) <= x_high <= log10(max(lrs)) + 0.2 * span
+    assert view.threshold_label() == "stable threshold"
+    try:
+        i18n.set_language("zh_CN")
+        assert view.threshold_label() == "稳定阈值"
+        i18n.set_language("en")
+        assert view.threshold_label() == "stable threshold"
+    finally:
+        i18n.set_language("en")
+
+
+def _tick_texts(axis) -> list[tuple[object, str]]:
+    """The (rectangle, text) of every tick label the axis draws now (pyqtgraph's own specs)."""
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        painter.setFont(axis.style["tickFont"] or axis.font())
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [] if specs is None else [(rect, text) for rect, _flags, text in specs[2]]
+
+
+def _assert_no_overlap(texts) -> None:
+    rects = [rect for rect, _ in texts]
+    for index, a in enumerate(rects):
+        for b in rects[index + 1:]:
+            assert not a.intersects(b), (texts, a, b)
+
+
+def test_probe_draws_one_query_row_as_bars_with_readable_ticks(tab, qtbot):
+    """Retrieval has one query row: bars of p per key (not a stretched one-row image), a p
+    axis, the answering key outlined, key labels that never overlap."""
+    from gui.train.probe import probe_targets
+
+    cfg = SMALL.replace(steps=40, rules=("none", "sqrt", "linear"), n=16, vocab=32)
+    tab.panel.set_config(cfg)
+    assert tab.start_training() and tab.wait_until_idle(30_000)
+    view = tab.probe
+    tab.show_view(view.key)
+    tab.refresh_views()
+    qtbot.wait(50)
+    snap = tab.controller.results().snapshot
+    assert len(snap.target_positions) == 1
+    answer = {j for _r, j in probe_targets(snap)}
+    for rule, st in snap.rules.items():
+        bars = view.bars(rule)
+        assert bars.isVisible() and not view.image(rule).isVisible()
+        np.testing.assert_allclose(bars.opts["height"], np.asarray(st.probe_weights)[0, 0])
+        np.testing.assert_allclose(np.asarray(bars.opts["x"]) - 0.5, np.arange(cfg.n + 1),
+                                   atol=1e-9)
+        assert [x - 0.5 for x in view.target_bars(rule).opts["x"]] == sorted(answer)
+        plot = view.plot(rule)
+        assert not plot.vb.yInverted()
+        (_x0, _x1), (y0, y1) = plot.vb.viewRange()
+        assert y0 <= 0.0 and 1.0 <= y1 <= 1.1
+        left = [float(text) for _, text in _tick_texts(plot.getAxis("left"))]
+        assert len(left) >= 3 and min(left) == 0.0 and max(left) == 1.0, left
+        bottom = _tick_texts(plot.getAxis("bottom"))
+        assert len(bottom) >= 3
+        assert all(text.isdigit() and int(text) <= cfg.n for _, text in bottom)
+        _assert_no_overlap(bottom)
+    assert view.plot(cfg.rules[0]).getAxis("left").labelText.endswith(">p</span>")
+    # Narrow panels: labels are thinned (never run together), and there are still some.
+    tab.resize(700, 600)
+    qtbot.wait(50)
+    for rule in cfg.rules:
+        bottom = _tick_texts(view.plot(rule).getAxis("bottom"))
+        assert 2 <= len(bottom) < cfg.n + 1
+        _assert_no_overlap(bottom)
+
+
+def test_probe_map_of_several_rows_keeps_rows_and_thins_labels(tab, qtbot):
+    cfg = SMALL.replace(task="copy_back", steps=20, n=48, vocab=16, offset=2,
+                        rules=("none", "sqrt", "linear"))
+    tab.panel.set_config(cfg)
+    assert tab.start_training() and tab.wait_until_idle(30_000)
+    view = tab.probe
+    tab.show_view(view.key)
+    tab.refresh_views()
+    qtbot.wait(50)
+    snap = tab.controller.results().snapshot
+    rows = len(snap.target_positions)
+    assert rows > 1
+    for rule, st in snap.rules.items():
+        assert view.image(rule).isVisible() and not view.bars(rule).isVisible()
+        np.testing.assert_allclose(view.image(rule).image,
+                                   np.asarray(st.probe_weights).reshape(-1, cfg.n))
+        plot = view.plot(rule)
+        assert plot.vb.yInverted()
+        for name in ("left", "bottom"):
+            texts = _tick_texts(plot.getAxis(name))
+            assert len(texts) >= 2, name
+            _assert_no_overlap(texts)
+        left = [int(text) for _, text in _tick_texts(plot.getAxis("left"))]
+        assert set(left) <= {int(t) for t in snap.target_positions}
+
+
+def test_init_std_clip_norm_and_eval_size_reach_the_trainer(tab):
+    """The CLI's --init-std, --clip-norm and --eval-size, as Train-panel controls with the
+    engine's limits and defaults; what is set is what the trainer runs."""
+    from engine.trainer_config import TRAIN_LIMITS
+
+    panel = tab.panel
+    panel.set_config(SMALL.replace(steps=10))
+    # Defaults shown as the engine's: None = auto / off, eval size as configured.
+    assert panel.init_std.text() == "auto (1/√d_model)" and panel.init_std.optional_value() is None
+    assert panel.clip_norm.text() == "off" and panel.clip_norm.optional_value() is None
+    assert panel.config().init_std is None and panel.config().clip_norm is None
+    assert TrainConfig().eval_size == TrainPanelDefaults.eval_size()
+    assert panel.eval_size.minimum() == TRAIN_LIMITS["eval_size"][0]
+    assert panel.eval_size.maximum() == TRAIN_LIMITS["eval_size"][1]
+    assert panel.init_std.maximum() == TRAIN_LIMITS["init_std"][1]
+    assert panel.clip_norm.maximum() == TRAIN_LIMITS["clip_norm"][1]
+    for box in (panel.init_std, panel.clip_norm, panel.eval_size):
+        assert box.toolTip()
+    # Stepping up from the word gives a value, stepping down past the engine's minimum the
+    # word again; a value below the engine's minimum is not accepted as typed.
+    panel.clip_norm.stepBy(1)
+    assert panel.clip_norm.optional_value() == 1.0
+    panel.clip_norm.stepBy(-1)
+    assert panel.clip_norm.optional_value() == pytest.approx(0.5)
+    from PySide6.QtGui import QValidator
+
+    assert panel.init_std.validate("1e-9", 0)[0] != QValidator.State.Acceptable
+    assert panel.init_std.validate("0.05", 0)[0] == QValidator.State.Acceptable
+    assert panel.init_std.validate("auto (1/√d_model)", 0)[0] == QValidator.State.Acceptable
+
+    panel.init_std.setValue(0.05)
+    panel.clip_norm.setValue(0.5)
+    panel.eval_size.setValue(40)
+    assert panel.error_text() == ""
+    assert tab.start_training() and tab.wait_until_idle(30_000)
+    assert tab.controller.last_error() == ""
+    ran = tab.controller.results().snapshot.config
+    assert (ran.init_std, ran.clip_norm, ran.eval_size) == (0.05, 0.5, 40)
+    # set_config shows a configuration's values (tour steps, sessions) and None as the word.
+    panel.set_config(SMALL.replace(init_std=0.2, clip_norm=None, eval_size=128))
+    assert panel.init_std.optional_value() == pytest.approx(0.2)
+    assert panel.clip_norm.text() == "off"
+    assert panel.config().eval_size == 128
+
+
+class TrainPanelDefaults:
+    """The panel's defaults without a configuration (what a fresh Train tab shows)."""
+
+    @staticmethod
+    def eval_size() -> int:
+        from gui.train.panel import TrainPanel
+
+        panel = TrainPanel()
+        try:
+            return panel.eval_size.value()
+        finally:
+            panel.deleteLater()
 
 
 def test_log_spin_box_steps_through_1_2_3_5():

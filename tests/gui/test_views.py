@@ -19,7 +19,7 @@ import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters
 import pytest
-from PySide6.QtCore import QPointF
+from PySide6.QtCore import QEvent, QPointF
 from PySide6.QtGui import QImage
 
 from engine.config import AttentionConfig, MaskKind, ScalingRule, SweepConfig
@@ -177,6 +177,43 @@ def test_heatmap_hover_reads_logit_and_weight(qtbot, results):
     assert f"query i = {i}, key j = {j}" in text
     assert f"logit = {float(none.logits[0, i, j]):.4g}" in text
     assert f"p = {float(none.weights[0, i, j]):.4g}" in text
+
+
+def test_heatmap_hover_follows_new_results(qtbot, engine_parts, results):
+    """After a parameter change the read-out shows the new numbers (or the hint), never the
+    previous snapshot's."""
+    view = build(qtbot, HeatmapView)
+    view.show()
+    qtbot.waitExposed(view)
+    view.show_results(results)
+    i, j = 3, 7
+    scene_pos = view._panels[1].plot.vb.mapViewToScene(QPointF(j + 0.5, i + 0.5))
+    view._widget.scene().sigMouseMoved.emit(scene_pos)
+    old = results.snapshot.rules[ScalingRule.NONE]
+    assert f"p = {float(old.weights[0, i, j]):.4g}" in view.hover_text()
+    # New results (another seed): the pointer has not moved, the cell under it is re-read.
+    changed = run_experiment(CONFIG.replace(seed=CONFIG.seed + 1), rules=tuple(ScalingRule))
+    view.show_results(results.replace(request_id=2, snapshot=changed))
+    new = changed.rules[ScalingRule.NONE]
+    assert float(new.weights[0, i, j]) != float(old.weights[0, i, j])
+    text = view.hover_text()
+    assert f"query i = {i}, key j = {j}" in text
+    assert f"logit = {float(new.logits[0, i, j]):.4g}" in text
+    assert f"p = {float(new.weights[0, i, j]):.4g}" in text
+    # Fewer tokens: the grid is rebuilt; the read-out is re-read there or shows the hint.
+    small = run_experiment(CONFIG.replace(n_tokens=4, query_row=1), rules=tuple(ScalingRule))
+    view.show_results(results.replace(request_id=3, snapshot=small,
+                                      config=CONFIG.replace(n_tokens=4, query_row=1)))
+    text = view.hover_text()
+    assert text.startswith("Hover over a cell") or "logit" in text
+    if "logit" in text:
+        head_i_j = [int(x.split(" = ")[1]) for x in text.split(", ")[1:3]]
+        assert all(0 <= x < 4 for x in head_i_j)
+    # The pointer leaves the view: the hint comes back and new results keep it.
+    qtbot.mouseMove(view, view.rect().center())
+    view.leaveEvent(QEvent(QEvent.Type.Leave))
+    view.show_results(results.replace(request_id=4))
+    assert view.hover_text().startswith("Hover over a cell")
 
 
 def test_heatmap_data_table_matches_snapshot(qtbot, results):
@@ -348,10 +385,35 @@ def test_gradient_medians_and_bands_are_the_sweep_quantiles(qtbot, results):
     _, jac = sweep_values(results.sweep_points, ScalingRule.SQRT, "jac_fro_median")
     _, raw = sweep_values(results.sweep_points, ScalingRule.SQRT, "jac_raw_median")
     assert raw[0] == pytest.approx(jac[0])
-    titles = view.plot("jac").titleLabel.text + view.plot("raw").titleLabel.text
+    titles = view.panel_title("jac") + view.panel_title("raw")
     assert "scaled logits" in titles and "raw q·k" in titles
     header, rows = view.data_table()
     assert len(rows) == len(results.sweep_points) and header[2] == "jac_fro_median"
+
+
+def test_gradient_view_reflows_to_its_width(qtbot, results):
+    """Three columns when wide, two, then one: the panels always fit the view's width (the
+    right-hand panels were cut off at 1024×768 with a dock open)."""
+    view = build(qtbot, GradientView)
+    view.show()
+    qtbot.waitExposed(view)
+    view.show_results(results)
+    widget = view.export_item()
+    for width, columns in ((1000, 3), (700, 2), (345, 1), (1000, 3), (600, 2)):
+        view.resize(width, 700)
+        qtbot.waitUntil(lambda w=width: widget.viewport().width() == w)
+        assert view.columns() == columns, width
+        viewport = widget.viewport().rect()
+        for key in ("jac", "raw", "saturated"):
+            rect = widget.mapFromScene(view.plot(key).sceneBoundingRect()).boundingRect()
+            assert viewport.adjusted(-1, -1, 1, 1).contains(rect), (width, key, rect)
+        if columns == 2:  # the two gradient panels share the row equally (whatever came before)
+            widths = [view.plot(key).sceneBoundingRect().width() for key in ("jac", "raw")]
+            assert abs(widths[0] - widths[1]) <= 2, widths
+        # The same curves whatever the arrangement.
+        x, _ = sweep_values(results.sweep_points, ScalingRule.SQRT, "jac_fro_median")
+        np.testing.assert_array_equal(view.median_curve("jac", ScalingRule.SQRT).xData, x)
+    assert "scaled logits" in view.panel_title("jac")
 
 
 # -- temperature ------------------------------------------------------------------------------

@@ -1,9 +1,12 @@
-"""First-start size, every view fitting the 1280×800 window, and the fast update path."""
+"""First-start size, every view fitting the 1280×800 window, every plot reachable at 1024×768,
+and the fast update path."""
 
 from __future__ import annotations
 
 import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRect
 from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QScrollArea, QWidget
 
 from gui.main_window import DEFAULT_SIZE
 
@@ -66,3 +69,200 @@ def test_sigma_change_keeps_correlation_and_sweep_objects(window, settle) -> Non
     window.panel.rho.spin.setValue(0.5)
     settle(window)
     assert window.controller.results().correlation is not after.correlation
+
+
+# -- 1024×768: every plot inside the window or reachable by scrolling (issue 8, §4) ----------
+SMALL_SCREEN = (1024, 768)
+
+
+def _scroll_area_of(widget: QWidget) -> QScrollArea | None:
+    parent = widget.parentWidget()
+    while parent is not None:
+        if isinstance(parent, QScrollArea):
+            return parent
+        parent = parent.parentWidget()
+    return None
+
+
+def _window_rect(widget: QWidget, rect: QRect, window: QWidget) -> QRect:
+    return QRect(widget.mapTo(window, rect.topLeft()), rect.size())
+
+
+def unreachable_plots(window: QWidget) -> list[str]:
+    """Plots (PlotItems, colour bars included) of the shown views that the user cannot see.
+
+    A plot must lie inside its GraphicsView's viewport (a scene layout wider than the view is
+    drawn cut off). If the view sits in a scroll area, the scroll area must lie inside the
+    window and, scrolled to the plot, show it (all of it when it fits the scroll area);
+    otherwise the plot itself must lie inside the window.
+    """
+    problems = []
+    window_rect = window.rect()
+    for graphics in window.findChildren(pg.GraphicsView):
+        if not graphics.isVisible():
+            continue
+        viewport = graphics.viewport()
+        for item in graphics.scene().items():
+            if not isinstance(item, pg.PlotItem) or not item.isVisible():
+                continue
+            where = f"{type(graphics.parentWidget()).__name__}: {type(item).__name__}"
+            rect = graphics.mapFromScene(item.sceneBoundingRect()).boundingRect()
+            if not viewport.rect().adjusted(-1, -1, 1, 1).contains(rect):
+                problems.append(f"{where} cut off by its view: {rect.getRect()} in "
+                                f"{viewport.rect().getRect()}")
+                continue
+            area = _scroll_area_of(graphics)
+            if area is None:
+                if not window_rect.contains(_window_rect(viewport, rect, window)):
+                    problems.append(f"{where} outside the window")
+                continue
+            area_rect = _window_rect(area.viewport(), area.viewport().rect(), window)
+            if not window_rect.contains(area_rect):
+                problems.append(f"{where}: scroll area {area_rect.getRect()} outside the window")
+                continue
+            content = area.widget()
+            in_content = _window_rect(viewport, rect, content)
+            if not content.rect().adjusted(-1, -1, 1, 1).contains(in_content):
+                problems.append(f"{where} outside the scroll area's content: "
+                                f"{in_content.getRect()} in {content.rect().getRect()}")
+                continue
+            centre = in_content.center()
+            area.ensureVisible(centre.x(), centre.y(), in_content.width() // 2,
+                               in_content.height() // 2)
+            shown = _window_rect(viewport, rect, window)
+            fits = (rect.width() <= area.viewport().width()
+                    and rect.height() <= area.viewport().height())
+            visible = area_rect.adjusted(-1, -1, 1, 1)
+            if (fits and not visible.contains(shown)) or not visible.intersects(shown):
+                problems.append(f"{where} not reachable by scrolling: {shown.getRect()} vs "
+                                f"{area_rect.getRect()}")
+            area.horizontalScrollBar().setValue(0)
+            area.verticalScrollBar().setValue(0)
+    return problems
+
+
+def _assert_reachable(window, qtbot, label: object) -> None:
+    """Every plot reachable once the layouts settle (size changes travel up the widget tree
+    as posted LayoutRequest events, one level per event-loop pass)."""
+    assert (window.width(), window.height()) == SMALL_SCREEN, label
+    try:
+        qtbot.waitUntil(lambda: unreachable_plots(window) == [], timeout=3000)
+    except AssertionError:
+        pass
+    assert unreachable_plots(window) == [], label
+
+
+def _every_view_reachable(window, qtbot, label: str) -> None:
+    keys = [view.key for view in window.views] + [view.key for view in window.train_tab.views]
+    for key in keys:
+        assert window.show_view(key)
+        _assert_reachable(window, qtbot, (label, key))
+
+
+def _resize_small(window, qtbot) -> None:
+    window.resize(*SMALL_SCREEN)
+    qtbot.wait(30)
+
+
+def test_every_plot_is_reachable_at_1024x768_with_the_parameter_dock(make_window, qtbot):
+    window = make_window()
+    _resize_small(window, qtbot)
+    assert window.parameter_dock.isVisible()
+    _every_view_reachable(window, qtbot, "parameter dock")
+    # The gradient view reflows into two columns instead of needing the scroll bar.
+    window.show_view("gradients")
+    qtbot.wait(30)
+    gradients = window.view("gradients")
+    assert gradients.columns() == 2
+    area = _scroll_area_of(gradients)
+    assert area.horizontalScrollBar().maximum() == 0
+
+
+def test_every_plot_is_reachable_at_1024x768_with_the_tour_open(make_window, qtbot):
+    window = make_window()
+    _resize_small(window, qtbot)
+    window.tour_action.trigger()
+    qtbot.wait(30)
+    assert window.tour_dock.isVisible()
+    _every_view_reachable(window, qtbot, "tour")
+    # The steps named in the issue (6, 7, 10, 11): the view each step brings forward.
+    panel = window.tour_dock.panel
+    for index in (5, 6, 9, 10):
+        panel.go_to(index)
+        assert window.wait_until_settled(30_000), index
+        assert window.tour_dock.isVisible(), index
+        _assert_reachable(window, qtbot, (index, window.current_view().key))
+
+
+def test_every_plot_is_reachable_at_1024x768_side_by_side(make_window, qtbot):
+    window = make_window()
+    _resize_small(window, qtbot)
+    window.show_view("gradients")
+    window.side_action.setChecked(True)
+    qtbot.wait(30)
+    assert window.side_tabs.isVisible()
+    _every_view_reachable(window, qtbot, "side by side")
+    # Both tab widgets show a view at once; the side one is the gradient view.
+    assert window.side_tabs.currentWidget().key == "gradients"
+    window.show_view("laws")
+    _assert_reachable(window, qtbot, "laws beside gradients")
+    # With the tour open as well.
+    window.tour_action.trigger()
+    _assert_reachable(window, qtbot, "side by side with the tour")
+
+
+# -- View › Language and the status bar (issue 8, §4) ------------------------------------------
+def test_language_menu_checks_exactly_the_current_language(make_window):
+    from gui import i18n
+
+    window = make_window()
+    actions = window.language_actions
+    try:
+        for code in ("zh_CN", "en", "zh_CN"):
+            actions[code].trigger()  # what a click in View › Language does
+            assert i18n.current_language() == code
+            assert [c for c, action in actions.items() if action.isChecked()] == [code]
+        window.set_language("en")  # programmatic switch (settings, tests) keeps the menu right
+        assert [c for c, action in actions.items() if action.isChecked()] == ["en"]
+        assert window.language_group.isExclusive()
+    finally:
+        i18n.set_language("en")
+
+
+def test_status_bar_leaves_computing_once_idle(window, settle):
+    expected = "n = 24, d_k = 16, h = 1, rule 1/√d_k"
+    assert window.status_label.text() == expected
+    # σ does not enter the sweep: the job ends without a later push, which once left the
+    # status bar on "Computing…" with the worker idle.
+    window.panel.init_std.spin.setValue(0.7)
+    settle(window)
+    assert not window.controller.is_busy()
+    assert window.status_label.text() == expected
+    window.panel.n_tokens.spin.setValue(32)
+    settle(window)
+    assert window.status_label.text() == "n = 32, d_k = 16, h = 1, rule 1/√d_k"
+    window.controller.set_temperature(3.0)  # a temperature-only job
+    settle(window)
+    assert window.status_label.text() == "n = 32, d_k = 16, h = 1, rule 1/√d_k"
+
+
+def test_hover_read_out_follows_a_parameter_change(window, settle, qtbot):
+    window.show_view("heatmap")
+    view = window.view("heatmap")
+    qtbot.wait(30)
+    i, j = 2, 5
+    panel_plot = view.panel_images()[0].getViewBox()
+    view.export_item().scene().sigMouseMoved.emit(panel_plot.mapViewToScene(QPointF(j + .5,
+                                                                                  i + .5)))
+    snapshot = window.controller.results().snapshot
+    rule = window.controller.results().compare_rule
+    old_p = float(snapshot.rules[rule].weights[0, i, j])
+    assert f"p = {old_p:.4g}" in view.hover_text()
+    window.panel.seed.setValue(window.panel.config().seed + 1)
+    settle(window)
+    new = window.controller.results().snapshot.rules[rule]
+    text = view.hover_text()
+    # The read-out describes the new data (same cell, new numbers) or is cleared.
+    assert (f"p = {float(new.weights[0, i, j]):.4g}" in text
+            and f"logit = {float(new.logits[0, i, j]):.4g}" in text) or text.startswith("Hover")
+    assert f"p = {old_p:.4g}" not in text or float(new.weights[0, i, j]) == old_p
