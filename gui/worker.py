@@ -15,7 +15,7 @@ import queue
 import threading
 import traceback
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from engine.config import AttentionConfig, ScalingRule, SweepConfig
 
@@ -30,7 +30,6 @@ __all__ = [
     "JobKind",
     "SweepPointReady",
     "TemperatureReady",
-    "ThreadWorker",
     "Worker",
     "compute_correlation",
     "compute_fast_parts",
@@ -220,36 +219,16 @@ class _BlasLimit:
         return self._controller.limit(limits=1, user_api="blas")  # type: ignore[attr-defined]
 
 
-class ThreadWorker(QObject):
-    """Base of the objects that run jobs in a worker QThread.
-
-    When its thread ends, the worker moves itself back to the thread that created it, so that
-    it is destroyed there like every other Qt object (see :mod:`gui.qt_lifetime`), never in
-    the worker thread and never by Python's collector in a thread it does not own.
-    """
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._home = self.thread()
-
-    @Slot()
-    def return_home(self) -> None:
-        """Move to the creating thread; connected (direct) to the worker thread's ``finished``."""
-        if self.thread() is not self._home:
-            self.moveToThread(self._home)
-
-
-def start_worker_thread(owner: QObject, worker: ThreadWorker, name: str) -> QThread:
+def start_worker_thread(owner: QObject, worker: QObject, name: str) -> QThread:
     """Move ``worker`` to a new QThread owned by ``owner``, start it and return it.
 
-    Connect the worker's signals before or after this call (they are queued either way). When
-    the thread ends, the worker moves back to the creating thread (a direct connection, run in
-    the worker thread as its last act) and is destroyed there with its owner's reference.
+    Connect the worker's signals before or after this call (they are queued either way); the
+    worker is deleted in its own thread when the thread finishes.
     """
     thread = QThread(owner)
     thread.setObjectName(name)
     worker.moveToThread(thread)
-    thread.finished.connect(worker.return_home, Qt.ConnectionType.DirectConnection)
+    thread.finished.connect(worker.deleteLater)
     thread.start()
     return thread
 
@@ -273,7 +252,7 @@ def stop_worker_thread(thread: QThread, timeout_ms: int) -> bool:
     return stopped
 
 
-class Worker(ThreadWorker):
+class Worker(QObject):
     """Runs :class:`Job` objects in the thread it was moved to.
 
     Signals carry the immutable message dataclasses of this module as ``object`` payloads.

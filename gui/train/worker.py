@@ -17,10 +17,10 @@ import enum
 import threading
 import traceback
 
-from PySide6.QtCore import Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.trainer_config import TrainConfig
-from gui.worker import JobFailed, ThreadWorker
+from gui.worker import JobFailed
 
 __all__ = [
     "TrainItem",
@@ -110,7 +110,7 @@ class TrainJobFinished:
     completed: bool
 
 
-class TrainWorker(ThreadWorker):
+class TrainWorker(QObject):
     """Runs :class:`TrainJob` objects in the thread it was moved to (never touches widgets)."""
 
     itemReady = Signal(object)  # TrainItem

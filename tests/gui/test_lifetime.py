@@ -128,20 +128,3 @@ def test_training_too_large_for_memory_is_refused_with_a_message(make_window):
     shown = tab.panel.error_text()
     assert "memory budget" in shown and "d_k 1024" in shown
     assert tab.controller.results().snapshot is None
-
-
-def test_a_worker_returns_to_the_gui_thread_when_its_thread_ends(qapp):
-    from gui.worker import ThreadWorker, start_worker_thread, stop_worker_thread
-
-    owner = QObject()
-    worker = ThreadWorker()
-    thread = start_worker_thread(owner, worker, "lifetime-test")
-    assert worker.thread() is thread
-    assert stop_worker_thread(thread, 5_000)
-    assert worker.thread() is qapp.thread()  # so it is destroyed on the GUI thread
-    destroyed_in = []
-    worker.destroyed.connect(lambda: destroyed_in.append(threading.current_thread().name))
-    del worker
-    owner.deleteLater()
-    release_qt_objects()
-    assert destroyed_in == [threading.main_thread().name]
