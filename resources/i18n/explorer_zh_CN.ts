@@ -43,33 +43,33 @@
 <context>
     <name>GradientView</name>
     <message>
-        <location filename="../../gui/views/gradients.py" line="161"/>
+        <location filename="../../gui/views/gradients.py" line="170"/>
         <source>Gradients</source>
         <extracomment>(panel key, SweepPoint prefix): the two gradient quantities. Widths (px) from which the three panels stand in three or two columns; below the second they stack. Each threshold lies above that arrangement&apos;s minimum width, so the choice cannot flip back and forth as the scroll area resizes the view.</extracomment>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="167"/>
+        <location filename="../../gui/views/gradients.py" line="176"/>
         <source>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. scaled logits)</source>
         <translation>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt;（对缩放后的 logit）</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="171"/>
+        <location filename="../../gui/views/gradients.py" line="180"/>
         <source>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. raw q·k)</source>
         <translation>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt;（对原始 q·k）</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="176"/>
+        <location filename="../../gui/views/gradients.py" line="185"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="177"/>
+        <location filename="../../gui/views/gradients.py" line="186"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="184"/>
+        <location filename="../../gui/views/gradients.py" line="193"/>
         <source>Lines: median over query rows; bands: 10–90 % of rows.&lt;br&gt;Measured against the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate d&lt;sub&gt;k&lt;/sub&gt;; it collapses only once the softmax saturates (large d&lt;sub&gt;k&lt;/sub&gt;).</source>
         <translation>曲线：各查询行的中位数；色带：10–90 % 的行。&lt;br&gt;相对于原始 q·k 而言，不缩放规则（c = 1）在中等 d&lt;sub&gt;k&lt;/sub&gt; 下梯度更大；只有当 softmax 饱和（d&lt;sub&gt;k&lt;/sub&gt; 很大）时梯度才会坍缩。</translation>
     </message>
@@ -292,243 +292,243 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../gui/main_window.py" line="57"/>
+        <location filename="../../gui/main_window.py" line="55"/>
         <source>Image size</source>
         <extracomment>Window size on first start (clamped to the screen&apos;s available area).</extracomment>
         <translation>图像尺寸</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="65"/>
+        <location filename="../../gui/main_window.py" line="63"/>
         <source>Width</source>
         <translation>宽度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="66"/>
+        <location filename="../../gui/main_window.py" line="64"/>
         <source>Height</source>
         <translation>高度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="189"/>
-        <location filename="../../gui/main_window.py" line="326"/>
+        <location filename="../../gui/main_window.py" line="188"/>
+        <location filename="../../gui/main_window.py" line="325"/>
         <source>Explorer</source>
         <translation>探索</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="190"/>
-        <location filename="../../gui/main_window.py" line="328"/>
+        <location filename="../../gui/main_window.py" line="189"/>
+        <location filename="../../gui/main_window.py" line="327"/>
         <source>Train</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="294"/>
+        <location filename="../../gui/main_window.py" line="293"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="295"/>
+        <location filename="../../gui/main_window.py" line="294"/>
         <source>sweep %v/%m</source>
         <translation>扫描 %v/%m</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="296"/>
+        <location filename="../../gui/main_window.py" line="295"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="297"/>
+        <location filename="../../gui/main_window.py" line="296"/>
         <source>Stop the running computation (Esc)</source>
         <translation>停止正在进行的计算（Esc）</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="298"/>
+        <location filename="../../gui/main_window.py" line="297"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="300"/>
+        <location filename="../../gui/main_window.py" line="299"/>
         <source>&amp;Open session…</source>
         <translation>打开会话(&amp;O)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="301"/>
+        <location filename="../../gui/main_window.py" line="300"/>
         <source>&amp;Save session</source>
         <translation>保存会话(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="302"/>
+        <location filename="../../gui/main_window.py" line="301"/>
         <source>Save session &amp;as…</source>
         <translation>会话另存为(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="303"/>
+        <location filename="../../gui/main_window.py" line="302"/>
         <source>Export current view as &amp;PNG…</source>
         <translation>将当前视图导出为 &amp;PNG…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="304"/>
+        <location filename="../../gui/main_window.py" line="303"/>
         <source>Export current view as S&amp;VG…</source>
         <translation>将当前视图导出为 S&amp;VG…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="305"/>
+        <location filename="../../gui/main_window.py" line="304"/>
         <source>Export &amp;all…</source>
         <translation>全部导出(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="306"/>
+        <location filename="../../gui/main_window.py" line="305"/>
         <source>&amp;Copy current plot</source>
         <translation>复制当前图表(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="307"/>
+        <location filename="../../gui/main_window.py" line="306"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="308"/>
+        <location filename="../../gui/main_window.py" line="307"/>
         <source>&amp;Reset view</source>
         <translation>重置视图(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="309"/>
+        <location filename="../../gui/main_window.py" line="308"/>
         <source>Show current view &amp;side by side</source>
         <translation>并排显示当前视图(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="310"/>
+        <location filename="../../gui/main_window.py" line="309"/>
         <source>&amp;Cancel computation</source>
         <translation>取消计算(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="311"/>
+        <location filename="../../gui/main_window.py" line="310"/>
         <source>&amp;About</source>
         <translation>关于(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="315"/>
+        <location filename="../../gui/main_window.py" line="314"/>
         <source>PNG, SVG and CSV of every view plus the session, into one folder</source>
         <translation>将每个视图的 PNG、SVG 和 CSV 以及会话文件导出到同一文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="317"/>
+        <location filename="../../gui/main_window.py" line="316"/>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="318"/>
+        <location filename="../../gui/main_window.py" line="317"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="319"/>
+        <location filename="../../gui/main_window.py" line="318"/>
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="335"/>
-        <location filename="../../gui/main_window.py" line="694"/>
-        <location filename="../../gui/main_window.py" line="700"/>
+        <location filename="../../gui/main_window.py" line="334"/>
+        <location filename="../../gui/main_window.py" line="681"/>
+        <location filename="../../gui/main_window.py" line="687"/>
         <source>Computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="339"/>
+        <location filename="../../gui/main_window.py" line="338"/>
         <source>Ready</source>
         <translation>就绪</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="446"/>
+        <location filename="../../gui/main_window.py" line="445"/>
         <source>Cannot open session</source>
         <translation>无法打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="450"/>
+        <location filename="../../gui/main_window.py" line="449"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="458"/>
+        <location filename="../../gui/main_window.py" line="457"/>
         <source>Cannot save session</source>
         <translation>无法保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="461"/>
+        <location filename="../../gui/main_window.py" line="460"/>
         <source>Saved {0}</source>
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="526"/>
+        <location filename="../../gui/main_window.py" line="513"/>
         <source>Open session</source>
         <translation>打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="527"/>
+        <location filename="../../gui/main_window.py" line="514"/>
         <source>Session files (*.json);;All files (*)</source>
         <translation>会话文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="541"/>
+        <location filename="../../gui/main_window.py" line="528"/>
         <source>Save session</source>
         <translation>保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="542"/>
+        <location filename="../../gui/main_window.py" line="529"/>
         <source>Session files (*.json)</source>
         <translation>会话文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="562"/>
+        <location filename="../../gui/main_window.py" line="549"/>
         <source>Export view</source>
         <translation>导出视图</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="569"/>
-        <location filename="../../gui/main_window.py" line="595"/>
+        <location filename="../../gui/main_window.py" line="556"/>
+        <location filename="../../gui/main_window.py" line="582"/>
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="572"/>
+        <location filename="../../gui/main_window.py" line="559"/>
         <source>Exported {0}</source>
         <translation>已导出 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="576"/>
+        <location filename="../../gui/main_window.py" line="563"/>
         <source>PNG images (*.png)</source>
         <translation>PNG 图像 (*.png)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="580"/>
+        <location filename="../../gui/main_window.py" line="567"/>
         <source>SVG images (*.svg)</source>
         <translation>SVG 图像 (*.svg)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="588"/>
+        <location filename="../../gui/main_window.py" line="575"/>
         <source>Export all views into folder</source>
         <translation>将所有视图导出到文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="599"/>
+        <location filename="../../gui/main_window.py" line="586"/>
         <source>Exported {0} files to {1}</source>
         <translation>已将 {0} 个文件导出到 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="610"/>
+        <location filename="../../gui/main_window.py" line="597"/>
         <source>Copied {0} to the clipboard</source>
         <translation>已将“{0}”复制到剪贴板</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="669"/>
+        <location filename="../../gui/main_window.py" line="656"/>
         <source>Cancelled; showing the results computed so far</source>
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="674"/>
+        <location filename="../../gui/main_window.py" line="661"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="675"/>
+        <location filename="../../gui/main_window.py" line="662"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -537,233 +537,238 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 观察并验证缩放点积注意力为何要将 logit 除以 √d_k：原始分数 q·k 的方差为 d_k·σ⁴，随着 d_k 增大，它会使 softmax 饱和并让梯度消失。</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="705"/>
+        <location filename="../../gui/main_window.py" line="692"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="713"/>
+        <location filename="../../gui/main_window.py" line="700"/>
         <source>n = {0}, d_k = {1}, h = {2}, rule {3}</source>
         <translation>n = {0}，d_k = {1}，h = {2}，规则 {3}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="741"/>
+        <location filename="../../gui/main_window.py" line="728"/>
         <source>Attention Scale Explorer</source>
         <translation>注意力缩放探索器</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="789"/>
+        <source>Closing: waiting for the current computation step to end…</source>
+        <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
 </context>
 <context>
     <name>ParameterPanel</name>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="172"/>
+        <location filename="../../gui/panels/parameters.py" line="175"/>
         <source>none (c = 1)</source>
         <extracomment>GUI ranges: the engine&apos;s LIMITS, narrowed where a larger value only makes a request fail the memory budget or take minutes (the CLI still accepts the full range).</extracomment>
         <translation>不缩放（c = 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="175"/>
+        <location filename="../../gui/panels/parameters.py" line="178"/>
         <source>temperature 1/T</source>
         <translation>温度 1/T</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="176"/>
+        <location filename="../../gui/panels/parameters.py" line="179"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="177"/>
+        <location filename="../../gui/panels/parameters.py" line="180"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="180"/>
+        <location filename="../../gui/panels/parameters.py" line="183"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="181"/>
+        <location filename="../../gui/panels/parameters.py" line="184"/>
         <source>causal</source>
         <translation>因果</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="185"/>
+        <location filename="../../gui/panels/parameters.py" line="188"/>
         <source>tokens n</source>
         <extracomment>Form row labels by control name (check boxes carry their text themselves).</extracomment>
         <translation>词元数 n</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="186"/>
+        <location filename="../../gui/panels/parameters.py" line="189"/>
         <source>head dim d_k</source>
         <translation>头维度 d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="187"/>
+        <location filename="../../gui/panels/parameters.py" line="190"/>
         <source>heads h</source>
         <translation>头数 h</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="189"/>
+        <location filename="../../gui/panels/parameters.py" line="192"/>
         <source>init std σ</source>
         <translation>初始化标准差 σ</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="190"/>
+        <location filename="../../gui/panels/parameters.py" line="193"/>
         <source>projection std s</source>
         <translation>投影标准差 s</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="191"/>
+        <location filename="../../gui/panels/parameters.py" line="194"/>
         <source>scaling rule</source>
         <translation>缩放规则</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="192"/>
+        <location filename="../../gui/panels/parameters.py" line="195"/>
         <source>temperature T</source>
         <translation>温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="193"/>
+        <location filename="../../gui/panels/parameters.py" line="196"/>
         <source>gain g</source>
         <translation>增益 g</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="194"/>
+        <location filename="../../gui/panels/parameters.py" line="197"/>
         <source>cap</source>
         <translation>截断值 cap</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="195"/>
+        <location filename="../../gui/panels/parameters.py" line="198"/>
         <source>q–k correlation ρ</source>
         <translation>q–k 相关系数 ρ</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="196"/>
+        <location filename="../../gui/panels/parameters.py" line="199"/>
         <source>mask</source>
         <translation>掩码</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="197"/>
+        <location filename="../../gui/panels/parameters.py" line="200"/>
         <source>query row</source>
         <translation>查询行</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="198"/>
+        <location filename="../../gui/panels/parameters.py" line="201"/>
         <source>seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="199"/>
+        <location filename="../../gui/panels/parameters.py" line="202"/>
         <source>samples</source>
         <translation>样本数</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="202"/>
+        <location filename="../../gui/panels/parameters.py" line="205"/>
         <source>link d_k = d_model / h</source>
         <translation>关联 d_k = d_model / h</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="203"/>
+        <location filename="../../gui/panels/parameters.py" line="206"/>
         <source>use projections W_Q, W_K</source>
         <translation>使用投影 W_Q、W_K</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="204"/>
+        <location filename="../../gui/panels/parameters.py" line="207"/>
         <source>default g = √d_k</source>
         <translation>默认 g = √d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="208"/>
+        <location filename="../../gui/panels/parameters.py" line="211"/>
         <source>Number of tokens n (keys per softmax row). Uniform attention has entropy ln n; the largest of n Gaussian logits of std s is ≈ s·√(2 ln n).</source>
         <extracomment>Tooltips by control name: the formula each parameter enters.</extracomment>
         <translation>词元数 n（每个 softmax 行中键的个数）。均匀注意力的熵为 ln n；n 个标准差为 s 的高斯 logit 中的最大值 ≈ s·√(2 ln n)。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="212"/>
+        <location filename="../../gui/panels/parameters.py" line="215"/>
         <source>Head dimension d_k. Raw scores: Var(q·k) = d_k·σ⁴ for iid q, k; 1/√d_k scaling gives Var = σ⁴, 1/d_k gives σ⁴/d_k.</source>
         <translation>头维度 d_k。原始分数：对独立同分布的 q、k，Var(q·k) = d_k·σ⁴；1/√d_k 缩放得到 Var = σ⁴，1/d_k 得到 σ⁴/d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="216"/>
+        <location filename="../../gui/panels/parameters.py" line="219"/>
         <source>Number of heads h; d_model must be divisible by h. With the link, d_k = d_model / h.</source>
         <translation>头数 h；d_model 必须能被 h 整除。启用关联时，d_k = d_model / h。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="220"/>
+        <location filename="../../gui/panels/parameters.py" line="223"/>
         <source>Model width d_model (divisible by h). With projections Var(q_j) = d_model·s².</source>
         <translation>模型宽度 d_model（可被 h 整除）。使用投影时 Var(q_j) = d_model·s²。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="224"/>
+        <location filename="../../gui/panels/parameters.py" line="227"/>
         <source>Derive d_k = d_model / h instead of setting d_k directly.</source>
         <translation>由 d_k = d_model / h 推出 d_k，而不是直接设置 d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="226"/>
+        <location filename="../../gui/panels/parameters.py" line="229"/>
         <source>Std σ of every component of q and k: Var(q·k) = d_k·σ⁴.</source>
         <translation>q 和 k 每个分量的标准差 σ：Var(q·k) = d_k·σ⁴。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="228"/>
+        <location filename="../../gui/panels/parameters.py" line="231"/>
         <source>Draw x ~ N(0, I_d_model) and q = x·W_Q, k = x·W_K with W ~ N(0, s²): Var(q_j) = d_model·s², Var(q·k) = d_k·(d_model·s²)².</source>
         <translation>抽取 x ~ N(0, I_d_model)，令 q = x·W_Q、k = x·W_K，其中 W ~ N(0, s²)：Var(q_j) = d_model·s²，Var(q·k) = d_k·(d_model·s²)²。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="232"/>
+        <location filename="../../gui/panels/parameters.py" line="235"/>
         <source>Projection init std s: Var(q_j) = d_model·s² (s = 1/√d_model keeps unit variance).</source>
         <translation>投影初始化标准差 s：Var(q_j) = d_model·s²（s = 1/√d_model 时保持单位方差）。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="236"/>
+        <location filename="../../gui/panels/parameters.py" line="239"/>
         <source>How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap).</source>
         <translation>原始分数如何变为 logit：不缩放（c = 1）、1/√d_k、1/d_k、1/T、QK 归一化 g·(q/‖q‖)·(k/‖k‖)、软截断 cap·tanh((q·k/√d_k)/cap)。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="240"/>
+        <location filename="../../gui/panels/parameters.py" line="243"/>
         <source>logits = q·k / T; T = √d_k reproduces 1/√d_k, Var(logit) = d_k·σ⁴ / T².</source>
         <translation>logit = q·k / T；T = √d_k 时等同于 1/√d_k，Var(logit) = d_k·σ⁴ / T²。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="244"/>
+        <location filename="../../gui/panels/parameters.py" line="247"/>
         <source>Use the default QK-norm gain g = √d_k.</source>
         <translation>使用默认的 QK 归一化增益 g = √d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="246"/>
+        <location filename="../../gui/panels/parameters.py" line="249"/>
         <source>QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k.</source>
         <translation>QK 归一化：logit = g·cos(q, k) ∈ [−g, g]；Var ≈ g²/d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="248"/>
+        <location filename="../../gui/panels/parameters.py" line="251"/>
         <source>Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap.</source>
         <translation>软截断：logit = cap·tanh((q·k/√d_k)/cap)，以 ±cap 为界。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="250"/>
+        <location filename="../../gui/panels/parameters.py" line="253"/>
         <source>q–k correlation: k = ρ·q + √(1−ρ²)·ξ, so E[q·k] = ρ·d_k·σ² (grows like d_k: the case for 1/d_k).</source>
         <translation>q–k 相关性：k = ρ·q + √(1−ρ²)·ξ，因此 E[q·k] = ρ·d_k·σ²（随 d_k 线性增长：此时应使用 1/d_k）。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="254"/>
+        <location filename="../../gui/panels/parameters.py" line="257"/>
         <source>causal: query i attends only to keys j ≤ i (masked logits = −∞).</source>
         <translation>因果：查询 i 只关注 j ≤ i 的键（被掩码的 logit = −∞）。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="256"/>
+        <location filename="../../gui/panels/parameters.py" line="259"/>
         <source>Row i of the attention matrix shown in the softmax view (with a causal mask it sees i + 1 keys).</source>
         <translation>在 softmax 视图中显示的注意力矩阵第 i 行（使用因果掩码时它能看到 i + 1 个键）。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="260"/>
+        <location filename="../../gui/panels/parameters.py" line="263"/>
         <source>Seed of every random draw (same seed, same numbers).</source>
         <translation>所有随机抽样的种子（种子相同，数值相同）。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="262"/>
+        <location filename="../../gui/panels/parameters.py" line="265"/>
         <source>Independent query rows used for the statistics (standard errors shrink like 1/√samples).</source>
         <translation>用于统计的独立查询行数（标准误按 1/√样本数 缩小）。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="468"/>
+        <location filename="../../gui/panels/parameters.py" line="473"/>
         <source>Not applied: {0}</source>
         <translation>未应用：{0}</translation>
     </message>
@@ -1306,137 +1311,137 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>停止并清除所有曲线和扫描结果（Ctrl+Shift+X）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="492"/>
+        <location filename="../../gui/train/panel.py" line="494"/>
         <source>Init std</source>
         <translation>初始标准差</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="493"/>
+        <location filename="../../gui/train/panel.py" line="495"/>
         <source>Clip norm</source>
         <translation>梯度截断</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="494"/>
+        <location filename="../../gui/train/panel.py" line="496"/>
         <source>Held-out size</source>
         <translation>留出集大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="623"/>
+        <location filename="../../gui/train/panel.py" line="625"/>
         <source>%p% — stopping</source>
         <translation>%p% — 正在停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="627"/>
+        <location filename="../../gui/train/panel.py" line="629"/>
         <source>idle</source>
         <translation>空闲</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="470"/>
+        <location filename="../../gui/train/panel.py" line="472"/>
         <source>Progress of the run or sweep, with the estimated time left (pauses excluded).</source>
         <translation>运行或扫描的进度，以及预计剩余时间（不含暂停）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="475"/>
+        <location filename="../../gui/train/panel.py" line="477"/>
         <source>Task and model</source>
         <translation>任务与模型</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="479"/>
+        <location filename="../../gui/train/panel.py" line="481"/>
         <source>Task</source>
         <translation>任务</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="480"/>
+        <location filename="../../gui/train/panel.py" line="482"/>
         <source>Rules</source>
         <translation>规则</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="483"/>
+        <location filename="../../gui/train/panel.py" line="485"/>
         <source>Heads</source>
         <translation>头数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="485"/>
+        <location filename="../../gui/train/panel.py" line="487"/>
         <source>Vocabulary</source>
         <translation>词表大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="486"/>
+        <location filename="../../gui/train/panel.py" line="488"/>
         <source>Copy offset k</source>
         <translation>复制偏移 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="476"/>
+        <location filename="../../gui/train/panel.py" line="478"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="487"/>
+        <location filename="../../gui/train/panel.py" line="489"/>
         <source>Optimiser</source>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="488"/>
+        <location filename="../../gui/train/panel.py" line="490"/>
         <source>Learning rate</source>
         <translation>学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="489"/>
+        <location filename="../../gui/train/panel.py" line="491"/>
         <source>Batch</source>
         <translation>批大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="490"/>
+        <location filename="../../gui/train/panel.py" line="492"/>
         <source>Steps</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="491"/>
+        <location filename="../../gui/train/panel.py" line="493"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="477"/>
+        <location filename="../../gui/train/panel.py" line="479"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="495"/>
+        <location filename="../../gui/train/panel.py" line="497"/>
         <source>Learning rates</source>
         <translation>学习率列表</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="496"/>
+        <location filename="../../gui/train/panel.py" line="498"/>
         <source>Seeds</source>
         <translation>种子数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="621"/>
+        <location filename="../../gui/train/panel.py" line="623"/>
         <source>%p% — paused</source>
         <translation>%p% — 已暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="625"/>
+        <location filename="../../gui/train/panel.py" line="627"/>
         <source>%p% — done</source>
         <translation>%p% — 已完成</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="627"/>
+        <location filename="../../gui/train/panel.py" line="629"/>
         <source>%p% — stopped</source>
         <translation>%p% — 已停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="630"/>
+        <location filename="../../gui/train/panel.py" line="632"/>
         <source>%p% — {0} left</source>
         <translation>%p% — 剩余 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="657"/>
+        <location filename="../../gui/train/panel.py" line="659"/>
         <source>{0} s</source>
         <translation>{0} 秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="658"/>
+        <location filename="../../gui/train/panel.py" line="660"/>
         <source>{0} min {1:02d} s</source>
         <translation>{0} 分 {1:02d} 秒</translation>
     </message>
@@ -1444,13 +1449,13 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TrainTab</name>
     <message>
-        <location filename="../../gui/train/tab.py" line="235"/>
+        <location filename="../../gui/train/tab.py" line="199"/>
         <source>Training: step {0} of {1}, {2:.0f} steps/s</source>
-        <extracomment>A short real run for headless export and the self-test (well under a second of training). Learning rates and seeds of the headless demo sweep (the largest one diverges).</extracomment>
+        <extracomment>A small model for driving the buttons in the self-test (a step takes well under 1 ms).</extracomment>
         <translation>训练中：第 {0} / {1} 步，{2:.0f} 步/秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="241"/>
+        <location filename="../../gui/train/tab.py" line="205"/>
         <source>Sweep: {0} of {1} runs</source>
         <translation>扫描：{0} / {1} 次运行</translation>
     </message>
