@@ -306,16 +306,25 @@ class WrappingLabel(pg.LabelItem):
         width = self.rect().width()
         if width > 0 and abs(self.item.textWidth() - width) > 0.5:
             self.item.setTextWidth(width)
+            # Height for width: the wrapped text may need more or fewer lines now.
+            if abs(self.itemRect().height() - self.minimumHeight()) > 0.5:
+                self.updateMin()
         super().resizeEvent(ev)
 
     def updateMin(self) -> None:  # pyqtgraph override
-        bounds = self.itemRect()
-        width, height = bounds.width(), bounds.height()
-        self.setMinimumWidth(min(width, self.MIN_WIDTH))
+        # The preferred width is the text's one-line width, whatever width it is wrapped to
+        # now: taking the wrapped width made the layout depend on the sizes the widget had
+        # before (an export right after another at a different size came out different).
+        wrapped_at = self.item.textWidth()
+        self.item.setTextWidth(-1)
+        natural = self.itemRect().width()
+        self.item.setTextWidth(wrapped_at)
+        height = self.itemRect().height()
+        self.setMinimumWidth(min(natural, self.MIN_WIDTH))
         self.setMinimumHeight(height)
         self._sizeHint = {
-            Qt.SizeHint.MinimumSize: (min(width, self.MIN_WIDTH), height),
-            Qt.SizeHint.PreferredSize: (width, height),
+            Qt.SizeHint.MinimumSize: (min(natural, self.MIN_WIDTH), height),
+            Qt.SizeHint.PreferredSize: (natural, height),
             Qt.SizeHint.MaximumSize: (-1, -1),
             Qt.SizeHint.MinimumDescent: (0, 0),
         }
