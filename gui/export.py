@@ -34,6 +34,7 @@ from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QGraphicsItem, QGraphicsWidget, QWidget
 
 __all__ = [
+    "SceneSvgExporter",
     "copy_to_clipboard",
     "export_all",
     "export_csv",
@@ -41,6 +42,7 @@ __all__ = [
     "export_svg",
     "export_view",
     "image_stats",
+    "install_svg_exporter",
     "render_image",
     "render_svg",
 ]
@@ -287,6 +289,12 @@ def render_svg(item: Any, width: int, height: int, title: str = "") -> bytes:
         The SVG document (UTF-8).
     """
     width, height = _check_size(width, height)
+    with _laid_out_at(item, width, height) as target:
+        return _svg_document(target, width, height, title)
+
+
+def _svg_document(target: Any, width: int, height: int, title: str = "") -> bytes:
+    """Paint ``target`` as laid out now into an SVG document of ``width × height`` units."""
     buffer = QBuffer()
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
     # SVG 1.1 (not the default SVG Tiny 1.2) so that the plots' clipping is written as
@@ -298,18 +306,58 @@ def render_svg(item: Any, width: int, height: int, title: str = "") -> bytes:
     generator.setResolution(QImage(1, 1, QImage.Format.Format_ARGB32).logicalDpiX())
     if title:
         generator.setTitle(title)
-    with _laid_out_at(item, width, height) as target:
-        painter = QPainter(generator)
-        try:
-            _paint_scene(target, painter, width, height)
-        finally:
-            painter.end()
+    painter = QPainter(generator)
+    try:
+        _paint_scene(target, painter, width, height)
+    finally:
+        painter.end()
     buffer.close()
     text = bytes(buffer.data().data()).decode("utf-8")
     text = _IMAGE_TAG.sub(_pixelated, text)
     fonts: dict[tuple[str, str], str] = {}
     text = _FONT.sub(lambda m: _font_as_painted(m, fonts), text)
     return text.encode("utf-8")
+
+
+class SceneSvgExporter(Exporter):
+    """pyqtgraph's right-click *Export…* dialog's SVG format, drawn like :func:`render_svg`.
+
+    Installed in place of pyqtgraph's ``SVGExporter`` by :func:`install_svg_exporter`, so
+    that the plots' context menu writes the same SVG as the File menu (for the clicked item,
+    at its size on screen). It has no options, hence no ``Parameter`` tree.
+    """
+
+    Name = "Scalable Vector Graphics (SVG)"
+    allowCopy = False
+
+    def parameters(self) -> None:
+        return None
+
+    def export(self, fileName: str | None = None, toBytes: bool = False,
+               copy: bool = False) -> bytes | None:
+        if fileName is None and not toBytes:
+            self.fileSaveDialog(filter=f"{self.Name} (*.svg)")
+            return None
+        rect = self.getTargetRect()
+        width = min(max(round(rect.width()), _MIN_SIZE), _MAX_SIZE)
+        height = min(max(round(rect.height()), _MIN_SIZE), _MAX_SIZE)
+        data = _svg_document(self.item, width, height)
+        if toBytes:
+            return data
+        Path(fileName).write_bytes(data)  # type: ignore[arg-type]
+        return None
+
+
+def install_svg_exporter() -> None:
+    """Make pyqtgraph's export dialog use :class:`SceneSvgExporter` for SVG (idempotent)."""
+    from pyqtgraph.exporters.SVGExporter import SVGExporter
+
+    registry = Exporter.Exporters
+    for index, cls in enumerate(registry):
+        if cls is SVGExporter:
+            registry[index] = SceneSvgExporter
+    if SceneSvgExporter not in registry:
+        registry.append(SceneSvgExporter)
 
 
 def export_svg(item: Any, path: str | os.PathLike[str], width: int = 1200,

@@ -174,6 +174,23 @@ def test_svg_writes_the_painted_font_not_the_requested_alias(exported):
     assert sizes and all(size == round(size) for size in sizes)
 
 
+def test_context_menu_svg_export_draws_like_the_png(window):
+    """pyqtgraph's right-click Export… dialog offers our SVG exporter, not pyqtgraph's."""
+    import pyqtgraph.exporters as pg_exporters
+    from pyqtgraph.exporters.SVGExporter import SVGExporter
+
+    formats = pg_exporters.listExporters()
+    assert export.SceneSvgExporter in formats and SVGExporter not in formats
+    view = window.current_view()
+    widget = view.export_item()
+    width, height = widget.width(), widget.height()
+    exporter = export.SceneSvgExporter(widget.scene())
+    assert exporter.parameters() is None
+    svg = render_svg(exporter.export(toBytes=True), width, height)
+    png = export.render_image(widget, width, height)
+    assert agreement(coloured(rgb(png)), coloured(rgb(svg))) >= MIN_AGREEMENT
+
+
 def _live_parameters() -> int:
     from pyqtgraph.parametertree import Parameter
 
