@@ -27,11 +27,19 @@ from PySide6.QtGui import (
     QGuiApplication,
     QImage,
     QPainter,
+    QPainterPath,
     QRawFont,
     QResizeEvent,
+    QTransform,
 )
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QApplication, QGraphicsItem, QGraphicsWidget, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QGraphicsItem,
+    QGraphicsWidget,
+    QStyleOptionGraphicsItem,
+    QWidget,
+)
 
 __all__ = [
     "SceneSvgExporter",
@@ -149,14 +157,16 @@ def _background(scene: Any) -> QColor:
     return colour
 
 
-def _paint_scene(target: Any, painter: QPainter, width: int, height: int) -> None:
+def _paint_scene(target: Any, painter: QPainter, width: int, height: int,
+                 explicit_clips: bool = False) -> None:
     """Paint ``target`` (a laid-out graphics item) into ``(0, 0, width, height)``.
 
     This is what pyqtgraph's ``ImageExporter.export`` does, minus its ``Parameter`` tree:
     tell every painted item that an export is running (scatter symbols are then drawn as
     paths, not cached pixmaps; the plot hides its auto-range button), then let the scene
     paint the item's rectangle. PNG and SVG both go through this one function, so an SVG
-    shows exactly what the PNG shows.
+    shows exactly what the PNG shows. With ``explicit_clips`` (SVG) the items are painted
+    one by one by :func:`_paint_items` instead of ``QGraphicsScene.render``.
 
     pyqtgraph's ``ImageExporter`` is not used because each instance builds a ``Parameter``
     tree (7 objects in reference cycles, alive until Python's cyclic GC runs, possibly in a
@@ -186,11 +196,63 @@ def _paint_scene(target: Any, painter: QPainter, width: int, height: int) -> Non
             cached_item.setCacheMode(QGraphicsItem.CacheMode.NoCache)
         helper.setExportMode(True, options)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
-        scene.render(painter, QRectF(0, 0, width, height), source)
+        if explicit_clips:
+            _paint_items(items, painter, source, width, height)
+        else:
+            scene.render(painter, QRectF(0, 0, width, height), source)
     finally:
         helper.setExportMode(False)
         for cached_item, mode in cached:
             cached_item.setCacheMode(mode)
+
+
+def _scene_clip(item: QGraphicsItem) -> QPainterPath | None:
+    """The clip Qt applies to ``item`` (its own and its ancestors' shapes), in scene units."""
+    clip: QPainterPath | None = None
+    flags = QGraphicsItem.GraphicsItemFlag
+    node: QGraphicsItem | None = item
+    own = True
+    while node is not None:
+        if node.flags() & (flags.ItemClipsToShape if own else flags.ItemClipsChildrenToShape):
+            shape = node.sceneTransform().map(node.shape())
+            clip = shape if clip is None else clip.intersected(shape)
+        own = False
+        node = node.parentItem()
+    return clip
+
+
+def _paint_items(items: list[Any], painter: QPainter, source: QRectF, width: int,
+                 height: int) -> None:
+    """Paint ``items`` (in paint order) like ``QGraphicsScene.render``, setting every clip.
+
+    ``QSvgGenerator`` does not restore a clip on ``QPainter.restore()`` (Qt 6.10): after a
+    text item clipped itself to its box, every later curve of the plot was written with that
+    box as its clip path, so browsers and Inkscape showed the curves cut away. Here each
+    item gets its full clip (plot area, export rectangle) set explicitly before it paints.
+    """
+    to_target = QTransform.fromTranslate(-source.x(), -source.y()) * QTransform.fromScale(
+        width / source.width(), height / source.height())
+    page = QPainterPath()
+    page.addRect(QRectF(0, 0, width, height))
+    for item in items:
+        if (not item.isVisible()
+                or item.flags() & QGraphicsItem.GraphicsItemFlag.ItemHasNoContents):
+            continue
+        opacity = item.effectiveOpacity()
+        if opacity <= 0.0:
+            continue
+        clip = _scene_clip(item)
+        painter.save()
+        try:
+            painter.resetTransform()
+            painter.setClipPath(page if clip is None else to_target.map(clip).intersected(page))
+            painter.setTransform(item.deviceTransform(to_target))
+            painter.setOpacity(opacity)
+            option = QStyleOptionGraphicsItem()
+            option.exposedRect = item.boundingRect()
+            item.paint(painter, option, None)
+        finally:
+            painter.restore()
 
 
 def render_image(item: Any, width: int, height: int) -> QImage:
@@ -308,7 +370,7 @@ def _svg_document(target: Any, width: int, height: int, title: str = "") -> byte
         generator.setTitle(title)
     painter = QPainter(generator)
     try:
-        _paint_scene(target, painter, width, height)
+        _paint_scene(target, painter, width, height, explicit_clips=True)
     finally:
         painter.end()
     buffer.close()

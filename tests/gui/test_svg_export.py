@@ -174,6 +174,50 @@ def test_svg_writes_the_painted_font_not_the_requested_alias(exported):
     assert sizes and all(size == round(size) for size in sizes)
 
 
+_CLIP_GROUP = re.compile(r'<g clip-path="url\(#(\w+)\)"><g ([^>]*)>(.*?)</g>\s*</g>', re.S)
+_CLIP_PATH = re.compile(r'<clipPath id="(\w+)">\s*<path[^>]*d="([^"]*)"')
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def misclipped_groups(text: str) -> list[tuple[str, float, str]]:
+    """Drawing groups whose points lie mostly outside their own clip path.
+
+    Qt's renderer ignores ``clip-path`` (so the pixel comparison cannot see clips), browsers
+    and Inkscape apply it: a curve or label clipped to some other item's box vanishes there.
+    Groups are QSvgGenerator's ``<g clip-path><g transform>…</g></g>``.
+    """
+    boxes = {}
+    for clip_id, path in _CLIP_PATH.findall(text):
+        xy = np.array([float(v) for v in _NUMBER.findall(path)]).reshape(-1, 2)
+        boxes[clip_id] = (*(xy.min(axis=0) - 2), *(xy.max(axis=0) + 2))
+    bad = []
+    for clip_id, attributes, body in _CLIP_GROUP.findall(text):
+        matrix = re.search(r'transform="matrix\(([^)]*)\)"', attributes)
+        a, b, c, d, e, f = ([float(v) for v in matrix.group(1).split(",")] if matrix
+                            else (1, 0, 0, 1, 0, 0))
+        points = [(float(x), float(y))
+                  for x, y in re.findall(r'<text[^>]*?\sx="([^"]*)" y="([^"]*)"', body)]
+        for numbers in re.findall(r'(?:points|\sd)="([^"]*)"', body):
+            values = [float(v) for v in _NUMBER.findall(numbers)]
+            points += list(zip(values[0::2], values[1::2], strict=False))
+        if not points:
+            continue
+        xy = np.array(points)
+        x, y = a * xy[:, 0] + c * xy[:, 1] + e, b * xy[:, 0] + d * xy[:, 1] + f
+        x0, y0, x1, y1 = boxes[clip_id]
+        inside = float(((x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)).mean())
+        if inside < 0.5:
+            bad.append((clip_id, round(inside, 2), body.strip()[:60]))
+    return bad
+
+
+@pytest.mark.parametrize("key", ALL_KEYS)
+def test_every_svg_group_is_clipped_to_its_own_area(exported, key):
+    _png, _svg, text = exported[key]
+    assert "clip-path=" in text  # the plots' clipping is written (SVG 1.1)
+    assert misclipped_groups(text) == []
+
+
 def test_context_menu_svg_export_draws_like_the_png(window):
     """pyqtgraph's right-click Export… dialog offers our SVG exporter, not pyqtgraph's."""
     import pyqtgraph.exporters as pg_exporters
