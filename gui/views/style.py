@@ -312,19 +312,17 @@ class WrappingLabel(pg.LabelItem):
         super().resizeEvent(ev)
 
     def updateMin(self) -> None:  # pyqtgraph override
-        # The preferred width is the text's one-line width, whatever width it is wrapped to
-        # now: taking the wrapped width made the layout depend on the sizes the widget had
-        # before (an export right after another at a different size came out different).
-        wrapped_at = self.item.textWidth()
-        self.item.setTextWidth(-1)
-        natural = self.itemRect().width()
-        self.item.setTextWidth(wrapped_at)
+        # The width hints are a constant: the label takes the width its cell gets from the
+        # plots and wraps to it. Taking the wrapped width made the layout depend on the sizes
+        # the widget had before (two exports in a row came out different); taking the
+        # one-line width re-laid out every plot whenever a note's text changed (training
+        # curves: 50-90 ms GUI stalls per push).
         height = self.itemRect().height()
-        self.setMinimumWidth(min(natural, self.MIN_WIDTH))
+        self.setMinimumWidth(self.MIN_WIDTH)
         self.setMinimumHeight(height)
         self._sizeHint = {
-            Qt.SizeHint.MinimumSize: (min(natural, self.MIN_WIDTH), height),
-            Qt.SizeHint.PreferredSize: (natural, height),
+            Qt.SizeHint.MinimumSize: (self.MIN_WIDTH, height),
+            Qt.SizeHint.PreferredSize: (self.MIN_WIDTH, height),
             Qt.SizeHint.MaximumSize: (-1, -1),
             Qt.SizeHint.MinimumDescent: (0, 0),
         }
