@@ -57,6 +57,10 @@ def configure_pyqtgraph() -> None:
     import pyqtgraph as pg
 
     pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
+    # The plots' right-click Export… dialog: SVG drawn like the File menu's (issue 8).
+    from gui.export import install_svg_exporter
+
+    install_svg_exporter()
 
 
 def create_application(argv: list[str] | None = None, *, headless: bool = False) -> Any:

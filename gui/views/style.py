@@ -306,16 +306,23 @@ class WrappingLabel(pg.LabelItem):
         width = self.rect().width()
         if width > 0 and abs(self.item.textWidth() - width) > 0.5:
             self.item.setTextWidth(width)
+            # Height for width: the wrapped text may need more or fewer lines now.
+            if abs(self.itemRect().height() - self.minimumHeight()) > 0.5:
+                self.updateMin()
         super().resizeEvent(ev)
 
     def updateMin(self) -> None:  # pyqtgraph override
-        bounds = self.itemRect()
-        width, height = bounds.width(), bounds.height()
-        self.setMinimumWidth(min(width, self.MIN_WIDTH))
+        # The width hints are a constant: the label takes the width its cell gets from the
+        # plots and wraps to it. Taking the wrapped width made the layout depend on the sizes
+        # the widget had before (two exports in a row came out different); taking the
+        # one-line width re-laid out every plot whenever a note's text changed (training
+        # curves: 50-90 ms GUI stalls per push).
+        height = self.itemRect().height()
+        self.setMinimumWidth(self.MIN_WIDTH)
         self.setMinimumHeight(height)
         self._sizeHint = {
-            Qt.SizeHint.MinimumSize: (min(width, self.MIN_WIDTH), height),
-            Qt.SizeHint.PreferredSize: (width, height),
+            Qt.SizeHint.MinimumSize: (self.MIN_WIDTH, height),
+            Qt.SizeHint.PreferredSize: (self.MIN_WIDTH, height),
             Qt.SizeHint.MaximumSize: (-1, -1),
             Qt.SizeHint.MinimumDescent: (0, 0),
         }
