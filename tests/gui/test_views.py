@@ -17,7 +17,6 @@ os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 import numpy as np
 import pyqtgraph as pg
-import pyqtgraph.exporters
 import pytest
 from PySide6.QtCore import QEvent, QPointF
 from PySide6.QtGui import QImage
@@ -25,6 +24,7 @@ from PySide6.QtGui import QImage
 from engine.config import AttentionConfig, MaskKind, ScalingRule, SweepConfig
 from engine.experiment import correlation_rms, run_experiment, temperature_comparison
 from engine.sweep import run_sweep
+from gui import export
 from gui.results import ExplorerResults
 from gui.views import (
     ALL_VIEWS,
@@ -488,10 +488,7 @@ def test_correlation_points_and_lines_are_the_engine_rms(qtbot, engine_parts, re
 def test_export_item_renders_non_blank_png_of_requested_width(qtbot, results, cls, tmp_path):
     view = build(qtbot, cls)
     view.show_results(results)
-    exporter = pyqtgraph.exporters.ImageExporter(view.export_item().scene())
-    exporter.parameters()["width"] = 900
-    path = tmp_path / f"{cls.key}.png"
-    exporter.export(str(path))
+    path = export.export_png(view.export_item(), tmp_path / f"{cls.key}.png", 900, 600)
     image = QImage(str(path))
     assert image.width() == 900 and image.height() > 100
     image = image.convertToFormat(QImage.Format.Format_RGB32)
