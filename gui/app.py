@@ -165,7 +165,11 @@ def run_app(args: Any) -> int:
             _report_first_paint_and_close(window)
         return int(app.exec())
     finally:
-        window.shutdown()  # already done by closeEvent on a normal exit; stops threads otherwise
+        # Already done by closeEvent on a normal exit; stops the threads on any other way out.
+        from shiboken6 import isValid
+
+        if isValid(window):
+            window.shutdown()
 
 
 def report_startup_error(error: BaseException) -> None:

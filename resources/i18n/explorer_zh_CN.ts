@@ -867,12 +867,12 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>Startup</name>
     <message>
-        <location filename="../../gui/app.py" line="189"/>
+        <location filename="../../gui/app.py" line="193"/>
         <source>Attention Scale Explorer cannot start</source>
         <translation>注意力缩放探索器无法启动</translation>
     </message>
     <message>
-        <location filename="../../gui/app.py" line="190"/>
+        <location filename="../../gui/app.py" line="194"/>
         <source>A file the program needs is missing or cannot be read. Reinstall the program.</source>
         <translation>程序所需的一个文件不存在或无法读取。请重新安装本程序。</translation>
     </message>
