@@ -6,8 +6,8 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["configure_pyqtgraph", "create_application", "has_display", "run_app",
-           "tune_allocator", "use_offscreen"]
+__all__ = ["check_resources", "configure_pyqtgraph", "create_application", "has_display",
+           "report_startup_error", "run_app", "tune_allocator", "use_offscreen"]
 
 APP_NAME = "Attention Scale Explorer"
 
@@ -63,6 +63,38 @@ def configure_pyqtgraph() -> None:
     install_svg_exporter()
 
 
+def check_resources() -> None:
+    """Check the shipped resource files and register the CJK font; needs the QApplication.
+
+    Checks that every file of :data:`gui.resources.RESOURCE_FILES` exists, that Qt can load the
+    font (registered here, first, so Chinese renders even where no system font has it) and
+    every translation catalogue. The tour texts are parsed where they are read, in the window
+    (:func:`gui.tour.load_tour`), which stops its threads when that fails.
+
+    Raises
+    ------
+    gui.resources.ResourceError
+        Naming the files that are missing or that Qt could not load.
+    """
+    from PySide6.QtCore import QTranslator
+
+    from gui.fonts import CJK_FONT_FILE, register_cjk_font
+    from gui.i18n import CATALOGUE, DEFAULT_LANGUAGE, LANGUAGES
+    from gui.resources import ResourceError, i18n_dir, missing_resources, resource_path
+
+    missing = missing_resources()
+    if missing:
+        raise ResourceError("missing resource files: " + ", ".join(map(str, missing)))
+    if register_cjk_font() is None:
+        raise ResourceError(f"damaged font file {resource_path('fonts', CJK_FONT_FILE)}: "
+                            "Qt could not load it")
+    for code in LANGUAGES:
+        if code != DEFAULT_LANGUAGE and not QTranslator().load(f"{CATALOGUE}_{code}",
+                                                                  str(i18n_dir())):
+            raise ResourceError(f"damaged translation catalogue "
+                                f"{i18n_dir() / f'{CATALOGUE}_{code}.qm'}: Qt could not load it")
+
+
 def create_application(argv: list[str] | None = None, *, headless: bool = False) -> Any:
     """Return the QApplication (created on first call) with options and translator set.
 
@@ -84,12 +116,12 @@ def create_application(argv: list[str] | None = None, *, headless: bool = False)
         app = QApplication(argv if argv is not None else sys.argv[:1])
         app.setOrganizationName("AttentionScaleExplorer")
         app.setApplicationName(APP_NAME)
-        from gui.fonts import register_cjk_font
         from gui.i18n import resolve_language, set_language
         from gui.settings import open_settings
 
-        # The shipped CJK font first, so that Chinese renders even where no system font has it.
-        register_cjk_font()
+        # Before anything else reads them: a damaged installation stops here with a message
+        # (ResourceError), while no window and no worker thread exist yet.
+        check_resources()
         set_language(resolve_language(open_settings().get("ui/language")), app)
         from PySide6.QtGui import QPixmapCache
 
@@ -122,25 +154,60 @@ def run_app(args: Any) -> int:
               "'export --out DIR' or '--self-test DIR' to run without a display.",
               file=sys.stderr)
         return 2
-    app = create_application(headless=headless)
-    from gui.main_window import MainWindow
+    from gui.resources import ResourceError
 
-    window = MainWindow()
-    session = getattr(args, "session", None)
-    if session:
-        window.open_session(session)
-    window.show()
-    if os.environ.get(EXIT_AFTER_SHOW_ENV, "") not in ("", "0"):
-        _report_first_paint_and_close(window)
-    code = int(app.exec())
-    window.close()  # no-op after a normal close; stops the workers if the loop was quit
-    window.deleteLater()
-    del window
-    from gui.qt_lifetime import release_qt_objects
+    try:
+        app = create_application(headless=headless)
+        from gui.main_window import MainWindow
 
-    # Free every Qt object now, on this thread, not in the interpreter's teardown after Qt's.
-    release_qt_objects()
-    return code
+        window = MainWindow()  # stops its worker threads itself when it cannot be built
+    except ResourceError as exc:
+        report_startup_error(exc)
+        return 1
+    try:
+        session = getattr(args, "session", None)
+        if session:
+            window.open_session(session)
+        window.show()
+        if os.environ.get(EXIT_AFTER_SHOW_ENV, "") not in ("", "0"):
+            _report_first_paint_and_close(window)
+        return int(app.exec())
+    finally:
+        # Already done by closeEvent on a normal exit; stops the threads on any other way out.
+        from shiboken6 import isValid
+
+        if isValid(window):
+            window.shutdown()
+            window.deleteLater()
+        del window
+        from gui.qt_lifetime import release_qt_objects
+
+        # Free every Qt object now, on this thread, not in the interpreter's teardown after Qt's.
+        release_qt_objects()
+
+
+def report_startup_error(error: BaseException) -> None:
+    """Tell the user why the program cannot start: stderr always, a dialog on a real screen.
+
+    On the offscreen/minimal platforms (tests, CI, ``--headless``) no dialog is shown, since
+    nobody could close it.
+    """
+    print(f"attention-explorer: cannot start: {error}", file=sys.stderr, flush=True)
+    from PySide6.QtGui import QGuiApplication
+
+    if QGuiApplication.instance() is None or QGuiApplication.platformName() in (
+            "offscreen", "minimal"):
+        return
+    from PySide6.QtWidgets import QMessageBox
+
+    from gui.i18n import translate
+
+    QMessageBox.critical(
+        None,
+        translate("Startup", "Attention Scale Explorer cannot start"),
+        translate("Startup", "A file the program needs is missing or cannot be read. "
+                  "Reinstall the program.") + "\n\n" + str(error),
+    )
 
 
 #: Start-up benchmark hook (benchmarks/bench_startup.py): when set to anything but "" or "0",

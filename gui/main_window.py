@@ -107,6 +107,28 @@ class MainWindow(QMainWindow):
         persist: bool = True,
     ) -> None:
         super().__init__()
+        try:
+            self._setup(settings=settings, config=config, restore=restore,
+                        controller_options=controller_options, start=start, persist=persist)
+        except BaseException:
+            # Worker threads start part-way through (controller, Train tab): a failure after
+            # that (a damaged resource, any bug) must stop them, or the QThread is destroyed
+            # while running and the process aborts (ENVIRONMENT.md trap 2) instead of reporting.
+            for part in (self.__dict__.get("train_tab"), self.__dict__.get("controller")):
+                if part is not None:
+                    part.shutdown(1000)
+            raise
+
+    def _setup(
+        self,
+        *,
+        settings: Settings | None,
+        config: AttentionConfig | None,
+        restore: bool,
+        controller_options: dict[str, Any] | None,
+        start: bool,
+        persist: bool,
+    ) -> None:
         from gui.views import ALL_VIEWS
 
         self.setObjectName("MainWindow")

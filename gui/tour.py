@@ -123,21 +123,26 @@ def load_tour(folder: str | Path | None = None) -> TourData:
 
     Raises
     ------
-    ValueError
-        If ``tour.json`` is malformed (see :func:`engine.tour_claims.validate_tour`).
+    gui.resources.ResourceError
+        If a file is missing, unreadable or malformed (``tour.json``: see
+        :func:`engine.tour_claims.validate_tour`); the program cannot start without the tour.
     """
-    if folder is None:
-        from gui.resources import resource_path
+    from gui.resources import ResourceError, resource_path
 
-        folder = resource_path("tour")
-    folder = Path(folder)
-    tour = json.loads((folder / "tour.json").read_text(encoding="utf-8"))
-    validate_tour(tour)
-    texts: dict[str, Mapping[str, Any]] = {}
-    for path in sorted(folder.glob("tour.*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        texts[str(data.get("language") or path.name.split(".")[1])] = data
-    return TourData(steps=tuple(tour["steps"]), texts=texts)
+    folder = Path(resource_path("tour") if folder is None else folder)
+    current = folder / "tour.json"
+    try:
+        tour = json.loads(current.read_text(encoding="utf-8"))
+        validate_tour(tour)
+        steps = tuple(tour["steps"])
+        texts: dict[str, Mapping[str, Any]] = {}
+        for current in sorted(folder.glob("tour.*.json")):
+            data = json.loads(current.read_text(encoding="utf-8"))
+            texts[str(data.get("language") or current.name.split(".")[1])] = data
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise ResourceError(f"damaged or unreadable tour file {current}: "
+                            f"{exc or type(exc).__name__}") from exc
+    return TourData(steps=steps, texts=texts)
 
 
 def ui_language() -> str:

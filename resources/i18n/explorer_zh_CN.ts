@@ -308,227 +308,227 @@
         <translation>高度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="188"/>
-        <location filename="../../gui/main_window.py" line="325"/>
+        <location filename="../../gui/main_window.py" line="210"/>
+        <location filename="../../gui/main_window.py" line="347"/>
         <source>Explorer</source>
         <translation>探索</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="189"/>
-        <location filename="../../gui/main_window.py" line="327"/>
+        <location filename="../../gui/main_window.py" line="211"/>
+        <location filename="../../gui/main_window.py" line="349"/>
         <source>Train</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="293"/>
+        <location filename="../../gui/main_window.py" line="315"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="294"/>
+        <location filename="../../gui/main_window.py" line="316"/>
         <source>sweep %v/%m</source>
         <translation>扫描 %v/%m</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="295"/>
+        <location filename="../../gui/main_window.py" line="317"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="296"/>
+        <location filename="../../gui/main_window.py" line="318"/>
         <source>Stop the running computation (Esc)</source>
         <translation>停止正在进行的计算（Esc）</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="297"/>
+        <location filename="../../gui/main_window.py" line="319"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="299"/>
+        <location filename="../../gui/main_window.py" line="321"/>
         <source>&amp;Open session…</source>
         <translation>打开会话(&amp;O)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="300"/>
+        <location filename="../../gui/main_window.py" line="322"/>
         <source>&amp;Save session</source>
         <translation>保存会话(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="301"/>
+        <location filename="../../gui/main_window.py" line="323"/>
         <source>Save session &amp;as…</source>
         <translation>会话另存为(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="302"/>
+        <location filename="../../gui/main_window.py" line="324"/>
         <source>Export current view as &amp;PNG…</source>
         <translation>将当前视图导出为 &amp;PNG…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="303"/>
+        <location filename="../../gui/main_window.py" line="325"/>
         <source>Export current view as S&amp;VG…</source>
         <translation>将当前视图导出为 S&amp;VG…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="304"/>
+        <location filename="../../gui/main_window.py" line="326"/>
         <source>Export &amp;all…</source>
         <translation>全部导出(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="305"/>
+        <location filename="../../gui/main_window.py" line="327"/>
         <source>&amp;Copy current plot</source>
         <translation>复制当前图表(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="306"/>
+        <location filename="../../gui/main_window.py" line="328"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="307"/>
+        <location filename="../../gui/main_window.py" line="329"/>
         <source>&amp;Reset view</source>
         <translation>重置视图(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="308"/>
+        <location filename="../../gui/main_window.py" line="330"/>
         <source>Show current view &amp;side by side</source>
         <translation>并排显示当前视图(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="309"/>
+        <location filename="../../gui/main_window.py" line="331"/>
         <source>&amp;Cancel computation</source>
         <translation>取消计算(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="310"/>
+        <location filename="../../gui/main_window.py" line="332"/>
         <source>&amp;About</source>
         <translation>关于(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="314"/>
+        <location filename="../../gui/main_window.py" line="336"/>
         <source>PNG, SVG and CSV of every view plus the session, into one folder</source>
         <translation>将每个视图的 PNG、SVG 和 CSV 以及会话文件导出到同一文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="316"/>
+        <location filename="../../gui/main_window.py" line="338"/>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="317"/>
+        <location filename="../../gui/main_window.py" line="339"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="318"/>
+        <location filename="../../gui/main_window.py" line="340"/>
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="334"/>
-        <location filename="../../gui/main_window.py" line="681"/>
-        <location filename="../../gui/main_window.py" line="687"/>
+        <location filename="../../gui/main_window.py" line="356"/>
+        <location filename="../../gui/main_window.py" line="703"/>
+        <location filename="../../gui/main_window.py" line="709"/>
         <source>Computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="338"/>
+        <location filename="../../gui/main_window.py" line="360"/>
         <source>Ready</source>
         <translation>就绪</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="445"/>
+        <location filename="../../gui/main_window.py" line="467"/>
         <source>Cannot open session</source>
         <translation>无法打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="449"/>
+        <location filename="../../gui/main_window.py" line="471"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="457"/>
+        <location filename="../../gui/main_window.py" line="479"/>
         <source>Cannot save session</source>
         <translation>无法保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="460"/>
+        <location filename="../../gui/main_window.py" line="482"/>
         <source>Saved {0}</source>
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="513"/>
+        <location filename="../../gui/main_window.py" line="535"/>
         <source>Open session</source>
         <translation>打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="514"/>
+        <location filename="../../gui/main_window.py" line="536"/>
         <source>Session files (*.json);;All files (*)</source>
         <translation>会话文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="528"/>
+        <location filename="../../gui/main_window.py" line="550"/>
         <source>Save session</source>
         <translation>保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="529"/>
+        <location filename="../../gui/main_window.py" line="551"/>
         <source>Session files (*.json)</source>
         <translation>会话文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="549"/>
+        <location filename="../../gui/main_window.py" line="571"/>
         <source>Export view</source>
         <translation>导出视图</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="556"/>
-        <location filename="../../gui/main_window.py" line="582"/>
+        <location filename="../../gui/main_window.py" line="578"/>
+        <location filename="../../gui/main_window.py" line="604"/>
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="559"/>
+        <location filename="../../gui/main_window.py" line="581"/>
         <source>Exported {0}</source>
         <translation>已导出 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="563"/>
+        <location filename="../../gui/main_window.py" line="585"/>
         <source>PNG images (*.png)</source>
         <translation>PNG 图像 (*.png)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="567"/>
+        <location filename="../../gui/main_window.py" line="589"/>
         <source>SVG images (*.svg)</source>
         <translation>SVG 图像 (*.svg)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="575"/>
+        <location filename="../../gui/main_window.py" line="597"/>
         <source>Export all views into folder</source>
         <translation>将所有视图导出到文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="586"/>
+        <location filename="../../gui/main_window.py" line="608"/>
         <source>Exported {0} files to {1}</source>
         <translation>已将 {0} 个文件导出到 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="597"/>
+        <location filename="../../gui/main_window.py" line="619"/>
         <source>Copied {0} to the clipboard</source>
         <translation>已将“{0}”复制到剪贴板</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="656"/>
+        <location filename="../../gui/main_window.py" line="678"/>
         <source>Cancelled; showing the results computed so far</source>
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="661"/>
+        <location filename="../../gui/main_window.py" line="683"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="662"/>
+        <location filename="../../gui/main_window.py" line="684"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -537,22 +537,22 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 观察并验证缩放点积注意力为何要将 logit 除以 √d_k：原始分数 q·k 的方差为 d_k·σ⁴，随着 d_k 增大，它会使 softmax 饱和并让梯度消失。</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="692"/>
+        <location filename="../../gui/main_window.py" line="714"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="700"/>
+        <location filename="../../gui/main_window.py" line="722"/>
         <source>n = {0}, d_k = {1}, h = {2}, rule {3}</source>
         <translation>n = {0}，d_k = {1}，h = {2}，规则 {3}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="728"/>
+        <location filename="../../gui/main_window.py" line="750"/>
         <source>Attention Scale Explorer</source>
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="789"/>
+        <location filename="../../gui/main_window.py" line="811"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
@@ -881,6 +881,19 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
 </context>
 <context>
+    <name>Startup</name>
+    <message>
+        <location filename="../../gui/app.py" line="207"/>
+        <source>Attention Scale Explorer cannot start</source>
+        <translation>注意力缩放探索器无法启动</translation>
+    </message>
+    <message>
+        <location filename="../../gui/app.py" line="208"/>
+        <source>A file the program needs is missing or cannot be read. Reinstall the program.</source>
+        <translation>程序所需的一个文件不存在或无法读取。请重新安装本程序。</translation>
+    </message>
+</context>
+<context>
     <name>TemperatureView</name>
     <message>
         <location filename="../../gui/views/temperature.py" line="124"/>
@@ -932,73 +945,73 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TourPanel</name>
     <message>
-        <location filename="../../gui/tour.py" line="387"/>
+        <location filename="../../gui/tour.py" line="392"/>
         <source>◀ Back</source>
         <extracomment>How long the frame around the step&apos;s view stays visible. Colour of that frame (the heatmap&apos;s row highlight: absent from every rule colour).</extracomment>
         <translation>◀ 上一步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="388"/>
+        <location filename="../../gui/tour.py" line="393"/>
         <source>Next ▶</source>
         <translation>下一步 ▶</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="389"/>
+        <location filename="../../gui/tour.py" line="394"/>
         <source>Previous step (Alt+Left)</source>
         <translation>上一步（Alt+←）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="390"/>
+        <location filename="../../gui/tour.py" line="395"/>
         <source>Next step (Alt+Right)</source>
         <translation>下一步（Alt+→）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="480"/>
+        <location filename="../../gui/tour.py" line="485"/>
         <source>Step {0} / {1}</source>
         <translation>第 {0} / {1} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="485"/>
+        <location filename="../../gui/tour.py" line="490"/>
         <source>Look at:</source>
         <translation>请看：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="486"/>
+        <location filename="../../gui/tour.py" line="491"/>
         <source>Try it yourself:</source>
         <translation>动手试试：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="501"/>
+        <location filename="../../gui/tour.py" line="506"/>
         <source>Engine says:</source>
         <translation>引擎计算结果：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="504"/>
+        <location filename="../../gui/tour.py" line="509"/>
         <source>could not compute: {0}</source>
         <translation>无法计算：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="508"/>
+        <location filename="../../gui/tour.py" line="513"/>
         <source>computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="515"/>
+        <location filename="../../gui/tour.py" line="520"/>
         <source>claim {0}</source>
         <translation>论断 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="556"/>
+        <location filename="../../gui/tour.py" line="561"/>
         <source>Guided tour</source>
         <translation>导览</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="557"/>
+        <location filename="../../gui/tour.py" line="562"/>
         <source>&amp;Guided tour</source>
         <translation>导览(&amp;G)</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="559"/>
+        <location filename="../../gui/tour.py" line="564"/>
         <source>Step through the interview questions with live experiments</source>
         <translation>借助实时实验逐步讲解面试问题</translation>
     </message>
