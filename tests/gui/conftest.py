@@ -73,7 +73,8 @@ def make_window(qtbot):
     yield factory
     for window in windows:
         window.close()
-        assert not window.controller.is_running(), "a worker thread was left running"
+        window.shutdown()  # waits if the close had to wait for a long engine call
+        assert not window.workers_running(), "a worker thread was left running"
         window.deleteLater()
     # Drop the wrappers too: they hold pyqtgraph's Python-owned menus alive.
     windows.clear()
