@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -144,6 +145,8 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
     close(window)
     del window, panel, tab, views, view
     release_qt_objects()
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(settings_dir, ignore_errors=True)
     left = [type(w).__name__ for w in shiboken6.getAllValidWrappers()
             if isinstance(w, QObject | QGraphicsItem) and w is not app
             and w is not app.thread() and type(w).__name__ != "GuiThreadCollector"
