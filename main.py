@@ -15,7 +15,7 @@ from pathlib import Path
 
 RULE_HELP = "comma-separated scaling rules: none, sqrt, linear, temperature, qk_norm, softcap"
 DISTRIBUTION = "attention-scale-explorer"
-#: Export image sizes accepted by ``export --width/--height`` (gui/export.py renders 16..8192).
+#: Export image sizes accepted by ``export --width/--height`` (gui/kit/export.py renders 16..8192).
 EXPORT_MIN_SIZE, EXPORT_MAX_SIZE = 16, 8192
 #: Exit code after the reader of stdout went away (128 + SIGPIPE, as the shell reports it).
 EXIT_BROKEN_PIPE = 141
@@ -200,23 +200,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(_join_option_values(words))
     if args.command == "sweep":
-        from engine.cli_sweep import sweep_command
+        from engine.cli.sweep import sweep_command
 
         return sweep_command(args)
     if args.command == "train":
-        from engine.cli_train import train_command
+        from engine.cli.train import train_command
 
         return train_command(args)
     if args.command == "lr-sweep":
-        from engine.cli_train import lr_sweep_command
+        from engine.cli.train import lr_sweep_command
 
         return lr_sweep_command(args)
     if args.command == "export":
-        from gui.headless import export_command
+        from gui.headless.commands import export_command
 
         return export_command(args)
     if args.self_test:
-        from gui.headless import self_test_command
+        from gui.headless.commands import self_test_command
 
         return self_test_command(args)
     if args.session:

@@ -37,7 +37,7 @@ echo "check_wheel: built $(basename "$wheel") ($size bytes, limit $MAX_WHEEL_BYT
 echo "check_wheel: built and installed in $((SECONDS - start)) s"
 # The files must come from the installed package, not from some folder that happens to exist.
 found=$(cd / && "$work/venv/bin/python" -c \
-    "from gui.resources import resource_dir; print(resource_dir())")
+    "from gui.kit.resources import resource_dir; print(resource_dir())")
 case "$found" in
     "$work/venv/"*/attention_explorer_resources) echo "check_wheel: resources in $found" ;;
     *) fail "the installed program reads its resources from $found" ;;

@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine import attention
+from engine.core import attention
 
 try:
     from threadpoolctl import threadpool_limits

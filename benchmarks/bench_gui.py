@@ -36,7 +36,7 @@ from PySide6.QtCore import QEventLoop, QObject, Qt, QTimer, Slot  # noqa: E402
 
 from engine.config import AttentionConfig  # noqa: E402
 from gui.app import create_application  # noqa: E402
-from gui.settings import SETTINGS_DIR_ENV  # noqa: E402
+from gui.kit.settings import SETTINGS_DIR_ENV  # noqa: E402
 
 HEARTBEAT_MS = 5
 
@@ -153,7 +153,7 @@ def engine_time_ms(config: AttentionConfig, temperature: float, repeats: int = 9
     Same work as the worker does for a σ change: BLAS limited to one thread, the
     correlation result re-used (it depends only on ρ, samples and seed).
     """
-    from gui.worker import _BlasLimit, compute_correlation, compute_fast_parts
+    from gui.explorer.worker import _BlasLimit, compute_correlation, compute_fast_parts
 
     correlation = compute_correlation(config)
     times = []

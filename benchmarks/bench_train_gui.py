@@ -3,7 +3,8 @@
 Trains the Train tab's default model (the panel's configuration with many steps) in the real
 main window (offscreen) for ``--seconds`` with the Train tab and the chosen training view in
 front, while a 5 ms heartbeat ``QTimer`` records how late it fires. Then runs the same
-configuration through :func:`engine.trainer.iter_training` alone (same thread count, snapshots
+configuration through :func:`~engine.training.trainer.iter_training`
+alone (same thread count, snapshots
 and evaluations included, no Qt) for as long, and compares the steps per second.
 
 Goals (issue C): stall ≤ 30 ms, GUI steps/s ≥ 0.7 × engine-only on an idle machine. Run::
@@ -33,9 +34,9 @@ os.environ["QT_QPA_PLATFORM"] = "offscreen"
 import numpy as np  # noqa: E402
 from bench_gui import Heartbeat, wait_ms  # noqa: E402  (the 5 ms heartbeat of the explorer)
 
-from engine.trainer import iter_training  # noqa: E402
+from engine.training.trainer import iter_training  # noqa: E402
 from gui.app import create_application  # noqa: E402
-from gui.settings import SETTINGS_DIR_ENV  # noqa: E402
+from gui.kit.settings import SETTINGS_DIR_ENV  # noqa: E402
 
 #: Steps of the benchmarked run: far more than fit into the measured seconds.
 STEPS = 1_000_000

@@ -5,7 +5,8 @@ Run: ``python benchmarks/bench_trainer.py [--steps 300] [--repeats 5] [--sizes 6
 The model is the trainer's default (d_model = d_k = 64, 1 head, retrieval with n = 16, batch
 64, Adam), one scaling rule (1/√d_k). Both sides draw their batches with the same numpy task
 sampler, so data generation costs the same. PyTorch runs with the same number of threads that
-the numpy trainer lets BLAS use at that size (see ``engine.trainer.blas_threads``); its Adam is
+the numpy trainer lets BLAS use at that size (see
+``engine.training.trainer.blas_threads``); its Adam is
 timed both in the default (foreach) and the fused variant. Times are printed, never asserted;
 on a shared machine expect noise: each figure is the best of ``--repeats`` runs.
 """
@@ -22,8 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.trainer import TrainingSession, blas_threads
-from engine.trainer_config import TrainConfig
+from engine.config.train import TrainConfig
+from engine.training.trainer import TrainingSession, blas_threads
 
 
 def _blas_thread_count(config: TrainConfig) -> int:

@@ -43,7 +43,7 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
 
     faulthandler.enable()
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    from gui.settings import SETTINGS_DIR_ENV
+    from gui.kit.settings import SETTINGS_DIR_ENV
 
     settings_dir = tempfile.mkdtemp(prefix="stress-settings-")
     os.environ[SETTINGS_DIR_ENV] = settings_dir
@@ -52,15 +52,15 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
     from PySide6.QtWidgets import QGraphicsItem
 
     from engine.config import AttentionConfig, ScalingRule
-    from engine.trainer_config import TrainConfig
-    from gui import export
+    from engine.config.train import TrainConfig
     from gui.app import create_application
+    from gui.kit import export
+    from gui.kit.qt_lifetime import release_qt_objects, wait_until
     from gui.main_window import MainWindow
-    from gui.qt_lifetime import release_qt_objects, wait_until
 
     app = create_application(headless=True)
     if automatic_gc:  # the behaviour before issue E, with collections made frequent
-        from gui.qt_lifetime import GuiThreadCollector
+        from gui.kit.qt_lifetime import GuiThreadCollector
 
         app.findChild(GuiThreadCollector).stop()
         gc.enable()

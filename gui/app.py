@@ -58,7 +58,7 @@ def configure_pyqtgraph() -> None:
 
     pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
     # The plots' right-click Export… dialog: SVG drawn like the File menu's (issue 8).
-    from gui.export import install_svg_exporter
+    from gui.kit.export import install_svg_exporter
 
     install_svg_exporter()
 
@@ -66,21 +66,21 @@ def configure_pyqtgraph() -> None:
 def check_resources() -> None:
     """Check the shipped resource files and register the CJK font; needs the QApplication.
 
-    Checks that every file of :data:`gui.resources.RESOURCE_FILES` exists, that Qt can load the
+    Checks that every file of :data:`gui.kit.resources.RESOURCE_FILES` exists, that Qt can load the
     font (registered here, first, so Chinese renders even where no system font has it) and
     every translation catalogue. The tour texts are parsed where they are read, in the window
-    (:func:`gui.tour.load_tour`), which stops its threads when that fails.
+    (:func:`gui.tour.guide.load_tour`), which stops its threads when that fails.
 
     Raises
     ------
-    gui.resources.ResourceError
+    gui.kit.resources.ResourceError
         Naming the files that are missing or that Qt could not load.
     """
     from PySide6.QtCore import QTranslator
 
-    from gui.fonts import CJK_FONT_FILE, register_cjk_font
-    from gui.i18n import CATALOGUE, DEFAULT_LANGUAGE, LANGUAGES
-    from gui.resources import ResourceError, i18n_dir, missing_resources, resource_path
+    from gui.kit.fonts import CJK_FONT_FILE, register_cjk_font
+    from gui.kit.i18n import CATALOGUE, DEFAULT_LANGUAGE, LANGUAGES
+    from gui.kit.resources import ResourceError, i18n_dir, missing_resources, resource_path
 
     missing = missing_resources()
     if missing:
@@ -116,8 +116,8 @@ def create_application(argv: list[str] | None = None, *, headless: bool = False)
         app = QApplication(argv if argv is not None else sys.argv[:1])
         app.setOrganizationName("AttentionScaleExplorer")
         app.setApplicationName(APP_NAME)
-        from gui.i18n import resolve_language, set_language
-        from gui.settings import open_settings
+        from gui.kit.i18n import resolve_language, set_language
+        from gui.kit.settings import open_settings
 
         # Before anything else reads them: a damaged installation stops here with a message
         # (ResourceError), while no window and no worker thread exist yet.
@@ -125,12 +125,12 @@ def create_application(argv: list[str] | None = None, *, headless: bool = False)
         set_language(resolve_language(open_settings().get("ui/language")), app)
         from PySide6.QtGui import QPixmapCache
 
-        # Plot axes cache their grid as pixmaps (gui.views.style.style_plot); Qt's default
+        # Plot axes cache their grid as pixmaps (gui.kit.style.style_plot); Qt's default
         # 10 MiB holds only about a dozen plot-sized ones, and seven views hold ~30 axes.
         QPixmapCache.setCacheLimit(64 * 1024)  # KiB
-        from gui.qt_lifetime import install_gui_thread_collector
+        from gui.kit.qt_lifetime import install_gui_thread_collector
 
-        # Cycles holding Qt objects must never be freed in a worker thread (gui/qt_lifetime.py).
+        # Cycles holding Qt objects must never be freed in a worker thread (gui/kit/qt_lifetime.py).
         install_gui_thread_collector(app)
     return app
 
@@ -154,7 +154,7 @@ def run_app(args: Any) -> int:
               "'export --out DIR' or '--self-test DIR' to run without a display.",
               file=sys.stderr)
         return 2
-    from gui.resources import ResourceError
+    from gui.kit.resources import ResourceError
 
     try:
         app = create_application(headless=headless)
@@ -180,7 +180,7 @@ def run_app(args: Any) -> int:
             window.shutdown()
             window.deleteLater()
         del window
-        from gui.qt_lifetime import release_qt_objects
+        from gui.kit.qt_lifetime import release_qt_objects
 
         # Free every Qt object now, on this thread, not in the interpreter's teardown after Qt's.
         release_qt_objects()
@@ -200,7 +200,7 @@ def report_startup_error(error: BaseException) -> None:
         return
     from PySide6.QtWidgets import QMessageBox
 
-    from gui.i18n import translate
+    from gui.kit.i18n import translate
 
     QMessageBox.critical(
         None,

@@ -33,13 +33,13 @@ from PySide6.QtWidgets import (
 )
 
 from engine.config import AttentionConfig
-from gui import export, i18n
-from gui.controller import ExplorerController
-from gui.i18n import translate
-from gui.panels.parameters import ParameterPanel
-from gui.qt_lifetime import wait_until
+from gui.explorer.controller import ExplorerController
+from gui.explorer.panel import ParameterPanel
+from gui.kit import export, i18n
+from gui.kit.i18n import translate
+from gui.kit.qt_lifetime import wait_until
+from gui.kit.settings import Settings, open_settings
 from gui.session import Session, SessionError, load_session, save_session
-from gui.settings import Settings, open_settings
 
 __all__ = ["DEFAULT_SIZE", "MainWindow", "SizeDialog"]
 
@@ -80,7 +80,7 @@ class MainWindow(QMainWindow):
     Parameters
     ----------
     settings
-        Typed settings (default: :func:`gui.settings.open_settings`).
+        Typed settings (default: :func:`gui.kit.settings.open_settings`).
     config
         Initial configuration; ``None`` restores the last one from the settings.
     restore
@@ -129,7 +129,7 @@ class MainWindow(QMainWindow):
         start: bool,
         persist: bool,
     ) -> None:
-        from gui.views import ALL_VIEWS
+        from gui.explorer.views import ALL_VIEWS
 
         self.setObjectName("MainWindow")
         self.settings = settings or open_settings()
@@ -191,7 +191,7 @@ class MainWindow(QMainWindow):
             self.tabs.addTab(view, view.title())
         # Each tab widget sits in a scroll area and every plot view asks for its layout's
         # minimum: at 1024×768 with docks open a view scrolls instead of being cut off.
-        from gui.layout_fit import scroll_area_for, track_scene_minimums
+        from gui.kit.layout_fit import scroll_area_for, track_scene_minimums
 
         for view in self.views:
             track_scene_minimums(view)
@@ -300,7 +300,7 @@ class MainWindow(QMainWindow):
         self.help_menu = help_menu = bar.addMenu("")
         # The guided tour (gui/tour.py): a hidden dock opened by Help > Guided tour (F1, Ctrl+G);
         # the dock translates its own title and this action's text.
-        from gui.tour import install_tour
+        from gui.tour.guide import install_tour
 
         self.tour_dock, self.tour_action = install_tour(self, help_menu)
         self.about_action = self._action(help_menu, self._on_about)
@@ -360,7 +360,7 @@ class MainWindow(QMainWindow):
             self.status_label.setText(translate("MainWindow", "Ready"))
 
     def set_language(self, code: str) -> bool:
-        """Switch the UI to ``code`` (a key of :data:`gui.i18n.LANGUAGES`) and remember it."""
+        """Switch the UI to ``code`` (a key of :data:`gui.kit.i18n.LANGUAGES`) and remember it."""
         if not i18n.set_language(code):
             self._check_language_action()
             return False

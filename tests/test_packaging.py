@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gui.resources import RESOURCE_FILES, RESOURCE_PACKAGE
+from gui.kit.resources import RESOURCE_FILES, RESOURCE_PACKAGE
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The wheel holds code, tour texts, one catalogue and a ~190 KB font subset (measured ~390 KB).

@@ -1,6 +1,6 @@
 """The training controller: one worker thread, Start/Pause/Resume/Stop/Reset, ≤ 10 Hz pushes.
 
-Same pattern as :mod:`gui.controller` (DESIGN.md §3): a persistent ``QThread`` with one
+Same pattern as :mod:`gui.explorer.controller` (DESIGN.md §3): a persistent ``QThread`` with one
 :class:`~gui.train.worker.TrainWorker`; each request is an immutable
 :class:`~gui.train.worker.TrainJob` with an id, and messages of other ids are dropped. Items
 arrive as ``object`` signals into ``@Slot`` methods here (GUI thread) and only replace the
@@ -51,7 +51,13 @@ from PySide6.QtCore import (
 from PySide6.QtWidgets import QGraphicsView, QWidget
 
 from engine.config import ScalingRule
-from engine.trainer_config import TrainConfig
+from engine.config.train import TrainConfig
+from gui.explorer.worker import (
+    JobFailed,
+    request_thread_stop,
+    start_worker_thread,
+    stop_worker_thread,
+)
 from gui.train.results import TrainResults
 from gui.train.worker import (
     TrainItem,
@@ -59,12 +65,6 @@ from gui.train.worker import (
     TrainJobFinished,
     TrainJobKind,
     TrainWorker,
-)
-from gui.worker import (
-    JobFailed,
-    request_thread_stop,
-    start_worker_thread,
-    stop_worker_thread,
 )
 
 __all__ = [

@@ -11,10 +11,10 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
-from gui.i18n import translate
+from gui.kit import style
+from gui.kit.i18n import translate
+from gui.kit.plot_view import ExplorerView
 from gui.train.results import TrainResults
-from gui.views import style
-from gui.views.base import ExplorerView
 
 __all__ = ["TrainCurvesView"]
 

@@ -10,11 +10,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
-from engine.lr_sweep import lr_sweep_table
-from gui.i18n import translate
+from engine.training.lr_sweep import lr_sweep_table
+from gui.kit import style
+from gui.kit.i18n import translate
+from gui.kit.plot_view import ExplorerView
 from gui.train.results import TrainResults
-from gui.views import style
-from gui.views.base import ExplorerView
 
 __all__ = ["LrSweepView"]
 

@@ -24,10 +24,10 @@ from PySide6.QtWidgets import (
 )
 
 from engine.config import ScalingRule
-from engine.trainer_config import TRAIN_LIMITS, OptimizerKind, TaskKind, TrainConfig
-from gui.i18n import translate
+from engine.config.train import TRAIN_LIMITS, OptimizerKind, TaskKind, TrainConfig
+from gui.kit import style
+from gui.kit.i18n import translate
 from gui.train.controller import TrainState
-from gui.views import style
 
 __all__ = ["TRAIN_RULES", "LogSpinBox", "TrainPanel", "parse_lrs"]
 
@@ -198,7 +198,7 @@ def _spin(low: int, high: int, value: int) -> QSpinBox:
 class TrainPanel(QWidget):
     """Controls of the Train tab.
 
-    :meth:`config` builds a validated :class:`~engine.trainer_config.TrainConfig`; invalid
+    :meth:`config` builds a validated :class:`~engine.config.train.TrainConfig`; invalid
     combinations are reported in :attr:`error_label` (the engine's own message) and the
     Start buttons refuse to start. The buttons are public so that the tab (and tests) connect
     them; :meth:`set_state` enables the ones that make sense in a controller state.

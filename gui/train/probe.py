@@ -8,11 +8,11 @@ from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
-from engine.trainer_config import TaskKind
-from gui.i18n import translate
+from engine.config.train import TaskKind
+from gui.kit import style
+from gui.kit.i18n import translate
+from gui.kit.plot_view import ExplorerView
 from gui.train.results import TrainResults
-from gui.views import style
-from gui.views.base import ExplorerView
 
 __all__ = ["ProbeView", "probe_targets"]
 

@@ -24,7 +24,8 @@ class TrainResults:
     Attributes
     ----------
     snapshot
-        The latest ``engine.trainer.TrainSnapshot`` of the current training run, or ``None``.
+        The latest ``engine.training.trainer.TrainSnapshot`` of the current training run, or
+        ``None``.
     grad_steps
         Steps of the recorded global gradient norms: one per snapshot received. The engine's
         snapshot carries only the latest norm, so the controller keeps this record (every
@@ -32,7 +33,7 @@ class TrainResults:
     grad_norms
         Rule → global gradient norm at ``grad_steps`` (NaN after the rule diverged).
     sweep
-        The latest ``engine.lr_sweep.LrSweepProgress`` of the current sweep, or ``None``.
+        The latest ``engine.training.lr_sweep.LrSweepProgress`` of the current sweep, or ``None``.
     """
 
     snapshot: Any = None

@@ -7,10 +7,10 @@ from typing import Any
 from PySide6.QtCore import QEvent, Qt, Slot
 from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
-from engine.trainer import check_training_memory
-from engine.trainer_config import TrainConfig
-from gui.i18n import translate
-from gui.qt_lifetime import wait_until
+from engine.config.train import TrainConfig
+from engine.training.trainer import check_training_memory
+from gui.kit.i18n import translate
+from gui.kit.qt_lifetime import wait_until
 from gui.train.controller import DEFAULT_PUSH_INTERVAL_MS, TrainController, TrainState
 from gui.train.curves import TrainCurvesView
 from gui.train.lr_sweep_view import LrSweepView
@@ -70,7 +70,7 @@ class TrainTab(QWidget):
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setMinimumWidth(self.panel.sizeHint().width() + 24)
         # The views scroll rather than being cut off when the window is narrow (issue 8, §4).
-        from gui.layout_fit import scroll_area_for, track_scene_minimums
+        from gui.kit.layout_fit import scroll_area_for, track_scene_minimums
 
         for view in self.views:
             track_scene_minimums(view)

@@ -19,8 +19,8 @@ import traceback
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from engine.trainer_config import TrainConfig
-from gui.worker import JobFailed
+from engine.config.train import TrainConfig
+from gui.explorer.worker import JobFailed
 
 __all__ = [
     "TrainItem",
@@ -35,9 +35,9 @@ class TrainJobKind(enum.Enum):
     """What a training job runs."""
 
     TRAIN = "train"
-    """:func:`engine.trainer.iter_training` (yields ``TrainSnapshot``)."""
+    """:func:`engine.training.trainer.iter_training` (yields ``TrainSnapshot``)."""
     LR_SWEEP = "lr_sweep"
-    """:func:`engine.lr_sweep.iter_lr_sweep` (yields ``LrSweepProgress``)."""
+    """:func:`engine.training.lr_sweep.iter_lr_sweep` (yields ``LrSweepProgress``)."""
 
 
 def _set_event() -> threading.Event:
@@ -114,7 +114,7 @@ class TrainWorker(QObject):
     """Runs :class:`TrainJob` objects in the thread it was moved to (never touches widgets)."""
 
     itemReady = Signal(object)  # TrainItem
-    failed = Signal(object)  # gui.worker.JobFailed
+    failed = Signal(object)  # gui.explorer.worker.JobFailed
     finished = Signal(object)  # TrainJobFinished
 
     @Slot(object)
@@ -125,11 +125,11 @@ class TrainWorker(QObject):
             if job.cancel.is_set():
                 return
             if job.kind is TrainJobKind.TRAIN:
-                from engine.trainer import iter_training
+                from engine.training.trainer import iter_training
 
                 items = iter_training(job.config, job.cancel, step_gate=job.step_gate)
             else:
-                from engine.lr_sweep import iter_lr_sweep
+                from engine.training.lr_sweep import iter_lr_sweep
 
                 items = iter_lr_sweep(
                     job.config, job.lrs, job.seeds, job.cancel, step_gate=job.step_gate

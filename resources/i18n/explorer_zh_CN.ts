@@ -4,38 +4,38 @@
 <context>
     <name>CorrelationView</name>
     <message>
-        <location filename="../../gui/views/correlation.py" line="82"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="82"/>
         <source>q–k correlation</source>
         <extracomment>(rule, key suffix in the engine&apos;s correlation_rms result) of the rules shown.</extracomment>
         <translation>q–k 相关性</translation>
     </message>
     <message>
-        <location filename="../../gui/views/correlation.py" line="86"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="86"/>
         <source>RMS of c·q·k</source>
         <translation>c·q·k 的均方根 (RMS)</translation>
     </message>
     <message>
-        <location filename="../../gui/views/correlation.py" line="90"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="90"/>
         <source>{0} Monte Carlo</source>
         <translation>{0} 蒙特卡洛</translation>
     </message>
     <message>
-        <location filename="../../gui/views/correlation.py" line="110"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="110"/>
         <source>k = ρq + √(1−ρ²)ξ with ρ = {0}</source>
         <translation>k = ρq + √(1−ρ²)ξ，ρ = {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/views/correlation.py" line="115"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="115"/>
         <source>At ρ = 0, 1/√d&lt;sub&gt;k&lt;/sub&gt; keeps the RMS at 1 for every d&lt;sub&gt;k&lt;/sub&gt;; 1/d&lt;sub&gt;k&lt;/sub&gt; shrinks it like 1/√d&lt;sub&gt;k&lt;/sub&gt; (too flat).</source>
         <translation>ρ = 0 时，1/√d&lt;sub&gt;k&lt;/sub&gt; 对任意 d&lt;sub&gt;k&lt;/sub&gt; 都使 RMS 保持为 1；1/d&lt;sub&gt;k&lt;/sub&gt; 则使其按 1/√d&lt;sub&gt;k&lt;/sub&gt; 缩小（分布过于平坦）。</translation>
     </message>
     <message>
-        <location filename="../../gui/views/correlation.py" line="121"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="121"/>
         <source>At ρ ≠ 0, q·k grows like ρ·d&lt;sub&gt;k&lt;/sub&gt;: under 1/√d&lt;sub&gt;k&lt;/sub&gt; the RMS grows like |ρ|·√d&lt;sub&gt;k&lt;/sub&gt;, while 1/d&lt;sub&gt;k&lt;/sub&gt; keeps it bounded (→ |ρ| = {0}), as μP prescribes.</source>
         <translation>ρ ≠ 0 时，q·k 按 ρ·d&lt;sub&gt;k&lt;/sub&gt; 增长：在 1/√d&lt;sub&gt;k&lt;/sub&gt; 下 RMS 按 |ρ|·√d&lt;sub&gt;k&lt;/sub&gt; 增长，而 1/d&lt;sub&gt;k&lt;/sub&gt; 使其保持有界（→ |ρ| = {0}），正如 μP 所规定。</translation>
     </message>
     <message>
-        <location filename="../../gui/views/correlation.py" line="128"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="128"/>
         <source>1/√d&lt;sub&gt;k&lt;/sub&gt; normalises independent q, k (ρ = 0); 1/d&lt;sub&gt;k&lt;/sub&gt; normalises correlated ones (ρ &gt; 0).</source>
         <translation>1/√d&lt;sub&gt;k&lt;/sub&gt; 归一化相互独立的 q、k（ρ = 0）；1/d&lt;sub&gt;k&lt;/sub&gt; 归一化相关的 q、k（ρ &gt; 0）。</translation>
     </message>
@@ -43,33 +43,33 @@
 <context>
     <name>GradientView</name>
     <message>
-        <location filename="../../gui/views/gradients.py" line="170"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="170"/>
         <source>Gradients</source>
         <extracomment>(panel key, SweepPoint prefix): the two gradient quantities. Widths (px) from which the three panels stand in three or two columns; below the second they stack. Each threshold lies above that arrangement&apos;s minimum width, so the choice cannot flip back and forth as the scroll area resizes the view.</extracomment>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="176"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="176"/>
         <source>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. scaled logits)</source>
         <translation>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt;（对缩放后的 logit）</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="180"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="180"/>
         <source>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. raw q·k)</source>
         <translation>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt;（对原始 q·k）</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="185"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="185"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="186"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="186"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/views/gradients.py" line="193"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="193"/>
         <source>Lines: median over query rows; bands: 10–90 % of rows.&lt;br&gt;Measured against the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate d&lt;sub&gt;k&lt;/sub&gt;; it collapses only once the softmax saturates (large d&lt;sub&gt;k&lt;/sub&gt;).</source>
         <translation>曲线：各查询行的中位数；色带：10–90 % 的行。&lt;br&gt;相对于原始 q·k 而言，不缩放规则（c = 1）在中等 d&lt;sub&gt;k&lt;/sub&gt; 下梯度更大；只有当 softmax 饱和（d&lt;sub&gt;k&lt;/sub&gt; 很大）时梯度才会坍缩。</translation>
     </message>
@@ -77,48 +77,48 @@
 <context>
     <name>HeatmapView</name>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="86"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="86"/>
         <source>Attention weights</source>
         <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden.</extracomment>
         <translation>注意力权重</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="199"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="199"/>
         <source>key j</source>
         <translation>键 j</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="199"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="199"/>
         <source>query i</source>
         <translation>查询 i</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="209"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="209"/>
         <source>head {0}</source>
         <translation>头 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="215"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="215"/>
         <source>Pairs: {0} | none (c = 1). Rows: query i, columns: key j. Outlined: query row {1}. Colour: p = softmax weight.</source>
         <translation>成对显示：{0} | 不缩放（c = 1）。行：查询 i，列：键 j。框出：查询行 {1}。颜色：p = softmax 权重。</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="224"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="224"/>
         <source>Heads not shown: {0}.</source>
         <translation>未显示的头：{0} 个。</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="264"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="264"/>
         <source>Hover over a cell to read head, i, j, logit, p.</source>
         <translation>将鼠标悬停在单元格上可读取头、i、j、logit 和 p。</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="268"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="268"/>
         <source>masked</source>
         <translation>已掩码</translation>
     </message>
     <message>
-        <location filename="../../gui/views/heatmap.py" line="271"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="271"/>
         <source>{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}</source>
         <translation>{0}：头 {1}，查询 i = {2}，键 j = {3}，logit = {4}，p = {5}</translation>
     </message>
@@ -126,48 +126,48 @@
 <context>
     <name>HistogramView</name>
     <message>
-        <location filename="../../gui/views/histogram.py" line="30"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="30"/>
         <source>n/a</source>
         <extracomment>Points of the overlaid Gaussian density curve.</extracomment>
         <translation>不适用</translation>
     </message>
     <message>
-        <location filename="../../gui/views/histogram.py" line="31"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="31"/>
         <source>{0}: Var empirical = {1}, theory = {2}</source>
         <translation>{0}：经验方差 Var = {1}，理论值 = {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/views/histogram.py" line="85"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="85"/>
         <source>Logit histogram</source>
         <translation>Logit 直方图</translation>
     </message>
     <message>
-        <location filename="../../gui/views/histogram.py" line="89"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="89"/>
         <source>Common logit axis</source>
         <translation>统一 logit 坐标轴</translation>
     </message>
     <message>
-        <location filename="../../gui/views/histogram.py" line="91"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="91"/>
         <source>Show both rules on one logit scale to compare their spread</source>
         <translation>在同一 logit 刻度上显示两种规则，以比较其分布宽度</translation>
     </message>
     <message>
-        <location filename="../../gui/views/histogram.py" line="96"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="96"/>
         <source>logit s = c·q·k</source>
         <translation>logit s = c·q·k</translation>
     </message>
     <message>
-        <location filename="../../gui/views/histogram.py" line="97"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="97"/>
         <source>probability density</source>
         <translation>概率密度</translation>
     </message>
     <message>
-        <location filename="../../gui/views/histogram.py" line="117"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="117"/>
         <source>Dashed: Gaussian N(0, Var&lt;sub&gt;theory&lt;/sub&gt;), Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c² for independent tokens; both variances are over pairs i ≠ j.</source>
         <translation>虚线：高斯分布 N(0, Var&lt;sub&gt;theory&lt;/sub&gt;)，对相互独立的词元，Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c²；两种方差均在 i ≠ j 的配对上计算。</translation>
     </message>
     <message>
-        <location filename="../../gui/views/histogram.py" line="124"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="124"/>
         <source>With ρ ≠ 0, key i is correlated with query i: those diagonal logits (mean c·ρ·d&lt;sub&gt;k&lt;/sub&gt;) form the extra tail (right for ρ &gt; 0, left for ρ &amp;lt; 0).</source>
         <translation>ρ ≠ 0 时，键 i 与查询 i 相关：这些对角线 logit（均值 c·ρ·d&lt;sub&gt;k&lt;/sub&gt;）形成额外的尾部（ρ &gt; 0 时在右侧，ρ &amp;lt; 0 时在左侧）。</translation>
     </message>
@@ -175,58 +175,58 @@
 <context>
     <name>LawsView</name>
     <message>
-        <location filename="../../gui/views/laws.py" line="110"/>
+        <location filename="../../gui/explorer/views/laws.py" line="110"/>
         <source>Scaling laws</source>
         <extracomment>(SweepPoint field, log y) per panel, in layout order.</extracomment>
         <translation>缩放规律</translation>
     </message>
     <message>
-        <location filename="../../gui/views/laws.py" line="115"/>
+        <location filename="../../gui/explorer/views/laws.py" line="115"/>
         <source>Logit variance</source>
         <translation>Logit 方差</translation>
     </message>
     <message>
-        <location filename="../../gui/views/laws.py" line="115"/>
+        <location filename="../../gui/explorer/views/laws.py" line="115"/>
         <source>Var(s)</source>
         <translation>方差 Var(s)</translation>
     </message>
     <message>
-        <location filename="../../gui/views/laws.py" line="117"/>
+        <location filename="../../gui/explorer/views/laws.py" line="117"/>
         <source>Mean row entropy</source>
         <translation>行平均熵</translation>
     </message>
     <message>
-        <location filename="../../gui/views/laws.py" line="118"/>
+        <location filename="../../gui/explorer/views/laws.py" line="118"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/views/laws.py" line="120"/>
+        <location filename="../../gui/explorer/views/laws.py" line="120"/>
         <source>Mean largest weight</source>
         <translation>平均最大权重</translation>
     </message>
     <message>
-        <location filename="../../gui/views/laws.py" line="122"/>
+        <location filename="../../gui/explorer/views/laws.py" line="122"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/views/laws.py" line="123"/>
+        <location filename="../../gui/explorer/views/laws.py" line="123"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/views/laws.py" line="165"/>
+        <location filename="../../gui/explorer/views/laws.py" line="165"/>
         <source>  Sweep running: {0} of {1} points.</source>
         <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
     </message>
     <message>
-        <location filename="../../gui/views/laws.py" line="168"/>
+        <location filename="../../gui/explorer/views/laws.py" line="168"/>
         <source>Markers: Monte Carlo (n = {0}); dashed: closed-form variance (d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c² at ρ = 0). Dotted line: current d&lt;sub&gt;k&lt;/sub&gt; = {1}.</source>
         <translation>标记：蒙特卡洛（n = {0}）；虚线：闭式方差（ρ = 0 时为 d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c²）。点线：当前 d&lt;sub&gt;k&lt;/sub&gt; = {1}。</translation>
     </message>
     <message>
-        <location filename="../../gui/views/laws.py" line="242"/>
+        <location filename="../../gui/explorer/views/laws.py" line="242"/>
         <source>theory</source>
         <translation>理论值</translation>
     </message>
@@ -560,215 +560,215 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ParameterPanel</name>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="175"/>
+        <location filename="../../gui/explorer/panel.py" line="175"/>
         <source>none (c = 1)</source>
         <extracomment>GUI ranges: the engine&apos;s LIMITS, narrowed where a larger value only makes a request fail the memory budget or take minutes (the CLI still accepts the full range).</extracomment>
         <translation>不缩放（c = 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="178"/>
+        <location filename="../../gui/explorer/panel.py" line="178"/>
         <source>temperature 1/T</source>
         <translation>温度 1/T</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="179"/>
+        <location filename="../../gui/explorer/panel.py" line="179"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="180"/>
+        <location filename="../../gui/explorer/panel.py" line="180"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="183"/>
+        <location filename="../../gui/explorer/panel.py" line="183"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="184"/>
+        <location filename="../../gui/explorer/panel.py" line="184"/>
         <source>causal</source>
         <translation>因果</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="188"/>
+        <location filename="../../gui/explorer/panel.py" line="188"/>
         <source>tokens n</source>
         <extracomment>Form row labels by control name (check boxes carry their text themselves).</extracomment>
         <translation>词元数 n</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="189"/>
+        <location filename="../../gui/explorer/panel.py" line="189"/>
         <source>head dim d_k</source>
         <translation>头维度 d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="190"/>
+        <location filename="../../gui/explorer/panel.py" line="190"/>
         <source>heads h</source>
         <translation>头数 h</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="192"/>
+        <location filename="../../gui/explorer/panel.py" line="192"/>
         <source>init std σ</source>
         <translation>初始化标准差 σ</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="193"/>
+        <location filename="../../gui/explorer/panel.py" line="193"/>
         <source>projection std s</source>
         <translation>投影标准差 s</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="194"/>
+        <location filename="../../gui/explorer/panel.py" line="194"/>
         <source>scaling rule</source>
         <translation>缩放规则</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="195"/>
+        <location filename="../../gui/explorer/panel.py" line="195"/>
         <source>temperature T</source>
         <translation>温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="196"/>
+        <location filename="../../gui/explorer/panel.py" line="196"/>
         <source>gain g</source>
         <translation>增益 g</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="197"/>
+        <location filename="../../gui/explorer/panel.py" line="197"/>
         <source>cap</source>
         <translation>截断值 cap</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="198"/>
+        <location filename="../../gui/explorer/panel.py" line="198"/>
         <source>q–k correlation ρ</source>
         <translation>q–k 相关系数 ρ</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="199"/>
+        <location filename="../../gui/explorer/panel.py" line="199"/>
         <source>mask</source>
         <translation>掩码</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="200"/>
+        <location filename="../../gui/explorer/panel.py" line="200"/>
         <source>query row</source>
         <translation>查询行</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="201"/>
+        <location filename="../../gui/explorer/panel.py" line="201"/>
         <source>seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="202"/>
+        <location filename="../../gui/explorer/panel.py" line="202"/>
         <source>samples</source>
         <translation>样本数</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="205"/>
+        <location filename="../../gui/explorer/panel.py" line="205"/>
         <source>link d_k = d_model / h</source>
         <translation>关联 d_k = d_model / h</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="206"/>
+        <location filename="../../gui/explorer/panel.py" line="206"/>
         <source>use projections W_Q, W_K</source>
         <translation>使用投影 W_Q、W_K</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="207"/>
+        <location filename="../../gui/explorer/panel.py" line="207"/>
         <source>default g = √d_k</source>
         <translation>默认 g = √d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="211"/>
+        <location filename="../../gui/explorer/panel.py" line="211"/>
         <source>Number of tokens n (keys per softmax row). Uniform attention has entropy ln n; the largest of n Gaussian logits of std s is ≈ s·√(2 ln n).</source>
         <extracomment>Tooltips by control name: the formula each parameter enters.</extracomment>
         <translation>词元数 n（每个 softmax 行中键的个数）。均匀注意力的熵为 ln n；n 个标准差为 s 的高斯 logit 中的最大值 ≈ s·√(2 ln n)。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="215"/>
+        <location filename="../../gui/explorer/panel.py" line="215"/>
         <source>Head dimension d_k. Raw scores: Var(q·k) = d_k·σ⁴ for iid q, k; 1/√d_k scaling gives Var = σ⁴, 1/d_k gives σ⁴/d_k.</source>
         <translation>头维度 d_k。原始分数：对独立同分布的 q、k，Var(q·k) = d_k·σ⁴；1/√d_k 缩放得到 Var = σ⁴，1/d_k 得到 σ⁴/d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="219"/>
+        <location filename="../../gui/explorer/panel.py" line="219"/>
         <source>Number of heads h; d_model must be divisible by h. With the link, d_k = d_model / h.</source>
         <translation>头数 h；d_model 必须能被 h 整除。启用关联时，d_k = d_model / h。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="223"/>
+        <location filename="../../gui/explorer/panel.py" line="223"/>
         <source>Model width d_model (divisible by h). With projections Var(q_j) = d_model·s².</source>
         <translation>模型宽度 d_model（可被 h 整除）。使用投影时 Var(q_j) = d_model·s²。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="227"/>
+        <location filename="../../gui/explorer/panel.py" line="227"/>
         <source>Derive d_k = d_model / h instead of setting d_k directly.</source>
         <translation>由 d_k = d_model / h 推出 d_k，而不是直接设置 d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="229"/>
+        <location filename="../../gui/explorer/panel.py" line="229"/>
         <source>Std σ of every component of q and k: Var(q·k) = d_k·σ⁴.</source>
         <translation>q 和 k 每个分量的标准差 σ：Var(q·k) = d_k·σ⁴。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="231"/>
+        <location filename="../../gui/explorer/panel.py" line="231"/>
         <source>Draw x ~ N(0, I_d_model) and q = x·W_Q, k = x·W_K with W ~ N(0, s²): Var(q_j) = d_model·s², Var(q·k) = d_k·(d_model·s²)².</source>
         <translation>抽取 x ~ N(0, I_d_model)，令 q = x·W_Q、k = x·W_K，其中 W ~ N(0, s²)：Var(q_j) = d_model·s²，Var(q·k) = d_k·(d_model·s²)²。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="235"/>
+        <location filename="../../gui/explorer/panel.py" line="235"/>
         <source>Projection init std s: Var(q_j) = d_model·s² (s = 1/√d_model keeps unit variance).</source>
         <translation>投影初始化标准差 s：Var(q_j) = d_model·s²（s = 1/√d_model 时保持单位方差）。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="239"/>
+        <location filename="../../gui/explorer/panel.py" line="239"/>
         <source>How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap).</source>
         <translation>原始分数如何变为 logit：不缩放（c = 1）、1/√d_k、1/d_k、1/T、QK 归一化 g·(q/‖q‖)·(k/‖k‖)、软截断 cap·tanh((q·k/√d_k)/cap)。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="243"/>
+        <location filename="../../gui/explorer/panel.py" line="243"/>
         <source>logits = q·k / T; T = √d_k reproduces 1/√d_k, Var(logit) = d_k·σ⁴ / T².</source>
         <translation>logit = q·k / T；T = √d_k 时等同于 1/√d_k，Var(logit) = d_k·σ⁴ / T²。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="247"/>
+        <location filename="../../gui/explorer/panel.py" line="247"/>
         <source>Use the default QK-norm gain g = √d_k.</source>
         <translation>使用默认的 QK 归一化增益 g = √d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="249"/>
+        <location filename="../../gui/explorer/panel.py" line="249"/>
         <source>QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k.</source>
         <translation>QK 归一化：logit = g·cos(q, k) ∈ [−g, g]；Var ≈ g²/d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="251"/>
+        <location filename="../../gui/explorer/panel.py" line="251"/>
         <source>Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap.</source>
         <translation>软截断：logit = cap·tanh((q·k/√d_k)/cap)，以 ±cap 为界。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="253"/>
+        <location filename="../../gui/explorer/panel.py" line="253"/>
         <source>q–k correlation: k = ρ·q + √(1−ρ²)·ξ, so E[q·k] = ρ·d_k·σ² (grows like d_k: the case for 1/d_k).</source>
         <translation>q–k 相关性：k = ρ·q + √(1−ρ²)·ξ，因此 E[q·k] = ρ·d_k·σ²（随 d_k 线性增长：此时应使用 1/d_k）。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="257"/>
+        <location filename="../../gui/explorer/panel.py" line="257"/>
         <source>causal: query i attends only to keys j ≤ i (masked logits = −∞).</source>
         <translation>因果：查询 i 只关注 j ≤ i 的键（被掩码的 logit = −∞）。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="259"/>
+        <location filename="../../gui/explorer/panel.py" line="259"/>
         <source>Row i of the attention matrix shown in the softmax view (with a causal mask it sees i + 1 keys).</source>
         <translation>在 softmax 视图中显示的注意力矩阵第 i 行（使用因果掩码时它能看到 i + 1 个键）。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="263"/>
+        <location filename="../../gui/explorer/panel.py" line="263"/>
         <source>Seed of every random draw (same seed, same numbers).</source>
         <translation>所有随机抽样的种子（种子相同，数值相同）。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="265"/>
+        <location filename="../../gui/explorer/panel.py" line="265"/>
         <source>Independent query rows used for the statistics (standard errors shrink like 1/√samples).</source>
         <translation>用于统计的独立查询行数（标准误按 1/√样本数 缩小）。</translation>
     </message>
     <message>
-        <location filename="../../gui/panels/parameters.py" line="473"/>
+        <location filename="../../gui/explorer/panel.py" line="473"/>
         <source>Not applied: {0}</source>
         <translation>未应用：{0}</translation>
     </message>
@@ -835,18 +835,18 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ScalingRule</name>
     <message>
-        <location filename="../../gui/views/style.py" line="153"/>
+        <location filename="../../gui/kit/style.py" line="153"/>
         <source>none</source>
         <extracomment>Plot background and text colours (light theme, chosen for projectors and PNG export). Muted grey for theory curves and reference lines that belong to no single rule. Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with the &quot;none&quot; rule, so the highlight uses a saturated magenta that viridis never contains). Perceptually uniform colormap for probabilities in [0, 1]. Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection). Display order of rules in legends and tables (the enum order: none, 1/√d_k, 1/d_k, ...). Options of curves with one point per key (up to n = 8192, redrawn on every change). Antialiased pens wider than one pixel go through Qt&apos;s general stroker: ~7 ms per 256-point curve, against ~0.6 ms without antialiasing (measured offscreen), so these curves are drawn aliased; at one point per key their steps hide the jaggies. Rows longer than this are drawn without markers (they would merge into a band). The rule labels that are words (engine.config&apos;s ``ScalingRule.label``), marked for extraction; the math labels 1/√d_k, 1/d_k and 1/T read the same in every language.</extracomment>
         <translation>不缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/views/style.py" line="154"/>
+        <location filename="../../gui/kit/style.py" line="154"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../gui/views/style.py" line="155"/>
+        <location filename="../../gui/kit/style.py" line="155"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
@@ -854,28 +854,28 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>SoftmaxView</name>
     <message>
-        <location filename="../../gui/views/softmax.py" line="65"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="65"/>
         <source>Softmax of one row</source>
         <extracomment>Head whose row is shown (the per-row statistics of the legend belong to this head).</extracomment>
         <translation>单行 Softmax</translation>
     </message>
     <message>
-        <location filename="../../gui/views/softmax.py" line="71"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="71"/>
         <source>key index j</source>
         <translation>键索引 j</translation>
     </message>
     <message>
-        <location filename="../../gui/views/softmax.py" line="72"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="72"/>
         <source>attention weight p&lt;sub&gt;j&lt;/sub&gt;</source>
         <translation>注意力权重 p&lt;sub&gt;j&lt;/sub&gt;</translation>
     </message>
     <message>
-        <location filename="../../gui/views/softmax.py" line="74"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="74"/>
         <source>uniform</source>
         <translation>均匀分布</translation>
     </message>
     <message>
-        <location filename="../../gui/views/softmax.py" line="111"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="111"/>
         <source>Query row i = {0} (head 1), n = {1} keys</source>
         <translation>查询行 i = {0}（头 1），n = {1} 个键</translation>
     </message>
@@ -896,48 +896,48 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TemperatureView</name>
     <message>
-        <location filename="../../gui/views/temperature.py" line="124"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="124"/>
         <source>Temperature</source>
         <extracomment>Range of the temperature slider (log scale) and spin box. Slider resolution: steps over the three decades of the range.</extracomment>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../../gui/views/temperature.py" line="128"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="128"/>
         <source>Temperature T:</source>
         <translation>温度 T：</translation>
     </message>
     <message>
-        <location filename="../../gui/views/temperature.py" line="130"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="130"/>
         <source>Temperature T (log scale, 0.1 to 100)</source>
         <translation>温度 T（对数刻度，0.1 到 100）</translation>
     </message>
     <message>
-        <location filename="../../gui/views/temperature.py" line="131"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="131"/>
         <source>Temperature T</source>
         <translation>温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/views/temperature.py" line="133"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="133"/>
         <source>Set T to √d_k: softmax(z/T) then equals the 1/√d_k rule</source>
         <translation>将 T 设为 √d_k：此时 softmax(z/T) 与 1/√d_k 规则相同</translation>
     </message>
     <message>
-        <location filename="../../gui/views/temperature.py" line="138"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="138"/>
         <source>key index j</source>
         <translation>键索引 j</translation>
     </message>
     <message>
-        <location filename="../../gui/views/temperature.py" line="139"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="139"/>
         <source>attention weight p&lt;sub&gt;j&lt;/sub&gt;</source>
         <translation>注意力权重 p&lt;sub&gt;j&lt;/sub&gt;</translation>
     </message>
     <message>
-        <location filename="../../gui/views/temperature.py" line="142"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="142"/>
         <source>Dividing by T = √d&lt;sub&gt;k&lt;/sub&gt; is the 1/√d&lt;sub&gt;k&lt;/sub&gt; rule, forward and backward: ∂softmax(z/T)/∂z = J(p&lt;sub&gt;T&lt;/sub&gt;)/T. Small T sharpens, large T flattens the row.</source>
         <translation>除以 T = √d&lt;sub&gt;k&lt;/sub&gt; 就是 1/√d&lt;sub&gt;k&lt;/sub&gt; 规则，前向与反向传播均如此：∂softmax(z/T)/∂z = J(p&lt;sub&gt;T&lt;/sub&gt;)/T。T 小则行分布更尖锐，T 大则更平坦。</translation>
     </message>
     <message>
-        <location filename="../../gui/views/temperature.py" line="183"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="183"/>
         <source>Query row i = {0} (head 1), T = {1}, √d&lt;sub&gt;k&lt;/sub&gt; = {2}</source>
         <translation>查询行 i = {0}（头 1），T = {1}，√d&lt;sub&gt;k&lt;/sub&gt; = {2}</translation>
     </message>
@@ -945,73 +945,73 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TourPanel</name>
     <message>
-        <location filename="../../gui/tour.py" line="392"/>
+        <location filename="../../gui/tour/guide.py" line="392"/>
         <source>◀ Back</source>
         <extracomment>How long the frame around the step&apos;s view stays visible. Colour of that frame (the heatmap&apos;s row highlight: absent from every rule colour).</extracomment>
         <translation>◀ 上一步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="393"/>
+        <location filename="../../gui/tour/guide.py" line="393"/>
         <source>Next ▶</source>
         <translation>下一步 ▶</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="394"/>
+        <location filename="../../gui/tour/guide.py" line="394"/>
         <source>Previous step (Alt+Left)</source>
         <translation>上一步（Alt+←）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="395"/>
+        <location filename="../../gui/tour/guide.py" line="395"/>
         <source>Next step (Alt+Right)</source>
         <translation>下一步（Alt+→）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="485"/>
+        <location filename="../../gui/tour/guide.py" line="485"/>
         <source>Step {0} / {1}</source>
         <translation>第 {0} / {1} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="490"/>
+        <location filename="../../gui/tour/guide.py" line="490"/>
         <source>Look at:</source>
         <translation>请看：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="491"/>
+        <location filename="../../gui/tour/guide.py" line="491"/>
         <source>Try it yourself:</source>
         <translation>动手试试：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="506"/>
+        <location filename="../../gui/tour/guide.py" line="506"/>
         <source>Engine says:</source>
         <translation>引擎计算结果：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="509"/>
+        <location filename="../../gui/tour/guide.py" line="509"/>
         <source>could not compute: {0}</source>
         <translation>无法计算：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="513"/>
+        <location filename="../../gui/tour/guide.py" line="513"/>
         <source>computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="520"/>
+        <location filename="../../gui/tour/guide.py" line="520"/>
         <source>claim {0}</source>
         <translation>论断 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="561"/>
+        <location filename="../../gui/tour/guide.py" line="561"/>
         <source>Guided tour</source>
         <translation>导览</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="562"/>
+        <location filename="../../gui/tour/guide.py" line="562"/>
         <source>&amp;Guided tour</source>
         <translation>导览(&amp;G)</translation>
     </message>
     <message>
-        <location filename="../../gui/tour.py" line="564"/>
+        <location filename="../../gui/tour/guide.py" line="564"/>
         <source>Step through the interview questions with live experiments</source>
         <translation>借助实时实验逐步讲解面试问题</translation>
     </message>

@@ -85,7 +85,7 @@ def translated_text() -> str:
             if path.is_file() and path.suffix in {".json", ".md", ".html", ".txt"}:
                 parts.append(path.read_text(encoding="utf-8"))
     sys.path.insert(0, str(ROOT))
-    from gui.i18n import LANGUAGES
+    from gui.kit.i18n import LANGUAGES
 
     parts.extend(LANGUAGES.values())
     return "".join(parts)

@@ -1,4 +1,4 @@
-"""Tests of engine.attention: forward against a naive reference, analytic gradients against
+"""Tests of engine.core.attention: forward against a naive reference, analytic gradients against
 finite differences, invariances, validation messages and the memory guard."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from engine import attention
-from engine.attention import (
+from engine.config import DEFAULT_MEMORY_BUDGET_BYTES, ScalingRule
+from engine.core import attention
+from engine.core.attention import (
     AttentionResult,
     MemoryBudgetError,
     attention_logits,
@@ -22,7 +23,6 @@ from engine.attention import (
     set_memory_budget,
     softmax,
 )
-from engine.config import DEFAULT_MEMORY_BUDGET_BYTES, ScalingRule
 
 RULES = [rule.value for rule in ScalingRule]
 B, NQ, NK, D, DV = 2, 3, 4, 5, 6

@@ -1,4 +1,4 @@
-"""Property-based tests of engine.attention (Hypothesis)."""
+"""Property-based tests of engine.core.attention (Hypothesis)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.attention import (
+from engine.config import ScalingRule
+from engine.core.attention import (
     attention_logits,
     scaled_dot_product_attention,
     scaled_dot_product_attention_backward,
     softmax,
 )
-from engine.config import ScalingRule
 
 RULES = [rule.value for rule in ScalingRule]
 SETTINGS = settings(max_examples=60, deadline=None)

@@ -1,4 +1,4 @@
-"""`python main.py sweep` (engine.cli_sweep): parsing, CSV output, progress, errors, no Qt."""
+"""`python main.py sweep` (engine.cli.sweep): parsing, CSV output, progress, errors, no Qt."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import engine.cli_sweep as cli_sweep
-from engine.cli_sweep import parse_values, sweep_command
-from engine.sweep import SWEEP_CSV_COLUMNS
+import engine.cli.sweep as cli_sweep
+from engine.analysis.sweep import SWEEP_CSV_COLUMNS
+from engine.cli.sweep import parse_values, sweep_command
 from main import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]

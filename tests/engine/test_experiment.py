@@ -1,4 +1,5 @@
-"""Live experiments (engine.experiment): snapshot contents, theory vs empirical, helpers."""
+"""Live experiments (engine.analysis.experiment):
+snapshot contents, theory vs empirical, helpers."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from engine.config import AttentionConfig, ScalingRule
-from engine.experiment import (
+from engine.analysis.experiment import (
     AttentionSnapshot,
     correlation_rms,
     draw_qk,
     run_experiment,
     temperature_comparison,
 )
+from engine.config import AttentionConfig, ScalingRule
 
 
 def test_snapshot_shapes_rules_and_read_only_arrays() -> None:

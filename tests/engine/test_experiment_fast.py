@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from engine.attention import attention_logits, softmax
+from engine.analysis.experiment import draw_qk, raw_scores, run_experiment, temperature_comparison
 from engine.config import AttentionConfig, ScalingRule
-from engine.experiment import draw_qk, raw_scores, run_experiment, temperature_comparison
+from engine.core.attention import attention_logits, softmax
 
 ALL = tuple(ScalingRule)
 

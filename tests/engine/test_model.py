@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from engine.config import ScalingRule
-from engine.model import (
+from engine.config.train import TaskKind, TrainConfig
+from engine.training.model import (
     ModelDims,
     ParamSet,
     RuleSpec,
@@ -18,9 +19,8 @@ from engine.model import (
     loss_and_grad,
     prepare_batch,
 )
-from engine.optim import SGD, Adam, clip_grad_norm
-from engine.tasks import make_task
-from engine.trainer_config import TaskKind, TrainConfig
+from engine.training.optim import SGD, Adam, clip_grad_norm
+from engine.training.tasks import make_task
 
 RULES = [
     ScalingRule.NONE,
@@ -71,7 +71,7 @@ def _finite_difference(params: ParamSet, spec: RuleSpec, pb, h: float = 1e-6) ->
 @pytest.mark.parametrize(("task", "heads"), [(TaskKind.RETRIEVAL, 1), (TaskKind.COPY_BACK, 2)])
 def test_gradient_matches_finite_differences(rule, task, heads, fused):
     # fused=True is the training path (the model's own attention for scalar rules);
-    # fused=False runs engine.attention's forward and backward for every rule.
+    # fused=False runs engine.core.attention's forward and backward for every rule.
     params, pb = _setup(task, heads)
     spec = _spec(rule)
     grads = params.zeros_like()

@@ -11,11 +11,11 @@ import math
 import numpy as np
 import pytest
 
-from engine.attention import softmax
+from engine.analysis.experiment import run_experiment, temperature_comparison
+from engine.analysis.sweep import run_sweep
 from engine.config import AttentionConfig, SweepConfig
-from engine.experiment import run_experiment, temperature_comparison
-from engine.stats import p_max, row_entropy, softmax_jacobian
-from engine.sweep import run_sweep
+from engine.core.attention import softmax
+from engine.core.stats import p_max, row_entropy, softmax_jacobian
 
 
 def _sem(x: np.ndarray) -> float:

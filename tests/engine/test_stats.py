@@ -1,4 +1,5 @@
-"""Row statistics and the softmax Jacobian (engine.stats): identities, stability, edge cases."""
+"""Row statistics and the softmax Jacobian (engine.core.stats):
+identities, stability, edge cases."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from engine.attention import softmax
-from engine.stats import (
+from engine.core.attention import softmax
+from engine.core.stats import (
     effective_support,
     jacobian_fro_norm,
     jacobian_spectral_norm,

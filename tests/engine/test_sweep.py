@@ -1,4 +1,5 @@
-"""Monte Carlo sweeps (engine.sweep): exactness of the sampling tricks, determinism, cancel, CSV."""
+"""Monte Carlo sweeps (engine.analysis.sweep):
+exactness of the sampling tricks, determinism, cancel, CSV."""
 
 from __future__ import annotations
 
@@ -11,10 +12,16 @@ import threading
 import numpy as np
 import pytest
 
-from engine.attention import MemoryBudgetError, softmax
+from engine.analysis.sweep import (
+    SWEEP_CSV_COLUMNS,
+    SweepPoint,
+    iter_sweep,
+    run_sweep,
+    write_sweep_csv,
+)
 from engine.config import SweepConfig
-from engine.stats import row_entropy
-from engine.sweep import SWEEP_CSV_COLUMNS, SweepPoint, iter_sweep, run_sweep, write_sweep_csv
+from engine.core.attention import MemoryBudgetError, softmax
+from engine.core.stats import row_entropy
 
 CONTRACT_COLUMNS = (
     "param,value,rule,logit_mean,logit_var,logit_var_theory,entropy_mean,p_max_mean,"

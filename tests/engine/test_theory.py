@@ -1,4 +1,4 @@
-"""Closed forms (engine.theory) against their definitions, Monte Carlo and bounds."""
+"""Closed forms (engine.core.theory) against their definitions, Monte Carlo and bounds."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from engine import theory
-from engine.attention import softmax
-from engine.stats import jacobian_fro_norm, jacobian_spectral_norm, p_max, row_entropy
+from engine.core import theory
+from engine.core.attention import softmax
+from engine.core.stats import jacobian_fro_norm, jacobian_spectral_norm, p_max, row_entropy
 
 
 def test_variance_formulas_per_rule() -> None:

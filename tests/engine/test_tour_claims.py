@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from engine.config import AttentionConfig, ScalingRule
-from engine.tour_claims import (
+from engine.config.train import TrainConfig
+from engine.tour.claims import (
     QUANTITIES,
     UI_REF,
     check_value,
@@ -30,7 +31,6 @@ from engine.tour_claims import (
     validate_claim,
     validate_tour,
 )
-from engine.trainer_config import TrainConfig
 
 TOUR_DIR = Path(__file__).resolve().parents[2] / "resources" / "tour"
 #: The explorer's view keys (gui/views) and the Train tab's (gui/train).

@@ -11,9 +11,14 @@ import numpy as np
 import pytest
 
 from engine.config import ScalingRule, config_from_dict
-from engine.lr_sweep import LR_SWEEP_CSV_COLUMNS, iter_lr_sweep, run_lr_sweep, write_lr_sweep_csv
-from engine.trainer import TrainingSession, iter_training, run_training
-from engine.trainer_config import TrainConfig
+from engine.config.train import TrainConfig
+from engine.training.lr_sweep import (
+    LR_SWEEP_CSV_COLUMNS,
+    iter_lr_sweep,
+    run_lr_sweep,
+    write_lr_sweep_csv,
+)
+from engine.training.trainer import TrainingSession, iter_training, run_training
 
 # Small enough to train in about a second on a busy 2-core machine.
 SMALL = TrainConfig(n=8, vocab=16, d_k=16, batch=32, steps=150, eval_size=128, lr=0.01)
@@ -286,7 +291,7 @@ def test_clipping_bounds_the_update_and_reports_unclipped_norms():
 
 
 def test_failed_initial_evaluation_marks_the_rule_diverged(monkeypatch):
-    import engine.trainer as trainer
+    import engine.training.trainer as trainer
 
     real = trainer.evaluate
 

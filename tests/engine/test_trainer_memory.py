@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 
 import engine
-from engine.attention import MemoryBudgetError
+from engine.analysis.experiment import check_snapshot_memory
 from engine.config import AttentionConfig, ScalingRule
-from engine.experiment import check_snapshot_memory
-from engine.trainer import (
+from engine.config.train import TrainConfig
+from engine.core.attention import MemoryBudgetError
+from engine.training.trainer import (
     TrainingSession,
     check_training_memory,
     estimate_training_bytes,
     iter_training,
 )
-from engine.trainer_config import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,7 @@ import pytest
 
 from engine.config import AttentionConfig
 from gui.app import configure_pyqtgraph
-from gui.settings import SETTINGS_DIR_ENV
+from gui.kit.settings import SETTINGS_DIR_ENV
 
 configure_pyqtgraph()
 
@@ -107,7 +107,7 @@ def _live_qt_wrappers() -> list[str]:
     from PySide6.QtCore import QCoreApplication, QObject
     from PySide6.QtWidgets import QGraphicsItem
 
-    from gui.qt_lifetime import GuiThreadCollector
+    from gui.kit.qt_lifetime import GuiThreadCollector
 
     app = QCoreApplication.instance()
     left = []
@@ -127,9 +127,9 @@ def qt_session(qapp):
     """Collect garbage on the GUI thread only, for the whole GUI session.
 
     Python's cyclic GC otherwise frees pyqtgraph's Qt objects in whatever thread allocates,
-    worker threads included (gui/qt_lifetime.py explains the crashes that caused).
+    worker threads included (gui/kit/qt_lifetime.py explains the crashes that caused).
     """
-    from gui.qt_lifetime import install_gui_thread_collector
+    from gui.kit.qt_lifetime import install_gui_thread_collector
 
     return install_gui_thread_collector(qapp)
 
@@ -146,7 +146,7 @@ def pytest_sessionfinish(session, exitstatus):
 
     if QCoreApplication.instance() is None:
         return
-    from gui.qt_lifetime import release_qt_objects
+    from gui.kit.qt_lifetime import release_qt_objects
 
     release_qt_objects()
     left = _live_qt_wrappers()
@@ -164,7 +164,7 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture(autouse=True)
 def release_after_each_test(qt_session):
     """After a test's own fixtures closed its windows: free what they left, here and now."""
-    from gui.qt_lifetime import release_qt_objects
+    from gui.kit.qt_lifetime import release_qt_objects
 
     yield
     release_qt_objects()

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QObject
 
+from engine.analysis.experiment import correlation_rms, run_experiment, temperature_comparison
+from engine.analysis.sweep import run_sweep
 from engine.config import AttentionConfig, ScalingRule
-from engine.experiment import correlation_rms, run_experiment, temperature_comparison
-from engine.sweep import run_sweep
-from gui.controller import ExplorerController, sweep_config_for
-from gui.qt_lifetime import wait_until
-from gui.worker import ALL_RULES, CORRELATION_D_K
+from gui.explorer.controller import ExplorerController, sweep_config_for
+from gui.explorer.worker import ALL_RULES, CORRELATION_D_K
+from gui.kit.qt_lifetime import wait_until
 
 CONFIG = AttentionConfig(n_tokens=20, d_k=8, d_model=8, samples=250, rule="linear", rho=0.3)
 SWEEP_VALUES = (1, 4, 16)

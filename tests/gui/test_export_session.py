@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from engine.config import AttentionConfig, MaskKind
-from gui import export
+from gui.kit import export
 from gui.session import VIEW_KEYS, Session, SessionError, load_session, save_session
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from engine.config import AttentionConfig
-from gui.export import image_stats
+from gui.kit.export import image_stats
 from gui.session import Session, save_session
 from main import main
 
@@ -32,7 +32,7 @@ def test_export_command_renders_every_view(qapp, tmp_path, capsys):
     printed = capsys.readouterr().out.split()
     assert code == 0
     assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
-    from gui.views import ALL_VIEWS
+    from gui.explorer.views import ALL_VIEWS
 
     for cls in ALL_VIEWS:
         stats = image_stats(out / f"{cls.key}.png")
@@ -95,8 +95,8 @@ def test_run_app_opens_session_and_saves_settings_on_close(qapp, tmp_path, isola
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
+    from gui.kit.settings import open_settings
     from gui.main_window import MainWindow
-    from gui.settings import open_settings
 
     session = tmp_path / "start.json"
     save_session(session, Session(SMALL, current_view="gradients", temperature=4.0))

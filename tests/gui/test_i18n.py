@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gui import fonts, i18n
+from gui.kit import fonts, i18n
 
 ROOT = Path(__file__).resolve().parents[2]
 TS = ROOT / "resources" / "i18n" / "explorer_zh_CN.ts"
@@ -146,7 +146,7 @@ def test_every_translate_call_is_extractable_and_extracted():
 
 def test_rule_names_shown_as_words_are_in_the_catalogue():
     from engine.config import ScalingRule
-    from gui.views.style import RULE_WORDS
+    from gui.kit.style import RULE_WORDS
 
     labels = {rule.label for rule in ScalingRule}
     assert set(RULE_WORDS) <= labels

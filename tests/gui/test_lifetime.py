@@ -12,8 +12,8 @@ import shiboken6
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, QTranslator
 
 from engine.config import AttentionConfig
-from engine.trainer_config import TrainConfig
-from gui.qt_lifetime import release_qt_objects, wait_until
+from engine.config.train import TrainConfig
+from gui.kit.qt_lifetime import release_qt_objects, wait_until
 
 SMALL_CONFIG = AttentionConfig(n_tokens=24, d_k=16, d_model=16, samples=300)  # = conftest's
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
+from engine.analysis.experiment import run_experiment, temperature_comparison
 from engine.config import AttentionConfig, MaskKind, ScalingRule
-from engine.experiment import run_experiment, temperature_comparison
-from gui.worker import ALL_RULES
+from gui.explorer.worker import ALL_RULES
 
 SMALL_CONFIG = AttentionConfig(n_tokens=24, d_k=16, d_model=16, samples=300)  # = conftest's
 
@@ -71,8 +71,8 @@ def shared_window(qapp, tmp_path_factory):
     """One window for the control cases (a window per case would dominate the run time)."""
     from PySide6.QtCore import QSettings
 
+    from gui.kit.settings import Settings
     from gui.main_window import MainWindow
-    from gui.settings import Settings
 
     ini = tmp_path_factory.mktemp("shared-settings") / "explorer.ini"
     window = MainWindow(

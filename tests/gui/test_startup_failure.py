@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from gui import resources
-from gui.resources import RESOURCE_PACKAGE, RESOURCES_ENV, resource_dir
-from gui.settings import SETTINGS_DIR_ENV
+from gui.kit import resources
+from gui.kit.resources import RESOURCE_PACKAGE, RESOURCES_ENV, resource_dir
+from gui.kit.settings import SETTINGS_DIR_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 

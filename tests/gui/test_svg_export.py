@@ -18,8 +18,8 @@ from PySide6.QtCore import QCoreApplication, QEvent, QRectF
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgRenderer
 
-from gui import export
-from gui.settings import SETTINGS_DIR_ENV
+from gui.kit import export
+from gui.kit.settings import SETTINGS_DIR_ENV
 
 WIDTH, HEIGHT = 1000, 700
 #: A pixel is "coloured" when its channels spread by more than this (greys spread by ~0).
@@ -95,8 +95,8 @@ def window(qapp, tmp_path_factory):
     (function scope) so that the ten views are computed and exported once; settings are
     isolated the same way.
     """
+    from gui.headless.train_demo import run_headless_demo
     from gui.main_window import MainWindow
-    from gui.train.selftest import run_headless_demo
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(SETTINGS_DIR_ENV, str(tmp_path_factory.mktemp("settings")))

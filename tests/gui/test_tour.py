@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QKeySequence
 
-from engine.tour_claims import evaluate_claims, expand_ui_refs, format_value, step_config
-from gui import i18n
-from gui.tour import TourPanel, load_tour
+from engine.tour.claims import evaluate_claims, expand_ui_refs, format_value, step_config
+from gui.kit import i18n
+from gui.tour.guide import TourPanel, load_tour
 
 
 @pytest.fixture

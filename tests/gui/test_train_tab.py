@@ -10,13 +10,13 @@ import pytest
 from PySide6.QtCore import QElapsedTimer, QTimer
 
 from engine.config import ScalingRule
-from engine.lr_sweep import run_lr_sweep
-from engine.trainer_config import TrainConfig
+from engine.config.train import TrainConfig
+from engine.training.lr_sweep import run_lr_sweep
+from gui.headless.train_demo import wait_for
+from gui.kit.style import rule_name
 from gui.train import TrainTab
 from gui.train.controller import TrainState
 from gui.train.panel import LogSpinBox
-from gui.train.selftest import wait_for
-from gui.views.style import rule_name
 
 SMALL = TrainConfig(rules=("none", "sqrt"), d_k=16, d_model=32, n=8, vocab=16, batch=32,
                     steps=80, lr=0.01, eval_size=64)
@@ -238,7 +238,7 @@ def test_lr_sweep_view_draws_the_band_ranges_to_the_data_and_labels_the_threshol
 
     from PySide6.QtCore import QPointF
 
-    from gui import i18n
+    from gui.kit import i18n
 
     lrs, seeds = (0.001, 0.003, 0.01, 0.03), 2
     tab.panel.set_config(SMALL.replace(steps=30))
@@ -373,7 +373,7 @@ def test_probe_map_of_several_rows_keeps_rows_and_thins_labels(tab, qtbot):
 def test_init_std_clip_norm_and_eval_size_reach_the_trainer(tab):
     """The CLI's --init-std, --clip-norm and --eval-size, as Train-panel controls with the
     engine's limits and defaults; what is set is what the trainer runs."""
-    from engine.trainer_config import TRAIN_LIMITS
+    from engine.config.train import TRAIN_LIMITS
 
     panel = tab.panel
     panel.set_config(SMALL.replace(steps=10))

@@ -21,12 +21,11 @@ import pytest
 from PySide6.QtCore import QEvent, QPointF
 from PySide6.QtGui import QImage
 
+from engine.analysis.experiment import correlation_rms, run_experiment, temperature_comparison
+from engine.analysis.sweep import run_sweep
 from engine.config import AttentionConfig, MaskKind, ScalingRule, SweepConfig
-from engine.experiment import correlation_rms, run_experiment, temperature_comparison
-from engine.sweep import run_sweep
-from gui import export
-from gui.results import ExplorerResults
-from gui.views import (
+from gui.explorer.results import ExplorerResults
+from gui.explorer.views import (
     ALL_VIEWS,
     CorrelationView,
     ExplorerView,
@@ -36,10 +35,10 @@ from gui.views import (
     LawsView,
     SoftmaxView,
     TemperatureView,
-    style,
     view_class,
 )
-from gui.views.temperature import slider_to_temperature, temperature_to_slider
+from gui.explorer.views.temperature import slider_to_temperature, temperature_to_slider
+from gui.kit import export, style
 
 pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
 

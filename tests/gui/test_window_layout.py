@@ -213,7 +213,7 @@ def test_every_plot_is_reachable_at_1024x768_side_by_side(make_window, qtbot):
 
 # -- View › Language and the status bar (issue 8, §4) ------------------------------------------
 def test_language_menu_checks_exactly_the_current_language(make_window):
-    from gui import i18n
+    from gui.kit import i18n
 
     window = make_window()
     actions = window.language_actions

@@ -1,0 +1,1 @@
+"""Experiments built on the core: explorer snapshots and parameter sweeps."""

@@ -1,0 +1,475 @@
+"""One live attention experiment: random q, k under a config, every requested scaling rule.
+
+:func:`run_experiment` is what the GUI's main views show: the raw scores ``QKᵀ``, and for each
+rule the logits, the attention weights and per-row statistics, with the empirical logit
+variance next to its closed form. :func:`temperature_comparison` and :func:`correlation_rms`
+feed the temperature-equivalence and correlation (μP) views.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from engine.config import AttentionConfig, MaskKind, ScalingRule
+from engine.core import theory
+from engine.core.attention import causal_mask, check_memory, scale_factor, softmax
+from engine.core.stats import row_summary
+
+__all__ = [
+    "AttentionSnapshot",
+    "RuleView",
+    "check_snapshot_memory",
+    "correlation_rms",
+    "draw_qk",
+    "raw_scores",
+    "run_experiment",
+    "temperature_comparison",
+]
+
+
+def _readonly(arr: np.ndarray) -> np.ndarray:
+    arr = np.ascontiguousarray(arr)
+    arr.flags.writeable = False
+    return arr
+
+
+@dataclass(frozen=True, slots=True)
+class RuleView:
+    """Everything one scaling rule does to the snapshot's q, k (arrays are read-only).
+
+    Attributes
+    ----------
+    rule
+        The scaling rule.
+    scale
+        The scalar c multiplying ``q·k`` (1 for QK-norm, whose gain acts on unit vectors; for
+        soft-cap the c applied before the cap).
+    logits
+        ``(heads, n, n)`` logits after scaling/capping; masked entries are ``-inf``.
+    weights
+        ``(heads, n, n)`` softmax rows (masked entries 0).
+    entropy, p_max, jac_fro
+        ``(heads, n)`` per query row: entropy (nats), largest weight, ``‖∂p/∂s‖_F``.
+    logit_var_empirical
+        Variance of the logits over unmasked off-diagonal entries (i ≠ j, independent tokens),
+        pooled over heads; all entries when n = 1.
+    logit_var_theory
+        Closed form of the same quantity, NaN where none exists (soft-cap; QK-norm with
+        projections and ρ ≠ 0).
+    """
+
+    rule: ScalingRule
+    scale: float
+    logits: np.ndarray
+    weights: np.ndarray
+    entropy: np.ndarray
+    p_max: np.ndarray
+    jac_fro: np.ndarray
+    logit_var_empirical: float
+    logit_var_theory: float
+
+    def __post_init__(self) -> None:
+        for name in ("logits", "weights", "entropy", "p_max", "jac_fro"):
+            object.__setattr__(self, name, _readonly(getattr(self, name)))
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionSnapshot:
+    """Result of :func:`run_experiment` (arrays read-only, ``rules`` a read-only mapping).
+
+    Attributes
+    ----------
+    config
+        The configuration that produced it.
+    q, k
+        ``(heads, n, d_k)`` queries and keys (before any normalisation).
+    raw_scores
+        ``(heads, n, n)`` unscaled, unmasked ``q·k``.
+    rules
+        ``ScalingRule -> RuleView``; always contains ``none`` and ``config.rule``.
+    """
+
+    config: AttentionConfig
+    q: np.ndarray
+    k: np.ndarray
+    raw_scores: np.ndarray
+    rules: Mapping[ScalingRule, RuleView]
+
+    def __post_init__(self) -> None:
+        for name in ("q", "k", "raw_scores"):
+            object.__setattr__(self, name, _readonly(getattr(self, name)))
+        object.__setattr__(self, "rules", MappingProxyType(dict(self.rules)))
+
+
+#: Unit-normal draws at most this large are memoised (two entries), so that moving a slider
+#: that does not change the random numbers (σ, s, ρ, the rule, T, g, cap, mask, query row)
+#: does not redraw them: drawing is the largest single cost of a snapshot at d_k = 1024.
+_NORMALS_CACHE_MAX_BYTES = 32 << 20
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_unit_normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
+    return _unit_normals(seed, shapes)
+
+
+def _unit_normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
+    """Read-only float64 standard normals of ``shapes``, drawn in order from one seeded stream.
+
+    Normals are drawn in float32 (twice as fast; they are samples, not results) and promoted
+    to float64, so every later product is computed in float64.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape in shapes:
+        arr = rng.standard_normal(shape, dtype=np.float32).astype(np.float64)
+        arr.flags.writeable = False
+        out.append(arr)
+    return tuple(out)
+
+
+def _normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
+    nbytes = 8 * sum(math.prod(shape) for shape in shapes)
+    if nbytes <= _NORMALS_CACHE_MAX_BYTES:
+        return _cached_unit_normals(seed, shapes)
+    return _unit_normals(seed, shapes)
+
+
+def draw_qk(config: AttentionConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Draw the ``(heads, n, d_k)`` queries and keys of ``config`` (float64, deterministic).
+
+    Without projections q and ξ are iid N(0, σ²) with σ = ``config.init_std``. With
+    ``use_projection``, x ~ N(0, I_{d_model}) per token (shared by all heads) and
+    ``q = x W_Q``, ``ξ = x W_K`` with per-head ``W ~ N(0, s²)`` of shape (d_model, d_k).
+    Then ``k = ρ q + √(1−ρ²) ξ`` (token-wise: key i is correlated with query i only).
+    Normals are drawn in float32 (twice as fast; they are samples, not results) and
+    promoted to float64. The unit normals depend only on the seed and the shapes and are
+    memoised (up to 32 MiB), so changing σ, s or ρ re-uses them; the numbers are identical
+    either way.
+    """
+    h, n, d = config.heads, config.n_tokens, config.d_k
+    if config.use_projection:
+        dm, s = config.d_model, config.projection_std
+        x, w_q, w_k = _normals(config.seed, ((n, dm), (h, dm, d), (h, dm, d)))
+        q = x @ (w_q * s)
+        xi = x @ (w_k * s)
+    else:
+        sigma = config.init_std
+        z_q, z_xi = _normals(config.seed, ((h, n, d), (h, n, d)))
+        q = z_q * sigma
+        xi = z_xi * sigma
+    rho = config.rho
+    if rho == 0.0:
+        return q, xi
+    return q, rho * q + math.sqrt(1.0 - rho * rho) * xi
+
+
+def raw_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Return the unscaled scores ``q·kᵀ`` of ``(..., n, d)`` queries and keys (one GEMM per head).
+
+    Float64 BLAS: at n = 256, d_k = 1024 this is ~2 ms, and every rule's logits are derived
+    from it (float32 would halve that but cost the 1e-12 accuracy the statistics rely on).
+    :func:`run_experiment` and :func:`temperature_comparison` both use it, so their numbers
+    agree bit for bit.
+    """
+    return np.matmul(q, np.swapaxes(k, -1, -2))
+
+
+def _rule_list(config: AttentionConfig, rules: Iterable[ScalingRule | str] | None) -> list:
+    out = [ScalingRule.NONE, config.rule]
+    for rule in rules or ():
+        try:
+            out.append(ScalingRule(rule))
+        except ValueError:
+            allowed = ", ".join(r.value for r in ScalingRule)
+            raise ValueError(f"rules must be among {allowed}; got {rule!r}") from None
+    return list(dict.fromkeys(out))
+
+
+def _theory_variance(config: AttentionConfig, rule: ScalingRule, c: float) -> float:
+    """Closed-form variance of an off-diagonal logit (independent tokens i ≠ j)."""
+    d, rho = config.d_k, config.rho
+    if rule is ScalingRule.SOFTCAP:
+        return math.nan
+    if rule is ScalingRule.QK_NORM:
+        g = math.sqrt(d) if config.gain is None else config.gain
+        # q_i and k_j (i ≠ j) are independent and rotation invariant without projections,
+        # and with projections when ρ = 0 (averaged over W); then Var(q̂·k̂) = 1/d exactly.
+        if config.use_projection and rho != 0.0:
+            return math.nan
+        return g * g / d
+    if config.use_projection:
+        raw = theory.projected_offdiag_variance(d, config.d_model, config.projection_std, rho)
+    else:
+        # k_j = ρ q_j + √(1−ρ²) ξ_j is independent of q_i for i ≠ j, with component var σ².
+        raw = theory.dot_product_variance(d, config.init_std, config.init_std)
+    return c * c * raw
+
+
+def check_snapshot_memory(config: AttentionConfig,
+                          rules: Iterable[ScalingRule | str] = ()) -> None:
+    """Raise :class:`~engine.core.attention.MemoryBudgetError` if :func:`run_experiment` would.
+
+    Cheap (no array is allocated), so a user interface can check a configuration before it
+    requests it and explain the limit next to the control.
+
+    Parameters
+    ----------
+    config, rules
+        As for :func:`run_experiment`.
+    """
+    rule_list = _rule_list(config, rules)
+    h, n, d = config.heads, config.n_tokens, config.d_k
+    check_memory(
+        8 * h * n * n * (2 + 2 * len(rule_list)) + 8 * 2 * h * n * d,
+        f"attention snapshot: {len(rule_list)} rules × {h} heads × {n}×{n}",
+    )
+
+
+def run_experiment(
+    config: AttentionConfig, rules: Iterable[ScalingRule | str] | None = None
+) -> AttentionSnapshot:
+    """Draw q, k from ``config`` and evaluate every scaling rule on them.
+
+    Parameters
+    ----------
+    config
+        The experiment; its ``rule`` is always evaluated, and so is ``none``.
+    rules
+        Further rules to evaluate (duplicates are ignored).
+
+    Returns
+    -------
+    AttentionSnapshot
+
+    Raises
+    ------
+    MemoryBudgetError
+        If the ``(heads, n, n)`` matrices would exceed the memory budget.
+    """
+    check_snapshot_memory(config, rules)
+    rule_list = _rule_list(config, rules)
+    h, n, d = config.heads, config.n_tokens, config.d_k
+    q, k = draw_qk(config)
+    # One GEMM per head; every rule's logits are derived from these scores (n×n elementwise
+    # work) instead of another matmul.
+    raw = raw_scores(q, k)
+    blocked = ~causal_mask(n, n) if config.mask is MaskKind.CAUSAL else None
+    # Statistics of the logit variance use independent token pairs i ≠ j (see RuleView).
+    select = ~np.eye(n, dtype=bool) if n > 1 else np.ones((n, n), dtype=bool)
+    if blocked is not None:
+        select &= ~blocked
+    count = h * int(np.count_nonzero(select))
+    raw_var: float | None = None  # Var(raw) over the selected pairs, shared by c·raw rules
+
+    # Rules that are c·raw with the same c (e.g. T = √d_k and 1/√d_k) share every array.
+    by_scale: dict[float, RuleView] = {}
+    views: dict[ScalingRule, RuleView] = {}
+    for rule in rule_list:
+        temperature = config.temperature if rule is ScalingRule.TEMPERATURE else None
+        c = scale_factor(rule, d, temperature=temperature)
+        linear_in_raw = rule not in (ScalingRule.QK_NORM, ScalingRule.SOFTCAP)
+        if linear_in_raw and c in by_scale:
+            twin = by_scale[c]
+            views[rule] = RuleView(
+                rule=rule, scale=c, logits=twin.logits, weights=twin.weights,
+                entropy=twin.entropy, p_max=twin.p_max, jac_fro=twin.jac_fro,
+                logit_var_empirical=twin.logit_var_empirical,
+                logit_var_theory=_theory_variance(config, rule, c),
+            )
+            continue
+        logits = _logits_from_raw(config, rule, c, q, k, raw)
+        if linear_in_raw:
+            if raw_var is None:
+                raw_var = _selected_var(raw, select, count)
+            var_empirical = c * c * raw_var
+        else:
+            var_empirical = _selected_var(logits, select, count)
+        if blocked is not None:
+            np.copyto(logits, -np.inf, where=blocked)
+        weights = softmax(logits)
+        entropy, pmax, jac_fro = row_summary(weights)
+        views[rule] = view = RuleView(
+            rule=rule,
+            scale=c,
+            logits=logits,
+            weights=weights,
+            entropy=entropy,
+            p_max=pmax,
+            jac_fro=jac_fro,
+            logit_var_empirical=var_empirical,
+            logit_var_theory=_theory_variance(config, rule, c),
+        )
+        if linear_in_raw:
+            by_scale[c] = view
+    return AttentionSnapshot(config=config, q=q, k=k, raw_scores=raw, rules=views)
+
+
+def _selected_var(x: np.ndarray, select: np.ndarray, count: int) -> float:
+    """Variance of the entries of ``x`` (..., n, n) where the (n, n) ``select`` is True.
+
+    Two passes (mean, then squared deviations) with ``where=`` reductions: the same value as
+    ``np.var(x[..., select])`` up to rounding, without building the boolean-indexed copy.
+    """
+    mean = float(np.sum(x, where=select)) / count
+    dev = x - mean
+    dev *= dev
+    return float(np.sum(dev, where=select)) / count
+
+
+#: Norms below this are clamped (as in engine.core.attention's QK-norm) so a zero vector gives 0.
+_NORM_EPS = 1e-12
+
+
+def _logits_from_raw(
+    config: AttentionConfig, rule: ScalingRule, c: float, q: np.ndarray, k: np.ndarray,
+    raw: np.ndarray,
+) -> np.ndarray:
+    """Unmasked logits of ``rule`` from the raw scores (a new array).
+
+    QK-norm: ``g·S_raw/(‖q_i‖‖k_j‖)`` with ``g = √d_k`` by default; soft-cap:
+    ``cap·tanh(c·S_raw/cap)``; every other rule ``c·S_raw``. Same values as
+    :func:`engine.core.attention.attention_logits` up to rounding.
+    """
+    if rule is ScalingRule.QK_NORM:
+        g = math.sqrt(config.d_k) if config.gain is None else config.gain
+        q_norm = np.maximum(np.sqrt(np.einsum("...nd,...nd->...n", q, q)), _NORM_EPS)
+        k_norm = np.maximum(np.sqrt(np.einsum("...nd,...nd->...n", k, k)), _NORM_EPS)
+        logits = raw * (g / q_norm)[..., :, None]
+        logits *= (1.0 / k_norm)[..., None, :]
+        return logits
+    if rule is ScalingRule.SOFTCAP:
+        logits = raw * (c / config.cap)
+        np.tanh(logits, out=logits)
+        logits *= config.cap
+        return logits
+    return raw * c
+
+
+def temperature_comparison(
+    config: AttentionConfig,
+    temperature: float,
+    *,
+    head: int = 0,
+    snapshot: AttentionSnapshot | None = None,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Compare ``softmax(z/T)`` with the 1/√d_k rule on one query row.
+
+    ``z`` is the unscaled logit row ``q·k_j`` of ``config.query_row`` in ``head`` (with the
+    config's mask). Both rows use the same arithmetic (``z·(1/T)`` and ``z·(1/√d_k)``), so at
+    ``T = math.sqrt(d_k)`` they are bit-identical and the difference is exactly 0.
+
+    Parameters
+    ----------
+    config
+        The experiment.
+    temperature
+        T > 0.
+    head
+        Head whose row is compared.
+    snapshot
+        :func:`run_experiment` result for ``config``: its raw scores are re-used instead of
+        drawing q, k again (the result is bit-identical either way).
+
+    Returns
+    -------
+    (p_temperature, p_sqrt, max_abs_diff)
+        Two length-n probability rows and ``max |p_T − p_sqrt|``.
+    """
+    if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < config.heads:
+        raise ValueError(f"head must be in [0, {config.heads - 1}], got {head!r}")
+    row = config.query_row
+    if snapshot is not None:
+        if snapshot.config != config:
+            raise ValueError("snapshot was computed for another configuration than config")
+        z = snapshot.raw_scores[head, row]
+    else:
+        q, k = draw_qk(config)
+        # The same GEMM as run_experiment's raw scores (not a matrix-vector product, whose
+        # rounding differs), so both paths give the same bits.
+        z = raw_scores(q[head], k[head])[row]
+    attend = None
+    if config.mask is MaskKind.CAUSAL:
+        attend = np.arange(config.n_tokens) <= row
+    c_t = scale_factor(ScalingRule.TEMPERATURE, config.d_k, temperature=temperature)
+    c_s = scale_factor(ScalingRule.SQRT, config.d_k)
+    p_t = softmax(z * c_t, mask=attend)
+    p_s = softmax(z * c_s, mask=attend)
+    return p_t, p_s, float(np.max(np.abs(p_t - p_s)))
+
+
+def correlation_rms(
+    d_k_values: Iterable[int], rho: float, samples: int, seed: int = 0
+) -> dict[str, Any]:
+    """Empirical and closed-form RMS of the scaled logit ``c·q·k`` for correlated q, k.
+
+    q ~ N(0, I_d) and ``k = ρq + √(1−ρ²)ξ``. Sampled exactly through
+    ``q·k = ρ‖q‖² + √(1−ρ²)‖q‖z`` with ``‖q‖² ~ χ²_d`` and z ~ N(0, 1) independent (valid
+    only for this iid Gaussian construction), so large d costs nothing extra.
+
+    Parameters
+    ----------
+    d_k_values
+        Head dimensions (integers >= 1).
+    rho
+        Correlation in [-1, 1].
+    samples
+        Number of (q, k) pairs per d_k.
+    seed
+        Seed; every d_k gets its own stream spawned from it.
+
+    Returns
+    -------
+    dict
+        ``d_k`` (int array), ``rms_none``, ``rms_sqrt``, ``rms_linear`` (empirical),
+        ``theory_none``, ``theory_sqrt``, ``theory_linear`` (``c√(ρ²d² + d(1+ρ²))``),
+        ``rel_sem`` (relative standard error of the empirical RMS, same for every c), ``mean``
+        (empirical ``E[q·k]``, theory ``ρd``).
+    """
+    dims = [int(d) for d in d_k_values]
+    if not dims or any(d < 1 for d in dims):
+        raise ValueError(f"d_k_values must be integers >= 1, got {dims!r}")
+    if not -1.0 <= rho <= 1.0:
+        raise ValueError(f"rho must be in [-1, 1], got {rho}")
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
+        raise ValueError(f"samples must be an integer >= 2, got {samples!r}")
+    streams = np.random.SeedSequence(seed).spawn(len(dims))
+    out: dict[str, list[float]] = {
+        key: []
+        for key in ("rms_none", "rms_sqrt", "rms_linear", "theory_none", "theory_sqrt",
+                    "theory_linear", "rel_sem", "mean")
+    }
+    chunk = 1 << 20
+    for d, ss in zip(dims, streams, strict=True):
+        rng = np.random.default_rng(ss)
+        total = 0.0
+        total_sq = 0.0
+        total_4 = 0.0
+        done = 0
+        while done < samples:
+            m = min(chunk, samples - done)
+            r2 = rng.chisquare(d, m)
+            z = rng.standard_normal(m)
+            x = rho * r2 + math.sqrt(1.0 - rho * rho) * np.sqrt(r2) * z
+            x2 = x * x
+            total += float(x.sum())
+            total_sq += float(x2.sum())
+            total_4 += float((x2 * x2).sum())
+            done += m
+        mean_sq = total_sq / samples
+        var_sq = max(total_4 / samples - mean_sq**2, 0.0) * samples / (samples - 1)
+        rms = math.sqrt(mean_sq)
+        out["rel_sem"].append(math.sqrt(var_sq / samples) / (2.0 * mean_sq))
+        out["mean"].append(total / samples)
+        for name, c in (("none", 1.0), ("sqrt", 1.0 / math.sqrt(d)), ("linear", 1.0 / d)):
+            out[f"rms_{name}"].append(c * rms)
+            out[f"theory_{name}"].append(theory.correlated_rms(d, rho, c))
+    result: dict[str, Any] = {key: np.asarray(v) for key, v in out.items()}
+    result["d_k"] = np.asarray(dims)
+    return result

@@ -1,0 +1,1 @@
+"""Command-line entry points that need no Qt (sweep, train, lr-sweep)."""

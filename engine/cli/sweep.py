@@ -1,0 +1,164 @@
+"""``python main.py sweep``: run a Monte Carlo sweep headless and stream it to CSV (no Qt)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import sys
+import time
+from collections.abc import Iterator
+from typing import IO
+
+from engine.analysis.sweep import iter_sweep, write_sweep_csv
+from engine.config import SweepConfig
+
+__all__ = ["parse_values", "sweep_command"]
+
+_BAR_WIDTH = 30
+_BAR_INTERVAL_S = 0.1
+
+
+def parse_values(text: str) -> tuple[float, ...]:
+    """Parse ``--values``: ``"1,2,4"`` (a list) or ``"a:b"`` (powers of two 2^a..2^b).
+
+    Raises
+    ------
+    ValueError
+        With a message naming ``--values`` and the accepted forms.
+    """
+    text = text.strip()
+    if ":" in text:
+        parts = text.split(":")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            low, high = (int(part) for part in parts)
+        except ValueError:
+            raise ValueError(
+                f"--values {text!r}: a range must be 'a:b' with integers a <= b "
+                "(powers of two 2^a..2^b)"
+            ) from None
+        if low > high:
+            raise ValueError(f"--values {text!r}: need a <= b in 'a:b'")
+        if high - low > 64:
+            raise ValueError(f"--values {text!r}: at most 65 powers of two")
+        return tuple(2.0**i for i in range(low, high + 1))
+    values = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            raise ValueError(f"--values {text!r}: empty entry; use e.g. 1,2,4 or 0:10")
+        try:
+            value = float(part)
+        except ValueError:
+            raise ValueError(f"--values {text!r}: {part!r} is not a number") from None
+        if not math.isfinite(value):
+            raise ValueError(f"--values {text!r}: {part!r} is not finite")
+        values.append(value)
+    return tuple(values)
+
+
+def _build_config(args: argparse.Namespace) -> SweepConfig:
+    rules = tuple(rule.strip() for rule in str(args.rules).split(",") if rule.strip())
+    return SweepConfig(
+        param=args.param,
+        values=parse_values(str(args.values)),
+        rules=rules,
+        n_tokens=args.n,
+        d_k=args.d_k,
+        rho=args.rho,
+        samples=args.samples,
+        seed=args.seed,
+        temperature=args.temperature,
+        gain=args.gain,
+        cap=args.cap,
+    )
+
+
+class _ProgressBar:
+    """A one-line text bar on a stream, redrawn with ``\\r`` at most every 0.1 s."""
+
+    def __init__(self, stream: IO[str], total_points: int) -> None:
+        self.stream = stream
+        self.total_points = total_points
+        self.points = 0
+        self._last = 0.0
+        self._fraction = 0.0
+
+    def rows(self, done: int, total: int) -> None:
+        self._fraction = done / total if total else 1.0
+        now = time.monotonic()
+        if now - self._last >= _BAR_INTERVAL_S:
+            self._last = now
+            self.draw()
+
+    def point(self) -> None:
+        self.points += 1
+        self.draw()
+
+    def draw(self) -> None:
+        filled = round(self._fraction * _BAR_WIDTH)
+        bar = "#" * filled + "." * (_BAR_WIDTH - filled)
+        self.stream.write(
+            f"\r[{bar}] {self._fraction:4.0%}  {self.points}/{self.total_points} points"
+        )
+        self.stream.flush()
+
+    def finish(self) -> None:
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    """Run the ``sweep`` subcommand; return the exit code (0 ok, 2 bad input, 130 interrupted).
+
+    ``args`` carries the attributes defined by ``main.build_parser``'s ``sweep`` parser.
+    Rows are written to ``--out`` (``-`` = stdout) as soon as each point is finished; a
+    progress bar goes to stderr unless ``--quiet``.
+    """
+    try:
+        config = _build_config(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    total = len(config.values) * len(config.rules)
+    bar = None if args.quiet else _ProgressBar(sys.stderr, total)
+    written = 0
+    out_name = "stdout" if args.out == "-" else args.out
+
+    def points() -> Iterator:
+        nonlocal written
+        stream = iter_sweep(config, on_progress=None if bar is None else bar.rows)
+        for point in stream:
+            yield point
+            written += 1
+            if bar is not None:
+                bar.point()
+
+    try:
+        with contextlib.ExitStack() as stack:
+            if args.out == "-":
+                out = sys.stdout
+            else:
+                try:
+                    out = stack.enter_context(open(args.out, "w", newline="", encoding="utf-8"))
+                except OSError as exc:
+                    print(f"error: cannot write --out {args.out!r}: {exc}", file=sys.stderr)
+                    return 2
+            write_sweep_csv(points(), out)
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.finish()
+        print(
+            f"interrupted: wrote {written} of {total} points to {out_name}", file=sys.stderr
+        )
+        return 130
+    except ValueError as exc:  # e.g. MemoryBudgetError for huge sample counts
+        if bar is not None:
+            bar.finish()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if bar is not None:
+        bar.finish()
+    return 0

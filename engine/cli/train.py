@@ -1,0 +1,217 @@
+"""Headless ``train`` and ``lr-sweep`` commands (engine only: never imports Qt).
+
+``python main.py train --task retrieval --rules none,sqrt,linear --d-k 64 --steps 500 --json``
+trains the rules side by side and prints a summary; ``python main.py lr-sweep --lrs ... --seeds
+3 --out FILE.csv`` writes the learning-rate sweep CSV and prints the largest stable learning
+rate per rule. Progress goes to stderr (unless ``--quiet``). Invalid input prints
+``error: ...`` on stderr and returns exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from typing import Any, TextIO
+
+from engine.config.train import TrainConfig
+
+__all__ = ["lr_sweep_command", "train_command"]
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _split(text: str, what: str) -> list[str]:
+    items = [part.strip() for part in str(text).split(",")]
+    if not items or any(not part for part in items):
+        raise ValueError(f"{what} must be a comma-separated list without empty items, "
+                         f"got {text!r}")
+    return items
+
+
+def _parse_lrs(text: str) -> list[float]:
+    out = []
+    for part in _split(text, "--lrs"):
+        try:
+            out.append(float(part))
+        except ValueError:
+            raise ValueError(f"--lrs must hold numbers, got {part!r}") from None
+    return out
+
+
+def _config_from_args(args: argparse.Namespace, **extra: Any) -> TrainConfig:
+    return TrainConfig(
+        task=args.task,
+        rules=tuple(_split(args.rules, "--rules")),
+        d_k=args.d_k,
+        d_model=args.d_model,
+        heads=args.heads,
+        n=args.n,
+        batch=args.batch,
+        steps=args.steps,
+        optimizer=args.optimizer,
+        vocab=args.vocab,
+        offset=args.offset,
+        init_std=args.init_std,
+        clip_norm=args.clip_norm,
+        eval_size=args.eval_size,
+        **extra,
+    )
+
+
+def _num(x: float) -> float | None:
+    """JSON has no NaN/inf: report them as null."""
+    return float(x) if math.isfinite(x) else None
+
+
+class _Progress:
+    """Throttled one-line progress on stderr."""
+
+    def __init__(self, stream: TextIO, quiet: bool) -> None:
+        self.stream = stream
+        self.quiet = quiet
+        self.last = 0.0
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+
+    def show(self, text: str, force: bool = False) -> None:
+        if self.quiet:
+            return
+        now = time.perf_counter()
+        if not force and now - self.last < (0.2 if self.tty else 2.0):
+            return
+        self.last = now
+        if self.tty:
+            self.stream.write("\r\x1b[K" + text)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def end(self) -> None:
+        if not self.quiet and self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def train_command(args: argparse.Namespace) -> int:
+    """Run ``main.py train``; return the exit code."""
+    from engine.training.trainer import check_training_memory, iter_training
+
+    try:
+        config = _config_from_args(args, lr=args.lr, seed=args.seed)
+        check_training_memory(config)
+    except ValueError as exc:
+        return _error(str(exc))
+    progress = _Progress(sys.stderr, args.quiet)
+    last = None
+    try:
+        for snap in iter_training(config):
+            last = snap
+            losses = "  ".join(
+                f"{rule.value} {st.train_loss:.3f}" + (" (diverged)" if st.diverged else "")
+                for rule, st in snap.rules.items()
+            )
+            progress.show(f"step {snap.step}/{snap.total_steps}  {losses}", force=snap.done)
+    except KeyboardInterrupt:
+        progress.end()
+        return _error("interrupted")
+    progress.end()
+    assert last is not None and last.done
+    summary = {
+        "config": config.to_dict(),
+        "steps": last.step,
+        "steps_per_s": last.steps_per_s,
+        "elapsed_s": last.elapsed_s,
+        "chance_loss": last.chance_loss,
+        "rules": {
+            rule.value: {
+                "label": rule.label,
+                "final_train_loss": _num(st.train_loss),
+                "final_eval_loss": _num(st.eval_loss),
+                "initial_eval_loss": _num(st.initial_eval_loss),
+                "eval_accuracy": _num(st.eval_accuracy),
+                "diverged_at": st.diverged_at,
+                "diverge_reason": st.diverge_reason or None,
+                "attention_entropy": [_num(e) for e in st.entropy],
+                "max_abs_logit": _num(st.max_abs_logit),
+                "steps_per_s": last.steps_per_s,
+            }
+            for rule, st in last.rules.items()
+        },
+    }
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False))
+        return EXIT_OK
+    print(
+        f"task {config.task.value}, d_k {config.d_k}, d_model {config.model_width}, heads "
+        f"{config.heads}, n {config.n}, batch {config.batch}, {config.optimizer.value} lr "
+        f"{config.lr:g}, seed {config.seed}: {last.step} steps, {last.steps_per_s:.0f} steps/s "
+        f"(all rules), chance loss {last.chance_loss:.3f}"
+    )
+    print(f"{'rule':10s} {'train loss':>10s} {'held-out':>10s} {'accuracy':>9s} "
+          f"{'entropy':>8s} {'max|logit|':>10s}  diverged")
+    for rule, st in last.rules.items():
+        div = "-" if st.diverged_at is None else f"step {st.diverged_at} ({st.diverge_reason})"
+        ent = sum(st.entropy) / len(st.entropy)
+        print(f"{rule.value:10s} {st.train_loss:10.4f} {st.eval_loss:10.4f} "
+              f"{st.eval_accuracy:9.3f} {ent:8.3f} {st.max_abs_logit:10.3g}  {div}")
+    return EXIT_OK
+
+
+def lr_sweep_command(args: argparse.Namespace) -> int:
+    """Run ``main.py lr-sweep``; return the exit code."""
+    from engine.training.lr_sweep import iter_lr_sweep, write_lr_sweep_csv
+    from engine.training.trainer import check_training_memory
+
+    try:
+        config = _config_from_args(args)
+        check_training_memory(config)
+        lrs = _parse_lrs(args.lrs)
+        if isinstance(args.seeds, bool) or not isinstance(args.seeds, int) or args.seeds < 1:
+            raise ValueError(f"--seeds must be a positive integer, got {args.seeds!r}")
+        sweep = iter_lr_sweep(config, lrs, args.seeds)
+        first = next(sweep)  # validates lrs and seeds before anything is written
+    except ValueError as exc:
+        return _error(str(exc))
+    out_path = args.out
+    if out_path != "-":
+        try:
+            with open(out_path, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            return _error(f"cannot write --out {out_path!r}: {exc.strerror}")
+    progress = _Progress(sys.stderr, args.quiet)
+    result = first.result
+    item = first
+    try:
+        while result is None:
+            progress.show(
+                f"run {item.done_runs}/{item.total_runs} (lr {item.lr:g}, seed {item.seed}, "
+                f"step {item.step}/{item.steps})  {100 * item.fraction:.0f}%"
+            )
+            item = next(sweep)
+            result = item.result
+    except KeyboardInterrupt:
+        progress.end()
+        return _error("interrupted")
+    progress.show(f"run {item.total_runs}/{item.total_runs}  100%", force=True)
+    progress.end()
+    if out_path == "-":
+        write_lr_sweep_csv(result, sys.stdout)
+        report = sys.stderr
+    else:
+        write_lr_sweep_csv(result, out_path)
+        report = sys.stdout
+    print(f"largest stable learning rate per rule (no seed diverged and mean final held-out "
+          f"loss < {result.stable_ratio:g} × initial loss), d_k {config.d_k}:", file=report)
+    for rule, lr in result.largest_stable_lr.items():
+        text = "none of the swept learning rates" if lr is None else f"{lr:g}"
+        print(f"  {rule.value:10s} {text}", file=report)
+    return EXIT_OK

@@ -1,0 +1,1 @@
+"""Numerical core: attention forward/backward, softmax statistics, closed-form theory."""

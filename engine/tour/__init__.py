@@ -1,0 +1,1 @@
+"""The guided tour's claims, each computed by the engine."""

@@ -1,0 +1,456 @@
+"""The tiny attention model with a hand-written backward pass.
+
+Architecture (one attention layer, no residual, no MLP)::
+
+    X  = Σ_c Embed[ids[..., c]] + Pos                  (B, T, d_model)
+    Q = X[target positions] W_Q; K, V = X W_K, X W_V, split into h heads
+    O  = attention(Q, K, V; rule, mask)                (engine.core.attention; see _SCALAR_RULES)
+    Y  = concat_h(O) W_O                               (B·P, d_model)
+    Z  = Y W_U + b_U                                   (B·P, vocab)
+    loss = mean cross-entropy(Z, targets)
+
+All parameters live in one flat buffer (:class:`ParamSet`) with named views, so that the
+optimizer updates, gradient clipping and finiteness checks are a handful of vectorised calls
+on one array instead of a Python loop over matrices; that is most of a step's cost at this size.
+W_K and W_V are stored side by side as one (d_model, 2·h·d_k) matrix ``w_kv`` so that their
+projections (and weight and input gradients) are single matrix products; ``W_K`` and ``W_V``
+are views for reporting. Queries are computed only at the target positions (the only rows
+whose output is scored).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine.config import MaskKind, ScalingRule
+from engine.core.attention import (
+    scale_factor,
+    scaled_dot_product_attention,
+    scaled_dot_product_attention_backward,
+)
+from engine.training.tasks import Batch, Task
+
+__all__ = [
+    "EvalResult",
+    "ModelDims",
+    "ParamSet",
+    "PreparedBatch",
+    "RuleSpec",
+    "evaluate",
+    "init_params",
+    "loss",
+    "loss_and_grad",
+    "prepare_batch",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDims:
+    """Shapes of the model."""
+
+    input_vocab: int
+    seq_len: int
+    d_model: int
+    heads: int
+    d_k: int
+    n_classes: int
+
+    @property
+    def hd(self) -> int:
+        """heads × d_k."""
+        return self.heads * self.d_k
+
+    def param_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Name → shape of every parameter, in storage order."""
+        return {
+            "embed": (self.input_vocab, self.d_model),
+            "pos": (self.seq_len, self.d_model),
+            "w_q": (self.d_model, self.hd),
+            "w_kv": (self.d_model, 2 * self.hd),
+            "w_o": (self.hd, self.d_model),
+            "w_u": (self.d_model, self.n_classes),
+            "b_u": (self.n_classes,),
+        }
+
+
+#: Names of the reported weight matrices (``W_Q``, ``W_K``, ``W_V`` are views into ``w_qkv``).
+REPORTED_MATRICES = ("embed", "pos", "W_Q", "W_K", "W_V", "W_O", "W_U", "b_U")
+
+
+class ParamSet:
+    """All parameters (or gradients) in one contiguous flat buffer with named views.
+
+    Parameters
+    ----------
+    dims
+        Model shapes.
+    dtype
+        ``numpy.float32`` or ``numpy.float64``.
+    flat
+        Optional existing buffer to wrap (not copied).
+    """
+
+    def __init__(self, dims: ModelDims, dtype: Any, flat: np.ndarray | None = None) -> None:
+        shapes = dims.param_shapes()
+        size = sum(math.prod(s) for s in shapes.values())
+        self.dims = dims
+        self.flat = np.zeros(size, dtype=dtype) if flat is None else flat
+        if self.flat.shape != (size,):
+            raise ValueError(f"flat must have shape ({size},), got {self.flat.shape}")
+        self.views: dict[str, np.ndarray] = {}
+        start = 0
+        for name, shape in shapes.items():
+            stop = start + math.prod(shape)
+            self.views[name] = self.flat[start:stop].reshape(shape)
+            start = stop
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.views[name]
+
+    def copy(self) -> ParamSet:
+        """A deep copy."""
+        return ParamSet(self.dims, self.flat.dtype, self.flat.copy())
+
+    def zeros_like(self) -> ParamSet:
+        """A zero buffer with the same layout (e.g. for gradients)."""
+        return ParamSet(self.dims, self.flat.dtype)
+
+    def matrices(self) -> dict[str, np.ndarray]:
+        """Views of the reported matrices: W_Q, W_K, W_V split out of ``w_qkv``."""
+        hd = self.dims.hd
+        kv = self.views["w_kv"]
+        return {
+            "embed": self.views["embed"],
+            "pos": self.views["pos"],
+            "W_Q": self.views["w_q"],
+            "W_K": kv[:, :hd],
+            "W_V": kv[:, hd:],
+            "W_O": self.views["w_o"],
+            "W_U": self.views["w_u"],
+            "b_U": self.views["b_u"],
+        }
+
+    def norms(self) -> dict[str, float]:
+        """Frobenius norm of every reported matrix."""
+        return {
+            name: float(np.sqrt(np.sum(np.square(m, dtype=np.float64))))
+            for name, m in self.matrices().items()
+        }
+
+
+def init_params(
+    dims: ModelDims, rng: np.random.Generator, *, init_std: float, channels: int, dtype: Any
+) -> ParamSet:
+    """Draw initial parameters.
+
+    Embedding and positional entries ~ N(0, 1/(channels + 1)) so that each component of X has
+    unit variance; W_Q, W_K, W_V ~ N(0, init_std²) (1/√d_model gives unit-variance q and k
+    components, the setting of SCIENCE.md §1); W_O ~ N(0, 1/(h·d_k)); W_U ~ N(0, 1/d_model);
+    b_U = 0. Draws are made in float64 and then cast, so float32 and float64 models start from
+    the same values.
+    """
+    params = ParamSet(dims, dtype)
+    x_std = 1.0 / math.sqrt(channels + 1)
+    stds = {
+        "embed": x_std,
+        "pos": x_std,
+        "w_q": init_std,
+        "w_kv": init_std,
+        "w_o": 1.0 / math.sqrt(dims.hd),
+        "w_u": 1.0 / math.sqrt(dims.d_model),
+    }
+    for name, std in stds.items():
+        view = params[name]
+        view[...] = rng.standard_normal(view.shape) * std
+    return params
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSpec:
+    """The attention rule and its parameters, as keywords of :mod:`engine.core.attention`."""
+
+    rule: ScalingRule
+    temperature: float | None = None
+    gain: float | None = None
+    cap: float | None = None
+
+    def scale(self, d_k: int) -> float:
+        """The scalar c of the none/sqrt/linear/temperature rules (as engine.core.attention)."""
+        return scale_factor(self.rule, d_k, temperature=self.temperature)
+
+    def kwargs(self) -> dict[str, Any]:
+        """Keywords of ``scaled_dot_product_attention`` and its backward, except the mask.
+
+        The mask comes from :class:`PreparedBatch` (the causal mask restricted to the scored
+        query rows).
+        """
+        return {
+            "rule": self.rule,
+            "temperature": self.temperature,
+            "gain": self.gain,
+            "cap": self.cap,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedBatch:
+    """A batch turned into model inputs once and shared by every rule.
+
+    ``ids`` holds the flat token ids of each channel (the embedding lookup gathers and sums
+    their rows); ``onehot`` is the (B·T, input_vocab) count matrix of the same ids, so that the
+    embedding gradient is one BLAS call ``onehotᵀ @ dX`` (``np.add.at`` is an order of
+    magnitude slower).
+    """
+
+    ids: tuple[np.ndarray, ...]  # channels × (B·T,) int64
+    onehot: np.ndarray
+    targets: np.ndarray  # (B·P,) int64
+    positions: np.ndarray  # (P,) int64
+    batch: int
+    mask: np.ndarray | None  # (P, T) True = attend, for the target query rows; None = all
+
+
+def prepare_batch(batch: Batch, task: Task, dtype: Any) -> PreparedBatch:
+    """Encode ``batch`` for :func:`loss_and_grad` and :func:`evaluate`."""
+    b, t, c = batch.ids.shape
+    onehot = np.zeros((b * t, task.input_vocab), dtype=dtype)
+    rows = np.arange(b * t)
+    for ch in range(c):
+        # Channels use disjoint id ranges at a position, so no row index repeats in one call.
+        onehot[rows, batch.ids[:, :, ch].ravel()] += 1
+    positions = np.asarray(task.target_positions, dtype=np.int64)
+    mask = None
+    if task.mask is MaskKind.CAUSAL:
+        # The causal mask of the full sequence, restricted to the query rows that are scored.
+        mask = np.arange(t)[None, :] <= positions[:, None]
+    return PreparedBatch(
+        ids=tuple(np.ascontiguousarray(batch.ids[:, :, ch].ravel()) for ch in range(c)),
+        onehot=onehot,
+        targets=np.ascontiguousarray(batch.targets.reshape(-1)),
+        positions=positions,
+        batch=b,
+        mask=mask,
+    )
+
+
+@dataclass(slots=True)
+class _Cache:
+    x: np.ndarray  # (B·T, d_model)
+    xt: np.ndarray  # (B·P, d_model) inputs at the target (query) positions
+    q: np.ndarray  # (B, h, P, d_k)
+    k: np.ndarray  # (B, h, T, d_k)
+    v: np.ndarray
+    out: np.ndarray  # attention output (B, h, P, d_k)
+    oc: np.ndarray  # (B·P, h·d_k) concatenated head outputs
+    y: np.ndarray  # (B·P, d_model)
+    z: np.ndarray  # (B·P, n_classes)
+    weights: np.ndarray | None = None  # (B, h, P, T) when engine.core.attention ran the forward
+    logits: np.ndarray | None = None
+    exp: np.ndarray | None = None  # fused path: unnormalised exponentials (B, h, P, T)
+    inv: np.ndarray | None = None  # fused path: 1 / row sums (B, h, P, 1)
+
+
+# Rules whose logits are c·q·k with a scalar c. For them the training step uses the small
+# fused attention below instead of engine.core.attention's forward + backward pair, because the
+# public backward must recompute the forward (it only receives q, k, v) and both calls
+# re-validate their inputs (finiteness scans, mask and plan set-up): at the default size
+# (64 × 1 × 17 keys) that was about a third of a training step. The fused code keeps the
+# exponentials from the forward for the backward and does nothing else. QK-norm and soft-cap
+# (non-linear in q, k) always go through engine.core.attention, and evaluation (which reports the
+# weights and logits) always uses engine.core.attention's forward; tests check both paths against
+# finite differences and the fused forward against engine.core.attention.
+_SCALAR_RULES = frozenset(
+    {ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR, ScalingRule.TEMPERATURE}
+)
+
+
+def _fused_forward(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, c: float, mask_off: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """softmax(c·q kᵀ) v; returns (output, unnormalised exponentials, 1/row sums)."""
+    e = np.matmul(q * q.dtype.type(c), k.swapaxes(-1, -2))
+    if mask_off is not None:
+        np.copyto(e, -np.inf, where=mask_off)
+    e -= np.max(e, axis=-1, keepdims=True)  # every scored row has an allowed key
+    np.exp(e, out=e)
+    inv = np.sum(e, axis=-1, keepdims=True)
+    np.divide(1.0, inv, out=inv)
+    out = np.matmul(e, v)
+    out *= inv
+    return out, e, inv
+
+
+def _fused_backward(
+    cache: _Cache, g: np.ndarray, c: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients of Σ out∘g w.r.t. q, k, v, with rowsum(dP∘P) = rowsum(G∘O) (see attention)."""
+    assert cache.exp is not None and cache.inv is not None
+    e, f = cache.exp, cache.q.dtype.type(c)
+    g_s = g * cache.inv
+    # With one query row (retrieval) Eᵀ G' and dᵀ Q are outer products; numpy's matmul with an
+    # inner dimension of 1 takes a slow path (~4× a broadcast multiply here), same numbers.
+    outer = e.shape[-2] == 1
+    et = e.swapaxes(-1, -2)
+    grad_v = et * g_s if outer else np.matmul(et, g_s)
+    delta = np.sum(g_s * cache.out, axis=-1, keepdims=True)
+    d = np.matmul(g_s, cache.v.swapaxes(-1, -2))
+    d -= delta
+    d *= e
+    grad_q = np.matmul(d, cache.k)
+    grad_q *= f
+    dt = d.swapaxes(-1, -2)
+    grad_k = dt * cache.q if outer else np.matmul(dt, cache.q)
+    grad_k *= f
+    return grad_q, grad_k, grad_v
+
+
+def _forward(
+    params: ParamSet, spec: RuleSpec, pb: PreparedBatch, *, fused: bool = False
+) -> _Cache:
+    # Only the target positions are scored, so only they need queries: the attention runs on
+    # (P, T) logits instead of (T, T) (for retrieval P = 1), with the causal mask restricted to
+    # those rows (pb.mask).
+    dims = params.dims
+    b, t, p, h, dk = pb.batch, dims.seq_len, pb.positions.size, dims.heads, dims.d_k
+    # Row gathers (np.take) are several times cheaper than the one-hot product here.
+    embed = params["embed"]
+    x = np.take(embed, pb.ids[0], axis=0)
+    for ids in pb.ids[1:]:
+        x += np.take(embed, ids, axis=0)
+    x3 = x.reshape(b, t, dims.d_model)
+    x3 += params["pos"]
+    xt = x3[:, pb.positions].reshape(b * p, dims.d_model)
+    q = (xt @ params["w_q"]).reshape(b, p, h, dk).transpose(0, 2, 1, 3)
+    kv = (x @ params["w_kv"]).reshape(b, t, 2, h, dk)
+    k = kv[:, :, 0].transpose(0, 2, 1, 3)
+    v = kv[:, :, 1].transpose(0, 2, 1, 3)
+    weights = logits = exp = inv = None
+    if fused and spec.rule in _SCALAR_RULES:
+        mask_off = None if pb.mask is None else ~pb.mask
+        out, exp, inv = _fused_forward(q, k, v, spec.scale(dk), mask_off)
+    else:
+        att = scaled_dot_product_attention(q, k, v, mask=pb.mask, **spec.kwargs())
+        out, weights, logits = att.output, att.weights, att.logits
+    # (B, h, P, d_k) -> (B, P, h, d_k) -> (B·P, h·d_k)
+    oc = out.transpose(0, 2, 1, 3).reshape(b * p, dims.hd)
+    y = oc @ params["w_o"]
+    z = y @ params["w_u"]
+    z += params["b_u"]
+    return _Cache(x, xt, q, k, v, out, oc, y, z, weights, logits, exp, inv)
+
+
+def _log_softmax(z: np.ndarray) -> np.ndarray:
+    m = np.max(z, axis=1, keepdims=True)
+    shifted = z - m
+    lse = np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    shifted -= lse
+    return shifted
+
+
+def loss(params: ParamSet, spec: RuleSpec, pb: PreparedBatch) -> float:
+    """Mean cross-entropy of the model on ``pb`` (forward only, through engine.core.attention)."""
+    cache = _forward(params, spec, pb)
+    logp = _log_softmax(cache.z)
+    return float(-np.mean(logp[np.arange(logp.shape[0]), pb.targets], dtype=np.float64))
+
+
+def loss_and_grad(
+    params: ParamSet, grads: ParamSet, spec: RuleSpec, pb: PreparedBatch, *, fused: bool = True
+) -> float:
+    """Return the mean cross-entropy and write its gradient into ``grads`` (overwritten).
+
+    ``fused=False`` forces engine.core.attention's forward and backward for every rule.
+    """
+    dims = params.dims
+    b, t, p, h, dk, hd = pb.batch, dims.seq_len, pb.positions.size, dims.heads, dims.d_k, dims.hd
+    cache = _forward(params, spec, pb, fused=fused)
+    rows = np.arange(cache.z.shape[0])
+    logp = _log_softmax(cache.z)
+    value = float(-np.mean(logp[rows, pb.targets], dtype=np.float64))
+
+    # dZ = (softmax − onehot) / N, reusing the log-softmax buffer.
+    dz = np.exp(logp, out=logp)
+    dz[rows, pb.targets] -= 1
+    dz *= dz.dtype.type(1.0 / dz.shape[0])
+    np.matmul(cache.y.T, dz, out=grads["w_u"])
+    np.sum(dz, axis=0, out=grads["b_u"])
+    dy = dz @ params["w_u"].T
+    np.matmul(cache.oc.T, dy, out=grads["w_o"])
+    d_out = (dy @ params["w_o"].T).reshape(b, p, h, dk).transpose(0, 2, 1, 3)
+    if cache.exp is not None:
+        gq, gk, gv = _fused_backward(cache, d_out, spec.scale(dk))
+    else:
+        gq, gk, gv = scaled_dot_product_attention_backward(
+            cache.q, cache.k, cache.v, d_out, mask=pb.mask, **spec.kwargs()
+        )
+    dq = gq.transpose(0, 2, 1, 3).reshape(b * p, hd)
+    dkv = np.empty((b, t, 2, h, dk), dtype=dq.dtype)
+    dkv[:, :, 0] = gk.transpose(0, 2, 1, 3)
+    dkv[:, :, 1] = gv.transpose(0, 2, 1, 3)
+    dkv_flat = dkv.reshape(b * t, 2 * hd)
+    np.matmul(cache.xt.T, dq, out=grads["w_q"])
+    np.matmul(cache.x.T, dkv_flat, out=grads["w_kv"])
+    dx = dkv_flat @ params["w_kv"].T  # (B·T, d_model)
+    dx3 = dx.reshape(b, t, dims.d_model)
+    dx3[:, pb.positions] += (dq @ params["w_q"].T).reshape(b, p, dims.d_model)
+    np.matmul(pb.onehot.T, dx, out=grads["embed"])
+    np.sum(dx3, axis=0, out=grads["pos"])
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class EvalResult:
+    """Held-out metrics of one model (arrays are read-only).
+
+    Attributes
+    ----------
+    loss
+        Mean cross-entropy over all target positions.
+    accuracy
+        Share of target positions whose arg-max class is correct.
+    entropy
+        (heads,) mean attention entropy (nats) of the target query rows.
+    max_abs_logit
+        Largest |attention logit| over the target query rows (masked entries excluded).
+    weights
+        (heads, P, T) attention map of example 0 (the probe): one row per target position.
+    """
+
+    loss: float
+    accuracy: float
+    entropy: np.ndarray
+    max_abs_logit: float
+    weights: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.entropy.flags.writeable = False
+        self.weights.flags.writeable = False
+
+
+def evaluate(params: ParamSet, spec: RuleSpec, pb: PreparedBatch) -> EvalResult:
+    """Forward ``pb`` and return loss, accuracy and attention statistics."""
+    cache = _forward(params, spec, pb)
+    assert cache.weights is not None and cache.logits is not None
+    rows = np.arange(cache.z.shape[0])
+    logp = _log_softmax(cache.z)
+    value = float(-np.mean(logp[rows, pb.targets], dtype=np.float64))
+    accuracy = float(np.mean(np.argmax(cache.z, axis=1) == pb.targets))
+    p = cache.weights  # (B, h, P, T)
+    plogp = np.zeros(p.shape, dtype=np.float64)
+    np.multiply(p, np.log(p, where=p > 0, out=np.zeros(p.shape)), out=plogp, where=p > 0)
+    entropy = -plogp.sum(axis=-1).mean(axis=(0, 2))
+    lg = cache.logits
+    finite = np.isfinite(lg)
+    max_abs = float(np.max(np.abs(lg), where=finite, initial=0.0))
+    weights = np.array(cache.weights[0], dtype=np.float64)
+    return EvalResult(value, accuracy, entropy, max_abs, weights)
+
+
+def grad_norms(grads: ParamSet) -> Mapping[str, float]:
+    """Frobenius norm of the gradient of every reported matrix."""
+    return grads.norms()

@@ -1,0 +1,1 @@
+"""The explorer: parameter panel, engine worker and the plot views of one configuration."""

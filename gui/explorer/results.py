@@ -1,0 +1,60 @@
+"""The immutable bundle of results the controller pushes to every view."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from engine.config import AttentionConfig, ScalingRule
+
+if TYPE_CHECKING:  # the engine modules are heavier; views only need the names for typing
+    from engine.analysis.experiment import AttentionSnapshot
+    from engine.analysis.sweep import SweepPoint
+
+__all__ = ["ExplorerResults"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ExplorerResults:
+    """Everything the views show for one request, produced off the GUI thread.
+
+    A new object is created whenever a part changes (``dataclasses.replace``); parts that did not
+    change are the *same* objects as before, so a view can skip work with an ``is`` check.
+
+    Parameters
+    ----------
+    request_id
+        Id of the controller request these results answer (increasing).
+    config
+        The attention configuration the results were computed for.
+    compare_rule
+        The rule shown against ``"none"`` (equal to ``config.rule``).
+    snapshot
+        ``engine.analysis.experiment.run_experiment(config, rules=all six rules)``, or ``None``
+        before
+        the first part of the request has arrived.
+    temperature
+        The temperature T of the temperature view.
+    temperature_comparison
+        ``engine.analysis.experiment.temperature_comparison(...)`` result, or ``None``.
+    sweep_points
+        Points of the d_k sweep received so far (grows while streaming).
+    sweep_done
+        True once the sweep has finished (not when it was cancelled).
+    correlation
+        ``engine.analysis.experiment.correlation_rms(...)`` result, or ``None``.
+    """
+
+    request_id: int
+    config: AttentionConfig
+    compare_rule: ScalingRule
+    snapshot: AttentionSnapshot | None = None
+    temperature: float = 8.0
+    temperature_comparison: object | None = None
+    sweep_points: tuple[SweepPoint, ...] = ()
+    sweep_done: bool = False
+    correlation: object | None = None
+
+    def replace(self, **changes: object) -> ExplorerResults:
+        """Return a copy with ``changes`` applied (the other parts are shared, not copied)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,290 @@
+"""Softmax Jacobian norms against d_k: median and 10–90 % band per rule, plus saturation."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import pyqtgraph as pg
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QWidget
+
+from engine.config import ScalingRule
+from gui.explorer.results import ExplorerResults
+from gui.explorer.views.laws import group_by_rule
+from gui.kit import style
+from gui.kit.i18n import translate
+from gui.kit.plot_view import ExplorerView, finite_or_nan, positive_or_nan
+
+if TYPE_CHECKING:
+    from engine.analysis.sweep import SweepPoint
+
+__all__ = ["GradientView"]
+
+#: (panel key, SweepPoint prefix): the two gradient quantities.
+_QUANTITIES = (("jac", "jac_fro"), ("raw", "jac_raw"))
+
+
+class _Band:
+    """Median curve plus a filled 10–90 % band of one rule in one panel."""
+
+    def __init__(self, plot: pg.PlotItem, rule: ScalingRule) -> None:
+        edge_pen = pg.mkPen(style.rule_color(rule, 110), width=1)
+        self.low = pg.PlotDataItem(pen=edge_pen)
+        self.high = pg.PlotDataItem(pen=edge_pen)
+        self.fill = pg.FillBetweenItem(self.low, self.high, brush=style.rule_brush(rule, 45))
+        self.median = pg.PlotDataItem(
+            pen=style.rule_pen(rule, width=2),
+            symbol=style.rule_symbol(rule),
+            symbolSize=7,
+            symbolPen=style.rule_pen(rule, width=1),
+            symbolBrush=style.rule_brush(rule, 200),
+            connect="finite",
+        )
+        for item in (self.low, self.high, self.fill, self.median):
+            plot.addItem(item)
+
+    def set_data(self, x: list[float], median: list[float], q10: list[float], q90: list[float]):
+        self.median.setData(x, positive_or_nan(median))
+        # The band is drawn only where both quantiles are positive: a log axis cannot show an
+        # exactly one-hot row's zero gradient, and NaNs would break the filled polygon.
+        keep = [i for i in range(len(x)) if q10[i] > 0 and q90[i] > 0 and math.isfinite(q90[i])]
+        self.low.setData([x[i] for i in keep], [q10[i] for i in keep])
+        self.high.setData([x[i] for i in keep], [q90[i] for i in keep])
+
+    def clear(self) -> None:
+        for item in (self.low, self.high, self.median):
+            item.setData([], [])
+
+
+class GradientView(ExplorerView):
+    """How large the softmax gradient is, per rule, against d_k (log-log).
+
+    Left: ‖J‖_F = ‖∂p/∂s‖_F with respect to the scaled logits s. Middle: ‖∂p/∂S_raw‖_F =
+    c·‖J‖_F with respect to the raw dot products q·k. Both show the median over query rows and
+    the 10–90 % band, from the engine's sweep points. Right: share of saturated rows.
+    """
+
+    key = "gradients"
+
+    #: Widths (px) from which the three panels stand in three or two columns; below the
+    #: second they stack. Each threshold lies above that arrangement's minimum width, so the
+    #: choice cannot flip back and forth as the scroll area resizes the view.
+    COLUMN_WIDTHS = ((3, 840), (2, 520))
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._widget = style.make_layout_widget()
+        self._layout.addWidget(self._widget)
+        self._legend = style.make_legend(col_count=6)
+        dk = "d<sub>k</sub>"
+        self._plots: dict[str, pg.PlotItem] = {}
+        # Panel titles are wrapping labels in their own layout cells, not plot titles: a plot
+        # title's minimum width is its one-line text, which kept the panels from fitting a
+        # narrow window (issue 8, §4).
+        self._titles: dict[str, pg.LabelItem] = {}
+        # (panel key, log y axis); titles and axis labels are set by retranslate_ui.
+        specs = (("jac", True), ("raw", True), ("saturated", False))
+        first: pg.PlotItem | None = None
+        for key, log_y in specs:
+            plot = pg.PlotItem(axisItems=style.log_axis_items())
+            style.style_plot(plot, bottom=dk)
+            style.set_log_mode(plot, x=True, y=log_y)
+            # The two gradient panels share the d_k range. The saturation panel is not linked:
+            # pyqtgraph aligns linked x axes pixel by pixel, so a wider saturation panel (it
+            # spans both columns of the two-column layout) showed d_k up to 10⁴ with no data.
+            if first is None:
+                first = plot
+            elif key != "saturated":
+                plot.setXLink(first)
+            self._plots[key] = plot
+            title = style.make_label(size=style.TITLE_PT)
+            # A wrapping label prefers its current wrapped width, which depends on the previous
+            # arrangement; a fixed small preference lets the plots alone share the columns.
+            title.setPreferredWidth(style.WrappingLabel.MIN_WIDTH)
+            self._titles[key] = title
+        self._plots["saturated"].setYRange(0.0, 1.0, padding=0.05)
+        self._note = style.make_label()
+        self._columns = 0
+        self._arrange(3)
+        self._bands: dict[str, dict[ScalingRule, _Band]] = {"jac": {}, "raw": {}}
+        self._saturated: dict[ScalingRule, pg.PlotDataItem] = {}
+        self._groups: dict[ScalingRule, list[SweepPoint]] = {}
+        self._legend_rules: list[ScalingRule] | None = None
+        self._apply_language()
+
+    # -- reflow -------------------------------------------------------------------------------
+    def columns(self) -> int:
+        """How many columns the panels stand in now (3, 2 or 1)."""
+        return self._columns
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # Qt override
+        """Re-arrange the panels for the new width (three, two or one column)."""
+        super().resizeEvent(event)
+        width = event.size().width()
+        columns = next((cols for cols, low in self.COLUMN_WIDTHS if width >= low), 1)
+        if columns != self._columns:
+            self._arrange(columns)
+
+    def _arrange(self, columns: int) -> None:
+        """Place legend, titles, plots and note in a grid of ``columns`` columns."""
+        ci = self._widget.ci
+        items: list[pg.GraphicsObject] = [self._legend, self._note]
+        for key in self._plots:
+            items += [self._titles[key], self._plots[key]]
+        for item in items:
+            if item in ci.items:
+                ci.removeItem(item)
+        layout = ci.layout
+        ci.addItem(self._legend, row=0, col=0, colspan=columns)
+        row = 1
+        plot_rows: list[int] = []
+        for index, key in enumerate(self._plots):
+            col = index % columns
+            # The last panel of a short row spans the row (the saturation panel in 2 columns).
+            span = columns - col if index == len(self._plots) - 1 else 1
+            ci.addItem(self._titles[key], row=row, col=col, colspan=span)
+            ci.addItem(self._plots[key], row=row + 1, col=col, colspan=span)
+            plot_rows.append(row + 1)
+            if col + span == columns:
+                row += 2
+        ci.addItem(self._note, row=row, col=0, colspan=columns)
+        # Stretch factors are set after the items are back: a grid layout emptied by the
+        # removals ignores factors of rows and columns it does not have, and kept the three-
+        # column factors (3, 3, 2) after a switch to two columns.
+        for r in range(max(layout.rowCount(), 8)):
+            layout.setRowStretchFactor(r, 1 if r in plot_rows else 0)
+        # Give the two gradient panels more room than the saturation panel.
+        stretch = {3: (3, 3, 2), 2: (1, 1, 0), 1: (1, 0, 0)}[columns]
+        for col, factor in enumerate(stretch):
+            layout.setColumnStretchFactor(col, factor)
+        self._legend.setColumnCount(6 if columns > 1 else 2)
+        self._columns = columns
+        style.relayout(self._widget)
+        # Re-adding items re-activates the top layout at its minimum size: give it the
+        # viewport again (what pyqtgraph's resizeEvent does).
+        self._widget.ci.setGeometry(self._widget.range)
+
+    # -- contract -----------------------------------------------------------------------------
+    def title(self) -> str:
+        return translate("GradientView", "Gradients")
+
+    def retranslate_ui(self) -> None:
+        super().retranslate_ui()
+        texts = {
+            "jac": (
+                translate("GradientView", "‖∂p/∂s‖<sub>F</sub> (w.r.t. scaled logits)"),
+                "‖J‖<sub>F</sub>",
+            ),
+            "raw": (
+                translate("GradientView", "‖∂p/∂S<sub>raw</sub>‖<sub>F</sub> = "
+                          "c·‖J‖<sub>F</sub> (w.r.t. raw q·k)"),
+                "c·‖J‖<sub>F</sub>",
+            ),
+            "saturated": (
+                translate("GradientView", "Saturated rows"),
+                translate("GradientView", "share with p<sub>max</sub> > 0.99"),
+            ),
+        }
+        for key, (title, left) in texts.items():
+            self._titles[key].setText(title)
+            style.label_plot(self._plots[key], left=left)
+        self._note.setText(
+            translate(
+                "GradientView",
+                "Lines: median over query rows; bands: 10–90 % of rows.<br>Measured against "
+                "the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate "
+                "d<sub>k</sub>; it collapses only once the softmax saturates "
+                "(large d<sub>k</sub>).",
+            )
+        )
+        self._legend_rules = None  # the next show_results relabels the legend
+
+    def export_item(self) -> pg.GraphicsLayoutWidget:
+        return self._widget
+
+    def show_results(self, results: ExplorerResults) -> None:
+        if not self._is_new("sweep", results.sweep_points):
+            return
+        self._groups = group_by_rule(results.sweep_points)
+        self._ensure_items(list(self._groups))
+        for rule in self._saturated:
+            pts = self._groups.get(rule)
+            if not pts:
+                for key, _ in _QUANTITIES:
+                    self._bands[key][rule].clear()
+                self._saturated[rule].setData([], [])
+                continue
+            x = [float(p.value) for p in pts]
+            for key, prefix in _QUANTITIES:
+                self._bands[key][rule].set_data(
+                    x,
+                    [float(getattr(p, f"{prefix}_median")) for p in pts],
+                    [float(getattr(p, f"{prefix}_q10")) for p in pts],
+                    [float(getattr(p, f"{prefix}_q90")) for p in pts],
+                )
+            self._saturated[rule].setData(x, finite_or_nan([p.saturated_share for p in pts]))
+
+    def data_table(self) -> tuple[list[str], list[list[float | str]]]:
+        header = [
+            "rule", "d_k", "jac_fro_median", "jac_fro_q10", "jac_fro_q90",
+            "jac_raw_median", "jac_raw_q10", "jac_raw_q90", "saturated_share", "samples",
+        ]
+        rows: list[list[float | str]] = []
+        for rule, pts in self._groups.items():
+            for p in pts:
+                rows.append([
+                    rule.value, float(p.value),
+                    float(p.jac_fro_median), float(p.jac_fro_q10), float(p.jac_fro_q90),
+                    float(p.jac_raw_median), float(p.jac_raw_q10), float(p.jac_raw_q90),
+                    float(p.saturated_share), int(p.samples),
+                ])
+        return header, rows
+
+    def reset_view(self) -> None:
+        super().reset_view()
+        self._plots["saturated"].setYRange(0.0, 1.0, padding=0.05)
+
+    # -- internals ----------------------------------------------------------------------------
+    def plot(self, key: str) -> pg.PlotItem:
+        """Return the ``"jac"``, ``"raw"`` or ``"saturated"`` plot."""
+        return self._plots[key]
+
+    def panel_title(self, key: str) -> str:
+        """Return the title shown above the ``"jac"``, ``"raw"`` or ``"saturated"`` plot."""
+        return str(self._titles[key].text)
+
+    def median_curve(self, key: str, rule: ScalingRule) -> pg.PlotDataItem:
+        """Return the median curve of ``rule`` in the ``"jac"`` or ``"raw"`` panel."""
+        return self._bands[key][ScalingRule(rule)].median
+
+    def band_curves(self, key: str, rule: ScalingRule) -> tuple[pg.PlotDataItem, pg.PlotDataItem]:
+        """Return the (10 %, 90 %) quantile curves bounding ``rule``'s band."""
+        band = self._bands[key][ScalingRule(rule)]
+        return band.low, band.high
+
+    def saturated_curve(self, rule: ScalingRule) -> pg.PlotDataItem:
+        """Return the saturated-share curve of ``rule``."""
+        return self._saturated[ScalingRule(rule)]
+
+    def _ensure_items(self, rules: list[ScalingRule]) -> None:
+        new = [rule for rule in rules if rule not in self._saturated]
+        for rule in new:
+            for key, _ in _QUANTITIES:
+                self._bands[key][rule] = _Band(self._plots[key], rule)
+            curve = pg.PlotDataItem(
+                pen=style.rule_pen(rule, width=2),
+                symbol=style.rule_symbol(rule),
+                symbolSize=7,
+                symbolPen=style.rule_pen(rule, width=1),
+                symbolBrush=style.rule_brush(rule, 200),
+                connect="finite",
+            )
+            self._plots["saturated"].addItem(curve)
+            self._saturated[rule] = curve
+        # Only the rules of the current sweep are listed (others keep empty items).
+        if rules != self._legend_rules:
+            self._legend.clear()
+            for rule in rules:
+                self._legend.addItem(self._bands["jac"][rule].median, style.rule_name(rule))
+            self._legend_rules = list(rules)

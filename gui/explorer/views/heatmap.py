@@ -1,0 +1,274 @@
+"""Attention weights P per head: the compared rule next to "none", one shared colour bar."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QPointF, QRectF
+from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QWidget
+
+from engine.config import ScalingRule
+from gui.explorer.results import ExplorerResults
+from gui.kit import style
+from gui.kit.i18n import translate
+from gui.kit.plot_view import ExplorerView
+
+if TYPE_CHECKING:
+    from engine.analysis.experiment import AttentionSnapshot
+
+__all__ = ["MAX_HEADS_SHOWN", "HeatmapView"]
+
+#: More heads than this would make every panel a few pixels wide; the rest are listed as hidden.
+MAX_HEADS_SHOWN = 16
+
+
+class _Panel:
+    """One head × rule image with its plot, image item and query-row highlight."""
+
+    def __init__(self, plot: pg.PlotItem, head: int, column: int) -> None:
+        self.plot = plot
+        self.head = head
+        self.column = column  # 0: compared rule, 1: "none"
+        self.image = pg.ImageItem(axisOrder="row-major")
+        plot.addItem(self.image)
+        self.row_box = QGraphicsRectItem()
+        pen = pg.mkPen(style.HIGHLIGHT_COLOR, width=2)
+        pen.setCosmetic(True)
+        self.row_box.setPen(pen)
+        self.row_box.setZValue(10)
+        plot.addItem(self.row_box)
+
+
+class HeatmapView(ExplorerView):
+    """Attention weights of every head under the compared rule (left) and "none" (right).
+
+    A shared viridis colour bar maps p ∈ [0, 1]; the selected query row is outlined; hovering
+    shows (head, i, j, logit, p) read from the engine's snapshot.
+    """
+
+    key = "heatmap"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._widget = style.make_layout_widget()
+        self._layout.addWidget(self._widget, 1)
+        self._hover = QLabel()
+        self._hover.setFont(style.font(style.TEXT_PT))
+        self._hover.setMinimumHeight(self._hover.fontMetrics().height() + 6)
+        self._layout.addWidget(self._hover)
+        self._colormap = pg.colormap.get(style.HEATMAP_COLORMAP)
+        self._colorbar = pg.ColorBarItem(
+            values=(0.0, 1.0),
+            colorMap=self._colormap,
+            interactive=False,
+            label="p",
+            width=18,
+            colorMapMenu=False,
+        )
+        style.style_plot(self._colorbar, grid=False)
+        self._colorbar.getAxis("left").setLabel(style.axis_label_html("p"))
+        self._panels: list[_Panel] = []
+        self._shape: tuple[int, int] | None = None  # (heads shown, n) the grid was built for
+        self._snapshot: AttentionSnapshot | None = None
+        self._rules: tuple[ScalingRule, ScalingRule] = (ScalingRule.SQRT, ScalingRule.NONE)
+        self._query_row = 0
+        self._heads_total = 0
+        self._note = style.make_label()
+        self._hover_pos: QPointF | None = None  # scene position of the last hover
+        self._widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self._apply_language()
+
+    # -- contract -----------------------------------------------------------------------------
+    def title(self) -> str:
+        return translate("HeatmapView", "Attention weights")
+
+    def retranslate_ui(self) -> None:
+        super().retranslate_ui()
+        self._label_axes()
+        self._set_hover_text(None)
+
+    def export_item(self) -> pg.GraphicsLayoutWidget:
+        return self._widget
+
+    def show_results(self, results: ExplorerResults) -> None:
+        snapshot = results.snapshot
+        row = results.config.query_row
+        if not self._is_new("snapshot", snapshot, results.compare_rule, row):
+            return
+        if snapshot is None:
+            return
+        compare = ScalingRule(results.compare_rule)
+        if compare not in snapshot.rules:
+            compare = ScalingRule(snapshot.config.rule)
+        self._snapshot = snapshot
+        self._rules = (compare, ScalingRule.NONE)
+        weights = [snapshot.rules[rule].weights for rule in self._rules]
+        heads, n = weights[0].shape[0], weights[0].shape[-1]
+        self._heads_total = heads
+        shown = min(heads, MAX_HEADS_SHOWN)
+        if self._shape != (shown, n):
+            self._build_grid(shown, n)
+        self._query_row = min(row, n - 1)
+        for panel in self._panels:
+            panel.image.setImage(
+                np.asarray(weights[panel.column][panel.head]), autoLevels=False, levels=(0.0, 1.0)
+            )
+            panel.row_box.setRect(QRectF(0.0, float(self._query_row), float(n), 1.0))
+        self._update_titles()
+        # The read-out described the previous snapshot: read the cell under the pointer again
+        # from the new one (or show the hint if the pointer is no longer over a cell).
+        if self._hover_pos is None:
+            self._set_hover_text(None)
+        else:
+            self._on_mouse_moved(self._hover_pos)
+
+    def data_table(self) -> tuple[list[str], list[list[float | str]]]:
+        header = ["rule", "head", "query_i", "key_j", "logit", "p"]
+        rows: list[list[float | str]] = []
+        snapshot = self._snapshot
+        if snapshot is None:
+            return header, rows
+        # The heads on screen (all of them up to MAX_HEADS_SHOWN), in grid order.
+        heads = len(self._panels) // 2
+        for rule in self._rules:
+            view = snapshot.rules[rule]
+            _, n_q, n_k = view.weights.shape
+            h, i, j = (a.ravel().tolist() for a in np.indices((heads, n_q, n_k)))
+            logits = np.asarray(view.logits[:heads], dtype=float).ravel().tolist()
+            weights = np.asarray(view.weights[:heads], dtype=float).ravel().tolist()
+            rows.extend(
+                [rule.value, *cell] for cell in zip(h, i, j, logits, weights, strict=True)
+            )
+        return header, rows
+
+    def reset_view(self) -> None:
+        for panel in self._panels:
+            panel.plot.enableAutoRange()
+            panel.plot.autoRange(padding=0)
+
+    # -- internals ----------------------------------------------------------------------------
+    def panel_images(self) -> list[pg.ImageItem]:
+        """Return the image items in grid order (head-major; compared rule before "none")."""
+        return [panel.image for panel in self._panels]
+
+    def hover_text(self) -> str:
+        """Return the current hover read-out (for tests and status bars)."""
+        return self._hover.text()
+
+    def _build_grid(self, shown: int, n: int) -> None:
+        """(Re)create the panels; only called when the number of heads or tokens changes."""
+        self._widget.clear()
+        self._panels = []
+        # Heads go in pair-columns so that many heads fill the window instead of one tall strip.
+        pair_cols = 1 if shown <= 2 else 2 if shown <= 8 else 4
+        grid_rows = math.ceil(shown / pair_cols)
+        view0: pg.ViewBox | None = None
+        for head in range(shown):
+            r, pc = divmod(head, pair_cols)
+            for column in range(2):
+                plot = self._widget.addPlot(row=r, col=2 * pc + column)
+                style.style_plot(plot, grid=False)
+                plot.setMenuEnabled(False)
+                plot.hideButtons()
+                # No aspect lock: cells may be oblong, but every panel fills its grid cell.
+                plot.invertY(True)  # matrix convention: query 0 at the top
+                # Link every panel to the first so zooming one zooms all (same n everywhere).
+                if view0 is None:
+                    view0 = plot.vb
+                else:
+                    plot.setXLink(view0)
+                    plot.setYLink(view0)
+                panel = _Panel(plot, head, column)
+                self._panels.append(panel)
+        self._label_axes()
+        self._colorbar.setImageItem([p.image for p in self._panels])
+        self._widget.addItem(self._colorbar, row=0, col=2 * pair_cols, rowspan=grid_rows)
+        self._widget.addItem(self._note, row=grid_rows, col=0, colspan=2 * pair_cols + 1)
+        self._shape = (shown, n)
+        for panel in self._panels:
+            panel.plot.setRange(xRange=(0, n), yRange=(0, n), padding=0)
+
+    def _label_axes(self) -> None:
+        # Labels on every panel keep all panels the same size; beyond 8 heads there is no room
+        # for them and the note below names the axes instead.
+        if not 0 < len(self._panels) <= 16:
+            return
+        bottom, left = translate("HeatmapView", "key j"), translate("HeatmapView", "query i")
+        for panel in self._panels:
+            style.label_plot(panel.plot, left=left, bottom=bottom)
+
+    def _update_titles(self) -> None:
+        compare, none = self._rules
+        names = (style.rule_name(compare), style.rule_name(none))
+        for panel in self._panels:
+            rule = self._rules[panel.column]
+            color = style.RULE_COLORS[rule]
+            head_text = translate("HeatmapView", "head {0}").format(panel.head + 1)
+            panel.plot.setTitle(
+                f'{head_text} · <span style="color:{color}"><b>{names[panel.column]}</b></span>',
+                color=style.FOREGROUND,
+                size=f"{style.TEXT_PT}pt",
+            )
+        note = translate(
+            "HeatmapView",
+            "Pairs: {0} | none (c = 1). Rows: query i, columns: key j. Outlined: query row {1}. "
+            "Colour: p = softmax weight.",
+        ).format(names[0], self._query_row)
+        hidden = self._heads_total - len(self._panels) // 2
+        if hidden > 0:
+            # Worded without a plural: pyside6-lupdate cannot mark a numerus form whose count
+            # is a variable, and Chinese has none.
+            note += " " + translate("HeatmapView", "Heads not shown: {0}.").format(hidden)
+        self._note.setText(note)
+
+    def leaveEvent(self, event: QEvent) -> None:  # Qt override
+        """Forget the hover position when the pointer leaves the view."""
+        self._hover_pos = None
+        self._set_hover_text(None)
+        super().leaveEvent(event)
+
+    def _on_mouse_moved(self, pos: QPointF) -> None:
+        self._hover_pos = QPointF(pos)
+        snapshot = self._snapshot
+        if snapshot is None:
+            return
+        for panel in self._panels:
+            if not panel.plot.vb.sceneBoundingRect().contains(pos):
+                continue
+            point = panel.plot.vb.mapSceneToView(pos)
+            i, j = math.floor(point.y()), math.floor(point.x())
+            view = snapshot.rules[self._rules[panel.column]]
+            n_q, n_k = view.weights.shape[-2:]
+            if 0 <= i < n_q and 0 <= j < n_k:
+                self._set_hover_text(
+                    (
+                        self._rules[panel.column],
+                        panel.head,
+                        i,
+                        j,
+                        float(view.logits[panel.head, i, j]),
+                        float(view.weights[panel.head, i, j]),
+                    )
+                )
+                return
+        self._set_hover_text(None)
+
+    def _set_hover_text(
+        self, values: tuple[ScalingRule, int, int, int, float, float] | None
+    ) -> None:
+        if values is None:
+            self._hover.setText(
+                translate("HeatmapView", "Hover over a cell to read head, i, j, logit, p.")
+            )
+            return
+        rule, head, i, j, logit, p = values
+        logit_text = f"{logit:.4g}" if math.isfinite(logit) else translate("HeatmapView",
+                                                                             "masked")
+        self._hover.setText(
+            translate("HeatmapView",
+                      "{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}")
+            .format(style.rule_name(rule), head + 1, i, j, logit_text, f"{p:.4g}")
+        )

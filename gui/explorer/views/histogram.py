@@ -1,0 +1,206 @@
+"""Histogram of the snapshot's logits next to the Gaussian the variance law predicts."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QWidget
+
+from engine.config import ScalingRule
+from gui.explorer.results import ExplorerResults
+from gui.kit import style
+from gui.kit.i18n import translate
+from gui.kit.plot_view import ExplorerView
+
+if TYPE_CHECKING:
+    from engine.analysis.experiment import AttentionSnapshot
+
+__all__ = ["HistogramView"]
+
+BINS = 60
+#: Points of the overlaid Gaussian density curve.
+DENSITY_POINTS = 400
+
+
+def variance_text(rule: ScalingRule, empirical: float, theory: float) -> str:
+    """Return the read-out line comparing the engine's empirical and theoretical variance."""
+    theory_text = f"{theory:.4g}" if math.isfinite(theory) else translate("HistogramView", "n/a")
+    return translate("HistogramView", "{0}: Var empirical = {1}, theory = {2}").format(
+        style.rule_name(rule), f"{empirical:.4g}", theory_text
+    )
+
+
+class _Panel:
+    def __init__(self, widget: pg.GraphicsLayoutWidget, col: int) -> None:
+        self.plot = widget.addPlot(row=0, col=col)
+        self.col = col
+        style.style_plot(self.plot)
+        self.hist = pg.PlotDataItem(stepMode="center", fillLevel=0.0)
+        self.density = pg.PlotDataItem(
+            pen=pg.mkPen(style.THEORY_COLOR, width=2, style=pg.QtCore.Qt.PenStyle.DashLine)
+        )
+        self.plot.addItem(self.hist)
+        self.plot.addItem(self.density)
+        self.label = style.make_label(size=style.LABEL_PT)
+        widget.addItem(self.label, row=1, col=col)
+        self.rule: ScalingRule | None = None
+        self.edges = np.zeros(0)
+        self.counts = np.zeros(0)
+        self.empirical = math.nan
+        self.theory = math.nan
+
+
+class HistogramView(ExplorerView):
+    """Histogram (density) of all finite logits of the snapshot for "none" and the compared rule.
+
+    The dashed curve is the Gaussian density N(0, Var_theory) with Var_theory =
+    d_k·σ_q²·σ_k²·c² from the engine (``logit_var_theory``); the text under each plot prints
+    the engine's empirical and theoretical variances.
+    """
+
+    key = "histogram"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        controls = QHBoxLayout()
+        controls.setContentsMargins(6, 2, 6, 0)
+        self._common_axis = QCheckBox()
+        self._common_axis.toggled.connect(self._on_common_axis_toggled)
+        controls.addWidget(self._common_axis)
+        controls.addStretch(1)
+        self._layout.addLayout(controls)
+        self._widget = style.make_layout_widget()
+        self._layout.addWidget(self._widget, 1)
+        self._panels = [_Panel(self._widget, 0), _Panel(self._widget, 1)]
+        self._formula = style.make_label()
+        self._widget.addItem(self._formula, row=2, col=0, colspan=2)
+        self._snapshot: AttentionSnapshot | None = None
+        self._apply_language()
+
+    # -- contract -----------------------------------------------------------------------------
+    def title(self) -> str:
+        return translate("HistogramView", "Logit histogram")
+
+    def retranslate_ui(self) -> None:
+        super().retranslate_ui()
+        self._common_axis.setText(translate("HistogramView", "Common logit axis"))
+        self._common_axis.setToolTip(
+            translate("HistogramView", "Show both rules on one logit scale to compare their spread")
+        )
+        for panel in self._panels:
+            style.label_plot(
+                panel.plot,
+                bottom=translate("HistogramView", "logit s = c·q·k"),
+                left=translate("HistogramView", "probability density") if panel.col == 0 else None,
+            )
+
+    def export_item(self) -> pg.GraphicsLayoutWidget:
+        return self._widget
+
+    def show_results(self, results: ExplorerResults) -> None:
+        snapshot = results.snapshot
+        if not self._is_new("logits", snapshot, results.compare_rule):
+            return
+        if snapshot is None:
+            return
+        self._snapshot = snapshot
+        compare = ScalingRule(results.compare_rule)
+        if compare is ScalingRule.NONE or compare not in snapshot.rules:
+            # Comparing "none" with itself shows nothing: use the Transformer rule instead.
+            compare = ScalingRule.SQRT
+        for panel, rule in zip(self._panels, (ScalingRule.NONE, compare), strict=True):
+            self._show_rule(panel, snapshot, rule)
+        self._on_common_axis_toggled(self._common_axis.isChecked())
+        note = translate(
+            "HistogramView",
+            "Dashed: Gaussian N(0, Var<sub>theory</sub>), Var<sub>theory</sub> = "
+            "d<sub>k</sub>·σ<sub>q</sub>²·σ<sub>k</sub>²·c² for independent tokens; both "
+            "variances are over pairs i ≠ j.",
+        )
+        if snapshot.config.rho != 0.0:
+            note += "<br>" + translate(
+                "HistogramView",
+                "With ρ ≠ 0, key i is correlated with query i: those diagonal logits (mean "
+                "c·ρ·d<sub>k</sub>) form the extra tail (right for ρ > 0, left for ρ &lt; 0).",
+            )
+        self._formula.setText(note)
+
+    def data_table(self) -> tuple[list[str], list[list[float | str]]]:
+        header = [
+            "rule", "bin_left", "bin_right", "density", "var_empirical", "var_theory",
+        ]
+        rows: list[list[float | str]] = []
+        for panel in self._panels:
+            if panel.rule is None:
+                continue
+            for b in range(panel.counts.size):
+                rows.append([
+                    panel.rule.value,
+                    float(panel.edges[b]),
+                    float(panel.edges[b + 1]),
+                    float(panel.counts[b]),
+                    panel.empirical,
+                    panel.theory,
+                ])
+        return header, rows
+
+    # -- internals ----------------------------------------------------------------------------
+    def variance_labels(self) -> list[str]:
+        """Return the variance read-outs as displayed (for tests)."""
+        return [panel.label.text for panel in self._panels]
+
+    def panel_rules(self) -> list[ScalingRule | None]:
+        """Return the rule shown in each panel."""
+        return [panel.rule for panel in self._panels]
+
+    def _show_rule(self, panel: _Panel, snapshot: AttentionSnapshot, rule: ScalingRule) -> None:
+        view = snapshot.rules[rule]
+        logits = np.asarray(view.logits, dtype=float).ravel()
+        logits = logits[np.isfinite(logits)]  # masked entries are -inf
+        empirical = float(view.logit_var_empirical)
+        theory = float(view.logit_var_theory)
+        if logits.size:
+            low, high = float(logits.min()), float(logits.max())
+            if theory > 0 and math.isfinite(theory):
+                # Make room for the predicted curve even if the sample is narrower than it.
+                sd = math.sqrt(theory)
+                low, high = min(low, -4 * sd), max(high, 4 * sd)
+            if high <= low:
+                low, high = low - 0.5, high + 0.5
+            counts, edges = np.histogram(logits, bins=BINS, range=(low, high), density=True)
+        else:
+            counts, edges = np.zeros(0), np.zeros(1)
+        panel.rule, panel.edges, panel.counts = rule, edges, counts
+        panel.empirical, panel.theory = empirical, theory
+        panel.hist.setData(edges, counts)
+        panel.hist.setPen(style.rule_pen(rule, width=1.5))
+        panel.hist.setBrush(style.rule_brush(rule, 90))
+        if theory > 0 and math.isfinite(theory) and logits.size:
+            x = np.linspace(edges[0], edges[-1], DENSITY_POINTS)
+            density = np.exp(-0.5 * x * x / theory) / math.sqrt(2 * math.pi * theory)
+            panel.density.setData(x, density)
+        else:
+            panel.density.setData([], [])
+        color = style.RULE_COLORS[rule]
+        panel.plot.setTitle(
+            f'<span style="color:{color}"><b>{style.rule_name(rule)}</b></span>'
+            f"  (c = {float(view.scale):.4g})",
+            color=style.FOREGROUND,
+            size=f"{style.TITLE_PT}pt",
+        )
+        panel.label.setText(variance_text(rule, empirical, theory))
+
+    def _on_common_axis_toggled(self, checked: bool) -> None:
+        first, second = (panel.plot for panel in self._panels)
+        second.setXLink(first if checked else None)
+        if checked:
+            lows = [p.edges[0] for p in self._panels if p.edges.size > 1]
+            highs = [p.edges[-1] for p in self._panels if p.edges.size > 1]
+            if lows:
+                first.setXRange(min(lows), max(highs), padding=0.02)
+        else:
+            for panel in self._panels:
+                panel.plot.enableAutoRange(axis="x")

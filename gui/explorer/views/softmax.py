@@ -1,0 +1,160 @@
+"""The softmax distribution of the selected query row under every rule of the snapshot."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QWidget
+
+from engine.config import ScalingRule
+from gui.explorer.results import ExplorerResults
+from gui.kit import style
+from gui.kit.i18n import translate
+from gui.kit.plot_view import ExplorerView
+
+if TYPE_CHECKING:
+    from engine.analysis.experiment import AttentionSnapshot
+
+__all__ = ["SoftmaxView"]
+
+#: Head whose row is shown (the per-row statistics of the legend belong to this head).
+HEAD = 0
+
+
+def legend_text(rule: ScalingRule, entropy: float, p_max: float) -> str:
+    """Return the legend entry of ``rule``: its name, entropy H (nats) and p_max."""
+    return f"{style.rule_name(rule)} | H={entropy:.2f} | p_max={p_max:.3f}"
+
+
+class SoftmaxView(ExplorerView):
+    """p_j = softmax(s)_j of one query row against the key index j, one curve per rule.
+
+    The legend gives each rule's row entropy H (nats) and p_max, taken from the engine's
+    per-row statistics of the snapshot; the uniform level 1/n is drawn for reference.
+    """
+
+    key = "softmax"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._widget = style.make_layout_widget()
+        self._layout.addWidget(self._widget)
+        self._legend = style.make_legend(col_count=3)
+        # The legend lives in its own layout cell above the plot: a spike of p ≈ 1 can sit
+        # anywhere, so no corner of the plot is guaranteed to be free.
+        self._widget.addItem(self._legend, row=0, col=0)
+        self._plot = self._widget.addPlot(row=1, col=0)
+        style.style_plot(self._plot)
+        self._uniform = pg.InfiniteLine(
+            angle=0,
+            pen=pg.mkPen(style.THEORY_COLOR, width=1, style=pg.QtCore.Qt.PenStyle.DotLine),
+            label="",  # set by retranslate_ui
+            labelOpts={"position": 0.97, "color": style.THEORY_COLOR, "anchors": [(1, 1), (1, 1)]},
+        )
+        self._plot.addItem(self._uniform)
+        self._curves: dict[ScalingRule, pg.PlotDataItem] = {}
+        self._snapshot: AttentionSnapshot | None = None
+        self._row = 0
+        self._rules: list[ScalingRule] = []
+        self._apply_language()
+
+    # -- contract -----------------------------------------------------------------------------
+    def title(self) -> str:
+        return translate("SoftmaxView", "Softmax of one row")
+
+    def retranslate_ui(self) -> None:
+        super().retranslate_ui()
+        style.label_plot(
+            self._plot,
+            bottom=translate("SoftmaxView", "key index j"),
+            left=translate("SoftmaxView", "attention weight p<sub>j</sub>"),
+        )
+        self._uniform.label.setFormat(translate("SoftmaxView", "uniform"))
+
+    def export_item(self) -> pg.GraphicsLayoutWidget:
+        return self._widget
+
+    def show_results(self, results: ExplorerResults) -> None:
+        snapshot = results.snapshot
+        if not self._is_new("row", snapshot, results.config.query_row):
+            return
+        if snapshot is None:
+            return
+        rules = style.ordered_rules(snapshot.rules)
+        if rules != self._rules:
+            self._rebuild_curves(rules)
+        first = snapshot.rules[rules[0]]
+        n = first.weights.shape[-1]
+        row = min(results.config.query_row, first.weights.shape[-2] - 1)
+        self._snapshot, self._row = snapshot, row
+        x = np.arange(n)
+        markers = n <= style.MARKER_MAX_POINTS
+        for rule in rules:
+            view = snapshot.rules[rule]
+            curve = self._curves[rule]
+            if curve.opts["symbol"] is None and markers:
+                curve.setSymbol(style.rule_symbol(rule))
+            elif curve.opts["symbol"] is not None and not markers:
+                curve.setSymbol(None)
+            curve.setData(x, np.asarray(view.weights[HEAD, row], dtype=float))
+            label = self._legend.getLabel(curve)
+            if label is not None:
+                label.setText(
+                    legend_text(rule, float(view.entropy[HEAD, row]), float(view.p_max[HEAD, row]))
+                )
+        # Uniform over the keys the row may attend to (i + 1 of them under a causal mask).
+        attended = int(np.isfinite(first.logits[HEAD, row]).sum())
+        self._uniform.setValue(1.0 / max(attended, 1))
+        self._plot.setTitle(
+            translate("SoftmaxView", "Query row i = {0} (head 1), n = {1} keys").format(row, n),
+            color=style.FOREGROUND,
+            size=f"{style.TITLE_PT}pt",
+        )
+
+    def data_table(self) -> tuple[list[str], list[list[float | str]]]:
+        header = ["rule", "head", "query_i", "key_j", "p", "row_entropy", "row_p_max"]
+        rows: list[list[float | str]] = []
+        if self._snapshot is None:
+            return header, rows
+        for rule in self._rules:
+            view = self._snapshot.rules[rule]
+            p = np.asarray(view.weights[HEAD, self._row], dtype=float)
+            h = float(view.entropy[HEAD, self._row])
+            pm = float(view.p_max[HEAD, self._row])
+            rows.extend([rule.value, HEAD, self._row, j, float(p[j]), h, pm] for j in range(p.size))
+        return header, rows
+
+    # -- internals ----------------------------------------------------------------------------
+    def curve(self, rule: ScalingRule) -> pg.PlotDataItem:
+        """Return the curve of ``rule`` (for tests)."""
+        return self._curves[ScalingRule(rule)]
+
+    def legend_labels(self) -> dict[ScalingRule, str]:
+        """Return the legend text per rule as displayed."""
+        out = {}
+        for rule, curve in self._curves.items():
+            label = self._legend.getLabel(curve)
+            out[rule] = label.text if label is not None else ""
+        return out
+
+    def _rebuild_curves(self, rules: list[ScalingRule]) -> None:
+        for curve in self._curves.values():
+            self._legend.removeItem(curve)
+            self._plot.removeItem(curve)
+        self._curves = {}
+        for rule in rules:
+            curve = pg.PlotDataItem(
+                pen=style.rule_pen(rule),
+                # Up to 8192 points redrawn on every change: see style.DENSE_CURVE.
+                **style.DENSE_CURVE,
+                symbol=style.rule_symbol(rule),
+                symbolSize=6,
+                symbolPen=style.rule_pen(rule, width=1),
+                symbolBrush=style.rule_brush(rule, 160),
+            )
+            self._plot.addItem(curve)
+            self._legend.addItem(curve, style.rule_name(rule))
+            self._curves[rule] = curve
+        self._rules = rules

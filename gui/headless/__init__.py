@@ -1,0 +1,1 @@
+"""Commands that run without a window: offscreen export and the self-test."""

@@ -1,0 +1,143 @@
+"""The base class every explorer view derives from (the GUI contract of CONTRACT.md)."""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from typing import ClassVar
+
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from gui.explorer.results import ExplorerResults
+
+__all__ = ["ExplorerView", "finite_or_nan", "positive_or_nan"]
+
+# Values compared by equality rather than identity in ExplorerView._is_new: small immutable
+# scalars (a query row, a rule) arrive as new-but-equal objects on every push.
+_SCALARS = (bool, int, float, str, Enum, type(None))
+
+
+class ExplorerView(QWidget):
+    """A plot family of the explorer: receives :class:`ExplorerResults`, shows part of them.
+
+    Subclasses set :attr:`key` and implement the five methods below. ``show_results`` is called
+    from a ~30 Hz GUI timer with the latest results; it must be cheap (``setData`` /
+    ``setImage`` / ``setText`` on items built once) and skip work when the part of the results
+    it shows is the same object as last time (see :meth:`_is_new`). Views never compute
+    statistics: every number they show comes from the engine objects in the results.
+    """
+
+    key: ClassVar[str] = ""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._seen: dict[str, tuple[object, ...]] = {}
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(2)
+
+    # -- contract -----------------------------------------------------------------------------
+    def title(self) -> str:
+        """Return the translated title used for tabs, docks and menus."""
+        raise NotImplementedError
+
+    def show_results(self, results: ExplorerResults) -> None:
+        """Show ``results`` (cheap; skips work when the shown part did not change)."""
+        raise NotImplementedError
+
+    def export_item(self) -> pg.GraphicsLayoutWidget | pg.PlotWidget:
+        """Return the widget that PNG/SVG export renders."""
+        raise NotImplementedError
+
+    def data_table(self) -> tuple[list[str], list[list[float | str]]]:
+        """Return the CSV header and rows of the data currently plotted."""
+        raise NotImplementedError
+
+    def reset_view(self) -> None:
+        """Auto-range every plot of the view (views with fixed ranges extend this)."""
+        item = self.export_item()
+        plots: list[pg.PlotItem] = []
+        layouts = [item.getPlotItem()] if isinstance(item, pg.PlotWidget) else [item.ci]
+        while layouts:
+            layout = layouts.pop()
+            if isinstance(layout, pg.PlotItem):
+                plots.append(layout)
+                continue
+            for child in layout.items:
+                if isinstance(child, pg.PlotItem | pg.GraphicsLayout):
+                    layouts.append(child)
+        for plot in plots:
+            plot.enableAutoRange()
+            plot.autoRange()
+
+    # -- translation ----------------------------------------------------------------------------
+    def retranslate_ui(self) -> None:
+        """Set every static text (axis labels, plot titles, legends, tooltips) in the current
+        language; subclasses extend it and call it at the end of ``__init__``.
+
+        Texts that depend on results are rebuilt by the next :meth:`show_results`: the cache of
+        :meth:`_is_new` is dropped here so that the main window's re-push after a language
+        change redraws them.
+        """
+        self._forget()
+
+    def changeEvent(self, event: QEvent) -> None:  # Qt override
+        """Re-translate when the application's language changes."""
+        if event.type() == QEvent.Type.LanguageChange:
+            self._apply_language()
+        super().changeEvent(event)
+
+    def _apply_language(self) -> None:
+        """Run :meth:`retranslate_ui` and lay the plots out for the new texts at once."""
+        self.retranslate_ui()
+        from gui.kit import style
+
+        style.relayout(self.export_item())
+
+    # -- helpers for subclasses ---------------------------------------------------------------
+    def _is_new(self, part: str, *objects: object) -> bool:
+        """Return True (and remember ``objects``) unless they are what ``part`` showed last.
+
+        Engine objects are compared by identity (the controller shares unchanged parts between
+        successive results); small scalars such as a query row are compared by value.
+        """
+        previous = self._seen.get(part)
+        if previous is not None and len(previous) == len(objects):
+            if all(_same(a, b) for a, b in zip(previous, objects, strict=True)):
+                return False
+        self._seen[part] = objects
+        return True
+
+    def _forget(self, part: str | None = None) -> None:
+        """Make the next :meth:`_is_new` for ``part`` (or every part) return True."""
+        if part is None:
+            self._seen.clear()
+        else:
+            self._seen.pop(part, None)
+
+
+def _same(a: object, b: object) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, _SCALARS) and isinstance(b, _SCALARS):
+        return type(a) is type(b) and a == b
+    return False
+
+
+def positive_or_nan(values: object) -> list[float]:
+    """Return ``values`` as floats with non-positive entries replaced by NaN.
+
+    Log axes cannot show zeros; NaN leaves a gap instead of a bogus point at -∞.
+    """
+    out = []
+    for v in values:  # type: ignore[attr-defined]
+        f = float(v)
+        out.append(f if f > 0 and math.isfinite(f) else math.nan)
+    return out
+
+
+def finite_or_nan(values: object) -> list[float]:
+    """Return ``values`` as floats with non-finite entries replaced by NaN."""
+    return [float(v) if math.isfinite(float(v)) else math.nan for v in values]  # type: ignore[attr-defined]

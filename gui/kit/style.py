@@ -1,0 +1,373 @@
+"""Shared look of every view: one colour, marker and line style per scaling rule, fonts, pens.
+
+The rule colours come from the Okabe–Ito palette, which stays distinguishable for the common
+forms of colour-vision deficiency; each rule also gets its own marker symbol so that plots stay
+readable in greyscale print-outs and on washed-out projectors. Views never pick colours
+themselves: they call :func:`rule_pen`, :func:`rule_brush` and :func:`rule_symbol`.
+
+The plots use a light theme of their own (white background, dark text) whatever the global
+pyqtgraph configuration is, because dark-on-white survives projectors and exported PNGs best.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QPen
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsWidget
+
+from engine.config import ScalingRule
+from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
+
+__all__ = [
+    "BACKGROUND",
+    "DENSE_CURVE",
+    "FOREGROUND",
+    "GRID_ALPHA",
+    "HEATMAP_COLORMAP",
+    "HIGHLIGHT_COLOR",
+    "LABEL_PT",
+    "MARKER_MAX_POINTS",
+    "RULE_COLORS",
+    "RULE_ORDER",
+    "RULE_WORDS",
+    "TEXT_PT",
+    "THEORY_COLOR",
+    "TICK_PT",
+    "TITLE_PT",
+    "LogAxisItem",
+    "WrappingLabel",
+    "axis_label_html",
+    "font",
+    "label_plot",
+    "log_axis_items",
+    "make_label",
+    "make_layout_widget",
+    "make_legend",
+    "make_text_item",
+    "ordered_rules",
+    "relayout",
+    "rule_brush",
+    "rule_color",
+    "rule_name",
+    "rule_pen",
+    "rule_symbol",
+    "set_log_mode",
+    "style_plot",
+]
+
+#: Plot background and text colours (light theme, chosen for projectors and PNG export).
+BACKGROUND = "#ffffff"
+FOREGROUND = "#1a1a1a"
+#: Muted grey for theory curves and reference lines that belong to no single rule.
+THEORY_COLOR = "#555555"
+#: Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with
+#: the "none" rule, so the highlight uses a saturated magenta that viridis never contains).
+HIGHLIGHT_COLOR = "#ff00ff"
+#: Perceptually uniform colormap for probabilities in [0, 1].
+HEATMAP_COLORMAP = "viridis"
+GRID_ALPHA = 0.25
+
+#: Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection).
+TICK_PT = 10
+LABEL_PT = 11
+TITLE_PT = 12
+TEXT_PT = 10
+
+#: Display order of rules in legends and tables (the enum order: none, 1/√d_k, 1/d_k, ...).
+RULE_ORDER: tuple[ScalingRule, ...] = tuple(ScalingRule)
+
+# Okabe & Ito (2008) colour-blind-safe palette; yellow is left out (invisible on white).
+RULE_COLORS: dict[ScalingRule, str] = {
+    ScalingRule.NONE: "#D55E00",  # vermillion: the "bad" default stands out
+    ScalingRule.SQRT: "#0072B2",  # blue: the Transformer rule
+    ScalingRule.LINEAR: "#009E73",  # bluish green: μP
+    ScalingRule.TEMPERATURE: "#E69F00",  # orange
+    ScalingRule.QK_NORM: "#CC79A7",  # reddish purple
+    ScalingRule.SOFTCAP: "#56B4E9",  # sky blue
+}
+
+_RULE_SYMBOLS: dict[ScalingRule, str] = {
+    ScalingRule.NONE: "o",
+    ScalingRule.SQRT: "s",
+    ScalingRule.LINEAR: "t",
+    ScalingRule.TEMPERATURE: "d",
+    ScalingRule.QK_NORM: "x",
+    ScalingRule.SOFTCAP: "star",
+}
+
+# The temperature rule at T = √d_k coincides with 1/√d_k; a dash keeps both curves visible.
+#: Options of curves with one point per key (up to n = 8192, redrawn on every change).
+#: Antialiased pens wider than one pixel go through Qt's general stroker: ~7 ms per 256-point
+#: curve, against ~0.6 ms without antialiasing (measured offscreen), so these curves are
+#: drawn aliased; at one point per key their steps hide the jaggies.
+DENSE_CURVE: dict[str, object] = {"antialias": False}
+#: Rows longer than this are drawn without markers (they would merge into a band).
+MARKER_MAX_POINTS = 64
+
+_RULE_LINE_STYLES: dict[ScalingRule, Qt.PenStyle] = {
+    ScalingRule.TEMPERATURE: Qt.PenStyle.DashLine,
+    ScalingRule.SOFTCAP: Qt.PenStyle.DashDotLine,
+}
+
+
+def ordered_rules(rules: object) -> list[ScalingRule]:
+    """Return the rules in ``rules`` (any iterable of rules or their values) in display order."""
+    present = {ScalingRule(r) for r in rules}  # type: ignore[attr-defined]
+    return [rule for rule in RULE_ORDER if rule in present]
+
+
+def rule_color(rule: ScalingRule | str, alpha: int = 255) -> QColor:
+    """Return the colour of ``rule`` with the given alpha (0–255)."""
+    color = QColor(RULE_COLORS[ScalingRule(rule)])
+    color.setAlpha(alpha)
+    return color
+
+
+def rule_pen(
+    rule: ScalingRule | str, width: float = 2.0, style: Qt.PenStyle | None = None
+) -> QPen:
+    """Return the cosmetic pen of ``rule`` (its own dash style unless ``style`` is given)."""
+    rule = ScalingRule(rule)
+    pen = pg.mkPen(rule_color(rule), width=width)
+    pen.setStyle(style if style is not None else _RULE_LINE_STYLES.get(rule, Qt.PenStyle.SolidLine))
+    pen.setCosmetic(True)
+    return pen
+
+
+def rule_brush(rule: ScalingRule | str, alpha: int = 255) -> QBrush:
+    """Return a brush of ``rule``'s colour (use a low ``alpha`` for bands and fills)."""
+    return pg.mkBrush(rule_color(rule, alpha))
+
+
+def rule_symbol(rule: ScalingRule | str) -> str:
+    """Return the pyqtgraph marker symbol of ``rule``."""
+    return _RULE_SYMBOLS[ScalingRule(rule)]
+
+
+#: The rule labels that are words (engine.config's ``ScalingRule.label``), marked for
+#: extraction; the math labels 1/√d_k, 1/d_k and 1/T read the same in every language.
+RULE_WORDS: tuple[str, ...] = (
+    QT_TRANSLATE_NOOP("ScalingRule", "none"),
+    QT_TRANSLATE_NOOP("ScalingRule", "QK-norm"),
+    QT_TRANSLATE_NOOP("ScalingRule", "soft-cap"),
+)
+
+
+def rule_name(rule: ScalingRule | str) -> str:
+    """Return the translated legend name of ``rule`` (math labels such as 1/√d_k stay as is)."""
+    return translate("ScalingRule", ScalingRule(rule).label)
+
+
+def font(point_size: int = TEXT_PT, bold: bool = False) -> QFont:
+    """Return the application font at ``point_size`` points."""
+    f = QFont()
+    f.setPointSize(point_size)
+    f.setBold(bold)
+    return f
+
+
+def axis_label_html(text: str) -> str:
+    """Wrap an axis label in a span of the label size and colour."""
+    return f'<span style="color:{FOREGROUND}; font-size:{LABEL_PT}pt">{text}</span>'
+
+
+def make_layout_widget() -> pg.GraphicsLayoutWidget:
+    """Return a GraphicsLayoutWidget with the views' background."""
+    widget = pg.GraphicsLayoutWidget()
+    widget.setBackground(BACKGROUND)
+    return widget
+
+
+def style_plot(
+    plot: pg.PlotItem,
+    *,
+    title: str | None = None,
+    left: str | None = None,
+    bottom: str | None = None,
+    grid: bool = True,
+) -> None:
+    """Apply the shared fonts, colours and labels to ``plot``.
+
+    Parameters
+    ----------
+    plot
+        The plot to style.
+    title
+        Title text (HTML allowed), shown in :data:`TITLE_PT`.
+    left, bottom
+        Axis labels (HTML allowed, e.g. ``d<sub>k</sub>``).
+    grid
+        Show a light grid.
+    """
+    pen = pg.mkPen(FOREGROUND, width=1)
+    for name in ("left", "bottom", "right", "top"):
+        axis = plot.getAxis(name)
+        axis.setPen(pen)
+        axis.setTextPen(pen)
+        axis.setTickFont(font(TICK_PT))
+        # An automatic "(x0.001)" prefix next to a probability reads as a unit: show raw values.
+        axis.enableAutoSIPrefix(False)
+        # Major and minor ticks only: the third level's faint grid lines were invisible at
+        # GRID_ALPHA but cost ~10 ms of every repaint (bench_gui).
+        axis.setStyle(maxTickLevel=1)
+        # An axis draws its grid across the whole plot, one raster span per pixel row for each
+        # vertical line: cache the result while the range stays (7 ms of the laws view's 14 ms
+        # repaint). The cache is redrawn at the device's resolution, so exports stay sharp.
+        axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+    label_plot(plot, title=title, left=left, bottom=bottom)
+    if grid:
+        plot.showGrid(x=True, y=True, alpha=GRID_ALPHA)
+
+
+def label_plot(
+    plot: pg.PlotItem,
+    *,
+    title: str | None = None,
+    left: str | None = None,
+    bottom: str | None = None,
+) -> None:
+    """Set the title and axis labels of ``plot`` in the shared style (None leaves one as is).
+
+    Views call this from ``retranslate_ui`` to switch the language of a plot already built.
+    """
+    if title is not None:
+        plot.setTitle(title, color=FOREGROUND, size=f"{TITLE_PT}pt")
+    if left is not None:
+        plot.setLabel("left", axis_label_html(left))
+    if bottom is not None:
+        plot.setLabel("bottom", axis_label_html(bottom))
+
+
+def relayout(widget: pg.GraphicsLayoutWidget) -> None:
+    """Lay out ``widget``'s plots, legends and labels again now, innermost first.
+
+    Qt re-runs graphics layouts from the event loop; pyqtgraph does it at once only in
+    ``addItem``. Texts set later (translations) change axis widths and legend cells, and a view
+    exported before it was ever shown would otherwise keep the old geometry.
+    """
+    def depth(item: QGraphicsItem) -> int:
+        level = 0
+        while (item := item.parentItem()) is not None:
+            level += 1
+        return level
+
+    items = [item for item in widget.scene().items() if isinstance(item, QGraphicsWidget)]
+    for item in sorted(items, key=depth, reverse=True):
+        layout = QGraphicsWidget.layout(item)
+        if layout is not None:
+            layout.activate()
+        if isinstance(item, pg.LegendItem):
+            item.updateSize()
+
+
+def make_legend(col_count: int = 1) -> pg.LegendItem:
+    """Return a framed, nearly opaque legend in the shared text size.
+
+    Views place legends in their own layout cell (beside or above the plots) rather than
+    inside a view box, so that no legend can hide data.
+    """
+    legend = pg.LegendItem(
+        pen=pg.mkPen("#999999"),
+        brush=pg.mkBrush(255, 255, 255, 235),
+        labelTextColor=FOREGROUND,
+        labelTextSize=f"{TEXT_PT}pt",
+        colCount=col_count,
+        horSpacing=12,
+    )
+    return legend
+
+
+def make_text_item(anchor: tuple[float, float] = (0.0, 0.0)) -> pg.TextItem:
+    """Return a text item for in-plot read-outs (shared colour, font and translucent fill)."""
+    item = pg.TextItem(
+        color=FOREGROUND,
+        anchor=anchor,
+        fill=pg.mkBrush(255, 255, 255, 220),
+        border=pg.mkPen("#999999"),
+    )
+    item.setFont(font(TEXT_PT))
+    return item
+
+
+class WrappingLabel(pg.LabelItem):
+    """A :class:`pyqtgraph.LabelItem` whose text wraps to its cell instead of widening it.
+
+    A plain LabelItem's minimum width is its text's one-line width, so a long note made the
+    whole layout wider than the window at 1280×800 and cut off the right-hand plot. Here the
+    minimum width is small and the text is wrapped to whatever width the layout gives.
+    """
+
+    MIN_WIDTH = 160.0
+
+    def resizeEvent(self, ev: object) -> None:  # pyqtgraph/Qt override
+        width = self.rect().width()
+        if width > 0 and abs(self.item.textWidth() - width) > 0.5:
+            self.item.setTextWidth(width)
+            # Height for width: the wrapped text may need more or fewer lines now.
+            if abs(self.itemRect().height() - self.minimumHeight()) > 0.5:
+                self.updateMin()
+        super().resizeEvent(ev)
+
+    def updateMin(self) -> None:  # pyqtgraph override
+        # The width hints are a constant: the label takes the width its cell gets from the
+        # plots and wraps to it. Taking the wrapped width made the layout depend on the sizes
+        # the widget had before (two exports in a row came out different); taking the
+        # one-line width re-laid out every plot whenever a note's text changed (training
+        # curves: 50-90 ms GUI stalls per push).
+        height = self.itemRect().height()
+        self.setMinimumWidth(self.MIN_WIDTH)
+        self.setMinimumHeight(height)
+        self._sizeHint = {
+            Qt.SizeHint.MinimumSize: (self.MIN_WIDTH, height),
+            Qt.SizeHint.PreferredSize: (self.MIN_WIDTH, height),
+            Qt.SizeHint.MaximumSize: (-1, -1),
+            Qt.SizeHint.MinimumDescent: (0, 0),
+        }
+        self.updateGeometry()
+
+
+def make_label(text: str = "", *, size: int = TEXT_PT, justify: str = "left") -> pg.LabelItem:
+    """Return a layout-cell text label (notes and read-outs that must never cover data).
+
+    The text wraps to the cell's width (see :class:`WrappingLabel`).
+    """
+    return WrappingLabel(text, color=FOREGROUND, size=f"{size}pt", justify=justify)
+
+
+class LogAxisItem(pg.AxisItem):
+    """Axis whose log mode puts decades and the 2…9 minor ticks on separate levels.
+
+    pyqtgraph 0.14 puts every tick of a wide log axis spanning a few decades into one level,
+    so all of them get labels ("4·10¹ 5·10¹ 6·10¹ ...") that run together. With decades as
+    the top level, :func:`set_log_mode`'s fill limits label the minor ticks only when fewer
+    than two decades are visible.
+    """
+
+    def logTickValues(self, minVal, maxVal, size, stdTicks):
+        if any(spacing >= 1.0 for spacing, _ in stdTicks):
+            return super().logTickValues(minVal, maxVal, size, stdTicks)
+        low, high = math.floor(minVal), math.ceil(maxVal)
+        decades = [float(v) for v in range(low, high + 1) if minVal <= v <= maxVal]
+        minor = [
+            v + math.log10(k)
+            for v in range(low, high)
+            for k in range(2, 10)
+            if minVal < v + math.log10(k) < maxVal
+        ]
+        return [(1.0, decades), (None, minor)]
+
+
+def log_axis_items() -> dict[str, pg.AxisItem]:
+    """Return fresh bottom and left axes for a plot that may use log mode."""
+    return {"bottom": LogAxisItem("bottom"), "left": LogAxisItem("left")}
+
+
+def set_log_mode(plot: pg.PlotItem, x: bool, y: bool) -> None:
+    """Put ``plot`` in log mode; label minor ticks only when few decades show."""
+    plot.setLogMode(x=x, y=y)
+    for name, on in (("bottom", x), ("top", x), ("left", y), ("right", y)):
+        if on:
+            plot.getAxis(name).setStyle(textFillLimits=[(0, 0.8), (2, 0.5), (4, 0.0)])
