@@ -166,7 +166,14 @@ TRAIN_FIELDS: dict[str, FieldSpec] = {
     "cap": _shared("cap"),
     "dtype": FieldSpec(),
     "snapshot_every": FieldSpec(1, 1_000_000, "steps"),
-    "divergence_factor": FieldSpec(1.0, 1e6, "× initial loss"),
+    "divergence_factor": FieldSpec(1.0, 1e6, "× initial loss", Gui(
+        QT_TRANSLATE_NOOP("TrainPanel", "Divergence factor"),
+        QT_TRANSLATE_NOOP(
+            "TrainPanel",
+            "A run is marked diverged when its training loss exceeds this multiple of its "
+            "initial held-out loss (or the loss, gradients or weights become non-finite).",
+        ),
+        "log_spin", high=1000.0, group="training")),
 }
 
 

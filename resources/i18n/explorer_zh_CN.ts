@@ -1212,6 +1212,16 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>每次运行的优化步数。</translation>
     </message>
     <message>
+        <location filename="../../engine/config/train.py" line="170"/>
+        <source>Divergence factor</source>
+        <translation>发散倍数</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/train.py" line="171"/>
+        <source>A run is marked diverged when its training loss exceeds this multiple of its initial held-out loss (or the loss, gradients or weights become non-finite).</source>
+        <translation>当一次运行的训练损失超过其初始留出集损失的这一倍数（或损失、梯度或权重变为非有限值）时，将其标记为发散。</translation>
+    </message>
+    <message>
         <location filename="../../engine/config/train.py" line="120"/>
         <source>Learning rate of the training run (arrows step 1, 2, 3, 5 × 10^k).</source>
         <translation>训练运行的学习率（箭头按 1、2、3、5 × 10^k 步进）。</translation>
