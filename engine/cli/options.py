@@ -29,17 +29,21 @@ def option_fields(cls: type[JsonConfig], command: str | None = None) -> list[Bou
         and (field.spec.cli.commands == () if command is None
              else command in field.spec.cli.commands)
     ]
-    order = [field for field in chosen if field.spec.cli.after is None]  # type: ignore[union-attr]
-    pending = [field for field in chosen if field.spec.cli.after is not None]  # type: ignore[union-attr]
+    order = [field for field in chosen if _after(field) is None]
+    pending = [field for field in chosen if _after(field) is not None]
     while pending:
         names = [field.name for field in order]
-        placeable = [f for f in pending if f.spec.cli.after in names]  # type: ignore[union-attr]
+        placeable = [field for field in pending if _after(field) in names]
         if not placeable:
-            raise ValueError(f"option order: no option named {pending[0].spec.cli.after!r}")  # type: ignore[union-attr]
+            raise ValueError(f"option order: no option named {_after(pending[0])!r}")
         field = placeable[0]
-        order.insert(names.index(field.spec.cli.after) + 1, field)  # type: ignore[union-attr]
+        order.insert(names.index(_after(field)) + 1, field)  # type: ignore[arg-type]
         pending.remove(field)
     return order
+
+
+def _after(field: BoundField) -> str | None:
+    return field.spec.cli.after if field.spec.cli is not None else None
 
 
 def _default(field: BoundField) -> Any:

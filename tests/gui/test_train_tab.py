@@ -371,8 +371,9 @@ def test_probe_map_of_several_rows_keeps_rows_and_thins_labels(tab, qtbot):
 
 
 def test_init_std_clip_norm_and_eval_size_reach_the_trainer(tab):
-    """The CLI's --init-std, --clip-norm and --eval-size, as Train-panel controls with the
-    engine's limits and defaults; what is set is what the trainer runs."""
+    """The CLI's --init-std, --clip-norm and --eval-size (and the divergence factor), as
+    Train-panel controls with the engine's limits and defaults; what is set is what the
+    trainer runs."""
     from engine.config.train import TRAIN_FIELDS
 
     panel = tab.panel
@@ -403,11 +404,13 @@ def test_init_std_clip_norm_and_eval_size_reach_the_trainer(tab):
     panel.init_std.setValue(0.05)
     panel.clip_norm.setValue(0.5)
     panel.eval_size.setValue(40)
+    panel.divergence_factor.setValue(50.0)  # a row generated from its declaration alone
     assert panel.error_text() == ""
     assert tab.start_training() and tab.wait_until_idle(30_000)
     assert tab.controller.last_error() == ""
     ran = tab.controller.results().snapshot.config
     assert (ran.init_std, ran.clip_norm, ran.eval_size) == (0.05, 0.5, 40)
+    assert ran.divergence_factor == 50.0
     # set_config shows a configuration's values (tour steps, sessions) and None as the word.
     panel.set_config(SMALL.replace(init_std=0.2, clip_norm=None, eval_size=128))
     assert panel.init_std.optional_value() == pytest.approx(0.2)
