@@ -13,7 +13,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-RULE_HELP = "comma-separated scaling rules: none, sqrt, linear, temperature, qk_norm, softcap"
 DISTRIBUTION = "attention-scale-explorer"
 #: Export image sizes accepted by ``export --width/--height`` (gui/kit/export.py renders 16..8192).
 EXPORT_MIN_SIZE, EXPORT_MAX_SIZE = 16, 8192
@@ -54,8 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     """Return the command-line parser of every entry point.
 
     Every parser has ``allow_abbrev=False``: with abbreviations ``lr-sweep --seed 0`` silently
-    meant ``--seeds 0``.
+    meant ``--seeds 0``. The options that set config fields come from the fields' declarations
+    (``engine.config``); only the command-specific ones (output, progress) are listed here.
     """
+    from engine.cli.options import add_field_options
+    from engine.config import SweepConfig, TrainConfig
+
     parser = argparse.ArgumentParser(
         prog="attention-explorer",
         description="See and test why scaled dot-product attention divides logits by √d_k. "
@@ -85,52 +88,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="Monte Carlo sweep of attention statistics to CSV (engine only, no Qt)",
         description="Sweep one parameter and write one CSV row per (value, rule).",
     )
-    sweep.add_argument("--param", choices=["d_k", "s", "rho", "n"], default="d_k",
-                       help="quantity to sweep (s = std of the unscaled logits)")
-    sweep.add_argument("--values", required=True,
-                       help="comma-separated values, e.g. 1,2,4,8 (or a:b for powers of two "
-                       "2^a..2^b; a may be negative: --values -3:1)")
-    sweep.add_argument("--rules", default="none,sqrt,linear", help=RULE_HELP)
-    sweep.add_argument("--n", type=int, default=64, help="tokens per row when n is not swept")
-    sweep.add_argument("--d-k", "--dk", dest="d_k", type=int, default=64,
-                       help="head dimension when d_k is not swept")
-    sweep.add_argument("--rho", type=float, default=0.0, help="q-k correlation when not swept")
-    sweep.add_argument("--samples", type=int, default=20_000, help="query rows per point")
-    sweep.add_argument("--seed", type=int, default=0)
-    sweep.add_argument("--temperature", type=float, default=None,
-                       help="temperature for the temperature rule (default √d_k)")
-    sweep.add_argument("--gain", type=float, default=None, help="QK-norm gain (default √d_k)")
-    sweep.add_argument("--cap", type=float, default=50.0, help="soft-cap value")
+    add_field_options(sweep, SweepConfig)
     sweep.add_argument("--out", default="-", help="CSV file to write ('-' for stdout)")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
 
     train_common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    train_common.add_argument("--task", default="retrieval", help="synthetic task")
-    train_common.add_argument("--rules", default="none,sqrt,linear", help=RULE_HELP)
-    train_common.add_argument("--d-k", dest="d_k", type=int, default=64)
-    train_common.add_argument("--d-model", dest="d_model", type=int, default=None,
-                              help="model width (default d_k × heads)")
-    train_common.add_argument("--heads", type=int, default=1)
-    train_common.add_argument("--n", type=int, default=16, help="sequence length")
-    train_common.add_argument("--batch", type=int, default=64)
-    train_common.add_argument("--steps", type=int, default=500)
-    train_common.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
-    train_common.add_argument("--vocab", type=int, default=32, help="number of distinct symbols")
-    train_common.add_argument("--offset", type=int, default=2,
-                              help="copy_back distance (target is the token this far back)")
-    train_common.add_argument("--init-std", dest="init_std", type=float, default=None,
-                              help="weight init std (default 1/√d_model: unscaled logit "
-                              "variance d_k at init)")
-    train_common.add_argument("--clip-norm", dest="clip_norm", type=float, default=None,
-                              help="clip the global gradient norm (default: off)")
-    train_common.add_argument("--eval-size", dest="eval_size", type=int, default=256,
-                              help="held-out examples")
+    add_field_options(train_common, TrainConfig)
     train_common.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     train = sub.add_parser("train", parents=[train_common], allow_abbrev=False,
                            help="train tiny attention models side by side (engine only)")
-    train.add_argument("--lr", type=float, default=0.01)
-    train.add_argument("--seed", type=int, default=0)
+    add_field_options(train, TrainConfig, "train")
     train.add_argument("--json", action="store_true", help="print the summary as one JSON object")
 
     lr_sweep = sub.add_parser("lr-sweep", parents=[train_common], allow_abbrev=False,

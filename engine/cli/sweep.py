@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from engine.analysis.sweep import iter_sweep, write_sweep_csv
+from engine.cli.options import field_values
 from engine.config import SweepConfig
 
 __all__ = ["parse_values", "sweep_command"]
@@ -60,20 +61,11 @@ def parse_values(text: str) -> tuple[float, ...]:
 
 
 def _build_config(args: argparse.Namespace) -> SweepConfig:
-    rules = tuple(rule.strip() for rule in str(args.rules).split(",") if rule.strip())
-    return SweepConfig(
-        param=args.param,
-        values=parse_values(str(args.values)),
-        rules=rules,
-        n_tokens=args.n,
-        d_k=args.d_k,
-        rho=args.rho,
-        samples=args.samples,
-        seed=args.seed,
-        temperature=args.temperature,
-        gain=args.gain,
-        cap=args.cap,
-    )
+    # Scalar options map onto fields one to one; the two lists are parsed here.
+    values = field_values(args, SweepConfig)
+    values["values"] = parse_values(str(args.values))
+    values["rules"] = tuple(rule.strip() for rule in str(args.rules).split(",") if rule.strip())
+    return SweepConfig(**values)
 
 
 class _ProgressBar:

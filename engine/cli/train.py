@@ -14,8 +14,9 @@ import json
 import math
 import sys
 import time
-from typing import Any, TextIO
+from typing import TextIO
 
+from engine.cli.options import field_values
 from engine.config.train import TrainConfig
 
 __all__ = ["lr_sweep_command", "train_command"]
@@ -47,24 +48,12 @@ def _parse_lrs(text: str) -> list[float]:
     return out
 
 
-def _config_from_args(args: argparse.Namespace, **extra: Any) -> TrainConfig:
-    return TrainConfig(
-        task=args.task,
-        rules=tuple(_split(args.rules, "--rules")),
-        d_k=args.d_k,
-        d_model=args.d_model,
-        heads=args.heads,
-        n=args.n,
-        batch=args.batch,
-        steps=args.steps,
-        optimizer=args.optimizer,
-        vocab=args.vocab,
-        offset=args.offset,
-        init_std=args.init_std,
-        clip_norm=args.clip_norm,
-        eval_size=args.eval_size,
-        **extra,
-    )
+def _config_from_args(args: argparse.Namespace) -> TrainConfig:
+    # Scalar options map onto fields one to one (lr and seed only in ``train``: lr-sweep
+    # sweeps them); the rule list is parsed here.
+    values = field_values(args, TrainConfig)
+    values["rules"] = tuple(_split(args.rules, "--rules"))
+    return TrainConfig(**values)
 
 
 def _num(x: float) -> float | None:
@@ -105,7 +94,7 @@ def train_command(args: argparse.Namespace) -> int:
     from engine.training.trainer import check_training_memory, iter_training
 
     try:
-        config = _config_from_args(args, lr=args.lr, seed=args.seed)
+        config = _config_from_args(args)
         check_training_memory(config)
     except ValueError as exc:
         return _error(str(exc))

@@ -1,24 +1,27 @@
-"""Immutable, validated configurations: the only contract between the GUI and the engine."""
+"""Immutable, validated configurations: the only contract between the GUI and the engine.
+
+Every field is declared once, in the ``*_FIELDS`` table next to its dataclass (see
+:mod:`engine.config.base`); panels and command-line options are generated from the tables.
+"""
 
 from __future__ import annotations
 
 from engine.config.attention import (
+    ATTENTION_FIELDS,
     DEFAULT_MEMORY_BUDGET_BYTES,
-    LIMITS,
     AttentionConfig,
     MaskKind,
     ScalingRule,
-    SweepConfig,
-    SweepParam,
-    config_from_dict,
-    config_from_json,
 )
-from engine.config.train import TRAIN_LIMITS, DType, OptimizerKind, TaskKind, TrainConfig
+from engine.config.registry import config_from_dict, config_from_json
+from engine.config.sweep import SWEEP_FIELDS, SweepConfig, SweepParam
+from engine.config.train import TRAIN_FIELDS, DType, OptimizerKind, TaskKind, TrainConfig
 
 __all__ = [
+    "ATTENTION_FIELDS",
     "DEFAULT_MEMORY_BUDGET_BYTES",
-    "LIMITS",
-    "TRAIN_LIMITS",
+    "SWEEP_FIELDS",
+    "TRAIN_FIELDS",
     "AttentionConfig",
     "DType",
     "MaskKind",

@@ -1,49 +1,37 @@
-"""Immutable, validated configurations: the only contract between the GUI and the engine.
+"""The explorer's configuration: one attention experiment, with every field declared once.
 
-Every config is a frozen dataclass that checks its fields on construction and raises a
-``ValueError`` naming the field and the allowed range. Configs round-trip through plain
-dictionaries and JSON so that sessions can be saved and reloaded.
+:class:`AttentionConfig` is a frozen dataclass that checks its fields on construction and
+raises a ``ValueError`` naming the field and the allowed range. :data:`ATTENTION_FIELDS`, next
+to it, declares each field's range, unit, panel row (label, tooltip formula, widget, scale) and
+is what the explorer's parameter panel is generated from; the sweep and training configs reuse
+its ranges.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from enum import StrEnum
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar
+
+from engine.config.base import (
+    QT_TRANSLATE_NOOP,
+    FieldSpec,
+    Gui,
+    JsonConfig,
+    validate_fields,
+)
 
 __all__ = [
+    "ATTENTION_FIELDS",
     "DEFAULT_MEMORY_BUDGET_BYTES",
-    "LIMITS",
     "AttentionConfig",
     "MaskKind",
     "ScalingRule",
-    "SweepConfig",
-    "SweepParam",
-    "config_from_dict",
-    "config_from_json",
 ]
 
 #: Largest attention-matrix footprint a single request may allocate unless told otherwise.
 DEFAULT_MEMORY_BUDGET_BYTES = 1 << 30
-
-#: Inclusive (low, high) limits shared by validation, the GUI widgets and the CLI.
-LIMITS: dict[str, tuple[float, float]] = {
-    "n_tokens": (1, 8192),
-    "d_k": (1, 8192),
-    "heads": (1, 64),
-    "d_model": (1, 16384),
-    "init_std": (1e-6, 1e3),
-    "projection_std": (1e-6, 1e3),
-    "temperature": (1e-6, 1e6),
-    "gain": (1e-6, 1e6),
-    "cap": (1e-6, 1e6),
-    "rho": (-1.0, 1.0),
-    "logit_std": (0.0, 1e6),
-    "seed": (0, 2**32 - 1),
-    "samples": (1, 10_000_000),
-}
 
 
 class ScalingRule(StrEnum):
@@ -85,102 +73,142 @@ class MaskKind(StrEnum):
     CAUSAL = "causal"
 
 
-_E = TypeVar("_E", bound=StrEnum)
-
-
-class SweepParam(StrEnum):
-    """The quantity a sweep varies."""
-
-    D_K = "d_k"
-    S = "s"
-    RHO = "rho"
-    N = "n"
-
-
-def _check_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        # Accept integral floats coming from JSON or spin boxes, refuse anything else.
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise ValueError(f"{name} must be an integer, got {value!r}")
-    low, high = LIMITS[name]
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be in [{int(low)}, {int(high)}], got {value}")
-    return value
-
-
-def _check_float(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    low, high = LIMITS[name]
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be in [{low:g}, {high:g}], got {value:g}")
-    return value
-
-
-def _check_enum(name: str, enum: type[_E], value: Any) -> _E:
-    try:
-        return enum(value)
-    except ValueError:
-        allowed = ", ".join(member.value for member in enum)
-        raise ValueError(f"{name} must be one of {allowed}; got {value!r}") from None
-
-
-class _JsonConfig:
-    """Dictionary/JSON round trip shared by every config class."""
-
-    kind: ClassVar[str]
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dictionary, tagged with the config kind."""
-        out: dict[str, Any] = {"kind": self.kind}
-        for field in dataclasses.fields(self):  # type: ignore[arg-type]
-            value = getattr(self, field.name)
-            if isinstance(value, StrEnum):
-                value = value.value
-            elif isinstance(value, tuple):
-                value = [v.value if isinstance(v, StrEnum) else v for v in value]
-            out[field.name] = value
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Any) -> Self:
-        """Build a config from :meth:`to_dict` output, refusing unknown or foreign keys."""
-        if not isinstance(data, dict):
-            raise ValueError(f"{cls.__name__} data must be an object, got {type(data).__name__}")
-        data = dict(data)
-        kind = data.pop("kind", cls.kind)
-        if kind != cls.kind:
-            raise ValueError(f"expected a {cls.kind!r} config, got kind {kind!r}")
-        names = {field.name for field in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ValueError(f"unknown {cls.kind} field(s): {', '.join(unknown)}")
-        for key, value in data.items():
-            if isinstance(value, list):
-                data[key] = tuple(value)
-        return cls(**data)
-
-    def to_json(self) -> str:
-        """Serialise to a JSON string."""
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
-
-    @classmethod
-    def from_json(cls, text: str) -> Self:
-        """Parse a JSON string written by :meth:`to_json`."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"not valid JSON: {exc}") from None
-        return cls.from_dict(data)
+#: Every field of :class:`AttentionConfig`, in the parameter panel's row order. The ranges are
+#: the engine's; ``Gui.low/high`` narrow a row where a larger value only makes a request fail
+#: the memory budget or take minutes (the CLI and saved sessions still get the full range).
+ATTENTION_FIELDS: dict[str, FieldSpec] = {
+    # The GUI's 2048 is the largest n whose snapshot (all rules, one head) fits the default
+    # 1 GiB memory budget; with more heads the panel explains the limit in its inline message.
+    "n_tokens": FieldSpec(1, 8192, "tokens", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "tokens n"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "Number of tokens n (keys per softmax row). Uniform attention has "
+            "entropy ln n; the largest of n Gaussian logits of std s is ≈ s·√(2 ln n)."),
+        "slider", high=2048, log=True)),
+    "d_k": FieldSpec(1, 8192, "dimensions", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "head dim d_k"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "Head dimension d_k. Raw scores: Var(q·k) = d_k·σ⁴ for iid q, k; "
+            "1/√d_k scaling gives Var = σ⁴, 1/d_k gives σ⁴/d_k."),
+        "slider", log=True, enabled_when=("link_heads", False))),
+    "heads": FieldSpec(1, 64, "heads", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "heads h"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "Number of heads h; d_model must be divisible by h. "
+            "With the link, d_k = d_model / h."))),
+    "d_model": FieldSpec(1, 16384, "dimensions", Gui(
+        "d_model",
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "Model width d_model (divisible by h). With projections "
+            "Var(q_j) = d_model·s²."))),
+    "link_heads": FieldSpec(gui=Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "link d_k = d_model / h"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel", "Derive d_k = d_model / h instead of setting d_k directly."),
+        "check")),
+    "init_std": FieldSpec(1e-6, 1e3, "", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "init std σ"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel", "Std σ of every component of q and k: Var(q·k) = d_k·σ⁴."),
+        "slider", low=0.01, high=10.0, log=True, enabled_when=("use_projection", False))),
+    "use_projection": FieldSpec(gui=Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "use projections W_Q, W_K"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "Draw x ~ N(0, I_d_model) and q = x·W_Q, k = x·W_K with "
+            "W ~ N(0, s²): Var(q_j) = d_model·s², Var(q·k) = d_k·(d_model·s²)²."),
+        "check")),
+    "projection_std": FieldSpec(1e-6, 1e3, "", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "projection std s"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "Projection init std s: Var(q_j) = d_model·s² "
+            "(s = 1/√d_model keeps unit variance)."),
+        "slider", low=0.001, high=10.0, log=True, decimals=4,
+        enabled_when=("use_projection", True))),
+    "rule": FieldSpec(gui=Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "scaling rule"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, "
+            "QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap)."),
+        "combo", choices={
+            ScalingRule.NONE: QT_TRANSLATE_NOOP("ParameterPanel", "none (c = 1)"),
+            ScalingRule.SQRT: "1/√d_k",  # math: the same in every language
+            ScalingRule.LINEAR: "1/d_k",
+            ScalingRule.TEMPERATURE: QT_TRANSLATE_NOOP("ParameterPanel", "temperature 1/T"),
+            ScalingRule.QK_NORM: QT_TRANSLATE_NOOP("ParameterPanel", "QK-norm"),
+            ScalingRule.SOFTCAP: QT_TRANSLATE_NOOP("ParameterPanel", "soft-cap"),
+        })),
+    "temperature": FieldSpec(1e-6, 1e6, "", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "temperature T"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "logits = q·k / T; T = √d_k reproduces 1/√d_k, "
+            "Var(logit) = d_k·σ⁴ / T²."),
+        "slider", low=0.01, high=1000.0, log=True,
+        visible_when=("rule", ScalingRule.TEMPERATURE))),
+    # None means √d_k: the panel shows a "default" check box above the slider.
+    "gain": FieldSpec(1e-6, 1e6, "", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "gain g"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel", "QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k."),
+        "slider", low=0.01, high=1000.0, log=True,
+        default_text=QT_TRANSLATE_NOOP("ParameterPanel", "default g = √d_k"),
+        default_tooltip=QT_TRANSLATE_NOOP(
+            "ParameterPanel", "Use the default QK-norm gain g = √d_k."),
+        visible_when=("rule", ScalingRule.QK_NORM))),
+    "cap": FieldSpec(1e-6, 1e6, "", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "cap"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel", "Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap."),
+        "slider", low=0.1, high=1000.0, log=True, decimals=2,
+        visible_when=("rule", ScalingRule.SOFTCAP))),
+    "rho": FieldSpec(-1.0, 1.0, "", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "q–k correlation ρ"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "q–k correlation: k = ρ·q + √(1−ρ²)·ξ, so E[q·k] = ρ·d_k·σ² "
+            "(grows like d_k: the case for 1/d_k)."),
+        "slider")),
+    "mask": FieldSpec(gui=Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "mask"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel", "causal: query i attends only to keys j ≤ i (masked logits = −∞)."),
+        "combo", choices={
+            MaskKind.NONE: QT_TRANSLATE_NOOP("ParameterPanel", "none"),
+            MaskKind.CAUSAL: QT_TRANSLATE_NOOP("ParameterPanel", "causal"),
+        })),
+    # The range [0, n_tokens - 1] depends on n_tokens: checked in __post_init__, followed by
+    # the panel.
+    "query_row": FieldSpec(0, 8191, "", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "query row"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "Row i of the attention matrix shown in the softmax view "
+            "(with a causal mask it sees i + 1 keys)."),
+        "slider")),
+    "seed": FieldSpec(0, 2**32 - 1, "", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "seed"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel", "Seed of every random draw (same seed, same numbers)."),
+        high=2**31 - 1)),  # QSpinBox holds a C int
+    "samples": FieldSpec(1, 10_000_000, "query rows", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "samples"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "Independent query rows used for the statistics "
+            "(standard errors shrink like 1/√samples)."),
+        high=100_000, step=500)),
+}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class AttentionConfig(_JsonConfig):
+class AttentionConfig(JsonConfig):
     """One attention experiment: random q, k (optionally through projections), one rule.
 
     Parameters
@@ -218,6 +246,7 @@ class AttentionConfig(_JsonConfig):
     """
 
     kind: ClassVar[str] = "attention"
+    FIELDS: ClassVar[dict[str, FieldSpec]] = ATTENTION_FIELDS
 
     n_tokens: int = 64
     d_k: int = 64
@@ -238,24 +267,14 @@ class AttentionConfig(_JsonConfig):
     samples: int = 2000
 
     def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        for name in ("n_tokens", "d_k", "heads", "d_model", "seed", "samples"):
-            set_(self, name, _check_int(name, getattr(self, name)))
-        for name in ("init_std", "projection_std", "temperature", "cap", "rho"):
-            set_(self, name, _check_float(name, getattr(self, name)))
-        if self.gain is not None:
-            set_(self, "gain", _check_float("gain", self.gain))
-        for name in ("link_heads", "use_projection"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        set_(self, "rule", _check_enum("rule", ScalingRule, self.rule))
-        set_(self, "mask", _check_enum("mask", MaskKind, self.mask))
+        # query_row's range follows n_tokens: checked below, with its own message.
+        validate_fields(self, skip=lambda name: name == "query_row")
         if self.d_model % self.heads:
             raise ValueError(
                 f"d_model ({self.d_model}) must be divisible by heads ({self.heads})"
             )
         if self.link_heads:
-            set_(self, "d_k", self.d_model // self.heads)
+            object.__setattr__(self, "d_k", self.d_model // self.heads)
         if isinstance(self.query_row, bool) or not isinstance(self.query_row, int):
             raise ValueError(f"query_row must be an integer, got {self.query_row!r}")
         if not 0 <= self.query_row < self.n_tokens:
@@ -274,127 +293,3 @@ class AttentionConfig(_JsonConfig):
     def replace(self, **changes: Any) -> AttentionConfig:
         """Return a validated copy with ``changes`` applied."""
         return dataclasses.replace(self, **changes)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class SweepConfig(_JsonConfig):
-    """A sweep of one parameter over values, for several scaling rules.
-
-    Parameters
-    ----------
-    param
-        The swept quantity: ``d_k``, ``s`` (std of the unscaled logits), ``rho`` or ``n``.
-    values
-        The values of ``param``; integers for ``d_k`` and ``n``.
-    rules
-        The scaling rules evaluated at every value.
-    n_tokens, d_k, rho, logit_std
-        The fixed values of the quantities not swept (``logit_std`` is used for ``s``: it is
-        the std of the unscaled logits when ``param`` is not ``s``, ``None`` meaning the value
-        implied by unit-variance q and k, i.e. √d_k).
-    samples
-        Number of query rows per point.
-    seed
-        Seed of the whole sweep; every point derives its own stream from it.
-    temperature, gain, cap
-        Rule parameters, as in :class:`AttentionConfig`. ``temperature=None`` means √d_k.
-    memory_budget_bytes
-        Largest working set one chunk may allocate.
-    """
-
-    kind: ClassVar[str] = "sweep"
-
-    param: SweepParam = SweepParam.D_K
-    values: tuple[float, ...] = tuple(2.0**i for i in range(13))
-    rules: tuple[ScalingRule, ...] = (ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR)
-    n_tokens: int = 64
-    d_k: int = 64
-    rho: float = 0.0
-    logit_std: float | None = None
-    samples: int = 20_000
-    seed: int = 0
-    temperature: float | None = None
-    gain: float | None = None
-    cap: float = 50.0
-    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
-
-    def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        set_(self, "param", _check_enum("param", SweepParam, self.param))
-        for name in ("n_tokens", "d_k", "seed", "samples"):
-            set_(self, name, _check_int(name, getattr(self, name)))
-        for name in ("rho", "cap"):
-            set_(self, name, _check_float(name, getattr(self, name)))
-        for name in ("temperature", "gain"):
-            if getattr(self, name) is not None:
-                set_(self, name, _check_float(name, getattr(self, name)))
-        if self.logit_std is not None:
-            set_(self, "logit_std", _check_float("logit_std", self.logit_std))
-        rules = tuple(self.rules) if not isinstance(self.rules, str) else (self.rules,)
-        if not rules:
-            raise ValueError("rules must name at least one scaling rule")
-        set_(self, "rules", tuple(_check_enum("rules", ScalingRule, r) for r in rules))
-        values = tuple(self.values) if not isinstance(self.values, int | float) else (self.values,)
-        if not values:
-            raise ValueError("values must hold at least one value")
-        checked: list[float] = []
-        for value in values:
-            if self.param in (SweepParam.D_K, SweepParam.N):
-                name = "d_k" if self.param is SweepParam.D_K else "n_tokens"
-                checked.append(_check_int(name, value))
-            elif self.param is SweepParam.RHO:
-                checked.append(_check_float("rho", value))
-            else:
-                if isinstance(value, bool) or not isinstance(value, int | float):
-                    raise ValueError(f"values for s must be numbers, got {value!r}")
-                if not (math.isfinite(value) and 0 <= value <= 1e6):
-                    raise ValueError(f"values for s must be in [0, 1e6], got {value}")
-                checked.append(float(value))
-        set_(self, "values", tuple(checked))
-        if isinstance(self.memory_budget_bytes, bool) or not isinstance(
-            self.memory_budget_bytes, int
-        ) or self.memory_budget_bytes < 1:
-            raise ValueError(
-                f"memory_budget_bytes must be a positive integer, got {self.memory_budget_bytes!r}"
-            )
-
-    def replace(self, **changes: Any) -> SweepConfig:
-        """Return a validated copy with ``changes`` applied."""
-        return dataclasses.replace(self, **changes)
-
-
-_CONFIG_KINDS: dict[str, type[_JsonConfig]] = {
-    AttentionConfig.kind: AttentionConfig,
-    SweepConfig.kind: SweepConfig,
-}
-
-
-def register_config_kind(cls: type[_JsonConfig]) -> type[_JsonConfig]:
-    """Make :func:`config_from_dict` know another config class (used by the trainer)."""
-    _CONFIG_KINDS[cls.kind] = cls
-    return cls
-
-
-def config_from_dict(data: Any) -> _JsonConfig:
-    """Build whichever config ``data["kind"]`` names."""
-    if not isinstance(data, dict) or "kind" not in data:
-        raise ValueError("config data must be an object with a 'kind' field")
-    if data["kind"] == "train" and "train" not in _CONFIG_KINDS:
-        # The trainer's config registers itself on import; import it on first need so that
-        # loading a saved training session works without importing the trainer beforehand.
-        import engine.config.train  # noqa: F401
-    cls = _CONFIG_KINDS.get(data["kind"])
-    if cls is None:
-        raise ValueError(
-            f"unknown config kind {data['kind']!r}; expected one of {', '.join(_CONFIG_KINDS)}"
-        )
-    return cls.from_dict(data)
-
-
-def config_from_json(text: str) -> _JsonConfig:
-    """Parse JSON written by any config's ``to_json``."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON: {exc}") from None
-    return config_from_dict(data)

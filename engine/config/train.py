@@ -2,9 +2,9 @@
 
 ``TrainConfig`` describes one side-by-side training run of the tiny attention model
 (:mod:`engine.training.model`) on a synthetic task (:mod:`engine.training.tasks`) for several
-scaling rules at once. It round-trips through dictionaries and JSON (``kind = "train"``) and is
-registered with
-:func:`engine.config.config_from_dict`.
+scaling rules at once. It round-trips through dictionaries and JSON (``kind = "train"``).
+:data:`TRAIN_FIELDS`, next to it, declares each field once: range, Train-panel row and
+``train``/``lr-sweep`` option.
 """
 
 from __future__ import annotations
@@ -14,32 +14,19 @@ import math
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from engine.config.attention import (
-    ScalingRule,
-    _check_enum,
-    _check_float,
-    _check_int,
-    _JsonConfig,
-    register_config_kind,
+from engine.config.attention import ATTENTION_FIELDS, ScalingRule
+from engine.config.base import (
+    QT_TRANSLATE_NOOP,
+    Cli,
+    FieldSpec,
+    Gui,
+    JsonConfig,
+    check_enum,
+    validate_fields,
 )
+from engine.config.sweep import RULES_HELP
 
-__all__ = ["TRAIN_LIMITS", "DType", "OptimizerKind", "TaskKind", "TrainConfig"]
-
-#: Inclusive (low, high) limits of the fields that only the trainer has (the shared ones,
-#: d_k, heads, d_model, seed, temperature, gain, cap, live in :data:`engine.config.LIMITS`).
-TRAIN_LIMITS: dict[str, tuple[float, float]] = {
-    "n": (2, 1024),
-    "vocab": (2, 4096),
-    "offset": (1, 1023),
-    "batch": (1, 65_536),
-    "steps": (1, 10_000_000),
-    "lr": (1e-8, 100.0),
-    "init_std": (1e-6, 1e3),
-    "clip_norm": (1e-8, 1e8),
-    "eval_size": (1, 100_000),
-    "snapshot_every": (1, 1_000_000),
-    "divergence_factor": (1.0, 1e6),
-}
+__all__ = ["TRAIN_FIELDS", "DType", "OptimizerKind", "TaskKind", "TrainConfig"]
 
 
 class TaskKind(StrEnum):
@@ -67,33 +54,131 @@ class DType(StrEnum):
     """Exact enough for finite-difference gradient checks."""
 
 
-def _check_train_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise ValueError(f"{name} must be an integer, got {value!r}")
-    low, high = TRAIN_LIMITS[name]
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be in [{int(low)}, {int(high)}], got {value}")
-    return value
+def _shared(name: str, gui: Gui | None = None, cli: Cli | None = None) -> FieldSpec:
+    """The explorer's range of ``name`` (declared once there), with this panel's row."""
+    return ATTENTION_FIELDS[name].but(gui=gui, cli=cli)
 
 
-def _check_train_float(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    low, high = TRAIN_LIMITS[name]
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be in [{low:g}, {high:g}], got {value:g}")
-    return value
+#: Every field of :class:`TrainConfig`, in the Train panel's row order (``group``: its box).
+#: ``Gui.high`` narrows a row where larger models only take minutes per run or fail the memory
+#: budget (a d_k 512 step already takes seconds here); the CLI takes the engine's full range.
+#: ``Cli.after`` keeps the established order of the options in ``--help``.
+TRAIN_FIELDS: dict[str, FieldSpec] = {
+    "task": FieldSpec(gui=Gui(
+        QT_TRANSLATE_NOOP("TrainPanel", "Task"),
+        QT_TRANSLATE_NOOP(
+            "TrainPanel",
+            "Retrieval: n key/value pairs and a query key; answer the paired value (needs "
+            "a sharp attention on one of n keys). Copy back: output the token k places back "
+            "(causal mask).",
+        ),
+        "combo", group="model", choices={
+            TaskKind.RETRIEVAL: QT_TRANSLATE_NOOP("TrainPanel", "retrieval (key → value lookup)"),
+            TaskKind.COPY_BACK: QT_TRANSLATE_NOOP("TrainPanel", "copy back (token k places back)"),
+        }), cli=Cli(("--task",), "synthetic task")),
+    "rules": FieldSpec(
+        gui=Gui(QT_TRANSLATE_NOOP("TrainPanel", "Rules"), widget="custom", group="model"),
+        cli=Cli(("--rules",), RULES_HELP)),
+    "d_k": _shared("d_k", Gui(
+        "d_k", QT_TRANSLATE_NOOP("TrainPanel", "Head dimension d_k (width of q and k)."),
+        high=1024, group="model"), Cli(("--d-k",))),
+    "d_model": _shared("d_model", Gui(
+        "d_model", QT_TRANSLATE_NOOP("TrainPanel", "Model width d_model; 'auto' uses d_k × heads."),
+        high=1024, group="model",
+        default_text=QT_TRANSLATE_NOOP("TrainPanel", "auto (d_k × heads)")),
+        Cli(("--d-model",), "model width (default d_k × heads)")),
+    "heads": _shared("heads", Gui(
+        QT_TRANSLATE_NOOP("TrainPanel", "Heads"),
+        QT_TRANSLATE_NOOP("TrainPanel", "Number of attention heads."),
+        high=16, group="model"), Cli(("--heads",))),
+    "n": FieldSpec(2, 1024, "tokens", Gui(
+        "n", QT_TRANSLATE_NOOP(
+            "TrainPanel", "Retrieval: number of key/value pairs; copy back: sequence length."),
+        high=256, group="model"), Cli(("--n",), "sequence length")),
+    "vocab": FieldSpec(2, 4096, "symbols", Gui(
+        QT_TRANSLATE_NOOP("TrainPanel", "Vocabulary"),
+        QT_TRANSLATE_NOOP(
+            "TrainPanel",
+            "Distinct symbols; chance loss is ln(vocab). Retrieval needs vocab ≥ n.",
+        ),
+        high=1024, group="model"),
+        Cli(("--vocab",), "number of distinct symbols", after="optimizer")),
+    "offset": FieldSpec(1, 1023, "tokens", Gui(
+        QT_TRANSLATE_NOOP("TrainPanel", "Copy offset k"),
+        QT_TRANSLATE_NOOP("TrainPanel", "Copy back: distance k to the copied token (k < n)."),
+        high=255, group="model", enabled_when=("task", TaskKind.COPY_BACK)),
+        Cli(("--offset",), "copy_back distance (target is the token this far back)",
+            after="vocab")),
+    "optimizer": FieldSpec(gui=Gui(
+        QT_TRANSLATE_NOOP("TrainPanel", "Optimiser"),
+        QT_TRANSLATE_NOOP("TrainPanel", "Adam (β = 0.9, 0.999) or plain SGD."),
+        "combo", group="training",
+        choices={OptimizerKind.ADAM: "Adam", OptimizerKind.SGD: "SGD"}),
+        cli=Cli(("--optimizer",), choices=True, after="steps")),
+    "lr": FieldSpec(1e-8, 100.0, "", Gui(
+        QT_TRANSLATE_NOOP("TrainPanel", "Learning rate"),
+        QT_TRANSLATE_NOOP(
+            "TrainPanel", "Learning rate of the training run (arrows step 1, 2, 3, 5 × 10^k)."),
+        "log_spin", group="training"), Cli(("--lr",), commands=("train",))),
+    "batch": FieldSpec(1, 65_536, "examples", Gui(
+        QT_TRANSLATE_NOOP("TrainPanel", "Batch"),
+        QT_TRANSLATE_NOOP("TrainPanel", "Training examples per step."),
+        high=1024, group="training"), Cli(("--batch",))),
+    "steps": FieldSpec(1, 10_000_000, "steps", Gui(
+        QT_TRANSLATE_NOOP("TrainPanel", "Steps"),
+        QT_TRANSLATE_NOOP("TrainPanel", "Optimiser steps per run."),
+        high=100_000, group="training"), Cli(("--steps",))),
+    "seed": _shared("seed", Gui(
+        QT_TRANSLATE_NOOP("TrainPanel", "Seed"),
+        QT_TRANSLATE_NOOP(
+            "TrainPanel", "Seed of the initial weights, the batches and the held-out set."),
+        high=1_000_000, group="training"), Cli(("--seed",), commands=("train",))),
+    "init_std": _shared("init_std", Gui(
+        QT_TRANSLATE_NOOP("TrainPanel", "Init std"),
+        QT_TRANSLATE_NOOP(
+            "TrainPanel",
+            "Standard deviation of the W_Q, W_K, W_V entries at init. Auto: 1/√d_model, "
+            "so q and k components have unit variance and unscaled logits variance d_k.",
+        ),
+        "log_spin", group="training",
+        default_text=QT_TRANSLATE_NOOP("TrainPanel", "auto (1/√d_model)"), first=0.1),
+        Cli(("--init-std",), "weight init std (default 1/√d_model: unscaled logit variance "
+            "d_k at init)")),
+    "clip_norm": FieldSpec(1e-8, 1e8, "", Gui(
+        QT_TRANSLATE_NOOP("TrainPanel", "Clip norm"),
+        QT_TRANSLATE_NOOP(
+            "TrainPanel",
+            "Clip the global gradient norm to this value before each optimiser step "
+            "(off: no clipping).",
+        ),
+        "log_spin", group="training", default_text=QT_TRANSLATE_NOOP("TrainPanel", "off"),
+        first=1.0), Cli(("--clip-norm",), "clip the global gradient norm (default: off)")),
+    "eval_size": FieldSpec(1, 100_000, "examples", Gui(
+        QT_TRANSLATE_NOOP("TrainPanel", "Held-out size"),
+        QT_TRANSLATE_NOOP(
+            "TrainPanel",
+            "Examples in the fixed held-out set (drawn from the seed); example 0 is the "
+            "probe whose attention is shown.",
+        ),
+        group="training"), Cli(("--eval-size",), "held-out examples")),
+    "temperature": _shared("temperature"),
+    "gain": _shared("gain"),
+    "cap": _shared("cap"),
+    "dtype": FieldSpec(),
+    "snapshot_every": FieldSpec(1, 1_000_000, "steps"),
+    "divergence_factor": FieldSpec(1.0, 1e6, "× initial loss", Gui(
+        QT_TRANSLATE_NOOP("TrainPanel", "Divergence factor"),
+        QT_TRANSLATE_NOOP(
+            "TrainPanel",
+            "A run is marked diverged when its training loss exceeds this multiple of its "
+            "initial held-out loss (or the loss, gradients or weights become non-finite).",
+        ),
+        "log_spin", high=1000.0, group="training")),
+}
 
 
-@register_config_kind
 @dataclasses.dataclass(frozen=True, slots=True)
-class TrainConfig(_JsonConfig):
+class TrainConfig(JsonConfig):
     """Train the tiny attention model for several scaling rules side by side.
 
     Every rule starts from the same initial weights and sees the same batches; only the rule
@@ -150,6 +235,7 @@ class TrainConfig(_JsonConfig):
     """
 
     kind: ClassVar[str] = "train"
+    FIELDS: ClassVar[dict[str, FieldSpec]] = TRAIN_FIELDS
 
     task: TaskKind = TaskKind.RETRIEVAL
     rules: tuple[ScalingRule, ...] = (ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR)
@@ -175,34 +261,16 @@ class TrainConfig(_JsonConfig):
     divergence_factor: float = 10.0
 
     def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        set_(self, "task", _check_enum("task", TaskKind, self.task))
-        set_(self, "optimizer", _check_enum("optimizer", OptimizerKind, self.optimizer))
-        set_(self, "dtype", _check_enum("dtype", DType, self.dtype))
         rules = (self.rules,) if isinstance(self.rules, str) else tuple(self.rules)
         if not rules:
             raise ValueError("rules must name at least one scaling rule")
-        rules = tuple(_check_enum("rules", ScalingRule, r) for r in rules)
+        rules = tuple(check_enum("rules", ScalingRule, r) for r in rules)
         if len(set(rules)) != len(rules):
             raise ValueError(f"rules must not repeat a rule, got {[r.value for r in rules]}")
-        set_(self, "rules", rules)
-        for name in ("d_k", "heads", "seed"):
-            set_(self, name, _check_int(name, getattr(self, name)))
+        object.__setattr__(self, "rules", rules)
         # d_model stays None when derived, so that replace(d_k=...) keeps deriving it.
-        if self.d_model is not None:
-            set_(self, "d_model", _check_int("d_model", self.d_model))
-        _check_int("d_model", self.model_width)
-        for name in ("n", "vocab", "offset", "batch", "steps", "eval_size", "snapshot_every"):
-            set_(self, name, _check_train_int(name, getattr(self, name)))
-        for name in ("lr", "divergence_factor"):
-            set_(self, name, _check_train_float(name, getattr(self, name)))
-        for name in ("clip_norm", "init_std"):
-            if getattr(self, name) is not None:
-                set_(self, name, _check_train_float(name, getattr(self, name)))
-        for name in ("temperature", "gain"):
-            if getattr(self, name) is not None:
-                set_(self, name, _check_float(name, getattr(self, name)))
-        set_(self, "cap", _check_float("cap", self.cap))
+        validate_fields(self)
+        self.bound()["d_model"].check(self.model_width)
         if self.task is TaskKind.RETRIEVAL and self.vocab < self.n:
             raise ValueError(
                 f"vocab ({self.vocab}) must be >= n ({self.n}) for the retrieval task: the n "

@@ -28,7 +28,7 @@ from typing import IO
 import numpy as np
 
 from engine.config import ScalingRule
-from engine.config.train import TRAIN_LIMITS, TrainConfig
+from engine.config.train import TRAIN_FIELDS, TrainConfig
 from engine.training.trainer import TrainingSession, blas_threads, wait_for_gate
 
 __all__ = [
@@ -134,7 +134,7 @@ def _check_lrs(lrs: Sequence[float]) -> tuple[float, ...]:
     if isinstance(lrs, int | float):
         lrs = (lrs,)
     out = []
-    low, high = TRAIN_LIMITS["lr"]
+    low, high = TRAIN_FIELDS["lr"].low, TRAIN_FIELDS["lr"].high
     for lr in lrs:
         if isinstance(lr, bool) or not isinstance(lr, int | float) or not math.isfinite(lr):
             raise ValueError(f"learning rates must be finite numbers, got {lr!r}")

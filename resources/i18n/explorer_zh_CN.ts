@@ -560,215 +560,213 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ParameterPanel</name>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="175"/>
+        <location filename="../../engine/config/attention.py" line="140"/>
         <source>none (c = 1)</source>
-        <extracomment>GUI ranges: the engine&apos;s LIMITS, narrowed where a larger value only makes a request fail the memory budget or take minutes (the CLI still accepts the full range).</extracomment>
         <translation>不缩放（c = 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="178"/>
+        <location filename="../../engine/config/attention.py" line="143"/>
         <source>temperature 1/T</source>
         <translation>温度 1/T</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="179"/>
+        <location filename="../../engine/config/attention.py" line="144"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="180"/>
+        <location filename="../../engine/config/attention.py" line="145"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="183"/>
+        <location filename="../../engine/config/attention.py" line="183"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="184"/>
+        <location filename="../../engine/config/attention.py" line="184"/>
         <source>causal</source>
         <translation>因果</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="188"/>
+        <location filename="../../engine/config/attention.py" line="83"/>
         <source>tokens n</source>
-        <extracomment>Form row labels by control name (check boxes carry their text themselves).</extracomment>
+        <extracomment>Largest attention-matrix footprint a single request may allocate unless told otherwise. Every field of :class:`AttentionConfig`, in the parameter panel&apos;s row order. The ranges are the engine&apos;s; ``Gui.low/high`` narrow a row where a larger value only makes a request fail the memory budget or take minutes (the CLI and saved sessions still get the full range).</extracomment>
         <translation>词元数 n</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="189"/>
+        <location filename="../../engine/config/attention.py" line="90"/>
         <source>head dim d_k</source>
         <translation>头维度 d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="190"/>
+        <location filename="../../engine/config/attention.py" line="97"/>
         <source>heads h</source>
         <translation>头数 h</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="192"/>
+        <location filename="../../engine/config/attention.py" line="114"/>
         <source>init std σ</source>
         <translation>初始化标准差 σ</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="193"/>
+        <location filename="../../engine/config/attention.py" line="126"/>
         <source>projection std s</source>
         <translation>投影标准差 s</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="194"/>
+        <location filename="../../engine/config/attention.py" line="134"/>
         <source>scaling rule</source>
         <translation>缩放规则</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="195"/>
+        <location filename="../../engine/config/attention.py" line="148"/>
         <source>temperature T</source>
         <translation>温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="196"/>
+        <location filename="../../engine/config/attention.py" line="157"/>
         <source>gain g</source>
         <translation>增益 g</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="197"/>
+        <location filename="../../engine/config/attention.py" line="166"/>
         <source>cap</source>
         <translation>截断值 cap</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="198"/>
+        <location filename="../../engine/config/attention.py" line="172"/>
         <source>q–k correlation ρ</source>
         <translation>q–k 相关系数 ρ</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="199"/>
+        <location filename="../../engine/config/attention.py" line="179"/>
         <source>mask</source>
         <translation>掩码</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="200"/>
+        <location filename="../../engine/config/attention.py" line="189"/>
         <source>query row</source>
         <translation>查询行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="201"/>
+        <location filename="../../engine/config/attention.py" line="196"/>
         <source>seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="202"/>
+        <location filename="../../engine/config/attention.py" line="201"/>
         <source>samples</source>
         <translation>样本数</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="205"/>
+        <location filename="../../engine/config/attention.py" line="109"/>
         <source>link d_k = d_model / h</source>
         <translation>关联 d_k = d_model / h</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="206"/>
+        <location filename="../../engine/config/attention.py" line="119"/>
         <source>use projections W_Q, W_K</source>
         <translation>使用投影 W_Q、W_K</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="207"/>
+        <location filename="../../engine/config/attention.py" line="161"/>
         <source>default g = √d_k</source>
         <translation>默认 g = √d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="211"/>
+        <location filename="../../engine/config/attention.py" line="84"/>
         <source>Number of tokens n (keys per softmax row). Uniform attention has entropy ln n; the largest of n Gaussian logits of std s is ≈ s·√(2 ln n).</source>
-        <extracomment>Tooltips by control name: the formula each parameter enters.</extracomment>
         <translation>词元数 n（每个 softmax 行中键的个数）。均匀注意力的熵为 ln n；n 个标准差为 s 的高斯 logit 中的最大值 ≈ s·√(2 ln n)。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="215"/>
+        <location filename="../../engine/config/attention.py" line="91"/>
         <source>Head dimension d_k. Raw scores: Var(q·k) = d_k·σ⁴ for iid q, k; 1/√d_k scaling gives Var = σ⁴, 1/d_k gives σ⁴/d_k.</source>
         <translation>头维度 d_k。原始分数：对独立同分布的 q、k，Var(q·k) = d_k·σ⁴；1/√d_k 缩放得到 Var = σ⁴，1/d_k 得到 σ⁴/d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="219"/>
+        <location filename="../../engine/config/attention.py" line="98"/>
         <source>Number of heads h; d_model must be divisible by h. With the link, d_k = d_model / h.</source>
         <translation>头数 h；d_model 必须能被 h 整除。启用关联时，d_k = d_model / h。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="223"/>
+        <location filename="../../engine/config/attention.py" line="104"/>
         <source>Model width d_model (divisible by h). With projections Var(q_j) = d_model·s².</source>
         <translation>模型宽度 d_model（可被 h 整除）。使用投影时 Var(q_j) = d_model·s²。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="227"/>
+        <location filename="../../engine/config/attention.py" line="110"/>
         <source>Derive d_k = d_model / h instead of setting d_k directly.</source>
         <translation>由 d_k = d_model / h 推出 d_k，而不是直接设置 d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="229"/>
+        <location filename="../../engine/config/attention.py" line="115"/>
         <source>Std σ of every component of q and k: Var(q·k) = d_k·σ⁴.</source>
         <translation>q 和 k 每个分量的标准差 σ：Var(q·k) = d_k·σ⁴。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="231"/>
+        <location filename="../../engine/config/attention.py" line="120"/>
         <source>Draw x ~ N(0, I_d_model) and q = x·W_Q, k = x·W_K with W ~ N(0, s²): Var(q_j) = d_model·s², Var(q·k) = d_k·(d_model·s²)².</source>
         <translation>抽取 x ~ N(0, I_d_model)，令 q = x·W_Q、k = x·W_K，其中 W ~ N(0, s²)：Var(q_j) = d_model·s²，Var(q·k) = d_k·(d_model·s²)²。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="235"/>
+        <location filename="../../engine/config/attention.py" line="127"/>
         <source>Projection init std s: Var(q_j) = d_model·s² (s = 1/√d_model keeps unit variance).</source>
         <translation>投影初始化标准差 s：Var(q_j) = d_model·s²（s = 1/√d_model 时保持单位方差）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="239"/>
+        <location filename="../../engine/config/attention.py" line="135"/>
         <source>How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap).</source>
         <translation>原始分数如何变为 logit：不缩放（c = 1）、1/√d_k、1/d_k、1/T、QK 归一化 g·(q/‖q‖)·(k/‖k‖)、软截断 cap·tanh((q·k/√d_k)/cap)。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="243"/>
+        <location filename="../../engine/config/attention.py" line="149"/>
         <source>logits = q·k / T; T = √d_k reproduces 1/√d_k, Var(logit) = d_k·σ⁴ / T².</source>
         <translation>logit = q·k / T；T = √d_k 时等同于 1/√d_k，Var(logit) = d_k·σ⁴ / T²。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="247"/>
+        <location filename="../../engine/config/attention.py" line="162"/>
         <source>Use the default QK-norm gain g = √d_k.</source>
         <translation>使用默认的 QK 归一化增益 g = √d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="249"/>
+        <location filename="../../engine/config/attention.py" line="158"/>
         <source>QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k.</source>
         <translation>QK 归一化：logit = g·cos(q, k) ∈ [−g, g]；Var ≈ g²/d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="251"/>
+        <location filename="../../engine/config/attention.py" line="167"/>
         <source>Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap.</source>
         <translation>软截断：logit = cap·tanh((q·k/√d_k)/cap)，以 ±cap 为界。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="253"/>
+        <location filename="../../engine/config/attention.py" line="173"/>
         <source>q–k correlation: k = ρ·q + √(1−ρ²)·ξ, so E[q·k] = ρ·d_k·σ² (grows like d_k: the case for 1/d_k).</source>
         <translation>q–k 相关性：k = ρ·q + √(1−ρ²)·ξ，因此 E[q·k] = ρ·d_k·σ²（随 d_k 线性增长：此时应使用 1/d_k）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="257"/>
+        <location filename="../../engine/config/attention.py" line="180"/>
         <source>causal: query i attends only to keys j ≤ i (masked logits = −∞).</source>
         <translation>因果：查询 i 只关注 j ≤ i 的键（被掩码的 logit = −∞）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="259"/>
+        <location filename="../../engine/config/attention.py" line="190"/>
         <source>Row i of the attention matrix shown in the softmax view (with a causal mask it sees i + 1 keys).</source>
         <translation>在 softmax 视图中显示的注意力矩阵第 i 行（使用因果掩码时它能看到 i + 1 个键）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="263"/>
+        <location filename="../../engine/config/attention.py" line="197"/>
         <source>Seed of every random draw (same seed, same numbers).</source>
         <translation>所有随机抽样的种子（种子相同，数值相同）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="265"/>
+        <location filename="../../engine/config/attention.py" line="202"/>
         <source>Independent query rows used for the statistics (standard errors shrink like 1/√samples).</source>
         <translation>用于统计的独立查询行数（标准误按 1/√样本数 缩小）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="473"/>
+        <location filename="../../gui/explorer/panel.py" line="124"/>
         <source>Not applied: {0}</source>
         <translation>未应用：{0}</translation>
     </message>
@@ -1108,353 +1106,364 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TrainPanel</name>
     <message>
-        <location filename="../../gui/train/panel.py" line="168"/>
+        <location filename="../../gui/train/panel.py" line="53"/>
         <source>the learning-rate list is empty</source>
-        <extracomment>Rules offered for training (temperature T = √d_k would duplicate 1/√d_k). Mantissas of the learning-rate spin box&apos;s steps (1, 2, 3, 5 per decade).</extracomment>
+        <extracomment>Rules offered for training (temperature T = √d_k would duplicate 1/√d_k).</extracomment>
         <translation>学习率列表为空</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="176"/>
+        <location filename="../../gui/train/panel.py" line="61"/>
         <source>learning rates: {0!r} is not a number</source>
         <translation>学习率：{0!r} 不是数字</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="180"/>
+        <location filename="../../gui/train/panel.py" line="65"/>
         <source>learning rates must be in [{0:g}, {1:g}], got {2}</source>
         <translation>学习率必须在 [{0:g}, {1:g}] 范围内，实际为 {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="186"/>
+        <location filename="../../gui/train/panel.py" line="71"/>
         <source>learning rates must not repeat a value</source>
         <translation>学习率不能有重复值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="355"/>
+        <location filename="../../engine/config/train.py" line="76"/>
         <source>retrieval (key → value lookup)</source>
         <translation>检索（键 → 值查找）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="356"/>
+        <location filename="../../engine/config/train.py" line="77"/>
         <source>copy back (token k places back)</source>
         <translation>回溯复制（向前第 k 个词元）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="358"/>
+        <location filename="../../engine/config/train.py" line="69"/>
         <source>Retrieval: n key/value pairs and a query key; answer the paired value (needs a sharp attention on one of n keys). Copy back: output the token k places back (causal mask).</source>
         <translation>检索：n 个键/值对和一个查询键；输出与之配对的值（需要在 n 个键中的一个上形成尖锐的注意力）。回溯复制：输出向前第 k 个位置的词元（因果掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="366"/>
+        <location filename="../../gui/train/panel.py" line="189"/>
         <source>No scaling: logits q·k with variance ≈ d_k at init.</source>
         <translation>不缩放：logit 为 q·k，初始化时方差 ≈ d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="369"/>
+        <location filename="../../gui/train/panel.py" line="192"/>
         <source>Divide the logits by √d_k (the Transformer rule).</source>
         <translation>将 logit 除以 √d_k（Transformer 的规则）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="372"/>
+        <location filename="../../gui/train/panel.py" line="195"/>
         <source>Divide the logits by d_k (μP).</source>
         <translation>将 logit 除以 d_k（μP）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="373"/>
+        <location filename="../../gui/train/panel.py" line="196"/>
         <source>Normalise q and k to unit length, times a gain (default √d_k).</source>
         <translation>将 q 和 k 归一化为单位长度，再乘以增益（默认 √d_k）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="376"/>
+        <location filename="../../gui/train/panel.py" line="199"/>
         <source>1/√d_k, then cap·tanh(s/cap) with cap = 50.</source>
         <translation>先乘 1/√d_k，再取 cap·tanh(s/cap)，cap = 50。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="383"/>
+        <location filename="../../engine/config/train.py" line="83"/>
         <source>Head dimension d_k (width of q and k).</source>
         <translation>头维度 d_k（q 和 k 的宽度）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="385"/>
+        <location filename="../../engine/config/train.py" line="86"/>
         <source>Model width d_model; &apos;auto&apos; uses d_k × heads.</source>
         <translation>模型宽度 d_model；“自动”取 d_k × 头数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="387"/>
+        <location filename="../../engine/config/train.py" line="88"/>
         <source>auto (d_k × heads)</source>
         <translation>自动（d_k × 头数）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="388"/>
+        <location filename="../../engine/config/train.py" line="92"/>
         <source>Number of attention heads.</source>
         <translation>注意力头数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="390"/>
+        <location filename="../../engine/config/train.py" line="95"/>
         <source>Retrieval: number of key/value pairs; copy back: sequence length.</source>
         <translation>检索：键/值对的个数；回溯复制：序列长度。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="395"/>
+        <location filename="../../engine/config/train.py" line="100"/>
         <source>Distinct symbols; chance loss is ln(vocab). Retrieval needs vocab ≥ n.</source>
         <translation>不同符号的个数；随机水平损失为 ln(vocab)。检索任务要求 vocab ≥ n。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="401"/>
+        <location filename="../../engine/config/train.py" line="108"/>
         <source>Copy back: distance k to the copied token (k &lt; n).</source>
         <translation>回溯复制：到被复制词元的距离 k（k &lt; n）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="403"/>
+        <location filename="../../engine/config/train.py" line="125"/>
         <source>Training examples per step.</source>
         <translation>每步的训练样本数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="404"/>
+        <location filename="../../engine/config/train.py" line="129"/>
         <source>Optimiser steps per run.</source>
         <translation>每次运行的优化步数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="406"/>
+        <location filename="../../engine/config/train.py" line="170"/>
+        <source>Divergence factor</source>
+        <translation>发散倍数</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/train.py" line="171"/>
+        <source>A run is marked diverged when its training loss exceeds this multiple of its initial held-out loss (or the loss, gradients or weights become non-finite).</source>
+        <translation>当一次运行的训练损失超过其初始留出集损失的这一倍数（或损失、梯度或权重变为非有限值）时，将其标记为发散。</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/train.py" line="120"/>
         <source>Learning rate of the training run (arrows step 1, 2, 3, 5 × 10^k).</source>
         <translation>训练运行的学习率（箭头按 1、2、3、5 × 10^k 步进）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="410"/>
+        <location filename="../../engine/config/train.py" line="114"/>
         <source>Adam (β = 0.9, 0.999) or plain SGD.</source>
         <translation>Adam（β = 0.9, 0.999）或普通 SGD。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="412"/>
+        <location filename="../../engine/config/train.py" line="133"/>
         <source>Seed of the initial weights, the batches and the held-out set.</source>
         <translation>初始权重、批次和留出集的随机种子。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="416"/>
+        <location filename="../../engine/config/train.py" line="144"/>
         <source>auto (1/√d_model)</source>
         <translation>自动（1/√d_model）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="418"/>
+        <location filename="../../engine/config/train.py" line="138"/>
         <source>Standard deviation of the W_Q, W_K, W_V entries at init. Auto: 1/√d_model, so q and k components have unit variance and unscaled logits variance d_k.</source>
         <translation>初始化时 W_Q、W_K、W_V 权重的标准差。自动：1/√d_model，使 q 和 k 的分量方差为 1，不缩放的 logit 方差为 d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="424"/>
+        <location filename="../../engine/config/train.py" line="154"/>
         <source>off</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="426"/>
+        <location filename="../../engine/config/train.py" line="149"/>
         <source>Clip the global gradient norm to this value before each optimiser step (off: no clipping).</source>
         <translation>每个优化步之前把全局梯度范数截断到此值（关闭：不截断）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="433"/>
+        <location filename="../../engine/config/train.py" line="158"/>
         <source>Examples in the fixed held-out set (drawn from the seed); example 0 is the probe whose attention is shown.</source>
         <translation>固定留出集中的样本数（由随机种子决定）；样本 0 是显示其注意力的探针。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="440"/>
+        <location filename="../../gui/train/panel.py" line="207"/>
         <source>Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread).</source>
         <translation>学习率扫描：每个学习率使用种子 0…N−1（取均值和离散范围）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="446"/>
+        <location filename="../../gui/train/panel.py" line="213"/>
         <source>Learning-rate sweep: comma-separated learning rates.</source>
         <translation>学习率扫描：以逗号分隔的学习率。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="449"/>
+        <location filename="../../gui/train/panel.py" line="216"/>
         <source>Start</source>
         <translation>开始</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="450"/>
+        <location filename="../../gui/train/panel.py" line="217"/>
         <source>Train the checked rules side by side (Ctrl+T).</source>
         <translation>并排训练勾选的规则（Ctrl+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="451"/>
+        <location filename="../../gui/train/panel.py" line="218"/>
         <source>Run lr sweep</source>
         <translation>运行学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="452"/>
+        <location filename="../../gui/train/panel.py" line="219"/>
         <source>Train every rule at every listed learning rate and seed; plot the final held-out loss (Ctrl+L).</source>
         <translation>以列出的每个学习率和种子训练每种规则；绘制最终留出集损失（Ctrl+L）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="457"/>
+        <location filename="../../gui/train/panel.py" line="224"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="458"/>
+        <location filename="../../gui/train/panel.py" line="225"/>
         <source>Hold the run between two steps (Ctrl+P).</source>
         <translation>在两步之间暂停运行（Ctrl+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="459"/>
+        <location filename="../../gui/train/panel.py" line="226"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="460"/>
+        <location filename="../../gui/train/panel.py" line="227"/>
         <source>Continue a paused run (Ctrl+Shift+P).</source>
         <translation>继续已暂停的运行（Ctrl+Shift+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="461"/>
+        <location filename="../../gui/train/panel.py" line="228"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="462"/>
+        <location filename="../../gui/train/panel.py" line="229"/>
         <source>End the run now; the curves so far stay (Ctrl+Shift+T).</source>
         <translation>立即结束运行；已有曲线会保留（Ctrl+Shift+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="463"/>
+        <location filename="../../gui/train/panel.py" line="230"/>
         <source>Reset</source>
         <translation>重置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="464"/>
+        <location filename="../../gui/train/panel.py" line="231"/>
         <source>Stop and clear all curves and the sweep (Ctrl+Shift+X).</source>
         <translation>停止并清除所有曲线和扫描结果（Ctrl+Shift+X）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="494"/>
+        <location filename="../../engine/config/train.py" line="137"/>
         <source>Init std</source>
         <translation>初始标准差</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="495"/>
+        <location filename="../../engine/config/train.py" line="148"/>
         <source>Clip norm</source>
         <translation>梯度截断</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="496"/>
+        <location filename="../../engine/config/train.py" line="157"/>
         <source>Held-out size</source>
         <translation>留出集大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="625"/>
+        <location filename="../../gui/train/panel.py" line="333"/>
         <source>%p% — stopping</source>
         <translation>%p% — 正在停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="629"/>
+        <location filename="../../gui/train/panel.py" line="337"/>
         <source>idle</source>
         <translation>空闲</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="472"/>
+        <location filename="../../gui/train/panel.py" line="239"/>
         <source>Progress of the run or sweep, with the estimated time left (pauses excluded).</source>
         <translation>运行或扫描的进度，以及预计剩余时间（不含暂停）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="477"/>
+        <location filename="../../gui/train/panel.py" line="244"/>
         <source>Task and model</source>
         <translation>任务与模型</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="481"/>
+        <location filename="../../engine/config/train.py" line="68"/>
         <source>Task</source>
+        <extracomment>Every field of :class:`TrainConfig`, in the Train panel&apos;s row order (``group``: its box). ``Gui.high`` narrows a row where larger models only take minutes per run or fail the memory budget (a d_k 512 step already takes seconds here); the CLI takes the engine&apos;s full range. ``Cli.after`` keeps the established order of the options in ``--help``.</extracomment>
         <translation>任务</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="482"/>
+        <location filename="../../engine/config/train.py" line="80"/>
         <source>Rules</source>
         <translation>规则</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="485"/>
+        <location filename="../../engine/config/train.py" line="91"/>
         <source>Heads</source>
         <translation>头数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="487"/>
+        <location filename="../../engine/config/train.py" line="99"/>
         <source>Vocabulary</source>
         <translation>词表大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="488"/>
+        <location filename="../../engine/config/train.py" line="107"/>
         <source>Copy offset k</source>
         <translation>复制偏移 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="478"/>
+        <location filename="../../gui/train/panel.py" line="245"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="489"/>
+        <location filename="../../engine/config/train.py" line="113"/>
         <source>Optimiser</source>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="490"/>
+        <location filename="../../engine/config/train.py" line="119"/>
         <source>Learning rate</source>
         <translation>学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="491"/>
+        <location filename="../../engine/config/train.py" line="124"/>
         <source>Batch</source>
         <translation>批大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="492"/>
+        <location filename="../../engine/config/train.py" line="128"/>
         <source>Steps</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="493"/>
+        <location filename="../../engine/config/train.py" line="132"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="479"/>
+        <location filename="../../gui/train/panel.py" line="246"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="497"/>
+        <location filename="../../gui/train/panel.py" line="248"/>
         <source>Learning rates</source>
         <translation>学习率列表</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="498"/>
+        <location filename="../../gui/train/panel.py" line="249"/>
         <source>Seeds</source>
         <translation>种子数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="623"/>
+        <location filename="../../gui/train/panel.py" line="331"/>
         <source>%p% — paused</source>
         <translation>%p% — 已暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="627"/>
+        <location filename="../../gui/train/panel.py" line="335"/>
         <source>%p% — done</source>
         <translation>%p% — 已完成</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="629"/>
+        <location filename="../../gui/train/panel.py" line="337"/>
         <source>%p% — stopped</source>
         <translation>%p% — 已停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="632"/>
+        <location filename="../../gui/train/panel.py" line="340"/>
         <source>%p% — {0} left</source>
         <translation>%p% — 剩余 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="659"/>
+        <location filename="../../gui/train/panel.py" line="366"/>
         <source>{0} s</source>
         <translation>{0} 秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="660"/>
+        <location filename="../../gui/train/panel.py" line="367"/>
         <source>{0} min {1:02d} s</source>
         <translation>{0} 分 {1:02d} 秒</translation>
     </message>

@@ -6,7 +6,8 @@ Run from anywhere with the project's Python (PySide6 installed)::
     python resources/i18n/update_translations.py --font \
         /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc   # also re-subset the font
 
-1. ``pyside6-lupdate`` scans every ``gui/**/*.py`` for ``translate("Context", "text")`` and
+1. ``pyside6-lupdate`` scans every ``gui/**/*.py`` and ``engine/config/*.py`` (the field
+   labels and tooltips) for ``translate("Context", "text")`` and
    ``QT_TRANSLATE_NOOP("Context", "text")`` calls and merges new strings into
    ``explorer_zh_CN.ts`` (translations of unchanged strings are kept, vanished strings
    dropped). English is the source language and needs no catalogue: texts are worded without
@@ -52,9 +53,16 @@ def qt_tool(name: str) -> str:
     return found
 
 
+#: Folders whose Python files hold user-visible strings: the GUI, and the config field
+#: declarations (labels and tooltips marked with engine.config.base.QT_TRANSLATE_NOOP).
+SOURCE_DIRS = ("gui", "engine/config")
+
+
 def sources() -> list[str]:
-    """Every Python file of the GUI, relative to the repository root (stable .ts locations)."""
-    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "gui").rglob("*.py"))
+    """Every Python file with UI strings, relative to the repository root (stable .ts
+    locations)."""
+    return sorted(str(p.relative_to(ROOT)) for folder in SOURCE_DIRS
+                  for p in (ROOT / folder).rglob("*.py"))
 
 
 def run(args: list[str]) -> None:

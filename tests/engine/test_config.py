@@ -1,16 +1,25 @@
-"""engine.config: validation messages and the dict/JSON round trip, incl. corrupt input."""
+"""engine.config: validation messages, the dict/JSON round trip (incl. corrupt input) and the
+field declarations the panels and CLI options are generated from."""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import json
+import re
+from pathlib import Path
 
 import pytest
 
 from engine.config import (
+    ATTENTION_FIELDS,
+    SWEEP_FIELDS,
+    TRAIN_FIELDS,
     AttentionConfig,
     ScalingRule,
     SweepConfig,
     SweepParam,
+    TrainConfig,
     config_from_dict,
     config_from_json,
 )
@@ -118,3 +127,82 @@ def test_train_config_loads_by_kind_without_importing_the_trainer_first():
                             cwd=__import__("pathlib").Path(__file__).resolve().parents[2])
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["TrainConfig", "16"]
+
+
+# -- the field declarations ------------------------------------------------------------------
+CONFIG_CLASSES = (AttentionConfig, SweepConfig, TrainConfig)
+
+
+@pytest.mark.parametrize("cls", CONFIG_CLASSES, ids=lambda cls: cls.__name__)
+def test_every_field_is_declared_once_with_a_consistent_range(cls) -> None:
+    names = [field.name for field in dataclasses.fields(cls)]
+    assert sorted(cls.FIELDS) == sorted(names)
+    for name, field in cls.bound().items():
+        spec = field.spec
+        if field.kind in (int, float) and name != "memory_budget_bytes":  # checked by its class
+            assert spec.low is not None and spec.high is not None and spec.low < spec.high, name
+            if field.default is not None:
+                assert spec.low <= field.default <= spec.high, name
+        if spec.gui is not None and spec.gui.widget in ("slider", "spin", "log_spin"):
+            low, high = field.gui_range  # a panel may narrow the engine's range, never widen it
+            assert spec.low <= low < high <= spec.high, name
+            if field.default is not None and name != "query_row":
+                assert low <= field.default <= high, name
+        if spec.gui is not None and spec.gui.choices is not None:
+            assert list(spec.gui.choices) == list(field.kind), name
+
+
+def test_a_quantity_shared_by_configs_has_one_engine_range() -> None:
+    # d_k: the engine accepts 1..8192 in every config; the Train panel shows 1..1024 (training
+    # a d_k 1024 model takes minutes per run), the explorer the full range.
+    for name in ("n_tokens", "d_k", "rho", "samples", "seed", "temperature", "gain", "cap"):
+        spec = ATTENTION_FIELDS[name]
+        assert (SWEEP_FIELDS[name].low, SWEEP_FIELDS[name].high) == (spec.low, spec.high)
+    for name in ("d_k", "d_model", "heads", "seed", "init_std", "temperature", "gain", "cap"):
+        spec = ATTENTION_FIELDS[name]
+        assert (TRAIN_FIELDS[name].low, TRAIN_FIELDS[name].high) == (spec.low, spec.high)
+    assert (ATTENTION_FIELDS["d_k"].low, ATTENTION_FIELDS["d_k"].high) == (1, 8192)
+    assert AttentionConfig.bound()["d_k"].gui_range == (1, 8192)
+    assert TrainConfig.bound()["d_k"].gui_range == (1, 1024)
+
+
+def _range_cases():
+    for cls in CONFIG_CLASSES:
+        for name, field in cls.bound().items():
+            if field.kind in (int, float) and name not in ("query_row", "memory_budget_bytes"):
+                yield pytest.param(cls, name, field, id=f"{cls.__name__}.{name}")
+
+
+@pytest.mark.parametrize(("cls", "name", "field"), list(_range_cases()))
+def test_validation_comes_from_the_declared_range(cls, name, field) -> None:
+    low, high = field.spec.low, field.spec.high
+    shown = f"[{int(low)}, {int(high)}]" if field.kind is int else f"[{low:g}, {high:g}]"
+    too_big = high + 1 if field.kind is int else high * 2 + 1
+    with pytest.raises(ValueError, match=re.escape(f"{name} must be in {shown}")):
+        cls(**{name: too_big})
+    others = {"n": 2} if name == "vocab" else {}  # retrieval needs vocab >= n
+    assert getattr(cls(**{name: low}, **others), name) == low
+
+
+def test_config_modules_import_each_other_without_a_circle() -> None:
+    """attention/sweep/train/registry form a chain (no lazy import breaks a cycle)."""
+    folder = Path(__file__).resolve().parents[2] / "engine" / "config"
+    graph: dict[str, set[str]] = {}
+    for path in folder.glob("*.py"):
+        module = f"engine.config.{path.stem}" if path.stem != "__init__" else "engine.config"
+        graph[module] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("engine."):
+                graph[module].add(node.module)  # type: ignore[arg-type]
+            elif isinstance(node, ast.Import):
+                graph[module] |= {a.name for a in node.names if a.name.startswith("engine.")}
+    assert "engine.config.train" not in graph["engine.config.attention"]
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in graph.get(start, ()):
+            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+
+    cycles = [m for m in graph if m != "engine.config" and reaches(m, m, set())]
+    assert cycles == []

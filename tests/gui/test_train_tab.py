@@ -13,10 +13,10 @@ from engine.config import ScalingRule
 from engine.config.train import TrainConfig
 from engine.training.lr_sweep import run_lr_sweep
 from gui.headless.train_demo import wait_for
+from gui.kit.field_widgets import LogSpinBox
 from gui.kit.style import rule_name
 from gui.train import TrainTab
 from gui.train.controller import TrainState
-from gui.train.panel import LogSpinBox
 
 SMALL = TrainConfig(rules=("none", "sqrt"), d_k=16, d_model=32, n=8, vocab=16, batch=32,
                     steps=80, lr=0.01, eval_size=64)
@@ -371,9 +371,10 @@ def test_probe_map_of_several_rows_keeps_rows_and_thins_labels(tab, qtbot):
 
 
 def test_init_std_clip_norm_and_eval_size_reach_the_trainer(tab):
-    """The CLI's --init-std, --clip-norm and --eval-size, as Train-panel controls with the
-    engine's limits and defaults; what is set is what the trainer runs."""
-    from engine.config.train import TRAIN_LIMITS
+    """The CLI's --init-std, --clip-norm and --eval-size (and the divergence factor), as
+    Train-panel controls with the engine's limits and defaults; what is set is what the
+    trainer runs."""
+    from engine.config.train import TRAIN_FIELDS
 
     panel = tab.panel
     panel.set_config(SMALL.replace(steps=10))
@@ -382,10 +383,10 @@ def test_init_std_clip_norm_and_eval_size_reach_the_trainer(tab):
     assert panel.clip_norm.text() == "off" and panel.clip_norm.optional_value() is None
     assert panel.config().init_std is None and panel.config().clip_norm is None
     assert TrainConfig().eval_size == TrainPanelDefaults.eval_size()
-    assert panel.eval_size.minimum() == TRAIN_LIMITS["eval_size"][0]
-    assert panel.eval_size.maximum() == TRAIN_LIMITS["eval_size"][1]
-    assert panel.init_std.maximum() == TRAIN_LIMITS["init_std"][1]
-    assert panel.clip_norm.maximum() == TRAIN_LIMITS["clip_norm"][1]
+    assert panel.eval_size.minimum() == TRAIN_FIELDS["eval_size"].low
+    assert panel.eval_size.maximum() == TRAIN_FIELDS["eval_size"].high
+    assert panel.init_std.maximum() == TRAIN_FIELDS["init_std"].high
+    assert panel.clip_norm.maximum() == TRAIN_FIELDS["clip_norm"].high
     for box in (panel.init_std, panel.clip_norm, panel.eval_size):
         assert box.toolTip()
     # Stepping up from the word gives a value, stepping down past the engine's minimum the
@@ -403,11 +404,13 @@ def test_init_std_clip_norm_and_eval_size_reach_the_trainer(tab):
     panel.init_std.setValue(0.05)
     panel.clip_norm.setValue(0.5)
     panel.eval_size.setValue(40)
+    panel.divergence_factor.setValue(50.0)  # a row generated from its declaration alone
     assert panel.error_text() == ""
     assert tab.start_training() and tab.wait_until_idle(30_000)
     assert tab.controller.last_error() == ""
     ran = tab.controller.results().snapshot.config
     assert (ran.init_std, ran.clip_norm, ran.eval_size) == (0.05, 0.5, 40)
+    assert ran.divergence_factor == 50.0
     # set_config shows a configuration's values (tour steps, sessions) and None as the word.
     panel.set_config(SMALL.replace(init_std=0.2, clip_norm=None, eval_size=128))
     assert panel.init_std.optional_value() == pytest.approx(0.2)

@@ -1,0 +1,86 @@
+"""Command-line options generated from the config field declarations (no Qt).
+
+Every option of ``main.py sweep``, ``train`` and ``lr-sweep`` that sets a config field comes
+from that field's :class:`~engine.config.base.Cli` declaration: flags, help, choices, and the
+dataclass default; the value type is the field's. :func:`field_values` reads them back by
+field name, so a new declared option needs no change here or in the commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+from enum import StrEnum
+from typing import Any
+
+from engine.config.base import BoundField, JsonConfig
+
+__all__ = ["add_field_options", "field_values", "option_fields"]
+
+
+def option_fields(cls: type[JsonConfig], command: str | None = None) -> list[BoundField]:
+    """The fields of ``cls`` with an option, in ``--help`` order.
+
+    ``command=None`` selects the options every command built from ``cls`` shares; a command's
+    name selects the options only that command takes.
+    """
+    chosen = [
+        field for field in cls.bound().values()
+        if field.spec.cli is not None
+        and (field.spec.cli.commands == () if command is None
+             else command in field.spec.cli.commands)
+    ]
+    order = [field for field in chosen if _after(field) is None]
+    pending = [field for field in chosen if _after(field) is not None]
+    while pending:
+        names = [field.name for field in order]
+        placeable = [field for field in pending if _after(field) in names]
+        if not placeable:
+            raise ValueError(f"option order: no option named {_after(pending[0])!r}")
+        field = placeable[0]
+        order.insert(names.index(_after(field)) + 1, field)  # type: ignore[arg-type]
+        pending.remove(field)
+    return order
+
+
+def _after(field: BoundField) -> str | None:
+    return field.spec.cli.after if field.spec.cli is not None else None
+
+
+def _default(field: BoundField) -> Any:
+    value = field.default
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, tuple):
+        return ",".join(v.value if isinstance(v, StrEnum) else str(v) for v in value)
+    return value
+
+
+def add_field_options(
+    parser: argparse.ArgumentParser, cls: type[JsonConfig], command: str | None = None
+) -> None:
+    """Add the options of :func:`option_fields` ``(cls, command)`` to ``parser``."""
+    for field in option_fields(cls, command):
+        cli = field.spec.cli
+        assert cli is not None
+        kwargs: dict[str, Any] = {"dest": field.name}
+        if cli.help is not None:
+            kwargs["help"] = cli.help
+        if cli.required:
+            kwargs["required"] = True
+        else:
+            kwargs["default"] = _default(field)
+        if field.kind in (int, float):
+            kwargs["type"] = field.kind
+        if cli.choices and field.is_enum:
+            kwargs["choices"] = [member.value for member in field.kind]  # type: ignore[attr-defined]
+        else:
+            # The name argparse would derive from the first flag, also when dest differs.
+            kwargs["metavar"] = cli.flags[0].lstrip("-").replace("-", "_").upper()
+        parser.add_argument(*cli.flags, **kwargs)
+
+
+def field_values(args: argparse.Namespace, cls: type[JsonConfig]) -> dict[str, Any]:
+    """The values of the options of ``cls`` present in ``args``, by field name."""
+    given = vars(args)
+    return {name: given[name] for name, field in cls.bound().items()
+            if field.spec.cli is not None and name in given}

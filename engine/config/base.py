@@ -1,0 +1,330 @@
+"""Field declarations and the generic validation and JSON round trip of every config.
+
+Each config class is a frozen dataclass with a ``FIELDS`` table next to it: one
+:class:`FieldSpec` per field that carries everything known about the field in one place: the
+engine's validation range, the unit, and optionally how a panel shows it (:class:`Gui`: a
+narrower range where larger values only fail the memory budget or take minutes, log or linear
+scale, decimals, label, tooltip formula) and how the command line takes it (:class:`Cli`: flags
+and help). The dataclass default is the default everywhere. Panels (``gui.kit.forms``) and the
+command-line options (``engine.cli.options``) are generated from these tables, and
+:func:`validate_fields` checks a config against them, so that adding a field is one declaration
+plus the engine code that uses it.
+
+Labels and tooltips are marked with :func:`QT_TRANSLATE_NOOP`, an engine-side marker with the
+call shape of Qt's: ``pyside6-lupdate`` extracts the literal (context, text) pairs from this
+package, and the GUI translates them when it shows them. The engine itself never imports Qt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+import typing
+from collections.abc import Callable, Mapping
+from enum import StrEnum
+from typing import Any, ClassVar, NamedTuple, Self
+
+__all__ = [
+    "QT_TRANSLATE_NOOP",
+    "BoundField",
+    "Cli",
+    "FieldSpec",
+    "Gui",
+    "JsonConfig",
+    "Msg",
+    "bound_fields",
+    "check_enum",
+    "check_value",
+    "validate_fields",
+]
+
+
+class Msg(NamedTuple):
+    """A user-visible text and its translation context (translated where it is shown)."""
+
+    context: str
+    text: str
+
+
+def QT_TRANSLATE_NOOP(context: str, text: str) -> Msg:
+    """Mark ``text`` for translation in ``context`` without translating it (no Qt here).
+
+    ``pyside6-lupdate`` recognises calls by this name and extracts their literal arguments; the
+    GUI passes the returned :class:`Msg` to Qt's translator when it shows the text.
+    """
+    return Msg(context, text)
+
+
+#: A label: a marked text, or a plain string that reads the same in every language (maths).
+Label = Msg | str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Gui:
+    """How a panel shows one field.
+
+    Parameters
+    ----------
+    label
+        Row label (check boxes: their own text).
+    tooltip
+        The formula the field enters, shown as the widget's tooltip.
+    widget
+        ``"slider"`` (slider + spin box), ``"spin"``, ``"log_spin"`` (steps 1, 2, 3, 5 × 10^k),
+        ``"combo"``, ``"check"``, or ``"custom"`` (made by the panel itself).
+    low, high
+        The panel's range when narrower than the engine's (``None``: the engine's).
+    log
+        Logarithmic slider scale.
+    decimals, step
+        Decimals of a floating-point spin box; step of a spin box's arrows.
+    group
+        Which group box of the panel the row goes to (panels with groups).
+    default_text, default_tooltip
+        For fields that may be ``None`` (the default): the word the widget shows for ``None``
+        (spin boxes) or the text of the check box that selects it (sliders), and that check
+        box's tooltip.
+    first
+        The value a ``None``-able log spin box steps to from its word.
+    choices
+        Combo-box item texts by enum value (in the enum's order).
+    enabled_when, visible_when
+        ``(field, value)``: the row is enabled / visible only while that field's widget holds
+        ``value``.
+    """
+
+    label: Label
+    tooltip: Msg | None = None
+    widget: str = "spin"
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    decimals: int = 3
+    step: float | None = None
+    group: str = ""
+    default_text: Msg | None = None
+    default_tooltip: Msg | None = None
+    first: float = 1.0
+    choices: Mapping[str, Label] | None = None
+    enabled_when: tuple[str, Any] | None = None
+    visible_when: tuple[str, Any] | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Cli:
+    """How the command line takes one field.
+
+    Parameters
+    ----------
+    flags
+        Option strings, e.g. ``("--d-k", "--dk")``.
+    help
+        Help text (``None``: the option is listed without one).
+    choices
+        List the enum's values as argparse choices.
+    required
+        The option must be given.
+    commands
+        The subcommands that take the option (empty: every command built from the config).
+    after
+        List the option right after this field's option (keeps a command's established order).
+    """
+
+    flags: tuple[str, ...]
+    help: str | None = None
+    choices: bool = False
+    required: bool = False
+    commands: tuple[str, ...] = ()
+    after: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FieldSpec:
+    """Everything about one config field except its name, type and default (the dataclass's).
+
+    Parameters
+    ----------
+    low, high
+        Inclusive range the engine accepts (numbers only).
+    unit
+        Unit of the value, for documentation ("" for pure numbers).
+    gui, cli
+        How a panel and the command line show the field (``None``: not shown there).
+    """
+
+    low: float | None = None
+    high: float | None = None
+    unit: str = ""
+    gui: Gui | None = None
+    cli: Cli | None = None
+
+    def but(self, **changes: Any) -> FieldSpec:
+        """A copy with ``changes`` (a config reusing another config's range, say)."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BoundField:
+    """A :class:`FieldSpec` bound to its dataclass field: name, value type, default."""
+
+    name: str
+    kind: type
+    optional: bool
+    default: Any
+    spec: FieldSpec
+
+    @property
+    def is_enum(self) -> bool:
+        return issubclass(self.kind, StrEnum)
+
+    @property
+    def gui_range(self) -> tuple[float, float]:
+        """The panel's (low, high): the engine's range unless the panel narrows it."""
+        gui, spec = self.spec.gui, self.spec
+        return (_pick(gui.low if gui else None, spec.low),
+                _pick(gui.high if gui else None, spec.high))
+
+    def check(self, value: Any) -> Any:
+        """Return ``value`` validated and normalised, or raise ``ValueError``."""
+        if value is None and self.optional:
+            return None
+        return check_value(self.name, self.kind, value, self.spec.low, self.spec.high)
+
+
+def _pick(first: float | None, second: float | None) -> float:
+    value = first if first is not None else second
+    if value is None:
+        raise ValueError("this field has no range")
+    return value
+
+
+_BOUND: dict[type, dict[str, BoundField]] = {}
+
+
+def bound_fields(cls: type) -> dict[str, BoundField]:
+    """The declared fields of config class ``cls`` in its ``FIELDS`` table's order."""
+    if cls not in _BOUND:
+        hints = typing.get_type_hints(cls)
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        out = {}
+        for name, spec in cls.FIELDS.items():  # type: ignore[attr-defined]
+            kind, optional = _value_type(hints[name])
+            out[name] = BoundField(name, kind, optional, defaults[name], spec)
+        _BOUND[cls] = out
+    return _BOUND[cls]
+
+
+def _value_type(hint: Any) -> tuple[type, bool]:
+    """``int | None`` -> (int, True); ``float`` -> (float, False); ``tuple[X, ...]`` -> tuple."""
+    args = typing.get_args(hint)
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        kinds = [a for a in args if a is not type(None)]
+        return _value_type(kinds[0])[0], type(None) in args
+    origin = typing.get_origin(hint)
+    return (origin or hint), False
+
+
+def check_value(name: str, kind: type, value: Any, low: float | None, high: float | None) -> Any:
+    """Validate one value of type ``kind`` against [low, high]; messages name the field."""
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, got {value!r}")
+        return value
+    if issubclass(kind, StrEnum):
+        return check_enum(name, kind, value)
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            # Accept integral floats coming from JSON or spin boxes, refuse anything else.
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                raise ValueError(f"{name} must be an integer, got {value!r}")
+        if low is not None and high is not None and not low <= value <= high:
+            raise ValueError(f"{name} must be in [{int(low)}, {int(high)}], got {value}")
+        return value
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{name} must be a number, got {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be finite, got {value}")
+        if low is not None and high is not None and not low <= value <= high:
+            raise ValueError(f"{name} must be in [{low:g}, {high:g}], got {value:g}")
+        return value
+    return value  # tuples and other composite fields are checked by their class
+
+
+_E = typing.TypeVar("_E", bound=StrEnum)
+
+
+def check_enum(name: str, enum: type[_E], value: Any) -> _E:
+    """``enum(value)``, or a ``ValueError`` listing the allowed values."""
+    try:
+        return enum(value)
+    except ValueError:
+        allowed = ", ".join(member.value for member in enum)
+        raise ValueError(f"{name} must be one of {allowed}; got {value!r}") from None
+
+
+def validate_fields(config: Any, skip: Callable[[str], bool] = lambda name: False) -> None:
+    """Check and normalise every declared field of a frozen ``config`` in table order."""
+    for name, field in bound_fields(type(config)).items():
+        if not skip(name):
+            object.__setattr__(config, name, field.check(getattr(config, name)))
+
+
+class JsonConfig:
+    """Dictionary/JSON round trip shared by every config class."""
+
+    kind: ClassVar[str]
+    FIELDS: ClassVar[dict[str, FieldSpec]]
+
+    @classmethod
+    def bound(cls) -> dict[str, BoundField]:
+        """The declared fields, bound to their names, types and defaults."""
+        return bound_fields(cls)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dictionary, tagged with the config kind."""
+        out: dict[str, Any] = {"kind": self.kind}
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, field.name)
+            if isinstance(value, StrEnum):
+                value = value.value
+            elif isinstance(value, tuple):
+                value = [v.value if isinstance(v, StrEnum) else v for v in value]
+            out[field.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Self:
+        """Build a config from :meth:`to_dict` output, refusing unknown or foreign keys."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{cls.__name__} data must be an object, got {type(data).__name__}")
+        data = dict(data)
+        kind = data.pop("kind", cls.kind)
+        if kind != cls.kind:
+            raise ValueError(f"expected a {cls.kind!r} config, got kind {kind!r}")
+        names = {field.name for field in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"unknown {cls.kind} field(s): {', '.join(unknown)}")
+        for key, value in data.items():
+            if isinstance(value, list):
+                data[key] = tuple(value)
+        return cls(**data)
+
+    def to_json(self) -> str:
+        """Serialise to a JSON string."""
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Self:
+        """Parse a JSON string written by :meth:`to_json`."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not valid JSON: {exc}") from None
+        return cls.from_dict(data)

@@ -1,0 +1,143 @@
+"""The sweep configuration: one parameter over values, for several scaling rules.
+
+:data:`SWEEP_FIELDS` declares each field of :class:`SweepConfig` once: its range (shared with
+:data:`~engine.config.attention.ATTENTION_FIELDS` where the quantity is the same) and its
+``main.py sweep`` option, which ``engine.cli.options`` generates the parser from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from engine.config.attention import (
+    ATTENTION_FIELDS,
+    DEFAULT_MEMORY_BUDGET_BYTES,
+    ScalingRule,
+)
+from engine.config.base import Cli, FieldSpec, JsonConfig, check_enum, validate_fields
+
+__all__ = ["RULES_HELP", "SWEEP_FIELDS", "SweepConfig", "SweepParam"]
+
+#: Help of every ``--rules`` option.
+RULES_HELP = "comma-separated scaling rules: " + ", ".join(rule.value for rule in ScalingRule)
+
+
+class SweepParam(StrEnum):
+    """The quantity a sweep varies."""
+
+    D_K = "d_k"
+    S = "s"
+    RHO = "rho"
+    N = "n"
+
+
+def _shared(name: str, cli: Cli | None = None) -> FieldSpec:
+    """The explorer's range of ``name`` (declared once there), without its panel row."""
+    return ATTENTION_FIELDS[name].but(gui=None, cli=cli)
+
+
+#: Every field of :class:`SweepConfig`, in the order of the ``sweep`` command's options.
+SWEEP_FIELDS: dict[str, FieldSpec] = {
+    "param": FieldSpec(cli=Cli(("--param",), "quantity to sweep (s = std of the unscaled logits)",
+                               choices=True)),
+    "values": FieldSpec(cli=Cli(
+        ("--values",), "comma-separated values, e.g. 1,2,4,8 (or a:b for powers of two "
+        "2^a..2^b; a may be negative: --values -3:1)", required=True)),
+    "rules": FieldSpec(cli=Cli(("--rules",), RULES_HELP)),
+    "n_tokens": _shared("n_tokens", Cli(("--n",), "tokens per row when n is not swept")),
+    "d_k": _shared("d_k", Cli(("--d-k", "--dk"), "head dimension when d_k is not swept")),
+    "rho": _shared("rho", Cli(("--rho",), "q-k correlation when not swept")),
+    # The std of the unscaled logits has no row in the explorer: its range is declared here.
+    "logit_std": FieldSpec(0.0, 1e6),
+    "samples": _shared("samples", Cli(("--samples",), "query rows per point")),
+    "seed": _shared("seed", Cli(("--seed",))),
+    "temperature": _shared("temperature", Cli(
+        ("--temperature",), "temperature for the temperature rule (default √d_k)")),
+    "gain": _shared("gain", Cli(("--gain",), "QK-norm gain (default √d_k)")),
+    "cap": _shared("cap", Cli(("--cap",), "soft-cap value")),
+    "memory_budget_bytes": FieldSpec(1, None, "bytes"),
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SweepConfig(JsonConfig):
+    """A sweep of one parameter over values, for several scaling rules.
+
+    Parameters
+    ----------
+    param
+        The swept quantity: ``d_k``, ``s`` (std of the unscaled logits), ``rho`` or ``n``.
+    values
+        The values of ``param``; integers for ``d_k`` and ``n``.
+    rules
+        The scaling rules evaluated at every value.
+    n_tokens, d_k, rho, logit_std
+        The fixed values of the quantities not swept (``logit_std`` is used for ``s``: it is
+        the std of the unscaled logits when ``param`` is not ``s``, ``None`` meaning the value
+        implied by unit-variance q and k, i.e. √d_k).
+    samples
+        Number of query rows per point.
+    seed
+        Seed of the whole sweep; every point derives its own stream from it.
+    temperature, gain, cap
+        Rule parameters, as in :class:`AttentionConfig`. ``temperature=None`` means √d_k.
+    memory_budget_bytes
+        Largest working set one chunk may allocate.
+    """
+
+    kind: ClassVar[str] = "sweep"
+    FIELDS: ClassVar[dict[str, FieldSpec]] = SWEEP_FIELDS
+
+    param: SweepParam = SweepParam.D_K
+    values: tuple[float, ...] = tuple(2.0**i for i in range(13))
+    rules: tuple[ScalingRule, ...] = (ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR)
+    n_tokens: int = 64
+    d_k: int = 64
+    rho: float = 0.0
+    logit_std: float | None = None
+    samples: int = 20_000
+    seed: int = 0
+    temperature: float | None = None
+    gain: float | None = None
+    cap: float = 50.0
+    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        # values, rules and the budget have checks of their own below.
+        validate_fields(self, skip=lambda name: name == "memory_budget_bytes")
+        rules = tuple(self.rules) if not isinstance(self.rules, str) else (self.rules,)
+        if not rules:
+            raise ValueError("rules must name at least one scaling rule")
+        set_(self, "rules", tuple(check_enum("rules", ScalingRule, r) for r in rules))
+        values = tuple(self.values) if not isinstance(self.values, int | float) else (self.values,)
+        if not values:
+            raise ValueError("values must hold at least one value")
+        fields = self.bound()
+        checked: list[float] = []
+        for value in values:
+            if self.param in (SweepParam.D_K, SweepParam.N):
+                checked.append(fields["d_k" if self.param is SweepParam.D_K else "n_tokens"]
+                               .check(value))
+            elif self.param is SweepParam.RHO:
+                checked.append(fields["rho"].check(value))
+            else:
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise ValueError(f"values for s must be numbers, got {value!r}")
+                if not (math.isfinite(value) and 0 <= value <= 1e6):
+                    raise ValueError(f"values for s must be in [0, 1e6], got {value}")
+                checked.append(float(value))
+        set_(self, "values", tuple(checked))
+        if isinstance(self.memory_budget_bytes, bool) or not isinstance(
+            self.memory_budget_bytes, int
+        ) or self.memory_budget_bytes < 1:
+            raise ValueError(
+                f"memory_budget_bytes must be a positive integer, got {self.memory_budget_bytes!r}"
+            )
+
+    def replace(self, **changes: Any) -> SweepConfig:
+        """Return a validated copy with ``changes`` applied."""
+        return dataclasses.replace(self, **changes)
