@@ -19,7 +19,10 @@ import numpy as np
 
 from engine.config import AttentionConfig, MaskKind, ScalingRule
 from engine.core import theory
-from engine.core.attention import causal_mask, check_memory, scale_factor, softmax
+from engine.core.memory import check_memory
+from engine.core.plan import causal_mask
+from engine.core.scaling import scale_factor
+from engine.core.softmax import softmax
 from engine.core.stats import row_summary
 
 __all__ = [

@@ -47,7 +47,9 @@ import numpy as np
 
 from engine.config import ScalingRule, SweepConfig, SweepParam
 from engine.core import theory
-from engine.core.attention import check_memory, scale_factor, softmax
+from engine.core.memory import check_memory
+from engine.core.scaling import scale_factor
+from engine.core.softmax import softmax
 from engine.core.stats import jacobian_fro_norm, row_summary
 
 __all__ = [

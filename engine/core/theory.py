@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from engine.config import ScalingRule
-from engine.core.attention import scale_factor
+from engine.core.scaling import scale_factor
 
 __all__ = [
     "EULER_GAMMA",

@@ -29,10 +29,10 @@ import numpy as np
 
 from engine.config import MaskKind, ScalingRule
 from engine.core.attention import (
-    scale_factor,
     scaled_dot_product_attention,
     scaled_dot_product_attention_backward,
 )
+from engine.core.scaling import scale_factor
 from engine.training.tasks import Batch, Task
 
 __all__ = [

@@ -24,7 +24,7 @@ import numpy as np
 
 from engine.config import ScalingRule
 from engine.config.train import TrainConfig
-from engine.core.attention import check_memory
+from engine.core.memory import check_memory
 from engine.training.model import (
     EvalResult,
     ModelDims,

@@ -9,20 +9,17 @@ import numpy as np
 import pytest
 
 from engine.config import DEFAULT_MEMORY_BUDGET_BYTES, ScalingRule
-from engine.core import attention
+from engine.core import parallel
 from engine.core.attention import (
     AttentionResult,
-    MemoryBudgetError,
     attention_logits,
-    causal_mask,
-    check_memory,
-    get_memory_budget,
-    scale_factor,
     scaled_dot_product_attention,
     scaled_dot_product_attention_backward,
-    set_memory_budget,
-    softmax,
 )
+from engine.core.memory import MemoryBudgetError, check_memory, get_memory_budget, set_memory_budget
+from engine.core.plan import causal_mask
+from engine.core.scaling import scale_factor
+from engine.core.softmax import softmax
 
 RULES = [rule.value for rule in ScalingRule]
 B, NQ, NK, D, DV = 2, 3, 4, 5, 6
@@ -259,11 +256,11 @@ def test_threaded_path_equals_serial(rng, monkeypatch):
     mask = rng.random((37, 11)) > 0.5
     for rule in ("sqrt", "softcap", "qk_norm"):
         kw = {"rule": rule, "mask": mask}
-        monkeypatch.setattr(attention, "_num_threads", 1)
+        monkeypatch.setattr(parallel, "_num_threads", 1)
         serial_f = scaled_dot_product_attention(q, k, v, **kw)
         serial_b = scaled_dot_product_attention_backward(q, k, v, g, **kw)
-        monkeypatch.setattr(attention, "_num_threads", 2)
-        monkeypatch.setattr(attention, "_PARALLEL_MIN_WORK", 0)
+        monkeypatch.setattr(parallel, "_num_threads", 2)
+        monkeypatch.setattr(parallel, "_PARALLEL_MIN_WORK", 0)
         split_f = scaled_dot_product_attention(q, k, v, **kw)
         split_b = scaled_dot_product_attention_backward(q, k, v, g, **kw)
         np.testing.assert_array_equal(split_f.weights, serial_f.weights)
@@ -273,16 +270,16 @@ def test_threaded_path_equals_serial(rng, monkeypatch):
 
 
 def test_num_threads_setting():
-    old = attention.get_num_threads()
+    old = parallel.get_num_threads()
     try:
-        attention.set_num_threads(1)
-        assert attention.get_num_threads() == 1
+        parallel.set_num_threads(1)
+        assert parallel.get_num_threads() == 1
         with pytest.raises(ValueError, match="n must be a positive integer"):
-            attention.set_num_threads(0)
-        attention.set_num_threads(None)
-        assert attention.get_num_threads() >= 1
+            parallel.set_num_threads(0)
+        parallel.set_num_threads(None)
+        assert parallel.get_num_threads() >= 1
     finally:
-        attention.set_num_threads(old)
+        parallel.set_num_threads(old)
 
 
 # ------------------------------------------------------------------------------------------

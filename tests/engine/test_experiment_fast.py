@@ -9,7 +9,8 @@ import pytest
 
 from engine.analysis.experiment import draw_qk, raw_scores, run_experiment, temperature_comparison
 from engine.config import AttentionConfig, ScalingRule
-from engine.core.attention import attention_logits, softmax
+from engine.core.attention import attention_logits
+from engine.core.softmax import softmax
 
 ALL = tuple(ScalingRule)
 

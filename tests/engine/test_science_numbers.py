@@ -14,7 +14,7 @@ import pytest
 from engine.analysis.experiment import run_experiment, temperature_comparison
 from engine.analysis.sweep import run_sweep
 from engine.config import AttentionConfig, SweepConfig
-from engine.core.attention import softmax
+from engine.core.softmax import softmax
 from engine.core.stats import p_max, row_entropy, softmax_jacobian
 
 

@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from engine.core.attention import softmax
+from engine.core.softmax import softmax
 from engine.core.stats import (
     effective_support,
     jacobian_fro_norm,

@@ -14,7 +14,7 @@ import engine
 from engine.analysis.experiment import check_snapshot_memory
 from engine.config import AttentionConfig, ScalingRule
 from engine.config.train import TrainConfig
-from engine.core.attention import MemoryBudgetError
+from engine.core.memory import MemoryBudgetError
 from engine.training.trainer import (
     TrainingSession,
     check_training_memory,
