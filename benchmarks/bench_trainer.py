@@ -24,7 +24,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.config.train import TrainConfig
-from engine.training.trainer import TrainingSession, blas_threads
+from engine.training.session import TrainingSession
+from engine.training.trainer import blas_threads
 
 
 def _blas_thread_count(config: TrainConfig) -> int:

@@ -66,13 +66,13 @@ _EXPORTS: dict[str, str] = {
     "draw_qk": "analysis.experiment",
     "temperature_comparison": "analysis.experiment",
     "correlation_rms": "analysis.experiment",
-    # training (config.train, training.tasks, .trainer, .lr_sweep)
+    # training (config.train, training.tasks, .snapshot, .trainer, .lr_sweep)
     "TrainConfig": "config",
     "TaskKind": "config",
     "OptimizerKind": "config",
     "make_task": "training.tasks",
-    "TrainSnapshot": "training.trainer",
-    "RuleTrainState": "training.trainer",
+    "TrainSnapshot": "training.snapshot",
+    "RuleTrainState": "training.snapshot",
     "iter_training": "training.trainer",
     "run_training": "training.trainer",
     "LrSweepResult": "training.lr_sweep",

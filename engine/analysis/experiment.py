@@ -217,7 +217,7 @@ def _theory_variance(config: AttentionConfig, rule: ScalingRule, c: float) -> fl
 
 def check_snapshot_memory(config: AttentionConfig,
                           rules: Iterable[ScalingRule | str] = ()) -> None:
-    """Raise :class:`~engine.core.attention.MemoryBudgetError` if :func:`run_experiment` would.
+    """Raise :class:`~engine.core.memory.MemoryBudgetError` if :func:`run_experiment` would.
 
     Cheap (no array is allocated), so a user interface can check a configuration before it
     requests it and explain the limit next to the control.

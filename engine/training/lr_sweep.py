@@ -29,7 +29,8 @@ import numpy as np
 
 from engine.config import ScalingRule
 from engine.config.train import TRAIN_LIMITS, TrainConfig
-from engine.training.trainer import TrainingSession, blas_threads, wait_for_gate
+from engine.training.session import TrainingSession
+from engine.training.trainer import blas_threads, wait_for_gate
 
 __all__ = [
     "LR_SWEEP_CSV_COLUMNS",
