@@ -18,16 +18,14 @@ from engine.config.train import TrainConfig
 from engine.core.memory import check_memory
 from engine.training.model import (
     EvalResult,
-    ModelDims,
-    ParamSet,
     PreparedBatch,
     RuleSpec,
     evaluate,
-    init_params,
     loss_and_grad,
     prepare_batch,
 )
 from engine.training.optim import Optimizer, clip_grad_norm, make_optimizer
+from engine.training.params import ModelDims, ParamSet, init_params
 from engine.training.snapshot import RuleTrainState, TrainSnapshot, readonly
 from engine.training.tasks import Task, make_task
 
@@ -135,9 +133,8 @@ def check_training_memory(config: TrainConfig, budget: int | None = None) -> Non
 class TrainingSession:
     """A side-by-side training run, advanced one step at a time.
 
-    This is the machinery behind :func:`iter_training` and
-    :func:`engine.training.lr_sweep.run_lr_sweep`;
-    most callers want those.
+    This is the machinery behind :func:`engine.training.trainer.iter_training` and
+    :func:`engine.training.lr_sweep.run_lr_sweep`; most callers want those.
 
     Parameters
     ----------
