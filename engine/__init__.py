@@ -66,7 +66,7 @@ _EXPORTS: dict[str, str] = {
     "draw_qk": "analysis.experiment",
     "temperature_comparison": "analysis.experiment",
     "correlation_rms": "analysis.experiment",
-    # training (config.train, training.tasks, .snapshot, .trainer, .lr_sweep)
+    # training (config.train, training.tasks, .snapshot, .trainer, .lr_sweep, .lr_results)
     "TrainConfig": "config",
     "TaskKind": "config",
     "OptimizerKind": "config",
@@ -75,11 +75,11 @@ _EXPORTS: dict[str, str] = {
     "RuleTrainState": "training.snapshot",
     "iter_training": "training.trainer",
     "run_training": "training.trainer",
-    "LrSweepResult": "training.lr_sweep",
+    "LrSweepResult": "training.lr_results",
     "iter_lr_sweep": "training.lr_sweep",
-    "lr_sweep_table": "training.lr_sweep",
+    "lr_sweep_table": "training.lr_results",
     "run_lr_sweep": "training.lr_sweep",
-    "write_lr_sweep_csv": "training.lr_sweep",
+    "write_lr_sweep_csv": "training.lr_results",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -168,7 +168,8 @@ def train_command(args: argparse.Namespace) -> int:
 
 def lr_sweep_command(args: argparse.Namespace) -> int:
     """Run ``main.py lr-sweep``; return the exit code."""
-    from engine.training.lr_sweep import iter_lr_sweep, write_lr_sweep_csv
+    from engine.training.lr_results import write_lr_sweep_csv
+    from engine.training.lr_sweep import iter_lr_sweep
     from engine.training.session import check_training_memory
 
     try:

@@ -12,12 +12,8 @@ import pytest
 
 from engine.config import ScalingRule, config_from_dict
 from engine.config.train import TrainConfig
-from engine.training.lr_sweep import (
-    LR_SWEEP_CSV_COLUMNS,
-    iter_lr_sweep,
-    run_lr_sweep,
-    write_lr_sweep_csv,
-)
+from engine.training.lr_results import LR_SWEEP_CSV_COLUMNS, write_lr_sweep_csv
+from engine.training.lr_sweep import iter_lr_sweep, run_lr_sweep
 from engine.training.session import TrainingSession
 from engine.training.trainer import iter_training, run_training
 
