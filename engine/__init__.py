@@ -63,9 +63,9 @@ _EXPORTS: dict[str, str] = {
     "AttentionSnapshot": "analysis.experiment",
     "run_experiment": "analysis.experiment",
     "RuleView": "analysis.experiment",
-    "draw_qk": "analysis.experiment",
+    "draw_qk": "analysis.sampling",
     "temperature_comparison": "analysis.experiment",
-    "correlation_rms": "analysis.experiment",
+    "correlation_rms": "analysis.correlation",
     # training (config.train, training.tasks, .snapshot, .trainer, .lr_sweep, .lr_results)
     "TrainConfig": "config",
     "TaskKind": "config",

@@ -46,7 +46,7 @@ Quantities and their source
 ``temperature_grad_max_diff`` max |∇_{q,k,v}| difference of the backward pass of rule
                            ``temperature`` (T as above) against ``sqrt``, on head 0 of the
                            config's q, k with seeded v and upstream gradient
-``correlation_rms``        :func:`~engine.analysis.experiment.correlation_rms`: RMS of c·q·k at the
+``correlation_rms``        :func:`~engine.analysis.correlation.correlation_rms`: RMS of c·q·k at the
                            config's d_k and ρ (rules none, sqrt, linear)
 ``train_final_loss``       :func:`~engine.training.lr_sweep.run_lr_sweep`: mean final held-out
                            loss of
@@ -343,7 +343,7 @@ def _sweep_value(quantity: str, config: AttentionConfig, rule: ScalingRule,
 
 
 def _temperature_grad_diff(config: AttentionConfig, temperature: float) -> float:
-    from engine.analysis.experiment import draw_qk
+    from engine.analysis.sampling import draw_qk
     from engine.core.attention import scaled_dot_product_attention_backward
 
     q, k = draw_qk(config)
@@ -414,7 +414,7 @@ def evaluate_quantity(
     if quantity == "temperature_grad_max_diff":
         return _temperature_grad_diff(cfg, _number(claim, "temperature") or cfg.temperature)
     if quantity == "correlation_rms":
-        from engine.analysis.experiment import correlation_rms
+        from engine.analysis.correlation import correlation_rms
 
         result = correlation_rms([cfg.d_k], cfg.rho, max(cfg.samples, 2), cfg.seed)
         return float(result[f"rms_{rule.value}"][0])
