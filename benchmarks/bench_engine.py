@@ -38,12 +38,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.core import attention
-
-try:
-    from threadpoolctl import threadpool_limits
-except ImportError:  # pragma: no cover - exercised only without threadpoolctl
-    threadpool_limits = None
+from engine.core import attention, parallel
+from engine.core.threads import limit_blas_threads
 
 HEADS = 8
 DEFAULT_SIZES = ((128, 64), (512, 64), (1024, 128), (2048, 64))
@@ -63,29 +59,26 @@ def median_time(fn: Callable[[], object], repeats: int) -> float:
 
 @contextmanager
 def blas_threads(n: int) -> Iterator[None]:
-    if threadpool_limits is None:
-        yield
-        return
     time.sleep(0.2)  # let spinning BLAS workers of the previous setting go idle
-    with threadpool_limits(limits=n, user_api="blas"):
+    with limit_blas_threads(n):
         yield
 
 
 @contextmanager
 def engine_mode(mode: str) -> Iterator[None]:
     """``serial``: no row split; ``split``: always split; ``auto``: the engine's own choice."""
-    old_threads = attention.get_num_threads()
-    old_min = attention._PARALLEL_MIN_WORK
+    old_threads = parallel.get_num_threads()
+    old_min = parallel._PARALLEL_MIN_WORK
     try:
         if mode == "serial":
-            attention.set_num_threads(1)
+            parallel.set_num_threads(1)
         elif mode == "split":
-            attention.set_num_threads(2)
-            attention._PARALLEL_MIN_WORK = 0
+            parallel.set_num_threads(2)
+            parallel._PARALLEL_MIN_WORK = 0
         yield
     finally:
-        attention.set_num_threads(old_threads)
-        attention._PARALLEL_MIN_WORK = old_min
+        parallel.set_num_threads(old_threads)
+        parallel._PARALLEL_MIN_WORK = old_min
 
 
 class Case:
@@ -150,9 +143,6 @@ MODES = (("blas1", 1, "serial"), ("blas2", 2, "serial"), ("split2", 2, "split"))
 
 def run(sizes: list[tuple[int, int]], repeats: int) -> None:
     rng = np.random.default_rng(0)
-    if threadpool_limits is None:
-        print("threadpoolctl is not installed: BLAS thread counts cannot be controlled;")
-        print("all modes run with the BLAS default.\n")
     header = (
         f"{'n':>5} {'d_k':>4} {'mode':>7} | {'fwd ms':>8} {'mm ms':>8} {'ratio':>6} | "
         f"{'fwd+bwd ms':>10} {'mm ms':>8} {'ratio':>6}"

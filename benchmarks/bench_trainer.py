@@ -5,10 +5,9 @@ Run: ``python benchmarks/bench_trainer.py [--steps 300] [--repeats 5] [--sizes 6
 The model is the trainer's default (d_model = d_k = 64, 1 head, retrieval with n = 16, batch
 64, Adam), one scaling rule (1/√d_k). Both sides draw their batches with the same numpy task
 sampler, so data generation costs the same. PyTorch runs with the same number of threads that
-the numpy trainer lets BLAS use at that size (see
-``engine.training.trainer.blas_threads``); its Adam is
-timed both in the default (foreach) and the fused variant. Times are printed, never asserted;
-on a shared machine expect noise: each figure is the best of ``--repeats`` runs.
+the numpy trainer lets BLAS use at that size (see ``engine.training.trainer.blas_threads``);
+its Adam is timed both in the default (foreach) and the fused variant. Times are printed, never
+asserted; on a shared machine expect noise: each figure is the best of ``--repeats`` runs.
 """
 
 from __future__ import annotations
@@ -20,19 +19,17 @@ import time
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_info
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.config.train import TrainConfig
-from engine.training.trainer import TrainingSession, blas_threads
+from engine.training.session import TrainingSession
+from engine.training.trainer import blas_threads
 
 
 def _blas_thread_count(config: TrainConfig) -> int:
     with blas_threads(config):
-        try:
-            from threadpoolctl import threadpool_info
-        except ImportError:
-            return 0
         counts = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
     return min(counts) if counts else 0
 

@@ -2,32 +2,32 @@
 
 :func:`run_experiment` is what the GUI's main views show: the raw scores ``QKᵀ``, and for each
 rule the logits, the attention weights and per-row statistics, with the empirical logit
-variance next to its closed form. :func:`temperature_comparison` and :func:`correlation_rms`
-feed the temperature-equivalence and correlation (μP) views.
+variance next to its closed form. :func:`temperature_comparison` feeds the
+temperature-equivalence view.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 
+from engine.analysis.sampling import draw_qk
 from engine.config import AttentionConfig, MaskKind, ScalingRule
 from engine.core import theory
-from engine.core.attention import causal_mask, check_memory, scale_factor, softmax
+from engine.core.memory import check_memory
+from engine.core.plan import causal_mask
+from engine.core.scaling import NORM_EPS, scale_factor
+from engine.core.softmax import softmax
 from engine.core.stats import row_summary
 
 __all__ = [
     "AttentionSnapshot",
     "RuleView",
     "check_snapshot_memory",
-    "correlation_rms",
-    "draw_qk",
     "raw_scores",
     "run_experiment",
     "temperature_comparison",
@@ -108,66 +108,6 @@ class AttentionSnapshot:
         object.__setattr__(self, "rules", MappingProxyType(dict(self.rules)))
 
 
-#: Unit-normal draws at most this large are memoised (two entries), so that moving a slider
-#: that does not change the random numbers (σ, s, ρ, the rule, T, g, cap, mask, query row)
-#: does not redraw them: drawing is the largest single cost of a snapshot at d_k = 1024.
-_NORMALS_CACHE_MAX_BYTES = 32 << 20
-
-
-@functools.lru_cache(maxsize=2)
-def _cached_unit_normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
-    return _unit_normals(seed, shapes)
-
-
-def _unit_normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
-    """Read-only float64 standard normals of ``shapes``, drawn in order from one seeded stream.
-
-    Normals are drawn in float32 (twice as fast; they are samples, not results) and promoted
-    to float64, so every later product is computed in float64.
-    """
-    rng = np.random.default_rng(seed)
-    out = []
-    for shape in shapes:
-        arr = rng.standard_normal(shape, dtype=np.float32).astype(np.float64)
-        arr.flags.writeable = False
-        out.append(arr)
-    return tuple(out)
-
-
-def _normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
-    nbytes = 8 * sum(math.prod(shape) for shape in shapes)
-    if nbytes <= _NORMALS_CACHE_MAX_BYTES:
-        return _cached_unit_normals(seed, shapes)
-    return _unit_normals(seed, shapes)
-
-
-def draw_qk(config: AttentionConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Draw the ``(heads, n, d_k)`` queries and keys of ``config`` (float64, deterministic).
-
-    Without projections q and ξ are iid N(0, σ²) with σ = ``config.init_std``. With
-    ``use_projection``, x ~ N(0, I_{d_model}) per token (shared by all heads) and
-    ``q = x W_Q``, ``ξ = x W_K`` with per-head ``W ~ N(0, s²)`` of shape (d_model, d_k).
-    Then ``k = ρ q + √(1−ρ²) ξ`` (token-wise: key i is correlated with query i only).
-    Normals are drawn in float32 (twice as fast; they are samples, not results) and
-    promoted to float64. The unit normals depend only on the seed and the shapes and are
-    memoised (up to 32 MiB), so changing σ, s or ρ re-uses them; the numbers are identical
-    either way.
-    """
-    h, n, d = config.heads, config.n_tokens, config.d_k
-    if config.use_projection:
-        dm, s = config.d_model, config.projection_std
-        x, w_q, w_k = _normals(config.seed, ((n, dm), (h, dm, d), (h, dm, d)))
-        q = x @ (w_q * s)
-        xi = x @ (w_k * s)
-    else:
-        sigma = config.init_std
-        z_q, z_xi = _normals(config.seed, ((h, n, d), (h, n, d)))
-        q = z_q * sigma
-        xi = z_xi * sigma
-    rho = config.rho
-    if rho == 0.0:
-        return q, xi
-    return q, rho * q + math.sqrt(1.0 - rho * rho) * xi
 
 
 def raw_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -214,7 +154,7 @@ def _theory_variance(config: AttentionConfig, rule: ScalingRule, c: float) -> fl
 
 def check_snapshot_memory(config: AttentionConfig,
                           rules: Iterable[ScalingRule | str] = ()) -> None:
-    """Raise :class:`~engine.core.attention.MemoryBudgetError` if :func:`run_experiment` would.
+    """Raise :class:`~engine.core.memory.MemoryBudgetError` if :func:`run_experiment` would.
 
     Cheap (no array is allocated), so a user interface can check a configuration before it
     requests it and explain the limit next to the control.
@@ -323,10 +263,6 @@ def _selected_var(x: np.ndarray, select: np.ndarray, count: int) -> float:
     return float(np.sum(dev, where=select)) / count
 
 
-#: Norms below this are clamped (as in engine.core.attention's QK-norm) so a zero vector gives 0.
-_NORM_EPS = 1e-12
-
-
 def _logits_from_raw(
     config: AttentionConfig, rule: ScalingRule, c: float, q: np.ndarray, k: np.ndarray,
     raw: np.ndarray,
@@ -339,8 +275,8 @@ def _logits_from_raw(
     """
     if rule is ScalingRule.QK_NORM:
         g = math.sqrt(config.d_k) if config.gain is None else config.gain
-        q_norm = np.maximum(np.sqrt(np.einsum("...nd,...nd->...n", q, q)), _NORM_EPS)
-        k_norm = np.maximum(np.sqrt(np.einsum("...nd,...nd->...n", k, k)), _NORM_EPS)
+        q_norm = np.maximum(np.sqrt(np.einsum("...nd,...nd->...n", q, q)), NORM_EPS)
+        k_norm = np.maximum(np.sqrt(np.einsum("...nd,...nd->...n", k, k)), NORM_EPS)
         logits = raw * (g / q_norm)[..., :, None]
         logits *= (1.0 / k_norm)[..., None, :]
         return logits
@@ -402,74 +338,3 @@ def temperature_comparison(
     p_t = softmax(z * c_t, mask=attend)
     p_s = softmax(z * c_s, mask=attend)
     return p_t, p_s, float(np.max(np.abs(p_t - p_s)))
-
-
-def correlation_rms(
-    d_k_values: Iterable[int], rho: float, samples: int, seed: int = 0
-) -> dict[str, Any]:
-    """Empirical and closed-form RMS of the scaled logit ``c·q·k`` for correlated q, k.
-
-    q ~ N(0, I_d) and ``k = ρq + √(1−ρ²)ξ``. Sampled exactly through
-    ``q·k = ρ‖q‖² + √(1−ρ²)‖q‖z`` with ``‖q‖² ~ χ²_d`` and z ~ N(0, 1) independent (valid
-    only for this iid Gaussian construction), so large d costs nothing extra.
-
-    Parameters
-    ----------
-    d_k_values
-        Head dimensions (integers >= 1).
-    rho
-        Correlation in [-1, 1].
-    samples
-        Number of (q, k) pairs per d_k.
-    seed
-        Seed; every d_k gets its own stream spawned from it.
-
-    Returns
-    -------
-    dict
-        ``d_k`` (int array), ``rms_none``, ``rms_sqrt``, ``rms_linear`` (empirical),
-        ``theory_none``, ``theory_sqrt``, ``theory_linear`` (``c√(ρ²d² + d(1+ρ²))``),
-        ``rel_sem`` (relative standard error of the empirical RMS, same for every c), ``mean``
-        (empirical ``E[q·k]``, theory ``ρd``).
-    """
-    dims = [int(d) for d in d_k_values]
-    if not dims or any(d < 1 for d in dims):
-        raise ValueError(f"d_k_values must be integers >= 1, got {dims!r}")
-    if not -1.0 <= rho <= 1.0:
-        raise ValueError(f"rho must be in [-1, 1], got {rho}")
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
-        raise ValueError(f"samples must be an integer >= 2, got {samples!r}")
-    streams = np.random.SeedSequence(seed).spawn(len(dims))
-    out: dict[str, list[float]] = {
-        key: []
-        for key in ("rms_none", "rms_sqrt", "rms_linear", "theory_none", "theory_sqrt",
-                    "theory_linear", "rel_sem", "mean")
-    }
-    chunk = 1 << 20
-    for d, ss in zip(dims, streams, strict=True):
-        rng = np.random.default_rng(ss)
-        total = 0.0
-        total_sq = 0.0
-        total_4 = 0.0
-        done = 0
-        while done < samples:
-            m = min(chunk, samples - done)
-            r2 = rng.chisquare(d, m)
-            z = rng.standard_normal(m)
-            x = rho * r2 + math.sqrt(1.0 - rho * rho) * np.sqrt(r2) * z
-            x2 = x * x
-            total += float(x.sum())
-            total_sq += float(x2.sum())
-            total_4 += float((x2 * x2).sum())
-            done += m
-        mean_sq = total_sq / samples
-        var_sq = max(total_4 / samples - mean_sq**2, 0.0) * samples / (samples - 1)
-        rms = math.sqrt(mean_sq)
-        out["rel_sem"].append(math.sqrt(var_sq / samples) / (2.0 * mean_sq))
-        out["mean"].append(total / samples)
-        for name, c in (("none", 1.0), ("sqrt", 1.0 / math.sqrt(d)), ("linear", 1.0 / d)):
-            out[f"rms_{name}"].append(c * rms)
-            out[f"theory_{name}"].append(theory.correlated_rms(d, rho, c))
-    result: dict[str, Any] = {key: np.asarray(v) for key, v in out.items()}
-    result["d_k"] = np.asarray(dims)
-    return result

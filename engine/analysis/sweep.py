@@ -4,34 +4,16 @@ A sweep point is one (value, rule) pair: ``config.samples`` independent query ro
 each, summarised by the pooled logit moments, the mean entropy and p_max (with standard
 errors), quantiles of the Jacobian norms and the share of saturated rows.
 
-How the rows are generated (exact, not approximate, for the stated constructions):
-
-* ``d_k``, ``rho`` and ``n`` (with ``logit_std=None``): q ~ N(0, I_d) and keys
-  ``k_j = ρq + √(1−ρ²)ξ_j`` with ξ_j ~ N(0, I_d) iid. Given q, ``q·ξ_j = ‖q‖z_j`` with z_j iid
-  N(0, 1), hence ``q·k_j = ρ‖q‖² + √(1−ρ²)‖q‖z_j`` with ``‖q‖² ~ χ²_d``. This is exact **only**
-  for iid Gaussian q and ξ (rotation invariance); it makes a d_k sweep cost n normals per row
-  instead of 2·n·d_k. Note that here every key is correlated with the query, so the shift
-  ``ρ‖q‖²`` is common to the whole row and the softmax ignores it; ρ shows up in the logit
-  moments (mean ``cρd``, variance ``c²d(1+ρ²)``).
-* QK-norm needs the cosine ``q̂·k̂_j``. Writing ``ξ_j = z_j q̂ + ξ⊥`` with ``‖ξ⊥‖² ~ χ²_{d−1}``
-  independent of z_j: ``q̂·k_j = a_j = ρ‖q‖ + √(1−ρ²)z_j`` and
-  ``‖k_j‖² = a_j² + (1−ρ²)‖ξ⊥‖²``, so ``cos_j = a_j/√(a_j² + (1−ρ²)χ²_{d−1})``, sampled
-  exactly with one extra Gamma draw per key (for ρ = 0 it is ``z/√(z² + χ²_{d−1})``).
-* ``s`` (and ``n`` with a given ``logit_std``): the unscaled logits are drawn directly as
-  N(0, s²); each rule rescales them with its c computed from the fixed ``config.d_k``. QK-norm
-  removes the scale of q and k, so its logits do not depend on s: they are the exact cosines
-  above for the fixed d_k and ρ.
+How the rows are drawn (exactly, for the stated constructions) is described in
+:mod:`engine.analysis.sweep_rows`.
 
 Rules and their "raw" gradient: logits are ``s = c·S_raw`` (none, sqrt, linear, temperature),
 so ``‖∂p/∂S_raw‖_F = c·‖J‖_F``; soft-cap ``s = cap·tanh(c·S_raw/cap)`` gives
 ``‖J·diag(c·sech²)‖_F`` (computed exactly); QK-norm logits are not a function of ``S_raw``
 (the vectors are normalised), so its ``jac_raw_*`` are NaN.
 
-Numerics: Gaussian draws are float32 (random-number generation dominates the cost); logits,
-softmax and every accumulation are float64. Each value index v and chunk index i gets its own
-stream ``SeedSequence(seed, spawn_key=(v, i))`` (and ``(v, i, 1)`` for QK-norm's extra draw),
-so the rules at one value see the same rows (common random numbers) and a sweep is
-deterministic for a given config (chunk sizes depend only on n and the memory budget).
+Numerics: logits, softmax and every accumulation are float64; the rules at one value see the
+same rows (common random numbers), and a sweep is deterministic for a given config.
 """
 
 from __future__ import annotations
@@ -45,9 +27,12 @@ from typing import IO
 
 import numpy as np
 
+from engine.analysis.sweep_rows import Setting, chunk_rows, draw_rows, setting_for
 from engine.config import ScalingRule, SweepConfig, SweepParam
 from engine.core import theory
-from engine.core.attention import check_memory, scale_factor, softmax
+from engine.core.memory import check_memory
+from engine.core.scaling import scale_factor
+from engine.core.softmax import softmax
 from engine.core.stats import jacobian_fro_norm, row_summary
 
 __all__ = [
@@ -62,13 +47,6 @@ __all__ = [
 
 #: A row counts as saturated when its largest weight exceeds this.
 SATURATION_THRESHOLD = 0.99
-
-#: Logits per chunk: a few ms of work on a quiet machine, so cancel is checked often.
-_CHUNK_LOGITS = 1 << 16
-
-#: Bytes of working memory per logit in one chunk (float32 draws, float64 logits, weights and
-#: the temporaries of the row statistics), used to shrink chunks under a small memory budget.
-_BYTES_PER_LOGIT = 160
 
 #: Bytes kept per sample for the quantiles (two float64 norms).
 _BYTES_PER_SAMPLE = 16
@@ -183,34 +161,7 @@ class _Moments:
         return math.sqrt(self.m2 / (self.count - 1) / self.count)
 
 
-@dataclass(frozen=True, slots=True)
-class _Setting:
-    """Everything fixed at one swept value."""
-
-    d_k: int
-    n: int
-    rho: float
-    s: float | None  # std of directly drawn unscaled logits; None = q·k construction
-
-
-def _setting(config: SweepConfig, value: float) -> _Setting:
-    p = config.param
-    if p is SweepParam.D_K:
-        return _Setting(d_k=int(value), n=config.n_tokens, rho=config.rho, s=None)
-    if p is SweepParam.RHO:
-        return _Setting(d_k=config.d_k, n=config.n_tokens, rho=float(value), s=None)
-    if p is SweepParam.S:
-        return _Setting(d_k=config.d_k, n=config.n_tokens, rho=config.rho, s=float(value))
-    return _Setting(d_k=config.d_k, n=int(value), rho=config.rho, s=config.logit_std)
-
-
-def _chunk_rows(config: SweepConfig, n: int) -> int:
-    by_time = max(1, _CHUNK_LOGITS // n)
-    by_memory = max(1, config.memory_budget_bytes // (_BYTES_PER_LOGIT * n))
-    return min(by_time, by_memory, config.samples)
-
-
-def _theory_var(config: SweepConfig, st: _Setting, rule: ScalingRule, c: float) -> float:
+def _theory_var(config: SweepConfig, st: Setting, rule: ScalingRule, c: float) -> float:
     if rule is ScalingRule.SOFTCAP:
         return math.nan
     if rule is ScalingRule.QK_NORM:
@@ -228,43 +179,6 @@ def _rule_scale(config: SweepConfig, rule: ScalingRule, d_k: int) -> float:
     if rule is ScalingRule.TEMPERATURE:
         temperature = math.sqrt(d_k) if config.temperature is None else config.temperature
     return scale_factor(rule, d_k, temperature=temperature)
-
-
-def _draw(
-    config: SweepConfig, st: _Setting, v_index: int, c_index: int, rows: int, need_cos: bool
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Return the unscaled logits (rows, n) float64 and, if needed, the cosines for QK-norm."""
-    ss = np.random.SeedSequence(config.seed, spawn_key=(v_index, c_index))
-    rng = np.random.Generator(np.random.PCG64(ss))
-    d, n, rho = st.d_k, st.n, st.rho
-    r2 = rng.chisquare(d, rows)  # ‖q‖², drawn first so the z stream is shared by all modes
-    z = rng.standard_normal((rows, n), dtype=np.float32)
-    if st.s is not None:
-        raw = z.astype(np.float64)
-        raw *= st.s
-    else:
-        r = np.sqrt(r2)[:, None]
-        raw = z.astype(np.float64)
-        raw *= math.sqrt(1.0 - rho * rho) * r
-        if rho != 0.0:
-            raw += rho * r2[:, None]
-    if not need_cos:
-        return raw, None
-    rng_cos = np.random.Generator(np.random.PCG64(np.random.SeedSequence(
-        config.seed, spawn_key=(v_index, c_index, 1))))
-    a = z.astype(np.float64)
-    a *= math.sqrt(1.0 - rho * rho)
-    if rho != 0.0:
-        a += rho * np.sqrt(r2)[:, None]
-    if d > 1:
-        w = rng_cos.standard_gamma((d - 1) / 2.0, size=(rows, n), dtype=np.float32)
-        perp = 2.0 * (1.0 - rho * rho) * w.astype(np.float64)
-    else:
-        perp = np.zeros_like(a)
-    denom = np.sqrt(a * a + perp)
-    # a = 0 and perp = 0 together has probability 0 except for ρ = ±1 with a = ρ‖q‖ ≠ 0.
-    cos = np.divide(a, denom, out=np.zeros_like(a), where=denom > 0)
-    return raw, cos
 
 
 def _quantiles(values: np.ndarray) -> tuple[float, float, float]:
@@ -316,8 +230,8 @@ def iter_sweep(
     rows_done = 0
     index = 0
     for v_index, value in enumerate(config.values):
-        st = _setting(config, value)
-        rows_per_chunk = _chunk_rows(config, st.n)
+        st = setting_for(config, value)
+        rows_per_chunk = chunk_rows(config, st.n)
         n_chunks = -(-samples // rows_per_chunk)
         for rule in rules:
             c = _rule_scale(config, rule, st.d_k)
@@ -332,7 +246,7 @@ def iter_sweep(
                 if cancel is not None and cancel.is_set():
                     return
                 rows = min(rows_per_chunk, samples - start)
-                raw, cos = _draw(
+                raw, cos = draw_rows(
                     config, st, v_index, c_index, rows, rule is ScalingRule.QK_NORM
                 )
                 col_scale = None

@@ -91,7 +91,8 @@ class _Progress:
 
 def train_command(args: argparse.Namespace) -> int:
     """Run ``main.py train``; return the exit code."""
-    from engine.training.trainer import check_training_memory, iter_training
+    from engine.training.session import check_training_memory
+    from engine.training.trainer import iter_training
 
     try:
         config = _config_from_args(args)
@@ -156,8 +157,9 @@ def train_command(args: argparse.Namespace) -> int:
 
 def lr_sweep_command(args: argparse.Namespace) -> int:
     """Run ``main.py lr-sweep``; return the exit code."""
-    from engine.training.lr_sweep import iter_lr_sweep, write_lr_sweep_csv
-    from engine.training.trainer import check_training_memory
+    from engine.training.lr_results import write_lr_sweep_csv
+    from engine.training.lr_sweep import iter_lr_sweep
+    from engine.training.session import check_training_memory
 
     try:
         config = _config_from_args(args)

@@ -1,8 +1,8 @@
-"""Closed forms of SCIENCE.md: the numbers every view and test compares measurements against.
+"""Closed forms of attention scaling: the numbers every view and test compares measurements against.
 
-All functions are plain floats in, float out (vectorised where that is natural). The symbols
-follow SCIENCE.md: n keys per query, d_k head dimension, σ component std of q and k, c the
-logit scale, ρ the q–k correlation (k = ρq + √(1−ρ²)ξ), g the QK-norm gain.
+All functions are plain floats in, float out (vectorised where that is natural). Symbols: n keys
+per query, d_k head dimension, σ component std of q and k, c the logit scale, ρ the q–k
+correlation (k = ρq + √(1−ρ²)ξ), g the QK-norm gain.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from engine.config import ScalingRule
-from engine.core.attention import scale_factor
+from engine.core.scaling import scale_factor
 
 __all__ = [
     "EULER_GAMMA",
@@ -214,7 +214,7 @@ def entropy_small_s(n: int, s: float) -> float:
     """Mean softmax entropy for logits N(0, s²) at small s: ``ln n − s²(n−1)/(2n)``.
 
     Second-order expansion: ``H ≈ ln n − mean((z − z̄)²)/2`` and ``E mean((z − z̄)²) =
-    s²(n−1)/n``; SCIENCE.md's ``ln n − s²/2`` is its large-n form.
+    s²(n−1)/n``; the usual ``ln n − s²/2`` is its large-n form.
     """
     n = _pos_int("n", n)
     return math.log(n) - float(s) ** 2 * (n - 1) / (2 * n)

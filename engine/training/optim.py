@@ -1,5 +1,5 @@
 """Optimizers that update one flat parameter buffer in place
-(see :class:`engine.training.model.ParamSet`).
+(see :class:`engine.training.params.ParamSet`).
 
 Every update is a fixed handful of vectorised numpy calls on preallocated buffers: at the
 model sizes of this project a step is overhead-bound, so the number of calls matters more

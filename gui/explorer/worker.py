@@ -167,7 +167,7 @@ def correlation_key(config: AttentionConfig) -> tuple[object, ...]:
 
 def compute_correlation(config: AttentionConfig) -> object:
     """Return the engine's q–k correlation RMS comparison for ``config``'s ρ and seed."""
-    from engine.analysis.experiment import correlation_rms
+    from engine.analysis.correlation import correlation_rms
 
     rho, samples, seed = correlation_key(config)
     return correlation_rms(CORRELATION_D_K, rho, samples, seed)  # type: ignore[arg-type]

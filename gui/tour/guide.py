@@ -46,15 +46,9 @@ from PySide6.QtWidgets import (
 )
 
 from engine.config import AttentionConfig, ScalingRule
-from engine.tour.claims import (
-    ClaimResult,
-    describe_target,
-    evaluate_claims,
-    expand_ui_refs,
-    format_value,
-    step_config,
-    validate_tour,
-)
+from engine.tour.claims import ClaimResult, describe_target, format_value
+from engine.tour.evaluate import evaluate_claims
+from engine.tour.steps import expand_ui_refs, step_config, validate_tour
 from gui.kit import i18n
 from gui.kit.i18n import translate
 

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
-from engine.training.lr_sweep import lr_sweep_table
+from engine.training.lr_results import lr_sweep_table
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.plot_view import ExplorerView

@@ -8,7 +8,7 @@ from PySide6.QtCore import QEvent, Qt, Slot
 from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from engine.config.train import TrainConfig
-from engine.training.trainer import check_training_memory
+from engine.training.session import check_training_memory
 from gui.kit.i18n import translate
 from gui.kit.qt_lifetime import wait_until
 from gui.train.controller import DEFAULT_PUSH_INTERVAL_MS, TrainController, TrainState

@@ -11,8 +11,8 @@ from engine.core.attention import (
     attention_logits,
     scaled_dot_product_attention,
     scaled_dot_product_attention_backward,
-    softmax,
 )
+from engine.core.softmax import softmax
 
 RULES = [rule.value for rule in ScalingRule]
 SETTINGS = settings(max_examples=60, deadline=None)

@@ -8,13 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from engine.analysis.experiment import (
-    AttentionSnapshot,
-    correlation_rms,
-    draw_qk,
-    run_experiment,
-    temperature_comparison,
-)
+from engine.analysis.correlation import correlation_rms
+from engine.analysis.experiment import AttentionSnapshot, run_experiment, temperature_comparison
+from engine.analysis.sampling import draw_qk
 from engine.config import AttentionConfig, ScalingRule
 
 

@@ -7,9 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from engine.analysis.experiment import draw_qk, raw_scores, run_experiment, temperature_comparison
+from engine.analysis.experiment import raw_scores, run_experiment, temperature_comparison
+from engine.analysis.sampling import draw_qk
 from engine.config import AttentionConfig, ScalingRule
-from engine.core.attention import attention_logits, softmax
+from engine.core.attention import attention_logits
+from engine.core.softmax import softmax
 
 ALL = tuple(ScalingRule)
 

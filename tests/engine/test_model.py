@@ -9,17 +9,9 @@ import pytest
 
 from engine.config import ScalingRule
 from engine.config.train import TaskKind, TrainConfig
-from engine.training.model import (
-    ModelDims,
-    ParamSet,
-    RuleSpec,
-    evaluate,
-    init_params,
-    loss,
-    loss_and_grad,
-    prepare_batch,
-)
+from engine.training.model import RuleSpec, evaluate, loss, loss_and_grad, prepare_batch
 from engine.training.optim import SGD, Adam, clip_grad_norm
+from engine.training.params import ModelDims, ParamSet, init_params
 from engine.training.tasks import make_task
 
 RULES = [

@@ -1,7 +1,11 @@
-"""Every numbered fact of SCIENCE.md §1 and §3 and the §2 numbers, with Monte Carlo tolerances.
+"""The numbers the explorer demonstrates, reproduced with Monte Carlo tolerances.
 
-Tolerance convention: a value SCIENCE states to k decimals is checked to half a unit in its
-last digit plus five Monte Carlo standard errors computed from the sample itself.
+Logit variance d_k without scaling and 1 with 1/√d_k, the entropy and p_max of n = 64 rows at
+d_k = 64, the Gaussian-logit entropy and gradient figures, temperature equivalence, multi-head
+and projection variances, and the softmax invariances.
+
+Tolerance convention: a value stated to k decimals is checked to half a unit in its last digit
+plus five Monte Carlo standard errors computed from the sample itself.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import pytest
 from engine.analysis.experiment import run_experiment, temperature_comparison
 from engine.analysis.sweep import run_sweep
 from engine.config import AttentionConfig, SweepConfig
-from engine.core.attention import softmax
+from engine.core.softmax import softmax
 from engine.core.stats import p_max, row_entropy, softmax_jacobian
 
 
@@ -26,7 +30,7 @@ def _close(value: float, stated: float, half_unit: float, sem: float) -> bool:
     return abs(value - stated) <= half_unit + 5 * sem
 
 
-# §3.1 and §1.1-2 ------------------------------------------------------------------------------
+# Logit variance d_k, and 1 after scaling ---------------------------------------------------
 
 
 @pytest.mark.parametrize("d", [16, 128])
@@ -49,7 +53,7 @@ def test_component_variances_scale_the_dot_product() -> None:
     assert np.var(x) == pytest.approx(d * sq**2 * sk**2, rel=0.03)
 
 
-# §3.2: n = 64, d_k = 64 ---------------------------------------------------------------------
+# n = 64, d_k = 64: logit std, entropy, p_max per rule -----------------------------------------
 
 
 def test_n64_dk64_logit_std_entropy_and_p_max_full_vectors() -> None:
@@ -58,7 +62,7 @@ def test_n64_dk64_logit_std_entropy_and_p_max_full_vectors() -> None:
     q = rng.standard_normal((rows, 1, d), dtype=np.float32).astype(np.float64)
     k = rng.standard_normal((rows, n, d), dtype=np.float32).astype(np.float64)
     raw = (k @ q.swapaxes(-1, -2))[..., 0]  # (rows, n), independent keys per row
-    stated = {  # c: (std, entropy, p_max) from SCIENCE §3
+    stated = {  # c: (std, entropy, p_max), the stated values
         1.0: (8.0, 0.59, 0.79),
         1 / 8: (1.0, 3.69, 0.107),
         1 / 64: (0.125, 4.15, 0.021),
@@ -84,7 +88,7 @@ def test_n64_dk64_numbers_through_the_sweep() -> None:
         assert pt.logit_var == pytest.approx(pt.logit_var_theory, rel=0.03)
 
 
-# §3.3 and §2 (gradients): n = 64, logits N(0, s²) -------------------------------------------
+# Entropy and gradients at n = 64, logits N(0, s²) ---------------------------------------------
 
 
 def test_gaussian_logit_entropy_s_1_2_8() -> None:
@@ -135,7 +139,7 @@ def test_raw_gradient_is_larger_unscaled_at_moderate_d_k() -> None:
     assert pts["sqrt"].jac_raw_median == pytest.approx(pts["sqrt"].jac_fro_median / 4, rel=1e-12)
 
 
-# §1.3 temperature equivalence, forward and backward ------------------------------------------
+# Temperature equivalence, forward and backward ------------------------------------------------
 
 
 def test_temperature_equivalence_forward() -> None:
@@ -162,7 +166,7 @@ def test_temperature_equivalence_backward_finite_differences() -> None:
     np.testing.assert_allclose(fd, analytic, rtol=1e-6, atol=1e-11)
 
 
-# §1.4 multi-head, §1.1 projections -----------------------------------------------------------
+# Multi-head and projections -------------------------------------------------------------------
 
 
 def test_multi_head_per_head_unscaled_variance_is_d_model_over_h() -> None:
@@ -182,7 +186,7 @@ def test_multi_head_per_head_unscaled_variance_is_d_model_over_h() -> None:
     assert abs(per_head.mean() - d_model / heads) < 5 * sem + 0.05 * d_model / heads
 
 
-# §2 invariances -------------------------------------------------------------------------------
+# Invariances ----------------------------------------------------------------------------------
 
 
 def test_invariances() -> None:

@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from engine.core.attention import softmax
+from engine.core.softmax import softmax
 from engine.core.stats import (
     effective_support,
     jacobian_fro_norm,
@@ -114,7 +114,7 @@ def test_bad_inputs_are_refused() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Jacobian identities (SCIENCE §2), all to 1e-9
+# Jacobian identities of the softmax, all to 1e-9
 # ---------------------------------------------------------------------------------------------
 
 

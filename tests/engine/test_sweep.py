@@ -20,7 +20,8 @@ from engine.analysis.sweep import (
     write_sweep_csv,
 )
 from engine.config import SweepConfig
-from engine.core.attention import MemoryBudgetError, softmax
+from engine.core.memory import MemoryBudgetError
+from engine.core.softmax import softmax
 from engine.core.stats import row_entropy
 
 CONTRACT_COLUMNS = (

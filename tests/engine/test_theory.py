@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine.core import theory
-from engine.core.attention import softmax
+from engine.core.softmax import softmax
 from engine.core.stats import jacobian_fro_norm, jacobian_spectral_norm, p_max, row_entropy
 
 

@@ -17,20 +17,15 @@ from engine.config import AttentionConfig, ScalingRule
 from engine.config.train import TrainConfig
 from engine.tour.claims import (
     QUANTITIES,
-    UI_REF,
     check_value,
     claim_numbers,
     describe_target,
-    evaluate_claim,
-    evaluate_claims,
-    evaluate_quantity,
-    expand_ui_refs,
     format_value,
     number_pattern,
-    step_config,
     validate_claim,
-    validate_tour,
 )
+from engine.tour.evaluate import evaluate_claim, evaluate_claims, evaluate_quantity
+from engine.tour.steps import UI_REF, expand_ui_refs, step_config, validate_tour
 
 TOUR_DIR = Path(__file__).resolve().parents[2] / "resources" / "tour"
 #: The explorer's view keys (gui/views) and the Train tab's (gui/train).

@@ -12,13 +12,10 @@ import pytest
 
 from engine.config import ScalingRule, config_from_dict
 from engine.config.train import TrainConfig
-from engine.training.lr_sweep import (
-    LR_SWEEP_CSV_COLUMNS,
-    iter_lr_sweep,
-    run_lr_sweep,
-    write_lr_sweep_csv,
-)
-from engine.training.trainer import TrainingSession, iter_training, run_training
+from engine.training.lr_results import LR_SWEEP_CSV_COLUMNS, write_lr_sweep_csv
+from engine.training.lr_sweep import iter_lr_sweep, run_lr_sweep
+from engine.training.session import TrainingSession
+from engine.training.trainer import iter_training, run_training
 
 # Small enough to train in about a second on a busy 2-core machine.
 SMALL = TrainConfig(n=8, vocab=16, d_k=16, batch=32, steps=150, eval_size=128, lr=0.01)
@@ -291,16 +288,16 @@ def test_clipping_bounds_the_update_and_reports_unclipped_norms():
 
 
 def test_failed_initial_evaluation_marks_the_rule_diverged(monkeypatch):
-    import engine.training.trainer as trainer
+    import engine.training.session as session
 
-    real = trainer.evaluate
+    real = session.evaluate
 
     def failing(params, spec, pb):
         if spec.rule is ScalingRule.NONE:
             raise ValueError("logits contain NaN or +inf")
         return real(params, spec, pb)
 
-    monkeypatch.setattr(trainer, "evaluate", failing)
+    monkeypatch.setattr(session, "evaluate", failing)
     last = run_training(SMALL.replace(rules=("none", "sqrt"), steps=5))
     none, sqrt = last.rules[ScalingRule.NONE], last.rules[ScalingRule.SQRT]
     assert none.diverged_at == 0 and "held-out" in none.diverge_reason

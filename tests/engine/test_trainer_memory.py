@@ -14,13 +14,9 @@ import engine
 from engine.analysis.experiment import check_snapshot_memory
 from engine.config import AttentionConfig, ScalingRule
 from engine.config.train import TrainConfig
-from engine.core.attention import MemoryBudgetError
-from engine.training.trainer import (
-    TrainingSession,
-    check_training_memory,
-    estimate_training_bytes,
-    iter_training,
-)
+from engine.core.memory import MemoryBudgetError
+from engine.training.session import TrainingSession, check_training_memory, estimate_training_bytes
+from engine.training.trainer import iter_training
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QObject
 
-from engine.analysis.experiment import correlation_rms, run_experiment, temperature_comparison
+from engine.analysis.correlation import correlation_rms
+from engine.analysis.experiment import run_experiment, temperature_comparison
 from engine.analysis.sweep import run_sweep
 from engine.config import AttentionConfig, ScalingRule
 from gui.explorer.controller import ExplorerController, sweep_config_for

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QKeySequence
 
-from engine.tour.claims import evaluate_claims, expand_ui_refs, format_value, step_config
+from engine.tour.claims import format_value
+from engine.tour.evaluate import evaluate_claims
+from engine.tour.steps import expand_ui_refs, step_config
 from gui.kit import i18n
 from gui.tour.guide import TourPanel, load_tour
 

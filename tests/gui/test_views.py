@@ -21,7 +21,8 @@ import pytest
 from PySide6.QtCore import QEvent, QPointF
 from PySide6.QtGui import QImage
 
-from engine.analysis.experiment import correlation_rms, run_experiment, temperature_comparison
+from engine.analysis.correlation import correlation_rms
+from engine.analysis.experiment import run_experiment, temperature_comparison
 from engine.analysis.sweep import run_sweep
 from engine.config import AttentionConfig, MaskKind, ScalingRule, SweepConfig
 from gui.explorer.results import ExplorerResults

@@ -1,0 +1,79 @@
+"""The random queries and keys of an attention experiment, drawn once per seed and shape.
+
+Without projections q and ξ are iid N(0, σ²); with projections they are x W_Q and x W_K; then
+``k = ρq + √(1−ρ²)ξ``. The unit normals behind them depend only on the seed and the shapes, so
+they are memoised and re-scaled when σ, s or ρ change.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from engine.config import AttentionConfig
+
+__all__ = ["draw_qk"]
+
+
+#: Unit-normal draws at most this large are memoised (two entries), so that moving a slider
+#: that does not change the random numbers (σ, s, ρ, the rule, T, g, cap, mask, query row)
+#: does not redraw them: drawing is the largest single cost of a snapshot at d_k = 1024.
+_NORMALS_CACHE_MAX_BYTES = 32 << 20
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_unit_normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
+    return _unit_normals(seed, shapes)
+
+
+def _unit_normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
+    """Read-only float64 standard normals of ``shapes``, drawn in order from one seeded stream.
+
+    Normals are drawn in float32 (twice as fast; they are samples, not results) and promoted
+    to float64, so every later product is computed in float64.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape in shapes:
+        arr = rng.standard_normal(shape, dtype=np.float32).astype(np.float64)
+        arr.flags.writeable = False
+        out.append(arr)
+    return tuple(out)
+
+
+def _normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
+    nbytes = 8 * sum(math.prod(shape) for shape in shapes)
+    if nbytes <= _NORMALS_CACHE_MAX_BYTES:
+        return _cached_unit_normals(seed, shapes)
+    return _unit_normals(seed, shapes)
+
+
+def draw_qk(config: AttentionConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Draw the ``(heads, n, d_k)`` queries and keys of ``config`` (float64, deterministic).
+
+    Without projections q and ξ are iid N(0, σ²) with σ = ``config.init_std``. With
+    ``use_projection``, x ~ N(0, I_{d_model}) per token (shared by all heads) and
+    ``q = x W_Q``, ``ξ = x W_K`` with per-head ``W ~ N(0, s²)`` of shape (d_model, d_k).
+    Then ``k = ρ q + √(1−ρ²) ξ`` (token-wise: key i is correlated with query i only).
+    Normals are drawn in float32 (twice as fast; they are samples, not results) and
+    promoted to float64. The unit normals depend only on the seed and the shapes and are
+    memoised (up to 32 MiB), so changing σ, s or ρ re-uses them; the numbers are identical
+    either way.
+    """
+    h, n, d = config.heads, config.n_tokens, config.d_k
+    if config.use_projection:
+        dm, s = config.d_model, config.projection_std
+        x, w_q, w_k = _normals(config.seed, ((n, dm), (h, dm, d), (h, dm, d)))
+        q = x @ (w_q * s)
+        xi = x @ (w_k * s)
+    else:
+        sigma = config.init_std
+        z_q, z_xi = _normals(config.seed, ((h, n, d), (h, n, d)))
+        q = z_q * sigma
+        xi = z_xi * sigma
+    rho = config.rho
+    if rho == 0.0:
+        return q, xi
+    return q, rho * q + math.sqrt(1.0 - rho * rho) * xi

@@ -1,0 +1,71 @@
+"""Argument checks shared by the attention modules: each raises ``ValueError`` naming the value.
+
+The messages are part of the engine's interface (the GUI and the CLI show them), so every check
+says what it expected and what it got.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "as_real_array",
+    "check_array",
+    "check_dim",
+    "check_finite",
+    "check_positive",
+    "float_dtype",
+]
+
+
+def check_positive(name: str, value: Any) -> float:
+    """Return ``value`` as a float; raise unless it is a finite real number > 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0.0):
+        raise ValueError(f"{name} must be a positive finite number (> 0), got {value!r}")
+    return value
+
+
+def check_dim(name: str, value: Any) -> int:
+    """Return ``value`` as an int; raise unless it is an integer >= 1 (bool is refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer (>= 1), got {value!r}")
+    return int(value)
+
+
+def float_dtype(*arrays: np.ndarray) -> np.dtype:
+    """The computation dtype: float32 when every input fits in it, float64 otherwise."""
+    dtype = np.result_type(*arrays)
+    if dtype.kind == "f" and dtype.itemsize <= 4:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def as_real_array(name: str, x: Any) -> np.ndarray:
+    """``numpy.asarray(x)``; raise unless its dtype is boolean, integer or real floating."""
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
+    return arr
+
+
+def check_array(name: str, x: Any, shape_doc: str) -> np.ndarray:
+    """A real array with at least two dimensions (``shape_doc`` names them in the message)."""
+    arr = as_real_array(name, x)
+    if arr.ndim < 2:
+        raise ValueError(
+            f"{name} must have at least 2 dimensions {shape_doc}, got shape {arr.shape}"
+        )
+    return arr
+
+
+def check_finite(name: str, arr: np.ndarray) -> None:
+    """Raise if a floating array holds NaN or ±∞."""
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinite values; all entries must be finite")

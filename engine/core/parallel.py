@@ -1,0 +1,147 @@
+"""Split the query rows of a large attention problem over threads, BLAS pinned to one each.
+
+Measured on a 2-core machine (benchmarks/bench_engine.py): for large problems, running row
+blocks on two Python threads with single-threaded BLAS beats two BLAS threads on one Python
+thread, because the softmax's elementwise passes (which numpy runs on one core) are
+parallelised as well. numpy releases the interpreter lock inside matrix products and large
+elementwise operations, so the threads really run at the same time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import TypeVar
+
+from engine.core.checks import check_dim
+from engine.core.threads import limit_blas_threads
+
+__all__ = ["get_num_threads", "run_row_blocks", "set_num_threads"]
+
+_T = TypeVar("_T")
+
+# Below this many multiply-adds (n_scores · (d_k + d_v)) the thread hand-off costs more than
+# it saves.
+_PARALLEL_MIN_WORK = 1 << 25
+
+
+def _default_threads() -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 8))
+
+
+_num_threads = _default_threads()
+_executor: ThreadPoolExecutor | None = None
+_executor_workers = 0
+_executor_lock = threading.Lock()
+# The BLAS thread limit is process-wide, so only one parallel region may change it at a time;
+# a second concurrent caller simply runs serially.
+_parallel_lock = threading.Lock()
+
+
+def get_num_threads() -> int:
+    """Return how many threads large attention problems are split over (1 = serial)."""
+    return _num_threads
+
+
+def set_num_threads(n: int | None) -> None:
+    """Set how many threads large attention problems are split over.
+
+    Parameters
+    ----------
+    n
+        Positive integer, or ``None`` for the default (available CPUs, at most 8). Splitting is
+        used only when the problem is large enough to profit; while it runs, BLAS is pinned to
+        one thread per worker so that workers × BLAS threads do not oversubscribe the cores.
+    """
+    global _num_threads
+    _num_threads = _default_threads() if n is None else check_dim("n", n)
+
+
+def _get_executor(workers: int) -> ThreadPoolExecutor:
+    global _executor, _executor_workers
+    with _executor_lock:
+        if _executor is None or _executor_workers < workers:
+            if _executor is not None:
+                _executor.shutdown(wait=False)
+            _executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="attention")
+            _executor_workers = workers
+        return _executor
+
+
+def _row_slices(n_rows: int, parts: int) -> list[slice]:
+    bounds = [round(i * n_rows / parts) for i in range(parts + 1)]
+    return [slice(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+# Blocks per thread: more than one, so that a thread slowed by other processes on its core
+# does not leave the others idle at the end.
+_BLOCKS_PER_THREAD = 4
+
+
+def run_row_blocks(
+    fn: Callable[[slice], _T],
+    n_rows: int,
+    work: int,
+    combine: Callable[[_T, _T], _T] | None = None,
+) -> list[_T]:
+    """Run ``fn`` over query-row blocks, on several threads when that pays off.
+
+    Each thread folds its blocks' results with ``combine`` (default: keep the last); the
+    per-thread results are returned.
+
+    Parameters
+    ----------
+    fn
+        Computes the rows of one slice; called from several threads at once, so it may only
+        write to its own rows of shared arrays.
+    n_rows
+        Number of query rows.
+    work
+        Multiply-adds of the whole problem: below ``_PARALLEL_MIN_WORK`` it runs serially.
+    combine
+        Folds two results of ``fn`` into one (e.g. adds partial gradients).
+    """
+    threads = min(_num_threads, n_rows)
+    if threads < 2 or work < _PARALLEL_MIN_WORK:
+        return [fn(slice(0, n_rows))]
+    if not _parallel_lock.acquire(blocking=False):
+        return [fn(slice(0, n_rows))]
+    try:
+        blocks = iter(_row_slices(n_rows, threads * _BLOCKS_PER_THREAD))
+        take = threading.Lock()
+        failed = threading.Event()
+
+        def worker() -> _T | None:
+            local: _T | None = None
+            while not failed.is_set():
+                with take:
+                    sl = next(blocks, None)
+                if sl is None:
+                    break
+                try:
+                    result = fn(sl)
+                except BaseException:
+                    failed.set()
+                    raise
+                local = result if local is None or combine is None else combine(local, result)
+            return local
+
+        executor = _get_executor(threads - 1)
+        with limit_blas_threads(1):
+            futures = [executor.submit(worker) for _ in range(threads - 1)]
+            try:
+                first = worker()
+            finally:
+                # Never leave the BLAS limit while workers still run.
+                wait(futures)
+            results = [first, *(f.result() for f in futures)]
+        return [r for r in results if r is not None]
+    finally:
+        _parallel_lock.release()

@@ -1,0 +1,175 @@
+"""Validated inputs of one attention call (the plan), and the masks.
+
+:func:`make_plan` checks shapes, dtypes, finiteness, the rule and its parameters once, with
+messages that name the offending value, and returns a :class:`Plan` that the forward and
+backward passes share.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine.config import MaskKind, ScalingRule
+from engine.core.checks import check_array, check_dim, check_finite, check_positive, float_dtype
+from engine.core.scaling import DEFAULT_CAP, parse_rule, scale_factor
+
+__all__ = ["Plan", "causal_mask", "make_plan"]
+
+
+def causal_mask(n_q: int, n_k: int) -> np.ndarray:
+    """Boolean (n_q, n_k) causal mask, True = attend.
+
+    Query i may attend to key j when ``j <= i + (n_k - n_q)``: queries are aligned with the
+    *last* n_q keys (the usual convention when a prefix of cached keys precedes the queries).
+    With ``n_q == n_k`` this is the lower triangle including the diagonal. When ``n_q > n_k``
+    the first ``n_q - n_k`` queries see no key; their weights and outputs are zero.
+    """
+    n_q = check_dim("n_q", n_q)
+    n_k = check_dim("n_k", n_k)
+    return np.tri(n_q, n_k, k=n_k - n_q, dtype=bool)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The checked inputs of one attention call, cast to the computation dtype."""
+
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray | None
+    dtype: np.dtype
+    batch: tuple[int, ...]
+    n_q: int
+    n_k: int
+    d_k: int
+    rule: ScalingRule
+    scale: float  # c for scalar rules (for softcap: 1/√d_k before the cap)
+    gain: float  # QK-norm gain
+    cap: float  # soft-cap value
+    mask_off: np.ndarray | None  # True where attention is NOT allowed (broadcastable)
+
+    @property
+    def score_shape(self) -> tuple[int, ...]:
+        """(..., n_q, n_k): the shape of the logits and weights."""
+        return (*self.batch, self.n_q, self.n_k)
+
+    @property
+    def n_scores(self) -> int:
+        """Number of entries of the logits."""
+        return math.prod(self.score_shape)
+
+
+def make_plan(
+    q: Any,
+    k: Any,
+    v: Any,
+    *,
+    rule: Any,
+    mask: Any,
+    temperature: Any,
+    gain: Any,
+    cap: Any,
+    extra: tuple[np.ndarray, ...] = (),
+) -> Plan:
+    """Check the arguments of an attention call and return its :class:`Plan`.
+
+    ``v`` may be None (logits only). ``extra`` arrays (e.g. the output gradient) take part in
+    the choice of the computation dtype.
+    """
+    q = check_array("q", q, "(..., n_q, d_k)")
+    k = check_array("k", k, "(..., n_k, d_k)")
+    arrays = [q, k]
+    if v is not None:
+        v = check_array("v", v, "(..., n_k, d_v)")
+        arrays.append(v)
+    rule = parse_rule(rule)
+    n_q, d_k = q.shape[-2:]
+    n_k = k.shape[-2]
+    if k.shape[-1] != d_k:
+        raise ValueError(
+            f"d_k mismatch: q has d_k = {d_k} (last axis) but k has d_k = {k.shape[-1]}; "
+            "they must be equal"
+        )
+    if v is not None and v.shape[-2] != n_k:
+        raise ValueError(
+            f"n_k mismatch: k has n_k = {n_k} keys (axis -2) but v has {v.shape[-2]}; "
+            "they must be equal"
+        )
+    for name, size in (("n_q (q.shape[-2])", n_q), ("n_k (k.shape[-2])", n_k), ("d_k", d_k)):
+        if size < 1:
+            raise ValueError(f"{name} must be >= 1, got {size}")
+    try:
+        batch = np.broadcast_shapes(*(a.shape[:-2] for a in arrays))
+    except ValueError:
+        shapes = ", ".join(f"{n}{a.shape}" for n, a in zip("qkv", arrays, strict=False))
+        raise ValueError(
+            f"leading (batch, head) dimensions of q, k, v do not broadcast: {shapes}"
+        ) from None
+
+    # Parameters are validated whenever they are given, even for rules that ignore them:
+    # a non-positive temperature is a bug wherever it comes from.
+    temperature = None if temperature is None else check_positive("temperature", temperature)
+    gain = math.sqrt(d_k) if gain is None else check_positive("gain", gain)
+    cap = DEFAULT_CAP if cap is None else check_positive("cap", cap)
+    scale = scale_factor(rule, d_k, temperature=temperature)
+
+    dtype = float_dtype(*arrays, *extra)
+    mask_off = _mask_off(mask, (*batch, n_q, n_k))
+
+    cast = [np.asarray(a, dtype=dtype) for a in arrays]
+    for name, arr in zip("qkv", cast, strict=False):
+        check_finite(name, arr)
+    return Plan(
+        q=cast[0],
+        k=cast[1],
+        v=cast[2] if v is not None else None,
+        dtype=dtype,
+        batch=batch,
+        n_q=n_q,
+        n_k=n_k,
+        d_k=d_k,
+        rule=rule,
+        scale=scale,
+        gain=gain,
+        cap=cap,
+        mask_off=mask_off,
+    )
+
+
+def _mask_off(mask: Any, score_shape: tuple[int, ...]) -> np.ndarray | None:
+    """Return a boolean array that is True where attention is forbidden (None = no mask)."""
+    if mask is None:
+        return None
+    n_q, n_k = score_shape[-2:]
+    if isinstance(mask, str):
+        try:
+            kind = MaskKind(mask)
+        except ValueError:
+            raise ValueError(
+                f"mask must be None, 'none', 'causal' or a boolean array; got {mask!r}"
+            ) from None
+        if kind is MaskKind.NONE:
+            return None
+        # j > i + (n_k - n_q) is forbidden; see causal_mask.
+        return ~np.tri(n_q, n_k, k=n_k - n_q, dtype=bool)
+    arr = np.asarray(mask)
+    if arr.dtype != np.bool_:
+        raise ValueError(
+            f"mask must be a boolean array (True = attend) or 'causal'; got dtype {arr.dtype}"
+        )
+    try:
+        ok = np.broadcast_shapes(arr.shape, score_shape) == score_shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"mask shape {arr.shape} must broadcast to the logits shape {score_shape} "
+            "(..., n_q, n_k) without enlarging it"
+        )
+    if arr.all():
+        return None
+    # A (n_k,) key-padding mask becomes (1, n_k) so that axis -2 always exists.
+    return ~np.atleast_2d(arr)

@@ -1,0 +1,146 @@
+"""The scaling rules: the factor c each rule multiplies q·k by, and the logits it produces.
+
+``none``         c = 1
+``sqrt``         c = 1/√d_k
+``linear``       c = 1/d_k
+``temperature``  c = 1/T (``temperature`` required, > 0)
+``qk_norm``      q and k are ℓ₂-normalised over d_k, then multiplied by ``gain`` (default √d_k)
+``softcap``      c = 1/√d_k, then ``cap·tanh(s/cap)`` (``cap`` default 50)
+
+The scale (and soft-cap's 1/cap) is folded into Q, an n×d multiply, instead of into the n×n
+logits; :func:`rule_operands` prepares those n×d inputs and :func:`write_logits` turns a block
+of query rows into logits.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine.config import ScalingRule
+from engine.core.checks import check_dim, check_positive
+
+__all__ = [
+    "DEFAULT_CAP",
+    "NORM_EPS",
+    "RuleOperands",
+    "normalise_backward",
+    "parse_rule",
+    "rule_operands",
+    "scale_factor",
+    "write_logits",
+]
+
+#: Soft-cap used when the ``softcap`` rule is given no ``cap`` (Gemma 2's attention value).
+DEFAULT_CAP = 50.0
+
+#: Norms below this are clamped in the QK-norm rule (as torch.nn.functional.normalize does), so
+#: that an all-zero q or k row maps to zero instead of 0/0.
+NORM_EPS = 1e-12
+
+_ALLOWED_RULES = ", ".join(rule.value for rule in ScalingRule)
+
+
+def parse_rule(rule: Any) -> ScalingRule:
+    """``ScalingRule(rule)``, with a message listing the allowed rules."""
+    try:
+        return ScalingRule(rule)
+    except ValueError:
+        raise ValueError(f"rule must be one of {_ALLOWED_RULES}; got {rule!r}") from None
+
+
+def scale_factor(rule: ScalingRule | str, d_k: int, *, temperature: float | None = None) -> float:
+    """Return the scalar c multiplying q·k under ``rule``.
+
+    ``none`` → 1, ``sqrt`` → 1/√d_k, ``linear`` → 1/d_k, ``temperature`` → 1/T (``temperature``
+    required), ``qk_norm`` → 1 (its gain multiplies the normalised vectors instead), ``softcap``
+    → 1/√d_k (applied before the cap).
+    """
+    rule = parse_rule(rule)
+    d_k = check_dim("d_k", d_k)
+    if rule is ScalingRule.NONE or rule is ScalingRule.QK_NORM:
+        return 1.0
+    if rule is ScalingRule.SQRT or rule is ScalingRule.SOFTCAP:
+        return 1.0 / math.sqrt(d_k)
+    if rule is ScalingRule.LINEAR:
+        return 1.0 / d_k
+    if temperature is None:
+        raise ValueError("temperature is required for rule 'temperature' (a number > 0)")
+    return 1.0 / check_positive("temperature", temperature)
+
+
+def _l2_normalise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return (x / max(‖x‖, eps), max(‖x‖, eps)) over the last axis, overflow-safe."""
+    with np.errstate(over="ignore"):
+        sq = np.sum(x * x, axis=-1, keepdims=True)
+    if not np.isfinite(sq).all():
+        # Squares overflowed: rescale by the row's largest magnitude first.
+        a = np.max(np.abs(x), axis=-1, keepdims=True)
+        a[a == 0] = 1.0
+        norm = a * np.sqrt(np.sum((x / a) ** 2, axis=-1, keepdims=True))
+    else:
+        norm = np.sqrt(sq)
+    norm = np.maximum(norm, NORM_EPS)
+    return x / norm, norm
+
+
+def normalise_backward(x_hat: np.ndarray, norm: np.ndarray, g_hat: np.ndarray) -> np.ndarray:
+    """Backpropagate through x̂ = x / max(‖x‖, eps): (g − x̂(x̂·g)) / ‖x‖ (or g/eps if clamped)."""
+    radial = np.sum(x_hat * g_hat, axis=-1, keepdims=True)
+    clamped = norm <= NORM_EPS
+    if clamped.any():
+        radial[clamped] = 0.0
+    return (g_hat - x_hat * radial) / norm
+
+
+@dataclass(frozen=True, slots=True)
+class RuleOperands:
+    """Inputs of the n×n stage: raw logits = qs @ ks.T (softcap: tanh of it, times cap)."""
+
+    qs: np.ndarray
+    ks: np.ndarray
+    cap: float | None = None  # soft-cap only
+    q_hat: np.ndarray | None = None  # QK-norm only: normalised q, k and their norms
+    q_norm: np.ndarray | None = None
+    k_norm: np.ndarray | None = None
+
+
+def rule_operands(
+    rule: ScalingRule, q: np.ndarray, k: np.ndarray, *, scale: float, gain: float, cap: float
+) -> RuleOperands:
+    """Fold ``rule`` into the (..., n, d_k) q and k (already in the computation dtype).
+
+    ``scale`` is :func:`scale_factor`'s c, ``gain`` the QK-norm gain and ``cap`` the soft-cap
+    value (both validated by the caller); each is used only by its rule.
+    """
+    dt = q.dtype.type
+    if rule is ScalingRule.QK_NORM:
+        q_hat, q_norm = _l2_normalise(q)
+        k_hat, k_norm = _l2_normalise(k)
+        return RuleOperands(q_hat * dt(gain), k_hat, None, q_hat, q_norm, k_norm)
+    # Fold the scale (and softcap's 1/cap) into Q: an n×d multiply instead of n×n.
+    if rule is ScalingRule.SOFTCAP:
+        return RuleOperands(q * dt(scale / cap), k, cap)
+    return RuleOperands(q * dt(scale), k)
+
+
+def write_logits(
+    ops: RuleOperands, rows: slice, out: np.ndarray, keep_tanh: bool = False
+) -> np.ndarray | None:
+    """Write the unmasked logits of query rows ``rows`` into ``out``.
+
+    With ``keep_tanh`` (soft-cap only) the tanh values are returned in a new buffer, for the
+    backward pass; otherwise None.
+    """
+    # Overflow (finite inputs whose products exceed the dtype) is reported as a ValueError by
+    # the softmax's exp_rows, so the matmul's own RuntimeWarning is silenced.
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.matmul(ops.qs[..., rows, :], ops.ks.swapaxes(-1, -2), out=out)
+    if ops.cap is None:
+        return None
+    tanh = np.tanh(out, out=np.empty_like(out) if keep_tanh else out)
+    np.multiply(tanh, out.dtype.type(ops.cap), out=out)
+    return tanh if keep_tanh else None

@@ -1,0 +1,109 @@
+"""The numerically stable softmax, and the row exponentials the attention passes share.
+
+The softmax subtracts the row maximum before ``exp``, except when every row maximum lies in a
+window where ``exp`` cannot overflow (then the shift is skipped: one pass fewer over an n×n
+matrix). Fully masked rows have maximum −∞; their shift is replaced by 0 so that no
+``-inf - -inf`` is ever evaluated, and their weights come out 0, never NaN.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from engine.core.checks import as_real_array, float_dtype
+
+__all__ = ["exp_rows", "softmax"]
+
+
+def _safe_reciprocal(s: np.ndarray) -> np.ndarray:
+    """1/s, and 0 where s == 0 (fully masked rows: every other row holds exp(m) > 0)."""
+    inv = np.zeros_like(s)
+    np.divide(1.0, s, out=inv, where=s > 0)
+    return inv
+
+
+# Row maxima inside these windows need no shift before exp: exp(logits) cannot overflow, the
+# row sum stays far from the dtype's limits, and the entries that underflow to 0 are the same
+# (or weigh less than exp(-60) relative to the row maximum) as with the shift. Skipping the
+# shift saves one of the five elementwise passes over the n×n matrix.
+_NO_SHIFT_WINDOW = {np.dtype(np.float32): (-20.0, 30.0), np.dtype(np.float64): (-300.0, 300.0)}
+
+
+def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Write exp(logits − shift) into ``out`` (may be ``logits``); return 1/rowsum (keepdims).
+
+    The shift is the row maximum, or 0 when every row maximum lies in the no-shift window; the
+    softmax is ``out * inv`` either way. Fully masked rows (all −∞) give zeros and inv = 0.
+    """
+    m = np.max(logits, axis=-1, keepdims=True)
+    lo, hi = _NO_SHIFT_WINDOW[logits.dtype]
+    if ((m >= lo) & (m <= hi) | np.isneginf(m)).all():
+        np.exp(logits, out=out)
+    else:
+        if np.isnan(m).any() or np.isposinf(m).any():
+            raise ValueError(
+                f"logits contain NaN or +inf (q·k overflowed {logits.dtype}, or the data is "
+                "not finite); scale q and k down or use float64"
+            )
+        # Fully masked rows: shift by 0 so that -inf - (-inf) is never evaluated.
+        m[np.isneginf(m)] = 0.0
+        np.subtract(logits, m, out=out)
+        np.exp(out, out=out)
+    return _safe_reciprocal(np.sum(out, axis=-1, keepdims=True))
+
+
+def softmax(x: Any, axis: int = -1, mask: Any = None) -> np.ndarray:
+    """Numerically stable softmax along ``axis``.
+
+    Parameters
+    ----------
+    x
+        Real array; ``float32`` is preserved, everything else is computed in ``float64``.
+        Entries equal to −∞ get weight 0.
+    axis
+        Axis along which the weights sum to 1.
+    mask
+        Optional boolean array broadcastable to ``x.shape``; True = keep, False = weight 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        Weights with the shape of ``x``. Rows whose entries are all masked (or all −∞) are all
+        zero, never NaN.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` contains NaN or +∞, or ``mask`` is not a boolean array of compatible shape.
+    """
+    arr = as_real_array("x", x)
+    w = np.array(arr, dtype=float_dtype(arr), copy=True)
+    if w.ndim == 0:
+        raise ValueError("x must have at least 1 dimension, got a scalar")
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
+        raise ValueError(f"axis must be an integer, got {axis!r}")
+    if not -w.ndim <= axis < w.ndim:
+        raise ValueError(f"axis must be in [{-w.ndim}, {w.ndim - 1}], got {axis}")
+    if mask is not None:
+        mask_arr = np.asarray(mask)
+        if mask_arr.dtype != np.bool_:
+            raise ValueError(
+                f"mask must be a boolean array (True = keep), got dtype {mask_arr.dtype}"
+            )
+        try:
+            ok = np.broadcast_shapes(mask_arr.shape, w.shape) == w.shape
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(
+                f"mask shape {mask_arr.shape} does not broadcast to x's shape {w.shape}"
+            )
+        np.copyto(w, -np.inf, where=~mask_arr)
+    if w.size == 0:
+        return w
+    moved = np.moveaxis(w, axis, -1)
+    moved *= exp_rows(moved, moved)
+    return w

@@ -1,0 +1,197 @@
+"""Evaluate the tour's claims: the engine value of each claim's quantity, and whether it holds.
+
+Each quantity is computed by the engine function named in :mod:`engine.tour.claims`. The claims
+of one step share their snapshots and sweep points (same configuration, same draw).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from engine.config import AttentionConfig, MaskKind, ScalingRule
+from engine.tour.claims import ClaimResult, check_value, claim_number, validate_claim
+
+__all__ = ["evaluate_claim", "evaluate_claims", "evaluate_quantity"]
+
+_SNAPSHOT = {"logit_var", "logit_var_theory", "max_abs_logit", "p_max_mean", "entropy_mean"}
+_SWEEP_FIELDS = {
+    "sweep_logit_var": "logit_var",
+    "sweep_p_max_mean": "p_max_mean",
+    "sweep_entropy_mean": "entropy_mean",
+    "sweep_jac_fro_median": "jac_fro_median",
+    "sweep_jac_raw_median": "jac_raw_median",
+    "sweep_saturated_share": "saturated_share",
+}
+
+
+def _claim_config(claim: Mapping[str, Any], config: AttentionConfig) -> AttentionConfig:
+    at = claim.get("at")
+    return config.replace(**dict(at)) if at else config
+
+
+def _claim_rule(claim: Mapping[str, Any], config: AttentionConfig) -> ScalingRule:
+    return ScalingRule(claim.get("rule", config.rule))
+
+
+class _Cache:
+    """Engine results shared by the claims of one evaluation (same config, same draw)."""
+
+    def __init__(self) -> None:
+        self.snapshots: dict[tuple[AttentionConfig, ScalingRule], Any] = {}
+        self.sweeps: dict[tuple[AttentionConfig, ScalingRule], Any] = {}
+
+
+def _snapshot_value(quantity: str, config: AttentionConfig, rule: ScalingRule,
+                    cache: _Cache) -> float:
+    from engine.analysis.experiment import run_experiment
+
+    key = (config, rule)
+    snap = cache.snapshots.get(key)
+    if snap is None:
+        snap = cache.snapshots[key] = run_experiment(config, rules=[rule])
+    view = snap.rules[rule]
+    if quantity == "logit_var":
+        return float(view.logit_var_empirical)
+    if quantity == "logit_var_theory":
+        return float(view.logit_var_theory)
+    if quantity == "max_abs_logit":
+        finite = view.logits[np.isfinite(view.logits)]
+        return float(np.max(np.abs(finite)))
+    if quantity == "p_max_mean":
+        return float(np.mean(view.p_max))
+    return float(np.mean(view.entropy))
+
+
+def _sweep_value(quantity: str, config: AttentionConfig, rule: ScalingRule,
+                 cache: _Cache) -> float:
+    from engine.analysis.sweep import run_sweep
+    from engine.config import SweepConfig, SweepParam
+
+    if config.use_projection or config.init_std != 1.0 or config.mask is not MaskKind.NONE:
+        raise ValueError(
+            f"{quantity} comes from the d_k sweep, which draws iid unit-variance q, k without "
+            "a mask: it needs init_std = 1, use_projection = false and mask = none"
+        )
+    key = (config, rule)
+    point = cache.sweeps.get(key)
+    if point is None:
+        sweep = SweepConfig(
+            param=SweepParam.D_K, values=(config.d_k,), rules=(rule,),
+            n_tokens=config.n_tokens, rho=config.rho, samples=config.samples, seed=config.seed,
+            temperature=config.temperature, gain=config.gain, cap=config.cap,
+        )
+        point = cache.sweeps[key] = run_sweep(sweep)[0]
+    return float(getattr(point, _SWEEP_FIELDS[quantity]))
+
+
+def _temperature_grad_diff(config: AttentionConfig, temperature: float) -> float:
+    from engine.analysis.sampling import draw_qk
+    from engine.core.attention import scaled_dot_product_attention_backward
+
+    q, k = draw_qk(config)
+    q, k = q[0], k[0]
+    rng = np.random.default_rng(config.seed)
+    v = rng.standard_normal(q.shape)
+    upstream = rng.standard_normal(q.shape)
+    mask = "causal" if config.mask is MaskKind.CAUSAL else None
+    grads_t = scaled_dot_product_attention_backward(
+        q, k, v, upstream, rule=ScalingRule.TEMPERATURE, temperature=temperature, mask=mask)
+    grads_s = scaled_dot_product_attention_backward(q, k, v, upstream, rule=ScalingRule.SQRT,
+                                                    mask=mask)
+    return max(float(np.max(np.abs(a - b))) for a, b in zip(grads_t, grads_s, strict=True))
+
+
+def _train_final_loss(claim: Mapping[str, Any], config: AttentionConfig, rule: ScalingRule,
+                      cancel: threading.Event | None) -> float:
+    from engine.config.train import TrainConfig
+    from engine.training.lr_sweep import run_lr_sweep
+
+    fields = {"d_k": config.d_k, "seed": config.seed, **dict(claim.get("train", {}))}
+    train = TrainConfig(rules=(rule,), **fields)
+    lr = float(claim["lr"])
+    try:
+        result = run_lr_sweep(train, [lr], [train.seed], cancel)
+    except RuntimeError:  # cancelled
+        return math.nan
+    return float(result.row(rule, lr).final_loss_mean)
+
+
+def evaluate_quantity(
+    claim: Mapping[str, Any],
+    config: AttentionConfig,
+    *,
+    cancel: threading.Event | None = None,
+    _cache: _Cache | None = None,
+) -> float:
+    """Compute the engine value of ``claim``'s quantity for ``config``.
+
+    Parameters
+    ----------
+    claim
+        A claim (see the module docstring); validated first.
+    config
+        The step's configuration (the claim's ``at`` overrides are applied to it).
+    cancel
+        Stops a ``train_final_loss`` computation early (the value is then NaN).
+
+    Returns
+    -------
+    float
+        The value (NaN when cancelled).
+    """
+    validate_claim(claim)
+    cache = _cache or _Cache()
+    quantity = str(claim["quantity"])
+    cfg = _claim_config(claim, config)
+    rule = _claim_rule(claim, cfg)
+    if quantity in _SNAPSHOT:
+        return _snapshot_value(quantity, cfg, rule, cache)
+    if quantity in _SWEEP_FIELDS:
+        return _sweep_value(quantity, cfg, rule, cache)
+    if quantity == "temperature_max_diff":
+        from engine.analysis.experiment import temperature_comparison
+
+        temperature = claim_number(claim, "temperature") or cfg.temperature
+        return float(temperature_comparison(cfg, temperature)[2])
+    if quantity == "temperature_grad_max_diff":
+        return _temperature_grad_diff(cfg, claim_number(claim, "temperature") or cfg.temperature)
+    if quantity == "correlation_rms":
+        from engine.analysis.correlation import correlation_rms
+
+        result = correlation_rms([cfg.d_k], cfg.rho, max(cfg.samples, 2), cfg.seed)
+        return float(result[f"rms_{rule.value}"][0])
+    return _train_final_loss(claim, cfg, rule, cancel)
+
+
+def evaluate_claim(claim: Mapping[str, Any], config: AttentionConfig, *,
+                   cancel: threading.Event | None = None) -> ClaimResult:
+    """Evaluate one claim: the engine value and whether it satisfies the claim."""
+    value = evaluate_quantity(claim, config, cancel=cancel)
+    return ClaimResult(claim=claim, value=value, passed=check_value(claim, value))
+
+
+def evaluate_claims(
+    claims: Iterable[Mapping[str, Any]],
+    config: AttentionConfig,
+    *,
+    cancel: threading.Event | None = None,
+) -> list[ClaimResult]:
+    """Evaluate several claims on one configuration, sharing snapshots and sweep points.
+
+    Stops early (remaining values NaN) when ``cancel`` is set between claims.
+    """
+    cache = _Cache()
+    out = []
+    for claim in claims:
+        if cancel is not None and cancel.is_set():
+            value = math.nan
+        else:
+            value = evaluate_quantity(claim, config, cancel=cancel, _cache=cache)
+        out.append(ClaimResult(claim=claim, value=value, passed=check_value(claim, value)))
+    return out
+
