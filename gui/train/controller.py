@@ -1,12 +1,12 @@
 """The training controller: one worker thread, Start/Pause/Resume/Stop/Reset, ≤ 10 Hz pushes.
 
-Same pattern as :mod:`gui.explorer.controller` (DESIGN.md §3): a persistent ``QThread`` with one
-:class:`~gui.train.worker.TrainWorker`; each request is an immutable
+Same job kit as :mod:`gui.explorer.controller`: a :class:`~gui.kit.jobs.WorkerHost` runs one
+:class:`~gui.train.worker.TrainWorker` in its thread; each request is an immutable
 :class:`~gui.train.worker.TrainJob` with an id, and messages of other ids are dropped. Items
 arrive as ``object`` signals into ``@Slot`` methods here (GUI thread) and only replace the
-latest state; a single-shot timer pushes that state to the *visible* views at most every
-``push_interval_ms`` (hidden views catch up in :meth:`refresh_view`). A view may ask for fewer
-updates with a ``push_interval_s`` attribute (the probe maps: 5 Hz).
+latest state; a :class:`~gui.kit.jobs.ViewPusher` pushes that state to the *visible* views at
+most every ``push_interval_ms`` (hidden views catch up in :meth:`refresh_view`). A view may
+ask for fewer updates with a ``push_interval_s`` attribute (the probe maps: 5 Hz).
 
 Why so few pushes: the training thread and the GUI thread share the GIL, and pyqtgraph's
 ``setData`` and painting are mostly Python. Every millisecond the GUI spends drawing is a
@@ -36,29 +36,18 @@ import math
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import MappingProxyType
 
 import numpy as np
-from PySide6.QtCore import (
-    QCoreApplication,
-    QEvent,
-    QObject,
-    QTimer,
-    Signal,
-    Slot,
-)
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer, Signal, Slot
 from PySide6.QtWidgets import QGraphicsView, QWidget
 
 from engine.config import ScalingRule
 from engine.config.train import TrainConfig
-from gui.explorer.worker import (
-    JobFailed,
-    request_thread_stop,
-    start_worker_thread,
-    stop_worker_thread,
-)
+from gui.kit.jobs import JobFailed, ViewPusher, WorkerHost
 from gui.train.results import TrainResults
+from gui.train.state import TrainState
 from gui.train.worker import (
     TrainItem,
     TrainJob,
@@ -71,7 +60,6 @@ __all__ = [
     "DEFAULT_PUSH_INTERVAL_MS",
     "TRAINING_SWITCH_INTERVAL_S",
     "TrainController",
-    "TrainState",
 ]
 
 #: Python's GIL switch interval while a training job runs (default 5 ms). The worker is a
@@ -116,15 +104,6 @@ class _GrowingArray:
         return out
 
 
-class TrainState:
-    """Controller states (plain strings so that signals carry them as ``str``)."""
-
-    IDLE = "idle"
-    RUNNING = "running"
-    PAUSED = "paused"
-    STOPPING = "stopping"
-
-
 class TrainController(QObject):
     """Owns the training worker thread and the latest :class:`TrainResults`.
 
@@ -138,11 +117,10 @@ class TrainController(QObject):
     """
 
     resultsShown = Signal(object)  # TrainResults, after the visible views got them
-    stateChanged = Signal(str)  # TrainState value
+    stateChanged = Signal(object)  # TrainState
     progressChanged = Signal(float, float)  # fraction done in [0, 1], ETA in s (NaN: unknown)
     errorOccurred = Signal(str)  # user-facing message of a failed job
     workerStopped = Signal()  # the worker thread has ended (after begin_shutdown/shutdown)
-    _jobSubmitted = Signal(object)  # TrainJob -> worker thread (queued)
 
     def __init__(
         self,
@@ -153,17 +131,12 @@ class TrainController(QObject):
     ) -> None:
         super().__init__(parent)
         self._views = list(views)
-        self._stale: set[object] = set()
         self._results = TrainResults()
-        self._job: TrainJob | None = None
-        self._next_id = 0
         self._state = TrainState.IDLE
         self._closed = False
-        self._dirty = False
         self._last_error = ""
         self._grad_steps = _GrowingArray(np.int64)
         self._grad_norms: dict[ScalingRule, _GrowingArray] = {}
-        self._shown_at: dict[object, float] = {}  # view -> perf_counter() of its last push
         self._progress = (0.0, math.nan)  # latest (fraction, ETA s), emitted with each push
         # Active (not paused) running time of the current job, for the ETA.
         self._active_s = 0.0
@@ -177,25 +150,26 @@ class TrainController(QObject):
         # Viewports updated by the last push, their updates disabled until the paint timer.
         self._held: list[QWidget] = []
 
-        self._push_timer = QTimer(self)
-        self._push_timer.setSingleShot(True)
-        self._push_timer.setInterval(push_interval_ms)
-        self._push_timer.timeout.connect(self._on_push_timer)
+        self._pusher = ViewPusher(
+            self._views, self.results, _show_train, push_interval_ms, pushed=self._on_pushed,
+            after_push=self._after_push, guard=self._gated, parent=self,
+        )
         self._paint_timer = QTimer(self)
         self._paint_timer.setSingleShot(True)
         self._paint_timer.setInterval(0)
         self._paint_timer.timeout.connect(self._paint_held)
 
-        self._worker = TrainWorker()
-        self._jobSubmitted.connect(self._worker.run)
-        self._worker.itemReady.connect(self._on_item)
-        self._worker.failed.connect(self._on_failed)
-        self._worker.finished.connect(self._on_finished)
-        self._thread = start_worker_thread(self, self._worker, "train-worker")
-        self._thread.finished.connect(self._on_thread_finished)
+        worker = TrainWorker()
+        worker.itemReady.connect(self._on_item)
+        worker.failed.connect(self._on_failed)
+        self._host = WorkerHost(worker, "train-worker", self)
+        self._host.jobFinished.connect(self._on_finished)
+        self._host.workerStopped.connect(self._on_thread_finished)
+        # Keeps the wrapper alive; the worker itself is deleted in its thread at shutdown.
+        self._worker = worker
 
     # ----------------------------------------------------------------------------- accessors
-    def state(self) -> str:
+    def state(self) -> TrainState:
         """The current :class:`TrainState`."""
         return self._state
 
@@ -205,7 +179,8 @@ class TrainController(QObject):
 
     def job(self) -> TrainJob | None:
         """The running job, if any."""
-        return self._job
+        job: TrainJob | None = self._host.running()
+        return job
 
     def last_error(self) -> str:
         """Message of the most recent failed job ("" after a success)."""
@@ -213,11 +188,11 @@ class TrainController(QObject):
 
     def is_running(self) -> bool:
         """True while the worker thread is alive."""
-        return self._thread.isRunning()
+        return self._host.is_running()
 
     def wait_stopped(self, timeout_ms: int) -> bool:
         """Block at most ``timeout_ms`` for the thread to end; True if it has ended."""
-        return self._thread.wait(max(0, int(timeout_ms)))
+        return self._host.wait_stopped(timeout_ms)
 
     def step_gate(self) -> threading.Event:
         """The engine's step gate (set except while the GUI thread pushes and paints)."""
@@ -232,9 +207,8 @@ class TrainController(QObject):
         self._results = self._results.replace(
             snapshot=None, grad_steps=np.zeros(0, dtype=int), grad_norms=MappingProxyType({})
         )
-        self._submit(
-            TrainJob(self._new_id(), TrainJobKind.TRAIN, config, step_gate=self._step_gate)
-        )
+        self._submit(lambda request_id: TrainJob(request_id, TrainJobKind.TRAIN, config,
+                                                  step_gate=self._step_gate))
         return True
 
     def start_lr_sweep(self, config: TrainConfig, lrs: Sequence[float], seeds: int) -> bool:
@@ -242,40 +216,36 @@ class TrainController(QObject):
         if not self._can_start():
             return False
         self._results = self._results.replace(sweep=None)
-        self._submit(
-            TrainJob(
-                self._new_id(),
-                TrainJobKind.LR_SWEEP,
-                config,
-                lrs=tuple(float(x) for x in lrs),
-                seeds=int(seeds),
-                step_gate=self._step_gate,
-            )
-        )
+        lrs = tuple(float(x) for x in lrs)
+        self._submit(lambda request_id: TrainJob(request_id, TrainJobKind.LR_SWEEP, config,
+                                                  lrs=lrs, seeds=int(seeds),
+                                                  step_gate=self._step_gate))
         return True
 
     @Slot()
     def pause(self) -> None:
         """Hold the running job between two engine yields."""
-        if self._job is not None and self._state == TrainState.RUNNING:
-            self._job.pause()
+        job = self.job()
+        if job is not None and self._state == TrainState.RUNNING:
+            job.pause()
             self._active_s += time.perf_counter() - self._resumed_at
             self._set_state(TrainState.PAUSED)
 
     @Slot()
     def resume(self) -> None:
         """Continue a paused job."""
-        if self._job is not None and self._state == TrainState.PAUSED:
+        job = self.job()
+        if job is not None and self._state == TrainState.PAUSED:
             self._resumed_at = time.perf_counter()
-            self._job.resume()
+            job.resume()
             self._set_state(TrainState.RUNNING)
 
     @Slot()
     def stop(self) -> None:
         """Cancel the running job (it ends after its current step; results so far stay)."""
         self._step_gate.set()  # never needed here; a gated engine honours cancel anyway
-        if self._job is not None and self._state in (TrainState.RUNNING, TrainState.PAUSED):
-            self._job.stop()
+        if self.job() is not None and self._state in (TrainState.RUNNING, TrainState.PAUSED):
+            self._host.cancel()
             self._set_state(TrainState.STOPPING)
 
     @Slot()
@@ -284,31 +254,21 @@ class TrainController(QObject):
         self.stop()
         self._grad_steps, self._grad_norms = _GrowingArray(np.int64), {}
         self._results = TrainResults()
-        self._dirty = False
         self._last_error = ""
         for view in self._views:
             view.clear()  # type: ignore[attr-defined]
-        self._stale.clear()
+        self._pusher.discard()
         self._progress = (0.0, math.nan)
         self.progressChanged.emit(0.0, math.nan)
 
     def refresh_views(self) -> None:
         """Push the latest results to every view now, hidden ones too (e.g. before export)."""
-        now = time.perf_counter()
-        with self._gated():
-            for view in self._views:
-                view.show_train(self._results)  # type: ignore[attr-defined]
-                self._shown_at[view] = now
-            self._stale.clear()
+        self._pusher.refresh_views()
 
     @Slot(object)
     def refresh_view(self, view: object) -> None:
         """Bring ``view`` up to date (called when a hidden view becomes visible)."""
-        if view in self._stale:
-            self._stale.discard(view)
-            with self._gated():
-                view.show_train(self._results)  # type: ignore[attr-defined]
-                self._shown_at[view] = time.perf_counter()
+        self._pusher.refresh_view(view)
 
     def begin_shutdown(self) -> None:
         """Stop the job and ask the thread to end, without waiting for it.
@@ -319,12 +279,10 @@ class TrainController(QObject):
         if self._closed:
             return
         self._closed = True
-        self._push_timer.stop()
+        self._pusher.close()
         self._paint_held()  # re-enables the viewports a push held; paints nothing when closed
         self._step_gate.set()
-        if self._job is not None:
-            self._job.stop()
-        request_thread_stop(self._thread)
+        self._host.begin_shutdown()
 
     def shutdown(self, timeout_ms: int = 1000) -> bool:
         """Stop the job and the thread, waiting at most ``timeout_ms`` (then without bound).
@@ -335,7 +293,7 @@ class TrainController(QObject):
             True if the thread stopped within ``timeout_ms``.
         """
         self.begin_shutdown()
-        stopped = stop_worker_thread(self._thread, timeout_ms)
+        stopped = self._host.shutdown(timeout_ms)
         self._restore_switch_interval()
         return stopped
 
@@ -346,14 +304,11 @@ class TrainController(QObject):
 
     # -------------------------------------------------------------------------------- private
     def _can_start(self) -> bool:
-        return not self._closed and self._job is None
+        return not self._closed and self._host.running() is None
 
-    def _new_id(self) -> int:
-        self._next_id += 1
-        return self._next_id
-
-    def _submit(self, job: TrainJob) -> None:
-        self._job = job
+    def _submit(self, make_job: Callable[[int], TrainJob]) -> None:
+        """Hand a job to the (idle) worker, then announce the new state."""
+        self._host.request(make_job)
         self._last_error = ""
         self._active_s = 0.0
         self._resumed_at = time.perf_counter()
@@ -363,14 +318,13 @@ class TrainController(QObject):
         if self._saved_switch_interval is None:
             self._saved_switch_interval = sys.getswitchinterval()
             sys.setswitchinterval(min(TRAINING_SWITCH_INTERVAL_S, self._saved_switch_interval))
-        self._jobSubmitted.emit(job)
 
     def _restore_switch_interval(self) -> None:
         if self._saved_switch_interval is not None:
             sys.setswitchinterval(self._saved_switch_interval)
             self._saved_switch_interval = None
 
-    def _set_state(self, state: str) -> None:
+    def _set_state(self, state: TrainState) -> None:
         if state != self._state:
             self._state = state
             self.stateChanged.emit(state)
@@ -382,7 +336,7 @@ class TrainController(QObject):
 
     @Slot(object)
     def _on_item(self, message: TrainItem) -> None:
-        job = self._job
+        job = self.job()
         if self._closed or job is None or message.request_id != job.request_id:
             return
         item = message.item
@@ -403,7 +357,7 @@ class TrainController(QObject):
         eta = active * (1.0 - fraction) / fraction if fraction > 0 else math.nan
         # Emitted with the next push: a progress-bar repaint per snapshot (30 Hz) is wasted.
         self._progress = (fraction, eta)
-        self._schedule_push()
+        self._pusher.schedule()
 
     def _record_gradients(self, snapshot: object) -> None:
         step = int(snapshot.step)  # type: ignore[attr-defined]
@@ -417,63 +371,30 @@ class TrainController(QObject):
 
     @Slot(object)
     def _on_failed(self, message: JobFailed) -> None:
-        if self._closed or self._job is None or message.request_id != self._job.request_id:
+        job = self.job()
+        if self._closed or job is None or message.request_id != job.request_id:
             return
         self._last_error = message.message
         self.errorOccurred.emit(message.message)
 
     @Slot(object)
     def _on_finished(self, message: TrainJobFinished) -> None:
-        if self._job is None or message.request_id != self._job.request_id:
-            return
-        self._job = None
         self._restore_switch_interval()
         if self._closed:
             return
         if self._state == TrainState.RUNNING:
             self._active_s += time.perf_counter() - self._resumed_at
         # Show the final state before announcing idle, so idle means "everything is shown".
-        if self._dirty:
-            self._push(force=True)
+        self._pusher.flush()
         self._set_state(TrainState.IDLE)
 
-    def _schedule_push(self) -> None:
-        self._dirty = True
-        if not self._push_timer.isActive():
-            self._push()
-            self._push_timer.start()
+    def _on_pushed(self, results: object, shown: Sequence[object]) -> None:
+        self.pushes += 1
+        # Before the paint: the progress bar and status line go into the same repaint.
+        self.progressChanged.emit(*self._progress)
+        self.resultsShown.emit(results)
 
-    @Slot()
-    def _on_push_timer(self) -> None:
-        if self._dirty and not self._closed:
-            self._push()
-            self._push_timer.start()
-
-    def _push(self, force: bool = False) -> None:
-        """Show the latest results on the visible views that are due (all when ``force``)."""
-        self._dirty = False
-        results = self._results
-        now = time.perf_counter()
-        with self._gated():
-            shown = []
-            for view in self._views:
-                visible = getattr(view, "isVisible", None)
-                if visible is not None and not visible():
-                    self._stale.add(view)
-                    continue
-                # 0.9: the push timer's jitter must not make a 200 ms view wait for 300 ms.
-                interval = 0.9 * float(getattr(view, "push_interval_s", 0.0))
-                if not force and now - self._shown_at.get(view, -math.inf) < interval:
-                    self._dirty = True  # this view still owes the latest results: push again
-                    continue
-                view.show_train(results)  # type: ignore[attr-defined]
-                self._shown_at[view] = now
-                self._stale.discard(view)
-                shown.append(view)
-            self.pushes += 1
-            # Before the paint: the progress bar and status line go into the same repaint.
-            self.progressChanged.emit(*self._progress)
-            self.resultsShown.emit(results)
+    def _after_push(self, shown: Sequence[object]) -> None:
         # The paint is a second gated block after the event loop's next pass: a push is ~10 ms
         # of setData and ~10 ms of painting, and two blocks with timers and input handled in
         # between stall the loop half as long as one.
@@ -536,3 +457,7 @@ def _graphics_views(views: Sequence[object]) -> list[QGraphicsView]:
         for graphics in view.findChildren(QGraphicsView)
         if graphics.isVisible()
     ]
+
+
+def _show_train(view: object, results: object) -> None:
+    view.show_train(results)  # type: ignore[attr-defined]
