@@ -7,7 +7,8 @@ from PySide6.QtGui import QKeySequence
 
 from engine.tour.claims import evaluate_claims, expand_ui_refs, format_value, step_config
 from gui.kit import i18n
-from gui.tour.guide import TourPanel, load_tour
+from gui.tour.content import load_tour
+from gui.tour.panel import TourPanel
 
 
 @pytest.fixture
