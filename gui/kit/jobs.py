@@ -189,6 +189,9 @@ class WorkerHost(QObject):
 
     @Slot()
     def _on_thread_finished(self) -> None:
+        # A job queued behind the thread's quit never runs and never reports: forget it.
+        self._running = None
+        self._wanted = None
         self.workerStopped.emit()
 
 

@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.config import AttentionConfig, ScalingRule
 from engine.tour.claims import validate_tour
 from gui.kit import i18n
+from gui.kit.i18n import translate
 
-__all__ = ["TourData", "load_tour", "ui_language"]
+__all__ = ["TourData", "claim_context", "html_escape", "load_tour", "ui_language"]
 
 _FALLBACK_LANGUAGE = "en"
 
@@ -109,3 +111,21 @@ def ui_language() -> str:
         except RuntimeError:  # no application yet
             return _FALLBACK_LANGUAGE
     return _FALLBACK_LANGUAGE
+
+
+def claim_context(claim: Mapping[str, Any], config: AttentionConfig) -> str:
+    """``rule, d_k = 1024, lr = 0.01``: what distinguishes a claim (the rule name translated)."""
+    rule = claim.get("rule", config.rule)
+    parts = [translate("ScalingRule", ScalingRule(rule).label)]
+    for key, value in dict(claim.get("at", {})).items():
+        parts.append(f"{key} = {value}")
+    if "lr" in claim:
+        parts.append(f"lr = {claim['lr']:g}")
+    if "temperature" in claim:
+        parts.append(f"T = {claim['temperature']:g}")
+    return ", ".join(parts)
+
+
+def html_escape(text: str) -> str:
+    """``text`` with ``&``, ``<`` and ``>`` escaped for a rich-text label."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.config import AttentionConfig, ScalingRule
+from engine.config import AttentionConfig
 from engine.tour.claims import (
     ClaimResult,
     describe_target,
@@ -37,7 +37,7 @@ from engine.tour.claims import (
 from gui.kit.i18n import translate
 from gui.kit.jobs import WorkerHost
 from gui.tour.claims_job import ClaimJob, ClaimsDone, ClaimWorker
-from gui.tour.content import TourData, load_tour, ui_language
+from gui.tour.content import TourData, claim_context, html_escape, load_tour, ui_language
 from gui.tour.highlight import Highlight
 from gui.tour.host import TourHost
 
@@ -204,6 +204,10 @@ class TourPanel(QWidget):
         """Engine results of step ``index`` (default: the current one), None if not ready."""
         return self._results.get(self._index if index is None else index)
 
+    def is_evaluating(self) -> bool:
+        """True while the claim thread is alive (it starts with the first evaluation)."""
+        return self._host is not None and self._host.is_running()
+
     def shutdown(self, timeout_s: float = 1.0) -> None:
         """Cancel a running claim evaluation and wait for its thread (bounded, then unbounded).
 
@@ -324,7 +328,7 @@ class TourPanel(QWidget):
         text = self._data.step_text(lang, str(step["id"]))
 
         def ui(value: Any) -> str:
-            return _html(expand_ui_refs(str(value), translate))
+            return html_escape(expand_ui_refs(str(value), translate))
 
         self.counter_label.setText(
             translate("TourPanel", "Step {0} / {1}").format(self._index + 1, self.step_count()))
@@ -332,12 +336,12 @@ class TourPanel(QWidget):
         self.next_button.setEnabled(self._index + 1 < self.step_count())
         self.title_label.setText(expand_ui_refs(str(text.get("title", "")), translate))
         # translate() calls stay outside f-strings so that pyside6-lupdate extracts them.
-        look_head = _html(translate("TourPanel", "Look at:"))
-        try_head = _html(translate("TourPanel", "Try it yourself:"))
+        look_head = html_escape(translate("TourPanel", "Look at:"))
+        try_head = html_escape(translate("TourPanel", "Try it yourself:"))
         self.look_label.setText(f"{look_head} <b>{ui(text.get('look', ''))}</b>")
         self.body_label.setText("".join(f"<p>{ui(p)}</p>" for p in text.get("body", [])))
         self.try_label.setText(f"<i>{try_head}</i> {ui(text.get('try', ''))}")
-        self.engine_label.setText(self._engine_html(lang))
+        self.engine_label.setText(self._enginehtml_escape(lang))
 
     def engine_text(self) -> str:
         """The engine-numbers box as plain text (what the user reads; used by tests)."""
@@ -347,16 +351,16 @@ class TourPanel(QWidget):
         doc.setHtml(self.engine_label.text())
         return doc.toPlainText()
 
-    def _engine_html(self, lang: str) -> str:
-        head = "<b>" + _html(translate("TourPanel", "Engine says:")) + "</b>"
+    def _enginehtml_escape(self, lang: str) -> str:
+        head = "<b>" + html_escape(translate("TourPanel", "Engine says:")) + "</b>"
         index = self._index
         if index in self._errors:
             message = translate("TourPanel", "could not compute: {0}").format(self._errors[index])
-            return f"{head} {_html(message)}"
+            return f"{head} {html_escape(message)}"
         results = self._results.get(index)
         if results is None:
             waiting = translate("TourPanel", "computing…")
-            return f"{head} {_html(waiting)}"
+            return f"{head} {html_escape(waiting)}"
         lines = []
         for result in results:
             claim = result.claim
@@ -364,43 +368,9 @@ class TourPanel(QWidget):
                     else "<span style='color:#c0392b'>✗</span>")
             target = translate("TourPanel", "claim {0}").format(describe_target(claim))
             lines.append(
-                f"{_html(self._data.label(lang, str(claim['quantity'])))} "
-                f"[{_html(_claim_context(claim, self.step_config()))}]: "
-                f"<b>{_html(format_value(result.value))}</b> {mark} "
-                f"<span style='color:#555555'>({_html(target)})</span>"
+                f"{html_escape(self._data.label(lang, str(claim['quantity'])))} "
+                f"[{html_escape(claim_context(claim, self.step_config()))}]: "
+                f"<b>{html_escape(format_value(result.value))}</b> {mark} "
+                f"<span style='color:#555555'>({html_escape(target)})</span>"
             )
         return head + "<br>" + "<br>".join(lines)
-
-
-def _claim_context(claim: Mapping[str, Any], config: AttentionConfig) -> str:
-    """``rule, d_k = 1024, lr = 0.01``: what distinguishes a claim (the rule name translated)."""
-    rule = claim.get("rule", config.rule)
-    parts = [translate("ScalingRule", ScalingRule(rule).label)]
-    for key, value in dict(claim.get("at", {})).items():
-        parts.append(f"{key} = {value}")
-    if "lr" in claim:
-        parts.append(f"lr = {claim['lr']:g}")
-    if "temperature" in claim:
-        parts.append(f"T = {claim['temperature']:g}")
-    return ", ".join(parts)
-
-
-def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _claim_context(claim: Mapping[str, Any], config: AttentionConfig) -> str:
-    """``rule, d_k = 1024, lr = 0.01``: what distinguishes a claim (the rule name translated)."""
-    rule = claim.get("rule", config.rule)
-    parts = [translate("ScalingRule", ScalingRule(rule).label)]
-    for key, value in dict(claim.get("at", {})).items():
-        parts.append(f"{key} = {value}")
-    if "lr" in claim:
-        parts.append(f"lr = {claim['lr']:g}")
-    if "temperature" in claim:
-        parts.append(f"T = {claim['temperature']:g}")
-    return ", ".join(parts)
-
-
-def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
