@@ -208,6 +208,7 @@ class Throttle(QObject):
         super().__init__(parent)
         self._callback = callback
         self._pending = False
+        self._calling = False
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(int(interval_ms))
@@ -215,11 +216,10 @@ class Throttle(QObject):
 
     def trigger(self) -> None:
         """Call back now, or at the end of the current interval."""
-        if self._timer.isActive():
+        if self._timer.isActive() or self._calling:
             self._pending = True
             return
-        self._timer.start()  # first: a trigger from inside the callback becomes pending
-        self._callback()
+        self._call()
 
     def is_pending(self) -> bool:
         """True while a call waits for the end of the interval."""
@@ -234,12 +234,21 @@ class Throttle(QObject):
         self._timer.stop()
         self._pending = False
 
+    def _call(self) -> None:
+        # The interval starts when the callback returns (a push of ~10 ms must not shorten the
+        # pause after it); a trigger from inside the callback waits for that interval.
+        self._calling = True
+        try:
+            self._callback()
+        finally:
+            self._calling = False
+        self._timer.start()
+
     @Slot()
     def _on_timeout(self) -> None:
         if self._pending:
             self._pending = False
-            self._timer.start()
-            self._callback()
+            self._call()
 
 
 class ViewPusher(QObject):

@@ -16,38 +16,36 @@ well at 10 Hz.
 
 The step gate: the controller owns a ``threading.Event`` that the engine waits for before each
 optimisation step (``iter_training(step_gate=...)``). A push clears it while it updates the
-views and sets it again in a ``finally``; the paint follows as a second gated block after one
-pass of the event loop (the viewports' updates are disabled in between, so Qt cannot paint the
-frame ungated first, or twice). Why: the trainer's many small numpy calls take the GIL in
-between the GUI's Python (pyqtgraph ``setData`` and paint code), and one 20-30 ms block of
-update + paint was the worst heartbeat stall. Measured (benchmarks/bench_train_gui.py, curves
-in front, 2-core machine, load 0.5-1): before, worst stall 46 ms and 0.64× engine-only steps/s;
-with the gate, split paint and the curves' steady y ranges and axis widths, 20-23 ms and
-0.66-0.75×. Most of that is the split paint and the curves' changes: with the gate disabled,
-21-22 ms and 0.65-0.71×, i.e. the gate's own gain is within the noise here. The gate is cleared
-only inside :meth:`_gated`, Stop and shutdown set it again, and the engine honours ``cancel``
-while gated, so a run can never be left blocked.
+views; the paint follows as a second gated block after one pass of the event loop (the
+viewports' updates are disabled in between, so Qt cannot paint the frame ungated first, or
+twice). Why: the trainer's many small numpy calls take the GIL in between the GUI's Python
+(pyqtgraph ``setData`` and paint code), and one 20-30 ms block of update + paint was the worst
+heartbeat stall. Measured with benchmarks/bench_train_gui.py (curves in front, 2-core machine):
+at load 0.5-1 the split paint gave most of the gain (worst stall 46 → 20-23 ms) and the gate's
+own share was within the noise; at load 1.6-5, ten paired runs with and without the gate gave
+median steps ratios 0.80 vs 0.78 (neutral) but median worst stalls 62 vs 75 ms, lower with the
+gate in 7 of 10 pairs, so it stays (:class:`~gui.train.gate.GatedPaint`). Stop and
+shutdown set it again, and the engine honours ``cancel`` while gated: a run is never left
+blocked.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import MappingProxyType
 
 import numpy as np
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer, Signal, Slot
-from PySide6.QtWidgets import QGraphicsView, QWidget
+from PySide6.QtCore import QObject, Signal, Slot
 
-from engine.config import ScalingRule
 from engine.config.train import TrainConfig
 from gui.kit.jobs import JobFailed, ViewPusher, WorkerHost
+from gui.train.gate import GatedPaint
 from gui.train.results import TrainResults
-from gui.train.state import TrainState
+from gui.train.state import GradientHistory, TrainState
 from gui.train.worker import (
     TrainItem,
     TrainJob,
@@ -75,33 +73,6 @@ TRAINING_SWITCH_INTERVAL_S = 0.0005
 
 #: Default minimum interval between two pushes to the training views (10 Hz).
 DEFAULT_PUSH_INTERVAL_MS = 100
-
-
-class _GrowingArray:
-    """An append-only 1-D array whose filled part is handed out without copying.
-
-    :meth:`view` returns a read-only view of the entries so far; entries never change once
-    written and a reallocation leaves the old buffer to the views already handed out, so a
-    view stays valid for as long as it is held. Replaces converting a growing Python list to a
-    new array on every snapshot (O(steps) per snapshot on the GUI thread).
-    """
-
-    def __init__(self, dtype: type) -> None:
-        self._data = np.empty(256, dtype=dtype)
-        self._size = 0
-
-    def append(self, value: float) -> None:
-        if self._size == self._data.size:
-            grown = np.empty(2 * self._data.size, dtype=self._data.dtype)
-            grown[: self._size] = self._data
-            self._data = grown
-        self._data[self._size] = value
-        self._size += 1
-
-    def view(self) -> np.ndarray:
-        out = self._data[: self._size]
-        out.flags.writeable = False
-        return out
 
 
 class TrainController(QObject):
@@ -135,29 +106,20 @@ class TrainController(QObject):
         self._state = TrainState.IDLE
         self._closed = False
         self._last_error = ""
-        self._grad_steps = _GrowingArray(np.int64)
-        self._grad_norms: dict[ScalingRule, _GrowingArray] = {}
+        self._gradients = GradientHistory()
         self._progress = (0.0, math.nan)  # latest (fraction, ETA s), emitted with each push
         # Active (not paused) running time of the current job, for the ETA.
         self._active_s = 0.0
         self._resumed_at = math.nan
         self._saved_switch_interval: float | None = None
         self.pushes = 0
-        # Shared with every job's engine generator: cleared only inside _gated() (see the
-        # module docstring); set otherwise.
-        self._step_gate = threading.Event()
-        self._step_gate.set()
-        # Viewports updated by the last push, their updates disabled until the paint timer.
-        self._held: list[QWidget] = []
+        # The step gate, shared with every job's engine generator, and the split paint.
+        self._paint = GatedPaint(self)
 
         self._pusher = ViewPusher(
             self._views, self.results, _show_train, push_interval_ms, pushed=self._on_pushed,
-            after_push=self._after_push, guard=self._gated, parent=self,
+            after_push=self._paint.paint_later, guard=self._paint.gated, parent=self,
         )
-        self._paint_timer = QTimer(self)
-        self._paint_timer.setSingleShot(True)
-        self._paint_timer.setInterval(0)
-        self._paint_timer.timeout.connect(self._paint_held)
 
         worker = TrainWorker()
         worker.itemReady.connect(self._on_item)
@@ -196,19 +158,19 @@ class TrainController(QObject):
 
     def step_gate(self) -> threading.Event:
         """The engine's step gate (set except while the GUI thread pushes and paints)."""
-        return self._step_gate
+        return self._paint.gate
 
     # ------------------------------------------------------------------------------ commands
     def start_training(self, config: TrainConfig) -> bool:
         """Train ``config``; the curves restart. Returns False when a job is still running."""
         if not self._can_start():
             return False
-        self._grad_steps, self._grad_norms = _GrowingArray(np.int64), {}
+        self._gradients = GradientHistory()
         self._results = self._results.replace(
             snapshot=None, grad_steps=np.zeros(0, dtype=int), grad_norms=MappingProxyType({})
         )
         self._submit(lambda request_id: TrainJob(request_id, TrainJobKind.TRAIN, config,
-                                                  step_gate=self._step_gate))
+                                                  step_gate=self._paint.gate))
         return True
 
     def start_lr_sweep(self, config: TrainConfig, lrs: Sequence[float], seeds: int) -> bool:
@@ -219,7 +181,7 @@ class TrainController(QObject):
         lrs = tuple(float(x) for x in lrs)
         self._submit(lambda request_id: TrainJob(request_id, TrainJobKind.LR_SWEEP, config,
                                                   lrs=lrs, seeds=int(seeds),
-                                                  step_gate=self._step_gate))
+                                                  step_gate=self._paint.gate))
         return True
 
     @Slot()
@@ -243,7 +205,7 @@ class TrainController(QObject):
     @Slot()
     def stop(self) -> None:
         """Cancel the running job (it ends after its current step; results so far stay)."""
-        self._step_gate.set()  # never needed here; a gated engine honours cancel anyway
+        self._paint.gate.set()  # never needed here; a gated engine honours cancel anyway
         if self.job() is not None and self._state in (TrainState.RUNNING, TrainState.PAUSED):
             self._host.cancel()
             self._set_state(TrainState.STOPPING)
@@ -252,7 +214,7 @@ class TrainController(QObject):
     def reset(self) -> None:
         """Stop any job and clear every view."""
         self.stop()
-        self._grad_steps, self._grad_norms = _GrowingArray(np.int64), {}
+        self._gradients = GradientHistory()
         self._results = TrainResults()
         self._last_error = ""
         for view in self._views:
@@ -280,8 +242,7 @@ class TrainController(QObject):
             return
         self._closed = True
         self._pusher.close()
-        self._paint_held()  # re-enables the viewports a push held; paints nothing when closed
-        self._step_gate.set()
+        self._paint.close()  # re-enables the viewports a push held and opens the gate
         self._host.begin_shutdown()
 
     def shutdown(self, timeout_ms: int = 1000) -> bool:
@@ -341,14 +302,10 @@ class TrainController(QObject):
             return
         item = message.item
         if message.kind is TrainJobKind.TRAIN:
-            self._record_gradients(item)
+            self._gradients.record(item)
+            history = self._gradients
             self._results = self._results.replace(
-                snapshot=item,
-                grad_steps=self._grad_steps.view(),
-                grad_norms=MappingProxyType(
-                    {rule: v.view() for rule, v in self._grad_norms.items()}
-                ),
-            )
+                snapshot=item, grad_steps=history.steps(), grad_norms=history.norms())
             fraction = float(item.progress)
         else:
             self._results = self._results.replace(sweep=item)
@@ -358,16 +315,6 @@ class TrainController(QObject):
         # Emitted with the next push: a progress-bar repaint per snapshot (30 Hz) is wasted.
         self._progress = (fraction, eta)
         self._pusher.schedule()
-
-    def _record_gradients(self, snapshot: object) -> None:
-        step = int(snapshot.step)  # type: ignore[attr-defined]
-        if step == 0:
-            return  # no gradient before the first step
-        self._grad_steps.append(step)
-        for rule, st in snapshot.rules.items():  # type: ignore[attr-defined]
-            alive = st.diverged_at is None or step < st.diverged_at
-            norms = self._grad_norms.setdefault(rule, _GrowingArray(np.float64))
-            norms.append(float(st.grad_norm) if alive else math.nan)
 
     @Slot(object)
     def _on_failed(self, message: JobFailed) -> None:
@@ -393,70 +340,6 @@ class TrainController(QObject):
         # Before the paint: the progress bar and status line go into the same repaint.
         self.progressChanged.emit(*self._progress)
         self.resultsShown.emit(results)
-
-    def _after_push(self, shown: Sequence[object]) -> None:
-        # The paint is a second gated block after the event loop's next pass: a push is ~10 ms
-        # of setData and ~10 ms of painting, and two blocks with timers and input handled in
-        # between stall the loop half as long as one.
-        if shown:
-            self._hold(shown)
-            self._paint_timer.start()
-
-    def _hold(self, views: Sequence[object]) -> None:
-        """Let the scenes of ``views`` take in their changes now, painting nothing yet.
-
-        In Qt 6.10 a scene's queued dirty-item processing paints the window synchronously: left
-        to the event loop it would paint ungated, right after the push. With the viewport's
-        updates disabled it only records the change; :meth:`_paint_held` enables them again
-        (which schedules a full update) and delivers the paint.
-        """
-        for graphics in _graphics_views(views):
-            viewport = graphics.viewport()
-            if viewport.updatesEnabled():
-                viewport.setUpdatesEnabled(False)
-                self._held.append(viewport)
-            scene = graphics.scene()
-            if scene is not None:
-                QCoreApplication.sendPostedEvents(scene, QEvent.Type.MetaCall)
-
-    @contextlib.contextmanager
-    def _gated(self) -> Iterator[None]:
-        """Hold the trainer's next step while the body updates or paints views."""
-        if not self._step_gate.is_set():  # nested: the outer block sets it again
-            yield
-            return
-        self._step_gate.clear()
-        try:
-            yield
-        finally:
-            self._step_gate.set()
-
-    @Slot()
-    def _paint_held(self) -> None:
-        """Paint the viewports held by the last push, with the step gate closed."""
-        held, self._held = self._held, []
-        self._paint_timer.stop()
-        if not held:
-            return
-        with self._gated():
-            for viewport in held:
-                viewport.setUpdatesEnabled(True)  # never leave a viewport frozen
-            if self._closed:
-                return
-            windows = dict.fromkeys(viewport.window() for viewport in held)
-            for window in windows:
-                QCoreApplication.sendPostedEvents(window, QEvent.Type.UpdateRequest)
-
-
-def _graphics_views(views: Sequence[object]) -> list[QGraphicsView]:
-    """The visible graphics views inside ``views`` (a train view is a container widget)."""
-    return [
-        graphics
-        for view in views
-        if isinstance(view, QWidget)
-        for graphics in view.findChildren(QGraphicsView)
-        if graphics.isVisible()
-    ]
 
 
 def _show_train(view: object, results: object) -> None:
