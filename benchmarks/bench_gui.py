@@ -153,15 +153,25 @@ def engine_time_ms(config: AttentionConfig, temperature: float, repeats: int = 9
     Same work as the worker does for a σ change: BLAS limited to one thread, the
     correlation result re-used (it depends only on ρ, samples and seed).
     """
-    from gui.explorer.worker import _BlasLimit, compute_correlation, compute_fast_parts
+    from engine.analysis.explorer import (
+        Computed,
+        compute_correlation,
+        iter_plan,
+        plan_full,
+        sweep_config_for,
+    )
+    from engine.core.threads import limit_blas_threads
 
-    correlation = compute_correlation(config)
+    # σ enters neither the correlation nor the sweep: the plan re-uses both.
+    computed = Computed(config, correlation=compute_correlation(config),
+                        sweep=sweep_config_for(config))
     times = []
-    with _BlasLimit().limit():
+    with limit_blas_threads(1):
         for i in range(repeats):
             changed = config.replace(init_std=config.init_std * (1.0 + 0.001 * (i + 1)))
             t0 = time.perf_counter()
-            compute_fast_parts(changed, temperature, correlation)
+            for _part in iter_plan(plan_full(changed, temperature, computed)):
+                pass
             times.append((time.perf_counter() - t0) * 1000)
     return float(np.median(times))
 

@@ -2,9 +2,10 @@
 
 Each cycle drives the real main window (offscreen) the way an impatient user does: changes
 explorer parameters while sweeps run, starts and stops training runs and learning-rate sweeps at
-random moments, exports a random view to PNG or SVG, forces ``gc.collect()`` on the GUI thread
-at random points (also from timers that fire in the middle of a wait), and now and then closes
-the window mid-work and opens a new one. Cycles run in child processes, ``--per-child`` at a
+random moments, steps through the guided tour (whose claims run on their own thread), exports
+a random view to PNG or SVG, forces ``gc.collect()`` on the GUI thread at random points (also
+from timers that fire in the middle of a wait), and now and then closes the window mid-work and
+opens a new one. Cycles run in child processes, ``--per-child`` at a
 time, so that a segfault, an abort or a hang is counted instead of ending the run; each child
 also fails if a worker thread or a Qt object outlives its window.
 
@@ -127,6 +128,13 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
                 tab.controller.stop()
             if not tab.wait_until_idle(60_000):
                 raise RuntimeError("the learning-rate sweep did not end")
+        if rng.random() < 0.4:  # a tour step: its claims evaluate on the tour's worker thread
+            if not window.tour_dock.isVisible():
+                window.tour_action.trigger()
+            tour = window.tour_dock.panel
+            tour.go_to(rng.randrange(tour.step_count()))
+            pause(rng.randrange(0, 200))
+            del tour
         views = [*window.views, *window.train_tab.views]
         view = rng.choice(views)
         size = (rng.randrange(200, 900), rng.randrange(150, 700))

@@ -69,7 +69,7 @@ def check_resources() -> None:
     Checks that every file of :data:`gui.kit.resources.RESOURCE_FILES` exists, that Qt can load the
     font (registered here, first, so Chinese renders even where no system font has it) and
     every translation catalogue. The tour texts are parsed where they are read, in the window
-    (:func:`gui.tour.guide.load_tour`), which stops its threads when that fails.
+    (:func:`gui.tour.content.load_tour`), which stops its threads when that fails.
 
     Raises
     ------

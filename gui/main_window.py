@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.config import AttentionConfig
+from engine.config.train import TrainConfig
 from gui.explorer.controller import ExplorerController
 from gui.explorer.panel import ParameterPanel
 from gui.kit import export, i18n
@@ -446,6 +447,25 @@ class MainWindow(QMainWindow):
             self.mode_tabs.setCurrentWidget(self.train_tab)
             return True
         return False
+
+    # --- gui.tour.host.TourHost (with show_view and current_view): what the tour steers ---
+    def apply_explorer_config(self, config: AttentionConfig,
+                              temperature: float | None = None) -> None:
+        """Show ``config`` in the parameter panel and compute it (T of the temperature view
+        first, when given)."""
+        self.panel.set_config(config)
+        if temperature is not None:
+            self.controller.set_temperature(float(temperature))
+        self.controller.set_config(config)
+
+    def apply_train_settings(self, config: TrainConfig | None,
+                             lr_sweep: tuple[tuple[float, ...], int] | None = None) -> None:
+        """Put a training configuration and a learning-rate sweep into the Train tab."""
+        if config is not None:
+            self.train_tab.panel.set_config(config)
+        if lr_sweep is not None:
+            self.train_tab.panel.set_sweep_settings(*lr_sweep)
+    # --- end of the TourHost block ---
 
     def current_session(self) -> Session:
         """Return the session describing what the window shows now."""

@@ -1,79 +1,48 @@
-"""The controller: current configuration, request ids, the worker thread, result pushing.
+"""The explorer's controller: current configuration, request ids, the worker, result pushing.
 
-Pattern: one ``QThread`` with one :class:`~gui.explorer.worker.Worker`; every request is an
-immutable :class:`~gui.explorer.worker.Job` with an increasing id and its own cancel event. At most
-one job runs and at most one is *wanted* next, so input bursts never build a queue: a newer
-request cancels the running job and replaces the wanted one. Results arrive as ``object``
-signals into ``@Slot`` methods here (GUI thread); a ~30 Hz timer pushes only the latest
-:class:`~gui.explorer.results.ExplorerResults` to the views, then emits :attr:`resultsShown`.
+Pattern: a :class:`~gui.kit.jobs.WorkerHost` runs one :class:`~gui.explorer.worker.Worker` in its
+thread; every request is an immutable :class:`~gui.explorer.worker.Job` with an increasing id, its
+own cancel event and the engine's plan (:mod:`engine.analysis.explorer` decides which parts to
+compute or re-use). At most one job runs and at most one is *wanted* next, so input bursts
+never build a queue: a newer request cancels the running job and replaces the wanted one.
+Results arrive as ``object`` signals into ``@Slot`` methods here (GUI thread); a
+:class:`~gui.kit.jobs.ViewPusher` pushes only the latest
+:class:`~gui.explorer.results.ExplorerResults` to the views (≤ 30 Hz), then
+:attr:`resultsShown` is emitted.
 
-Input is throttled with a single-shot timer (leading and trailing edge, ~50 ms): the first
-change after a quiet period is submitted at once (low latency), later changes within the
-window collapse into one submission at its end, which always carries the last state.
+Input is throttled (:class:`~gui.kit.jobs.Throttle`, ~50 ms): the first change after a quiet
+period is submitted at once (low latency), later changes within the window collapse into one
+submission at its end, which always carries the last state.
 """
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Iterable, Sequence
 
-from PySide6.QtCore import QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 
-from engine.config import AttentionConfig, ScalingRule, SweepConfig, SweepParam
+from engine.analysis.explorer import (
+    DEFAULT_SWEEP_SAMPLES_CAP,
+    DEFAULT_SWEEP_VALUES,
+    Computed,
+    plan_full,
+    plan_temperature,
+    sweep_config_for,
+)
+from engine.config import AttentionConfig
 from gui.explorer.results import ExplorerResults
 from gui.explorer.worker import (
     FastParts,
     Job,
-    JobFailed,
     JobFinished,
     JobKind,
     SweepPointReady,
     TemperatureReady,
     Worker,
-    request_thread_stop,
-    start_worker_thread,
-    stop_worker_thread,
 )
+from gui.kit.jobs import JobFailed, Throttle, ViewPusher, WorkerHost
 
-__all__ = ["DEFAULT_SWEEP_VALUES", "ExplorerController", "sweep_config_for"]
-
-#: d_k values of the streamed sweep: powers of two 1..1024.
-DEFAULT_SWEEP_VALUES: tuple[int, ...] = tuple(2**i for i in range(11))
-#: Upper bound of query rows per sweep point (the panel's sample count can be much larger).
-DEFAULT_SWEEP_SAMPLES_CAP = 2000
-_SWEEP_RULES = (ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR)
-
-
-def sweep_config_for(
-    config: AttentionConfig,
-    values: Sequence[int] = DEFAULT_SWEEP_VALUES,
-    samples_cap: int = DEFAULT_SWEEP_SAMPLES_CAP,
-) -> SweepConfig:
-    """Return the d_k sweep shown by the laws and gradient views for ``config``.
-
-    Parameters
-    ----------
-    config
-        The current attention configuration (n, ρ, seed, rule parameters are taken from it).
-    values
-        The d_k values.
-    samples_cap
-        Largest number of query rows per point.
-    """
-    rules = _SWEEP_RULES + ((config.rule,) if config.rule not in _SWEEP_RULES else ())
-    return SweepConfig(
-        param=SweepParam.D_K,
-        values=tuple(values),
-        rules=rules,
-        n_tokens=config.n_tokens,
-        rho=config.rho,
-        samples=min(config.samples, samples_cap),
-        seed=config.seed,
-        temperature=config.temperature,
-        gain=config.gain,
-        cap=config.cap,
-    )
+__all__ = ["ExplorerController"]
 
 
 class ExplorerController(QObject):
@@ -100,7 +69,6 @@ class ExplorerController(QObject):
     busyChanged = Signal(bool)  # a job is running or wanted
     errorOccurred = Signal(str)  # a user-facing message from a failed request
     workerStopped = Signal()  # the worker thread has ended (after begin_shutdown/shutdown)
-    _jobSubmitted = Signal(object)  # Job -> worker thread (queued connection)
 
     def __init__(
         self,
@@ -118,46 +86,30 @@ class ExplorerController(QObject):
         self._config = config or AttentionConfig()
         self._temperature = float(temperature if temperature is not None
                                   else self._config.temperature)
-        self._views: list[object] = list(views)
-        # Hidden views (other tabs) skip pushes and catch up when shown: see refresh_view.
-        self._stale: set[object] = set()
         self._sweep_values = tuple(sweep_values)
         self._sweep_samples_cap = int(sweep_samples_cap)
         self._results: ExplorerResults | None = None
-        self._next_id = 0
         self._latest_full_id = -1
         self._temperature_id = 0
         self._applied_temperature_id = -1
-        self._running: Job | None = None
-        self._want_full = False
-        self._input_pending = False
-        self._dirty = False
         self._closed = False
         self._busy = False
         self._last_error = ""
-        self.last_push_time = math.nan
-        #: Jobs handed to the worker so far, and the most ever running at once (always 1).
-        self.jobs_started = 0
-        self.max_jobs_in_flight = 0
 
-        self._input_timer = QTimer(self)
-        self._input_timer.setSingleShot(True)
-        self._input_timer.setInterval(throttle_ms)
-        self._input_timer.timeout.connect(self._on_input_timer)
-        self._push_timer = QTimer(self)
-        self._push_timer.setSingleShot(True)
-        self._push_timer.setInterval(push_interval_ms)
-        self._push_timer.timeout.connect(self._on_push_timer)
-
-        self._worker = Worker()
-        self._jobSubmitted.connect(self._worker.run)
-        self._worker.fastPartsReady.connect(self._on_fast_parts)
-        self._worker.temperatureReady.connect(self._on_temperature_ready)
-        self._worker.sweepPointReady.connect(self._on_sweep_point)
-        self._worker.failed.connect(self._on_failed)
-        self._worker.finished.connect(self._on_finished)
-        self._thread = start_worker_thread(self, self._worker, "explorer-worker")
-        self._thread.finished.connect(self._on_thread_finished)
+        self._input = Throttle(throttle_ms, self._request_full, self)
+        # Hidden views (other tabs) skip pushes and catch up when shown: see refresh_view.
+        self._pusher = ViewPusher(views, self.results, _show_results, push_interval_ms,
+                                  pushed=self._on_pushed, parent=self)
+        worker = Worker()
+        worker.fastPartsReady.connect(self._on_fast_parts)
+        worker.temperatureReady.connect(self._on_temperature_ready)
+        worker.sweepPointReady.connect(self._on_sweep_point)
+        worker.failed.connect(self._on_failed)
+        self._host = WorkerHost(worker, "explorer-worker", self)
+        self._host.jobFinished.connect(self._on_finished)
+        self._host.workerStopped.connect(self.workerStopped)
+        # Keeps the wrapper alive; the worker itself is deleted in its thread at shutdown.
+        self._worker = worker
 
     # ----------------------------------------------------------------------------- accessors
     def config(self) -> AttentionConfig:
@@ -174,28 +126,23 @@ class ExplorerController(QObject):
 
     def is_busy(self) -> bool:
         """True while a job runs or a newer one is waiting."""
-        return self._running is not None or self._want_full or self._input_pending
+        return self._host.is_busy() or self._input.is_pending()
 
     def is_settled(self) -> bool:
         """True when no job runs or waits and the latest results have been pushed."""
-        return not self.is_busy() and not self._dirty
+        return not self.is_busy() and not self._pusher.is_pending()
 
     def is_running(self) -> bool:
         """True while the worker thread is alive."""
-        return self._thread.isRunning()
+        return self._host.is_running()
 
     def wait_stopped(self, timeout_ms: int) -> bool:
         """Block at most ``timeout_ms`` for the thread to end; True if it has ended."""
-        return self._thread.wait(max(0, int(timeout_ms)))
+        return self._host.wait_stopped(timeout_ms)
 
     def last_error(self) -> str:
         """The message of the most recent failed request ("" after a success)."""
         return self._last_error
-
-    def set_views(self, views: Iterable[object]) -> None:
-        """Replace the objects that receive results."""
-        self._views = list(views)
-        self._stale = set(self._views)
 
     # ------------------------------------------------------------------------------- requests
     def start(self) -> None:
@@ -208,11 +155,7 @@ class ExplorerController(QObject):
         if self._closed:
             return
         self._config = config
-        if self._input_timer.isActive():
-            self._input_pending = True
-            return
-        self._request_full()
-        self._input_timer.start()
+        self._input.trigger()
 
     @Slot(float)
     def set_temperature(self, temperature: float) -> None:
@@ -221,7 +164,7 @@ class ExplorerController(QObject):
             return
         self._temperature = float(temperature)
         self._temperature_id += 1
-        running = self._running
+        running = self._host.running()
         if running is not None:
             if running.kind is JobKind.FULL and not running.cancel.is_set():
                 # The running sweep keeps going; the worker answers between sweep points.
@@ -229,32 +172,27 @@ class ExplorerController(QObject):
             # Otherwise _on_finished notices the stale temperature and submits a job.
             return
         if self._results is not None:
-            self._start_job(JobKind.TEMPERATURE)
+            self._host.request(self._temperature_job)
+            self._set_busy(True)
 
     @Slot()
     def cancel(self) -> None:
         """Cancel the running job (the sweep stops; results received so far stay shown)."""
-        self._input_timer.stop()
-        self._input_pending = False
-        self._want_full = False
-        if self._running is not None:
-            self._running.cancel.set()
+        self._input.stop()
+        self._host.cancel()
 
     def refresh_views(self) -> None:
         """Push the latest results to every view now, hidden ones too (e.g. before exporting)."""
-        results = self._results
-        if results is None:
-            return
-        for view in self._views:
-            view.show_results(results)  # type: ignore[attr-defined]
-        self._stale.clear()
+        self._pusher.refresh_views()
 
     @Slot(object)
     def refresh_view(self, view: object) -> None:
         """Bring ``view`` up to date (called when a hidden view becomes visible)."""
-        if self._results is not None and view in self._stale:
-            self._stale.discard(view)
-            view.show_results(self._results)  # type: ignore[attr-defined]
+        self._pusher.refresh_view(view)
+
+    def is_stale(self, view: object) -> bool:
+        """True if ``view`` missed a push while hidden (it catches up when shown)."""
+        return self._pusher.is_stale(view)
 
     def begin_shutdown(self) -> None:
         """Stop timers, cancel work and ask the thread to end, without waiting for it.
@@ -265,12 +203,9 @@ class ExplorerController(QObject):
         if self._closed:
             return
         self._closed = True
-        self._input_timer.stop()
-        self._push_timer.stop()
-        self._want_full = False
-        if self._running is not None:
-            self._running.cancel.set()
-        request_thread_stop(self._thread)
+        self._input.stop()
+        self._pusher.close()
+        self._host.begin_shutdown()
 
     def shutdown(self, timeout_ms: int = 1000) -> bool:
         """Stop timers, cancel work, stop the thread and wait for it (bounded).
@@ -281,71 +216,52 @@ class ExplorerController(QObject):
             True if the thread stopped within ``timeout_ms``.
         """
         self.begin_shutdown()
-        return stop_worker_thread(self._thread, timeout_ms)
-
-    @Slot()
-    def _on_thread_finished(self) -> None:
-        self.workerStopped.emit()
+        return self._host.shutdown(timeout_ms)
 
     # -------------------------------------------------------------------------------- private
-    @Slot()
-    def _on_input_timer(self) -> None:
-        if self._input_pending:
-            self._input_pending = False
-            self._request_full()
-            self._input_timer.start()
-
     def _request_full(self) -> None:
-        self._want_full = True
-        if self._running is not None:
-            self._running.cancel.set()
-        else:
-            self._start_job(JobKind.FULL)
+        self._host.request(self._full_job)
         self._set_busy(True)
 
-    def _sweep_for(self, config: AttentionConfig) -> SweepConfig | None:
-        sweep = sweep_config_for(config, self._sweep_values, self._sweep_samples_cap)
+    def _computed(self) -> Computed | None:
+        """What the current results hold for the engine's plan to re-use."""
         current = self._results
-        if current is not None and current.sweep_done and current.sweep_points:
-            previous = sweep_config_for(current.config, self._sweep_values,
-                                        self._sweep_samples_cap)
-            if previous == sweep:
-                return None  # d_k, σ, heads... do not enter the sweep: keep its points
-        return sweep
+        if current is None:
+            return None
+        sweep = None
+        if current.sweep_done and current.sweep_points:
+            sweep = sweep_config_for(current.config, self._sweep_values, self._sweep_samples_cap)
+        return Computed(current.config, current.snapshot, current.correlation, sweep)
 
-    def _start_job(self, kind: JobKind) -> None:
-        self._next_id += 1
-        if kind is JobKind.FULL:
-            self._want_full = False
-            self._latest_full_id = self._next_id
-            job = Job(self._next_id, kind, self._config, self._temperature, self._temperature_id,
-                      sweep=self._sweep_for(self._config))
-        else:
-            assert self._results is not None
-            job = Job(self._next_id, kind, self._results.config, self._temperature,
-                      self._temperature_id, snapshot=self._results.snapshot)
-        in_flight = 1 + (self._running is not None)
-        self._running = job
-        self.jobs_started += 1
-        self.max_jobs_in_flight = max(self.max_jobs_in_flight, in_flight)
-        self._set_busy(True)
-        self._jobSubmitted.emit(job)
+    def _full_job(self, request_id: int) -> Job:
+        self._latest_full_id = request_id
+        plan = plan_full(self._config, self._temperature, self._computed(),
+                         sweep_values=self._sweep_values,
+                         sweep_samples_cap=self._sweep_samples_cap)
+        return Job(request_id, JobKind.FULL, plan, self._temperature, self._temperature_id)
+
+    def _temperature_job(self, request_id: int) -> Job:
+        results = self._results
+        assert results is not None
+        plan = plan_temperature(results.config, self._temperature, results.snapshot)
+        return Job(request_id, JobKind.TEMPERATURE, plan, self._temperature,
+                   self._temperature_id)
 
     @Slot(object)
     def _on_fast_parts(self, message: FastParts) -> None:
         if self._closed or message.request_id != self._latest_full_id:
             return
         previous = self._results
-        job = self._running
+        job = self._host.running()
+        sweep = job.plan.sweep() if job is not None else None
         reuse = (
-            job is not None and job.request_id == message.request_id and job.sweep is None
+            job is not None and job.request_id == message.request_id and sweep is None
             and previous is not None
         )
         self._applied_temperature_id = message.temperature_id
         self._results = ExplorerResults(
             request_id=message.request_id,
             config=message.config,
-            compare_rule=message.config.rule,
             snapshot=message.snapshot,
             temperature=message.temperature,
             temperature_comparison=message.temperature_comparison,
@@ -355,10 +271,9 @@ class ExplorerController(QObject):
         )
         self._last_error = ""
         if not reuse:
-            total = (len(self._sweep_values) * len(job.sweep.rules)
-                     if job is not None and job.sweep is not None else 0)
+            total = len(self._sweep_values) * len(sweep.rules) if sweep is not None else 0
             self.progressChanged.emit(0, total)
-        self._schedule_push()
+        self._pusher.schedule()
 
     @Slot(object)
     def _on_temperature_ready(self, message: TemperatureReady) -> None:
@@ -374,7 +289,7 @@ class ExplorerController(QObject):
             temperature=message.temperature,
             temperature_comparison=message.temperature_comparison,
         )
-        self._schedule_push()
+        self._pusher.schedule()
 
     @Slot(object)
     def _on_sweep_point(self, message: SweepPointReady) -> None:
@@ -384,7 +299,7 @@ class ExplorerController(QObject):
         point = message.point
         self._results = results.replace(sweep_points=(*results.sweep_points, point))
         self.progressChanged.emit(int(point.index) + 1, int(point.total))
-        self._schedule_push()
+        self._pusher.schedule()
 
     @Slot(object)
     def _on_failed(self, message: JobFailed) -> None:
@@ -395,8 +310,6 @@ class ExplorerController(QObject):
 
     @Slot(object)
     def _on_finished(self, message: JobFinished) -> None:
-        if self._running is not None and self._running.request_id == message.request_id:
-            self._running = None
         if self._closed:
             return
         results = self._results
@@ -405,46 +318,27 @@ class ExplorerController(QObject):
             and results.request_id == message.request_id and not results.sweep_done
         ):
             self._results = results.replace(sweep_done=True)
-            self._schedule_push()
-        if self._want_full:
-            self._start_job(JobKind.FULL)
-        elif (
+            self._pusher.schedule()
+        if self._host.has_wanted():
+            return  # the host starts it right after this slot
+        if (
             self._results is not None
             and self._applied_temperature_id < self._temperature_id
             and self._results.request_id == self._latest_full_id
         ):
-            self._start_job(JobKind.TEMPERATURE)
+            self._host.request(self._temperature_job)
+            self._set_busy(True)
         else:
-            self._set_busy(self._input_pending)
+            self._set_busy(self._input.is_pending())
 
     def _set_busy(self, busy: bool) -> None:
         if busy != self._busy:
             self._busy = busy
             self.busyChanged.emit(busy)
 
-    def _schedule_push(self) -> None:
-        self._dirty = True
-        if not self._push_timer.isActive():
-            self._push()
-            self._push_timer.start()
-
-    @Slot()
-    def _on_push_timer(self) -> None:
-        if self._dirty and not self._closed:
-            self._push()
-            self._push_timer.start()
-
-    def _push(self) -> None:
-        self._dirty = False
-        results = self._results
-        if results is None:
-            return
-        for view in self._views:
-            visible = getattr(view, "isVisible", None)
-            if visible is None or visible():
-                view.show_results(results)  # type: ignore[attr-defined]
-                self._stale.discard(view)
-            else:
-                self._stale.add(view)
-        self.last_push_time = time.perf_counter()
+    def _on_pushed(self, results: object, shown: Sequence[object]) -> None:
         self.resultsShown.emit(results)
+
+
+def _show_results(view: object, results: object) -> None:
+    view.show_results(results)  # type: ignore[attr-defined]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from engine.config import AttentionConfig, ScalingRule
+from engine.config import AttentionConfig
 
 if TYPE_CHECKING:  # the engine modules are heavier; views only need the names for typing
     from engine.analysis.experiment import AttentionSnapshot
@@ -26,9 +26,8 @@ class ExplorerResults:
     request_id
         Id of the controller request these results answer (increasing).
     config
-        The attention configuration the results were computed for.
-    compare_rule
-        The rule shown against ``"none"`` (equal to ``config.rule``).
+        The attention configuration the results were computed for (``config.rule`` is the
+        rule shown against ``"none"``).
     snapshot
         ``engine.analysis.experiment.run_experiment(config, rules=all six rules)``, or ``None``
         before
@@ -42,12 +41,11 @@ class ExplorerResults:
     sweep_done
         True once the sweep has finished (not when it was cancelled).
     correlation
-        ``engine.analysis.experiment.correlation_rms(...)`` result, or ``None``.
+        ``engine.analysis.correlation.correlation_rms(...)`` result, or ``None``.
     """
 
     request_id: int
     config: AttentionConfig
-    compare_rule: ScalingRule
     snapshot: AttentionSnapshot | None = None
     temperature: float = 8.0
     temperature_comparison: object | None = None

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from engine.config.train import TrainConfig
 from gui.kit.qt_lifetime import wait_until
-from gui.train.controller import TrainState
+from gui.train.state import TrainState
 from gui.train.tab import DEMO_CONFIG, TrainTab
 
 __all__ = ["HEADLESS_DEMO_CONFIG", "HEADLESS_DEMO_LRS", "HEADLESS_DEMO_SEEDS",

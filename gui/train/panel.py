@@ -26,7 +26,7 @@ from engine.config.train import TRAIN_FIELDS, TrainConfig
 from gui.kit import style
 from gui.kit.forms import FieldForm
 from gui.kit.i18n import translate
-from gui.train.controller import TrainState
+from gui.train.state import TrainState
 
 __all__ = ["TRAIN_RULES", "TrainPanel", "parse_lrs"]
 
@@ -176,7 +176,7 @@ class TrainPanel(QWidget):
         self.lrs.textChanged.connect(self._on_input_changed)
         for box in self.rule_boxes.values():
             box.toggled.connect(self._on_input_changed)
-        self._state: str = TrainState.IDLE
+        self._state = TrainState.IDLE
         self.retranslate_ui()
         self.set_state(TrainState.IDLE)
 
@@ -298,7 +298,7 @@ class TrainPanel(QWidget):
         self.error_label.setText(message)
         self.error_label.setVisible(bool(message))
 
-    def set_state(self, state: str) -> None:
+    def set_state(self, state: TrainState) -> None:
         """Enable the buttons that make sense in controller state ``state``."""
         self._state = state
         if state == TrainState.RUNNING:

@@ -11,11 +11,12 @@ from engine.config.train import TrainConfig
 from engine.training.session import check_training_memory
 from gui.kit.i18n import translate
 from gui.kit.qt_lifetime import wait_until
-from gui.train.controller import DEFAULT_PUSH_INTERVAL_MS, TrainController, TrainState
+from gui.train.controller import DEFAULT_PUSH_INTERVAL_MS, TrainController
 from gui.train.curves import TrainCurvesView
 from gui.train.lr_sweep_view import LrSweepView
 from gui.train.panel import TrainPanel
 from gui.train.probe import ProbeView
+from gui.train.state import TrainState
 
 __all__ = ["DEMO_CONFIG", "TrainTab"]
 
@@ -185,8 +186,8 @@ class TrainTab(QWidget):
         self.panel.status_label.setText("")
         self.panel.reset_progress()
 
-    @Slot(str)
-    def _on_state_changed(self, state: str) -> None:
+    @Slot(object)
+    def _on_state_changed(self, state: TrainState) -> None:
         self.panel.set_state(state)
 
     @Slot(object)

@@ -20,7 +20,7 @@ import traceback
 from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.config.train import TrainConfig
-from gui.explorer.worker import JobFailed
+from gui.kit.jobs import JobFailed
 
 __all__ = [
     "TrainItem",
@@ -114,7 +114,7 @@ class TrainWorker(QObject):
     """Runs :class:`TrainJob` objects in the thread it was moved to (never touches widgets)."""
 
     itemReady = Signal(object)  # TrainItem
-    failed = Signal(object)  # gui.explorer.worker.JobFailed
+    failed = Signal(object)  # gui.kit.jobs.JobFailed
     finished = Signal(object)  # TrainJobFinished
 
     @Slot(object)

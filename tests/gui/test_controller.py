@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
+from typing import ClassVar
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Slot
 
 from engine.analysis.correlation import correlation_rms
 from engine.analysis.experiment import run_experiment, temperature_comparison
+from engine.analysis.explorer import ALL_RULES, CORRELATION_D_K, sweep_config_for
 from engine.analysis.sweep import run_sweep
 from engine.config import AttentionConfig, ScalingRule
-from gui.explorer.controller import ExplorerController, sweep_config_for
-from gui.explorer.worker import ALL_RULES, CORRELATION_D_K
+from gui.explorer import controller as controller_module
+from gui.explorer.controller import ExplorerController
+from gui.explorer.worker import Worker
 from gui.kit.qt_lifetime import wait_until
 
 CONFIG = AttentionConfig(n_tokens=20, d_k=8, d_model=8, samples=250, rule="linear", rho=0.3)
@@ -80,7 +84,7 @@ def test_threaded_results_equal_synchronous_engine(controller):
     controller.start()
     assert wait_for(controller, settled)
     results = controller.results()
-    assert results.config == CONFIG and results.compare_rule is ScalingRule.LINEAR
+    assert results.config == CONFIG and results.config.rule is ScalingRule.LINEAR
     assert controller.recorder.pushed[-1] is results
 
     expected = run_experiment(CONFIG, rules=ALL_RULES)
@@ -103,10 +107,36 @@ def test_threaded_results_equal_synchronous_engine(controller):
     _assert_points_equal(results.sweep_points, run_sweep(sweep))
 
 
-def test_rapid_changes_coalesce_and_end_on_the_last_state(controller, qapp):
+class CountingWorker(Worker):
+    """The real worker, counting the jobs it runs and how many ever ran at the same time."""
+
+    lock = threading.Lock()
+    runs: ClassVar[list[object]] = []
+    running = 0
+    most_at_once = 0
+
+    @Slot(object)
+    def run(self, job) -> None:
+        cls = CountingWorker
+        with cls.lock:
+            cls.runs.append(job.config)
+            cls.running += 1
+            cls.most_at_once = max(cls.most_at_once, cls.running)
+        try:
+            super().run(job)
+        finally:
+            with cls.lock:
+                cls.running -= 1
+
+
+def test_rapid_changes_coalesce_and_end_on_the_last_state(make_controller, qapp, monkeypatch):
+    monkeypatch.setattr(controller_module, "Worker", CountingWorker)
+    monkeypatch.setattr(CountingWorker, "runs", [])
+    monkeypatch.setattr(CountingWorker, "most_at_once", 0)
+    controller = make_controller(sweep_values=SWEEP_VALUES, sweep_samples_cap=150)
     controller.start()
     assert wait_for(controller, settled)
-    started_before = controller.jobs_started
+    started_before = len(CountingWorker.runs)
     final = None
     for i in range(1000):
         final = CONFIG.replace(seed=i + 1, query_row=i % CONFIG.n_tokens)
@@ -118,9 +148,10 @@ def test_rapid_changes_coalesce_and_end_on_the_last_state(controller, qapp):
     assert results.config == final
     assert results.sweep_points and results.sweep_points[0].samples == 150
     # The throttle lets at most a handful of requests through; never one per change.
-    started = controller.jobs_started - started_before
+    started = len(CountingWorker.runs) - started_before
     assert 1 <= started < 200, started
-    assert controller.max_jobs_in_flight == 1
+    assert CountingWorker.most_at_once == 1
+    assert CountingWorker.runs[-1] == final  # the worker's last job computed the last state
 
 
 def test_temperature_change_recomputes_only_the_comparison(controller):

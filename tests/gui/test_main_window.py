@@ -9,8 +9,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from engine.analysis.experiment import run_experiment, temperature_comparison
+from engine.analysis.explorer import ALL_RULES
 from engine.config import AttentionConfig, MaskKind, ScalingRule
-from gui.explorer.worker import ALL_RULES
 
 SMALL_CONFIG = AttentionConfig(n_tokens=24, d_k=16, d_model=16, samples=300)  # = conftest's
 
@@ -149,9 +149,9 @@ def test_hidden_views_catch_up_when_shown(window, settle):
     window.panel.query_row.spin.setValue(3)
     settle(window)
     config = window.controller.results().config
-    assert softmax in window.controller._stale  # hidden: skipped by the push
+    assert window.controller.is_stale(softmax)  # hidden: skipped by the push
     window.show_view("softmax")  # the tab change brings it up to date
-    assert softmax not in window.controller._stale
+    assert not window.controller.is_stale(softmax)
     expected = run_experiment(config, rules=ALL_RULES).rules[config.rule].weights[0, 3]
     np.testing.assert_array_equal(softmax.curve(config.rule).getData()[1], expected)
 

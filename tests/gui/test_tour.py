@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from PySide6.QtGui import QKeySequence
 
@@ -9,7 +11,8 @@ from engine.tour.claims import format_value
 from engine.tour.evaluate import evaluate_claims
 from engine.tour.steps import expand_ui_refs, step_config
 from gui.kit import i18n
-from gui.tour.guide import TourPanel, load_tour
+from gui.tour.content import load_tour
+from gui.tour.panel import TourPanel
 
 
 @pytest.fixture
@@ -145,3 +148,29 @@ def test_texts_follow_the_language(qtbot):
     assert panel.title_label.text() == data.texts["en"]["steps"][step_id]["title"]
     panel.set_language(None)
     assert panel.language() == data.resolve_language(i18n.current_language())
+
+
+def test_a_newer_step_supersedes_the_evaluation_of_an_older_one(tour, qtbot):
+    _window, panel = tour
+    lr, heads = _index("learning_rate"), _index("heads")
+    panel.go_to(lr)  # a training claim (about a second), cancelled by the next step
+    panel.go_to(heads)
+    qtbot.waitUntil(lambda: panel.claim_results() is not None, timeout=15_000)
+    assert panel.claim_results(lr) is None  # the cancelled evaluation left no numbers
+    step = panel.step()
+    expected = evaluate_claims(step["claims"], step_config(step["settings"]))
+    assert [r.value for r in panel.claim_results()] == [r.value for r in expected]
+    assert format_value(expected[0].value) in panel.engine_text()
+
+
+def test_closing_during_a_training_claim_stops_its_thread_at_once(make_window, qtbot):
+    window = make_window(settle=False)
+    window.tour_action.trigger()
+    panel = window.tour_dock.panel
+    panel.go_to(_index("learning_rate"))
+    assert panel.is_evaluating()
+    started = time.perf_counter()
+    window.close()
+    qtbot.waitUntil(lambda: not panel.is_evaluating(), timeout=2_000)
+    assert time.perf_counter() - started < 1.0
+    assert panel.claim_results() is None and "computing" in panel.engine_text()

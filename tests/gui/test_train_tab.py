@@ -16,7 +16,7 @@ from gui.headless.train_demo import wait_for
 from gui.kit.field_widgets import LogSpinBox
 from gui.kit.style import rule_name
 from gui.train import TrainTab
-from gui.train.controller import TrainState
+from gui.train.state import TrainState
 
 SMALL = TrainConfig(rules=("none", "sqrt"), d_k=16, d_model=32, n=8, vocab=16, batch=32,
                     steps=80, lr=0.01, eval_size=64)

@@ -71,7 +71,6 @@ def make_results(parts, **changes) -> ExplorerResults:
     base = ExplorerResults(
         request_id=1,
         config=CONFIG,
-        compare_rule=CONFIG.rule,
         snapshot=parts["snapshot"],
         temperature=T_SQRT,
         temperature_comparison=parts["temperature_sqrt"],
@@ -147,7 +146,7 @@ def test_heatmap_rebuilds_grid_only_when_heads_change(qtbot, engine_parts, resul
     view.show_results(results)
     first_images = view.panel_images()
     # Same heads, another rule compared: images reused and refilled.
-    view.show_results(results.replace(compare_rule=ScalingRule.LINEAR))
+    view.show_results(results.replace(config=CONFIG.replace(rule=ScalingRule.LINEAR)))
     assert view.panel_images() == first_images
     np.testing.assert_array_equal(
         first_images[0].image, results.snapshot.rules[ScalingRule.LINEAR].weights[0]
@@ -306,7 +305,7 @@ def test_histogram_with_causal_mask_ignores_masked_logits(qtbot, results):
     causal = CONFIG.replace(mask=MaskKind.CAUSAL)
     snap = run_experiment(causal, rules=tuple(ScalingRule))
     view = build(qtbot, HistogramView)
-    view.show_results(results.replace(config=causal, snapshot=snap, compare_rule="linear"))
+    view.show_results(results.replace(config=causal.replace(rule="linear"), snapshot=snap))
     assert view.panel_rules() == [ScalingRule.NONE, ScalingRule.LINEAR]
     assert np.isfinite(view._panels[1].hist.yData).all()
     assert "n/a" not in view.variance_labels()[1]

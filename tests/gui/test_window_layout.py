@@ -255,7 +255,7 @@ def test_hover_read_out_follows_a_parameter_change(window, settle, qtbot):
     view.export_item().scene().sigMouseMoved.emit(panel_plot.mapViewToScene(QPointF(j + .5,
                                                                                   i + .5)))
     snapshot = window.controller.results().snapshot
-    rule = window.controller.results().compare_rule
+    rule = window.controller.results().config.rule
     old_p = float(snapshot.rules[rule].weights[0, i, j])
     assert f"p = {old_p:.4g}" in view.hover_text()
     window.panel.seed.setValue(window.panel.config().seed + 1)

@@ -26,8 +26,8 @@ class CorrelationView(ExplorerView):
     """RMS(c·q·k) against d_k (log-log) at the current ρ, for c = 1/√d_k and c = 1/d_k.
 
     Markers are the engine's Monte Carlo RMS, lines its closed form c·√(ρ²d² + d(1+ρ²))
-    (``engine.analysis.experiment.correlation_rms``). 1/√d_k keeps the RMS at 1 only when ρ = 0; for
-    ρ ≠ 0 q·k grows like ρ·d_k and 1/d_k is the rule that keeps it bounded (→ |ρ|).
+    (``engine.analysis.correlation.correlation_rms``). 1/√d_k keeps the RMS at 1 only when
+    ρ = 0; for ρ ≠ 0 q·k grows like ρ·d_k and 1/d_k is the rule that keeps it bounded (→ |ρ|).
     """
 
     key = "correlation"

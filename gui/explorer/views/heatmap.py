@@ -96,11 +96,11 @@ class HeatmapView(ExplorerView):
     def show_results(self, results: ExplorerResults) -> None:
         snapshot = results.snapshot
         row = results.config.query_row
-        if not self._is_new("snapshot", snapshot, results.compare_rule, row):
+        if not self._is_new("snapshot", snapshot, results.config.rule, row):
             return
         if snapshot is None:
             return
-        compare = ScalingRule(results.compare_rule)
+        compare = ScalingRule(results.config.rule)
         if compare not in snapshot.rules:
             compare = ScalingRule(snapshot.config.rule)
         self._snapshot = snapshot

@@ -102,12 +102,12 @@ class HistogramView(ExplorerView):
 
     def show_results(self, results: ExplorerResults) -> None:
         snapshot = results.snapshot
-        if not self._is_new("logits", snapshot, results.compare_rule):
+        if not self._is_new("logits", snapshot, results.config.rule):
             return
         if snapshot is None:
             return
         self._snapshot = snapshot
-        compare = ScalingRule(results.compare_rule)
+        compare = ScalingRule(results.config.rule)
         if compare is ScalingRule.NONE or compare not in snapshot.rules:
             # Comparing "none" with itself shows nothing: use the Transformer rule instead.
             compare = ScalingRule.SQRT

@@ -1,0 +1,348 @@
+"""The explorer's plan: which parts of the interactive explorer to compute or reuse for a change.
+
+The explorer shows four parts for one :class:`~engine.config.AttentionConfig`:
+
+- the *snapshot* (:func:`~engine.analysis.experiment.run_experiment` with every rule),
+- the *correlation* comparison (:func:`~engine.analysis.correlation.correlation_rms`; depends
+  only on ρ, the capped sample count and the seed),
+- the *temperature* comparison (:func:`~engine.analysis.experiment.temperature_comparison`;
+  re-uses the snapshot's raw scores of the same configuration),
+- the streamed d_k *sweep* (:func:`~engine.analysis.sweep.iter_sweep`; depends only on the
+  fields :func:`sweep_config_for` copies, so changing d_k, σ or the heads keeps it).
+
+:func:`plan_full` and :func:`plan_temperature` look at the new request and at what is already
+computed (:class:`Computed`) and return an :class:`ExplorerPlan`: a tuple of immutable steps,
+each either computing a part or re-using the one already there. :func:`iter_plan` runs a plan
+and yields one :class:`PartReady` per part (one per point for the sweep), so a caller (the GUI
+worker thread) only iterates it. Re-used parts are yielded as the *same* objects, which lets a
+view skip re-drawing with an ``is`` check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import threading
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from engine.config import AttentionConfig, ScalingRule, SweepConfig, SweepParam
+
+if TYPE_CHECKING:
+    from engine.analysis.experiment import AttentionSnapshot
+
+__all__ = [
+    "ALL_RULES",
+    "CORRELATION_D_K",
+    "CORRELATION_SAMPLES_CAP",
+    "DEFAULT_SWEEP_SAMPLES_CAP",
+    "DEFAULT_SWEEP_VALUES",
+    "ComputeCorrelation",
+    "ComputeSnapshot",
+    "ComputeTemperature",
+    "Computed",
+    "ExplorerPlan",
+    "Part",
+    "PartReady",
+    "PlanStep",
+    "Reuse",
+    "StreamSweep",
+    "compute_correlation",
+    "compute_temperature",
+    "correlation_key",
+    "iter_plan",
+    "plan_full",
+    "plan_temperature",
+    "sweep_config_for",
+]
+
+#: Every scaling rule; the snapshot always holds all of them so that switching views is free.
+ALL_RULES: tuple[ScalingRule, ...] = tuple(ScalingRule)
+#: d_k values of the correlation comparison (its sampling is exact and cheap at any d_k).
+CORRELATION_D_K: tuple[int, ...] = tuple(2**i for i in range(13))
+#: Upper bound of (q, k) pairs per d_k for the correlation comparison.
+CORRELATION_SAMPLES_CAP = 20_000
+#: d_k values of the streamed sweep: powers of two 1..1024.
+DEFAULT_SWEEP_VALUES: tuple[int, ...] = tuple(2**i for i in range(11))
+#: Upper bound of query rows per sweep point (the explorer's sample count can be much larger).
+DEFAULT_SWEEP_SAMPLES_CAP = 2000
+_SWEEP_RULES = (ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR)
+
+
+class Part(enum.Enum):
+    """A part of the explorer's results."""
+
+    SNAPSHOT = "snapshot"
+    CORRELATION = "correlation"
+    TEMPERATURE = "temperature"
+    SWEEP_POINT = "sweep_point"
+    """One point of the streamed sweep (the sweep yields one item per point)."""
+
+
+# ------------------------------------------------------------------------------- the parts
+def sweep_config_for(
+    config: AttentionConfig,
+    values: Sequence[int] = DEFAULT_SWEEP_VALUES,
+    samples_cap: int = DEFAULT_SWEEP_SAMPLES_CAP,
+) -> SweepConfig:
+    """Return the d_k sweep shown by the laws and gradient views for ``config``.
+
+    Parameters
+    ----------
+    config
+        The current attention configuration (n, ρ, seed, rule parameters are taken from it).
+    values
+        The d_k values.
+    samples_cap
+        Largest number of query rows per point.
+
+    Returns
+    -------
+    SweepConfig
+        Rules ``none``, ``sqrt``, ``linear`` and ``config.rule`` when it is another one.
+    """
+    rules = _SWEEP_RULES + ((config.rule,) if config.rule not in _SWEEP_RULES else ())
+    return SweepConfig(
+        param=SweepParam.D_K,
+        values=tuple(values),
+        rules=rules,
+        n_tokens=config.n_tokens,
+        rho=config.rho,
+        samples=min(config.samples, samples_cap),
+        seed=config.seed,
+        temperature=config.temperature,
+        gain=config.gain,
+        cap=config.cap,
+    )
+
+
+def correlation_key(config: AttentionConfig) -> tuple[float, int, int]:
+    """The fields the correlation comparison depends on: ``(ρ, capped samples, seed)``."""
+    return (config.rho, min(config.samples, CORRELATION_SAMPLES_CAP), config.seed)
+
+
+def compute_correlation(config: AttentionConfig) -> dict[str, Any]:
+    """Return the q–k correlation RMS comparison for ``config``'s ρ, samples and seed."""
+    from engine.analysis.correlation import correlation_rms
+
+    rho, samples, seed = correlation_key(config)
+    return correlation_rms(CORRELATION_D_K, rho, samples, seed)
+
+
+def compute_temperature(
+    config: AttentionConfig, temperature: float, snapshot: AttentionSnapshot | None = None
+) -> tuple[Any, Any, float]:
+    """Return the temperature comparison of ``config`` at temperature ``temperature``.
+
+    With ``snapshot`` (``run_experiment(config)``) its raw scores are re-used instead of
+    drawing q, k again; the result is the same to the bit.
+    """
+    from engine.analysis.experiment import temperature_comparison
+
+    return temperature_comparison(config, temperature, snapshot=snapshot)
+
+
+# -------------------------------------------------------------------------------- the plan
+@dataclasses.dataclass(frozen=True)
+class Computed:
+    """What the explorer has already computed (the parts a plan may re-use).
+
+    Parameters
+    ----------
+    config
+        The configuration the parts below belong to.
+    snapshot
+        Its snapshot, or ``None``.
+    correlation
+        Its correlation comparison, or ``None``.
+    sweep
+        The sweep whose points are all there (finished, not cancelled), or ``None``.
+    """
+
+    config: AttentionConfig
+    snapshot: AttentionSnapshot | None = None
+    correlation: object | None = None
+    sweep: SweepConfig | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ComputeSnapshot:
+    """Compute the snapshot of ``config`` with every rule."""
+
+    config: AttentionConfig
+    part: Part = dataclasses.field(default=Part.SNAPSHOT, init=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class ComputeCorrelation:
+    """Compute the correlation comparison of ``config``."""
+
+    config: AttentionConfig
+    part: Part = dataclasses.field(default=Part.CORRELATION, init=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class ComputeTemperature:
+    """Compute the temperature comparison, re-using the plan's snapshot of ``config`` if any."""
+
+    config: AttentionConfig
+    temperature: float
+    part: Part = dataclasses.field(default=Part.TEMPERATURE, init=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamSweep:
+    """Run ``sweep``, one :class:`PartReady` per point."""
+
+    sweep: SweepConfig
+    part: Part = dataclasses.field(default=Part.SWEEP_POINT, init=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class Reuse:
+    """Keep the part already computed; ``value`` is yielded again (same object).
+
+    A re-used sweep yields nothing: its points are already shown.
+    """
+
+    part: Part
+    value: object = dataclasses.field(default=None, compare=False)
+
+
+PlanStep = ComputeSnapshot | ComputeCorrelation | ComputeTemperature | StreamSweep | Reuse
+
+
+@dataclasses.dataclass(frozen=True)
+class ExplorerPlan:
+    """The steps of one explorer request, in the order :func:`iter_plan` runs them.
+
+    Parameters
+    ----------
+    config
+        The configuration the request is for.
+    steps
+        The steps; every part appears at most once.
+    snapshot
+        The snapshot of ``config`` a temperature step may use when the plan does not compute
+        one (``None``: q, k are drawn again).
+    """
+
+    config: AttentionConfig
+    steps: tuple[PlanStep, ...]
+    snapshot: AttentionSnapshot | None = dataclasses.field(default=None, compare=False)
+
+    def computed_parts(self) -> frozenset[Part]:
+        """The parts this plan computes (not re-uses)."""
+        return frozenset(step.part for step in self.steps if not isinstance(step, Reuse))
+
+    def reused_parts(self) -> frozenset[Part]:
+        """The parts this plan re-uses."""
+        return frozenset(step.part for step in self.steps if isinstance(step, Reuse))
+
+    def sweep(self) -> SweepConfig | None:
+        """The sweep this plan streams, or ``None``."""
+        for step in self.steps:
+            if isinstance(step, StreamSweep):
+                return step.sweep
+        return None
+
+
+def plan_full(
+    config: AttentionConfig,
+    temperature: float,
+    computed: Computed | None = None,
+    *,
+    sweep_values: Sequence[int] = DEFAULT_SWEEP_VALUES,
+    sweep_samples_cap: int = DEFAULT_SWEEP_SAMPLES_CAP,
+) -> ExplorerPlan:
+    """Plan every part for ``config``, re-using from ``computed`` what does not change.
+
+    The snapshot and the temperature comparison are always computed. The correlation is
+    re-used when :func:`correlation_key` is unchanged; the sweep is re-used (nothing streamed)
+    when ``computed.sweep`` is complete and equals the sweep of ``config``.
+
+    Parameters
+    ----------
+    config
+        The new configuration.
+    temperature
+        Temperature T of the temperature comparison.
+    computed
+        What is already there (``None``: nothing).
+    sweep_values, sweep_samples_cap
+        See :func:`sweep_config_for`.
+    """
+    steps: list[PlanStep] = [ComputeSnapshot(config)]
+    if (
+        computed is not None and computed.correlation is not None
+        and correlation_key(computed.config) == correlation_key(config)
+    ):
+        steps.append(Reuse(Part.CORRELATION, computed.correlation))
+    else:
+        steps.append(ComputeCorrelation(config))
+    steps.append(ComputeTemperature(config, float(temperature)))
+    sweep = sweep_config_for(config, sweep_values, sweep_samples_cap)
+    if computed is not None and computed.sweep == sweep:
+        steps.append(Reuse(Part.SWEEP_POINT))
+    else:
+        steps.append(StreamSweep(sweep))
+    return ExplorerPlan(config, tuple(steps))
+
+
+def plan_temperature(
+    config: AttentionConfig, temperature: float, snapshot: AttentionSnapshot | None = None
+) -> ExplorerPlan:
+    """Plan only the temperature comparison (the temperature slider moved).
+
+    ``snapshot`` is re-used for its raw scores only if it belongs to ``config``: a comparison
+    never mixes two configurations.
+    """
+    if snapshot is not None and getattr(snapshot, "config", None) != config:
+        snapshot = None
+    return ExplorerPlan(config, (ComputeTemperature(config, float(temperature)),), snapshot)
+
+
+# --------------------------------------------------------------------------- running a plan
+@dataclasses.dataclass(frozen=True)
+class PartReady:
+    """One part of a plan: ``value`` is a snapshot, a comparison or a ``SweepPoint``."""
+
+    part: Part
+    value: Any
+    reused: bool = False
+
+
+def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iterator[PartReady]:
+    """Run ``plan``, yielding one :class:`PartReady` per part and per sweep point.
+
+    ``cancel`` is checked between steps and inside the sweep (within one chunk of work); when
+    it is set the generator returns without yielding the unfinished part. One snapshot or
+    comparison is a single engine call and is not interrupted.
+
+    Raises
+    ------
+    ValueError
+        From the engine, e.g. ``MemoryBudgetError`` when the snapshot would not fit.
+    """
+    from engine.analysis.experiment import run_experiment
+    from engine.analysis.sweep import iter_sweep
+
+    snapshot = plan.snapshot
+    for step in plan.steps:
+        if cancel is not None and cancel.is_set():
+            return
+        if isinstance(step, Reuse):
+            if step.part is not Part.SWEEP_POINT:
+                yield PartReady(step.part, step.value, reused=True)
+        elif isinstance(step, ComputeSnapshot):
+            snapshot = run_experiment(step.config, rules=ALL_RULES)
+            yield PartReady(Part.SNAPSHOT, snapshot)
+        elif isinstance(step, ComputeCorrelation):
+            yield PartReady(Part.CORRELATION, compute_correlation(step.config))
+        elif isinstance(step, ComputeTemperature):
+            usable = snapshot if snapshot is not None and snapshot.config == step.config else None
+            yield PartReady(Part.TEMPERATURE,
+                            compute_temperature(step.config, step.temperature, usable))
+        else:
+            for point in iter_sweep(step.sweep, cancel=cancel):
+                yield PartReady(Part.SWEEP_POINT, point)

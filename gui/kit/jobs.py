@@ -1,0 +1,380 @@
+"""The job kit: one worker thread per feature, an input throttle and a view pusher.
+
+:class:`WorkerHost` owns one ``QThread`` with one worker ``QObject`` (the explorer's, the
+training's and the tour's workers). Each request is an immutable job with an increasing
+``request_id`` and a ``stop()`` (it sets a ``threading.Event`` the engine checks); the host
+hands at most one job at a time to the worker, so input bursts never build a queue:
+:meth:`WorkerHost.request` stops the running job and keeps only the newest wanted one,
+which starts when the running one has finished
+(newest supersedes). Shutdown is bounded: :meth:`WorkerHost.begin_shutdown` cancels and asks the
+thread to end without waiting, :meth:`WorkerHost.shutdown` also waits (bounded, then without
+bound, because destroying a running ``QThread`` aborts the process).
+
+The worker contract: a ``@Slot(object)`` method ``run(job)`` that always ends by emitting its
+``finished`` signal with a message carrying ``request_id``; a job has ``request_id`` and
+``stop()`` (:class:`Job`). Cross-thread signals carry ``object``
+payloads into ``@Slot`` methods of GUI-thread objects (no lambdas across threads).
+
+:class:`Throttle` coalesces input (the first call runs at once, later calls within the interval
+collapse into one call at its end). :class:`ViewPusher` pushes the latest immutable results to
+the visible views at most once per interval; hidden views catch up when shown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
+
+__all__ = ["Job", "JobFailed", "Throttle", "ViewPusher", "WorkerHost"]
+
+
+class Job(Protocol):
+    """What the host needs of a job: its id, and a way to stop it (waking it if it waits)."""
+
+    @property
+    def request_id(self) -> int: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class JobFailed:
+    """A job raised; ``message`` is meant for the user."""
+
+    request_id: int
+    message: str
+
+
+class WorkerHost(QObject):
+    """Runs one worker in its own ``QThread``: request ids, newest supersedes, bounded shutdown.
+
+    Parameters
+    ----------
+    worker
+        A ``QObject`` with a ``run(job)`` slot and a ``finished`` signal (payload with
+        ``request_id``); it must have no parent. It is moved to the thread and deleted *in that
+        thread* when the thread ends: moving it back to the GUI thread from
+        ``QThread.finished`` crashed the process (a deterministic segfault in the stress
+        script), so it is never touched after shutdown.
+    name
+        Object name of the thread (shows in debuggers).
+
+    Signals
+    -------
+    jobFinished(object)
+        The worker's ``finished`` message of the running job (GUI thread), after the host
+        marked it done and before a wanted job starts.
+    workerStopped()
+        The thread has ended (after :meth:`begin_shutdown` or :meth:`shutdown`).
+    """
+
+    jobFinished = Signal(object)
+    workerStopped = Signal()
+    _submitted = Signal(object)  # job -> worker thread (queued connection)
+
+    def __init__(self, worker: QObject, name: str, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._next_id = 0
+        self._running: Any = None
+        self._wanted: Callable[[int], Any] | None = None
+        self._closed = False
+        self._submitted.connect(worker.run)  # type: ignore[attr-defined]
+        worker.finished.connect(self._on_worker_finished)  # type: ignore[attr-defined]
+        self._thread = QThread(self)
+        self._thread.setObjectName(name)
+        worker.moveToThread(self._thread)
+        self._thread.finished.connect(worker.deleteLater)
+        self._thread.finished.connect(self._on_thread_finished)
+        self._thread.start()
+
+    # ----------------------------------------------------------------------------- accessors
+    def running(self) -> Any:
+        """The job handed to the worker and not finished yet, or ``None``."""
+        return self._running
+
+    def has_wanted(self) -> bool:
+        """True while a newer job waits for the running one to finish."""
+        return self._wanted is not None
+
+    def is_busy(self) -> bool:
+        """True while a job runs or is wanted."""
+        return self._running is not None or self._wanted is not None
+
+    def is_closed(self) -> bool:
+        """True once shutdown has begun (no more jobs are accepted)."""
+        return self._closed
+
+    def is_running(self) -> bool:
+        """True while the worker thread is alive."""
+        return self._thread.isRunning()
+
+    def wait_stopped(self, timeout_ms: int) -> bool:
+        """Block at most ``timeout_ms`` for the thread to end; True if it has ended."""
+        return self._thread.wait(max(0, int(timeout_ms)))
+
+    # ------------------------------------------------------------------------------ requests
+    def new_id(self) -> int:
+        """A new request id, larger than every earlier one."""
+        self._next_id += 1
+        return self._next_id
+
+    def request(self, make_job: Callable[[int], Any]) -> None:
+        """Run ``make_job(request_id)`` now if idle; else cancel the running job and run it next.
+
+        ``make_job`` is called only when the job is handed to the worker, so it sees the
+        state of that moment; a later :meth:`request` replaces a wanted one that has not
+        started (newest supersedes). ``make_job`` must not emit signals: slots connected to
+        them would see the host between two states.
+        """
+        if self._closed:
+            return
+        if self._running is None:
+            self._submit(make_job)
+        else:
+            self._wanted = make_job
+            self._running.stop()
+
+    def cancel(self) -> None:
+        """Cancel the running job and forget the wanted one."""
+        self._wanted = None
+        if self._running is not None:
+            self._running.stop()
+
+    def begin_shutdown(self) -> None:
+        """Cancel work and ask the thread to end, without waiting; safe to call twice.
+
+        :attr:`workerStopped` is emitted once the thread has ended: a job inside one long
+        engine call ends when that call returns.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self.cancel()
+        self._thread.quit()
+
+    def shutdown(self, timeout_ms: int = 1000) -> bool:
+        """Cancel work, stop the thread and wait for it; True if it stopped within the timeout.
+
+        One engine call cannot be interrupted and destroying a running ``QThread`` aborts the
+        process, so after the bounded wait this waits for the thread without bound.
+        """
+        self.begin_shutdown()
+        stopped = self._thread.wait(max(0, int(timeout_ms)))
+        if not stopped:
+            self._thread.wait()
+        return stopped
+
+    # -------------------------------------------------------------------------------- private
+    def _submit(self, make_job: Callable[[int], Any]) -> None:
+        job = make_job(self.new_id())
+        self._running = job
+        self._submitted.emit(job)
+
+    @Slot(object)
+    def _on_worker_finished(self, message: Any) -> None:
+        running = self._running
+        if running is None or message.request_id != running.request_id:
+            return
+        self._running = None
+        self.jobFinished.emit(message)
+        wanted, self._wanted = self._wanted, None
+        if wanted is not None and not self._closed and self._running is None:
+            self._submit(wanted)
+
+    @Slot()
+    def _on_thread_finished(self) -> None:
+        # A job queued behind the thread's quit never runs and never reports: forget it.
+        self._running = None
+        self._wanted = None
+        self.workerStopped.emit()
+
+
+class Throttle(QObject):
+    """Leading- and trailing-edge throttle: coalesces bursts of calls into few callbacks.
+
+    The first :meth:`trigger` after a quiet period calls ``callback`` at once (low latency);
+    later triggers within ``interval_ms`` collapse into one call at the end of the interval,
+    so the last state always gets through.
+    """
+
+    def __init__(self, interval_ms: int, callback: Callable[[], None],
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._callback = callback
+        self._pending = False
+        self._calling = False
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(int(interval_ms))
+        self._timer.timeout.connect(self._on_timeout)
+
+    def trigger(self) -> None:
+        """Call back now, or at the end of the current interval."""
+        if self._timer.isActive() or self._calling:
+            self._pending = True
+            return
+        self._call()
+
+    def is_pending(self) -> bool:
+        """True while a call waits for the end of the interval."""
+        return self._pending
+
+    def discard(self) -> None:
+        """Forget a waiting call (the interval keeps running)."""
+        self._pending = False
+
+    def stop(self) -> None:
+        """Stop the timer and forget a waiting call."""
+        self._timer.stop()
+        self._pending = False
+
+    def _call(self) -> None:
+        # The interval starts when the callback returns (a push of ~10 ms must not shorten the
+        # pause after it); a trigger from inside the callback waits for that interval.
+        self._calling = True
+        try:
+            self._callback()
+        finally:
+            self._calling = False
+        self._timer.start()
+
+    @Slot()
+    def _on_timeout(self) -> None:
+        if self._pending:
+            self._pending = False
+            self._call()
+
+
+class ViewPusher(QObject):
+    """Pushes the latest results to the visible views, at most once per ``interval_ms``.
+
+    Parameters
+    ----------
+    views
+        The views. A view with ``isVisible()`` False is skipped and marked stale (it catches up
+        in :meth:`refresh_view`); an optional ``push_interval_s`` attribute makes a view skip
+        pushes that come sooner after its last one.
+    latest
+        Returns the results to push (``None``: nothing yet).
+    show
+        ``show(view, results)`` updates one view.
+    interval_ms
+        Minimum interval between two pushes.
+    pushed
+        Called after every push, inside ``guard``, with the results and the views that got
+        them.
+    after_push
+        Called after every push, outside ``guard``, with the views that got the results.
+    guard
+        Context manager factory wrapped around every batch of view updates.
+    """
+
+    def __init__(
+        self,
+        views: Iterable[object],
+        latest: Callable[[], object | None],
+        show: Callable[[object, object], None],
+        interval_ms: int,
+        *,
+        pushed: Callable[[object, Sequence[object]], None] | None = None,
+        after_push: Callable[[Sequence[object]], None] | None = None,
+        guard: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._views = list(views)
+        self._latest = latest
+        self._show = show
+        self._pushed = pushed
+        self._after_push = after_push
+        self._guard = guard
+        self._stale: set[object] = set()
+        self._shown_at: dict[object, float] = {}  # view -> perf_counter() of its last push
+        self._closed = False
+        self._throttle = Throttle(interval_ms, self._push, self)
+
+    def views(self) -> list[object]:
+        """The views, in push order."""
+        return list(self._views)
+
+    def schedule(self) -> None:
+        """New results: push now if the last push is an interval ago, else at its end."""
+        if not self._closed:
+            self._throttle.trigger()
+
+    def is_pending(self) -> bool:
+        """True while newer results wait for the next push."""
+        return self._throttle.is_pending()
+
+    def flush(self) -> None:
+        """Push a waiting update now to every visible view, due or not."""
+        if self._throttle.is_pending() and not self._closed:
+            self._throttle.discard()
+            self._push(force=True)
+
+    def discard(self) -> None:
+        """Forget a waiting update and every stale mark (e.g. the views were cleared)."""
+        self._throttle.discard()
+        self._stale.clear()
+
+    def close(self) -> None:
+        """Push nothing any more (shutdown)."""
+        self._closed = True
+        self._throttle.stop()
+
+    def is_stale(self, view: object) -> bool:
+        """True if ``view`` missed a push while hidden."""
+        return view in self._stale
+
+    def refresh_views(self) -> None:
+        """Push the latest results to every view now, hidden ones too (e.g. before export)."""
+        results = self._latest()
+        if results is None:
+            return
+        now = time.perf_counter()
+        with self._guard():
+            for view in self._views:
+                self._show(view, results)
+                self._shown_at[view] = now
+        self._stale.clear()
+
+    def refresh_view(self, view: object) -> None:
+        """Bring ``view`` up to date if it missed pushes while hidden."""
+        results = self._latest()
+        if results is not None and view in self._stale:
+            self._stale.discard(view)
+            with self._guard():
+                self._show(view, results)
+            self._shown_at[view] = time.perf_counter()
+
+    def _push(self, force: bool = False) -> None:
+        results = self._latest()
+        if results is None or self._closed:
+            return
+        now = time.perf_counter()
+        shown: list[object] = []
+        with self._guard():
+            for view in self._views:
+                visible = getattr(view, "isVisible", None)
+                if visible is not None and not visible():
+                    self._stale.add(view)
+                    continue
+                # 0.9: the timer's jitter must not make a 200 ms view wait for 300 ms.
+                interval = 0.9 * float(getattr(view, "push_interval_s", 0.0))
+                if not force and now - self._shown_at.get(view, -math.inf) < interval:
+                    self._throttle.trigger()  # this view still owes the latest results
+                    continue
+                self._show(view, results)
+                self._shown_at[view] = now
+                self._stale.discard(view)
+                shown.append(view)
+            if self._pushed is not None:
+                self._pushed(results, shown)
+        if self._after_push is not None:
+            self._after_push(shown)

@@ -1,0 +1,35 @@
+"""What the guided tour needs of the window it steers (the main window provides it)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from engine.config import AttentionConfig
+    from engine.config.train import TrainConfig
+
+__all__ = ["TourHost"]
+
+
+class TourHost(Protocol):
+    """The narrow interface between the tour and the main window.
+
+    A step applies its explorer and training settings, brings a view forward and frames it;
+    the tour reads nothing else of the window.
+    """
+
+    def apply_explorer_config(self, config: AttentionConfig,
+                              temperature: float | None = None) -> None:
+        """Show ``config`` in the parameter panel and compute it; set the temperature view's T
+        first when ``temperature`` is given."""
+
+    def apply_train_settings(self, config: TrainConfig | None,
+                             lr_sweep: tuple[tuple[float, ...], int] | None = None) -> None:
+        """Put a training configuration and a learning-rate sweep ``(lrs, seeds)`` into the
+        Train tab (``None``: leave that part as it is)."""
+
+    def show_view(self, key: str) -> bool:
+        """Bring the view ``key`` to the front; False when there is no such view."""
+
+    def current_view(self) -> object:
+        """The view in front (a widget to frame)."""

@@ -1,0 +1,371 @@
+"""The guided tour panel: step counter, title, what to look at, text and live engine numbers.
+
+Applying a step pushes its configuration into the window through the narrow
+:class:`~gui.tour.host.TourHost` interface (the parameter panel blocks its widgets' signals),
+switches the tab and flashes a frame around it for two seconds. The claim numbers are
+recomputed by the engine through a :class:`~gui.kit.jobs.WorkerHost` (a learning-rate claim
+trains for about a second) and shown under the text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from PySide6.QtCore import QEvent, Qt, Signal, Slot
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.config import AttentionConfig
+from engine.tour.claims import ClaimResult, describe_target, format_value
+from engine.tour.steps import expand_ui_refs, step_config
+from gui.kit.i18n import translate
+from gui.kit.jobs import WorkerHost
+from gui.tour.claims_job import ClaimJob, ClaimsDone, ClaimWorker
+from gui.tour.content import TourData, claim_context, html_escape, load_tour, ui_language
+from gui.tour.highlight import Highlight
+from gui.tour.host import TourHost
+
+__all__ = ["TourPanel"]
+
+
+class TourPanel(QWidget):
+    """The guided-tour panel: step counter, title, what to look at, text, engine numbers.
+
+    Parameters
+    ----------
+    window
+        The window the steps steer (:class:`~gui.tour.host.TourHost`). ``None`` shows the
+        texts without applying steps (used by tests).
+    data
+        The tour content (default: :func:`load_tour`).
+
+    Signals
+    -------
+    stepChanged(int)
+        The index of the step now shown (after its settings were applied).
+    claimsEvaluated(int)
+        The engine numbers of step ``index`` are shown.
+    """
+
+    stepChanged = Signal(int)
+    claimsEvaluated = Signal(int)
+
+    def __init__(self, window: TourHost | None = None, data: TourData | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("tourPanel")
+        self._window = window
+        self._data = data or load_tour()
+        self._index = 0
+        self._language_override: str | None = None
+        self._results: dict[int, list[ClaimResult]] = {}
+        self._errors: dict[int, str] = {}
+        # The claim worker's thread starts with the first evaluation (see _claims_host).
+        self._host: WorkerHost | None = None
+        self._closed = False
+        self._latest_id = -1  # request id of the newest evaluation; older results are dropped
+        self._job_index = -1  # step index of that evaluation
+        self._highlight = Highlight()
+
+        self.counter_label = QLabel()
+        self.counter_label.setObjectName("tourCounter")
+        self.title_label = QLabel()
+        self.title_label.setObjectName("tourTitle")
+        self.title_label.setWordWrap(True)
+        self.title_label.setTextFormat(Qt.TextFormat.PlainText)
+        font = self.title_label.font()
+        font.setPointSizeF(font.pointSizeF() * 1.25)
+        font.setBold(True)
+        self.title_label.setFont(font)
+        self.look_label = self._text_label("tourLook")
+        self.body_label = self._text_label("tourBody")
+        self.engine_label = self._text_label("tourEngine")
+        self.engine_label.setStyleSheet(
+            "QLabel#tourEngine { background: #f2f5f9; border: 1px solid #c8d0da; "
+            "border-radius: 4px; padding: 6px; color: #1a1a1a; }"
+        )
+        self.try_label = self._text_label("tourTry")
+        self.back_button = QPushButton()
+        self.back_button.setObjectName("tourBack")
+        self.next_button = QPushButton()
+        self.next_button.setObjectName("tourNext")
+        self.next_button.setDefault(True)
+        self.back_button.clicked.connect(self.previous_step)
+        self.next_button.clicked.connect(self.next_step)
+
+        content = QWidget()
+        column = QVBoxLayout(content)
+        column.setContentsMargins(8, 4, 8, 4)
+        for widget in (self.title_label, self.look_label, self.body_label, self.engine_label,
+                       self.try_label):
+            column.addWidget(widget)
+        column.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(content)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.back_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.counter_label)
+        buttons.addStretch(1)
+        buttons.addWidget(self.next_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(buttons)
+        layout.addWidget(scroll, 1)
+        self.retranslate_ui()
+
+    @staticmethod
+    def _text_label(name: str) -> QLabel:
+        label = QLabel()
+        label.setObjectName(name)
+        label.setWordWrap(True)
+        label.setTextFormat(Qt.TextFormat.RichText)
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+        return label
+
+    # ----------------------------------------------------------------------------- public API
+    def data(self) -> TourData:
+        """The tour content."""
+        return self._data
+
+    def step_count(self) -> int:
+        """Number of steps."""
+        return len(self._data.steps)
+
+    def step_index(self) -> int:
+        """Index (0-based) of the step shown."""
+        return self._index
+
+    def step(self) -> Mapping[str, Any]:
+        """The step shown (its ``tour.json`` entry)."""
+        return self._data.steps[self._index]
+
+    def step_config(self) -> AttentionConfig:
+        """The configuration the shown step applies."""
+        return step_config(self.step().get("settings", {}))
+
+    def language(self) -> str:
+        """The language of the tour texts (the UI language unless overridden)."""
+        return self._data.resolve_language(self._language_override or ui_language())
+
+    def set_language(self, code: str | None) -> None:
+        """Show the texts in ``code`` (``None``: follow the UI language again)."""
+        self._language_override = code
+        self._render()
+
+    def start(self) -> None:
+        """Apply and show the current step (called when the tour is opened)."""
+        self.go_to(self._index)
+
+    @Slot()
+    def next_step(self) -> None:
+        """Go to the next step (no-op on the last one)."""
+        if self._index + 1 < self.step_count():
+            self.go_to(self._index + 1)
+
+    @Slot()
+    def previous_step(self) -> None:
+        """Go to the previous step (no-op on the first one)."""
+        if self._index > 0:
+            self.go_to(self._index - 1)
+
+    def go_to(self, index: int) -> None:
+        """Show step ``index``: apply its settings, switch the tab, highlight, evaluate claims."""
+        if not 0 <= index < self.step_count():
+            raise ValueError(f"step index must be in [0, {self.step_count() - 1}], got {index}")
+        self._index = index
+        self._apply_step()
+        self._render()
+        self._evaluate()
+        self.stepChanged.emit(index)
+
+    def claim_results(self, index: int | None = None) -> list[ClaimResult] | None:
+        """Engine results of step ``index`` (default: the current one), None if not ready."""
+        return self._results.get(self._index if index is None else index)
+
+    def is_evaluating(self) -> bool:
+        """True while the claim thread is alive (it starts with the first evaluation)."""
+        return self._host is not None and self._host.is_running()
+
+    def shutdown(self, timeout_s: float = 1.0) -> None:
+        """Cancel a running claim evaluation and wait for its thread (bounded, then unbounded).
+
+        A later step starts a new thread.
+        """
+        self._highlight.stop()
+        host, self._host = self._host, None
+        if host is not None:
+            host.shutdown(round(1000 * timeout_s))
+
+    def begin_shutdown(self) -> None:
+        """Cancel the evaluation and let the thread end without waiting; evaluate no more.
+
+        Called when the window closes: the window stays responsive meanwhile.
+        """
+        self._closed = True
+        self._highlight.stop()
+        if self._host is not None:
+            self._host.begin_shutdown()
+
+    def event(self, event: QEvent) -> bool:  # Qt override
+        """Stop the claim thread before a ``deleteLater`` destroys it with the panel."""
+        if event.type() == QEvent.Type.DeferredDelete:
+            self.shutdown()
+        return super().event(event)
+
+    # ----------------------------------------------------------------------------- translation
+    def retranslate_ui(self) -> None:
+        """Set the chrome texts in the current language and re-render the step."""
+        self.back_button.setText(translate("TourPanel", "◀ Back"))
+        self.next_button.setText(translate("TourPanel", "Next ▶"))
+        self.back_button.setToolTip(translate("TourPanel", "Previous step (Alt+Left)"))
+        self.next_button.setToolTip(translate("TourPanel", "Next step (Alt+Right)"))
+        self.back_button.setShortcut(QKeySequence("Alt+Left"))
+        self.next_button.setShortcut(QKeySequence("Alt+Right"))
+        self._render()
+
+    def changeEvent(self, event: QEvent) -> None:  # Qt override
+        """Follow the application's language."""
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate_ui()
+        super().changeEvent(event)
+
+    # ---------------------------------------------------------------------------------- steps
+    def _apply_step(self) -> None:
+        window = self._window
+        if window is None:
+            return
+        step = self.step()
+        temperature = step.get("view_temperature")
+        window.apply_explorer_config(
+            self.step_config(), None if temperature is None else float(temperature))
+        train = None
+        if "train_settings" in step:
+            from engine.config.train import TrainConfig
+
+            train = TrainConfig.from_dict(dict(step["train_settings"]))
+        sweep = step.get("lr_sweep")
+        lr_sweep = (tuple(float(x) for x in sweep["lrs"]), int(sweep["seeds"])) if sweep else None
+        if train is not None or lr_sweep is not None:
+            window.apply_train_settings(train, lr_sweep)
+        shown = window.show_view(str(step["view"]))
+        if not shown and "fallback_view" in step:
+            shown = window.show_view(str(step["fallback_view"]))
+        if shown:
+            target = window.current_view()
+            if isinstance(target, QWidget):
+                self._highlight.flash(target)
+
+    def _evaluate(self) -> None:
+        index = self._index
+        if index in self._results:
+            self.claimsEvaluated.emit(index)
+            return
+        if self._closed:
+            return
+        host = self._claims_host()
+        if host.is_busy() and self._job_index == index:
+            return  # already being evaluated
+        self._job_index = index
+        self._errors.pop(index, None)
+        claims, config = tuple(self.step()["claims"]), self.step_config()
+
+        def make_job(request_id: int) -> ClaimJob:
+            self._latest_id = request_id
+            return ClaimJob(request_id, index, claims, config)
+
+        # A newer step wins: the running evaluation is cancelled, this one runs next.
+        host.request(make_job)
+
+    def _claims_host(self) -> WorkerHost:
+        if self._host is None:
+            worker = ClaimWorker()
+            self._host = WorkerHost(worker, "tour-claims", self)
+            self._host.jobFinished.connect(self._on_claims_done)
+            self._claim_worker = worker  # keeps the wrapper; the worker dies in its thread
+        return self._host
+
+    @Slot(object)
+    def _on_claims_done(self, done: ClaimsDone) -> None:
+        if done.request_id != self._latest_id or self._closed:
+            return  # superseded by a newer step
+        index = done.index
+        if done.error:
+            self._errors[index] = done.error
+        elif done.results is not None and not any(math.isnan(r.value) for r in done.results):
+            self._results[index] = list(done.results)
+        if index == self._index:
+            self._render()
+            self.claimsEvaluated.emit(index)
+
+    # -------------------------------------------------------------------------------- render
+    def _render(self) -> None:
+        if not hasattr(self, "_data") or not self._data.steps:
+            return
+        lang = self.language()
+        step = self.step()
+        text = self._data.step_text(lang, str(step["id"]))
+
+        def ui(value: Any) -> str:
+            return html_escape(expand_ui_refs(str(value), translate))
+
+        self.counter_label.setText(
+            translate("TourPanel", "Step {0} / {1}").format(self._index + 1, self.step_count()))
+        self.back_button.setEnabled(self._index > 0)
+        self.next_button.setEnabled(self._index + 1 < self.step_count())
+        self.title_label.setText(expand_ui_refs(str(text.get("title", "")), translate))
+        # translate() calls stay outside f-strings so that pyside6-lupdate extracts them.
+        look_head = html_escape(translate("TourPanel", "Look at:"))
+        try_head = html_escape(translate("TourPanel", "Try it yourself:"))
+        self.look_label.setText(f"{look_head} <b>{ui(text.get('look', ''))}</b>")
+        self.body_label.setText("".join(f"<p>{ui(p)}</p>" for p in text.get("body", [])))
+        self.try_label.setText(f"<i>{try_head}</i> {ui(text.get('try', ''))}")
+        self.engine_label.setText(self._enginehtml_escape(lang))
+
+    def engine_text(self) -> str:
+        """The engine-numbers box as plain text (what the user reads; used by tests)."""
+        from PySide6.QtGui import QTextDocument
+
+        doc = QTextDocument()
+        doc.setHtml(self.engine_label.text())
+        return doc.toPlainText()
+
+    def _enginehtml_escape(self, lang: str) -> str:
+        head = "<b>" + html_escape(translate("TourPanel", "Engine says:")) + "</b>"
+        index = self._index
+        if index in self._errors:
+            message = translate("TourPanel", "could not compute: {0}").format(self._errors[index])
+            return f"{head} {html_escape(message)}"
+        results = self._results.get(index)
+        if results is None:
+            waiting = translate("TourPanel", "computing…")
+            return f"{head} {html_escape(waiting)}"
+        lines = []
+        for result in results:
+            claim = result.claim
+            mark = ("<span style='color:#1b7f3b'>✓</span>" if result.passed
+                    else "<span style='color:#c0392b'>✗</span>")
+            target = translate("TourPanel", "claim {0}").format(describe_target(claim))
+            lines.append(
+                f"{html_escape(self._data.label(lang, str(claim['quantity'])))} "
+                f"[{html_escape(claim_context(claim, self.step_config()))}]: "
+                f"<b>{html_escape(format_value(result.value))}</b> {mark} "
+                f"<span style='color:#555555'>({html_escape(target)})</span>"
+            )
+        return head + "<br>" + "<br>".join(lines)

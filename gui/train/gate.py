@@ -1,0 +1,105 @@
+"""The Train tab's step gate and split paint: view updates hold the trainer's next step.
+
+The trainer (a Python thread of many small numpy calls) and the GUI thread share the GIL. While
+the GUI updates or paints the training views, the engine waits before its next optimisation
+step (``iter_training(step_gate=...)`` waits while the gate is cleared, honouring ``cancel``).
+A push updates the views inside :meth:`GatedPaint.gated`; :meth:`GatedPaint.paint_later` holds
+the viewports it changed and paints them in a second gated block after one pass of the event
+loop, so two short stalls replace one long one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer, Slot
+from PySide6.QtWidgets import QGraphicsView, QWidget
+
+__all__ = ["GatedPaint"]
+
+
+class GatedPaint(QObject):
+    """Owns the step gate (a ``threading.Event``, set except inside a gated block)."""
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.gate = threading.Event()
+        self.gate.set()
+        self._closed = False
+        # Viewports updated by the last push, their updates disabled until the paint timer.
+        self._held: list[QWidget] = []
+        self._paint_timer = QTimer(self)
+        self._paint_timer.setSingleShot(True)
+        self._paint_timer.setInterval(0)
+        self._paint_timer.timeout.connect(self._paint_held)
+
+    def paint_later(self, views: Sequence[object]) -> None:
+        """Hold the viewports of ``views`` and paint them after the event loop's next pass."""
+        if views:
+            self._hold(views)
+            self._paint_timer.start()
+
+    def close(self) -> None:
+        """Re-enable every held viewport, paint nothing more and open the gate for good."""
+        self._closed = True
+        self._paint_held()
+        self.gate.set()
+
+    def _hold(self, views: Sequence[object]) -> None:
+        """Let the scenes of ``views`` take in their changes now, painting nothing yet.
+
+        In Qt 6.10 a scene's queued dirty-item processing paints the window synchronously: left
+        to the event loop it would paint ungated, right after the push. With the viewport's
+        updates disabled it only records the change; :meth:`_paint_held` enables them again
+        (which schedules a full update) and delivers the paint.
+        """
+        for graphics in _graphics_views(views):
+            viewport = graphics.viewport()
+            if viewport.updatesEnabled():
+                viewport.setUpdatesEnabled(False)
+                self._held.append(viewport)
+            scene = graphics.scene()
+            if scene is not None:
+                QCoreApplication.sendPostedEvents(scene, QEvent.Type.MetaCall)
+
+    @contextlib.contextmanager
+    def gated(self) -> Iterator[None]:
+        """Hold the trainer's next step while the body updates or paints views."""
+        if not self.gate.is_set():  # nested: the outer block sets it again
+            yield
+            return
+        self.gate.clear()
+        try:
+            yield
+        finally:
+            self.gate.set()
+
+    @Slot()
+    def _paint_held(self) -> None:
+        """Paint the viewports held by the last push, with the step gate closed."""
+        held, self._held = self._held, []
+        self._paint_timer.stop()
+        if not held:
+            return
+        with self.gated():
+            for viewport in held:
+                viewport.setUpdatesEnabled(True)  # never leave a viewport frozen
+            if self._closed:
+                return
+            windows = dict.fromkeys(viewport.window() for viewport in held)
+            for window in windows:
+                QCoreApplication.sendPostedEvents(window, QEvent.Type.UpdateRequest)
+
+
+def _graphics_views(views: Sequence[object]) -> list[QGraphicsView]:
+    """The visible graphics views inside ``views`` (a train view is a container widget)."""
+    return [
+        graphics
+        for view in views
+        if isinstance(view, QWidget)
+        for graphics in view.findChildren(QGraphicsView)
+        if graphics.isVisible()
+    ]
+

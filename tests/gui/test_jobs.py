@@ -1,0 +1,170 @@
+"""The job kit: WorkerHost (newest supersedes, bounded shutdown), Throttle, ViewPusher."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import pytest
+from PySide6.QtCore import QObject, Signal, Slot
+
+from gui.kit.jobs import Throttle, ViewPusher, WorkerHost
+from gui.kit.qt_lifetime import wait_until
+
+
+@dataclasses.dataclass(frozen=True)
+class SleepJob:
+    request_id: int
+    seconds: float
+    cancel: threading.Event = dataclasses.field(default_factory=threading.Event)
+
+    def stop(self) -> None:
+        self.cancel.set()
+
+
+@dataclasses.dataclass(frozen=True)
+class Done:
+    request_id: int
+    cancelled: bool
+
+
+class SleepWorker(QObject):
+    """Sleeps in 5 ms steps until the job's time is up or it is cancelled; records its runs."""
+
+    finished = Signal(object)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+        self.runs: list[int] = []
+        self.running = 0
+        self.most_at_once = 0
+
+    @Slot(object)
+    def run(self, job: SleepJob) -> None:
+        with self.lock:
+            self.runs.append(job.request_id)
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+        end = time.perf_counter() + job.seconds
+        while time.perf_counter() < end and not job.cancel.wait(0.005):
+            pass
+        with self.lock:
+            self.running -= 1
+        self.finished.emit(Done(job.request_id, job.cancel.is_set()))
+
+
+@pytest.fixture
+def host(qapp):
+    made = []
+
+    def factory():
+        worker = SleepWorker()
+        made_host = WorkerHost(worker, "test-worker")
+        made_host.worker = worker
+        made_host.done = []
+        made_host.jobFinished.connect(made_host.done.append)
+        made.append(made_host)
+        return made_host
+
+    yield factory
+    for made_host in made:
+        assert made_host.shutdown(1000)
+        assert not made_host.is_running()
+        made_host.deleteLater()
+
+
+def test_the_newest_request_supersedes_and_one_job_runs_at_a_time(host):
+    h = host()
+    configs = []
+
+    def job(seconds, tag):
+        def make(request_id):
+            configs.append(tag)
+            return SleepJob(request_id, seconds)
+        return make
+
+    h.request(job(10.0, "first"))
+    for i in range(20):  # a burst while the first job runs: only the last one is kept
+        h.request(job(0.01, f"burst {i}"))
+    assert wait_until(lambda: not h.is_busy(), (h.jobFinished,), 5000)
+    assert configs == ["first", "burst 19"]
+    assert h.worker.runs == [1, 2] and h.worker.most_at_once == 1
+    assert [d.cancelled for d in h.done] == [True, False]
+
+
+def test_cancel_reaches_the_running_job_within_100_ms(host):
+    h = host()
+    h.request(lambda request_id: SleepJob(request_id, 10.0))
+    deadline = time.perf_counter() + 5
+    while h.worker.running == 0 and time.perf_counter() < deadline:  # the worker thread starts it
+        time.sleep(0.001)
+    assert h.worker.running == 1
+    started = time.perf_counter()
+    h.cancel()
+    assert wait_until(lambda: not h.is_busy(), (h.jobFinished,), 2000)
+    assert time.perf_counter() - started < 0.1
+    assert h.done[-1].cancelled
+
+
+def test_shutdown_is_bounded_and_announced(host):
+    h = host()
+    stopped = []
+    h.workerStopped.connect(lambda: stopped.append(True))
+    h.request(lambda request_id: SleepJob(request_id, 10.0))
+    h.begin_shutdown()  # does not wait
+    assert h.is_closed() and h.is_running()
+    assert wait_until(lambda: bool(stopped), (h.workerStopped,), 2000)
+    assert not h.is_running()
+    h.request(lambda request_id: SleepJob(request_id, 0.0))  # ignored once closed
+    assert h.running() is None
+
+
+def test_throttle_calls_at_once_then_once_per_interval(qapp):
+    calls = []
+    throttle = Throttle(40, lambda: calls.append(time.perf_counter()))
+    for _ in range(100):
+        throttle.trigger()
+    assert len(calls) == 1 and throttle.is_pending()
+    wait_until(lambda: not throttle.is_pending(), (), 500)
+    wait_until(None, (), 100)
+    assert len(calls) == 2  # the burst collapsed into one trailing call
+    assert calls[1] - calls[0] >= 0.035
+    throttle.trigger()  # quiet again: at once
+    assert len(calls) == 3 and throttle.is_pending() is False
+    throttle.stop()
+    throttle.deleteLater()
+
+
+class View:
+    def __init__(self, visible=True):
+        self.visible = visible
+        self.shown = []
+
+    def isVisible(self):
+        return self.visible
+
+    def show_results(self, results):
+        self.shown.append(results)
+
+
+def test_view_pusher_pushes_the_latest_to_visible_views_and_catches_up_hidden_ones(qapp):
+    front, hidden = View(), View(visible=False)
+    latest = {"value": None}
+    pushed = []
+    pusher = ViewPusher([front, hidden], lambda: latest["value"],
+                        lambda view, results: view.show_results(results), 30,
+                        pushed=lambda results, shown: pushed.append((results, list(shown))))
+    for i in range(50):
+        latest["value"] = i
+        pusher.schedule()
+    assert front.shown == [0] and hidden.shown == []
+    assert wait_until(lambda: not pusher.is_pending(), (), 500)
+    assert front.shown == [0, 49] and pushed[-1] == (49, [front])
+    assert pusher.is_stale(hidden)
+    hidden.visible = True
+    pusher.refresh_view(hidden)
+    assert hidden.shown == [49] and not pusher.is_stale(hidden)
+    pusher.close()
+    pusher.deleteLater()
