@@ -8,7 +8,8 @@ import threading
 import numpy as np
 import pytest
 
-from engine.analysis.experiment import correlation_rms, run_experiment, temperature_comparison
+from engine.analysis.correlation import correlation_rms
+from engine.analysis.experiment import run_experiment, temperature_comparison
 from engine.analysis.explorer import (
     ALL_RULES,
     CORRELATION_D_K,
