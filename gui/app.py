@@ -167,7 +167,7 @@ def run_app(args: Any) -> int:
     try:
         session = getattr(args, "session", None)
         if session:
-            window.open_session(session)
+            window.files.open_session(session)
         window.show()
         if os.environ.get(EXIT_AFTER_SHOW_ENV, "") not in ("", "0"):
             _report_first_paint_and_close(window)

@@ -292,243 +292,242 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../gui/main_window.py" line="55"/>
+        <location filename="../../gui/window_files.py" line="32"/>
         <source>Image size</source>
-        <extracomment>Window size on first start (clamped to the screen&apos;s available area).</extracomment>
         <translation>图像尺寸</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="63"/>
+        <location filename="../../gui/window_files.py" line="40"/>
         <source>Width</source>
         <translation>宽度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="64"/>
+        <location filename="../../gui/window_files.py" line="41"/>
         <source>Height</source>
         <translation>高度</translation>
     </message>
     <message>
+        <location filename="../../gui/main_window.py" line="148"/>
         <location filename="../../gui/main_window.py" line="210"/>
-        <location filename="../../gui/main_window.py" line="347"/>
         <source>Explorer</source>
         <translation>探索</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="211"/>
-        <location filename="../../gui/main_window.py" line="349"/>
+        <location filename="../../gui/main_window.py" line="149"/>
+        <location filename="../../gui/main_window.py" line="212"/>
         <source>Train</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="315"/>
+        <location filename="../../gui/main_window.py" line="200"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="316"/>
+        <location filename="../../gui/window_status.py" line="51"/>
         <source>sweep %v/%m</source>
         <translation>扫描 %v/%m</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="317"/>
+        <location filename="../../gui/window_status.py" line="52"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="318"/>
+        <location filename="../../gui/window_status.py" line="53"/>
         <source>Stop the running computation (Esc)</source>
         <translation>停止正在进行的计算（Esc）</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="319"/>
+        <location filename="../../gui/actions.py" line="74"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="321"/>
+        <location filename="../../gui/actions.py" line="83"/>
         <source>&amp;Open session…</source>
         <translation>打开会话(&amp;O)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="322"/>
+        <location filename="../../gui/actions.py" line="85"/>
         <source>&amp;Save session</source>
         <translation>保存会话(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="323"/>
+        <location filename="../../gui/actions.py" line="87"/>
         <source>Save session &amp;as…</source>
         <translation>会话另存为(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="324"/>
+        <location filename="../../gui/actions.py" line="90"/>
         <source>Export current view as &amp;PNG…</source>
         <translation>将当前视图导出为 &amp;PNG…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="325"/>
+        <location filename="../../gui/actions.py" line="92"/>
         <source>Export current view as S&amp;VG…</source>
         <translation>将当前视图导出为 S&amp;VG…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="326"/>
+        <location filename="../../gui/actions.py" line="94"/>
         <source>Export &amp;all…</source>
         <translation>全部导出(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="327"/>
+        <location filename="../../gui/actions.py" line="97"/>
         <source>&amp;Copy current plot</source>
         <translation>复制当前图表(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="328"/>
+        <location filename="../../gui/actions.py" line="100"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="329"/>
+        <location filename="../../gui/actions.py" line="106"/>
         <source>&amp;Reset view</source>
         <translation>重置视图(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="330"/>
+        <location filename="../../gui/actions.py" line="108"/>
         <source>Show current view &amp;side by side</source>
         <translation>并排显示当前视图(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="331"/>
+        <location filename="../../gui/actions.py" line="110"/>
         <source>&amp;Cancel computation</source>
         <translation>取消计算(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="332"/>
+        <location filename="../../gui/actions.py" line="116"/>
         <source>&amp;About</source>
         <translation>关于(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="336"/>
+        <location filename="../../gui/actions.py" line="79"/>
         <source>PNG, SVG and CSV of every view plus the session, into one folder</source>
         <translation>将每个视图的 PNG、SVG 和 CSV 以及会话文件导出到同一文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="338"/>
+        <location filename="../../gui/actions.py" line="75"/>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="339"/>
+        <location filename="../../gui/main_window.py" line="205"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="340"/>
+        <location filename="../../gui/actions.py" line="76"/>
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="356"/>
-        <location filename="../../gui/main_window.py" line="703"/>
-        <location filename="../../gui/main_window.py" line="709"/>
+        <location filename="../../gui/window_status.py" line="60"/>
+        <location filename="../../gui/window_status.py" line="87"/>
+        <location filename="../../gui/window_status.py" line="93"/>
         <source>Computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="360"/>
+        <location filename="../../gui/window_status.py" line="64"/>
         <source>Ready</source>
         <translation>就绪</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="467"/>
+        <location filename="../../gui/window_files.py" line="113"/>
         <source>Cannot open session</source>
         <translation>无法打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="471"/>
+        <location filename="../../gui/window_files.py" line="118"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="479"/>
+        <location filename="../../gui/window_files.py" line="126"/>
         <source>Cannot save session</source>
         <translation>无法保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="482"/>
+        <location filename="../../gui/window_files.py" line="130"/>
         <source>Saved {0}</source>
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="535"/>
+        <location filename="../../gui/window_files.py" line="161"/>
         <source>Open session</source>
         <translation>打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="536"/>
+        <location filename="../../gui/window_files.py" line="163"/>
         <source>Session files (*.json);;All files (*)</source>
         <translation>会话文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="550"/>
+        <location filename="../../gui/window_files.py" line="179"/>
         <source>Save session</source>
         <translation>保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="551"/>
+        <location filename="../../gui/window_files.py" line="181"/>
         <source>Session files (*.json)</source>
         <translation>会话文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="571"/>
+        <location filename="../../gui/window_files.py" line="247"/>
         <source>Export view</source>
         <translation>导出视图</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="578"/>
-        <location filename="../../gui/main_window.py" line="604"/>
+        <location filename="../../gui/window_files.py" line="210"/>
+        <location filename="../../gui/window_files.py" line="253"/>
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="581"/>
+        <location filename="../../gui/window_files.py" line="257"/>
         <source>Exported {0}</source>
         <translation>已导出 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="585"/>
+        <location filename="../../gui/window_files.py" line="188"/>
         <source>PNG images (*.png)</source>
         <translation>PNG 图像 (*.png)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="589"/>
+        <location filename="../../gui/window_files.py" line="193"/>
         <source>SVG images (*.svg)</source>
         <translation>SVG 图像 (*.svg)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="597"/>
+        <location filename="../../gui/window_files.py" line="203"/>
         <source>Export all views into folder</source>
         <translation>将所有视图导出到文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="608"/>
+        <location filename="../../gui/window_files.py" line="214"/>
         <source>Exported {0} files to {1}</source>
         <translation>已将 {0} 个文件导出到 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="619"/>
+        <location filename="../../gui/window_files.py" line="226"/>
         <source>Copied {0} to the clipboard</source>
         <translation>已将“{0}”复制到剪贴板</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="678"/>
+        <location filename="../../gui/window_status.py" line="72"/>
         <source>Cancelled; showing the results computed so far</source>
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="683"/>
+        <location filename="../../gui/main_window.py" line="286"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="684"/>
+        <location filename="../../gui/main_window.py" line="287"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -537,22 +536,22 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 观察并验证缩放点积注意力为何要将 logit 除以 √d_k：原始分数 q·k 的方差为 d_k·σ⁴，随着 d_k 增大，它会使 softmax 饱和并让梯度消失。</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="714"/>
+        <location filename="../../gui/window_status.py" line="98"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="722"/>
+        <location filename="../../gui/window_status.py" line="106"/>
         <source>n = {0}, d_k = {1}, h = {2}, rule {3}</source>
         <translation>n = {0}，d_k = {1}，h = {2}，规则 {3}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="750"/>
+        <location filename="../../gui/window_files.py" line="89"/>
         <source>Attention Scale Explorer</source>
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="811"/>
+        <location filename="../../gui/main_window.py" line="361"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>

@@ -61,7 +61,7 @@ def test_copy_to_clipboard(window):
 
 
 def test_export_all_writes_every_view_and_the_session(window, tmp_path):
-    written = window.export_everything(tmp_path / "all", 500, 350)
+    written = window.files.export_everything(tmp_path / "all", 500, 350)
     names = {p.name for p in written}
     for view in window.views:
         assert {f"{view.key}.png", f"{view.key}.svg", f"{view.key}.csv"} <= names
@@ -84,17 +84,17 @@ def test_session_round_trip(window, settle, tmp_path):
     assert data["app"] == "attention-scale-explorer" and data["version"] == 1
     assert data["attention"]["mask"] == "causal"
 
-    assert window.open_session(path)
+    assert window.files.open_session(path)
     settle(window)
     assert window.panel.config() == config
     assert window.controller.results().config == config
     assert window.controller.results().temperature == 2.5
     assert window.current_view().key == "histogram"
     assert window.panel.mask.currentData() == MaskKind.CAUSAL.value
-    assert window.session_path() == str(path)
+    assert window.files.session_path() == str(path)
 
     again = tmp_path / "again.json"
-    assert window.save_session_to(again)
+    assert window.files.save_session_to(again)
     assert load_session(again) == Session(config, "histogram", 2.5)
 
 
@@ -141,7 +141,7 @@ def test_corrupt_session_changes_nothing(window, tmp_path, qtbot, content):
     assert "\n" not in message and len(message) <= 300
     config_before = window.panel.config()
     results_before = window.controller.results()
-    assert not window.open_session(path)
+    assert not window.files.open_session(path)
     boxes = [w for w in QApplication.topLevelWidgets()
              if isinstance(w, QMessageBox) and w.isVisible()]
     assert boxes and "session" in boxes[-1].windowTitle().lower()
@@ -151,4 +151,4 @@ def test_corrupt_session_changes_nothing(window, tmp_path, qtbot, content):
     assert window.panel.config() == config_before
     assert window.controller.config() == config_before
     assert window.controller.results() is results_before
-    assert window.session_path() == ""
+    assert window.files.session_path() == ""

@@ -454,9 +454,9 @@ def test_window_train_tab_exports_and_closing_mid_training_leaves_no_thread(make
     tab.panel.set_config(LONG)
     tab.panel.start_button.click()
     assert wait_for(tab, lambda: _step(tab) >= 10, 20_000)
-    png = window.export_current(tmp_path / "curves.png", 600, 400)
+    png = window.files.export_current(tmp_path / "curves.png", 600, 400)
     assert png.stat().st_size > 0
-    written = window.export_everything(tmp_path / "all", 500, 350)
+    written = window.files.export_everything(tmp_path / "all", 500, 350)
     assert {"train_curves", "train_probe", "train_lr_sweep"} <= {p.stem for p in written}
     t0 = time.perf_counter()
     window.close()
