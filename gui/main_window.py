@@ -13,7 +13,9 @@ from engine.config import AttentionConfig
 from gui import actions as menu_table
 from gui.explorer.controller import ExplorerController
 from gui.explorer.panel import ParameterPanel
+from gui.explorer.views.base import ExplorerView
 from gui.kit.i18n import translate
+from gui.kit.plot_view import PlotView
 from gui.kit.qt_lifetime import wait_until
 from gui.kit.settings import Settings, open_settings
 from gui.view_tabs import ViewTabs
@@ -229,7 +231,7 @@ class MainWindow(QMainWindow):
         return handled
 
     # ------------------------------------------------------------------------------ views
-    def view(self, key: str) -> Any:
+    def view(self, key: str) -> ExplorerView:
         """Return the view with ``key``, brought up to date if it was hidden."""
         for view in self.views:
             if view.key == key:
@@ -237,10 +239,10 @@ class MainWindow(QMainWindow):
                 return view
         raise KeyError(f"no view {key!r}; views are {', '.join(v.key for v in self.views)}")
 
-    def _view_by_key(self, key: str) -> Any:
+    def _view_by_key(self, key: str) -> ExplorerView:
         return next(view for view in self.views if view.key == key)
 
-    def current_view(self) -> Any:
+    def current_view(self) -> PlotView:
         """Return the view in front of the main tab widget (or of the Train tab)."""
         if self.mode_tabs.currentWidget() is self.train_tab:
             return self.train_tab.current_view()

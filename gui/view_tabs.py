@@ -9,6 +9,7 @@ from PySide6.QtCore import QObject, QSignalBlocker, Qt, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QSplitter, QTabWidget
 
+from gui.explorer.views.base import ExplorerView
 from gui.kit.layout_fit import scroll_area_for, track_scene_minimums
 
 __all__ = ["ViewTabs"]
@@ -33,7 +34,7 @@ class ViewTabs(QObject):
         The widget holding both, each in a scroll area.
     """
 
-    def __init__(self, views: Sequence[Any], controller: Any,
+    def __init__(self, views: Sequence[ExplorerView], controller: Any,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.views = list(views)
@@ -61,7 +62,7 @@ class ViewTabs(QObject):
         self.tabs.currentChanged.connect(self._on_tab_changed)
         self.side_tabs.currentChanged.connect(self._on_tab_changed)
 
-    def current_view(self) -> Any:
+    def current_view(self) -> ExplorerView:
         """The view in front of the main tab widget."""
         widget = self.tabs.currentWidget()
         return widget if widget is not None else self.views[0]

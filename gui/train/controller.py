@@ -131,7 +131,7 @@ class TrainController(QObject):
     Parameters
     ----------
     views
-        Objects with ``show_train(results)`` and ``clear()`` (the training views); an optional
+        Objects with ``show_results(results)`` and ``clear()`` (the training views); an optional
         ``push_interval_s`` attribute makes a view skip pushes that come sooner after its last.
     push_interval_ms
         Minimum interval between two pushes to the views (100 ms: ≤ 10 Hz).
@@ -297,7 +297,7 @@ class TrainController(QObject):
         now = time.perf_counter()
         with self._gated():
             for view in self._views:
-                view.show_train(self._results)  # type: ignore[attr-defined]
+                view.show_results(self._results)  # type: ignore[attr-defined]
                 self._shown_at[view] = now
             self._stale.clear()
 
@@ -307,7 +307,7 @@ class TrainController(QObject):
         if view in self._stale:
             self._stale.discard(view)
             with self._gated():
-                view.show_train(self._results)  # type: ignore[attr-defined]
+                view.show_results(self._results)  # type: ignore[attr-defined]
                 self._shown_at[view] = time.perf_counter()
 
     def begin_shutdown(self) -> None:
@@ -466,7 +466,7 @@ class TrainController(QObject):
                 if not force and now - self._shown_at.get(view, -math.inf) < interval:
                     self._dirty = True  # this view still owes the latest results: push again
                     continue
-                view.show_train(results)  # type: ignore[attr-defined]
+                view.show_results(results)  # type: ignore[attr-defined]
                 self._shown_at[view] = now
                 self._stale.discard(view)
                 shown.append(view)

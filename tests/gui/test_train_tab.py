@@ -476,8 +476,8 @@ def test_curves_y_ranges_cover_the_data_and_respect_a_manual_zoom(tab):
         history = np.asarray(st.loss_history)
         assert lo <= np.log10(history.min()) and np.log10(history.max()) <= hi
     loss.setYRange(-0.5, 0.2, padding=0)  # the user zooms in
-    tab.curves._forget()  # make the next show_train draw the same results again
-    tab.curves.show_train(results)
+    tab.curves._forget()  # make the next show_results draw the same results again
+    tab.curves.show_results(results)
     assert np.allclose(loss.getViewBox().viewRange()[1], (-0.5, 0.2))
     tab.curves.reset_view()  # fitted to the data again
     assert np.allclose(loss.getViewBox().viewRange()[1], (lo, hi))
