@@ -57,8 +57,8 @@ def configure_pyqtgraph() -> None:
     import pyqtgraph as pg
 
     pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
-    # The plots' right-click Export… dialog: SVG drawn like the File menu's (issue 8).
-    from gui.kit.export import install_svg_exporter
+    # The plots' right-click Export… dialog: SVG drawn like the File menu's.
+    from gui.kit.svg_export import install_svg_exporter
 
     install_svg_exporter()
 

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from gui.kit import export
 from gui.kit.i18n import translate
+from gui.kit.svg_export import export_svg
 from gui.session import Session, SessionError, load_session, save_session
 
 __all__ = ["SizeDialog", "WindowFiles", "show_warning"]
@@ -141,7 +142,7 @@ class WindowFiles(QObject):
         self._window.controller.refresh_views()
         item = self._window.current_view().export_item()
         if str(path).lower().endswith(".svg"):
-            return export.export_svg(item, path, width, height)
+            return export_svg(item, path, width, height)
         return export.export_png(item, path, width, height)
 
     def export_everything(self, folder: str | os.PathLike[str], width: int = 1200,
