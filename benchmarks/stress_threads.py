@@ -55,7 +55,7 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
     from engine.config import AttentionConfig, ScalingRule
     from engine.config.train import TrainConfig
     from gui.app import create_application
-    from gui.kit import export
+    from gui.kit import export, svg_export
     from gui.kit.qt_lifetime import release_qt_objects, wait_until
     from gui.main_window import MainWindow
 
@@ -141,7 +141,7 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
         if rng.random() < 0.5:
             export.export_png(view.export_item(), out / f"{cycle}.png", *size)
         else:
-            export.export_svg(view.export_item(), out / f"{cycle}.svg", *size)
+            svg_export.export_svg(view.export_item(), out / f"{cycle}.svg", *size)
         if rng.random() < 0.2:  # close mid-work now and then, and start over
             window.controller.set_config(base.replace(seed=rng.randrange(1000), samples=4000))
             if rng.random() < 0.5:

@@ -57,8 +57,8 @@ def configure_pyqtgraph() -> None:
     import pyqtgraph as pg
 
     pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
-    # The plots' right-click Export… dialog: SVG drawn like the File menu's (issue 8).
-    from gui.kit.export import install_svg_exporter
+    # The plots' right-click Export… dialog: SVG drawn like the File menu's.
+    from gui.kit.svg_export import install_svg_exporter
 
     install_svg_exporter()
 
@@ -167,7 +167,7 @@ def run_app(args: Any) -> int:
     try:
         session = getattr(args, "session", None)
         if session:
-            window.open_session(session)
+            window.files.open_session(session)
         window.show()
         if os.environ.get(EXIT_AFTER_SHOW_ENV, "") not in ("", "0"):
             _report_first_paint_and_close(window)

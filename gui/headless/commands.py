@@ -105,7 +105,7 @@ def export_command(args: Any) -> int:
         window.resize(int(args.width), int(args.height))
         window.show()
         if session is not None:
-            window.apply_session(session)
+            window.files.apply_session(session)
         else:
             window.controller.start()
         if not window.wait_until_settled(RESULT_TIMEOUT_MS):
@@ -120,7 +120,7 @@ def export_command(args: Any) -> int:
             print(f"error: {problem}", file=sys.stderr)
             return 1
         try:
-            written = window.export_everything(args.out, int(args.width), int(args.height))
+            written = window.files.export_everything(args.out, int(args.width), int(args.height))
         except (OSError, ValueError) as exc:
             print(f"error: export failed: {exc}", file=sys.stderr)
             return 1
@@ -270,8 +270,8 @@ def self_test_command(args: Any) -> int:
         lines.append(f"{'ok  ' if not problem else 'FAIL'} train demo run and lr sweep  {problem}")
         if problem:
             failures.append(problem)
-        window.mode_tabs.setCurrentWidget(window.splitter)
-        written = window.export_everything(out, width, height)
+        window.mode_tabs.setCurrentWidget(window.view_tabs.splitter)
+        written = window.files.export_everything(out, width, height)
         for path in written:
             if path.suffix == ".png":
                 reason = check_png(path, width, height)

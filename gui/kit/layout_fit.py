@@ -1,13 +1,12 @@
 """Let plot areas scroll instead of being cut off when the window is too small for them.
 
 A pyqtgraph ``GraphicsView`` sizes its scene's layout to the viewport, but a layout cannot
-shrink below its own minimum (axis widths, titles, legends): in a narrow window (1024×768 with
-a dock open, or side-by-side mode) the right-hand plots were drawn outside the viewport, cut off
-and unreachable (issue 8, §4). Here the view's *widget* minimum follows the scene layout's
-minimum while the view is shown, and the tab widgets sit in scroll areas: when the layout needs
-more room than the window has, a scroll bar reaches the rest. Views that can reflow (the
-gradient view) shrink their minimum first, so they rarely need the scroll bar.
-"""
+shrink below its own minimum (axis widths, titles, legends): in a narrow window (1024×768 with a
+dock open, or side-by-side mode) the right-hand plots were drawn outside the viewport, cut off
+and unreachable. Here the view's *widget* minimum follows the scene layout's minimum while the
+view is shown, and the tab widgets sit in scroll areas: when the layout needs more room than the
+window has, a scroll bar reaches the rest. Views that can reflow (the gradient view) shrink
+their minimum first, so they rarely need the scroll bar. """
 
 from __future__ import annotations
 

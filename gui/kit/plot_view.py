@@ -1,32 +1,38 @@
-"""The base class every explorer view derives from (the GUI contract of CONTRACT.md)."""
+"""The base class of every plot view (explorer and Train tab): what tabs, menus and export use.
+
+A view is a widget showing one plot family. The window, the tab widgets and the exporters use
+only this interface: :attr:`PlotView.key`, :meth:`~PlotView.title`,
+:meth:`~PlotView.export_item`, :meth:`~PlotView.data_table` and :meth:`~PlotView.reset_view`.
+Each feature subclasses it once for the results it feeds its views
+(``gui.explorer.views.base.ExplorerView``, ``gui.train.view.TrainView``).
+"""
 
 from __future__ import annotations
 
 import math
 from enum import Enum
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from gui.explorer.results import ExplorerResults
+__all__ = ["PlotView", "finite_or_nan", "positive_or_nan"]
 
-__all__ = ["ExplorerView", "finite_or_nan", "positive_or_nan"]
-
-# Values compared by equality rather than identity in ExplorerView._is_new: small immutable
+# Values compared by equality rather than identity in PlotView._is_new: small immutable
 # scalars (a query row, a rule) arrive as new-but-equal objects on every push.
 _SCALARS = (bool, int, float, str, Enum, type(None))
 
 
-class ExplorerView(QWidget):
-    """A plot family of the explorer: receives :class:`ExplorerResults`, shows part of them.
+class PlotView(QWidget):
+    """A plot family: receives immutable results, shows part of them, exports what it shows.
 
-    Subclasses set :attr:`key` and implement the five methods below. ``show_results`` is called
-    from a ~30 Hz GUI timer with the latest results; it must be cheap (``setData`` /
-    ``setImage`` / ``setText`` on items built once) and skip work when the part of the results
-    it shows is the same object as last time (see :meth:`_is_new`). Views never compute
-    statistics: every number they show comes from the engine objects in the results.
+    Subclasses set :attr:`key` and implement the four methods below that raise
+    ``NotImplementedError``. ``show_results`` is called from a GUI timer with the latest
+    results; it must be cheap (``setData`` / ``setImage`` / ``setText`` on items built once)
+    and skip work when the part of the results it shows is the same object as last time (see
+    :meth:`_is_new`). Views never compute statistics: every number they show comes from the
+    engine objects in the results.
     """
 
     key: ClassVar[str] = ""
@@ -43,7 +49,7 @@ class ExplorerView(QWidget):
         """Return the translated title used for tabs, docks and menus."""
         raise NotImplementedError
 
-    def show_results(self, results: ExplorerResults) -> None:
+    def show_results(self, results: Any) -> None:
         """Show ``results`` (cheap; skips work when the shown part did not change)."""
         raise NotImplementedError
 

@@ -1,14 +1,14 @@
 """Where and when Qt objects die: GUI-thread garbage collection and deterministic waits.
 
-Why this module exists (issue E, ENVIRONMENT.md trap 9). pyqtgraph builds reference cycles
-around Python-owned Qt objects (a ``ViewBox`` and its ``ViewBoxMenu``, exporter ``Parameter``
-trees, plot items and their signal proxies). Such objects die only when Python's *cyclic*
-garbage collector runs, and CPython runs it in whichever thread happens to allocate when the
-generation-0 threshold is crossed. Measured on the GUI test suite: 18 collections ran inside the
-explorer and training worker QThreads and the tour's claim thread. A ``QWidget`` destroyed there
-waits for the GIL inside ``~QWidget`` while the GUI thread holds the GIL waiting for a Qt lock
-(a deadlock), and a wrapper removed from Shiboken's map off the GUI thread left a stale entry
-that ``destroyQCoreApplication`` dereferenced at interpreter exit (a segfault).
+Why this module exists: pyqtgraph builds reference cycles around Python-owned Qt objects (a
+``ViewBox`` and its ``ViewBoxMenu``, exporter ``Parameter`` trees, plot items and their signal
+proxies). Such objects die only when Python's *cyclic* garbage collector runs, and CPython runs
+it in whichever thread happens to allocate when the generation-0 threshold is crossed. Measured
+on the GUI test suite: 18 collections ran inside the explorer and training worker QThreads and
+the tour's claim thread. A ``QWidget`` destroyed there waits for the GIL inside ``~QWidget``
+while the GUI thread holds the GIL waiting for a Qt lock (a deadlock), and a wrapper removed
+from Shiboken's map off the GUI thread left a stale entry that ``destroyQCoreApplication``
+dereferenced at interpreter exit (a segfault).
 
 The cure has two parts:
 

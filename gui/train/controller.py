@@ -81,7 +81,7 @@ class TrainController(QObject):
     Parameters
     ----------
     views
-        Objects with ``show_train(results)`` and ``clear()`` (the training views); an optional
+        Objects with ``show_results(results)`` and ``clear()`` (the training views); an optional
         ``push_interval_s`` attribute makes a view skip pushes that come sooner after its last.
     push_interval_ms
         Minimum interval between two pushes to the views (100 ms: ≤ 10 Hz).
@@ -117,7 +117,7 @@ class TrainController(QObject):
         self._paint = GatedPaint(self)
 
         self._pusher = ViewPusher(
-            self._views, self.results, _show_train, push_interval_ms, pushed=self._on_pushed,
+            self._views, self.results, _show_results, push_interval_ms, pushed=self._on_pushed,
             after_push=self._paint.paint_later, guard=self._paint.gated, parent=self,
         )
 
@@ -342,5 +342,5 @@ class TrainController(QObject):
         self.resultsShown.emit(results)
 
 
-def _show_train(view: object, results: object) -> None:
-    view.show_train(results)  # type: ignore[attr-defined]
+def _show_results(view: object, results: object) -> None:
+    view.show_results(results)  # type: ignore[attr-defined]

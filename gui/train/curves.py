@@ -13,50 +13,22 @@ from PySide6.QtWidgets import QWidget
 from engine.config import ScalingRule
 from gui.kit import style
 from gui.kit.i18n import translate
-from gui.kit.plot_view import ExplorerView
+from gui.train.curve_ranges import (
+    MANAGED_Y,
+    SteppedYRanges,
+    divergence_y,
+    finite_array,
+    positive_array,
+)
 from gui.train.results import TrainResults
+from gui.train.view import TrainView
 
 __all__ = ["TrainCurvesView"]
 
 _CTX = "TrainCurvesView"
 
 
-def _positive(values: object) -> np.ndarray:
-    """Float array with non-finite and non-positive entries as NaN (log axes show a gap)."""
-    a = np.array(values, dtype=np.float64)
-    a[~(np.isfinite(a) & (a > 0))] = np.nan
-    return a
-
-
-def _finite(values: object) -> np.ndarray:
-    a = np.array(values, dtype=np.float64)
-    a[~np.isfinite(a)] = np.nan
-    return a
-
-
-def _divergence_y(st: object) -> float:
-    """Loss value at which to draw a rule's divergence marker (the last finite loss)."""
-    history = np.asarray(st.loss_history, dtype=np.float64)  # type: ignore[attr-defined]
-    k = int(st.diverged_at)  # type: ignore[attr-defined]
-    good = history[: max(k, 0)]
-    good = good[np.isfinite(good) & (good > 0)]
-    if good.size:
-        return float(good[-1])
-    initial = float(st.initial_eval_loss)  # type: ignore[attr-defined]
-    return initial if math.isfinite(initial) and initial > 0 else 1.0
-
-
-#: Plots whose y range the view sets itself, in steps (see ``TrainCurvesView._fit_y``).
-_MANAGED_Y = ("loss", "grad_norm", "entropy")
-
-
-def _nice_range(lo: float, hi: float, step: float) -> tuple[float, float]:
-    """``[lo, hi]`` widened to multiples of ``step`` (at least one step wide)."""
-    a, b = math.floor(lo / step) * step, math.ceil(hi / step) * step
-    return (a, b) if b > a else (a, a + step)
-
-
-class TrainCurvesView(ExplorerView):
+class TrainCurvesView(TrainView):
     """Four live panels against the training step, one colour per rule.
 
     Loss (log y): training loss of every step (solid) and held-out loss at every evaluation
@@ -108,14 +80,8 @@ class TrainCurvesView(ExplorerView):
             self._plots[name] = plot
         self._plots["accuracy"].setYRange(0.0, 1.0, padding=0.03)
         self._plots["accuracy"].enableAutoRange(y=False)
-        # The other y ranges move in coarse steps (half decades, tenths of ln n) instead of
-        # pyqtgraph's auto-range: that recomputed every curve's bounds and re-generated the
-        # axes on almost every push (a third of a push's time on the GUI thread, and its worst
-        # stalls). name -> range last set; None: fit at the next push; "user": zoomed by hand.
-        self._y_fit: dict[str, tuple[float, float] | str | None] = {}
-        for name in _MANAGED_Y:
-            self._plots[name].enableAutoRange(y=False)
-            self._y_fit[name] = None
+        # The other y ranges move in coarse steps (see SteppedYRanges).
+        self._y_ranges = SteppedYRanges({name: self._plots[name] for name in MANAGED_Y})
         chance_pen = pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DotLine)
         self._chance_loss = pg.InfiniteLine(
             angle=0,
@@ -176,15 +142,12 @@ class TrainCurvesView(ExplorerView):
             style.label_plot(self._plots[name], title=title, left=left, bottom=step)
         for line in (self._chance_loss, self._chance_acc):
             line.label.setFormat(translate("TrainCurvesView", "chance"))
-        self._legend_rules = None  # the next show_train relabels the legend
+        self._legend_rules = None  # the next show_results relabels the legend
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget
 
-    def show_results(self, results: object) -> None:
-        """Explorer results do not concern this view (it is fed by the training controller)."""
-
-    def show_train(self, results: TrainResults) -> None:
+    def show_results(self, results: TrainResults) -> None:
         """Show the latest training snapshot and gradient record (cheap ``setData`` only)."""
         snap = results.snapshot
         if not self._is_new("train", snap, results.grad_steps):
@@ -205,12 +168,13 @@ class TrainCurvesView(ExplorerView):
         for index, (rule, st) in enumerate(snap.rules.items()):
             steps = np.arange(1, st.loss_history.size + 1)
             eval_steps = np.asarray(st.eval_steps, dtype=np.float64)
-            self._curves[("train_loss", rule)].setData(steps, _positive(st.loss_history))
-            self._curves[("eval_loss", rule)].setData(eval_steps, _positive(st.eval_loss_history))
-            self._curves[("accuracy", rule)].setData(eval_steps, _finite(st.eval_accuracy_history))
+            curves = self._curves
+            curves[("train_loss", rule)].setData(steps, positive_array(st.loss_history))
+            curves[("eval_loss", rule)].setData(eval_steps, positive_array(st.eval_loss_history))
+            curves[("accuracy", rule)].setData(eval_steps, finite_array(st.eval_accuracy_history))
             entropy = np.asarray(st.entropy_history, dtype=np.float64)
             mean_h = entropy.mean(axis=1) if entropy.size else np.zeros(0)
-            self._curves[("entropy", rule)].setData(eval_steps[: mean_h.size], _finite(mean_h))
+            self._curves[("entropy", rule)].setData(eval_steps[: mean_h.size], finite_array(mean_h))
             # Markers only while they stay apart, and not while training runs: scatter
             # symbols cost as much as all the lines together in every 30 Hz repaint.
             marked = bool(snap.done) and eval_steps.size <= style.MARKER_MAX_POINTS
@@ -220,7 +184,7 @@ class TrainCurvesView(ExplorerView):
                     curve.setSymbol(style.rule_symbol(rule) if marked else None)
             grads = results.grad_norms.get(rule)
             if grads is not None and len(grads) == len(results.grad_steps):
-                self._curves[("grad_norm", rule)].setData(results.grad_steps, _positive(grads))
+                self._curves[("grad_norm", rule)].setData(results.grad_steps, positive_array(grads))
             else:
                 self._curves[("grad_norm", rule)].setData([], [])
             self._show_divergence(rule, st, index)
@@ -234,7 +198,7 @@ class TrainCurvesView(ExplorerView):
         self._chance_acc.setValue(1.0 / snap.config.vocab)
         self._chance_acc.setVisible(True)
         self._note.setText(self._note_text(snap))
-        self._fit_y(snap, results)
+        self._y_ranges.fit(snap, results)
         # Auto-range now rather than in the paint: a range set while painting schedules a
         # second full repaint of all four plots (measured: ~2 paints per push otherwise).
         self._widget.scene().prepareForPaint()
@@ -267,13 +231,11 @@ class TrainCurvesView(ExplorerView):
             plot.enableAutoRange()
             if name == "accuracy":
                 plot.setYRange(0.0, 1.0, padding=0.03)
-            if name in self._y_fit:
-                plot.enableAutoRange(y=False)
-                self._y_fit[name] = None
+        self._y_ranges.reset()
         if self._x_total > 0:
             self._plots["loss"].setXRange(0, self._x_total, padding=0.02)
         if self._results.snapshot is not None:
-            self._fit_y(self._results.snapshot, self._results)
+            self._y_ranges.fit(self._results.snapshot, self._results)
 
     # -- public helpers (tests) ----------------------------------------------------------------
     def clear(self) -> None:
@@ -307,46 +269,6 @@ class TrainCurvesView(ExplorerView):
         return [label.text for _sample, label in self._legend.items]
 
     # -- internals ----------------------------------------------------------------------------
-    def _fit_y(self, snap: object, results: TrainResults) -> None:
-        """Set the managed y ranges when the data left them (not after a manual zoom)."""
-        rules = snap.rules.values()  # type: ignore[attr-defined]
-        series = {
-            "loss": [a for st in rules for a in (st.loss_history, st.eval_loss_history)],
-            "grad_norm": list(results.grad_norms.values()),
-            "entropy": [np.asarray(st.entropy_history, dtype=np.float64) for st in rules],
-        }
-        for name in _MANAGED_Y:
-            fitted = self._y_fit[name]
-            plot = self._plots[name]
-            shown = tuple(plot.getViewBox().viewRange()[1])
-            if fitted == "user":
-                continue
-            if fitted is not None and not np.allclose(shown, self._padded(fitted)):
-                self._y_fit[name] = "user"  # zoomed or panned by hand: leave it alone
-                continue
-            log_y = name != "entropy"
-            lo, hi = math.inf, -math.inf
-            for values in series[name]:
-                a = np.asarray(values, dtype=np.float64)
-                a = a[np.isfinite(a) & (a > 0)] if log_y else a[np.isfinite(a)]
-                if a.size:
-                    lo, hi = min(lo, float(a.min())), max(hi, float(a.max()))
-            if lo > hi:
-                continue
-            if log_y:
-                wanted = _nice_range(math.log10(lo), math.log10(hi), 0.5)
-            else:
-                wanted = _nice_range(lo, hi, 0.1 * math.log(max(int(snap.config.n), 2)))  # type: ignore[attr-defined]
-            if wanted != fitted:
-                plot.setYRange(*wanted, padding=0.02)
-                self._y_fit[name] = wanted
-
-    @staticmethod
-    def _padded(fitted: tuple[float, float]) -> tuple[float, float]:
-        """The view range pyqtgraph shows for ``setYRange(*fitted, padding=0.02)``."""
-        pad = 0.02 * (fitted[1] - fitted[0])
-        return fitted[0] - pad, fitted[1] + pad
-
     def _clear_items(self) -> None:
         for curve in self._curves.values():
             curve.setData([], [])
@@ -391,7 +313,7 @@ class TrainCurvesView(ExplorerView):
                 text.setVisible(False)
             return
         k = int(st.diverged_at)  # type: ignore[attr-defined]
-        y = _divergence_y(st)
+        y = divergence_y(st)
         marker.setData([max(k, 0)], [y])
         text.setText(translate("TrainCurvesView", "diverged at step {0}").format(k))
         # Log-y plot: items other than PlotDataItems are placed in log10 coordinates.

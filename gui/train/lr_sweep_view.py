@@ -13,8 +13,8 @@ from engine.config import ScalingRule
 from engine.training.lr_results import lr_sweep_table
 from gui.kit import style
 from gui.kit.i18n import translate
-from gui.kit.plot_view import ExplorerView
 from gui.train.results import TrainResults
+from gui.train.view import TrainView
 
 __all__ = ["LrSweepView"]
 
@@ -83,7 +83,7 @@ class _RuleItems:
         self.stable_line.setVisible(False)
 
 
-class LrSweepView(ExplorerView):
+class LrSweepView(TrainView):
     """Final held-out loss after the run against the learning rate (log-log), per rule.
 
     While the sweep runs, every finished (lr, seed) run appears as a small marker; when it is
@@ -149,15 +149,12 @@ class LrSweepView(ExplorerView):
         text = translate("LrSweepView", "stable threshold")
         self._threshold.label.setFormat(text)
         self._threshold.label.setText(text)
-        self._legend_rules = None  # the next show_train relabels the legend
+        self._legend_rules = None  # the next show_results relabels the legend
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget
 
-    def show_results(self, results: object) -> None:
-        """Explorer results do not concern this view (it is fed by the training controller)."""
-
-    def show_train(self, results: TrainResults) -> None:
+    def show_results(self, results: TrainResults) -> None:
         """Show the sweep's finished runs, then its summary once the result arrives."""
         sweep = results.sweep
         if not self._is_new("sweep", sweep):

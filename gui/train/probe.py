@@ -11,8 +11,8 @@ from engine.config import ScalingRule
 from engine.config.train import TaskKind
 from gui.kit import style
 from gui.kit.i18n import translate
-from gui.kit.plot_view import ExplorerView
 from gui.train.results import TrainResults
+from gui.train.view import TrainView
 
 __all__ = ["ProbeView", "probe_targets"]
 
@@ -123,7 +123,7 @@ class _Panel:
         return self.plot.getAxis("left")  # type: ignore[return-value]
 
 
-class ProbeView(ExplorerView):
+class ProbeView(TrainView):
     """Attention weights of the probe example's target rows, per rule and head.
 
     Each panel stacks the heads vertically (rows: target positions of head 0, then head 1, …;
@@ -178,10 +178,7 @@ class ProbeView(ExplorerView):
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget
 
-    def show_results(self, results: object) -> None:
-        """Explorer results do not concern this view (it is fed by the training controller)."""
-
-    def show_train(self, results: TrainResults) -> None:
+    def show_results(self, results: TrainResults) -> None:
         """Show the probe maps of the latest snapshot."""
         snap = results.snapshot
         if not self._is_new("snapshot", snap):
@@ -294,7 +291,7 @@ class ProbeView(ExplorerView):
     def clear(self) -> None:
         """Remove every map (Reset)."""
         self._forget()
-        self.show_train(TrainResults())
+        self.show_results(TrainResults())
 
     def image(self, rule: ScalingRule | str) -> pg.ImageItem:
         """The image item of ``rule`` (shown when there are several query rows)."""

@@ -17,6 +17,7 @@ from gui.train.lr_sweep_view import LrSweepView
 from gui.train.panel import TrainPanel
 from gui.train.probe import ProbeView
 from gui.train.state import TrainState
+from gui.train.view import TrainView
 
 __all__ = ["DEMO_CONFIG", "TrainTab"]
 
@@ -36,9 +37,8 @@ class TrainTab(QWidget):
     panel
         The :class:`~gui.train.panel.TrainPanel`.
     views
-        The training views (curves, probe maps, learning-rate sweep), in tab order; they
-        implement the explorer view interface used by export (``key``, ``title()``,
-        ``export_item()``, ``data_table()``, ``reset_view()``).
+        The training views (curves, probe maps, learning-rate sweep), in tab order: each a
+        :class:`~gui.train.view.TrainView`, so tabs and export treat them like any plot view.
     controller
         The :class:`~gui.train.controller.TrainController` (owns the worker thread).
     """
@@ -56,7 +56,7 @@ class TrainTab(QWidget):
         self.curves = TrainCurvesView()
         self.probe = ProbeView()
         self.lr_sweep = LrSweepView()
-        self.views: list[Any] = [self.curves, self.probe, self.lr_sweep]
+        self.views: list[TrainView] = [self.curves, self.probe, self.lr_sweep]
         self.controller = TrainController(
             self.views, push_interval_ms=push_interval_ms, parent=self
         )
@@ -70,7 +70,7 @@ class TrainTab(QWidget):
         scroll.setWidget(self.panel)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setMinimumWidth(self.panel.sizeHint().width() + 24)
-        # The views scroll rather than being cut off when the window is narrow (issue 8, §4).
+        # The views scroll rather than being cut off when the window is narrow.
         from gui.kit.layout_fit import scroll_area_for, track_scene_minimums
 
         for view in self.views:
@@ -149,7 +149,7 @@ class TrainTab(QWidget):
         self.view_tabs.setCurrentWidget(self.lr_sweep)
         return self.controller.start_lr_sweep(config, lrs, seeds)
 
-    def current_view(self) -> Any:
+    def current_view(self) -> TrainView:
         """The training view in front."""
         return self.view_tabs.currentWidget()
 

@@ -4,38 +4,38 @@
 <context>
     <name>CorrelationView</name>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="82"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="83"/>
         <source>q–k correlation</source>
         <extracomment>(rule, key suffix in the engine&apos;s correlation_rms result) of the rules shown.</extracomment>
         <translation>q–k 相关性</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="86"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="87"/>
         <source>RMS of c·q·k</source>
         <translation>c·q·k 的均方根 (RMS)</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="90"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="91"/>
         <source>{0} Monte Carlo</source>
         <translation>{0} 蒙特卡洛</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="110"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="111"/>
         <source>k = ρq + √(1−ρ²)ξ with ρ = {0}</source>
         <translation>k = ρq + √(1−ρ²)ξ，ρ = {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="115"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="116"/>
         <source>At ρ = 0, 1/√d&lt;sub&gt;k&lt;/sub&gt; keeps the RMS at 1 for every d&lt;sub&gt;k&lt;/sub&gt;; 1/d&lt;sub&gt;k&lt;/sub&gt; shrinks it like 1/√d&lt;sub&gt;k&lt;/sub&gt; (too flat).</source>
         <translation>ρ = 0 时，1/√d&lt;sub&gt;k&lt;/sub&gt; 对任意 d&lt;sub&gt;k&lt;/sub&gt; 都使 RMS 保持为 1；1/d&lt;sub&gt;k&lt;/sub&gt; 则使其按 1/√d&lt;sub&gt;k&lt;/sub&gt; 缩小（分布过于平坦）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="121"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="122"/>
         <source>At ρ ≠ 0, q·k grows like ρ·d&lt;sub&gt;k&lt;/sub&gt;: under 1/√d&lt;sub&gt;k&lt;/sub&gt; the RMS grows like |ρ|·√d&lt;sub&gt;k&lt;/sub&gt;, while 1/d&lt;sub&gt;k&lt;/sub&gt; keeps it bounded (→ |ρ| = {0}), as μP prescribes.</source>
         <translation>ρ ≠ 0 时，q·k 按 ρ·d&lt;sub&gt;k&lt;/sub&gt; 增长：在 1/√d&lt;sub&gt;k&lt;/sub&gt; 下 RMS 按 |ρ|·√d&lt;sub&gt;k&lt;/sub&gt; 增长，而 1/d&lt;sub&gt;k&lt;/sub&gt; 使其保持有界（→ |ρ| = {0}），正如 μP 所规定。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="128"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="129"/>
         <source>1/√d&lt;sub&gt;k&lt;/sub&gt; normalises independent q, k (ρ = 0); 1/d&lt;sub&gt;k&lt;/sub&gt; normalises correlated ones (ρ &gt; 0).</source>
         <translation>1/√d&lt;sub&gt;k&lt;/sub&gt; 归一化相互独立的 q、k（ρ = 0）；1/d&lt;sub&gt;k&lt;/sub&gt; 归一化相关的 q、k（ρ &gt; 0）。</translation>
     </message>
@@ -43,33 +43,33 @@
 <context>
     <name>GradientView</name>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="170"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="171"/>
         <source>Gradients</source>
         <extracomment>(panel key, SweepPoint prefix): the two gradient quantities. Widths (px) from which the three panels stand in three or two columns; below the second they stack. Each threshold lies above that arrangement&apos;s minimum width, so the choice cannot flip back and forth as the scroll area resizes the view.</extracomment>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="176"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="177"/>
         <source>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. scaled logits)</source>
         <translation>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt;（对缩放后的 logit）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="180"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="181"/>
         <source>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. raw q·k)</source>
         <translation>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt;（对原始 q·k）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="185"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="186"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="186"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="187"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="193"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="194"/>
         <source>Lines: median over query rows; bands: 10–90 % of rows.&lt;br&gt;Measured against the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate d&lt;sub&gt;k&lt;/sub&gt;; it collapses only once the softmax saturates (large d&lt;sub&gt;k&lt;/sub&gt;).</source>
         <translation>曲线：各查询行的中位数；色带：10–90 % 的行。&lt;br&gt;相对于原始 q·k 而言，不缩放规则（c = 1）在中等 d&lt;sub&gt;k&lt;/sub&gt; 下梯度更大；只有当 softmax 饱和（d&lt;sub&gt;k&lt;/sub&gt; 很大）时梯度才会坍缩。</translation>
     </message>
@@ -175,58 +175,58 @@
 <context>
     <name>LawsView</name>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="110"/>
+        <location filename="../../gui/explorer/views/laws.py" line="111"/>
         <source>Scaling laws</source>
         <extracomment>(SweepPoint field, log y) per panel, in layout order.</extracomment>
         <translation>缩放规律</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="115"/>
+        <location filename="../../gui/explorer/views/laws.py" line="116"/>
         <source>Logit variance</source>
         <translation>Logit 方差</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="115"/>
+        <location filename="../../gui/explorer/views/laws.py" line="116"/>
         <source>Var(s)</source>
         <translation>方差 Var(s)</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="117"/>
+        <location filename="../../gui/explorer/views/laws.py" line="118"/>
         <source>Mean row entropy</source>
         <translation>行平均熵</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="118"/>
+        <location filename="../../gui/explorer/views/laws.py" line="119"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="120"/>
+        <location filename="../../gui/explorer/views/laws.py" line="121"/>
         <source>Mean largest weight</source>
         <translation>平均最大权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="122"/>
+        <location filename="../../gui/explorer/views/laws.py" line="123"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="123"/>
+        <location filename="../../gui/explorer/views/laws.py" line="124"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="165"/>
+        <location filename="../../gui/explorer/views/laws.py" line="166"/>
         <source>  Sweep running: {0} of {1} points.</source>
         <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="168"/>
+        <location filename="../../gui/explorer/views/laws.py" line="169"/>
         <source>Markers: Monte Carlo (n = {0}); dashed: closed-form variance (d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c² at ρ = 0). Dotted line: current d&lt;sub&gt;k&lt;/sub&gt; = {1}.</source>
         <translation>标记：蒙特卡洛（n = {0}）；虚线：闭式方差（ρ = 0 时为 d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c²）。点线：当前 d&lt;sub&gt;k&lt;/sub&gt; = {1}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="242"/>
+        <location filename="../../gui/explorer/views/laws.py" line="243"/>
         <source>theory</source>
         <translation>理论值</translation>
     </message>
@@ -259,32 +259,32 @@
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="266"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="263"/>
         <source>Run a learning-rate sweep (Ctrl+L) to see how far each rule&apos;s learning rate can be pushed.</source>
         <translation>运行学习率扫描（Ctrl+L），查看每种规则的学习率最多能调到多大。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="276"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="273"/>
         <source>Sweep running: {0} of {1} runs done (learning rate {2:g}, seed {3}).</source>
         <translation>扫描进行中：已完成 {0} / {1} 次运行（学习率 {2:g}，种子 {3}）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="290"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="287"/>
         <source>no stable lr</source>
         <translation>无稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="292"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="289"/>
         <source>Largest stable learning rate (d&lt;sub&gt;k&lt;/sub&gt; = {0}, {1} seeds, {2} steps): {3}. Band: min…max over seeds; ×: a seed diverged.</source>
         <translation>最大稳定学习率（d&lt;sub&gt;k&lt;/sub&gt; = {0}，{1} 个种子，{2} 步）：{3}。色带：各种子的最小值…最大值；×：有种子发散。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="307"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="304"/>
         <source>largest stable lr</source>
         <translation>最大稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="308"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="305"/>
         <source>diverged</source>
         <translation>发散</translation>
     </message>
@@ -292,243 +292,242 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../gui/main_window.py" line="55"/>
+        <location filename="../../gui/window_files.py" line="33"/>
         <source>Image size</source>
-        <extracomment>Window size on first start (clamped to the screen&apos;s available area).</extracomment>
         <translation>图像尺寸</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="63"/>
+        <location filename="../../gui/window_files.py" line="41"/>
         <source>Width</source>
         <translation>宽度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="64"/>
+        <location filename="../../gui/window_files.py" line="42"/>
         <source>Height</source>
         <translation>高度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="210"/>
-        <location filename="../../gui/main_window.py" line="347"/>
+        <location filename="../../gui/main_window.py" line="150"/>
+        <location filename="../../gui/main_window.py" line="212"/>
         <source>Explorer</source>
         <translation>探索</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="211"/>
-        <location filename="../../gui/main_window.py" line="349"/>
+        <location filename="../../gui/main_window.py" line="151"/>
+        <location filename="../../gui/main_window.py" line="214"/>
         <source>Train</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="315"/>
+        <location filename="../../gui/main_window.py" line="202"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="316"/>
+        <location filename="../../gui/window_status.py" line="51"/>
         <source>sweep %v/%m</source>
         <translation>扫描 %v/%m</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="317"/>
+        <location filename="../../gui/window_status.py" line="52"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="318"/>
+        <location filename="../../gui/window_status.py" line="53"/>
         <source>Stop the running computation (Esc)</source>
         <translation>停止正在进行的计算（Esc）</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="319"/>
+        <location filename="../../gui/actions.py" line="74"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="321"/>
+        <location filename="../../gui/actions.py" line="83"/>
         <source>&amp;Open session…</source>
         <translation>打开会话(&amp;O)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="322"/>
+        <location filename="../../gui/actions.py" line="85"/>
         <source>&amp;Save session</source>
         <translation>保存会话(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="323"/>
+        <location filename="../../gui/actions.py" line="87"/>
         <source>Save session &amp;as…</source>
         <translation>会话另存为(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="324"/>
+        <location filename="../../gui/actions.py" line="90"/>
         <source>Export current view as &amp;PNG…</source>
         <translation>将当前视图导出为 &amp;PNG…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="325"/>
+        <location filename="../../gui/actions.py" line="92"/>
         <source>Export current view as S&amp;VG…</source>
         <translation>将当前视图导出为 S&amp;VG…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="326"/>
+        <location filename="../../gui/actions.py" line="94"/>
         <source>Export &amp;all…</source>
         <translation>全部导出(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="327"/>
+        <location filename="../../gui/actions.py" line="97"/>
         <source>&amp;Copy current plot</source>
         <translation>复制当前图表(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="328"/>
+        <location filename="../../gui/actions.py" line="100"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="329"/>
+        <location filename="../../gui/actions.py" line="106"/>
         <source>&amp;Reset view</source>
         <translation>重置视图(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="330"/>
+        <location filename="../../gui/actions.py" line="108"/>
         <source>Show current view &amp;side by side</source>
         <translation>并排显示当前视图(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="331"/>
+        <location filename="../../gui/actions.py" line="110"/>
         <source>&amp;Cancel computation</source>
         <translation>取消计算(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="332"/>
+        <location filename="../../gui/actions.py" line="116"/>
         <source>&amp;About</source>
         <translation>关于(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="336"/>
+        <location filename="../../gui/actions.py" line="79"/>
         <source>PNG, SVG and CSV of every view plus the session, into one folder</source>
         <translation>将每个视图的 PNG、SVG 和 CSV 以及会话文件导出到同一文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="338"/>
+        <location filename="../../gui/actions.py" line="75"/>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="339"/>
+        <location filename="../../gui/main_window.py" line="207"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="340"/>
+        <location filename="../../gui/actions.py" line="76"/>
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="356"/>
-        <location filename="../../gui/main_window.py" line="703"/>
-        <location filename="../../gui/main_window.py" line="709"/>
+        <location filename="../../gui/window_status.py" line="60"/>
+        <location filename="../../gui/window_status.py" line="87"/>
+        <location filename="../../gui/window_status.py" line="93"/>
         <source>Computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="360"/>
+        <location filename="../../gui/window_status.py" line="64"/>
         <source>Ready</source>
         <translation>就绪</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="467"/>
+        <location filename="../../gui/window_files.py" line="114"/>
         <source>Cannot open session</source>
         <translation>无法打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="471"/>
+        <location filename="../../gui/window_files.py" line="119"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="479"/>
+        <location filename="../../gui/window_files.py" line="127"/>
         <source>Cannot save session</source>
         <translation>无法保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="482"/>
+        <location filename="../../gui/window_files.py" line="131"/>
         <source>Saved {0}</source>
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="535"/>
+        <location filename="../../gui/window_files.py" line="162"/>
         <source>Open session</source>
         <translation>打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="536"/>
+        <location filename="../../gui/window_files.py" line="164"/>
         <source>Session files (*.json);;All files (*)</source>
         <translation>会话文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="550"/>
+        <location filename="../../gui/window_files.py" line="180"/>
         <source>Save session</source>
         <translation>保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="551"/>
+        <location filename="../../gui/window_files.py" line="182"/>
         <source>Session files (*.json)</source>
         <translation>会话文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="571"/>
+        <location filename="../../gui/window_files.py" line="248"/>
         <source>Export view</source>
         <translation>导出视图</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="578"/>
-        <location filename="../../gui/main_window.py" line="604"/>
+        <location filename="../../gui/window_files.py" line="211"/>
+        <location filename="../../gui/window_files.py" line="254"/>
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="581"/>
+        <location filename="../../gui/window_files.py" line="258"/>
         <source>Exported {0}</source>
         <translation>已导出 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="585"/>
+        <location filename="../../gui/window_files.py" line="189"/>
         <source>PNG images (*.png)</source>
         <translation>PNG 图像 (*.png)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="589"/>
+        <location filename="../../gui/window_files.py" line="194"/>
         <source>SVG images (*.svg)</source>
         <translation>SVG 图像 (*.svg)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="597"/>
+        <location filename="../../gui/window_files.py" line="204"/>
         <source>Export all views into folder</source>
         <translation>将所有视图导出到文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="608"/>
+        <location filename="../../gui/window_files.py" line="215"/>
         <source>Exported {0} files to {1}</source>
         <translation>已将 {0} 个文件导出到 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="619"/>
+        <location filename="../../gui/window_files.py" line="227"/>
         <source>Copied {0} to the clipboard</source>
         <translation>已将“{0}”复制到剪贴板</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="678"/>
+        <location filename="../../gui/window_status.py" line="72"/>
         <source>Cancelled; showing the results computed so far</source>
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="683"/>
+        <location filename="../../gui/main_window.py" line="288"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="684"/>
+        <location filename="../../gui/main_window.py" line="289"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -537,22 +536,22 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 观察并验证缩放点积注意力为何要将 logit 除以 √d_k：原始分数 q·k 的方差为 d_k·σ⁴，随着 d_k 增大，它会使 softmax 饱和并让梯度消失。</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="714"/>
+        <location filename="../../gui/window_status.py" line="98"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="722"/>
+        <location filename="../../gui/window_status.py" line="106"/>
         <source>n = {0}, d_k = {1}, h = {2}, rule {3}</source>
         <translation>n = {0}，d_k = {1}，h = {2}，规则 {3}</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="750"/>
+        <location filename="../../gui/window_files.py" line="90"/>
         <source>Attention Scale Explorer</source>
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="811"/>
+        <location filename="../../gui/main_window.py" line="363"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
@@ -780,52 +779,52 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>探针注意力</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="193"/>
+        <location filename="../../gui/train/probe.py" line="190"/>
         <source>The attention map of one fixed held-out example appears here while training runs.</source>
         <translation>训练进行时，这里显示一个固定留出样本的注意力图。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="233"/>
+        <location filename="../../gui/train/probe.py" line="230"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="237"/>
+        <location filename="../../gui/train/probe.py" line="234"/>
         <source>{0}: H = {1:.2f} nats</source>
         <translation>{0}：H = {1:.2f} 奈特</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="243"/>
+        <location filename="../../gui/train/probe.py" line="240"/>
         <source>Step {0}. Bars: attention weight p of the query at position {1} on each key position 0…{2}{3}. Magenta outline: the key that answers the probe.</source>
         <translation>第 {0} 步。条形：位置 {1} 处的查询在各键位置 0…{2} 上的注意力权重 p{3}。品红色框：回答该探针的键。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="251"/>
+        <location filename="../../gui/train/probe.py" line="248"/>
         <source> (heads side by side within each key)</source>
         <translation>（每个键内各头并排）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="256"/>
+        <location filename="../../gui/train/probe.py" line="253"/>
         <source>Step {0}. Rows: target positions{1}; columns: key positions 0…{2}. Magenta squares: the key that answers the probe.</source>
         <translation>第 {0} 步。行：目标位置{1}；列：键位置 0…{2}。品红色方块：回答该探针的键。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="262"/>
+        <location filename="../../gui/train/probe.py" line="259"/>
         <source> of each head, heads stacked top to bottom</source>
         <translation>（每个头一组，各头自上而下排列）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="361"/>
+        <location filename="../../gui/train/probe.py" line="358"/>
         <source>key position</source>
         <translation>键位置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="362"/>
+        <location filename="../../gui/train/probe.py" line="359"/>
         <source>query position</source>
         <translation>查询位置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="369"/>
+        <location filename="../../gui/train/probe.py" line="366"/>
         <source>No training run yet</source>
         <translation>尚未进行训练</translation>
     </message>
@@ -1017,88 +1016,88 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TrainCurvesView</name>
     <message>
-        <location filename="../../gui/train/curves.py" line="161"/>
+        <location filename="../../gui/train/curves.py" line="127"/>
         <source>Loss</source>
         <translation>损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="162"/>
+        <location filename="../../gui/train/curves.py" line="128"/>
         <source>cross-entropy (nats)</source>
         <translation>交叉熵（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="165"/>
+        <location filename="../../gui/train/curves.py" line="131"/>
         <source>Held-out accuracy</source>
         <translation>留出集准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="166"/>
+        <location filename="../../gui/train/curves.py" line="132"/>
         <source>accuracy</source>
         <translation>准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="168"/>
+        <location filename="../../gui/train/curves.py" line="134"/>
         <source>Global gradient norm</source>
         <translation>全局梯度范数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="170"/>
+        <location filename="../../gui/train/curves.py" line="136"/>
         <source>Attention entropy (mean over heads)</source>
         <translation>注意力熵（各头平均）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="171"/>
+        <location filename="../../gui/train/curves.py" line="137"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="174"/>
+        <location filename="../../gui/train/curves.py" line="140"/>
         <source>step</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="178"/>
+        <location filename="../../gui/train/curves.py" line="144"/>
         <source>chance</source>
         <translation>随机水平</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="155"/>
+        <location filename="../../gui/train/curves.py" line="121"/>
         <source>Training curves</source>
-        <extracomment>Plots whose y range the view sets itself, in steps (see ``TrainCurvesView._fit_y``). Panel names in layout order, with log-y.</extracomment>
+        <extracomment>Panel names in layout order, with log-y.</extracomment>
         <translation>训练曲线</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="359"/>
+        <location filename="../../gui/train/curves.py" line="281"/>
         <source>Press Start (Ctrl+T) to train the selected rules side by side: same initial weights, same batches.</source>
         <translation>按“开始”（Ctrl+T）并排训练所选规则：相同的初始权重，相同的批次。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="371"/>
+        <location filename="../../gui/train/curves.py" line="293"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="377"/>
+        <location filename="../../gui/train/curves.py" line="299"/>
         <source>{0}: held-out loss {1:.3g}, accuracy {2:.2f}</source>
         <translation>{0}：留出集损失 {1:.3g}，准确率 {2:.2f}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="381"/>
+        <location filename="../../gui/train/curves.py" line="303"/>
         <source>Step {0} of {1}, chance loss ln {2} = {3:.3g}.</source>
         <translation>第 {0} / {1} 步，随机水平损失 ln {2} = {3:.3g}。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="396"/>
+        <location filename="../../gui/train/curves.py" line="318"/>
         <source>diverged at step {0}</source>
         <translation>在第 {0} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="449"/>
+        <location filename="../../gui/train/curves.py" line="371"/>
         <source>training loss</source>
         <translation>训练损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="450"/>
+        <location filename="../../gui/train/curves.py" line="372"/>
         <source>held-out</source>
         <translation>留出集</translation>
     </message>

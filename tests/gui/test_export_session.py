@@ -5,11 +5,13 @@ from __future__ import annotations
 import csv
 import json
 
+import pyqtgraph as pg
 import pytest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from engine.config import AttentionConfig, MaskKind
-from gui.kit import export
+from gui.kit import export, render, svg_export
+from gui.kit.plot_view import PlotView
 from gui.session import VIEW_KEYS, Session, SessionError, load_session, save_session
 
 
@@ -29,14 +31,14 @@ def test_hidden_view_exports_at_requested_size(window, tmp_path):
     window.show_view("heatmap")
     view = window.view("correlation")
     assert not view.isVisible()
-    image = export.render_image(view.export_item(), 1500, 500)
+    image = render.render_image(view.export_item(), 1500, 500)
     assert (image.width(), image.height()) == (1500, 500)
     assert export.image_stats(image)["non_background"] > 0.02
 
 
 def test_svg_and_csv(window, tmp_path):
     view = window.view("softmax")
-    svg = export.export_svg(view.export_item(), tmp_path / "softmax.svg", 800, 600)
+    svg = svg_export.export_svg(view.export_item(), tmp_path / "softmax.svg", 800, 600)
     text = svg.read_text(encoding="utf-8")
     assert text.lstrip().startswith("<?xml") and "<svg" in text and "<path" in text
     header, rows = view.data_table()
@@ -46,6 +48,44 @@ def test_svg_and_csv(window, tmp_path):
     assert read[0] == header
     assert len(read) == len(rows) + 1
     assert float(read[1][4]) == pytest.approx(rows[0][4])
+
+
+class _LinePlot(PlotView):
+    """A plot view of neither the explorer nor the Train tab: only the base interface."""
+
+    key = "line"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._plot = pg.PlotWidget()
+        self._layout.addWidget(self._plot)
+        self._plot.plot([0.0, 1.0, 2.0], [1.0, 3.0, 2.0], pen=pg.mkPen("r", width=3))
+
+    def title(self) -> str:
+        return "Line"
+
+    def show_results(self, results: object) -> None:
+        pass  # fixed data: nothing arrives
+
+    def export_item(self) -> pg.PlotWidget:
+        return self._plot
+
+    def data_table(self) -> tuple[list[str], list[list[float | str]]]:
+        return ["x", "y"], [[0.0, 1.0], [1.0, 3.0], [2.0, 2.0]]
+
+
+def test_export_needs_only_the_plot_view_interface(qtbot, tmp_path):
+    view = _LinePlot()
+    qtbot.addWidget(view)
+    written = export.export_all([view], tmp_path, None, 320, 200)
+    assert [p.name for p in written] == ["line.png", "line.svg", "line.csv"]
+    stats = export.image_stats(tmp_path / "line.png")
+    assert (stats["width"], stats["height"]) == (320, 200)
+    assert stats["non_background"] > 0.005  # the red line and the axes are drawn
+    assert "<path" in (tmp_path / "line.svg").read_text(encoding="utf-8")
+    with (tmp_path / "line.csv").open(encoding="utf-8") as handle:
+        assert list(csv.reader(handle)) == [["x", "y"], ["0.0", "1.0"], ["1.0", "3.0"],
+                                            ["2.0", "2.0"]]
 
 
 def test_export_size_is_validated(window, tmp_path):
@@ -61,7 +101,7 @@ def test_copy_to_clipboard(window):
 
 
 def test_export_all_writes_every_view_and_the_session(window, tmp_path):
-    written = window.export_everything(tmp_path / "all", 500, 350)
+    written = window.files.export_everything(tmp_path / "all", 500, 350)
     names = {p.name for p in written}
     for view in window.views:
         assert {f"{view.key}.png", f"{view.key}.svg", f"{view.key}.csv"} <= names
@@ -84,17 +124,17 @@ def test_session_round_trip(window, settle, tmp_path):
     assert data["app"] == "attention-scale-explorer" and data["version"] == 1
     assert data["attention"]["mask"] == "causal"
 
-    assert window.open_session(path)
+    assert window.files.open_session(path)
     settle(window)
     assert window.panel.config() == config
     assert window.controller.results().config == config
     assert window.controller.results().temperature == 2.5
     assert window.current_view().key == "histogram"
     assert window.panel.mask.currentData() == MaskKind.CAUSAL.value
-    assert window.session_path() == str(path)
+    assert window.files.session_path() == str(path)
 
     again = tmp_path / "again.json"
-    assert window.save_session_to(again)
+    assert window.files.save_session_to(again)
     assert load_session(again) == Session(config, "histogram", 2.5)
 
 
@@ -141,7 +181,7 @@ def test_corrupt_session_changes_nothing(window, tmp_path, qtbot, content):
     assert "\n" not in message and len(message) <= 300
     config_before = window.panel.config()
     results_before = window.controller.results()
-    assert not window.open_session(path)
+    assert not window.files.open_session(path)
     boxes = [w for w in QApplication.topLevelWidgets()
              if isinstance(w, QMessageBox) and w.isVisible()]
     assert boxes and "session" in boxes[-1].windowTitle().lower()
@@ -151,4 +191,4 @@ def test_corrupt_session_changes_nothing(window, tmp_path, qtbot, content):
     assert window.panel.config() == config_before
     assert window.controller.config() == config_before
     assert window.controller.results() is results_before
-    assert window.session_path() == ""
+    assert window.files.session_path() == ""

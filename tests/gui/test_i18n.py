@@ -56,6 +56,9 @@ UNTRANSLATED_TEXTS = set(i18n.LANGUAGES.values())
 INDIRECT_CALLS = {
     "translate(text.context, text.text)",  # gui.kit.forms.translated: the field declarations
     "translate('ScalingRule', ScalingRule(rule).label)",
+    "translate(ACTION_CONTEXT, spec.text)",
+    "translate(ACTION_CONTEXT, spec.status_tip)",
+    "translate(menu_table.ACTION_CONTEXT, title)",
 }
 
 
@@ -250,7 +253,7 @@ def test_switching_language_at_runtime_translates_the_explorer(window, english_a
     """Started in English, switched from the menu: the explorer (views, parameter panel, menus,
     status bar, tour) and the Train tab (panel, views) re-translate without a restart."""
     window.tour_action.trigger()
-    window.language_actions["zh_CN"].trigger()
+    window.language.actions["zh_CN"].trigger()
     window.controller.refresh_views()
     window.train_tab.refresh_views()  # hidden training views too
     texts = visible_texts(window)
@@ -259,7 +262,7 @@ def test_switching_language_at_runtime_translates_the_explorer(window, english_a
     train_texts = {text for _where, text in visible_texts(window.train_tab)}
     assert {"开始", "训练曲线"} <= train_texts, sorted(train_texts)
     # The same walk in English finds the English texts (so the walk itself reads real text).
-    window.language_actions["en"].trigger()
+    window.language.actions["en"].trigger()
     english = {text for _where, text in visible_texts(window)}
     assert {"&File", "Parameters", "Scaling laws", "tokens n", "Guided tour"} <= english
     assert {"Train", "Start", "Training curves", "Learning-rate sweep"} <= english
@@ -271,11 +274,11 @@ def test_language_switch_at_runtime_and_persisted(window, english_after):
     english_title = laws.plot("logit_var").titleLabel.text
     menus = [a.text() for a in window.menuBar().actions()]
     assert menus[0] == "&File"
-    zh_action = window.language_actions["zh_CN"]
+    zh_action = window.language.actions["zh_CN"]
     zh_action.trigger()  # the View → Language menu entry
     assert i18n.current_language() == "zh_CN" and zh_action.isChecked()
     assert window.settings.get("ui/language") == "zh_CN"
-    tabs = [window.tabs.tabText(i) for i in range(window.tabs.count())]
+    tabs = [window.view_tabs.tabs.tabText(i) for i in range(window.view_tabs.tabs.count())]
     assert tabs[:2] == ["注意力权重", "单行 Softmax"]
     assert [a.text() for a in window.menuBar().actions()][:2] == ["文件(&F)", "视图(&V)"]
     assert window.parameter_dock.windowTitle() == "参数"
@@ -283,9 +286,9 @@ def test_language_switch_at_runtime_and_persisted(window, english_after):
     assert "Logit 方差" in laws.plot("logit_var").titleLabel.text
     softmax = window.view("softmax")
     assert "查询行" in softmax._plot.titleLabel.text  # result-dependent title, re-drawn
-    assert "规则" in window.status_label.text()
-    window.language_actions["en"].trigger()
-    assert [window.tabs.tabText(i) for i in range(window.tabs.count())][:2] == [
+    assert "规则" in window.status.label.text()
+    window.language.actions["en"].trigger()
+    assert [window.view_tabs.tabs.tabText(i) for i in range(window.view_tabs.tabs.count())][:2] == [
         "Attention weights", "Softmax of one row"]
     assert laws.plot("logit_var").titleLabel.text == english_title
     assert "Query row" in softmax._plot.titleLabel.text

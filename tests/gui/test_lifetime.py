@@ -84,12 +84,12 @@ def test_switching_language_keeps_one_catalogue(window):
     app = QCoreApplication.instance()
     for _ in range(6):
         for code in ("zh_CN", "en"):
-            assert window.set_language(code)
-    window.set_language("zh_CN")
+            assert window.language.set_language(code)
+    window.language.set_language("zh_CN")
     release_qt_objects()
     translators = [c for c in app.children() if isinstance(c, QTranslator)]
     assert 1 <= len(translators) <= 2, translators  # ours, and Qt's own where it has one
-    window.set_language("en")
+    window.language.set_language("en")
 
 
 #: A model whose every optimisation step takes ~0.5-3 s on this kind of machine, yet fits the
@@ -114,7 +114,7 @@ def test_closing_during_a_long_training_step_does_not_freeze(make_window):
     assert blocked_s < 1.0, f"close() blocked the GUI thread for {blocked_s:.2f} s"
     if window.workers_running():  # the step was still going: the window says why it waits
         assert window.isVisible() and not window.isEnabled()
-        assert "waiting" in window.status_label.text()
+        assert "waiting" in window.status.label.text()
     assert wait_until(lambda: not window.workers_running() and not window.isVisible(),
                       (controller.workerStopped, window.controller.workerStopped), 60_000)
 

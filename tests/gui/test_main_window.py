@@ -157,28 +157,53 @@ def test_hidden_views_catch_up_when_shown(window, settle):
 
 
 def test_menus_and_shortcuts(window):
-    shortcuts = {
-        window.open_action: "Ctrl+O", window.save_action: "Ctrl+S",
-        window.export_png_action: "Ctrl+E", window.export_svg_action: "Ctrl+Shift+E",
-        window.export_all_action: "Ctrl+Shift+A", window.copy_action: "Ctrl+Shift+C",
-        window.quit_action: "Ctrl+Q", window.reset_action: "Ctrl+R",
-    }
-    for action, text in shortcuts.items():
+    expected = {"open": "Ctrl+O", "save": "Ctrl+S", "export_png": "Ctrl+E",
+                "export_svg": "Ctrl+Shift+E", "export_all": "Ctrl+Shift+A",
+                "copy": "Ctrl+Shift+C", "quit": "Ctrl+Q", "reset": "Ctrl+R"}
+    for name, text in expected.items():
+        action = window.menu_actions[name]
         assert action.shortcut().toString() == text, action.text()
     assert [a.shortcut().toString() for a in window.view_actions] == [
         f"Ctrl+{i + 1}" for i in range(len(window.views))]
     window.view_actions[2].trigger()
     assert window.current_view() is window.views[2]
-    assert window.tabs.count() == len(window.views) == 7
+    assert window.view_tabs.tabs.count() == len(window.views) == 7
+
+
+def test_menus_are_built_and_translated_from_the_action_table(window):
+    from gui import actions as table
+    from gui.kit import i18n
+
+    def entries(menu):
+        return [None if a.isSeparator() else a for a in menu.actions()]
+
+    file_menu = entries(window.menus["file"])
+    assert [None if a is None else a.text() for a in file_menu] == [
+        None if spec is None else spec.text for spec in table.FILE_MENU]
+    view_head = entries(window.menus["view"])[: len(table.VIEW_MENU)]
+    assert view_head == [window.menu_actions[s.name] for s in table.VIEW_MENU]
+    assert entries(window.menus["help"])[-1] is window.menu_actions["about"]
+    assert window.menu_actions["side"].isCheckable()
+    assert window.menu_actions["export_all"].statusTip().startswith("PNG, SVG and CSV")
+    try:
+        assert window.language.set_language("zh_CN")
+        assert window.menus["file"].title() == "文件(&F)"
+        for spec in (*table.FILE_MENU, *table.VIEW_MENU, *table.HELP_MENU):
+            if spec is not None:
+                text = window.menu_actions[spec.name].text()
+                assert text == i18n.translate("MainWindow", spec.text) != spec.text
+    finally:
+        window.language.set_language("en")
+    assert window.menu_actions["open"].text() == "&Open session…"
 
 
 def test_side_by_side_moves_current_view_and_back(window):
     window.show_view("laws")
-    window.side_action.setChecked(True)
-    assert window.side_tabs.indexOf(window.view("laws")) == 0
-    window.side_action.setChecked(False)
-    assert window.tabs.indexOf(window.view("laws")) == 3
-    assert window.side_tabs.count() == 0
+    window.menu_actions["side"].setChecked(True)
+    assert window.view_tabs.side_tabs.indexOf(window.view("laws")) == 0
+    window.menu_actions["side"].setChecked(False)
+    assert window.view_tabs.tabs.indexOf(window.view("laws")) == 3
+    assert window.view_tabs.side_tabs.count() == 0
 
 
 def test_escape_cancels_a_running_sweep(make_window, qtbot):
@@ -233,5 +258,5 @@ def test_worker_error_is_shown_and_keeps_old_results(window, qtbot):
     assert "GiB" in blocker.args[0] or "MiB" in blocker.args[0]
     assert window.wait_until_settled(10_000, require_sweep=False)
     assert window.controller.results() is before
-    assert "Error" in window.status_label.text()
+    assert "Error" in window.status.label.text()
     assert SMALL_CONFIG == before.config

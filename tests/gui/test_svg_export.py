@@ -18,7 +18,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QRectF
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgRenderer
 
-from gui.kit import export
+from gui.kit import export, render, svg_export
 from gui.kit.settings import SETTINGS_DIR_ENV
 
 WIDTH, HEIGHT = 1000, 700
@@ -80,7 +80,7 @@ def png_and_svg(view, folder) -> tuple[QImage, QImage, str]:
     """Export ``view`` as PNG and SVG at the same size; return both as images and the SVG text."""
     png = QImage(str(export.export_png(view.export_item(), folder / f"{view.key}.png",
                                        WIDTH, HEIGHT)))
-    svg_path = export.export_svg(view.export_item(), folder / f"{view.key}.svg", WIDTH, HEIGHT)
+    svg_path = svg_export.export_svg(view.export_item(), folder / f"{view.key}.svg", WIDTH, HEIGHT)
     assert png.width() == WIDTH and png.height() == HEIGHT
     return png, render_svg(str(svg_path), WIDTH, HEIGHT), svg_path.read_text(encoding="utf-8")
 
@@ -230,14 +230,14 @@ def test_context_menu_svg_export_draws_like_the_png(window):
     from pyqtgraph.exporters.SVGExporter import SVGExporter
 
     formats = pg_exporters.listExporters()
-    assert export.SceneSvgExporter in formats and SVGExporter not in formats
+    assert svg_export.SceneSvgExporter in formats and SVGExporter not in formats
     view = window.current_view()
     widget = view.export_item()
     width, height = widget.width(), widget.height()
-    exporter = export.SceneSvgExporter(widget.scene())
+    exporter = svg_export.SceneSvgExporter(widget.scene())
     assert exporter.parameters() is None
     svg = render_svg(exporter.export(toBytes=True), width, height)
-    png = export.render_image(widget, width, height)
+    png = render.render_image(widget, width, height)
     assert agreement(coloured(rgb(png)), coloured(rgb(svg))) >= MIN_AGREEMENT
 
 
@@ -254,7 +254,7 @@ def test_exports_leave_no_garbage_for_the_cyclic_collector(window, tmp_path):
     cyclic GC runs (possibly in a worker thread, issue 8 section 1).
     """
     item = window.view("histogram").export_item()
-    export.render_image(item, 400, 300)  # first-use caches out of the count
+    render.render_image(item, 400, 300)  # first-use caches out of the count
     gc.collect()
     enabled = gc.isenabled()
     gc.disable()
@@ -262,7 +262,7 @@ def test_exports_leave_no_garbage_for_the_cyclic_collector(window, tmp_path):
         before = _live_parameters()
         for i in range(20):
             export.export_png(item, tmp_path / f"{i}.png", 400, 300)
-            export.export_svg(item, tmp_path / f"{i}.svg", 400, 300)
+            svg_export.export_svg(item, tmp_path / f"{i}.svg", 400, 300)
         export.copy_to_clipboard(item, 400, 300)
         after = _live_parameters()
     finally:

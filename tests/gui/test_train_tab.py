@@ -457,9 +457,9 @@ def test_window_train_tab_exports_and_closing_mid_training_leaves_no_thread(make
     tab.panel.set_config(LONG)
     tab.panel.start_button.click()
     assert wait_for(tab, lambda: _step(tab) >= 10, 20_000)
-    png = window.export_current(tmp_path / "curves.png", 600, 400)
+    png = window.files.export_current(tmp_path / "curves.png", 600, 400)
     assert png.stat().st_size > 0
-    written = window.export_everything(tmp_path / "all", 500, 350)
+    written = window.files.export_everything(tmp_path / "all", 500, 350)
     assert {"train_curves", "train_probe", "train_lr_sweep"} <= {p.stem for p in written}
     t0 = time.perf_counter()
     window.close()
@@ -479,8 +479,8 @@ def test_curves_y_ranges_cover_the_data_and_respect_a_manual_zoom(tab):
         history = np.asarray(st.loss_history)
         assert lo <= np.log10(history.min()) and np.log10(history.max()) <= hi
     loss.setYRange(-0.5, 0.2, padding=0)  # the user zooms in
-    tab.curves._forget()  # make the next show_train draw the same results again
-    tab.curves.show_train(results)
+    tab.curves._forget()  # make the next show_results draw the same results again
+    tab.curves.show_results(results)
     assert np.allclose(loss.getViewBox().viewRange()[1], (-0.5, 0.2))
     tab.curves.reset_view()  # fitted to the data again
     assert np.allclose(loss.getViewBox().viewRange()[1], (lo, hi))

@@ -40,6 +40,9 @@ from gui.explorer.views import (
 )
 from gui.explorer.views.temperature import slider_to_temperature, temperature_to_slider
 from gui.kit import export, style
+from gui.kit.plot_view import PlotView
+from gui.train.results import TrainResults
+from gui.train.view import TrainView
 
 pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
 
@@ -110,13 +113,28 @@ def test_registry_lists_every_view_once_in_display_order(qtbot):
         view_class("nope")
     for cls in ALL_VIEWS:
         view = build(qtbot, cls)
-        assert isinstance(view, ExplorerView)
+        assert isinstance(view, ExplorerView) and not isinstance(view, TrainView)
         assert view.title().strip()
         # Before any results: no data, but the contract calls work.
         header, rows = view.data_table()
         assert header and rows == []
         view.reset_view()
 
+
+
+def test_train_views_are_train_plot_views(qtbot):
+    from gui.train.curves import TrainCurvesView
+    from gui.train.lr_sweep_view import LrSweepView
+    from gui.train.probe import ProbeView
+
+    for cls in (TrainCurvesView, ProbeView, LrSweepView):
+        view = cls()
+        qtbot.addWidget(view)
+        assert isinstance(view, TrainView) and isinstance(view, PlotView)
+        assert not isinstance(view, ExplorerView)
+        view.show_results(TrainResults())  # nothing trained yet: empty plots
+        header, rows = view.data_table()
+        assert header and rows == []
 
 def test_every_rule_has_its_own_colour_and_symbol():
     colours = {style.RULE_COLORS[r] for r in ScalingRule}

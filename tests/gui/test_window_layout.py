@@ -8,7 +8,7 @@ from PySide6.QtCore import QPointF, QRect
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QScrollArea, QWidget
 
-from gui.main_window import DEFAULT_SIZE
+from gui.window_settings import DEFAULT_SIZE, save_window
 
 
 def test_first_start_uses_default_size_clamped_to_the_screen(make_window) -> None:
@@ -23,7 +23,7 @@ def test_first_start_uses_default_size_clamped_to_the_screen(make_window) -> Non
 def test_saved_geometry_wins_over_the_default(make_window) -> None:
     first = make_window(show=False, settle=False)
     first.resize(700, 500)
-    first.save_settings()
+    save_window(first, first.settings)
     first.close()
     second = make_window(restore=True, show=False, settle=False)
     assert (second.width(), second.height()) == (700, 500)
@@ -198,12 +198,12 @@ def test_every_plot_is_reachable_at_1024x768_side_by_side(make_window, qtbot):
     window = make_window()
     _resize_small(window, qtbot)
     window.show_view("gradients")
-    window.side_action.setChecked(True)
+    window.menu_actions["side"].setChecked(True)
     qtbot.wait(30)
-    assert window.side_tabs.isVisible()
+    assert window.view_tabs.side_tabs.isVisible()
     _every_view_reachable(window, qtbot, "side by side")
     # Both tab widgets show a view at once; the side one is the gradient view.
-    assert window.side_tabs.currentWidget().key == "gradients"
+    assert window.view_tabs.side_tabs.currentWidget().key == "gradients"
     window.show_view("laws")
     _assert_reachable(window, qtbot, "laws beside gradients")
     # With the tour open as well.
@@ -216,34 +216,35 @@ def test_language_menu_checks_exactly_the_current_language(make_window):
     from gui.kit import i18n
 
     window = make_window()
-    actions = window.language_actions
+    actions = window.language.actions
     try:
         for code in ("zh_CN", "en", "zh_CN"):
             actions[code].trigger()  # what a click in View › Language does
             assert i18n.current_language() == code
             assert [c for c, action in actions.items() if action.isChecked()] == [code]
-        window.set_language("en")  # programmatic switch (settings, tests) keeps the menu right
+        # A programmatic switch (settings, tests) keeps the menu right.
+        window.language.set_language("en")
         assert [c for c, action in actions.items() if action.isChecked()] == ["en"]
-        assert window.language_group.isExclusive()
+        assert window.language.group.isExclusive()
     finally:
         i18n.set_language("en")
 
 
 def test_status_bar_leaves_computing_once_idle(window, settle):
     expected = "n = 24, d_k = 16, h = 1, rule 1/√d_k"
-    assert window.status_label.text() == expected
+    assert window.status.label.text() == expected
     # σ does not enter the sweep: the job ends without a later push, which once left the
     # status bar on "Computing…" with the worker idle.
     window.panel.init_std.spin.setValue(0.7)
     settle(window)
     assert not window.controller.is_busy()
-    assert window.status_label.text() == expected
+    assert window.status.label.text() == expected
     window.panel.n_tokens.spin.setValue(32)
     settle(window)
-    assert window.status_label.text() == "n = 32, d_k = 16, h = 1, rule 1/√d_k"
+    assert window.status.label.text() == "n = 32, d_k = 16, h = 1, rule 1/√d_k"
     window.controller.set_temperature(3.0)  # a temperature-only job
     settle(window)
-    assert window.status_label.text() == "n = 32, d_k = 16, h = 1, rule 1/√d_k"
+    assert window.status.label.text() == "n = 32, d_k = 16, h = 1, rule 1/√d_k"
 
 
 def test_hover_read_out_follows_a_parameter_change(window, settle, qtbot):

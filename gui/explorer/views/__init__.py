@@ -1,11 +1,12 @@
 """The explorer's plot views (one module per plot family) and their display order.
 
-Every view subclasses :class:`gui.kit.plot_view.ExplorerView`; the main window creates one of each
-class in :data:`ALL_VIEWS`, in this order.
+Every view subclasses :class:`gui.explorer.views.base.ExplorerView`; the main window creates one
+of each class in :data:`ALL_VIEWS`, in this order.
 """
 
 from __future__ import annotations
 
+from gui.explorer.views.base import ExplorerView
 from gui.explorer.views.correlation import CorrelationView
 from gui.explorer.views.gradients import GradientView
 from gui.explorer.views.heatmap import HeatmapView
@@ -13,7 +14,6 @@ from gui.explorer.views.histogram import HistogramView
 from gui.explorer.views.laws import LawsView
 from gui.explorer.views.softmax import SoftmaxView
 from gui.explorer.views.temperature import TemperatureView
-from gui.kit.plot_view import ExplorerView
 
 __all__ = [
     "ALL_VIEWS",

@@ -12,9 +12,10 @@ from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
 from gui.explorer.results import ExplorerResults
+from gui.explorer.views.base import ExplorerView
 from gui.kit import style
 from gui.kit.i18n import translate
-from gui.kit.plot_view import ExplorerView, positive_or_nan
+from gui.kit.plot_view import positive_or_nan
 
 __all__ = ["CorrelationView"]
 

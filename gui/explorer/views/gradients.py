@@ -11,10 +11,11 @@ from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
 from gui.explorer.results import ExplorerResults
+from gui.explorer.views.base import ExplorerView
 from gui.explorer.views.laws import group_by_rule
 from gui.kit import style
 from gui.kit.i18n import translate
-from gui.kit.plot_view import ExplorerView, finite_or_nan, positive_or_nan
+from gui.kit.plot_view import finite_or_nan, positive_or_nan
 
 if TYPE_CHECKING:
     from engine.analysis.sweep import SweepPoint
@@ -81,7 +82,7 @@ class GradientView(ExplorerView):
         self._plots: dict[str, pg.PlotItem] = {}
         # Panel titles are wrapping labels in their own layout cells, not plot titles: a plot
         # title's minimum width is its one-line text, which kept the panels from fitting a
-        # narrow window (issue 8, §4).
+        # narrow window.
         self._titles: dict[str, pg.LabelItem] = {}
         # (panel key, log y axis); titles and axis labels are set by retranslate_ui.
         specs = (("jac", True), ("raw", True), ("saturated", False))

@@ -11,9 +11,9 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QWidget
 
 from engine.config import ScalingRule
 from gui.explorer.results import ExplorerResults
+from gui.explorer.views.base import ExplorerView
 from gui.kit import style
 from gui.kit.i18n import translate
-from gui.kit.plot_view import ExplorerView
 
 if TYPE_CHECKING:
     from engine.analysis.experiment import AttentionSnapshot

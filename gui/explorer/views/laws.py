@@ -12,9 +12,10 @@ from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule, SweepParam
 from gui.explorer.results import ExplorerResults
+from gui.explorer.views.base import ExplorerView
 from gui.kit import style
 from gui.kit.i18n import translate
-from gui.kit.plot_view import ExplorerView, finite_or_nan, positive_or_nan
+from gui.kit.plot_view import finite_or_nan, positive_or_nan
 
 if TYPE_CHECKING:
     from engine.analysis.sweep import SweepPoint

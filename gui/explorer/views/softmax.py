@@ -10,9 +10,9 @@ from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
 from gui.explorer.results import ExplorerResults
+from gui.explorer.views.base import ExplorerView
 from gui.kit import style
 from gui.kit.i18n import translate
-from gui.kit.plot_view import ExplorerView
 
 if TYPE_CHECKING:
     from engine.analysis.experiment import AttentionSnapshot

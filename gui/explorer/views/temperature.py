@@ -18,9 +18,9 @@ from PySide6.QtWidgets import (
 
 from engine.config import ScalingRule
 from gui.explorer.results import ExplorerResults
+from gui.explorer.views.base import ExplorerView
 from gui.kit import style
 from gui.kit.i18n import translate
-from gui.kit.plot_view import ExplorerView
 
 __all__ = ["T_MAX", "T_MIN", "TemperatureView"]
 

@@ -1,0 +1,156 @@
+"""The window's menu actions, declared once: the table builds the menus and re-translates them.
+
+Each :class:`ActionSpec` row gives an action's name, its text and status tip (marked for
+translation where they are declared), its shortcut and the window attribute path of the slot it
+triggers. :func:`build_menu` creates the actions of one menu from its rows and
+:func:`retranslate_actions` sets their texts again after a language change, from the same rows,
+so a new command is one row plus its slot (napari declares its actions the same way).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMenu
+
+from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
+
+__all__ = [
+    "ACTION_CONTEXT",
+    "FILE_MENU",
+    "HELP_MENU",
+    "MENU_TITLES",
+    "SEPARATOR",
+    "VIEW_MENU",
+    "ActionSpec",
+    "build_menu",
+    "retranslate_actions",
+]
+
+# Translation context of every text in this table (the catalogue's existing entries).
+ACTION_CONTEXT = "MainWindow"
+
+
+@dataclasses.dataclass(frozen=True)
+class ActionSpec:
+    """One menu command.
+
+    Attributes
+    ----------
+    name
+        Key of the action in the window's ``menu_actions`` dictionary.
+    text
+        Menu text in English with its ``&`` mnemonic, marked with ``QT_TRANSLATE_NOOP`` in
+        :data:`ACTION_CONTEXT`.
+    slot
+        Dotted attribute path from the window to the callable run by the action (``"close"``,
+        ``"files.ask_open_session"``).
+    shortcut
+        A portable key string (``"Ctrl+E"``), a ``QKeySequence.StandardKey`` or ``None``.
+    status_tip
+        Status-bar tip in English ("" for none), marked like ``text``.
+    checkable
+        The action toggles; ``slot`` then receives the new state (``toggled``), otherwise it is
+        called on ``triggered`` without arguments.
+    """
+
+    name: str
+    text: str
+    slot: str
+    shortcut: str | QKeySequence.StandardKey | None = None
+    status_tip: str = ""
+    checkable: bool = False
+
+
+# A separator between two groups of actions.
+SEPARATOR = None
+
+# Menu name -> title (``&File``…), marked for translation.
+MENU_TITLES: dict[str, str] = {
+    "file": QT_TRANSLATE_NOOP("MainWindow", "&File"),
+    "view": QT_TRANSLATE_NOOP("MainWindow", "&View"),
+    "help": QT_TRANSLATE_NOOP("MainWindow", "&Help"),
+}
+
+_EXPORT_ALL_TIP = QT_TRANSLATE_NOOP(
+    "MainWindow", "PNG, SVG and CSV of every view plus the session, into one folder")
+
+FILE_MENU: tuple[ActionSpec | None, ...] = (
+    ActionSpec("open", QT_TRANSLATE_NOOP("MainWindow", "&Open session…"),
+               "files.ask_open_session", QKeySequence.StandardKey.Open),
+    ActionSpec("save", QT_TRANSLATE_NOOP("MainWindow", "&Save session"),
+               "files.save_session", QKeySequence.StandardKey.Save),
+    ActionSpec("save_as", QT_TRANSLATE_NOOP("MainWindow", "Save session &as…"),
+               "files.ask_save_session_as", "Ctrl+Alt+S"),
+    SEPARATOR,
+    ActionSpec("export_png", QT_TRANSLATE_NOOP("MainWindow", "Export current view as &PNG…"),
+               "files.ask_export_png", "Ctrl+E"),
+    ActionSpec("export_svg", QT_TRANSLATE_NOOP("MainWindow", "Export current view as S&VG…"),
+               "files.ask_export_svg", "Ctrl+Shift+E"),
+    ActionSpec("export_all", QT_TRANSLATE_NOOP("MainWindow", "Export &all…"),
+               "files.ask_export_all", "Ctrl+Shift+A",
+               status_tip=_EXPORT_ALL_TIP),
+    ActionSpec("copy", QT_TRANSLATE_NOOP("MainWindow", "&Copy current plot"),
+               "files.copy_current", "Ctrl+Shift+C"),
+    SEPARATOR,
+    ActionSpec("quit", QT_TRANSLATE_NOOP("MainWindow", "&Quit"), "close", "Ctrl+Q"),
+)
+
+# The View menu's fixed head; the window appends one action per view, the parameter dock's
+# toggle and the language menu.
+VIEW_MENU: tuple[ActionSpec | None, ...] = (
+    ActionSpec("reset", QT_TRANSLATE_NOOP("MainWindow", "&Reset view"),
+               "reset_current_view", "Ctrl+R"),
+    ActionSpec("side", QT_TRANSLATE_NOOP("MainWindow", "Show current view &side by side"),
+               "view_tabs.set_side_by_side", "Ctrl+Shift+S", checkable=True),
+    ActionSpec("cancel", QT_TRANSLATE_NOOP("MainWindow", "&Cancel computation"),
+               "status.cancel", "Esc"),
+)
+
+# The Help menu after the guided tour's action (which the tour installs and translates).
+HELP_MENU: tuple[ActionSpec | None, ...] = (
+    ActionSpec("about", QT_TRANSLATE_NOOP("MainWindow", "&About"), "show_about"),
+)
+
+
+def _resolve(owner: object, path: str) -> Any:
+    return operator.attrgetter(path)(owner)
+
+
+def build_menu(menu: QMenu, specs: Sequence[ActionSpec | None], owner: Any,
+               actions: dict[str, QAction]) -> None:
+    """Add the actions of ``specs`` to ``menu`` (owned by ``owner``) and record them by name.
+
+    Texts are set by :func:`retranslate_actions`; ``SEPARATOR`` rows add a separator.
+    """
+    for spec in specs:
+        if spec is None:
+            menu.addSeparator()
+            continue
+        action = QAction(owner)
+        if spec.shortcut is not None:
+            action.setShortcut(QKeySequence(spec.shortcut))
+        slot = _resolve(owner, spec.slot)
+        if spec.checkable:
+            action.setCheckable(True)
+            action.toggled.connect(slot)
+        else:
+            action.triggered.connect(slot)
+        menu.addAction(action)
+        actions[spec.name] = action
+
+
+def retranslate_actions(specs: Sequence[ActionSpec | None],
+                        actions: dict[str, QAction]) -> None:
+    """Set the text and status tip of every action of ``specs`` in the current language."""
+    for spec in specs:
+        if spec is None:
+            continue
+        action = actions[spec.name]
+        action.setText(translate(ACTION_CONTEXT, spec.text))
+        if spec.status_tip:
+            action.setStatusTip(translate(ACTION_CONTEXT, spec.status_tip))

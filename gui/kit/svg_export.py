@@ -1,0 +1,166 @@
+"""SVG export drawn by the same painter code as the PNG, for the File menu and the plots' menu.
+
+pyqtgraph's own ``SVGExporter`` is replaced (:func:`install_svg_exporter`): the SVG is painted
+by :func:`gui.kit.render.paint_scene` into Qt's ``QSvgGenerator``, so it shows what the PNG
+shows, with the fonts Qt really painted with and unsmoothed images.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+from pyqtgraph.exporters.Exporter import Exporter
+from PySide6.QtCore import QBuffer, QIODevice, QRectF, QSize
+from PySide6.QtGui import QFont, QFontInfo, QGuiApplication, QImage, QPainter, QRawFont
+from PySide6.QtSvg import QSvgGenerator
+
+from gui.kit.render import MAX_SIZE, MIN_SIZE, check_size, laid_out_at, paint_scene
+
+__all__ = ["SceneSvgExporter", "export_svg", "install_svg_exporter", "render_svg"]
+
+
+#: Ask every SVG viewer to scale embedded images (heatmaps) without smoothing. The SVG 1.1
+#: keyword is the one Qt's renderer, Inkscape and the browsers all honour; a CSS
+#: ``image-rendering:pixelated`` style would override it and Qt would then smooth.
+_PIXELATED = 'image-rendering="optimizeSpeed"'
+_IMAGE_TAG = re.compile(r"<image\b[^>]*>")
+_RENDERING_ATTRIBUTE = re.compile(r'\s(?:image-rendering|style)="[^"]*"')
+
+
+def _pixelated(tag: re.Match[str]) -> str:
+    return _RENDERING_ATTRIBUTE.sub("", tag.group(0)).replace("<image", f"<image {_PIXELATED}", 1)
+
+
+_FONT = re.compile(r'font-family="([^"]*)" font-size="([0-9.]+)"')
+
+
+def _font_as_painted(match: re.Match[str], cache: dict[tuple[str, str], str]) -> str:
+    """Write the family and pixel size Qt really painted with, not the ones requested.
+
+    ``QSvgGenerator`` writes the requested family (often the alias "Sans Serif", unknown to
+    other SVG viewers) and the requested size in pixels (11 pt = 14.67 px), while Qt's font
+    engine drew the PNG with a concrete family at a size rounded to whole pixels (15 px) and
+    laid the text out with those advances: with the requested size, the pieces of a rich-text
+    label (a subscript after its base letter) drift apart.
+    """
+    key = (match.group(1), match.group(2))
+    if key not in cache:
+        font = QFont(key[0])
+        dpi = QGuiApplication.primaryScreen().logicalDotsPerInch() if (
+            QGuiApplication.primaryScreen() is not None) else 96.0
+        font.setPointSizeF(float(key[1]) * 72.0 / dpi)
+        family = QFontInfo(font).family().replace('"', "")
+        size = QRawFont.fromFont(font).pixelSize() or float(key[1])
+        cache[key] = f'font-family="{escape(family)}" font-size="{size:g}"'
+    return cache[key]
+
+
+def render_svg(item: Any, width: int, height: int, title: str = "") -> bytes:
+    """Render a view's export item as SVG (vector) with the layout of a ``width × height`` PNG.
+
+    The scene is painted by the same code as :func:`render_image`, into Qt's
+    ``QSvgGenerator`` instead of a ``QImage``. pyqtgraph's ``SVGExporter`` is not used: it
+    re-creates every item's path from its own transform and misplaces data on log axes,
+    draws markers and ticks from a different layout, flattens rich-text subscripts and
+    smooths images.
+
+    Parameters
+    ----------
+    item
+        ``view.export_item()``.
+    width, height
+        Size of the drawing (SVG user units = pixels of the equivalent PNG).
+    title
+        Written as the SVG's ``<title>``.
+
+    Returns
+    -------
+    bytes
+        The SVG document (UTF-8).
+    """
+    width, height = check_size(width, height)
+    with laid_out_at(item, width, height) as target:
+        return _svg_document(target, width, height, title)
+
+
+def _svg_document(target: Any, width: int, height: int, title: str = "") -> bytes:
+    """Paint ``target`` as laid out now into an SVG document of ``width × height`` units."""
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    # SVG 1.1 (not the default SVG Tiny 1.2) so that the plots' clipping is written as
+    # <clipPath>; the resolution of a QImage so that point-sized fonts get the PNG's pixel size.
+    generator = QSvgGenerator(QSvgGenerator.SvgVersion.Svg11)
+    generator.setOutputDevice(buffer)
+    generator.setSize(QSize(width, height))
+    generator.setViewBox(QRectF(0, 0, width, height))
+    generator.setResolution(QImage(1, 1, QImage.Format.Format_ARGB32).logicalDpiX())
+    if title:
+        generator.setTitle(title)
+    painter = QPainter(generator)
+    try:
+        paint_scene(target, painter, width, height, explicit_clips=True)
+    finally:
+        painter.end()
+    buffer.close()
+    text = bytes(buffer.data().data()).decode("utf-8")
+    text = _IMAGE_TAG.sub(_pixelated, text)
+    fonts: dict[tuple[str, str], str] = {}
+    text = _FONT.sub(lambda m: _font_as_painted(m, fonts), text)
+    return text.encode("utf-8")
+
+
+class SceneSvgExporter(Exporter):
+    """pyqtgraph's right-click *Export…* dialog's SVG format, drawn like :func:`render_svg`.
+
+    Installed in place of pyqtgraph's ``SVGExporter`` by :func:`install_svg_exporter`, so
+    that the plots' context menu writes the same SVG as the File menu (for the clicked item,
+    at its size on screen). It has no options, hence no ``Parameter`` tree.
+    """
+
+    Name = "Scalable Vector Graphics (SVG)"
+    allowCopy = False
+
+    def parameters(self) -> None:
+        return None
+
+    def export(self, fileName: str | None = None, toBytes: bool = False,
+               copy: bool = False) -> bytes | None:
+        if fileName is None and not toBytes:
+            self.fileSaveDialog(filter=f"{self.Name} (*.svg)")
+            return None
+        rect = self.getTargetRect()
+        width = min(max(round(rect.width()), MIN_SIZE), MAX_SIZE)
+        height = min(max(round(rect.height()), MIN_SIZE), MAX_SIZE)
+        data = _svg_document(self.item, width, height)
+        if toBytes:
+            return data
+        Path(fileName).write_bytes(data)  # type: ignore[arg-type]
+        return None
+
+
+def install_svg_exporter() -> None:
+    """Make pyqtgraph's export dialog use :class:`SceneSvgExporter` for SVG (idempotent)."""
+    from pyqtgraph.exporters.SVGExporter import SVGExporter
+
+    registry = Exporter.Exporters
+    for index, cls in enumerate(registry):
+        if cls is SVGExporter:
+            registry[index] = SceneSvgExporter
+    if SceneSvgExporter not in registry:
+        registry.append(SceneSvgExporter)
+
+
+def export_svg(item: Any, path: str | os.PathLike[str], width: int = 1200,
+               height: int = 800) -> Path:
+    """Write ``item`` as an SVG (laid out at ``width × height``) to ``path``."""
+    path = Path(path)
+    data = render_svg(item, width, height)
+    try:
+        path.write_bytes(data)
+    except OSError as exc:
+        raise OSError(f"could not write SVG to {path}: {exc}") from exc
+    return path

@@ -1,0 +1,115 @@
+"""Helpers of the training curves: NaN-masked series and y ranges that move in coarse steps."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pyqtgraph as pg
+
+from gui.train.results import TrainResults
+
+__all__ = ["MANAGED_Y", "SteppedYRanges", "divergence_y", "finite_array", "positive_array"]
+
+#: Plots whose y range the view sets itself, in steps (see :class:`SteppedYRanges`).
+MANAGED_Y = ("loss", "grad_norm", "entropy")
+
+
+def positive_array(values: object) -> np.ndarray:
+    """Float array with non-finite and non-positive entries as NaN (log axes show a gap)."""
+    a = np.array(values, dtype=np.float64)
+    a[~(np.isfinite(a) & (a > 0))] = np.nan
+    return a
+
+
+def finite_array(values: object) -> np.ndarray:
+    """Float array with non-finite entries as NaN."""
+    a = np.array(values, dtype=np.float64)
+    a[~np.isfinite(a)] = np.nan
+    return a
+
+
+def divergence_y(st: object) -> float:
+    """Loss value at which to draw a rule's divergence marker (the last finite loss)."""
+    history = np.asarray(st.loss_history, dtype=np.float64)  # type: ignore[attr-defined]
+    k = int(st.diverged_at)  # type: ignore[attr-defined]
+    good = history[: max(k, 0)]
+    good = good[np.isfinite(good) & (good > 0)]
+    if good.size:
+        return float(good[-1])
+    initial = float(st.initial_eval_loss)  # type: ignore[attr-defined]
+    return initial if math.isfinite(initial) and initial > 0 else 1.0
+
+
+def _nice_range(lo: float, hi: float, step: float) -> tuple[float, float]:
+    """``[lo, hi]`` widened to multiples of ``step`` (at least one step wide)."""
+    a, b = math.floor(lo / step) * step, math.ceil(hi / step) * step
+    return (a, b) if b > a else (a, a + step)
+
+
+def _padded(fitted: tuple[float, float]) -> tuple[float, float]:
+    """The view range pyqtgraph shows for ``setYRange(*fitted, padding=0.02)``."""
+    pad = 0.02 * (fitted[1] - fitted[0])
+    return fitted[0] - pad, fitted[1] + pad
+
+
+class SteppedYRanges:
+    """Y ranges of the loss, gradient-norm and entropy plots, moved in coarse steps.
+
+    Half decades on the log plots, tenths of ln n on the entropy plot, instead of pyqtgraph's
+    auto-range: that recomputed every curve's bounds and re-generated the axes on almost every
+    push (a third of a push's time on the GUI thread, and its worst stalls). A plot zoomed or
+    panned by hand is left alone until :meth:`reset`.
+
+    Parameters
+    ----------
+    plots
+        Name in :data:`MANAGED_Y` -> plot.
+    """
+
+    def __init__(self, plots: Mapping[str, pg.PlotItem]) -> None:
+        self._plots = dict(plots)
+        # name -> range last set; None: fit at the next push; "user": zoomed by hand.
+        self._fitted: dict[str, tuple[float, float] | str | None] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """Turn the plots' y auto-range off and fit every range again at the next push."""
+        for name, plot in self._plots.items():
+            plot.enableAutoRange(y=False)
+            self._fitted[name] = None
+
+    def fit(self, snap: object, results: TrainResults) -> None:
+        """Set the managed y ranges when the data left them (not after a manual zoom)."""
+        rules = snap.rules.values()  # type: ignore[attr-defined]
+        series = {
+            "loss": [a for st in rules for a in (st.loss_history, st.eval_loss_history)],
+            "grad_norm": list(results.grad_norms.values()),
+            "entropy": [np.asarray(st.entropy_history, dtype=np.float64) for st in rules],
+        }
+        for name, plot in self._plots.items():
+            fitted = self._fitted[name]
+            shown = tuple(plot.getViewBox().viewRange()[1])
+            if fitted == "user":
+                continue
+            if fitted is not None and not np.allclose(shown, _padded(fitted)):  # type: ignore[arg-type]
+                self._fitted[name] = "user"  # zoomed or panned by hand: leave it alone
+                continue
+            log_y = name != "entropy"
+            lo, hi = math.inf, -math.inf
+            for values in series[name]:
+                a = np.asarray(values, dtype=np.float64)
+                a = a[np.isfinite(a) & (a > 0)] if log_y else a[np.isfinite(a)]
+                if a.size:
+                    lo, hi = min(lo, float(a.min())), max(hi, float(a.max()))
+            if lo > hi:
+                continue
+            if log_y:
+                wanted = _nice_range(math.log10(lo), math.log10(hi), 0.5)
+            else:
+                n = int(snap.config.n)  # type: ignore[attr-defined]
+                wanted = _nice_range(lo, hi, 0.1 * math.log(max(n, 2)))
+            if wanted != fitted:
+                plot.setYRange(*wanted, padding=0.02)
+                self._fitted[name] = wanted
