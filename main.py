@@ -154,7 +154,7 @@ def _join_option_values(argv: list[str]) -> list[str]:
 
 def _check_session(path: str) -> str:
     """Return "" if ``path`` is a readable, valid session file, else a one-line reason."""
-    from gui.session import SessionError, load_session
+    from gui.kit.session import SessionError, load_session
 
     try:
         load_session(path)

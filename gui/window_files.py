@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (
 
 from gui.kit import export
 from gui.kit.i18n import translate
+from gui.kit.session import Session, SessionError, load_session, save_session
 from gui.kit.svg_export import export_svg
-from gui.session import Session, SessionError, load_session, save_session
 
 __all__ = ["SizeDialog", "WindowFiles", "show_warning"]
 

@@ -8,8 +8,8 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QMainWindow
 
 from engine.config import AttentionConfig
+from gui.kit.session import SessionError, load_session
 from gui.kit.settings import Settings
-from gui.session import SessionError, load_session
 
 __all__ = ["DEFAULT_SIZE", "apply_default_geometry", "restore_window", "restored_config",
            "save_window"]

@@ -82,7 +82,7 @@ def export_command(args: Any) -> int:
     int
         0 on success, 1 when results did not arrive or an export failed, 2 for bad input.
     """
-    from gui.session import SessionError, load_session
+    from gui.kit.session import SessionError, load_session
 
     session = None
     if getattr(args, "session", None):
@@ -207,8 +207,8 @@ def self_test_command(args: Any) -> int:
         print(f"error: --self-test: {problem}", file=sys.stderr)
         return 2
     _app = _prepare(offscreen=bool(getattr(args, "headless", False)) or not has_display())
+    from gui.kit.session import load_session
     from gui.main_window import MainWindow
-    from gui.session import load_session
 
     failures: list[str] = []
     lines: list[str] = []

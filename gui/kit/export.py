@@ -90,7 +90,7 @@ def export_all(views: Iterable[PlotView], folder: str | os.PathLike[str], sessio
     folder
         Destination folder (created if missing).
     session
-        A :class:`gui.session.Session` written as ``session.json``, or ``None``.
+        A :class:`gui.kit.session.Session` written as ``session.json``, or ``None``.
     width, height
         Image size in pixels.
 
@@ -99,7 +99,7 @@ def export_all(views: Iterable[PlotView], folder: str | os.PathLike[str], sessio
     list of Path
         Every file written.
     """
-    from gui.session import save_session
+    from gui.kit.session import save_session
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from engine.config import AttentionConfig, MaskKind
 from gui.kit import export, render, svg_export
 from gui.kit.plot_view import PlotView
-from gui.session import VIEW_KEYS, Session, SessionError, load_session, save_session
+from gui.kit.session import VIEW_KEYS, Session, SessionError, load_session, save_session
 
 
 @pytest.mark.parametrize(("width", "height"), [(640, 480), (1000, 420), (300, 900)])

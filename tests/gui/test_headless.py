@@ -9,7 +9,7 @@ import pytest
 
 from engine.config import AttentionConfig
 from gui.kit.export import image_stats
-from gui.session import Session, save_session
+from gui.kit.session import Session, save_session
 from main import main
 
 SMALL = AttentionConfig(n_tokens=16, d_k=8, d_model=8, samples=100, seed=3)
