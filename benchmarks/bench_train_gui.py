@@ -7,7 +7,7 @@ configuration through :func:`~engine.training.trainer.iter_training`
 alone (same thread count, snapshots
 and evaluations included, no Qt) for as long, and compares the steps per second.
 
-Goals (issue C): stall ≤ 30 ms, GUI steps/s ≥ 0.7 × engine-only on an idle machine. Run::
+Goals: stall ≤ 30 ms, GUI steps/s ≥ 0.7 × engine-only on an idle machine. Run::
 
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_train_gui.py [--seconds 3] [--view curves]
 

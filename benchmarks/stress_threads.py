@@ -2,7 +2,8 @@
 
 Each cycle drives the real main window (offscreen) the way an impatient user does: changes
 explorer parameters while sweeps run, starts and stops training runs and learning-rate sweeps at
-random moments, steps through the guided tour (whose claims run on their own thread), exports
+random moments, steps through the guided tour (whose claims run on their own thread), switches
+the interface language while the explorer computes, exports
 a random view to PNG or SVG, forces ``gc.collect()`` on the GUI thread at random points (also
 from timers that fire in the middle of a wait), and now and then closes the window mid-work and
 opens a new one. Cycles run in child processes, ``--per-child`` at a
@@ -60,7 +61,7 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
     from gui.main_window import MainWindow
 
     app = create_application(headless=True)
-    if automatic_gc:  # the behaviour before issue E, with collections made frequent
+    if automatic_gc:  # Python's own GC in any thread (the old crash), collecting often
         from gui.kit.qt_lifetime import GuiThreadCollector
 
         app.findChild(GuiThreadCollector).stop()
@@ -135,6 +136,10 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
             tour.go_to(rng.randrange(tour.step_count()))
             pause(rng.randrange(0, 200))
             del tour
+        if rng.random() < 0.3:  # switch the language while the explorer computes
+            window.controller.set_config(base.replace(seed=rng.randrange(1000)))
+            window.language.set_language(rng.choice(("zh_CN", "en")))
+            pause(rng.randrange(0, 100))
         views = [*window.views, *window.train_tab.views]
         view = rng.choice(views)
         size = (rng.randrange(200, 900), rng.randrange(150, 700))

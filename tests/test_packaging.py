@@ -1,4 +1,4 @@
-"""The wheel holds every file the installed program reads (ENVIRONMENT.md, trap 7).
+"""The wheel holds every file the installed program reads (a wheel without them starts nowhere).
 
 Builds the wheel the way ``pip wheel .`` does (isolated build with the build-system requirements
 of pyproject.toml, fetched by pip from its cache or PyPI) from a copy of the source tree, and

@@ -139,7 +139,7 @@ def pytest_sessionfinish(session, exitstatus):
 
     Every window and controller must have been shut down and deleted by its fixture: a
     wrapper still registered at interpreter exit is visited by PySide's teardown after the
-    QApplication is gone (the segfault of issue E). Runs after pytest dropped the last test's
+    QApplication is gone (a segfault at exit). Runs after pytest dropped the last test's
     fixture values, so nothing legitimately holds a window any more.
     """
     from PySide6.QtCore import QCoreApplication
