@@ -155,6 +155,7 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
             release_qt_objects()
             window = new_window()
         print(f"cycle {cycle + 1}/{cycles} ok", flush=True)
+    window.language.set_language("en")  # English has no translator: any left is a leak
     close(window)
     del window, panel, tab, views, view
     release_qt_objects()

@@ -15,14 +15,13 @@ import dataclasses
 import enum
 import queue
 import threading
-import traceback
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import Signal
 
 from engine.analysis.explorer import ExplorerPlan, Part, iter_plan, plan_temperature
 from engine.config import AttentionConfig
 from engine.core.threads import limit_blas_threads
-from gui.kit.jobs import JobFailed
+from gui.kit.job_worker import JobWorker
 
 __all__ = [
     "FastParts",
@@ -130,7 +129,7 @@ class JobFinished:
     completed: bool
 
 
-class Worker(QObject):
+class Worker(JobWorker):
     """Runs :class:`Job` objects in the thread it was moved to.
 
     Signals carry the immutable message dataclasses of this module as ``object`` payloads.
@@ -139,30 +138,19 @@ class Worker(QObject):
     fastPartsReady = Signal(object)  # FastParts
     temperatureReady = Signal(object)  # TemperatureReady
     sweepPointReady = Signal(object)  # SweepPointReady
-    failed = Signal(object)  # gui.kit.jobs.JobFailed
-    finished = Signal(object)  # JobFinished
 
-    @Slot(object)
-    def run(self, job: Job) -> None:
-        """Run ``job`` to completion, cancellation or failure; always emit :attr:`finished`."""
-        completed = False
-        try:
-            if job.cancel.is_set():
-                return
-            # The GUI thread needs a core of its own on a two-core machine, and a two-thread
-            # GEMM of a few milliseconds is slower, not faster, once another process competes
-            # for the second core (measured: median 10.8 ms with two threads vs 7.4 ms with one
-            # at n = 256, d_k = 1024 under load; 2.3 vs 3.0 ms when the machine is quiet).
-            with limit_blas_threads(1):
-                self._run_plan(job)
-            completed = not job.cancel.is_set()
-        except ValueError as exc:  # includes MemoryBudgetError: the user can fix the input
-            self.failed.emit(JobFailed(job.request_id, str(exc)))
-        except Exception as exc:  # a bug must not kill the thread or the window
-            traceback.print_exc()
-            self.failed.emit(JobFailed(job.request_id, f"{type(exc).__name__}: {exc}"))
-        finally:
-            self.finished.emit(JobFinished(job.request_id, job.kind, completed))
+    def execute(self, job: Job) -> None:
+        """Iterate ``job``'s plan, emitting each part as it is ready."""
+        # The GUI thread needs a core of its own on a two-core machine, and a two-thread
+        # GEMM of a few milliseconds is slower, not faster, once another process competes
+        # for the second core (measured: median 10.8 ms with two threads vs 7.4 ms with one
+        # at n = 256, d_k = 1024 under load; 2.3 vs 3.0 ms when the machine is quiet).
+        with limit_blas_threads(1):
+            self._run_plan(job)
+
+    def finished_message(self, job: Job, completed: bool) -> JobFinished:
+        """The end of ``job``."""
+        return JobFinished(job.request_id, job.kind, completed)
 
     def _run_plan(self, job: Job) -> None:
         parts: dict[Part, object] = {}

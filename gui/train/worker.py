@@ -15,12 +15,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import threading
-import traceback
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import Signal
 
 from engine.config.train import TrainConfig
-from gui.kit.jobs import JobFailed
+from gui.kit.job_worker import JobWorker
 
 __all__ = [
     "TrainItem",
@@ -110,44 +109,33 @@ class TrainJobFinished:
     completed: bool
 
 
-class TrainWorker(QObject):
+class TrainWorker(JobWorker):
     """Runs :class:`TrainJob` objects in the thread it was moved to (never touches widgets)."""
 
     itemReady = Signal(object)  # TrainItem
-    failed = Signal(object)  # gui.kit.jobs.JobFailed
-    finished = Signal(object)  # TrainJobFinished
 
-    @Slot(object)
-    def run(self, job: TrainJob) -> None:
-        """Run ``job`` until it ends, is stopped or fails; always emit :attr:`finished`."""
-        completed = False
+    def execute(self, job: TrainJob) -> None:
+        """Train (or sweep learning rates), emitting every snapshot or run as it comes."""
+        if job.kind is TrainJobKind.TRAIN:
+            from engine.training.trainer import iter_training
+
+            items = iter_training(job.config, job.cancel, step_gate=job.step_gate)
+        else:
+            from engine.training.lr_sweep import iter_lr_sweep
+
+            items = iter_lr_sweep(
+                job.config, job.lrs, job.seeds, job.cancel, step_gate=job.step_gate
+            )
         try:
-            if job.cancel.is_set():
-                return
-            if job.kind is TrainJobKind.TRAIN:
-                from engine.training.trainer import iter_training
-
-                items = iter_training(job.config, job.cancel, step_gate=job.step_gate)
-            else:
-                from engine.training.lr_sweep import iter_lr_sweep
-
-                items = iter_lr_sweep(
-                    job.config, job.lrs, job.seeds, job.cancel, step_gate=job.step_gate
-                )
-            try:
-                for item in items:
-                    self.itemReady.emit(TrainItem(job.request_id, job.kind, item))
-                    # Paused: block here (no polling) with the generator suspended at its yield.
-                    job.running.wait()
-                    if job.cancel.is_set():
-                        break
-            finally:
-                items.close()
-            completed = not job.cancel.is_set()
-        except ValueError as exc:  # invalid input the user can fix
-            self.failed.emit(JobFailed(job.request_id, str(exc)))
-        except Exception as exc:  # a bug must not kill the thread or the window
-            traceback.print_exc()
-            self.failed.emit(JobFailed(job.request_id, f"{type(exc).__name__}: {exc}"))
+            for item in items:
+                self.itemReady.emit(TrainItem(job.request_id, job.kind, item))
+                # Paused: block here (no polling) with the generator suspended at its yield.
+                job.running.wait()
+                if job.cancel.is_set():
+                    break
         finally:
-            self.finished.emit(TrainJobFinished(job.request_id, job.kind, completed))
+            items.close()
+
+    def finished_message(self, job: TrainJob, completed: bool) -> TrainJobFinished:
+        """The end of ``job``."""
+        return TrainJobFinished(job.request_id, job.kind, completed)
