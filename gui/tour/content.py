@@ -103,14 +103,8 @@ def load_tour(folder: str | Path | None = None) -> TourData:
 
 
 def ui_language() -> str:
-    """The language the UI is shown in (``gui.kit.i18n.current_language``; English without it)."""
-    current = getattr(i18n, "current_language", None)
-    if callable(current):
-        try:
-            return str(current()) or _FALLBACK_LANGUAGE
-        except RuntimeError:  # no application yet
-            return _FALLBACK_LANGUAGE
-    return _FALLBACK_LANGUAGE
+    """The language the UI is shown in (English when none is set)."""
+    return i18n.current_language() or _FALLBACK_LANGUAGE
 
 
 def claim_context(claim: Mapping[str, Any], config: AttentionConfig) -> str:
