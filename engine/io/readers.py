@@ -106,7 +106,9 @@ class _Npz:
                 with zf.open(member) as fh:
                     try:
                         version = np.lib.format.read_magic(fh)
-                        shape, fortran, dtype = np.lib.format._read_array_header(fh, version)
+                        read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                       else np.lib.format.read_array_header_2_0)
+                        shape, fortran, dtype = read_header(fh)
                     except (ValueError, EOFError) as exc:
                         raise TensorFileError(f"array '{name}': bad .npy header: {exc}") from exc
                     if dtype.hasobject:

@@ -121,6 +121,18 @@ def _read_head(source: Source, name: str, head: int, batch: int) -> np.ndarray:
     return out
 
 
+def _check_finite(source: Source, name: str, heads: int) -> None:
+    # Head by head, so the scan of a large array never holds more than one head.
+    bad = {h: int(np.count_nonzero(~np.isfinite(source.read_head(name, h).astype(np.float64))))
+           for h in range(heads)}
+    bad = {h: count for h, count in bad.items() if count}
+    if bad:
+        raise TensorFileError(
+            f"array '{name}': {sum(bad.values())} NaN/inf values "
+            f"(in head{'s' if len(bad) > 1 else ''} {', '.join(map(str, bad))})"
+        )
+
+
 def _parse_layers(source: Source) -> dict[int, dict[str, str]]:
     layers: dict[int, dict[str, str]] = {}
     for name in source.info:
@@ -266,8 +278,7 @@ def load_tensors(path: str | Path, *, check_finite: bool = True) -> TensorFile:
     if check_finite:
         for parts in layers.values():
             for name in (parts["q"], parts["k"]):
-                for head in range(heads):
-                    _read_head(source, name, head, batch)
+                _check_finite(source, name, heads)
     return TensorFile(path=path, format=fmt, layers=tuple(sorted(layers)), heads=heads, n=n,
                       d_k=d_k, batch=batch, dtype=str(dtype), tokens=tokens, meta=meta)
 
@@ -290,7 +301,8 @@ def write_tensors(
         The written path.
     """
     path = Path(path)
-    data = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
+    # np.ascontiguousarray would turn a 0-d string (JSON text) into a 1-d array: copy instead.
+    data = {name: np.array(a, order="C", copy=None) for name, a in arrays.items()}
     meta_text = None if meta is None else json.dumps(dict(meta))
     if path.suffix == ".safetensors":
         from safetensors.numpy import save_file
