@@ -359,3 +359,29 @@ def test_engine_io_imports_without_qt() -> None:
     assert not any(m.startswith(("PySide6", "pyqtgraph")) for m in sys.modules
                    if m.startswith("engine.io")) and "safetensors" in sys.modules
     assert safetensors.numpy.save_file is not None
+
+
+def _readme_blocks() -> list[str]:
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Your own q and k: the tensor file format (version 1)")
+    section = text[start : text.index("\n## ", start + 1)]
+    return [block.split("```", 1)[0] for block in section.split("```python\n")[1:]]
+
+
+def test_readme_recipe_compiles_and_its_writer_makes_loadable_files(tmp_path, monkeypatch):
+    blocks = _readme_blocks()
+    assert len(blocks) == 2 and "register_forward_hook" in blocks[0]
+    for block in blocks:
+        compile(block, "README.md", "exec")
+    # What the hooks capture, as numpy: 2 layers of (batch 1, 4 heads, 5 tokens, d_k 8).
+    captured = {k: v.astype(np.float32) for k, v in _qk((1, 4, 5, 8)).items()}
+    tokens = ["The", "Ġquick", "Ġbrown", "Ġfox", "Ġjumps"]
+    meta = {"model": "m", "where": "before RoPE", "scale": 8**-0.5, "causal": True}
+    monkeypatch.chdir(tmp_path)
+    exec(blocks[1], {"captured": captured, "tokens": tokens, "meta": meta})
+    for name in ("my_model_qk.safetensors", "my_model_qk.npz"):
+        tf = load_tensors(tmp_path / name)
+        assert (tf.layers, tf.heads, tf.n, tf.d_k, tf.dtype) == ((0, 1), 4, 5, 8, "float16")
+        assert tf.tokens == tuple(tokens) and tf.causal and tf.scale == 8**-0.5
+        q, _ = tf.qk(1, 3)
+        np.testing.assert_allclose(q[0], captured["layer1.q"][0, 3], rtol=1e-3, atol=1e-3)
