@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -361,25 +362,29 @@ def test_engine_io_imports_without_qt() -> None:
     assert safetensors.numpy.save_file is not None
 
 
-def _readme_blocks() -> list[str]:
+def _readme_blocks() -> dict[str, str]:
     text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     start = text.index("## Your own q and k: the tensor file format (version 1)")
     section = text[start : text.index("\n## ", start + 1)]
-    return [block.split("```", 1)[0] for block in section.split("```python\n")[1:]]
+    blocks = re.findall(r"^```(\w+)\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
+    # The writer is ```python (tests/test_readme.py runs it); the torch recipe is ```py, since
+    # torch is not installed here and that test runs every ```python block.
+    assert [lang for lang, _ in blocks] == ["python", "py"]
+    return dict(blocks)
 
 
-def test_readme_recipe_compiles_and_its_writer_makes_loadable_files(tmp_path, monkeypatch):
+def test_readme_recipe_compiles_and_its_writer_makes_loadable_files(tmp_path) -> None:
     blocks = _readme_blocks()
-    assert len(blocks) == 2 and "register_forward_hook" in blocks[0]
-    for block in blocks:
-        compile(block, "README.md", "exec")
+    assert "register_forward_hook" in blocks["py"] and "write_qk(captured" in blocks["py"]
+    compile(blocks["py"], "README.md", "exec")
+    namespace: dict = {}
+    exec(compile(blocks["python"], "README.md", "exec"), namespace)
     # What the hooks capture, as numpy: 2 layers of (batch 1, 4 heads, 5 tokens, d_k 8).
     captured = {k: v.astype(np.float32) for k, v in _qk((1, 4, 5, 8)).items()}
     tokens = ["The", "Ġquick", "Ġbrown", "Ġfox", "Ġjumps"]
     meta = {"model": "m", "where": "before RoPE", "scale": 8**-0.5, "causal": True}
-    monkeypatch.chdir(tmp_path)
-    exec(blocks[1], {"captured": captured, "tokens": tokens, "meta": meta})
     for name in ("my_model_qk.safetensors", "my_model_qk.npz"):
+        namespace["write_qk"](captured, tokens, meta, str(tmp_path / name))
         tf = load_tensors(tmp_path / name)
         assert (tf.layers, tf.heads, tf.n, tf.d_k, tf.dtype) == ((0, 1), 4, 5, 8, "float16")
         assert tf.tokens == tuple(tokens) and tf.causal and tf.scale == 8**-0.5
