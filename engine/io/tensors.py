@@ -154,7 +154,9 @@ def _parse_layers(source: Source) -> dict[int, dict[str, str]]:
     return layers
 
 
-def _check_geometry(source: Source, layers: dict[int, dict[str, str]]) -> tuple[int, ...]:
+def _check_geometry(
+    source: Source, layers: dict[int, dict[str, str]]
+) -> tuple[int, int, int, int, str]:
     """Return (batch, heads, n, d_k, dtype) after checking every layer array's header."""
     ref: tuple[int, ...] | None = None
     ref_name = ""
@@ -197,8 +199,9 @@ def _check_geometry(source: Source, layers: dict[int, dict[str, str]]) -> tuple[
                         f"arrays ({dtype_name})"
                     )
                 dtype_name = dtype.name
-    assert ref is not None
-    return (*ref, dtype_name)  # type: ignore[return-value]
+    assert ref is not None  # _parse_layers guarantees at least one q array
+    batch, heads, n, d_k = ref[:4]
+    return batch, heads, n, d_k, dtype_name
 
 
 def _json_field(source: Source, key: str) -> Any:
@@ -280,7 +283,7 @@ def load_tensors(path: str | Path, *, check_finite: bool = True) -> TensorFile:
             for name in (parts["q"], parts["k"]):
                 _check_finite(source, name, heads)
     return TensorFile(path=path, format=fmt, layers=tuple(sorted(layers)), heads=heads, n=n,
-                      d_k=d_k, batch=batch, dtype=str(dtype), tokens=tokens, meta=meta)
+                      d_k=d_k, batch=batch, dtype=dtype, tokens=tokens, meta=meta)
 
 
 def write_tensors(
