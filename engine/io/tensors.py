@@ -1,0 +1,328 @@
+"""The tensor file format (version 1): real q and k of a model's attention layers.
+
+A file is a ``.npz`` archive, a ``.safetensors`` file or a folder of ``NAME.npy`` files holding
+
+* ``layer{L}.q`` and ``layer{L}.k`` (and optionally ``layer{L}.v``) for each layer ``L``, of
+  shape (heads, n, d_k) or (batch, heads, n, d_k), dtype float16, bfloat16, float32 or float64;
+* optionally ``tokens``: the n token strings (a 1-D string array, or JSON text);
+* optionally ``meta``: a JSON object, e.g. ``{"model": ..., "where": ..., "scale": c,
+  "causal": true}``.
+
+In a ``.safetensors`` file, ``tokens`` and ``meta`` are JSON strings in the file's
+``__metadata__``. :func:`load_tensors` checks the whole file head by head and returns a
+:class:`TensorFile` whose :meth:`TensorFile.qk` reads one head at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from engine.core.memory import MemoryBudgetError, check_memory
+from engine.io.readers import Source, TensorFileError, decode_json_array, open_source
+
+__all__ = ["FORMAT_VERSION", "TensorFile", "TensorFileError", "load_tensors", "write_tensors"]
+
+FORMAT_VERSION = 1
+
+_ALLOWED_DTYPES = ("float16", "bfloat16", "float32", "float64")
+_LAYER_NAME = re.compile(r"^layer(\d+)\.([qkv])$")
+
+
+@dataclass(frozen=True)
+class TensorFile:
+    """A checked tensor file: its geometry, tokens and meta; heads are read on demand.
+
+    Attributes
+    ----------
+    path
+        The file or folder.
+    format
+        ``"npz"``, ``"safetensors"`` or ``"npy"`` (a folder of ``.npy`` files).
+    layers
+        The layer indices present, ascending.
+    heads, n, d_k
+        Heads per layer, tokens (query and key positions), key dimension.
+    batch
+        Batch entries (1 when the arrays are 3-D).
+    dtype
+        The stored dtype name of q and k: ``float16``, ``bfloat16``, ``float32`` or ``float64``.
+    tokens
+        The n token strings, or ``None``.
+    meta
+        The file's meta object (read-only; empty when absent).
+    """
+
+    path: Path
+    format: str
+    layers: tuple[int, ...]
+    heads: int
+    n: int
+    d_k: int
+    batch: int
+    dtype: str
+    tokens: tuple[str, ...] | None
+    meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def scale(self) -> float:
+        """The model's own logit scale c: ``meta["scale"]``, else 1/√d_k."""
+        value = self.meta.get("scale")
+        return 1.0 / math.sqrt(self.d_k) if value is None else float(value)
+
+    @property
+    def causal(self) -> bool:
+        """Whether the logits are masked causally: ``bool(meta["causal"])``, default False."""
+        return bool(self.meta.get("causal", False))
+
+    def qk(self, layer: int, head: int) -> tuple[np.ndarray, np.ndarray]:
+        """Read q and k of one head as float64 arrays of shape (batch, n, d_k).
+
+        Only that head is read from the file (memory-mapped, sliced or sought to).
+
+        Raises
+        ------
+        TensorFileError
+            If ``layer`` or ``head`` is not in the file, the head holds NaN/inf, or the pair
+            would exceed the memory budget.
+        """
+        if layer not in self.layers:
+            raise TensorFileError(f"layer {layer} is not in the file (layers: {self.layers})")
+        if not 0 <= head < self.heads:
+            raise TensorFileError(f"head {head} is out of range (the file has {self.heads})")
+        _check_head_memory(self.batch, self.n, self.d_k)
+        _, source = open_source(self.path)
+        return (_read_head(source, f"layer{layer}.q", head, self.batch),
+                _read_head(source, f"layer{layer}.k", head, self.batch))
+
+
+def _check_head_memory(batch: int, n: int, d_k: int) -> None:
+    try:
+        check_memory(2 * batch * n * d_k * 8, f"one head's float64 q and k ({batch}×{n}×{d_k})")
+        check_memory(batch * n * n * 8, f"one head's float64 logits ({batch}×{n}×{n})")
+    except MemoryBudgetError as exc:
+        raise TensorFileError(str(exc)) from exc
+
+
+def _read_head(source: Source, name: str, head: int, batch: int) -> np.ndarray:
+    raw = source.read_head(name, head)
+    out = np.asarray(raw, dtype=np.float64).reshape((batch, *raw.shape[-2:]))
+    bad = int(np.count_nonzero(~np.isfinite(out)))
+    if bad:
+        raise TensorFileError(f"array '{name}': head {head} holds {bad} NaN/inf values")
+    return out
+
+
+def _check_finite(source: Source, name: str, heads: int) -> None:
+    # Head by head, so the scan of a large array never holds more than one head.
+    bad = {h: int(np.count_nonzero(~np.isfinite(source.read_head(name, h).astype(np.float64))))
+           for h in range(heads)}
+    bad = {h: count for h, count in bad.items() if count}
+    if bad:
+        raise TensorFileError(
+            f"array '{name}': {sum(bad.values())} NaN/inf values "
+            f"(in head{'s' if len(bad) > 1 else ''} {', '.join(map(str, bad))})"
+        )
+
+
+def _parse_layers(source: Source) -> dict[int, dict[str, str]]:
+    layers: dict[int, dict[str, str]] = {}
+    for name in source.info:
+        if name in ("tokens", "meta"):
+            continue
+        match = _LAYER_NAME.match(name)
+        if match is None:
+            raise TensorFileError(
+                f"array '{name}': unexpected name; expected layer{{L}}.q, layer{{L}}.k, "
+                "layer{L}.v, tokens or meta"
+            )
+        layers.setdefault(int(match.group(1)), {})[match.group(2)] = name
+    if not layers:
+        raise TensorFileError("no layer arrays: expected layer{L}.q and layer{L}.k arrays")
+    for layer, parts in sorted(layers.items()):
+        for part in "qk":
+            if part not in parts:
+                raise TensorFileError(f"array 'layer{layer}.{part}' is missing")
+    return layers
+
+
+def _check_geometry(
+    source: Source, layers: dict[int, dict[str, str]]
+) -> tuple[int, int, int, int, str]:
+    """Return (batch, heads, n, d_k, dtype) after checking every layer array's header."""
+    ref: tuple[int, ...] | None = None
+    ref_name = ""
+    dtype_name = ""
+    for _layer, parts in sorted(layers.items()):
+        for part in "qkv":
+            if part not in parts:
+                continue
+            name = parts[part]
+            shape, dtype = source.info[name]
+            if dtype.name not in _ALLOWED_DTYPES:
+                raise TensorFileError(
+                    f"array '{name}': unsupported dtype {dtype}; use float16, bfloat16, "
+                    "float32 or float64"
+                )
+            if len(shape) not in (3, 4):
+                raise TensorFileError(
+                    f"array '{name}': shape {shape} has {len(shape)} dimensions; expected "
+                    "(heads, n, d_k) or (batch, heads, n, d_k)"
+                )
+            geo = (1, *shape) if len(shape) == 3 else tuple(shape)
+            if min(geo) < 1:
+                raise TensorFileError(f"array '{name}': shape {shape} is empty")
+            if ref is None:
+                ref, ref_name = geo, name
+            # v may have its own last dimension (d_v); q and k must agree on all four.
+            compare = slice(0, 3) if part == "v" else slice(0, 4)
+            if geo[compare] != ref[compare]:
+                labels = ("batch", "heads", "n", "d_k")
+                what = next(lab for lab, a, b in zip(labels, geo, ref, strict=False) if a != b)
+                raise TensorFileError(
+                    f"array '{name}': {what} = {geo[labels.index(what)]} does not match "
+                    f"'{ref_name}' ({what} = {ref[labels.index(what)]}); shapes {shape} "
+                    f"and {source.info[ref_name][0]}"
+                )
+            if part != "v":
+                if dtype_name and dtype.name != dtype_name:
+                    raise TensorFileError(
+                        f"array '{name}': dtype {dtype.name} differs from the other q/k "
+                        f"arrays ({dtype_name})"
+                    )
+                dtype_name = dtype.name
+    assert ref is not None  # _parse_layers guarantees at least one q array
+    batch, heads, n, d_k = ref[:4]
+    return batch, heads, n, d_k, dtype_name
+
+
+def _json_field(source: Source, key: str) -> Any:
+    try:
+        if key in source.info:
+            return decode_json_array(key, source.read_all(key))
+        if key in source.text:
+            return json.loads(source.text[key])
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TensorFileError(f"array '{key}': not valid JSON: {exc}") from exc
+    return None
+
+
+def _parse_tokens(source: Source, n: int) -> tuple[str, ...] | None:
+    if "tokens" in source.info:
+        shape, dtype = source.info["tokens"]
+        if dtype.kind in "US" and len(shape) == 1:
+            arr = source.read_all("tokens")
+            tokens: Any = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in arr]
+        else:
+            tokens = _json_field(source, "tokens")
+    else:
+        tokens = _json_field(source, "tokens")
+    if tokens is None:
+        return None
+    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        raise TensorFileError("array 'tokens': expected a list of strings")
+    if len(tokens) != n:
+        raise TensorFileError(f"array 'tokens': {len(tokens)} tokens, but n = {n}")
+    return tuple(tokens)
+
+
+def _parse_meta(source: Source) -> Mapping[str, Any]:
+    meta = _json_field(source, "meta")
+    if meta is None:
+        return MappingProxyType({})
+    if not isinstance(meta, dict):
+        raise TensorFileError(f"array 'meta': expected a JSON object, got {type(meta).__name__}")
+    scale = meta.get("scale")
+    if scale is not None and (
+        isinstance(scale, bool) or not isinstance(scale, int | float) or not math.isfinite(scale)
+    ):
+        raise TensorFileError(f"array 'meta': 'scale' must be a finite number, got {scale!r}")
+    return MappingProxyType(meta)
+
+
+def load_tensors(path: str | Path, *, check_finite: bool = True) -> TensorFile:
+    """Open and check a tensor file (``.npz``, ``.safetensors`` or a folder of ``.npy``).
+
+    Parameters
+    ----------
+    path
+        The file or folder.
+    check_finite
+        Scan every q and k head for NaN/inf now (head by head, so memory stays at one head).
+        :meth:`TensorFile.qk` checks the head it reads in any case.
+
+    Returns
+    -------
+    TensorFile
+
+    Raises
+    ------
+    TensorFileError
+        With a message naming the array and the problem: a missing path, a file of no known
+        format or truncated, wrong shapes, a missing q or k, no layer arrays, mismatched
+        batch/heads/n/d_k or dtype, an unsupported dtype, NaN/inf, tokens not n strings, meta
+        not a JSON object, or one head too large for the memory budget.
+    """
+    path = Path(path)
+    fmt, source = open_source(path)
+    layers = _parse_layers(source)
+    batch, heads, n, d_k, dtype = _check_geometry(source, layers)
+    tokens = _parse_tokens(source, n)
+    meta = _parse_meta(source)
+    _check_head_memory(batch, n, d_k)
+    if check_finite:
+        for parts in layers.values():
+            for name in (parts["q"], parts["k"]):
+                _check_finite(source, name, heads)
+    return TensorFile(path=path, format=fmt, layers=tuple(sorted(layers)), heads=heads, n=n,
+                      d_k=d_k, batch=batch, dtype=dtype, tokens=tokens, meta=meta)
+
+
+def write_tensors(
+    path: str | Path,
+    arrays: Mapping[str, np.ndarray],
+    *,
+    tokens: list[str] | tuple[str, ...] | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write arrays (``layer{L}.q`` …) plus tokens and meta as ``.npz`` or ``.safetensors``.
+
+    The format follows the suffix of ``path``. Nothing is validated beyond what the containers
+    need, so tests can write deliberately broken files; read back with :func:`load_tensors`.
+
+    Returns
+    -------
+    Path
+        The written path.
+    """
+    path = Path(path)
+    # np.ascontiguousarray would turn a 0-d string (JSON text) into a 1-d array: copy instead.
+    data = {name: np.array(a, order="C", copy=None) for name, a in arrays.items()}
+    meta_text = None if meta is None else json.dumps(dict(meta))
+    if path.suffix == ".safetensors":
+        from safetensors.numpy import save_file
+
+        text = {"format_version": str(FORMAT_VERSION)}
+        if tokens is not None:
+            text["tokens"] = json.dumps(list(tokens))
+        if meta_text is not None:
+            text["meta"] = meta_text
+        save_file(data, str(path), metadata=text)
+    elif path.suffix == ".npz":
+        if tokens is not None:
+            data["tokens"] = np.array(list(tokens), dtype=np.str_)
+        if meta_text is not None:
+            data["meta"] = np.array(meta_text)
+        with path.open("wb") as fh:
+            np.savez(fh, **data)  # type: ignore[arg-type]
+    else:
+        raise ValueError(f"{path.name}: write .npz or .safetensors (got suffix {path.suffix!r})")
+    return path

@@ -1,0 +1,392 @@
+"""The tensor file format: round trips, lazy reading, and one clear error per bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+import safetensors.numpy
+from safetensors import safe_open
+
+from engine.core.memory import get_memory_budget, set_memory_budget
+from engine.io import readers
+from engine.io.tensors import FORMAT_VERSION, TensorFileError, load_tensors, write_tensors
+
+DTYPES = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
+
+
+def _qk(shape: tuple[int, ...], layers: tuple[int, ...] = (0, 1), seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for layer in layers:
+        out[f"layer{layer}.q"] = rng.standard_normal(shape)
+        out[f"layer{layer}.k"] = rng.standard_normal(shape)
+    return out
+
+
+def _write_npy_folder(folder: Path, arrays: dict) -> Path:
+    folder.mkdir()
+    for name, arr in arrays.items():
+        np.save(folder / f"{name}.npy", arr)
+    return folder
+
+
+def _write(tmp_path: Path, fmt: str, arrays: dict, **kw) -> Path:
+    if fmt == "npy":
+        assert not kw
+        return _write_npy_folder(tmp_path / "qk", arrays)
+    return write_tensors(tmp_path / f"qk.{fmt}", arrays, **kw)
+
+
+def _head(arr: np.ndarray, head: int) -> np.ndarray:
+    return arr[head][None] if arr.ndim == 3 else arr[:, head]
+
+
+@pytest.mark.parametrize("fmt", ["npz", "safetensors", "npy"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", [(3, 5, 4), (2, 3, 5, 4)], ids=["3d", "4d"])
+def test_round_trip_every_format_dtype_and_shape(tmp_path, fmt, dtype, shape) -> None:
+    stored = {k: v.astype(dtype) for k, v in _qk(shape).items()}
+    tf = load_tensors(_write(tmp_path, fmt, stored))
+    assert (tf.format, tf.layers, tf.heads, tf.n, tf.d_k) == (fmt, (0, 1), 3, 5, 4)
+    assert tf.batch == (1 if len(shape) == 3 else 2)
+    assert tf.dtype == np.dtype(dtype).name
+    for layer in tf.layers:
+        for head in range(tf.heads):
+            q, k = tf.qk(layer, head)
+            assert q.dtype == np.float64 and q.shape == (tf.batch, 5, 4)
+            # The stored (rounded) values come back exactly, bfloat16 included.
+            want_q = _head(stored[f"layer{layer}.q"], head).astype(np.float64)
+            want_k = _head(stored[f"layer{layer}.k"], head).astype(np.float64)
+            np.testing.assert_array_equal(q, want_q)
+            np.testing.assert_array_equal(k, want_k)
+    if dtype is ml_dtypes.bfloat16:  # bfloat16 keeps ~3 significant digits of the original
+        orig = _qk(shape)["layer1.k"]
+        np.testing.assert_allclose(tf.qk(1, 2)[1], _head(orig, 2), rtol=1e-2, atol=1e-2)
+
+
+def test_safetensors_bfloat16_raw_words_are_reinterpreted(tmp_path) -> None:
+    # Releases of safetensors that return bfloat16 as 2-byte words still read as bfloat16.
+    values = np.array([[[1.5, -2.25]]], dtype=ml_dtypes.bfloat16)
+    path = write_tensors(tmp_path / "b.safetensors", {"layer0.q": values, "layer0.k": values})
+    src = readers._Safetensors(path)
+    raw = values.view(np.uint16)
+    assert src._fix("layer0.q", raw).dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(src._fix("layer0.q", raw).astype(float), [[[1.5, -2.25]]])
+
+
+def test_npy_folder_is_memory_mapped_and_qk_slices_one_head(tmp_path, monkeypatch) -> None:
+    arrays = _qk((2, 4, 6, 3), layers=(7,))
+    folder = _write_npy_folder(tmp_path / "qk", arrays)
+    modes = []
+    real_load = np.load
+
+    def spy(file, *args, **kwargs):
+        modes.append(kwargs.get("mmap_mode"))
+        return real_load(file, *args, **kwargs)
+
+    monkeypatch.setattr(np, "load", spy)
+    tf = load_tensors(folder)
+    assert tf.layers == (7,) and tf.batch == 2
+    q, k = tf.qk(7, 3)
+    assert modes and set(modes) == {"r"}
+    np.testing.assert_array_equal(q, arrays["layer7.q"][:, 3])
+    np.testing.assert_array_equal(k, arrays["layer7.k"][:, 3])
+
+
+def test_safetensors_reads_only_the_requested_tensors(tmp_path, monkeypatch) -> None:
+    arrays = _qk((4, 6, 3), layers=(0, 1, 2))
+    path = write_tensors(tmp_path / "qk.safetensors", arrays)
+    tf = load_tensors(path, check_finite=False)
+    requested = []
+    real_open = readers.safe_open
+
+    class Spy:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def __getattr__(self, name):
+            def call(*args):
+                result = getattr(self.handle, name)(*args)
+                if name == "get_tensor":
+                    requested.append(args[0])
+                if name == "get_slice":  # a slice reads nothing until it is indexed
+                    return Slice(args[0], result)
+                return result
+
+            return call
+
+    class Slice:
+        def __init__(self, name, handle):
+            self.name, self.handle = name, handle
+
+        def __getitem__(self, index):
+            requested.append(self.name)
+            return self.handle[index]
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+    class SpyOpen:
+        def __init__(self, *args, **kwargs):
+            self.cm = real_open(*args, **kwargs)
+
+        def __enter__(self):
+            return Spy(self.cm.__enter__())
+
+        def __exit__(self, *exc):
+            return self.cm.__exit__(*exc)
+
+    monkeypatch.setattr(readers, "safe_open", SpyOpen)
+    q, _ = tf.qk(2, 1)
+    assert sorted(set(requested)) == ["layer2.k", "layer2.q"]
+    np.testing.assert_array_equal(q[0], arrays["layer2.q"][1])
+
+
+def test_npz_head_is_read_by_seeking_not_whole(tmp_path, monkeypatch) -> None:
+    arrays = _qk((2, 8, 16, 4), layers=(0,))
+    tf = load_tensors(write_tensors(tmp_path / "qk.npz", arrays))
+    sizes = []
+    real_read = readers._Npz._read
+
+    def spy(self, name, start, count, fh):
+        sizes.append(count)
+        return real_read(self, name, start, count, fh)
+
+    monkeypatch.setattr(readers._Npz, "_read", spy)
+    q, _ = tf.qk(0, 5)
+    assert max(sizes) == 16 * 4  # one (n, d_k) block at a time, never the 8-head array
+    np.testing.assert_array_equal(q, arrays["layer0.q"][:, 5])
+
+
+@pytest.mark.parametrize("fmt", ["npz", "safetensors"])
+def test_tokens_and_meta_are_parsed(tmp_path, fmt) -> None:
+    meta = {"model": "tiny", "where": "after RoPE", "scale": 0.125, "causal": True}
+    path = _write(tmp_path, fmt, _qk((2, 3, 4)), tokens=["a", "b", "中"], meta=meta)
+    tf = load_tensors(path)
+    assert tf.tokens == ("a", "b", "中")
+    assert dict(tf.meta) == meta
+    assert tf.scale == 0.125 and tf.causal is True
+    with pytest.raises(TypeError):
+        tf.meta["scale"] = 1.0  # type: ignore[index]
+
+
+def test_safetensors_metadata_holds_tokens_meta_and_version(tmp_path) -> None:
+    path = write_tensors(tmp_path / "qk.safetensors", _qk((1, 2, 2)), tokens=["x", "y"],
+                         meta={"causal": False})
+    with safe_open(str(path), framework="np") as f:
+        text = f.metadata()
+    assert json.loads(text["tokens"]) == ["x", "y"]
+    assert json.loads(text["meta"]) == {"causal": False}
+    assert text["format_version"] == str(FORMAT_VERSION) == "1"
+
+
+@pytest.mark.parametrize(
+    "tokens",
+    [
+        np.array(json.dumps(["p", "q", "r"])),  # a JSON string, 0-d
+        np.frombuffer(json.dumps(["p", "q", "r"]).encode(), dtype=np.uint8),  # JSON bytes
+        np.array([b"p", b"q", b"r"]),  # a 1-D bytes array
+    ],
+    ids=["json-str", "json-uint8", "bytes"],
+)
+def test_tokens_in_other_encodings(tmp_path, tokens) -> None:
+    arrays = {**_qk((1, 3, 2)), "tokens": tokens,
+              "meta": np.frombuffer(b'{"scale": 2}', dtype=np.uint8)}
+    tf = load_tensors(_write_npy_folder(tmp_path / "qk", arrays))
+    assert tf.tokens == ("p", "q", "r")
+    assert tf.scale == 2.0
+
+
+def test_defaults_scale_is_inverse_sqrt_dk_and_not_causal(tmp_path) -> None:
+    tf = load_tensors(write_tensors(tmp_path / "qk.npz", _qk((2, 3, 16))))
+    assert tf.scale == pytest.approx(1 / math.sqrt(16)) and tf.scale == 0.25
+    assert tf.causal is False and tf.tokens is None and dict(tf.meta) == {}
+
+
+def test_v_arrays_are_allowed_with_their_own_width(tmp_path) -> None:
+    arrays = {**_qk((2, 3, 4), layers=(0,)), "layer0.v": np.ones((2, 3, 7))}
+    assert load_tensors(write_tensors(tmp_path / "qkv.npz", arrays)).layers == (0,)
+    arrays["layer0.v"] = np.ones((2, 9, 7))
+    with pytest.raises(TensorFileError, match=r"'layer0\.v': n = 9"):
+        load_tensors(write_tensors(tmp_path / "bad.npz", arrays))
+
+
+def _bad(arrays: dict, key: str, value) -> dict:
+    out = dict(arrays)
+    if value is None:
+        del out[key]
+    else:
+        out[key] = value
+    return out
+
+
+BASE = _qk((2, 3, 4), layers=(0, 1))
+NAN = BASE["layer1.k"].copy()
+NAN[1, 0, :3] = np.nan
+NAN[0, 2, 0] = np.inf
+
+BAD_CASES = {
+    "ndim-2": (_bad(BASE, "layer0.q", np.ones((3, 4))), r"'layer0\.q'.*2 dimensions"),
+    "ndim-5": (_bad(BASE, "layer1.k", np.ones((1, 1, 2, 3, 4))), r"'layer1\.k'.*5 dimensions"),
+    "missing-k": (_bad(BASE, "layer1.k", None), r"'layer1\.k' is missing"),
+    "missing-q": (_bad(BASE, "layer0.q", None), r"'layer0\.q' is missing"),
+    "no-layers": ({"tokens": np.array(["a"])}, r"no layer arrays"),
+    "n-mismatch": (_bad(BASE, "layer0.k", np.ones((2, 5, 4))), r"'layer0\.k': n = 5.*n = 3"),
+    "dk-mismatch": (_bad(BASE, "layer0.k", np.ones((2, 3, 8))), r"'layer0\.k': d_k = 8"),
+    "heads-mismatch": (_bad(BASE, "layer1.q", np.ones((4, 3, 4))), r"'layer1\.q': heads = 4"),
+    "batch-mismatch": (_bad(BASE, "layer1.q", np.ones((3, 2, 3, 4))),
+                       r"'layer1\.q': batch = 3"),
+    "nan-inf": (_bad(BASE, "layer1.k", NAN), r"'layer1\.k': 4 NaN/inf values \(in heads 0, 1"),
+    "int32": (_bad(BASE, "layer0.q", np.ones((2, 3, 4), np.int32)),
+              r"'layer0\.q': unsupported dtype"),
+    "dtype-mix": (_bad(BASE, "layer1.q", BASE["layer1.q"].astype(np.float32)),
+                  r"'layer1\.q': dtype float32 differs"),
+    "unknown-name": (_bad(BASE, "layer0.Q", np.ones((2, 3, 4))), r"'layer0\.Q': unexpected"),
+    "token-count": (_bad(BASE, "tokens", np.array(["a", "b"])), r"'tokens': 2 tokens, but n = 3"),
+    "meta-list": (_bad(BASE, "meta", np.array("[1, 2]")), r"'meta': expected a JSON object"),
+    "meta-bad-json": (_bad(BASE, "meta", np.array("{oops")), r"'meta': not valid JSON"),
+    "meta-scale": (_bad(BASE, "meta", np.array('{"scale": "big"}')), r"'meta': 'scale'"),
+}
+
+
+@pytest.mark.parametrize("fmt", ["npz", "npy", "safetensors"])
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_each_bad_input_gives_one_clear_error(tmp_path, fmt, case) -> None:
+    arrays, message = BAD_CASES[case]
+    if fmt == "safetensors":
+        # strings are not tensors in safetensors: store them as UTF-8 bytes
+        arrays = {k: (np.frombuffer(json.dumps(v.tolist()).encode() if v.ndim else
+                                    str(v).encode(), np.uint8)
+                      if v.dtype.kind in "US" else v) for k, v in arrays.items()}
+    path = _write(tmp_path, fmt, arrays)
+    with pytest.raises(TensorFileError, match=message):
+        load_tensors(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ({"tokens": '["a", "b"]'}, r"'tokens': 2 tokens, but n = 3"),
+        ({"tokens": '"abc"'}, r"'tokens': expected a list of strings"),
+        ({"meta": "[1]"}, r"'meta': expected a JSON object, got list"),
+        ({"meta": "{nope"}, r"'meta': not valid JSON"),
+    ],
+)
+def test_safetensors_metadata_errors_name_the_field(tmp_path, text, message) -> None:
+    path = tmp_path / "qk.safetensors"
+    safetensors.numpy.save_file(BASE, str(path), metadata=text)
+    with pytest.raises(TensorFileError, match=message):
+        load_tensors(path)
+
+
+def test_complex_dtype_is_refused_by_name(tmp_path) -> None:
+    arrays = _bad(BASE, "layer0.k", np.ones((2, 3, 4), np.complex128))
+    with pytest.raises(TensorFileError, match=r"'layer0\.k': unsupported dtype complex128"):
+        load_tensors(write_tensors(tmp_path / "c.npz", arrays))
+
+
+def test_nan_found_lazily_when_the_scan_is_skipped(tmp_path) -> None:
+    path = write_tensors(tmp_path / "nan.npz", _bad(BASE, "layer1.k", NAN))
+    tf = load_tensors(path, check_finite=False)
+    tf.qk(0, 1)  # a clean head reads
+    with pytest.raises(TensorFileError, match=r"'layer1\.k': head 0 holds 1 NaN/inf"):
+        tf.qk(1, 0)
+    with pytest.raises(TensorFileError, match=r"'layer1\.k': head 1 holds 3 NaN/inf"):
+        tf.qk(1, 1)
+    with pytest.raises(TensorFileError, match=r"layer 5 is not in the file"):
+        tf.qk(5, 0)
+    with pytest.raises(TensorFileError, match=r"head 2 is out of range"):
+        tf.qk(0, 2)
+
+
+@pytest.mark.parametrize("fmt", ["npz", "safetensors", "npy"])
+def test_truncated_files_are_refused(tmp_path, fmt) -> None:
+    path = _write(tmp_path, fmt, _qk((4, 32, 8)))
+    target = path / "layer1.k.npy" if fmt == "npy" else path
+    data = target.read_bytes()
+    target.write_bytes(data[: len(data) - 200])
+    with pytest.raises(TensorFileError, match=r"truncated|cannot read|not a readable|damaged"):
+        load_tensors(path)
+
+
+def test_other_files_and_missing_paths(tmp_path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("hello, these are not tensors\n")
+    with pytest.raises(TensorFileError, match=r"notes\.txt: not a tensor file"):
+        load_tensors(text)
+    with pytest.raises(TensorFileError, match=r"no such file"):
+        load_tensors(tmp_path / "gone.npz")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TensorFileError, match=r"no \.npy files"):
+        load_tensors(tmp_path / "empty")
+    np.save(tmp_path / "one.npy", np.ones((1, 2, 2)))
+    with pytest.raises(TensorFileError, match=r"single \.npy file"):
+        load_tensors(tmp_path / "one.npy")
+    with pytest.raises(TensorFileError, match=r"'layer0\.q'.*(pickled|cannot read)"):
+        load_tensors(write_tensors(tmp_path / "obj.npz",
+                                   _bad(BASE, "layer0.q", np.array([{}], dtype=object))))
+    assert issubclass(TensorFileError, ValueError)
+
+
+def test_memory_guard_refuses_a_head_too_large(tmp_path) -> None:
+    path = write_tensors(tmp_path / "big.npz", _qk((1, 64, 4)))
+    old = get_memory_budget()
+    try:
+        set_memory_budget(64 * 64 * 8 - 1)  # the pair fits, the 64×64 logits do not
+        with pytest.raises(TensorFileError, match=r"logits \(1×64×64\).*memory budget"):
+            load_tensors(path)
+        set_memory_budget(64 * 64 * 8)
+        tf = load_tensors(path)
+        set_memory_budget(2 * 64 * 4 * 8 - 1)  # now the q, k pair itself is too large
+        with pytest.raises(TensorFileError, match=r"q and k \(1×64×4\)"):
+            tf.qk(0, 0)
+    finally:
+        set_memory_budget(old)
+
+
+def test_writer_refuses_other_suffixes(tmp_path) -> None:
+    with pytest.raises(ValueError, match=r"\.npz or \.safetensors"):
+        write_tensors(tmp_path / "x.pt", BASE)
+
+
+def test_engine_io_imports_without_qt() -> None:
+    assert not any(m.startswith(("PySide6", "pyqtgraph")) for m in sys.modules
+                   if m.startswith("engine.io")) and "safetensors" in sys.modules
+    assert safetensors.numpy.save_file is not None
+
+
+def _readme_blocks() -> dict[str, str]:
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Your own q and k: the tensor file format (version 1)")
+    section = text[start : text.index("\n## ", start + 1)]
+    blocks = re.findall(r"^```(\w+)\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
+    # The writer is ```python (tests/test_readme.py runs it); the torch recipe is ```py, since
+    # torch is not installed here and that test runs every ```python block.
+    assert [lang for lang, _ in blocks] == ["python", "py"]
+    return dict(blocks)
+
+
+def test_readme_recipe_compiles_and_its_writer_makes_loadable_files(tmp_path) -> None:
+    blocks = _readme_blocks()
+    assert "register_forward_hook" in blocks["py"] and "write_qk(captured" in blocks["py"]
+    compile(blocks["py"], "README.md", "exec")
+    namespace: dict = {}
+    exec(compile(blocks["python"], "README.md", "exec"), namespace)
+    # What the hooks capture, as numpy: 2 layers of (batch 1, 4 heads, 5 tokens, d_k 8).
+    captured = {k: v.astype(np.float32) for k, v in _qk((1, 4, 5, 8)).items()}
+    tokens = ["The", "Ġquick", "Ġbrown", "Ġfox", "Ġjumps"]
+    meta = {"model": "m", "where": "before RoPE", "scale": 8**-0.5, "causal": True}
+    for name in ("my_model_qk.safetensors", "my_model_qk.npz"):
+        namespace["write_qk"](captured, tokens, meta, str(tmp_path / name))
+        tf = load_tensors(tmp_path / name)
+        assert (tf.layers, tf.heads, tf.n, tf.d_k, tf.dtype) == ((0, 1), 4, 5, 8, "float16")
+        assert tf.tokens == tuple(tokens) and tf.causal and tf.scale == 8**-0.5
+        q, _ = tf.qk(1, 3)
+        np.testing.assert_allclose(q[0], captured["layer1.q"][0, 3], rtol=1e-3, atol=1e-3)
