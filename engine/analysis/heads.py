@@ -120,7 +120,12 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
 
 
 class _Moments:
-    """Count, mean and sum of squared deviations, merged block by block (Chan et al.)."""
+    """Count, mean and sum of squared deviations, merged block by block (Chan et al.).
+
+    Each block is centred on its first value before summing, so a constant input gives its
+    value back exactly (e.g. the entropy ln n of uniform rows), and the sum of squared
+    deviations suffers no sum-of-squares cancellation.
+    """
 
     def __init__(self) -> None:
         self.count = 0
@@ -129,9 +134,15 @@ class _Moments:
 
     def add(self, values: np.ndarray) -> None:
         n_b = values.size
-        mean_b = float(values.mean())
-        dev = values - mean_b
-        m2_b = float(dev @ dev)  # two-pass inside the block: no sum-of-squares cancellation
+        shift = float(values[0])
+        dev = values - shift
+        mean_dev = float(dev.mean())
+        mean_b = shift + mean_dev
+        dev -= mean_dev
+        m2_b = float(dev @ dev)
+        if self.count == 0:
+            self.count, self.mean, self.m2 = n_b, mean_b, m2_b
+            return
         total = self.count + n_b
         delta = mean_b - self.mean
         self.m2 += m2_b + delta * delta * self.count * n_b / total
@@ -225,8 +236,8 @@ def diagnose_head(
     logits = np.empty((n, n))
     expo = np.empty((n, n))
     moments = _Moments()
+    entropy, p_max_mean, sink = _Moments(), _Moments(), _Moments()
     max_abs = 0.0
-    entropy_sum = p_max_sum = sink_sum = 0.0
     saturated = 0
     for b in range(batch):
         block = RuleOperands(ops.qs[b], ops.ks[b], ops.cap)
@@ -249,15 +260,13 @@ def diagnose_head(
             np.copyto(logits, 0.0, where=plan.mask_off)  # weight 0 there: 0·(−∞) must not be NaN
         # H = −Σ p (z − ln S) = ln S − Σ e·z / S, with e = exp(z), S = Σ e.
         weighted = np.einsum("ij,ij->i", expo, logits)
-        entropy_sum += float(np.sum(np.log(rowsum) - weighted / rowsum))
+        entropy.add(np.log(rowsum) - weighted / rowsum)
         p_max = 1.0 / rowsum
-        p_max_sum += float(np.sum(p_max))
+        p_max_mean.add(p_max)
         saturated += int(np.count_nonzero(p_max > SATURATED_P_MAX))
-        sink_sum += float(np.sum(expo[:, 0] / rowsum))
-    rows = batch * n
-    entropy_mean = entropy_sum / rows
-    sink_mass = sink_sum / rows
-    saturated_share = saturated / rows
+        sink.add(expo[:, 0] / rowsum)
+    entropy_mean, sink_mass = entropy.mean, sink.mean
+    saturated_share = saturated / (batch * n)
     ln_n = math.log(n)
     flags = []
     if saturated_share > SATURATED_SHARE_FLAG:
@@ -270,6 +279,6 @@ def diagnose_head(
         n=n, d_k=d_k, batch=batch, rule=plan.rule.value if replay else None, scale=c,
         causal=bool(causal), logit_std=moments.std(), logit_std_theory=theory,
         max_abs_logit=max_abs, entropy_mean=entropy_mean, entropy_uniform=ln_n,
-        p_max_mean=p_max_sum / rows, saturated_share=saturated_share, sink_mass=sink_mass,
+        p_max_mean=p_max_mean.mean, saturated_share=saturated_share, sink_mass=sink_mass,
         rho=_pearson(q, k), flags=tuple(flags),
     )
