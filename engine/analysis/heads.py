@@ -248,7 +248,7 @@ def diagnose_head(
                 "logits are not finite (q·k overflowed float64); scale q and k down"
             )
         moments.add(values)
-        max_abs = max(max_abs, float(np.max(np.abs(values))))
+        max_abs = max(max_abs, float(np.max(values)), -float(np.min(values)))  # no |x| copy
         if plan.mask_off is not None:
             np.copyto(logits, -np.inf, where=plan.mask_off)
         # Shift by the row maximum: z <= 0 with max 0, so exp never overflows and the largest
