@@ -305,3 +305,12 @@ def test_inspect_is_listed_in_the_help() -> None:
     assert "inspect" in help_text
     with pytest.raises(SystemExit):
         build_parser().parse_args(["inspect", "f.npz", "--rule", "cubic", "--out", "-"])
+
+
+def test_main_dispatches_inspect(monkeypatch, capsys) -> None:
+    import main
+
+    monkeypatch.setattr(cli_inspect, "load_tensors", lambda path: _fake_file(heads=3))
+    assert main.main(["inspect", "model.npz", "--out", "-", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == ",".join(COLUMNS) and len(out.splitlines()) == 1 + 2 * 3
