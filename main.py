@@ -126,8 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="diagnose every head of a q/k tensor file to CSV (engine only, no Qt)",
         description="Read the q and k of every (layer, head) from FILE and write one CSV row "
         "per head: logit spread against the √d_k law, entropy, p_max, saturation, sink mass, "
-        "q-k correlation and flags. The logits use the file's own scale and causal mask "
-        "unless --rule replays a scaling rule.")
+        "q-k correlation and flags. The logits use the file's own scale (or the scaling rule "
+        "that --rule replays) and the file's causal mask.")
     inspect.add_argument("file", metavar="FILE", help="tensor file (.npz, .safetensors or a "
                          "folder of .npy files)")
     inspect.add_argument("--rule", choices=[rule.value for rule in ScalingRule], default=None,
