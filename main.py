@@ -1,7 +1,8 @@
 """Attention Scale Explorer: start the window, or run a headless command.
 
 ``python main.py`` opens the explorer window; ``python main.py --help`` lists the headless
-subcommands. Headless engine commands (``sweep``, ``train``, ``lr-sweep``) never import Qt.
+subcommands. Headless engine commands (``sweep``, ``train``, ``lr-sweep``, ``inspect``) never
+import Qt.
 """
 
 from __future__ import annotations
@@ -57,14 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     (``engine.config``); only the command-specific ones (output, progress) are listed here.
     """
     from engine.cli.options import add_field_options
-    from engine.config import SweepConfig, TrainConfig
+    from engine.config import ScalingRule, SweepConfig, TrainConfig
 
     parser = argparse.ArgumentParser(
         prog="attention-explorer",
         description="See and test why scaled dot-product attention divides logits by √d_k. "
         "Only the plain program (optionally with --session or --headless) opens the explorer "
-        "window; none of the COMMANDs opens a window: sweep, train and lr-sweep print or "
-        "write results, export renders offscreen to files.",
+        "window; none of the COMMANDs opens a window: sweep, train, lr-sweep and inspect print "
+        "or write results, export renders offscreen to files.",
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
@@ -120,6 +121,26 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write into a non-empty --out folder, replacing files of the same "
                         "name")
     export.add_argument("--session", metavar="FILE", help="session JSON to render")
+    inspect = sub.add_parser(
+        "inspect", allow_abbrev=False,
+        help="diagnose every head of a q/k tensor file to CSV (engine only, no Qt)",
+        description="Read the q and k of every (layer, head) from FILE and write one CSV row "
+        "per head: logit spread against the √d_k law, entropy, p_max, saturation, sink mass, "
+        "q-k correlation and flags. The logits use the file's own scale (or the scaling rule "
+        "that --rule replays) and the file's causal mask.")
+    inspect.add_argument("file", metavar="FILE", help="tensor file (.npz, .safetensors or a "
+                         "folder of .npy files)")
+    inspect.add_argument("--rule", choices=[rule.value for rule in ScalingRule], default=None,
+                         help="replay this scaling rule instead of the file's own scale")
+    inspect.add_argument("--temperature", type=float, default=None,
+                         help="T for --rule temperature")
+    inspect.add_argument("--gain", type=float, default=None,
+                         help="QK-norm gain for --rule qk_norm (default √d_k)")
+    inspect.add_argument("--cap", type=float, default=None,
+                         help="soft-cap value for --rule softcap (default 50)")
+    inspect.add_argument("--out", required=True, help="CSV file to write ('-' for stdout)")
+    inspect.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
     size_range = f"{EXPORT_MIN_SIZE}..{EXPORT_MAX_SIZE}"
     export.add_argument("--width", type=_size, default=1200,
                         help=f"image width in pixels ({size_range}, default 1200)")
@@ -179,6 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from engine.cli.train import lr_sweep_command
 
         return lr_sweep_command(args)
+    if args.command == "inspect":
+        from engine.cli.inspect import inspect_command
+
+        return inspect_command(args)
     if args.command == "export":
         from gui.headless.commands import export_command
 

@@ -27,7 +27,7 @@ def run_main(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str
 def test_help_lists_every_subcommand() -> None:
     result = run_main("--help")
     assert result.returncode == 0, result.stderr
-    for command in ("sweep", "train", "lr-sweep", "export", "--self-test", "--version"):
+    for command in ("sweep", "train", "lr-sweep", "export", "inspect", "--self-test", "--version"):
         assert command in result.stdout
     # Says which invocation opens a window (only the plain program).
     assert "none of the COMMANDs opens a window" in " ".join(result.stdout.split())
@@ -71,7 +71,7 @@ def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParse
 
 def test_no_parser_accepts_abbreviations() -> None:
     parsers = _all_parsers(build_parser())
-    assert len(parsers) == 5
+    assert len(parsers) == 6  # the program and sweep, train, lr-sweep, export, inspect
     assert all(not p.allow_abbrev for p in parsers)
     # With abbreviations, `lr-sweep --seed 0` silently became `--seeds 0`.
     result = run_main("lr-sweep", "--seed", "0", "--steps", "1")

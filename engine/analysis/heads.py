@@ -1,0 +1,284 @@
+"""Diagnostics of one real attention head from its q and k (no Qt).
+
+A head is given by queries ``q`` and keys ``k`` of shape (batch, n, d_k). Its logits are
+``c · q kᵀ`` with ``c`` the model's own scale (default 1/√d_k), or, when a scaling rule is
+replayed, exactly the logits that rule of :mod:`engine.core.scaling` produces from the same q
+and k (``none``, ``sqrt``, ``linear``, ``temperature``, ``qk_norm`` with its gain, ``softcap``
+with its cap). With ``causal=True`` query i sees keys 0..i only.
+
+Batch entries are processed one at a time, so only one (n, n) block of logits and one of
+exponentials live at once, whatever the batch size. Every statistic is computed in float64.
+
+Not reported: the "entropy collapse" lower bound of Zhai et al. (2023). It is stated in terms
+of the spectral norm of W_K^T W_Q and the input norms, which a file of q and k does not give,
+so no exact value of it can be computed here; only the uniform reference ln n is reported.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.config import ScalingRule
+from engine.core.plan import make_plan
+from engine.core.scaling import RuleOperands, rule_operands, write_logits
+from engine.core.softmax import exp_rows
+
+__all__ = [
+    "NEAR_UNIFORM_ENTROPY_FRACTION",
+    "SATURATED_P_MAX",
+    "SATURATED_SHARE_FLAG",
+    "SINK_MASS_FLAG",
+    "SINK_UNIFORM_FACTOR",
+    "HeadDiagnostics",
+    "diagnose_head",
+]
+
+#: A query row is saturated when its largest weight exceeds this (the softmax is nearly one-hot).
+SATURATED_P_MAX = 0.99
+#: Flag "saturated" when more than this share of the rows (over batch entries) is saturated.
+SATURATED_SHARE_FLAG = 0.5
+#: Flag "sink" when the mean weight on key 0 exceeds this ...
+SINK_MASS_FLAG = 0.5
+#: ... and also exceeds this many times the uniform weight 1/n.
+SINK_UNIFORM_FACTOR = 5.0
+#: Flag "near-uniform" when the mean row entropy exceeds this fraction of ln n.
+NEAR_UNIFORM_ENTROPY_FRACTION = 0.95
+
+
+@dataclass(frozen=True, slots=True)
+class HeadDiagnostics:
+    """The diagnostics of one head (see :func:`diagnose_head` for the definitions).
+
+    Attributes
+    ----------
+    n, d_k, batch
+        Sequence length, key dimension and number of batch entries.
+    rule
+        The replayed rule's name, or None when the given scale was used.
+    scale
+        The factor c multiplying q·k (the rule's c when a rule is replayed; 1 for ``qk_norm``).
+    causal
+        Whether the causal mask was applied.
+    logit_std, max_abs_logit
+        Population standard deviation and largest magnitude of the unmasked logits.
+    logit_std_theory
+        The √d_k law's prediction of ``logit_std`` from the spread of q and k.
+    entropy_mean
+        Mean row entropy of the softmax weights, in nats.
+    entropy_uniform
+        ln n, the entropy of uniform weights over n keys.
+    p_max_mean, saturated_share, sink_mass
+        Mean largest weight, share of rows with largest weight > ``SATURATED_P_MAX``, mean
+        weight on key 0.
+    rho
+        Pearson correlation of q and k flattened (NaN when either is constant).
+    flags
+        Subset of ("saturated", "sink", "near-uniform"), in that order.
+    """
+
+    n: int
+    d_k: int
+    batch: int
+    rule: str | None
+    scale: float
+    causal: bool
+    logit_std: float
+    logit_std_theory: float
+    max_abs_logit: float
+    entropy_mean: float
+    entropy_uniform: float
+    p_max_mean: float
+    saturated_share: float
+    sink_mass: float
+    rho: float
+    flags: tuple[str, ...]
+
+
+def _check_qk(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    q = np.asarray(q, dtype=np.float64)
+    k = np.asarray(k, dtype=np.float64)
+    if q.ndim != 3 or k.ndim != 3:
+        raise ValueError(
+            f"q and k must have shape (batch, n, d_k); got q{q.shape} and k{k.shape}"
+        )
+    if q.shape != k.shape:
+        raise ValueError(f"q and k must have the same shape; got q{q.shape} and k{k.shape}")
+    if min(q.shape) < 1:
+        raise ValueError(f"q and k must not be empty; got shape {q.shape}")
+    return q, k
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson correlation of two flattened arrays; NaN when either has zero variance."""
+    xc = x.ravel() - x.mean()
+    yc = y.ravel() - y.mean()
+    denom = math.sqrt(float(xc @ xc) * float(yc @ yc))
+    return float(xc @ yc) / denom if denom > 0 else math.nan
+
+
+class _Moments:
+    """Count, mean and sum of squared deviations, merged block by block (Chan et al.).
+
+    Each block is centred on its first value before summing, so a constant input gives its
+    value back exactly (e.g. the entropy ln n of uniform rows), and the sum of squared
+    deviations suffers no sum-of-squares cancellation.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.mean = 0.0
+        self.m2 = 0.0
+
+    def add(self, values: np.ndarray) -> None:
+        n_b = values.size
+        shift = float(values[0])
+        dev = values - shift
+        mean_dev = float(dev.mean())
+        mean_b = shift + mean_dev
+        dev -= mean_dev
+        m2_b = float(dev @ dev)
+        if self.count == 0:
+            self.count, self.mean, self.m2 = n_b, mean_b, m2_b
+            return
+        total = self.count + n_b
+        delta = mean_b - self.mean
+        self.m2 += m2_b + delta * delta * self.count * n_b / total
+        self.mean += delta * n_b / total
+        self.count = total
+
+    def std(self) -> float:
+        return math.sqrt(self.m2 / self.count)
+
+
+def diagnose_head(
+    q: np.ndarray,
+    k: np.ndarray,
+    *,
+    scale: float | None = None,
+    rule: ScalingRule | str | None = None,
+    temperature: float | None = None,
+    gain: float | None = None,
+    cap: float | None = None,
+    causal: bool = False,
+) -> HeadDiagnostics:
+    """Diagnose one attention head.
+
+    Parameters
+    ----------
+    q, k
+        Real arrays of shape (batch, n, d_k), finite; computed in float64.
+    scale
+        The model's own factor c (logits = c·q·kᵀ); None means 1/√d_k. Ignored when ``rule``
+        is given.
+    rule
+        A scaling rule to replay instead (``none``, ``sqrt``, ``linear``, ``temperature``,
+        ``qk_norm``, ``softcap``); its logits are those of
+        :func:`engine.core.attention.attention_logits` with the same parameters.
+    temperature, gain, cap
+        The rule's parameters (validated as the engine does; gain defaults to √d_k, cap to 50).
+    causal
+        Mask key j for query i when j > i.
+
+    Returns
+    -------
+    HeadDiagnostics
+        With these definitions (means are over query rows and batch entries, every row
+        counting once; under the causal mask row 0 sees key 0 only, so it has p_max = 1,
+        entropy 0 and weight 1 on key 0, and it is counted like every other row):
+
+        * ``logit_std``: population std (ddof 0) of all unmasked logits of all batch entries;
+          ``max_abs_logit`` their largest magnitude.
+        * ``logit_std_theory`` = √d_k · σ(q') · σ(k') · a, where q', k' are the operands the
+          rule multiplies (q' = c·q, k' = k for scalar rules, so this is c·√d_k·σ_q·σ_k;
+          q' = g·q/‖q‖, k' = k/‖k‖ for ``qk_norm``), σ is the population std of all their
+          entries, and a = 1 except for ``softcap``, where a = cap and the law predicts the
+          spread *before* the cap (the cap only shrinks it). It is the std of a sum of d_k
+          products of independent zero-mean components; it ignores the mean of q and k and
+          their correlation, which is why it is a reference, not an identity.
+        * ``entropy_mean``: mean of −Σ_j p_ij ln p_ij (nats); ``entropy_uniform`` = ln n.
+        * ``p_max_mean``: mean of max_j p_ij; ``saturated_share``: share of rows with
+          max_j p_ij > ``SATURATED_P_MAX``; ``sink_mass``: mean of p_i0.
+        * ``rho``: Pearson correlation between q and k flattened over batch, rows and
+          components (component m of query i paired with component m of key i), i.e. the
+          correlation of matching components. NaN if q or k is constant.
+        * ``flags``: "saturated" if saturated_share > ``SATURATED_SHARE_FLAG``; "sink" if
+          sink_mass > ``SINK_MASS_FLAG`` and > ``SINK_UNIFORM_FACTOR``/n; "near-uniform" if
+          entropy_mean > ``NEAR_UNIFORM_ENTROPY_FRACTION``·ln n. The references 1/n and ln n
+          are those of uniform weights over all n keys, also under the causal mask.
+
+    Raises
+    ------
+    ValueError
+        For bad shapes, non-finite data, an unknown rule or invalid parameters, or logits that
+        overflow.
+    """
+    q, k = _check_qk(q, k)
+    batch, n, d_k = q.shape
+    replay = rule is not None
+    plan = make_plan(
+        q, k, None, rule=rule if replay else ScalingRule.NONE,
+        mask="causal" if causal else None, temperature=temperature, gain=gain, cap=cap,
+    )
+    if replay:
+        c = plan.scale
+    else:
+        c = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
+        if not math.isfinite(c):
+            raise ValueError(f"scale must be a finite number, got {scale!r}")
+    ops = rule_operands(plan.rule, plan.q, plan.k, scale=c, gain=plan.gain, cap=plan.cap)
+    amplitude = plan.cap if ops.cap is not None else 1.0
+    theory = math.sqrt(d_k) * float(np.std(ops.qs)) * float(np.std(ops.ks)) * amplitude
+
+    keep = None if plan.mask_off is None else ~plan.mask_off
+    logits = np.empty((n, n))
+    expo = np.empty((n, n))
+    moments = _Moments()
+    entropy, p_max_mean, sink = _Moments(), _Moments(), _Moments()
+    max_abs = 0.0
+    saturated = 0
+    for b in range(batch):
+        block = RuleOperands(ops.qs[b], ops.ks[b], ops.cap)
+        write_logits(block, slice(None), logits)
+        values = logits.ravel() if keep is None else logits[keep]
+        if not np.isfinite(values).all():
+            raise ValueError(
+                "logits are not finite (q·k overflowed float64); scale q and k down"
+            )
+        moments.add(values)
+        max_abs = max(max_abs, float(np.max(values)), -float(np.min(values)))  # no |x| copy
+        if plan.mask_off is not None:
+            np.copyto(logits, -np.inf, where=plan.mask_off)
+        # Shift by the row maximum: z <= 0 with max 0, so exp never overflows and the largest
+        # weight of a row is exp(0)/rowsum = 1/rowsum exactly.
+        np.subtract(logits, np.max(logits, axis=1, keepdims=True), out=logits)
+        exp_rows(logits, expo)  # row max 0 lies in its no-shift window: plain exp(z)
+        rowsum = np.sum(expo, axis=1)
+        if plan.mask_off is not None:
+            np.copyto(logits, 0.0, where=plan.mask_off)  # weight 0 there: 0·(−∞) must not be NaN
+        # H = −Σ p (z − ln S) = ln S − Σ e·z / S, with e = exp(z), S = Σ e.
+        weighted = np.einsum("ij,ij->i", expo, logits)
+        entropy.add(np.log(rowsum) - weighted / rowsum)
+        p_max = 1.0 / rowsum
+        p_max_mean.add(p_max)
+        saturated += int(np.count_nonzero(p_max > SATURATED_P_MAX))
+        sink.add(expo[:, 0] / rowsum)
+    entropy_mean, sink_mass = entropy.mean, sink.mean
+    saturated_share = saturated / (batch * n)
+    ln_n = math.log(n)
+    flags = []
+    if saturated_share > SATURATED_SHARE_FLAG:
+        flags.append("saturated")
+    if sink_mass > SINK_MASS_FLAG and sink_mass > SINK_UNIFORM_FACTOR / n:
+        flags.append("sink")
+    if entropy_mean > NEAR_UNIFORM_ENTROPY_FRACTION * ln_n:
+        flags.append("near-uniform")
+    return HeadDiagnostics(
+        n=n, d_k=d_k, batch=batch, rule=plan.rule.value if replay else None, scale=c,
+        causal=bool(causal), logit_std=moments.std(), logit_std_theory=theory,
+        max_abs_logit=max_abs, entropy_mean=entropy_mean, entropy_uniform=ln_n,
+        p_max_mean=p_max_mean.mean, saturated_share=saturated_share, sink_mass=sink_mass,
+        rho=_pearson(q, k), flags=tuple(flags),
+    )
