@@ -9,8 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-import sys
-import types
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,27 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import engine.cli.inspect as cli_inspect
 from engine.analysis.heads import SATURATED_P_MAX, diagnose_head
+from engine.cli.inspect import COLUMNS, inspect_command
 from engine.core.attention import attention_logits
 from main import build_parser
-
-try:  # engine.io.tensors is written on a parallel branch; its API is fixed (see below)
-    import engine.io.tensors  # noqa: F401
-except ImportError:  # pragma: no cover - only before the two branches are merged
-    _stand_in = types.ModuleType("engine.io.tensors")
-
-    class TensorFileError(ValueError):
-        """Stand-in for the loader's error type until the loader's branch is merged."""
-
-    def _unmerged(path):  # every test monkeypatches load_tensors
-        raise TensorFileError(f"{path}: the tensor loader is not merged yet")
-
-    _stand_in.TensorFileError = TensorFileError
-    _stand_in.load_tensors = _unmerged
-    sys.modules["engine.io.tensors"] = _stand_in
-
-import engine.cli.inspect as cli_inspect  # after the loader is importable
-from engine.cli.inspect import COLUMNS, inspect_command
 
 RNG_SEED = 20231201
 
@@ -314,3 +296,30 @@ def test_main_dispatches_inspect(monkeypatch, capsys) -> None:
     assert main.main(["inspect", "model.npz", "--out", "-", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == ",".join(COLUMNS) and len(out.splitlines()) == 1 + 2 * 3
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+def test_inspect_reads_a_real_file_end_to_end(tmp_path, capsys, suffix) -> None:
+    """A file written by engine.io.tensors, read back by the real loader: every row equals
+    diagnose_head on that head's arrays, with the file's own scale and causal mask."""
+    from engine.io.tensors import load_tensors, write_tensors
+
+    rng = np.random.default_rng(RNG_SEED)
+    arrays = {f"layer{layer}.{part}": rng.standard_normal((2, 12, 8)).astype(np.float32)
+              for layer in (0, 3) for part in ("q", "k")}
+    path = tmp_path / f"heads{suffix}"
+    write_tensors(path, arrays, meta={"scale": 0.5, "causal": True})
+    out = tmp_path / "report.csv"
+    import main
+
+    assert main.main(["inspect", str(path), "--out", str(out), "--quiet"]) == 0
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert [(int(r["layer"]), int(r["head"])) for r in rows] == [(0, 0), (0, 1), (3, 0), (3, 1)]
+    tensors = load_tensors(path)
+    for row in rows:
+        q, k = tensors.qk(int(row["layer"]), int(row["head"]))
+        expected = diagnose_head(q, k, scale=0.5, causal=True)
+        assert float(row["scale"]) == 0.5 and row["causal"] == "1"
+        for column in ("logit_std", "max_abs_logit", "entropy_mean", "p_max_mean",
+                       "sink_mass", "rho"):
+            assert float(row[column]) == pytest.approx(getattr(expected, column), rel=1e-9)
