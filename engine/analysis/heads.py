@@ -25,10 +25,10 @@ from engine.config import ScalingRule
 from engine.core.plan import make_plan
 from engine.core.scaling import RuleOperands, rule_operands, write_logits
 from engine.core.softmax import exp_rows
+from engine.core.stats import SATURATION_THRESHOLD
 
 __all__ = [
     "NEAR_UNIFORM_ENTROPY_FRACTION",
-    "SATURATED_P_MAX",
     "SATURATED_SHARE_FLAG",
     "SINK_MASS_FLAG",
     "SINK_UNIFORM_FACTOR",
@@ -36,8 +36,6 @@ __all__ = [
     "diagnose_head",
 ]
 
-#: A query row is saturated when its largest weight exceeds this (the softmax is nearly one-hot).
-SATURATED_P_MAX = 0.99
 #: Flag "saturated" when more than this share of the rows (over batch entries) is saturated.
 SATURATED_SHARE_FLAG = 0.5
 #: Flag "sink" when the mean weight on key 0 exceeds this ...
@@ -71,7 +69,7 @@ class HeadDiagnostics:
     entropy_uniform
         ln n, the entropy of uniform weights over n keys.
     p_max_mean, saturated_share, sink_mass
-        Mean largest weight, share of rows with largest weight > ``SATURATED_P_MAX``, mean
+        Mean largest weight, share of rows with largest weight > ``SATURATION_THRESHOLD``, mean
         weight on key 0.
     rho
         Pearson correlation of q and k flattened (NaN when either is constant).
@@ -200,7 +198,7 @@ def diagnose_head(
           their correlation, which is why it is a reference, not an identity.
         * ``entropy_mean``: mean of −Σ_j p_ij ln p_ij (nats); ``entropy_uniform`` = ln n.
         * ``p_max_mean``: mean of max_j p_ij; ``saturated_share``: share of rows with
-          max_j p_ij > ``SATURATED_P_MAX``; ``sink_mass``: mean of p_i0.
+          max_j p_ij > ``SATURATION_THRESHOLD``; ``sink_mass``: mean of p_i0.
         * ``rho``: Pearson correlation between q and k flattened over batch, rows and
           components (component m of query i paired with component m of key i), i.e. the
           correlation of matching components. NaN if q or k is constant.
@@ -263,7 +261,7 @@ def diagnose_head(
         entropy.add(np.log(rowsum) - weighted / rowsum)
         p_max = 1.0 / rowsum
         p_max_mean.add(p_max)
-        saturated += int(np.count_nonzero(p_max > SATURATED_P_MAX))
+        saturated += int(np.count_nonzero(p_max > SATURATION_THRESHOLD))
         sink.add(expo[:, 0] / rowsum)
     entropy_mean, sink_mass = entropy.mean, sink.mean
     saturated_share = saturated / (batch * n)

@@ -33,10 +33,9 @@ from engine.core import theory
 from engine.core.memory import check_memory
 from engine.core.scaling import scale_factor
 from engine.core.softmax import softmax
-from engine.core.stats import jacobian_fro_norm, row_summary
+from engine.core.stats import SATURATION_THRESHOLD, jacobian_fro_norm, row_summary
 
 __all__ = [
-    "SATURATION_THRESHOLD",
     "SWEEP_CSV_COLUMNS",
     "SweepPoint",
     "iter_sweep",
@@ -44,9 +43,6 @@ __all__ = [
     "sweep_csv_row",
     "write_sweep_csv",
 ]
-
-#: A row counts as saturated when its largest weight exceeds this.
-SATURATION_THRESHOLD = 0.99
 
 #: Bytes kept per sample for the quantiles (two float64 norms).
 _BYTES_PER_SAMPLE = 16
@@ -73,7 +69,7 @@ class SweepPoint:
     jac_raw_median, jac_raw_q10, jac_raw_q90
         The same for ``‖∂p/∂S_raw‖_F`` (S_raw = q·k unscaled); NaN for QK-norm.
     saturated_share
-        Fraction of rows with ``p_max > 0.99``.
+        Fraction of rows with ``p_max > SATURATION_THRESHOLD`` (0.99).
     samples
         Number of rows.
     index, total

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
+    "SATURATION_THRESHOLD",
     "effective_support",
     "jacobian_fro_norm",
     "jacobian_spectral_norm",
@@ -120,6 +121,11 @@ def _fro(
     return np.where(a > 0, norm, 0.0)[..., 0]
 
 
+#: A softmax row counts as saturated when its largest weight exceeds this (sweeps, the
+#: explorer, head diagnostics).
+SATURATION_THRESHOLD = 0.99
+
+
 def row_entropy(p: ArrayLike) -> NDArray[np.float64]:
     """Shannon entropy ``H = −Σ p log p`` (nats) of every row, with ``0·log 0 = 0``.
 
@@ -160,7 +166,7 @@ def effective_support(p: ArrayLike) -> NDArray[np.float64]:
     return np.exp(row_entropy(p))
 
 
-def saturated_share(p: ArrayLike, threshold: float = 0.99) -> float:
+def saturated_share(p: ArrayLike, threshold: float = SATURATION_THRESHOLD) -> float:
     """Fraction of rows whose largest probability exceeds ``threshold``.
 
     Parameters
@@ -168,7 +174,7 @@ def saturated_share(p: ArrayLike, threshold: float = 0.99) -> float:
     p
         Probability rows, shape ``(..., n)``.
     threshold
-        Saturation level in ``(0, 1)``; default 0.99.
+        Saturation level in ``(0, 1)``; default :data:`SATURATION_THRESHOLD` (0.99).
     """
     if not 0.0 < threshold < 1.0:
         raise ValueError(f"threshold must be in (0, 1), got {threshold}")

@@ -17,9 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import engine.cli.inspect as cli_inspect
-from engine.analysis.heads import SATURATED_P_MAX, diagnose_head
+from engine.analysis.heads import diagnose_head
 from engine.cli.inspect import COLUMNS, inspect_command
 from engine.core.attention import attention_logits
+from engine.core.stats import SATURATION_THRESHOLD
 from main import build_parser
 
 RNG_SEED = 20231201
@@ -76,7 +77,7 @@ def test_saturated_head_is_flagged() -> None:
     k = q.copy()  # each query's own key dominates once the logits are large
     diag = diagnose_head(q, k, scale=50.0)
     p = _softmax_rows(50.0 * q[0] @ k[0].T)
-    assert diag.saturated_share == pytest.approx(np.mean(p.max(axis=1) > SATURATED_P_MAX))
+    assert diag.saturated_share == pytest.approx(np.mean(p.max(axis=1) > SATURATION_THRESHOLD))
     assert diag.saturated_share > 0.5 and "saturated" in diag.flags
     assert diag.rho == pytest.approx(1.0)
 
