@@ -14,6 +14,7 @@ import sys
 from typing import IO, Any
 
 from engine.analysis.heads import HeadDiagnostics, diagnose_head
+from engine.cli.output import open_output
 from engine.io.tensors import TensorFileError, load_tensors
 
 __all__ = ["COLUMNS", "inspect_command"]
@@ -75,14 +76,9 @@ def inspect_command(args: argparse.Namespace) -> int:
         return 2
     try:
         with contextlib.ExitStack() as stack:
-            if args.out == "-":
-                out = sys.stdout
-            else:
-                try:
-                    out = stack.enter_context(open(args.out, "w", newline="", encoding="utf-8"))
-                except OSError as exc:
-                    print(f"error: cannot write --out {args.out!r}: {exc}", file=sys.stderr)
-                    return 2
+            out = open_output(stack, args.out)
+            if out is None:
+                return 2
             _write_report(tf, args, out, progress)
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)

@@ -12,6 +12,7 @@ from typing import IO
 
 from engine.analysis.sweep import iter_sweep, write_sweep_csv
 from engine.cli.options import field_values
+from engine.cli.output import open_output
 from engine.config import SweepConfig
 
 __all__ = ["parse_values", "sweep_command"]
@@ -130,14 +131,9 @@ def sweep_command(args: argparse.Namespace) -> int:
 
     try:
         with contextlib.ExitStack() as stack:
-            if args.out == "-":
-                out = sys.stdout
-            else:
-                try:
-                    out = stack.enter_context(open(args.out, "w", newline="", encoding="utf-8"))
-                except OSError as exc:
-                    print(f"error: cannot write --out {args.out!r}: {exc}", file=sys.stderr)
-                    return 2
+            out = open_output(stack, args.out)
+            if out is None:
+                return 2
             write_sweep_csv(points(), out)
     except KeyboardInterrupt:
         if bar is not None:
