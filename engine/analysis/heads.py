@@ -177,6 +177,7 @@ def diagnose_head(
         :func:`engine.core.attention.attention_logits` with the same parameters.
     temperature, gain, cap
         The rule's parameters (validated as the engine does; gain defaults to √d_k, cap to 50).
+        Without ``rule``, a ``cap`` is the model's own soft-cap: logits cap·tanh(c·q·kᵀ/cap).
     causal
         Mask key j for query i when j > i.
 
@@ -226,7 +227,10 @@ def diagnose_head(
         c = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
         if not math.isfinite(c):
             raise ValueError(f"scale must be a finite number, got {scale!r}")
-    ops = rule_operands(plan.rule, plan.q, plan.k, scale=c, gain=plan.gain, cap=plan.cap)
+    op_rule = plan.rule
+    if not replay and cap is not None:
+        op_rule = ScalingRule.SOFTCAP  # the file's own cap (validated by make_plan above)
+    ops = rule_operands(op_rule, plan.q, plan.k, scale=c, gain=plan.gain, cap=plan.cap)
     amplitude = plan.cap if ops.cap is not None else 1.0
     theory = math.sqrt(d_k) * float(np.std(ops.qs)) * float(np.std(ops.ks)) * amplitude
 

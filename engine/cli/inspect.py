@@ -46,8 +46,10 @@ def _write_report(
         q, k = tf.qk(layer, head)
         try:
             diag = diagnose_head(
-                q, k, scale=tf.scale, rule=args.rule, temperature=args.temperature,
-                gain=args.gain, cap=args.cap, causal=bool(tf.causal),
+                q, k, scale=tf.layer_scale(layer), rule=args.rule,
+                temperature=args.temperature, gain=args.gain,
+                cap=args.cap if args.rule is not None else tf.layer_cap(layer),
+                causal=bool(tf.causal),
             )
         except ValueError as exc:
             raise ValueError(f"layer {layer} head {head}: {exc}") from None

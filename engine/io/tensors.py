@@ -83,6 +83,30 @@ class TensorFile:
         """Whether the logits are masked causally: ``bool(meta["causal"])``, default False."""
         return bool(self.meta.get("causal", False))
 
+    def _layer_meta(self, layer: int) -> Mapping[str, Any]:
+        layers = self.meta.get("layers")
+        if not isinstance(layers, Mapping):
+            return {}
+        entry = layers.get(str(layer))
+        return entry if isinstance(entry, Mapping) else {}
+
+    def layer_scale(self, layer: int) -> float:
+        """The logit scale c of ``layer``: ``meta["layers"][str(layer)]["scale"]``, else
+        :attr:`scale`."""
+        value = self._layer_meta(layer).get("scale")
+        return self.scale if value is None else float(value)
+
+    def layer_cap(self, layer: int) -> float | None:
+        """The soft-cap of ``layer`` (logits cap·tanh(c·q·k/cap)): ``meta["layers"][L]["cap"]``,
+        else ``meta["cap"]``, else None (no cap)."""
+        value = self._layer_meta(layer).get("cap", self.meta.get("cap"))
+        return None if value is None else float(value)
+
+    def layer_name(self, layer: int) -> str:
+        """A label for ``layer``: ``meta["layers"][str(layer)]["name"]``, else ``"layer L"``."""
+        name = self._layer_meta(layer).get("name")
+        return str(name) if name is not None else f"layer {layer}"
+
     def qk(self, layer: int, head: int) -> tuple[np.ndarray, np.ndarray]:
         """Read q and k of one head as float64 arrays of shape (batch, n, d_k).
 
@@ -240,12 +264,28 @@ def _parse_meta(source: Source) -> Mapping[str, Any]:
         return MappingProxyType({})
     if not isinstance(meta, dict):
         raise TensorFileError(f"array 'meta': expected a JSON object, got {type(meta).__name__}")
-    scale = meta.get("scale")
-    if scale is not None and (
-        isinstance(scale, bool) or not isinstance(scale, int | float) or not math.isfinite(scale)
-    ):
-        raise TensorFileError(f"array 'meta': 'scale' must be a finite number, got {scale!r}")
+    _check_number(meta, "scale", "'scale'", positive=False)
+    _check_number(meta, "cap", "'cap'", positive=True)
+    layers = meta.get("layers")
+    if layers is not None:
+        if not isinstance(layers, dict):
+            raise TensorFileError("array 'meta': 'layers' must be an object keyed by layer index")
+        for key, entry in layers.items():
+            if not isinstance(entry, dict):
+                raise TensorFileError(f"array 'meta': 'layers.{key}' must be an object")
+            _check_number(entry, "scale", f"'layers.{key}.scale'", positive=False)
+            _check_number(entry, "cap", f"'layers.{key}.cap'", positive=True)
     return MappingProxyType(meta)
+
+
+def _check_number(owner: Mapping[str, Any], key: str, label: str, *, positive: bool) -> None:
+    value = owner.get(key)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise TensorFileError(f"array 'meta': {label} must be a finite number, got {value!r}")
+    if positive and value <= 0:
+        raise TensorFileError(f"array 'meta': {label} must be > 0, got {value!r}")
 
 
 def load_tensors(path: str | Path, *, check_finite: bool = True) -> TensorFile:

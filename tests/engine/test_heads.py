@@ -200,6 +200,12 @@ class _FakeTensorFile:
     def heads(self) -> int:
         return self.q.shape[1]
 
+    def layer_scale(self, layer: int) -> float:
+        return self.scale
+
+    def layer_cap(self, layer: int) -> float | None:
+        return None
+
     @property
     def n(self) -> int:
         return self.q.shape[3]
@@ -324,3 +330,39 @@ def test_inspect_reads_a_real_file_end_to_end(tmp_path, capsys, suffix) -> None:
         for column in ("logit_std", "max_abs_logit", "entropy_mean", "p_max_mean",
                        "sink_mass", "rho"):
             assert float(row[column]) == pytest.approx(getattr(expected, column), rel=1e-9)
+
+
+def test_the_files_own_cap_equals_the_softcap_replay() -> None:
+    """Without a rule, ``cap`` is the model's own soft-cap on c·q·kᵀ: at c = 1/√d_k it is
+    exactly the soft-cap rule replayed with the same cap."""
+    rng = np.random.default_rng(RNG_SEED)
+    q, k = 3.0 * rng.standard_normal((2, 10, 16)), 3.0 * rng.standard_normal((2, 10, 16))
+    own = diagnose_head(q, k, scale=0.25, cap=2.0, causal=True)
+    replay = diagnose_head(q, k, rule="softcap", cap=2.0, causal=True)
+    assert own.max_abs_logit <= 2.0 and own.rule is None
+    for name in ("logit_std", "max_abs_logit", "entropy_mean", "p_max_mean", "sink_mass"):
+        assert getattr(own, name) == pytest.approx(getattr(replay, name), rel=1e-12)
+    uncapped = diagnose_head(q, k, scale=0.25, causal=True)
+    assert uncapped.max_abs_logit > 2.0
+
+
+def test_inspect_uses_each_layers_own_scale_and_cap(tmp_path) -> None:
+    """``meta.layers`` gives a layer its own scale (and cap); the others keep the file's."""
+    from engine.io.tensors import load_tensors, write_tensors
+
+    rng = np.random.default_rng(RNG_SEED)
+    arrays = {f"layer{layer}.{part}": rng.standard_normal((1, 6, 4))
+              for layer in (0, 1, 2) for part in ("q", "k")}
+    meta = {"scale": 0.5, "layers": {"1": {"name": "unscaled", "scale": 1.0},
+                                     "2": {"cap": 0.75}}}
+    path = write_tensors(tmp_path / "layers.npz", arrays, meta=meta)
+    out = tmp_path / "report.csv"
+    import main
+
+    assert main.main(["inspect", str(path), "--out", str(out), "--quiet"]) == 0
+    rows = {int(r["layer"]): r for r in csv.DictReader(out.open(encoding="utf-8"))}
+    tf = load_tensors(path)
+    assert [float(rows[layer]["scale"]) for layer in (0, 1, 2)] == [0.5, 1.0, 0.5]
+    assert float(rows[1]["logit_std"]) == diagnose_head(*tf.qk(1, 0), scale=1.0).logit_std
+    capped = diagnose_head(*tf.qk(2, 0), scale=0.5, cap=0.75)
+    assert float(rows[2]["max_abs_logit"]) == capped.max_abs_logit <= 0.75

@@ -210,6 +210,17 @@ def test_defaults_scale_is_inverse_sqrt_dk_and_not_causal(tmp_path) -> None:
     assert tf.causal is False and tf.tokens is None and dict(tf.meta) == {}
 
 
+def test_layers_meta_gives_a_layer_its_own_name_scale_and_cap(tmp_path) -> None:
+    meta = {"scale": 0.5, "cap": 30, "layers": {"1": {"name": "1/√d_k run", "scale": 0.25,
+                                                       "cap": 5}}}
+    tf = load_tensors(write_tensors(tmp_path / "qk.npz", _qk((1, 2, 4), layers=(0, 1)),
+                                    meta=meta))
+    assert (tf.layer_scale(0), tf.layer_cap(0), tf.layer_name(0)) == (0.5, 30.0, "layer 0")
+    assert (tf.layer_scale(1), tf.layer_cap(1), tf.layer_name(1)) == (0.25, 5.0, "1/√d_k run")
+    plain = load_tensors(write_tensors(tmp_path / "plain.npz", _qk((1, 2, 4))))
+    assert plain.layer_scale(0) == 0.5 and plain.layer_cap(0) is None
+
+
 def test_v_arrays_are_allowed_with_their_own_width(tmp_path) -> None:
     arrays = {**_qk((2, 3, 4), layers=(0,)), "layer0.v": np.ones((2, 3, 7))}
     assert load_tensors(write_tensors(tmp_path / "qkv.npz", arrays)).layers == (0,)
@@ -253,6 +264,10 @@ BAD_CASES = {
     "meta-list": (_bad(BASE, "meta", np.array("[1, 2]")), r"'meta': expected a JSON object"),
     "meta-bad-json": (_bad(BASE, "meta", np.array("{oops")), r"'meta': not valid JSON"),
     "meta-scale": (_bad(BASE, "meta", np.array('{"scale": "big"}')), r"'meta': 'scale'"),
+    "meta-cap": (_bad(BASE, "meta", np.array('{"cap": -1}')), r"'meta': 'cap' must be > 0"),
+    "meta-layers": (_bad(BASE, "meta", np.array('{"layers": [1]}')), r"'meta': 'layers'"),
+    "meta-layer-scale": (_bad(BASE, "meta", np.array('{"layers": {"0": {"scale": "x"}}}')),
+                         r"'meta': 'layers.0.scale' must be a finite number"),
 }
 
 
