@@ -1,8 +1,8 @@
 """``python main.py inspect``: diagnose every head of a tensor file and write one CSV row each.
 
 No Qt. The file is read with :func:`engine.io.tensors.load_tensors`; each (layer, head) is
-diagnosed by :func:`engine.analysis.heads.diagnose_head` with the file's own scale and causal
-flag, or with the scaling rule given by ``--rule``.
+diagnosed by :func:`engine.analysis.head_scan.iter_file_diagnostics` with each layer's own scale
+(and cap) and the file's causal flag, or with the scaling rule given by ``--rule``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import csv
 import sys
 from typing import IO, Any
 
-from engine.analysis.heads import HeadDiagnostics, diagnose_head
+from engine.analysis.head_scan import iter_file_diagnostics
+from engine.analysis.heads import HeadDiagnostics
 from engine.cli.output import open_output
 from engine.io.tensors import TensorFileError, load_tensors
 
@@ -41,21 +42,14 @@ def _write_report(
 ) -> None:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
-    pairs = [(layer, head) for layer in tf.layers for head in range(tf.heads)]
-    for i, (layer, head) in enumerate(pairs, 1):
-        q, k = tf.qk(layer, head)
-        try:
-            diag = diagnose_head(
-                q, k, scale=tf.layer_scale(layer), rule=args.rule,
-                temperature=args.temperature, gain=args.gain,
-                cap=args.cap if args.rule is not None else tf.layer_cap(layer),
-                causal=bool(tf.causal),
-            )
-        except ValueError as exc:
-            raise ValueError(f"layer {layer} head {head}: {exc}") from None
-        writer.writerow(_row(layer, head, diag))
+    total = len(tf.layers) * tf.heads
+    records = iter_file_diagnostics(tf, rule=args.rule, temperature=args.temperature,
+                                    gain=args.gain, cap=args.cap)
+    for i, record in enumerate(records, 1):
+        writer.writerow(_row(record.layer, record.head, record.diagnostics))
         if progress is not None:
-            progress.write(f"\rinspect: {i}/{len(pairs)} heads (layer {layer}, head {head})")
+            progress.write(f"\rinspect: {i}/{total} heads "
+                           f"(layer {record.layer}, head {record.head})")
             progress.flush()
     if progress is not None:
         progress.write("\n")

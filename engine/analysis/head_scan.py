@@ -1,0 +1,131 @@
+"""Every head of a tensor file, diagnosed in turn, and one head replayed under every rule.
+
+:func:`iter_file_diagnostics` is what ``main.py inspect`` writes and what the GUI's Heads view
+streams (one head at a time, so memory stays at one head and a cancel takes effect between
+heads). :func:`replay_head` evaluates one head under each scaling rule, for the side-by-side
+replay.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.analysis.heads import HeadDiagnostics, diagnose_head
+from engine.config import ScalingRule
+from engine.core.attention import attention_logits
+from engine.core.softmax import softmax
+from engine.io.tensors import TensorFile
+
+__all__ = ["HeadRecord", "RuleReplay", "iter_file_diagnostics", "replay_head"]
+
+
+@dataclass(frozen=True, slots=True)
+class HeadRecord:
+    """The diagnostics of one (layer, head) of a file."""
+
+    layer: int
+    head: int
+    diagnostics: HeadDiagnostics
+
+
+def iter_file_diagnostics(
+    tf: TensorFile,
+    *,
+    rule: ScalingRule | str | None = None,
+    temperature: float | None = None,
+    gain: float | None = None,
+    cap: float | None = None,
+    cancel: threading.Event | None = None,
+) -> Iterator[HeadRecord]:
+    """Diagnose every head of ``tf``, layer by layer, one head read at a time.
+
+    Parameters
+    ----------
+    tf
+        An opened tensor file.
+    rule, temperature, gain, cap
+        A rule to replay on every head (see :func:`engine.analysis.heads.diagnose_head`);
+        with ``rule`` None each layer's own scale and cap (``tf.layer_scale``,
+        ``tf.layer_cap``) are used.
+    cancel
+        Checked before each head; once set, the iteration ends.
+
+    Raises
+    ------
+    ValueError
+        Prefixed with ``layer L head H:`` when a head cannot be diagnosed (a
+        :class:`~engine.io.tensors.TensorFileError` when it cannot be read).
+    """
+    for layer in tf.layers:
+        for head in range(tf.heads):
+            if cancel is not None and cancel.is_set():
+                return
+            q, k = tf.qk(layer, head)
+            try:
+                diagnostics = diagnose_head(
+                    q, k, scale=tf.layer_scale(layer), rule=rule, temperature=temperature,
+                    gain=gain, cap=cap if rule is not None else tf.layer_cap(layer),
+                    causal=tf.causal,
+                )
+            except ValueError as exc:
+                raise ValueError(f"layer {layer} head {head}: {exc}") from None
+            yield HeadRecord(layer, head, diagnostics)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleReplay:
+    """One rule re-applied to a head: its diagnostics (all batch entries) and the (n, n)
+    attention weights of the shown batch entry (read-only; masked entries 0)."""
+
+    rule: ScalingRule
+    diagnostics: HeadDiagnostics
+    weights: np.ndarray
+
+
+def replay_head(
+    q: np.ndarray,
+    k: np.ndarray,
+    *,
+    causal: bool,
+    batch_entry: int = 0,
+    temperature: float,
+    gain: float | None = None,
+    cap: float | None = None,
+    rules: tuple[ScalingRule, ...] = tuple(ScalingRule),
+    cancel: threading.Event | None = None,
+) -> tuple[RuleReplay, ...]:
+    """Re-apply each of ``rules`` to the same real q and k.
+
+    Parameters
+    ----------
+    q, k
+        (batch, n, d_k) float arrays of one head.
+    causal
+        Mask key j for query i when j > i.
+    batch_entry
+        The entry whose weights are returned (the diagnostics use every entry).
+    temperature, gain, cap
+        Parameters of the temperature, QK-norm and soft-cap rules (gain None = √d_k).
+    rules
+        The rules, in the order returned.
+    cancel
+        Checked before each rule; once set, the rules done so far are returned.
+    """
+    if not 0 <= batch_entry < q.shape[0]:
+        raise ValueError(f"batch entry {batch_entry} is out of range (batch {q.shape[0]})")
+    out = []
+    for rule in rules:
+        if cancel is not None and cancel.is_set():
+            break
+        params = {"temperature": temperature, "gain": gain, "cap": cap}
+        diagnostics = diagnose_head(q, k, rule=rule, causal=causal, **params)
+        logits = attention_logits(q[batch_entry], k[batch_entry], rule=rule,
+                                  mask="causal" if causal else None, **params)
+        weights = softmax(logits)
+        weights.flags.writeable = False
+        out.append(RuleReplay(ScalingRule(rule), diagnostics, weights))
+    return tuple(out)

@@ -1,0 +1,82 @@
+"""Every head of a file in turn, and one head replayed under every rule."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from engine.analysis.head_scan import iter_file_diagnostics, replay_head
+from engine.analysis.heads import diagnose_head
+from engine.config import ScalingRule
+from engine.core.attention import scaled_dot_product_attention
+from engine.io.tensors import load_tensors, write_tensors
+
+RNG_SEED = 20261201
+
+
+def _file(tmp_path, layers=(0, 2), heads=3, meta=None):
+    rng = np.random.default_rng(RNG_SEED)
+    arrays = {f"layer{layer}.{part}": rng.standard_normal((2, heads, 7, 4)).astype(np.float32)
+              for layer in layers for part in ("q", "k")}
+    return load_tensors(write_tensors(tmp_path / "qk.npz", arrays, meta=meta))
+
+
+def test_every_head_in_layer_order_with_the_layers_own_scale(tmp_path) -> None:
+    tf = _file(tmp_path, meta={"causal": True, "layers": {"2": {"scale": 1.0, "cap": 3.0}}})
+    records = list(iter_file_diagnostics(tf))
+    assert [(r.layer, r.head) for r in records] == [(0, 0), (0, 1), (0, 2), (2, 0), (2, 1),
+                                                    (2, 2)]
+    own = diagnose_head(*tf.qk(2, 1), scale=1.0, cap=3.0, causal=True)
+    assert records[4].diagnostics == own
+    assert records[0].diagnostics == diagnose_head(*tf.qk(0, 0), scale=0.5, causal=True)
+
+
+def test_a_replayed_rule_replaces_every_layers_scale(tmp_path) -> None:
+    tf = _file(tmp_path, meta={"scale": 3.0})
+    record = next(iter_file_diagnostics(tf, rule="linear"))
+    assert record.diagnostics.scale == 0.25 and record.diagnostics.rule == "linear"
+
+
+def test_cancel_stops_between_heads(tmp_path) -> None:
+    tf = _file(tmp_path)
+    cancel = threading.Event()
+    seen = []
+    for record in iter_file_diagnostics(tf, cancel=cancel):
+        seen.append(record)
+        cancel.set()
+    assert len(seen) == 1
+
+
+def test_a_bad_head_is_named(tmp_path) -> None:
+    tf = _file(tmp_path)
+    with pytest.raises(ValueError, match=r"^layer 0 head 0: .*temperature"):
+        next(iter_file_diagnostics(tf, rule="temperature", temperature=-1.0))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_replay_weights_are_the_engines_attention_under_each_rule(causal) -> None:
+    rng = np.random.default_rng(RNG_SEED)
+    q, k = 4.0 * rng.standard_normal((3, 6, 8)), rng.standard_normal((3, 6, 8))
+    replays = replay_head(q, k, causal=causal, batch_entry=1, temperature=2.0, gain=5.0,
+                          cap=1.5)
+    assert [r.rule for r in replays] == list(ScalingRule)
+    for replay in replays:
+        params = {"temperature": 2.0, "gain": 5.0, "cap": 1.5}
+        expected = scaled_dot_product_attention(
+            q[1], k[1], np.eye(6, 8), rule=replay.rule, mask="causal" if causal else None,
+            **params).weights
+        np.testing.assert_allclose(replay.weights, expected, rtol=1e-12, atol=1e-15)
+        assert replay.diagnostics == diagnose_head(q, k, rule=replay.rule, causal=causal,
+                                                   **params)
+        assert not replay.weights.flags.writeable
+    # 4σ queries: unscaled rows are sharper than the 1/√d_k ones.
+    by_rule = {r.rule: r.diagnostics for r in replays}
+    assert by_rule[ScalingRule.NONE].p_max_mean > by_rule[ScalingRule.SQRT].p_max_mean
+
+
+def test_replay_refuses_a_batch_entry_out_of_range() -> None:
+    q = np.ones((2, 3, 4))
+    with pytest.raises(ValueError, match="batch entry 2"):
+        replay_head(q, q, causal=False, batch_entry=2, temperature=1.0)
