@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
         "export every view to DIR, check the images, and exit 0 or 1 with the reason",
     )
     parser.add_argument("--session", metavar="FILE", help="open this session JSON at start")
+    parser.add_argument("--tensors", metavar="FILE",
+                        help="open this tensor file (.npz, .safetensors or a folder of .npy) "
+                        "in the Heads tab at start")
     parser.add_argument(
         "--headless",
         action="store_true",
@@ -184,6 +187,18 @@ def _check_session(path: str) -> str:
     return ""
 
 
+def _check_tensors(path: str) -> str:
+    """Return "" if ``path`` opens as a tensor file (geometry only; the Heads tab checks the
+    values while it diagnoses them), else a one-line reason."""
+    from engine.io.tensors import TensorFileError, load_tensors
+
+    try:
+        load_tensors(path, check_finite=False)
+    except TensorFileError as exc:
+        return str(exc)
+    return ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the program; return the process exit code."""
     words = list(sys.argv[1:] if argv is None else argv)
@@ -217,6 +232,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         problem = _check_session(args.session)
         if problem:
             print(f"error: --session: {problem}", file=sys.stderr)
+            return 2
+    if getattr(args, "tensors", None):
+        problem = _check_tensors(args.tensors)
+        if problem:
+            print(f"error: --tensors: {problem}", file=sys.stderr)
             return 2
     from gui.app import run_app
 

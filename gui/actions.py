@@ -87,6 +87,12 @@ FILE_MENU: tuple[ActionSpec | None, ...] = (
     ActionSpec("save_as", QT_TRANSLATE_NOOP("MainWindow", "Save session &as…"),
                "files.ask_save_session_as", "Ctrl+Alt+S"),
     SEPARATOR,
+    ActionSpec("open_tensors", QT_TRANSLATE_NOOP("MainWindow", "Open &tensors…"),
+               "heads.ask_open_tensors", "Ctrl+T",
+               status_tip=QT_TRANSLATE_NOOP(
+                   "MainWindow", "Open a model's q and k (.npz, .safetensors) and diagnose "
+                   "every head")),
+    SEPARATOR,
     ActionSpec("export_png", QT_TRANSLATE_NOOP("MainWindow", "Export current view as &PNG…"),
                "files.ask_export_png", "Ctrl+E"),
     ActionSpec("export_svg", QT_TRANSLATE_NOOP("MainWindow", "Export current view as S&VG…"),
@@ -113,6 +119,10 @@ VIEW_MENU: tuple[ActionSpec | None, ...] = (
 
 # The Help menu after the guided tour's action (which the tour installs and translates).
 HELP_MENU: tuple[ActionSpec | None, ...] = (
+    ActionSpec("open_sample", QT_TRANSLATE_NOOP("MainWindow", "Open &sample tensors"),
+               "heads.open_sample",
+               status_tip=QT_TRANSLATE_NOOP(
+                   "MainWindow", "Heads of the mini-trainer's models, shipped with the program")),
     ActionSpec("about", QT_TRANSLATE_NOOP("MainWindow", "&About"), "show_about"),
 )
 

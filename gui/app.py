@@ -141,7 +141,7 @@ def run_app(args: Any) -> int:
     Parameters
     ----------
     args
-        Parsed command line (``headless`` and ``session`` are used).
+        Parsed command line (``headless``, ``session`` and ``tensors`` are used).
 
     Returns
     -------
@@ -168,6 +168,9 @@ def run_app(args: Any) -> int:
         session = getattr(args, "session", None)
         if session:
             window.files.open_session(session)
+        tensors = getattr(args, "tensors", None)
+        if tensors:
+            window.heads.open_tensors(tensors)
         window.show()
         if os.environ.get(EXIT_AFTER_SHOW_ENV, "") not in ("", "0"):
             _report_first_paint_and_close(window)

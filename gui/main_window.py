@@ -7,7 +7,7 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Slot
 from PySide6.QtGui import QAction, QCloseEvent
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QScrollArea, QTabWidget
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QScrollArea
 
 from engine.config import AttentionConfig
 from engine.config.train import TrainConfig
@@ -15,13 +15,14 @@ from gui import actions as menu_table
 from gui.explorer.controller import ExplorerController
 from gui.explorer.panel import ParameterPanel
 from gui.explorer.views.base import ExplorerView
-from gui.kit.i18n import translate
+from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
 from gui.kit.plot_view import PlotView
 from gui.kit.qt_lifetime import wait_until
 from gui.kit.settings import Settings, open_settings
 from gui.view_tabs import ViewTabs
 from gui.window_files import WindowFiles
 from gui.window_language import LanguageMenu
+from gui.window_modes import ModeTabs
 from gui.window_settings import (
     apply_default_geometry,
     restore_window,
@@ -84,7 +85,9 @@ class MainWindow(QMainWindow):
             # Worker threads start part-way through (controller, Train tab): a failure after
             # that (a damaged resource, any bug) must stop them, or Qt aborts the process
             # when a QThread is destroyed while running, instead of reporting the error.
-            for part in (self.__dict__.get("train_tab"), self.__dict__.get("controller")):
+            heads = self.__dict__.get("heads")
+            for part in (self.__dict__.get("train_tab"), self.__dict__.get("controller"),
+                         heads.view.controller if heads is not None else None):
                 if part is not None:
                     part.shutdown(1000)
             raise
@@ -146,12 +149,14 @@ class MainWindow(QMainWindow):
         from gui.train import TrainTab
 
         self.train_tab = TrainTab()
-        self.mode_tabs = QTabWidget()
-        self.mode_tabs.setObjectName("modeTabs")
-        self.mode_tabs.addTab(self.view_tabs.splitter, translate("MainWindow", "Explorer"))
-        self.mode_tabs.addTab(self.train_tab, translate("MainWindow", "Train"))
-        self._dock_was_visible = True
-        self.mode_tabs.currentChanged.connect(self._on_mode_changed)
+        from gui.window_heads import WindowHeads
+
+        self.mode_tabs = ModeTabs()
+        self.mode_tabs.add_page(self.view_tabs.splitter, QT_TRANSLATE_NOOP("MainWindow",
+                                                                           "Explorer"))
+        self.mode_tabs.add_page(self.train_tab, QT_TRANSLATE_NOOP("MainWindow", "Train"))
+        self.heads = WindowHeads(self)
+        self.mode_tabs.add_page(self.heads.view, QT_TRANSLATE_NOOP("MainWindow", "Heads"))
         self.setCentralWidget(self.mode_tabs)
 
     def _build_dock(self) -> None:
@@ -163,6 +168,7 @@ class MainWindow(QMainWindow):
         scroll.setMinimumWidth(320)
         self.parameter_dock.setWidget(scroll)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.parameter_dock)
+        self.mode_tabs.follow_dock(self.parameter_dock)
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -209,10 +215,7 @@ class MainWindow(QMainWindow):
         for action in self.view_actions:
             action.setText(self._view_by_key(str(action.data())).title())
         self.view_tabs.retranslate_ui()
-        self.mode_tabs.setTabText(self.mode_tabs.indexOf(self.view_tabs.splitter),
-                                  translate("MainWindow", "Explorer"))
-        self.mode_tabs.setTabText(self.mode_tabs.indexOf(self.train_tab),
-                                  translate("MainWindow", "Train"))
+        self.mode_tabs.retranslate_ui()
         self.files.update_title()
         self.status.retranslate_ui()
 
@@ -247,6 +250,8 @@ class MainWindow(QMainWindow):
         """Return the view in front of the main tab widget (or of the Train tab)."""
         if self.mode_tabs.currentWidget() is self.train_tab:
             return self.train_tab.current_view()
+        if self.mode_tabs.currentWidget() is self.heads.view:
+            return self.heads.view
         return self.view_tabs.current_view()
 
     def show_view(self, key: str) -> bool:
@@ -257,7 +262,16 @@ class MainWindow(QMainWindow):
         if self.train_tab.show_view(key):
             self.mode_tabs.setCurrentWidget(self.train_tab)
             return True
+        if key == self.heads.view.key:
+            self.mode_tabs.setCurrentWidget(self.heads.view)
+            return True
         return False
+
+    def show_real_head(self, tensor_file: Any, layer: int, head: int, batch_entry: int) -> None:
+        """Show (layer, head) of ``tensor_file`` in every explorer view instead of random q, k."""
+        from engine.analysis.real_head import HeadRef
+
+        self.controller.set_real_head(HeadRef(tensor_file, layer, head, batch_entry))
 
     # --- gui.tour.host.TourHost (with show_view and current_view): what the tour steers ---
     def apply_explorer_config(self, config: AttentionConfig,
@@ -288,18 +302,6 @@ class MainWindow(QMainWindow):
         action = self.sender()
         if isinstance(action, QAction):
             self.show_view(str(action.data()))
-
-    @Slot(int)
-    def _on_mode_changed(self, index: int) -> None:
-        # The explorer's parameter dock means nothing on the Train tab: hide it there and bring
-        # it back (if it was open) on returning to the explorer.
-        if getattr(self, "_closing", True) or not hasattr(self, "parameter_dock"):
-            return
-        if self.mode_tabs.widget(index) is self.train_tab:
-            self._dock_was_visible = self.parameter_dock.isVisible()
-            self.parameter_dock.hide()
-        elif self._dock_was_visible:
-            self.parameter_dock.show()
 
     @Slot()
     def show_about(self) -> None:
@@ -342,10 +344,9 @@ class MainWindow(QMainWindow):
             return
         self._closing = True
         self.view_tabs.stop()
-        self.train_tab.controller.begin_shutdown()
-        self.controller.begin_shutdown()
-        if self.mode_tabs.currentWidget() is self.train_tab and self._dock_was_visible:
-            self.parameter_dock.show()  # saved state: the dock was only hidden for the Train tab
+        for controller in self._controllers():
+            controller.begin_shutdown()
+        self.mode_tabs.restore_dock()  # saved state: the dock was only hidden for another tab
         if self._persist:
             save_window(self, self.settings)
 
@@ -353,11 +354,16 @@ class MainWindow(QMainWindow):
         """Stop both workers and wait for them (bounded, then without bound); idempotent."""
         self.begin_shutdown()
         self.train_tab.shutdown(1000)
-        self.controller.shutdown(1000)
+        for controller in self._controllers()[1:]:
+            controller.shutdown(1000)
+
+    def _controllers(self) -> tuple[Any, ...]:
+        """The owners of worker threads: training, explorer, heads (stopped in that order)."""
+        return (self.train_tab.controller, self.controller, self.heads.view.controller)
 
     def workers_running(self) -> bool:
-        """True while the explorer or the training thread is still alive."""
-        return self.controller.is_running() or self.train_tab.controller.is_running()
+        """True while a worker thread (explorer, training, heads) is still alive."""
+        return any(controller.is_running() for controller in self._controllers())
 
     def closeEvent(self, event: QCloseEvent) -> None:  # Qt override
         """Stop work first; close now if the workers end within ~0.1 s, else when they end.
@@ -368,12 +374,12 @@ class MainWindow(QMainWindow):
         workers report that they have stopped.
         """
         self.begin_shutdown()
-        deadline = CLOSE_WAIT_MS
-        for controller in (self.train_tab.controller, self.controller):
-            controller.wait_stopped(deadline)
+        for controller in self._controllers():
+            controller.wait_stopped(CLOSE_WAIT_MS)
         if not self.workers_running():
-            self.train_tab.shutdown(0)  # both threads have ended: this only tidies up
-            self.controller.shutdown(0)
+            self.train_tab.shutdown(0)  # every thread has ended: this only tidies up
+            for controller in self._controllers()[1:]:
+                controller.shutdown(0)
             super().closeEvent(event)
             return
         event.ignore()
@@ -382,7 +388,7 @@ class MainWindow(QMainWindow):
             self.setEnabled(False)
             self.status.show_message(translate(
                 "MainWindow", "Closing: waiting for the current computation step to end…"))
-            for controller in (self.train_tab.controller, self.controller):
+            for controller in self._controllers():
                 controller.workerStopped.connect(self._on_worker_stopped)
 
     @Slot()

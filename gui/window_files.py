@@ -96,7 +96,8 @@ class WindowFiles(QObject):
         """Return the session describing what the window shows now."""
         window = self._window
         return Session(config=window.panel.config(), current_view=window.current_view().key,
-                       temperature=window.controller.temperature())
+                       temperature=window.controller.temperature(),
+                       tensors=window.heads.choice())
 
     def apply_session(self, session: Session) -> None:
         """Show ``session``: its configuration, temperature and front view."""
@@ -105,6 +106,8 @@ class WindowFiles(QObject):
         window.controller.set_temperature(session.temperature)
         window.controller.set_config(session.config)
         window.show_view(session.current_view)
+        if session.tensors is not None:
+            window.heads.apply_choice(session.tensors)
 
     def open_session(self, path: str | os.PathLike[str]) -> bool:
         """Load the session file ``path``; on error show a message and change nothing."""
@@ -147,11 +150,14 @@ class WindowFiles(QObject):
 
     def export_everything(self, folder: str | os.PathLike[str], width: int = 1200,
                           height: int = 800) -> list[Path]:
-        """Export every view (PNG, SVG, CSV), the training views and the session JSON."""
+        """Export every view (PNG, SVG, CSV), the training views, the Heads tab (when a file is
+        open) and the session JSON."""
         window = self._window
         window.controller.refresh_views()
         window.train_tab.refresh_views()
         views = [*window.views, *window.train_tab.views]
+        if window.heads.view.controller.tensor_file() is not None:
+            views.append(window.heads.view)  # the Heads tab, once a file is open
         return export.export_all(views, folder, self.current_session(), width, height)
 
     # ----------------------------------------------------------------- menu slots (dialogs)

@@ -189,3 +189,12 @@ def test_export_refuses_a_bad_size_before_rendering(tmp_path: Path, size: list[s
     assert "QPainter" not in result.stderr
     assert "16..8192" in result.stderr or "not an integer" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_bad_tensors_file_is_a_one_line_error_before_any_window(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.npz"
+    result = run_main("--tensors", str(missing))
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --tensors:"), result.stderr
+    assert "nowhere.npz" in lines[0]

@@ -94,6 +94,18 @@ class HeadDiagnostics:
     rho: float
     flags: tuple[str, ...]
 
+    @property
+    def logit_std_ratio(self) -> float:
+        """``logit_std / logit_std_theory``: 1 when the head follows the √d_k law (NaN when
+        the law predicts 0)."""
+        theory = self.logit_std_theory
+        return self.logit_std / theory if theory > 0 else math.nan
+
+    @property
+    def entropy_fraction(self) -> float:
+        """``entropy_mean / ln n``: 0 for one-hot rows, 1 for uniform ones (NaN at n = 1)."""
+        return self.entropy_mean / self.entropy_uniform if self.entropy_uniform > 0 else math.nan
+
 
 def _check_qk(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     q = np.asarray(q, dtype=np.float64)

@@ -18,7 +18,7 @@ from engine.analysis.heads import HeadDiagnostics
 from engine.cli.output import open_output
 from engine.io.tensors import TensorFileError, load_tensors
 
-__all__ = ["COLUMNS", "inspect_command"]
+__all__ = ["COLUMNS", "inspect_command", "report_row"]
 
 #: The CSV columns, in order.
 COLUMNS = (
@@ -28,7 +28,8 @@ COLUMNS = (
 )
 
 
-def _row(layer: int, head: int, diag: HeadDiagnostics) -> list[Any]:
+def report_row(layer: int, head: int, diag: HeadDiagnostics) -> list[Any]:
+    """One CSV row of the report (values as in :data:`COLUMNS`; floats exactly, by repr)."""
     return [
         layer, head, diag.n, diag.d_k, diag.rule or "file", repr(diag.scale), int(diag.causal),
         repr(diag.logit_std), repr(diag.logit_std_theory), repr(diag.max_abs_logit),
@@ -46,7 +47,7 @@ def _write_report(
     records = iter_file_diagnostics(tf, rule=args.rule, temperature=args.temperature,
                                     gain=args.gain, cap=args.cap)
     for i, record in enumerate(records, 1):
-        writer.writerow(_row(record.layer, record.head, record.diagnostics))
+        writer.writerow(report_row(record.layer, record.head, record.diagnostics))
         if progress is not None:
             progress.write(f"\rinspect: {i}/{total} heads "
                            f"(layer {record.layer}, head {record.head})")

@@ -4,7 +4,11 @@ Format::
 
     {"app": "attention-scale-explorer", "version": 1,
      "attention": AttentionConfig.to_dict(),
-     "view": {"current_view": "heatmap", "temperature": 8.0}}
+     "view": {"current_view": "heatmap", "temperature": 8.0},
+     "tensors": {"path": "model.npz", "layer": 3, "head": 5, "batch_entry": 0}}
+
+``tensors`` (optional) is the tensor file open in the Heads tab and the head chosen there
+(``layer`` and ``head`` null when none was chosen).
 
 Loading validates everything before returning, so a corrupt or foreign file raises
 :class:`SessionError` and the caller changes nothing.
@@ -22,7 +26,7 @@ from typing import Any
 from engine.config import AttentionConfig
 
 __all__ = ["SESSION_APP", "SESSION_VERSION", "VIEW_KEYS", "Session", "SessionError",
-           "load_session", "save_session"]
+           "TensorsChoice", "load_session", "save_session"]
 
 SESSION_APP = "attention-scale-explorer"
 SESSION_VERSION = 1
@@ -30,7 +34,7 @@ SESSION_VERSION = 1
 #: Kept here so that reading a session needs no Qt; tests/gui/test_export_session.py checks that
 #: it equals the window's views.
 VIEW_KEYS = ("heatmap", "softmax", "histogram", "laws", "gradients", "temperature",
-             "correlation", "train_curves", "train_probe", "train_lr_sweep")
+             "correlation", "train_curves", "train_probe", "train_lr_sweep", "heads")
 #: No setting needs more digits; longer integers are refused before Python converts them
 #: (CPython refuses more than 4300 digits with a bare ValueError, and huge ints overflow float).
 _MAX_INT_DIGITS = 18
@@ -75,6 +79,42 @@ def _parse_int(text: str) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
+class TensorsChoice:
+    """The tensor file of the Heads tab and the (layer, head, batch entry) chosen in it."""
+
+    path: str
+    layer: int | None = None
+    head: int | None = None
+    batch_entry: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready form."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> TensorsChoice:
+        """Validate the session's ``tensors`` object."""
+        if not isinstance(data, dict):
+            raise SessionError("'tensors' must be an object")
+        path = data.get("path")
+        if not isinstance(path, str) or not path:
+            raise SessionError(f"tensors.path must be a non-empty string, got {_quote(path)}")
+        values: dict[str, int | None] = {}
+        for key in ("layer", "head", "batch_entry"):
+            value = data.get(key, 0 if key == "batch_entry" else None)
+            if value is None and key != "batch_entry":
+                values[key] = None
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise SessionError(f"tensors.{key} must be an integer ≥ 0, got {_quote(value)}")
+            values[key] = value
+        if (values["layer"] is None) != (values["head"] is None):
+            raise SessionError("tensors.layer and tensors.head must both be given or both null")
+        return cls(path=path, layer=values["layer"], head=values["head"],
+                   batch_entry=int(values["batch_entry"] or 0))
+
+
+@dataclasses.dataclass(frozen=True)
 class Session:
     """The contents of a session file.
 
@@ -86,20 +126,26 @@ class Session:
         Key of the view shown in front (e.g. ``"heatmap"``).
     temperature
         Temperature T of the temperature view.
+    tensors
+        The Heads tab's tensor file and chosen head, or None.
     """
 
     config: AttentionConfig
     current_view: str = "heatmap"
     temperature: float = 8.0
+    tensors: TensorsChoice | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready dictionary written to disk."""
-        return {
+        data = {
             "app": SESSION_APP,
             "version": SESSION_VERSION,
             "attention": self.config.to_dict(),
             "view": {"current_view": self.current_view, "temperature": self.temperature},
         }
+        if self.tensors is not None:
+            data["tensors"] = self.tensors.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> Session:
@@ -143,7 +189,9 @@ class Session:
         ):
             raise SessionError(
                 f"view.temperature must be a positive number, got {_quote(temperature)}")
-        return cls(config=config, current_view=current, temperature=float(temperature))
+        tensors = data.get("tensors")
+        return cls(config=config, current_view=current, temperature=float(temperature),
+                   tensors=None if tensors is None else TensorsChoice.from_dict(tensors))
 
 
 def save_session(path: str | os.PathLike[str], session: Session) -> None:

@@ -32,6 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "export/width": 1200,
     "export/height": 800,
     "export/last_dir": "",
+    "tensors/last_dir": "",
     # "" follows the system locale; otherwise a key of gui.kit.i18n.LANGUAGES ("en", "zh_CN").
     "ui/language": "",
 }

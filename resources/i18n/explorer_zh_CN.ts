@@ -75,6 +75,271 @@
     </message>
 </context>
 <context>
+    <name>HeadsView</name>
+    <message>
+        <location filename="../../gui/heads/grid.py" line="117"/>
+        <location filename="../../gui/heads/table.py" line="26"/>
+        <source>layer</source>
+        <extracomment>Flag -&gt; the letter marking it in a grid cell. Largest grid for which every cell gets its letters (beyond, only the table lists flags).
+----------
+Role holding the value a column sorts by (numbers as numbers, not as text).</extracomment>
+        <translation>层</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/grid.py" line="118"/>
+        <location filename="../../gui/heads/table.py" line="27"/>
+        <source>head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/grid.py" line="180"/>
+        <source>H {0} · p̄max {1}</source>
+        <translation>H {0} · p̄max {1}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="39"/>
+        <source>logit std ÷ √d_k law</source>
+        <translation>logit 标准差 ÷ √d_k 定律</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="40"/>
+        <source>std of c·q·k over the unmasked logits, divided by the law&apos;s √d_k·σ(c·q)·σ(k); 1 means the head follows the law</source>
+        <translation>未遮蔽 logit c·q·k 的标准差除以定律预测的 √d_k·σ(c·q)·σ(k)；等于 1 表示该头符合定律</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="43"/>
+        <source>max |logit|</source>
+        <translation>最大 |logit|</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="44"/>
+        <source>largest unmasked |c·q·k| over all rows and batch entries</source>
+        <translation>所有行与批次条目中未遮蔽 |c·q·k| 的最大值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="46"/>
+        <source>entropy ÷ ln n</source>
+        <translation>熵 ÷ ln n</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="47"/>
+        <source>mean row entropy divided by ln n: 0 one-hot, 1 uniform</source>
+        <translation>行平均熵除以 ln n：0 为独热，1 为均匀</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="49"/>
+        <source>mean p_max</source>
+        <translation>平均 p_max</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="50"/>
+        <source>mean over query rows of the largest weight</source>
+        <translation>各查询行最大权重的平均值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="52"/>
+        <source>saturated share</source>
+        <translation>饱和占比</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="53"/>
+        <source>share of query rows with p_max &gt; 0.99</source>
+        <translation>p_max &gt; 0.99 的查询行占比</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="55"/>
+        <source>sink mass</source>
+        <translation>汇聚质量</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="56"/>
+        <source>mean weight on token 0</source>
+        <translation>第 0 个词元上的平均权重</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="57"/>
+        <source>ρ(q, k)</source>
+        <translation>ρ(q, k)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="58"/>
+        <source>correlation of matching q and k components, estimated from the data</source>
+        <translation>由数据估计的 q 与 k 对应分量的相关系数</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="64"/>
+        <source>saturated</source>
+        <extracomment>Flag -&gt; its name in the table (marked for translation).</extracomment>
+        <translation>饱和</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="65"/>
+        <source>sink</source>
+        <translation>汇聚</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="66"/>
+        <source>near-uniform</source>
+        <translation>近均匀</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/table.py" line="92"/>
+        <source>flags</source>
+        <translation>标记</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="159"/>
+        <source>Heads</source>
+        <extracomment>Interval of the grid/table refresh while diagnostics stream in (the GUI stays responsive).</extracomment>
+        <translation>注意力头</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="163"/>
+        <source>Colour by</source>
+        <translation>着色依据</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="164"/>
+        <source>Logits</source>
+        <translation>Logit</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="165"/>
+        <source>gain</source>
+        <translation>增益</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="166"/>
+        <source>cap</source>
+        <translation>上限</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="169"/>
+        <source>batch entry</source>
+        <translation>批次条目</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="170"/>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="171"/>
+        <source>√d_k</source>
+        <translation>√d_k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="172"/>
+        <source>The diagnostic that colours the grid</source>
+        <translation>为网格着色的诊断量</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="173"/>
+        <source>The logits diagnosed: the file&apos;s own scale c (meta.scale, default 1/√d_k), or a scaling rule re-applied to the same q and k</source>
+        <translation>被诊断的 logit：文件自身的缩放 c（meta.scale，默认 1/√d_k），或在同一组 q、k 上重新应用的缩放规则</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="176"/>
+        <source>Temperature T of the rule 1/T</source>
+        <translation>规则 1/T 的温度 T</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="177"/>
+        <source>QK-norm gain g (√d_k: the default)</source>
+        <translation>QK-norm 增益 g（√d_k：默认值）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="178"/>
+        <source>Soft-cap value: cap·tanh(c·q·k/cap)</source>
+        <translation>软上限值：cap·tanh(c·q·k/cap)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="179"/>
+        <source>Batch entry whose attention weights the replay shows (the diagnostics average over all entries)</source>
+        <translation>重放显示其注意力权重的批次条目（诊断量对所有条目取平均）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="182"/>
+        <source>Click a head to replay it under every rule and show it in the explorer&apos;s views; click a header to sort</source>
+        <translation>点击一个头：在每种规则下重放它，并在探索器视图中显示；点击表头排序</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="186"/>
+        <source>file&apos;s own scale</source>
+        <translation>文件自身的缩放</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="289"/>
+        <source>The file has no layer {0} head {1} batch entry {2}.</source>
+        <translation>文件中没有第 {0} 层第 {1} 头批次条目 {2}。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="300"/>
+        <source>No tensor file open. File › Open tensors… (Ctrl+T), drop a .npz, .safetensors or .npy folder on the window, or Help › Open sample tensors.</source>
+        <translation>尚未打开张量文件。使用 文件 › 打开张量…（Ctrl+T），把 .npz、.safetensors 或 .npy 文件夹拖到窗口上，或使用 帮助 › 打开示例张量。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="319"/>
+        <source>Click a head to replay it under every scaling rule.</source>
+        <translation>点击一个头，在每种缩放规则下重放它。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="329"/>
+        <source>{0}/{1} heads</source>
+        <translation>{0}/{1} 个头</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="345"/>
+        <source>Error: {0}</source>
+        <translation>错误：{0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="388"/>
+        <source>{0} layers × {1} heads, n = {2}, d_k = {3}, batch {4}, {5}</source>
+        <translation>{0} 层 × {1} 头，n = {2}，d_k = {3}，批次 {4}，{5}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="391"/>
+        <source>causal</source>
+        <translation>因果</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="392"/>
+        <source>not causal</source>
+        <translation>非因果</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="401"/>
+        <source>Flagged heads: none.</source>
+        <translation>被标记的头：没有。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="402"/>
+        <source>Flagged heads: none so far.</source>
+        <translation>被标记的头：目前没有。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="406"/>
+        <source>Flagged heads ({0}): {1}</source>
+        <translation>被标记的头（{0}）：{1}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="408"/>
+        <source>and {0} more (sort the flags column).</source>
+        <translation>另有 {0} 个（按标记列排序查看）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="409"/>
+        <source>Grid letters: S saturated, K sink, U near-uniform.</source>
+        <translation>网格字母：S 饱和，K 汇聚，U 近均匀。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="413"/>
+        <source>Layer {0}, head {1}, batch entry {2}: every rule on the same real q and k</source>
+        <translation>第 {0} 层第 {1} 头，批次条目 {2}：同一组真实 q、k 上的每种规则</translation>
+    </message>
+</context>
+<context>
     <name>HeatmapView</name>
     <message>
         <location filename="../../gui/explorer/views/heatmap.py" line="86"/>
@@ -307,19 +572,22 @@
         <translation>高度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="150"/>
-        <location filename="../../gui/main_window.py" line="212"/>
+        <location filename="../../gui/main_window.py" line="155"/>
         <source>Explorer</source>
         <translation>探索</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="151"/>
-        <location filename="../../gui/main_window.py" line="214"/>
+        <location filename="../../gui/main_window.py" line="157"/>
         <source>Train</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="202"/>
+        <location filename="../../gui/main_window.py" line="159"/>
+        <source>Heads</source>
+        <translation>注意力头</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="209"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -360,46 +628,66 @@
     </message>
     <message>
         <location filename="../../gui/actions.py" line="90"/>
+        <source>Open &amp;tensors…</source>
+        <translation>打开张量(&amp;T)…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/actions.py" line="92"/>
+        <source>Open a model&apos;s q and k (.npz, .safetensors) and diagnose every head</source>
+        <translation>打开模型的 q 和 k（.npz、.safetensors）并诊断每个头</translation>
+    </message>
+    <message>
+        <location filename="../../gui/actions.py" line="96"/>
         <source>Export current view as &amp;PNG…</source>
         <translation>将当前视图导出为 &amp;PNG…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="92"/>
+        <location filename="../../gui/actions.py" line="98"/>
         <source>Export current view as S&amp;VG…</source>
         <translation>将当前视图导出为 S&amp;VG…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="94"/>
+        <location filename="../../gui/actions.py" line="100"/>
         <source>Export &amp;all…</source>
         <translation>全部导出(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="97"/>
+        <location filename="../../gui/actions.py" line="103"/>
         <source>&amp;Copy current plot</source>
         <translation>复制当前图表(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="100"/>
+        <location filename="../../gui/actions.py" line="106"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="106"/>
+        <location filename="../../gui/actions.py" line="112"/>
         <source>&amp;Reset view</source>
         <translation>重置视图(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="108"/>
+        <location filename="../../gui/actions.py" line="114"/>
         <source>Show current view &amp;side by side</source>
         <translation>并排显示当前视图(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="110"/>
+        <location filename="../../gui/actions.py" line="116"/>
         <source>&amp;Cancel computation</source>
         <translation>取消计算(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="116"/>
+        <location filename="../../gui/actions.py" line="122"/>
+        <source>Open &amp;sample tensors</source>
+        <translation>打开示例张量(&amp;S)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/actions.py" line="124"/>
+        <source>Heads of the mini-trainer&apos;s models, shipped with the program</source>
+        <translation>随程序附带的迷你训练器模型的注意力头</translation>
+    </message>
+    <message>
+        <location filename="../../gui/actions.py" line="126"/>
         <source>&amp;About</source>
         <translation>关于(&amp;A)</translation>
     </message>
@@ -414,7 +702,7 @@
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="207"/>
+        <location filename="../../gui/main_window.py" line="214"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -436,83 +724,84 @@
         <translation>就绪</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="114"/>
+        <location filename="../../gui/window_files.py" line="117"/>
         <source>Cannot open session</source>
         <translation>无法打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="119"/>
+        <location filename="../../gui/window_files.py" line="122"/>
+        <location filename="../../gui/window_heads.py" line="129"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="127"/>
+        <location filename="../../gui/window_files.py" line="130"/>
         <source>Cannot save session</source>
         <translation>无法保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="131"/>
+        <location filename="../../gui/window_files.py" line="134"/>
         <source>Saved {0}</source>
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="162"/>
+        <location filename="../../gui/window_files.py" line="168"/>
         <source>Open session</source>
         <translation>打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="164"/>
+        <location filename="../../gui/window_files.py" line="170"/>
         <source>Session files (*.json);;All files (*)</source>
         <translation>会话文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="180"/>
+        <location filename="../../gui/window_files.py" line="186"/>
         <source>Save session</source>
         <translation>保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="182"/>
+        <location filename="../../gui/window_files.py" line="188"/>
         <source>Session files (*.json)</source>
         <translation>会话文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="248"/>
+        <location filename="../../gui/window_files.py" line="254"/>
         <source>Export view</source>
         <translation>导出视图</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="211"/>
-        <location filename="../../gui/window_files.py" line="254"/>
+        <location filename="../../gui/window_files.py" line="217"/>
+        <location filename="../../gui/window_files.py" line="260"/>
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="258"/>
+        <location filename="../../gui/window_files.py" line="264"/>
         <source>Exported {0}</source>
         <translation>已导出 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="189"/>
+        <location filename="../../gui/window_files.py" line="195"/>
         <source>PNG images (*.png)</source>
         <translation>PNG 图像 (*.png)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="194"/>
+        <location filename="../../gui/window_files.py" line="200"/>
         <source>SVG images (*.svg)</source>
         <translation>SVG 图像 (*.svg)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="204"/>
+        <location filename="../../gui/window_files.py" line="210"/>
         <source>Export all views into folder</source>
         <translation>将所有视图导出到文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="215"/>
+        <location filename="../../gui/window_files.py" line="221"/>
         <source>Exported {0} files to {1}</source>
         <translation>已将 {0} 个文件导出到 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="227"/>
+        <location filename="../../gui/window_files.py" line="233"/>
         <source>Copied {0} to the clipboard</source>
         <translation>已将“{0}”复制到剪贴板</translation>
     </message>
@@ -522,12 +811,12 @@
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="288"/>
+        <location filename="../../gui/main_window.py" line="310"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="289"/>
+        <location filename="../../gui/main_window.py" line="311"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -551,9 +840,40 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="363"/>
+        <location filename="../../gui/main_window.py" line="389"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="60"/>
+        <source>Opening {0}…</source>
+        <extracomment>File suffixes the window accepts as tensor files (a folder of .npy files is accepted too).</extracomment>
+        <translation>正在打开 {0}…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="69"/>
+        <source>Open tensors</source>
+        <translation>打开张量</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="70"/>
+        <source>Tensor files (*.npz *.safetensors);;All files (*)</source>
+        <translation>张量文件 (*.npz *.safetensors);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="97"/>
+        <source>Tensor file not found</source>
+        <translation>找不到张量文件</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="98"/>
+        <source>The session&apos;s tensor file {0} was not found (moved or deleted?). The rest of the session is open; open the file again with File › Open tensors…</source>
+        <translation>未找到会话的张量文件 {0}（已移动或删除？）。会话的其余部分已打开；请用 文件 › 打开张量… 重新打开该文件。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="124"/>
+        <source>Tensor file problem</source>
+        <translation>张量文件问题</translation>
     </message>
 </context>
 <context>
@@ -880,12 +1200,12 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>Startup</name>
     <message>
-        <location filename="../../gui/app.py" line="207"/>
+        <location filename="../../gui/app.py" line="210"/>
         <source>Attention Scale Explorer cannot start</source>
         <translation>注意力缩放探索器无法启动</translation>
     </message>
     <message>
-        <location filename="../../gui/app.py" line="208"/>
+        <location filename="../../gui/app.py" line="211"/>
         <source>A file the program needs is missing or cannot be read. Reinstall the program.</source>
         <translation>程序所需的一个文件不存在或无法读取。请重新安装本程序。</translation>
     </message>
@@ -942,73 +1262,72 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TourPanel</name>
     <message>
-        <location filename="../../gui/tour/guide.py" line="392"/>
+        <location filename="../../gui/tour/panel.py" line="235"/>
         <source>◀ Back</source>
-        <extracomment>How long the frame around the step&apos;s view stays visible. Colour of that frame (the heatmap&apos;s row highlight: absent from every rule colour).</extracomment>
         <translation>◀ 上一步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="393"/>
+        <location filename="../../gui/tour/panel.py" line="236"/>
         <source>Next ▶</source>
         <translation>下一步 ▶</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="394"/>
+        <location filename="../../gui/tour/panel.py" line="237"/>
         <source>Previous step (Alt+Left)</source>
         <translation>上一步（Alt+←）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="395"/>
+        <location filename="../../gui/tour/panel.py" line="238"/>
         <source>Next step (Alt+Right)</source>
         <translation>下一步（Alt+→）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="485"/>
+        <location filename="../../gui/tour/panel.py" line="329"/>
         <source>Step {0} / {1}</source>
         <translation>第 {0} / {1} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="490"/>
+        <location filename="../../gui/tour/panel.py" line="334"/>
         <source>Look at:</source>
         <translation>请看：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="491"/>
+        <location filename="../../gui/tour/panel.py" line="335"/>
         <source>Try it yourself:</source>
         <translation>动手试试：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="506"/>
+        <location filename="../../gui/tour/panel.py" line="350"/>
         <source>Engine says:</source>
         <translation>引擎计算结果：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="509"/>
+        <location filename="../../gui/tour/panel.py" line="353"/>
         <source>could not compute: {0}</source>
         <translation>无法计算：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="513"/>
+        <location filename="../../gui/tour/panel.py" line="357"/>
         <source>computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="520"/>
+        <location filename="../../gui/tour/panel.py" line="364"/>
         <source>claim {0}</source>
         <translation>论断 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="561"/>
+        <location filename="../../gui/tour/guide.py" line="33"/>
         <source>Guided tour</source>
         <translation>导览</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="562"/>
+        <location filename="../../gui/tour/guide.py" line="34"/>
         <source>&amp;Guided tour</source>
         <translation>导览(&amp;G)</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="564"/>
+        <location filename="../../gui/tour/guide.py" line="36"/>
         <source>Step through the interview questions with live experiments</source>
         <translation>借助实时实验逐步讲解面试问题</translation>
     </message>
@@ -1470,13 +1789,13 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TrainTab</name>
     <message>
-        <location filename="../../gui/train/tab.py" line="199"/>
+        <location filename="../../gui/train/tab.py" line="200"/>
         <source>Training: step {0} of {1}, {2:.0f} steps/s</source>
         <extracomment>A small model for driving the buttons in the self-test (a step takes well under 1 ms).</extracomment>
         <translation>训练中：第 {0} / {1} 步，{2:.0f} 步/秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="205"/>
+        <location filename="../../gui/train/tab.py" line="206"/>
         <source>Sweep: {0} of {1} runs</source>
         <translation>扫描：{0} / {1} 次运行</translation>
     </message>

@@ -80,3 +80,14 @@ def test_replay_refuses_a_batch_entry_out_of_range() -> None:
     q = np.ones((2, 3, 4))
     with pytest.raises(ValueError, match="batch entry 2"):
         replay_head(q, q, causal=False, batch_entry=2, temperature=1.0)
+
+
+def test_ratios_against_the_law_and_ln_n() -> None:
+    rng = np.random.default_rng(RNG_SEED)
+    q, k = rng.standard_normal((4, 64, 32)), rng.standard_normal((4, 64, 32))
+    diag = diagnose_head(q, k)
+    assert diag.logit_std_ratio == diag.logit_std / diag.logit_std_theory
+    assert 0.9 < diag.logit_std_ratio < 1.1  # Gaussian q, k follow the √d_k law
+    assert diag.entropy_fraction == diag.entropy_mean / np.log(64)
+    flat = diagnose_head(np.zeros((1, 5, 3)), np.ones((1, 5, 3)))
+    assert np.isnan(flat.logit_std_ratio) and flat.entropy_fraction == pytest.approx(1.0)

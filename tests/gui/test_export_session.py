@@ -149,7 +149,7 @@ def test_unknown_view_message_names_the_views(tmp_path):
 
 
 def test_session_view_keys_are_the_windows_views(window):
-    keys = [v.key for v in [*window.views, *window.train_tab.views]]
+    keys = [v.key for v in [*window.views, *window.train_tab.views, window.heads.view]]
     assert sorted(keys) == sorted(VIEW_KEYS)
     for key in VIEW_KEYS:  # every accepted key can be brought to the front
         assert window.show_view(key)

@@ -59,6 +59,11 @@ INDIRECT_CALLS = {
     "translate(ACTION_CONTEXT, spec.text)",
     "translate(ACTION_CONTEXT, spec.status_tip)",
     "translate(menu_table.ACTION_CONTEXT, title)",
+    "translate('MainWindow', title)",  # gui.window_modes: the page titles, marked where added
+    "translate('HeadsView', self.label)",  # gui.heads.metrics: the METRICS table
+    "translate('HeadsView', self.tooltip)",
+    "translate('HeadsView', FLAG_TEXT.get(flag, flag))",
+    "translate('HeadsView', _FIXED[section])",  # gui.heads.table: the fixed column titles
 }
 
 

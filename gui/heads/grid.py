@@ -1,0 +1,206 @@
+"""The Heads view's plots: the layers × heads grid and the replayed head under every rule.
+
+One ``GraphicsLayoutWidget`` (what PNG/SVG export renders): row 0 the grid (one cell per head,
+coloured by the chosen diagnostic, flagged heads marked, the selected head outlined) with its
+colour bar; row 1 a title; row 2 the selected head's attention weights under each rule, side
+by side, each titled with its mean entropy and p_max.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Signal
+from PySide6.QtWidgets import QGraphicsRectItem
+
+from engine.analysis.head_scan import HeadRecord, RuleReplay
+from engine.config import ScalingRule
+from gui.heads.metrics import Metric
+from gui.kit import style
+from gui.kit.i18n import translate
+
+__all__ = ["HeadsGrid"]
+
+#: Flag -> the letter marking it in a grid cell.
+_FLAG_LETTER = {"saturated": "S", "sink": "K", "near-uniform": "U"}
+#: Largest grid for which every cell gets its letters (beyond, only the table lists flags).
+_MAX_MARKED_CELLS = 48 * 48
+
+
+class HeadsGrid(pg.GraphicsLayoutWidget):
+    """The grid and the replay row; emits :attr:`cellClicked` (layer index, head)."""
+
+    cellClicked = Signal(int, int)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setBackground(style.BACKGROUND)
+        self.grid_plot = self.addPlot(row=0, col=0)
+        style.style_plot(self.grid_plot, grid=False)
+        self.grid_plot.setMenuEnabled(False)
+        self.grid_plot.hideButtons()
+        self.grid_plot.invertY(True)  # layer 0 at the top, as in a model's code
+        self.grid_image = pg.ImageItem(axisOrder="row-major")
+        self.grid_plot.addItem(self.grid_image)
+        self._colormap = pg.colormap.get(style.HEATMAP_COLORMAP)
+        self.grid_image.setColorMap(self._colormap)
+        self.colorbar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=self._colormap,
+                                        interactive=False, width=18, colorMapMenu=False)
+        style.style_plot(self.colorbar, grid=False)
+        self.colorbar.setImageItem(self.grid_image)
+        self.addItem(self.colorbar, row=0, col=1)
+        self._selection = QGraphicsRectItem()
+        pen = pg.mkPen(style.HIGHLIGHT_COLOR, width=3)
+        pen.setCosmetic(True)
+        self._selection.setPen(pen)
+        self._selection.setZValue(10)
+        self._selection.setVisible(False)
+        self.grid_plot.addItem(self._selection)
+        self._markers: list[pg.TextItem] = []
+        self.replay_title = style.make_label()
+        self.addItem(self.replay_title, row=1, col=0, colspan=2)
+        self._replay_layout = self.addLayout(row=2, col=0, colspan=2)
+        self._replay_plots: list[pg.PlotItem] = []
+        self._replay_images: list[pg.ImageItem] = []
+        self._layers: tuple[int, ...] = ()
+        self._values = np.zeros((0, 0))
+        self.scene().sigMouseClicked.connect(self._on_clicked)
+
+    # ------------------------------------------------------------------------------- grid
+    def show_grid(self, layers: tuple[int, ...], heads: int, records: tuple[HeadRecord, ...],
+                  metric: Metric) -> None:
+        """Colour the (layers × heads) grid by ``metric``; heads not diagnosed yet are blank."""
+        self._layers = layers
+        values = np.full((len(layers), heads), np.nan)
+        row_of = {layer: row for row, layer in enumerate(layers)}
+        flagged: list[tuple[int, int, str]] = []
+        for record in records:
+            row = row_of[record.layer]
+            values[row, record.head] = metric.value(record.diagnostics)
+            letters = "".join(_FLAG_LETTER[f] for f in record.diagnostics.flags)
+            if letters:
+                flagged.append((row, record.head, letters))
+        self._values = values
+        finite = values[np.isfinite(values)]
+        levels = metric.levels
+        if levels is None:
+            low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+            levels = (low, high if high > low else low + 1.0)
+        self.grid_image.setImage(values, autoLevels=False, levels=levels)
+        self.colorbar.setLevels(levels)
+        self.colorbar.getAxis("left").setLabel(style.axis_label_html(metric.text()))
+        self._show_markers(flagged if values.size <= _MAX_MARKED_CELLS else [])
+        self.grid_plot.setRange(xRange=(0, max(heads, 1)), yRange=(0, max(len(layers), 1)),
+                                padding=0)
+        self._label_ticks(layers, heads)
+
+    def grid_values(self) -> np.ndarray:
+        """The grid's values (rows: layers in file order; NaN: not diagnosed yet)."""
+        return self._values.copy()
+
+    def marker_texts(self) -> list[tuple[float, float, str]]:
+        """The flag letters drawn in the grid: (x, y, text) per flagged cell."""
+        return [(m.pos().x(), m.pos().y(), m.toPlainText()) for m in self._markers]
+
+    def set_selection(self, row: int | None, head: int | None) -> None:
+        """Outline the cell (row, head), or nothing."""
+        if row is None or head is None:
+            self._selection.setVisible(False)
+            return
+        self._selection.setRect(QRectF(float(head), float(row), 1.0, 1.0))
+        self._selection.setVisible(True)
+
+    def label_axes(self) -> None:
+        """Set the grid's axis labels in the current language."""
+        style.label_plot(self.grid_plot, left=translate("HeadsView", "layer"),
+                         bottom=translate("HeadsView", "head"))
+
+    def _label_ticks(self, layers: tuple[int, ...], heads: int) -> None:
+        # Integer ticks at cell centres; every k-th label once there are many.
+        step_y = max(1, math.ceil(len(layers) / 24))
+        step_x = max(1, math.ceil(heads / 24))
+        self.grid_plot.getAxis("left").setTicks(
+            [[(row + 0.5, str(layer)) for row, layer in enumerate(layers)][::step_y]])
+        self.grid_plot.getAxis("bottom").setTicks(
+            [[(head + 0.5, str(head)) for head in range(heads)][::step_x]])
+
+    def _show_markers(self, flagged: list[tuple[int, int, str]]) -> None:
+        for marker in self._markers:
+            self.grid_plot.removeItem(marker)
+        self._markers = []
+        for row, head, letters in flagged:
+            marker = pg.TextItem(letters, color="#ffffff", anchor=(0.5, 0.5),
+                                 fill=pg.mkBrush(0, 0, 0, 140))
+            marker.setFont(style.font(style.TEXT_PT, bold=True))
+            marker.setPos(head + 0.5, row + 0.5)
+            self.grid_plot.addItem(marker)
+            self._markers.append(marker)
+
+    def _on_clicked(self, event: object) -> None:
+        pos = event.scenePos()  # type: ignore[attr-defined]
+        if not self.grid_plot.vb.sceneBoundingRect().contains(pos):
+            return
+        point: QPointF = self.grid_plot.vb.mapSceneToView(pos)
+        row, head = math.floor(point.y()), math.floor(point.x())
+        if 0 <= row < self._values.shape[0] and 0 <= head < self._values.shape[1]:
+            self.cellClicked.emit(self._layers[row], head)
+
+    # ----------------------------------------------------------------------------- replay
+    def show_replay(self, replays: tuple[RuleReplay, ...], title: str) -> None:
+        """Show the weights of each replayed rule side by side under ``title``."""
+        if len(self._replay_plots) != len(replays):
+            self._build_replay(len(replays))
+        for plot, image, replay in zip(self._replay_plots, self._replay_images, replays,
+                                       strict=True):
+            image.setImage(np.asarray(replay.weights), autoLevels=False, levels=(0.0, 1.0))
+            n = replay.weights.shape[-1]
+            plot.setRange(xRange=(0, n), yRange=(0, n), padding=0)
+            self._title_replay(plot, replay)
+        self.replay_title.setText(title)
+
+    def clear_replay(self, title: str) -> None:
+        """Remove the replay panels and show ``title`` instead."""
+        self._build_replay(0)
+        self.replay_title.setText(title)
+
+    def replay_images(self) -> list[pg.ImageItem]:
+        """The replay images, in rule order."""
+        return list(self._replay_images)
+
+    def retitle_replay(self, replays: tuple[RuleReplay, ...]) -> None:
+        """Re-title the replay panels in the current language."""
+        for plot, replay in zip(self._replay_plots, replays, strict=False):
+            self._title_replay(plot, replay)
+
+    def _title_replay(self, plot: pg.PlotItem, replay: RuleReplay) -> None:
+        diag = replay.diagnostics
+        color = style.RULE_COLORS[ScalingRule(replay.rule)]
+        stats = translate("HeadsView", "H {0} · p̄max {1}").format(
+            f"{diag.entropy_mean:.3g}", f"{diag.p_max_mean:.3g}")
+        plot.setTitle(f'<span style="color:{color}"><b>{style.rule_name(replay.rule)}</b>'
+                      f'</span><br>{stats}', color=style.FOREGROUND, size=f"{style.TEXT_PT}pt")
+
+    def _build_replay(self, count: int) -> None:
+        self._replay_layout.clear()
+        self._replay_plots, self._replay_images = [], []
+        view0 = None
+        for column in range(count):
+            plot = self._replay_layout.addPlot(row=0, col=column)
+            style.style_plot(plot, grid=False)
+            plot.setMenuEnabled(False)
+            plot.hideButtons()
+            plot.invertY(True)
+            if column:
+                plot.hideAxis("left")  # one shared query axis, more room for the images
+            image = pg.ImageItem(axisOrder="row-major")
+            image.setColorMap(self._colormap)
+            plot.addItem(image)
+            if view0 is None:
+                view0 = plot.vb
+            else:
+                plot.setXLink(view0)
+                plot.setYLink(view0)
+            self._replay_plots.append(plot)
+            self._replay_images.append(image)

@@ -1,0 +1,416 @@
+"""The Heads tab: every head of a real model's tensor file, diagnosed, flagged and replayed.
+
+The user opens a tensor file (File › Open tensors…, drag and drop, Help › Open sample tensors,
+``main.py --tensors FILE``); a worker diagnoses each head and streams the results, which fill
+the layers × heads grid and the sortable table as they arrive (with a progress bar and a
+Cancel button). Clicking a head (grid cell or table row) replays it under every scaling rule
+side by side and emits :attr:`HeadsView.headChosen`, which the window connects to the
+explorer so that its views show that head's real q and k.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QTimer, Signal, Slot
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.analysis.head_scan import HeadRecord
+from engine.cli.inspect import COLUMNS, report_row
+from engine.config import ScalingRule
+from engine.io.tensors import TensorFile
+from gui.heads.controller import HeadsController
+from gui.heads.grid import HeadsGrid
+from gui.heads.metrics import METRICS, flag_text
+from gui.heads.table import HeadsTableModel, make_sorted_model
+from gui.heads.worker import ReplayReady, RuleParams
+from gui.kit import style
+from gui.kit.i18n import translate
+from gui.kit.plot_view import PlotView
+
+__all__ = ["HeadsView"]
+
+#: Interval of the grid/table refresh while diagnostics stream in (the GUI stays responsive).
+REFRESH_MS = 100
+
+
+class HeadsView(PlotView):
+    """The Heads tab (a plot view: it exports its grid and replay as PNG/SVG and CSV).
+
+    Signals
+    -------
+    headChosen(int, int, int)
+        The user picked (layer, head, batch entry) of the file shown.
+    """
+
+    key = "heads"
+    headChosen = Signal(int, int, int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.controller = HeadsController(self)
+        self._replay: ReplayReady | None = None
+        self._pending_select: tuple[int, int, int] | None = None
+        self._build()
+        self.controller.fileOpened.connect(self._on_file_opened)
+        self.controller.recordsChanged.connect(self._schedule_refresh)
+        self.controller.progressChanged.connect(self._on_progress)
+        self.controller.replayReady.connect(self._on_replay)
+        self.controller.busyChanged.connect(self._on_busy)
+        self.controller.errorOccurred.connect(self._on_error)
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(REFRESH_MS)
+        self._refresh_timer.timeout.connect(self._refresh)
+        self._apply_language()
+
+    # ------------------------------------------------------------------------------ building
+    def _build(self) -> None:
+        self._file_label = QLabel()
+        self._file_label.setWordWrap(True)
+        self._file_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._layout.addWidget(self._file_label)
+
+        # Two rows, so that the tab fits 1024 px beside nothing and never widens the window.
+        controls = QHBoxLayout()
+        controls.setContentsMargins(6, 0, 6, 0)
+        params = QHBoxLayout()
+        params.setContentsMargins(6, 0, 6, 0)
+        self._metric_label, self._metric = QLabel(), QComboBox()
+        self._rule_label, self._rule = QLabel(), QComboBox()
+        self._temperature = _spin(1e-3, 1e6, 8.0, 3)
+        self._gain = _spin(0.0, 1e6, 0.0, 3)
+        self._cap = _spin(1e-3, 1e6, 50.0, 2)
+        self._batch_label, self._batch = QLabel(), QSpinBox()
+        self._batch.setRange(0, 0)
+        self._param_labels = [QLabel(), QLabel(), QLabel()]
+        for widget in (self._metric_label, self._metric, self._rule_label, self._rule):
+            controls.addWidget(widget)
+        controls.addStretch(1)
+        for label, spin in zip(self._param_labels, (self._temperature, self._gain, self._cap),
+                               strict=True):
+            params.addWidget(label)
+            params.addWidget(spin)
+        params.addWidget(self._batch_label)
+        params.addWidget(self._batch)
+        params.addStretch(1)
+        self._progress = QProgressBar()
+        self._progress.setMaximumWidth(180)
+        self._progress.setVisible(False)
+        self._cancel = QPushButton()
+        self._cancel.setVisible(False)
+        self._cancel.clicked.connect(self.controller.cancel)
+        controls.addWidget(self._progress)
+        controls.addWidget(self._cancel)
+        self._layout.addLayout(controls)
+        self._layout.addLayout(params)
+
+        self.grid = HeadsGrid()
+        self.grid.cellClicked.connect(self.choose_head)
+        self._model = HeadsTableModel(self)
+        self._sorted = make_sorted_model(self._model)
+        self.table = QTableView()
+        self.table.setModel(self._sorted)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # file order until asked
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(
+            QHeaderView.ResizeMode.ResizeToContents)
+        self.table.clicked.connect(self._on_table_clicked)
+        self.table.activated.connect(self._on_table_clicked)
+        self._flagged = QLabel()
+        self._flagged.setWordWrap(True)
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.addWidget(self.table, 1)
+        side_layout.addWidget(self._flagged)
+        self._splitter = QSplitter(Qt.Orientation.Horizontal)
+        self._splitter.addWidget(self.grid)
+        self._splitter.addWidget(side)
+        self._splitter.setStretchFactor(0, 3)
+        self._splitter.setStretchFactor(1, 2)
+        self._layout.addWidget(self._splitter, 1)
+
+        self._metric.currentIndexChanged.connect(self._schedule_refresh)
+        for signal in (self._rule.currentIndexChanged, self._temperature.valueChanged,
+                       self._gain.valueChanged, self._cap.valueChanged):
+            signal.connect(self._on_params_changed)
+        self._batch.valueChanged.connect(self._on_batch_changed)
+
+    # ----------------------------------------------------------------------------- contract
+    def title(self) -> str:
+        return translate("HeadsView", "Heads")
+
+    def retranslate_ui(self) -> None:
+        super().retranslate_ui()
+        self._metric_label.setText(translate("HeadsView", "Colour by"))
+        self._rule_label.setText(translate("HeadsView", "Logits"))
+        for label, text in zip(self._param_labels, ("T", translate("HeadsView", "gain"),
+                                                    translate("HeadsView", "cap")),
+                               strict=True):
+            label.setText(text)
+        self._batch_label.setText(translate("HeadsView", "batch entry"))
+        self._cancel.setText(translate("HeadsView", "Cancel"))
+        self._gain.setSpecialValueText(translate("HeadsView", "√d_k"))
+        self._metric.setToolTip(translate("HeadsView", "The diagnostic that colours the grid"))
+        self._rule.setToolTip(translate(
+            "HeadsView", "The logits diagnosed: the file's own scale c (meta.scale, default "
+            "1/√d_k), or a scaling rule re-applied to the same q and k"))
+        self._temperature.setToolTip(translate("HeadsView", "Temperature T of the rule 1/T"))
+        self._gain.setToolTip(translate("HeadsView", "QK-norm gain g (√d_k: the default)"))
+        self._cap.setToolTip(translate("HeadsView", "Soft-cap value: cap·tanh(c·q·k/cap)"))
+        self._batch.setToolTip(translate(
+            "HeadsView", "Batch entry whose attention weights the replay shows (the "
+            "diagnostics average over all entries)"))
+        self.table.setToolTip(translate(
+            "HeadsView", "Click a head to replay it under every rule and show it in the "
+            "explorer's views; click a header to sort"))
+        _fill_combo(self._metric, [(m.text(), m.key) for m in METRICS])
+        _fill_combo(self._rule, [(translate("HeadsView", "file's own scale"), None)]
+                    + [(style.rule_name(rule), rule) for rule in ScalingRule])
+        self._model.retranslate()
+        self.grid.label_axes()
+        self._refresh()
+
+    def show_results(self, results: object) -> None:
+        """Refresh from the controller's state (the view is fed by its own controller)."""
+        self._refresh()
+
+    def export_item(self) -> HeadsGrid:
+        return self.grid
+
+    def data_table(self) -> tuple[list[str], list[list[float | str]]]:
+        tf = self.controller.tensor_file()
+        header = ["file", "table", *COLUMNS, "selected"]
+        if tf is None:
+            return header, []
+        selected = self.controller.selected()
+        chosen = selected[:2] if selected is not None else None
+        rows: list[list[float | str]] = []
+        for record in self.controller.records():
+            mark = int((record.layer, record.head) == chosen)
+            rows.append([str(tf.path), "heads",
+                         *report_row(record.layer, record.head, record.diagnostics), mark])
+        replay = self._replay
+        if replay is not None:
+            for item in replay.replays:
+                rows.append([str(tf.path), f"replay batch {replay.batch_entry}",
+                             *report_row(replay.layer, replay.head, item.diagnostics), 1])
+        return header, rows
+
+    # ------------------------------------------------------------------------------ actions
+    def open_file(self, path: str | Path,
+                  select: tuple[int, int, int] | None = None) -> None:
+        """Open and diagnose the tensor file ``path`` (the file shown stays if it fails);
+        ``select`` (layer, head, batch entry) is chosen once the file has opened."""
+        self._pending_select = select
+        self.controller.open_file(str(path))
+
+    @Slot(int, int)
+    def choose_head(self, layer: int, head: int) -> None:
+        """Select (layer, head): replay it and emit :attr:`headChosen`."""
+        tf = self.controller.tensor_file()
+        if tf is None:
+            return
+        batch_entry = min(self._batch.value(), tf.batch - 1)
+        self.controller.select_head(layer, head, batch_entry)
+        self._select_table_row(layer, head)
+        self.grid.set_selection(tf.layers.index(layer), head)
+        self.headChosen.emit(layer, head, batch_entry)
+
+    def status_text(self) -> str:
+        """The line naming the file shown (or how to open one)."""
+        return self._file_label.text()
+
+    def flagged_text(self) -> str:
+        """The list of flagged heads under the table."""
+        return self._flagged.text()
+
+    def wait_idle(self, timeout_ms: int = 30_000) -> bool:
+        """Run a local event loop until no scan or replay runs and the grid is up to date."""
+        from gui.kit.qt_lifetime import wait_until
+
+        controller = self.controller
+        signals = (controller.busyChanged, controller.recordsChanged, controller.replayReady,
+                   controller.errorOccurred)
+        wait_until(lambda: not controller.is_busy(), signals, timeout_ms)
+        self._refresh()
+        return not controller.is_busy()
+
+    # ------------------------------------------------------------------------------- private
+    def _params(self) -> RuleParams:
+        gain = self._gain.value()
+        return RuleParams(rule=self._rule.currentData(), temperature=self._temperature.value(),
+                          gain=gain if gain > 0 else None, cap=self._cap.value())
+
+    @Slot()
+    def _on_params_changed(self) -> None:
+        rule = self._rule.currentData()
+        self._temperature.setEnabled(rule in (None, ScalingRule.TEMPERATURE))
+        self.controller.set_params(self._params())
+
+    @Slot(int)
+    def _on_batch_changed(self, value: int) -> None:
+        selected = self.controller.selected()
+        if selected is not None:
+            self.choose_head(selected[0], selected[1])
+
+    @Slot(object)
+    def _on_file_opened(self, tf: TensorFile) -> None:
+        self._replay = None
+        self._batch.setRange(0, tf.batch - 1)
+        self._batch.setEnabled(tf.batch > 1)
+        self.grid.set_selection(None, None)
+        self._refresh()
+        select, self._pending_select = self._pending_select, None
+        if select is not None:
+            layer, head, batch_entry = select
+            if layer in tf.layers and 0 <= head < tf.heads and 0 <= batch_entry < tf.batch:
+                self._batch.setValue(batch_entry)
+                self.choose_head(layer, head)
+            else:
+                self._on_error(translate("HeadsView", "The file has no layer {0} head {1} "
+                                         "batch entry {2}.").format(layer, head, batch_entry))
+
+    @Slot()
+    def _schedule_refresh(self) -> None:
+        if not self._refresh_timer.isActive():
+            self._refresh_timer.start()
+
+    def _refresh(self) -> None:
+        tf = self.controller.tensor_file()
+        if tf is None:
+            self._file_label.setText(translate(
+                "HeadsView", "No tensor file open. File › Open tensors… (Ctrl+T), drop a "
+                ".npz, .safetensors or .npy folder on the window, or Help › Open sample "
+                "tensors."))
+            self.grid.clear_replay("")
+            return
+        records = self.controller.records()
+        names = {layer: (str(layer) if tf.layer_name(layer) == f"layer {layer}"
+                         else f"{layer} · {tf.layer_name(layer)}") for layer in tf.layers}
+        self._model.set_records(records, names)
+        metric = METRICS[max(self._metric.currentIndex(), 0)]
+        self.grid.show_grid(tf.layers, tf.heads, records, metric)
+        self._file_label.setText(_file_text(tf))
+        self._flagged.setText(_flagged_text(records, done=not self.controller.is_busy()))
+        selected = self.controller.selected()
+        if selected is not None:
+            self.grid.set_selection(tf.layers.index(selected[0]), selected[1])
+            self._select_table_row(selected[0], selected[1])  # a model reset drops it
+        if self._replay is None:
+            self.grid.clear_replay(translate(
+                "HeadsView", "Click a head to replay it under every scaling rule."))
+        else:
+            self.grid.retitle_replay(self._replay.replays)
+            self.grid.replay_title.setText(_replay_title(self._replay))
+
+    @Slot(int, int)
+    def _on_progress(self, done: int, total: int) -> None:
+        self._progress.setRange(0, max(total, 1))
+        self._progress.setValue(done)
+        self._progress.setFormat(translate("HeadsView", "{0}/{1} heads").format(done, total))
+
+    @Slot(bool)
+    def _on_busy(self, busy: bool) -> None:
+        self._progress.setVisible(busy)
+        self._cancel.setVisible(busy)
+        if not busy:
+            self._refresh()
+
+    @Slot(object)
+    def _on_replay(self, message: ReplayReady) -> None:
+        self._replay = message
+        self.grid.show_replay(message.replays, _replay_title(message))
+
+    @Slot(str)
+    def _on_error(self, message: str) -> None:
+        self._flagged.setText(translate("HeadsView", "Error: {0}").format(message))
+
+    @Slot(QModelIndex)
+    def _on_table_clicked(self, index: QModelIndex) -> None:
+        record = self._model.record(self._sorted.mapToSource(index).row())
+        self.choose_head(record.layer, record.head)
+
+    def _select_table_row(self, layer: int, head: int) -> None:
+        row = self._model.row_of(layer, head)
+        if row < 0:
+            return
+        index = self._sorted.mapFromSource(self._model.index(row, 0))
+        self.table.selectionModel().select(
+            index, QItemSelectionModel.SelectionFlag.ClearAndSelect
+            | QItemSelectionModel.SelectionFlag.Rows)
+        self.table.scrollTo(index)
+
+
+def _spin(low: float, high: float, value: float, decimals: int) -> QDoubleSpinBox:
+    spin = QDoubleSpinBox()
+    spin.setRange(low, high)
+    spin.setDecimals(decimals)
+    spin.setValue(value)
+    spin.setKeyboardTracking(False)
+    return spin
+
+
+def _fill_combo(combo: QComboBox, items: list[tuple[str, object]]) -> None:
+    index = max(combo.currentIndex(), 0)
+    combo.blockSignals(True)
+    combo.clear()
+    for text, data in items:
+        combo.addItem(text, data)
+    combo.setCurrentIndex(min(index, combo.count() - 1))
+    combo.blockSignals(False)
+
+
+def _file_text(tf: TensorFile) -> str:
+    model = tf.meta.get("model")
+    where = tf.meta.get("where")
+    parts = [f"<b>{tf.path.name}</b>"]
+    if model:
+        parts.append(str(model))
+    parts.append(translate("HeadsView", "{0} layers × {1} heads, n = {2}, d_k = {3}, "
+                           "batch {4}, {5}").format(len(tf.layers), tf.heads, tf.n, tf.d_k,
+                                                    tf.batch, tf.dtype))
+    parts.append(translate("HeadsView", "causal") if tf.causal
+                 else translate("HeadsView", "not causal"))
+    if where:
+        parts.append(str(where))
+    return " · ".join(parts)
+
+
+def _flagged_text(records: tuple[HeadRecord, ...], *, done: bool) -> str:
+    flagged = [r for r in records if r.diagnostics.flags]
+    if not flagged:
+        return (translate("HeadsView", "Flagged heads: none.") if done
+                else translate("HeadsView", "Flagged heads: none so far."))
+    shown = ", ".join(f"L{r.layer} H{r.head} ({flag_text(r.diagnostics.flags)})"
+                      for r in flagged[:12])
+    more = len(flagged) - 12
+    text = translate("HeadsView", "Flagged heads ({0}): {1}").format(len(flagged), shown)
+    if more > 0:
+        text += " " + translate("HeadsView", "and {0} more (sort the flags column).").format(more)
+    return text + " " + translate("HeadsView", "Grid letters: S saturated, K sink, U near-uniform.")
+
+
+def _replay_title(message: ReplayReady) -> str:
+    return translate("HeadsView", "Layer {0}, head {1}, batch entry {2}: every rule on the "
+                     "same real q and k").format(message.layer, message.head,
+                                                 message.batch_entry)
+

@@ -1,0 +1,143 @@
+"""The Heads tab on its own: a constructed file's heads in the grid, the table and the replay.
+
+Files are written in code with planted heads: layer 1 head 2 has queries 12× larger (its rows
+saturate), layer 0 head 1 has every key aligned with the first one (a sink on token 0).
+Assertions compare what the tab shows with the engine's own diagnostics of the same heads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from engine.analysis.head_scan import iter_file_diagnostics, replay_head
+from engine.config import ScalingRule
+from engine.io.tensors import load_tensors, write_tensors
+from gui.heads.metrics import METRICS, metric_by_key
+from gui.heads.view import HeadsView
+
+RNG_SEED = 20261201
+LAYERS, HEADS, BATCH, N, D_K = 2, 3, 2, 24, 16
+
+
+def planted_file(path, *, n=N, heads=HEADS, layers=LAYERS, dtype=np.float32):
+    rng = np.random.default_rng(RNG_SEED)
+    arrays = {}
+    for layer in range(layers):
+        q = rng.standard_normal((BATCH, heads, n, D_K))
+        k = rng.standard_normal((BATCH, heads, n, D_K))
+        if layer == 1 and heads > 2:
+            q[:, 2] *= 12.0  # saturated head
+        if layer == 0 and heads > 1:
+            k[:, 1, 0] = 4.0 * q[:, 1].mean(axis=1)  # every query points at key 0: a sink
+            q[:, 1] += 2.0 * k[:, 1, :1] / np.linalg.norm(k[:, 1, :1], axis=-1, keepdims=True)
+        arrays[f"layer{layer}.q"] = q.astype(dtype)
+        arrays[f"layer{layer}.k"] = k.astype(dtype)
+    tokens = [f"tok{i}" for i in range(n)]
+    return write_tensors(path, arrays, tokens=tokens, meta={"model": "planted", "causal": True})
+
+
+@pytest.fixture
+def view(qtbot):
+    widget = HeadsView()
+    qtbot.addWidget(widget)
+    widget.resize(1200, 760)
+    widget.show()
+    yield widget
+    widget.controller.shutdown(5000)
+
+
+def _open(view, path):
+    view.open_file(path)
+    assert view.wait_idle(30_000)
+
+
+def test_grid_table_and_flags_show_the_engines_diagnostics(view, tmp_path) -> None:
+    path = planted_file(tmp_path / "planted.npz")
+    _open(view, path)
+    expected = list(iter_file_diagnostics(load_tensors(path)))
+    metric = metric_by_key("p_max_mean")
+    view._metric.setCurrentIndex(METRICS.index(metric))  # the user picks "mean p_max"
+    view.wait_idle()
+    values = view.grid.grid_values()
+    assert values.shape == (LAYERS, HEADS)
+    for record in expected:
+        assert values[record.layer, record.head] == metric.value(record.diagnostics)
+    assert view.table.model().rowCount() == LAYERS * HEADS
+    flagged = {(r.layer, r.head): r.diagnostics.flags for r in expected if r.diagnostics.flags}
+    assert "saturated" in flagged[(1, 2)]
+    assert "L1 H2 (saturated" in view.flagged_text()
+    markers = {(int(x), int(y)): text for x, y, text in view.grid.marker_texts()}
+    assert markers[(2, 1)].startswith("S") and len(markers) == len(flagged)
+    assert "planted.npz" in view.status_text() and "n = 24" in view.status_text()
+
+
+def test_sorting_the_table_by_p_max_puts_the_saturated_head_first(view, tmp_path) -> None:
+    _open(view, planted_file(tmp_path / "planted.npz"))
+    column = 2 + [m.key for m in METRICS].index("p_max_mean")
+    view.table.sortByColumn(column, Qt.SortOrder.DescendingOrder)
+    model = view.table.model()
+    assert (model.index(0, 0).data(), model.index(0, 1).data()) == ("1", "2")
+    values = [float(model.index(row, column).data()) for row in range(model.rowCount())]
+    assert values == sorted(values, reverse=True)
+
+
+def test_clicking_a_head_replays_every_rule_on_its_real_q_and_k(view, tmp_path, qtbot) -> None:
+    path = planted_file(tmp_path / "planted.npz")
+    _open(view, path)
+    view._batch.setValue(1)
+    with qtbot.waitSignal(view.headChosen) as chosen:
+        view.choose_head(1, 2)
+    assert chosen.args == [1, 2, 1]
+    view.wait_idle()
+    q, k = load_tensors(path).qk(1, 2)
+    expected = replay_head(q, k, causal=True, batch_entry=1, temperature=8.0, cap=50.0)
+    images = view.grid.replay_images()
+    assert len(images) == len(ScalingRule)
+    for image, replay in zip(images, expected, strict=True):
+        np.testing.assert_array_equal(image.image, replay.weights)
+    header, rows = view.data_table()
+    replay_rows = [row for row in rows if row[1] == "replay batch 1"]
+    assert [row[header.index("rule")] for row in replay_rows] == [r.value for r in ScalingRule]
+    selected = [row for row in rows if row[1] == "heads" and row[-1] == 1]
+    assert [(row[2], row[3]) for row in selected] == [(1, 2)]
+    assert view.table.selectionModel().selectedRows()[0].data() == "1"
+
+
+def test_a_replayed_rule_rediagnoses_every_head(view, tmp_path) -> None:
+    path = planted_file(tmp_path / "planted.npz")
+    _open(view, path)
+    view._rule.setCurrentIndex(view._rule.findData(ScalingRule.QK_NORM))
+    assert view.wait_idle()
+    header, rows = view.data_table()
+    expected = list(iter_file_diagnostics(load_tensors(path), rule="qk_norm", temperature=8.0,
+                                          cap=50.0))
+    assert [row[header.index("rule")] for row in rows] == ["qk_norm"] * len(expected)
+    for row, record in zip(rows, expected, strict=True):
+        assert float(row[header.index("entropy_mean")]) == record.diagnostics.entropy_mean
+
+
+def test_a_bad_file_is_reported_and_the_file_shown_stays(view, tmp_path, qtbot) -> None:
+    _open(view, planted_file(tmp_path / "planted.npz"))
+    shown = view.status_text()
+    broken = tmp_path / "broken.npz"
+    broken.write_bytes(b"PK\x03\x04 not really a zip")
+    with qtbot.waitSignal(view.controller.errorOccurred) as error:
+        view.open_file(broken)
+    assert "broken.npz" in error.args[0]
+    view.wait_idle()
+    assert view.status_text() == shown
+    assert view.table.model().rowCount() == LAYERS * HEADS
+
+
+def test_cancel_stops_the_scan_and_keeps_what_arrived(view, tmp_path, qtbot) -> None:
+    path = planted_file(tmp_path / "big.npz", n=384, heads=12, layers=6)
+    view.open_file(path)
+    qtbot.waitUntil(lambda: len(view.controller.records()) > 0, timeout=30_000)
+    view._cancel.click()
+    assert view.wait_idle()
+    done = len(view.controller.records())
+    assert 0 < done < 6 * 12
+    values = view.grid.grid_values()
+    assert np.isfinite(values).sum() == done and np.isnan(values).sum() == 6 * 12 - done

@@ -1,0 +1,136 @@
+"""The Heads tab in the window: File › Open tensors, drag and drop, sessions, exports, closing."""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
+
+from gui.kit.export import image_stats
+from tests.gui.test_heads_view import planted_file
+
+
+def _visible_boxes() -> list[QMessageBox]:
+    return [w for w in QApplication.topLevelWidgets()
+            if isinstance(w, QMessageBox) and w.isVisible()]
+
+
+def _close_boxes() -> None:
+    for box in _visible_boxes():
+        box.close()
+
+
+def test_file_open_tensors_asks_for_a_file_and_shows_the_heads_tab(window, tmp_path,
+                                                                    monkeypatch) -> None:
+    path = planted_file(tmp_path / "planted.npz")
+    action = window.menu_actions["open_tensors"]
+    assert action.shortcut().toString() == "Ctrl+T"
+    asked = []
+
+    def fake_dialog(parent, caption, folder, filters):
+        asked.append(filters)
+        return str(path), filters
+
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", fake_dialog)
+    action.trigger()
+    heads = window.heads.view
+    assert heads.wait_idle()
+    assert window.mode_tabs.currentWidget() is heads
+    assert window.current_view() is heads
+    assert "*.safetensors" in asked[0]
+    assert heads.table.model().rowCount() == 6
+    assert window.settings.get("tensors/last_dir") == str(tmp_path)
+    assert not window.parameter_dock.isVisible()  # the explorer's panel is not for this tab
+
+
+def _drag(window, path, event_class):
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
+    event = event_class(QPoint(20, 20) if event_class is QDragEnterEvent else QPointF(20, 20),
+                        Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton,
+                        Qt.KeyboardModifier.NoModifier)
+    event.ignore()
+    QApplication.sendEvent(window, event)
+    return event.isAccepted()
+
+
+def test_dropping_a_tensor_file_on_the_window_opens_it(window, tmp_path) -> None:
+    # Qt delivers a drop to the widget that accepted the drag's enter event.
+    assert not _drag(window, tmp_path / "notes.txt", QDragEnterEvent)
+    path = planted_file(tmp_path / "dropped.npz")
+    assert _drag(window, path, QDragEnterEvent)
+    assert _drag(window, path, QDropEvent)
+    assert window.heads.view.wait_idle()
+    assert "dropped.npz" in window.heads.view.status_text()
+    assert window.mode_tabs.currentWidget() is window.heads.view
+
+
+def test_a_broken_file_shows_one_clear_message_and_keeps_everything(window, tmp_path) -> None:
+    window.heads.open_tensors(planted_file(tmp_path / "good.npz"))
+    assert window.heads.view.wait_idle()
+    broken = tmp_path / "half.npz"
+    broken.write_bytes(planted_file(tmp_path / "whole.npz").read_bytes()[:300])
+    window.heads.open_tensors(broken)
+    window.heads.view.wait_idle()
+    boxes = _visible_boxes()
+    assert boxes and "half.npz" in boxes[-1].text()
+    _close_boxes()
+    assert "good.npz" in window.heads.view.status_text()
+
+
+def test_the_session_remembers_the_tensor_file(window, make_window, tmp_path) -> None:
+    path = planted_file(tmp_path / "planted.npz")
+    window.heads.open_tensors(path)
+    assert window.heads.view.wait_idle()
+    session = tmp_path / "s.json"
+    assert window.files.save_session_to(session)
+    data = json.loads(session.read_text(encoding="utf-8"))
+    assert data["tensors"] == {"path": str(path), "layer": None, "head": None,
+                               "batch_entry": 0}
+    assert data["view"]["current_view"] == "heads"
+    other = make_window()
+    assert other.files.open_session(session)
+    assert other.heads.view.wait_idle()
+    assert "planted.npz" in other.heads.view.status_text()
+    assert other.mode_tabs.currentWidget() is other.heads.view
+
+
+def test_a_moved_tensor_file_is_reported_and_the_rest_of_the_session_opens(
+        window, tmp_path, small_config) -> None:
+    session = tmp_path / "s.json"
+    config = small_config.replace(d_k=24) if hasattr(small_config, "replace") else small_config
+    data = {"app": "attention-scale-explorer", "version": 1, "attention": config.to_dict(),
+            "view": {"current_view": "softmax", "temperature": 3.0},
+            "tensors": {"path": str(tmp_path / "moved.npz"), "layer": 0, "head": 1}}
+    session.write_text(json.dumps(data), encoding="utf-8")
+    assert window.files.open_session(session)
+    boxes = _visible_boxes()
+    assert boxes and "moved.npz" in boxes[-1].text() and "not found" in boxes[-1].text()
+    _close_boxes()
+    assert window.panel.config() == config
+    assert window.controller.temperature() == 3.0
+    assert window.current_view().key == "softmax"
+
+
+def test_export_all_includes_the_heads_tab_once_a_file_is_open(window, tmp_path) -> None:
+    before = {p.name for p in window.files.export_everything(tmp_path / "none", 640, 480)}
+    assert not any(name.startswith("heads") for name in before)
+    window.heads.open_tensors(planted_file(tmp_path / "planted.npz"))
+    assert window.heads.view.wait_idle()
+    written = {p.name: p for p in window.files.export_everything(tmp_path / "all", 640, 480)}
+    assert {"heads.png", "heads.svg", "heads.csv"} <= set(written)
+    assert image_stats(written["heads.png"])["colors"] > 50
+    rows = written["heads.csv"].read_text(encoding="utf-8").splitlines()
+    assert rows[0].startswith("file,table,layer,head") and len(rows) == 1 + 6
+
+
+def test_closing_while_a_large_file_is_diagnosed_exits_cleanly(make_window, tmp_path,
+                                                               qtbot) -> None:
+    window = make_window()
+    path = planted_file(tmp_path / "big.npz", n=384, heads=12, layers=6)
+    window.heads.open_tensors(path)
+    qtbot.waitUntil(lambda: len(window.heads.view.controller.records()) > 0, timeout=30_000)
+    window.close()
+    qtbot.waitUntil(lambda: not window.workers_running(), timeout=5_000)
