@@ -130,6 +130,7 @@ class HeadsView(PlotView):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         # Sized once from the first rows of a file: re-measuring every cell on each streamed
         # batch (ResizeToContents) stalled the GUI thread for 20–60 ms at 144 heads.
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
@@ -146,8 +147,9 @@ class HeadsView(PlotView):
         self._splitter = QSplitter(Qt.Orientation.Horizontal)
         self._splitter.addWidget(self.grid)
         self._splitter.addWidget(side)
-        self._splitter.setStretchFactor(0, 3)
-        self._splitter.setStretchFactor(1, 2)
+        self._splitter.setStretchFactor(0, 1)
+        self._splitter.setStretchFactor(1, 1)
+        self._splitter.setSizes([560, 440])  # proportions: the table shows 4–5 columns
         self._layout.addWidget(self._splitter, 1)
 
         self._metric.currentIndexChanged.connect(self._schedule_refresh)
