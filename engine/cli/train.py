@@ -74,8 +74,9 @@ def train_command_line(config: TrainConfig) -> str | None:
     """The ``python main.py train`` command that trains ``config``, or None if none can.
 
     Lists every option whose value differs from its default, and always ``--task``,
-    ``--rules``, ``--d-k``, ``--lr`` and ``--seed``. None when a field without an option (temperature, gain, cap, dtype,
-    snapshot_every, divergence_factor) differs from its default.
+    ``--rules``, ``--d-k``, ``--lr`` and ``--seed``. None when a field without an option
+    (temperature, gain, cap, dtype, snapshot_every, divergence_factor) differs from its
+    default.
     """
     default = TrainConfig()
     fields = [*option_fields(TrainConfig), *option_fields(TrainConfig, "train")]

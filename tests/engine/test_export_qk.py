@@ -136,7 +136,7 @@ def test_batch_is_capped_and_a_non_finite_run_is_skipped_but_keeps_the_numbering
         run.params["w_kv"][...] = np.inf
     with pytest.raises(ValueError, match="no trained run has finite q and k"):
         write_trained_tensors(tmp_path / "none.npz", session)
-    with pytest.raises(ValueError, match=".npz or .safetensors"):
+    with pytest.raises(ValueError, match=r"\.npz or \.safetensors"):
         write_trained_tensors(tmp_path / "heads.txt", session)
     assert not (tmp_path / "heads.txt").exists() and not (tmp_path / "none.npz").exists()
 
