@@ -307,19 +307,19 @@
         <translation>高度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="150"/>
-        <location filename="../../gui/main_window.py" line="212"/>
+        <location filename="../../gui/main_window.py" line="151"/>
+        <location filename="../../gui/main_window.py" line="213"/>
         <source>Explorer</source>
         <translation>探索</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="151"/>
-        <location filename="../../gui/main_window.py" line="214"/>
+        <location filename="../../gui/main_window.py" line="152"/>
+        <location filename="../../gui/main_window.py" line="215"/>
         <source>Train</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="202"/>
+        <location filename="../../gui/main_window.py" line="203"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -414,7 +414,7 @@
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="207"/>
+        <location filename="../../gui/main_window.py" line="208"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -522,12 +522,12 @@
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="288"/>
+        <location filename="../../gui/main_window.py" line="308"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="289"/>
+        <location filename="../../gui/main_window.py" line="309"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -551,7 +551,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="363"/>
+        <location filename="../../gui/main_window.py" line="383"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
@@ -942,73 +942,72 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TourPanel</name>
     <message>
-        <location filename="../../gui/tour/guide.py" line="392"/>
+        <location filename="../../gui/tour/panel.py" line="235"/>
         <source>◀ Back</source>
-        <extracomment>How long the frame around the step&apos;s view stays visible. Colour of that frame (the heatmap&apos;s row highlight: absent from every rule colour).</extracomment>
         <translation>◀ 上一步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="393"/>
+        <location filename="../../gui/tour/panel.py" line="236"/>
         <source>Next ▶</source>
         <translation>下一步 ▶</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="394"/>
+        <location filename="../../gui/tour/panel.py" line="237"/>
         <source>Previous step (Alt+Left)</source>
         <translation>上一步（Alt+←）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="395"/>
+        <location filename="../../gui/tour/panel.py" line="238"/>
         <source>Next step (Alt+Right)</source>
         <translation>下一步（Alt+→）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="485"/>
+        <location filename="../../gui/tour/panel.py" line="329"/>
         <source>Step {0} / {1}</source>
         <translation>第 {0} / {1} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="490"/>
+        <location filename="../../gui/tour/panel.py" line="334"/>
         <source>Look at:</source>
         <translation>请看：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="491"/>
+        <location filename="../../gui/tour/panel.py" line="335"/>
         <source>Try it yourself:</source>
         <translation>动手试试：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="506"/>
+        <location filename="../../gui/tour/panel.py" line="350"/>
         <source>Engine says:</source>
         <translation>引擎计算结果：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="509"/>
+        <location filename="../../gui/tour/panel.py" line="353"/>
         <source>could not compute: {0}</source>
         <translation>无法计算：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="513"/>
+        <location filename="../../gui/tour/panel.py" line="357"/>
         <source>computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="520"/>
+        <location filename="../../gui/tour/panel.py" line="364"/>
         <source>claim {0}</source>
         <translation>论断 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="561"/>
+        <location filename="../../gui/tour/guide.py" line="33"/>
         <source>Guided tour</source>
         <translation>导览</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="562"/>
+        <location filename="../../gui/tour/guide.py" line="34"/>
         <source>&amp;Guided tour</source>
         <translation>导览(&amp;G)</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/guide.py" line="564"/>
+        <location filename="../../gui/tour/guide.py" line="36"/>
         <source>Step through the interview questions with live experiments</source>
         <translation>借助实时实验逐步讲解面试问题</translation>
     </message>
@@ -1141,27 +1140,27 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>检索：n 个键/值对和一个查询键；输出与之配对的值（需要在 n 个键中的一个上形成尖锐的注意力）。回溯复制：输出向前第 k 个位置的词元（因果掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="189"/>
+        <location filename="../../gui/train/panel.py" line="194"/>
         <source>No scaling: logits q·k with variance ≈ d_k at init.</source>
         <translation>不缩放：logit 为 q·k，初始化时方差 ≈ d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="192"/>
+        <location filename="../../gui/train/panel.py" line="197"/>
         <source>Divide the logits by √d_k (the Transformer rule).</source>
         <translation>将 logit 除以 √d_k（Transformer 的规则）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="195"/>
+        <location filename="../../gui/train/panel.py" line="200"/>
         <source>Divide the logits by d_k (μP).</source>
         <translation>将 logit 除以 d_k（μP）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="196"/>
+        <location filename="../../gui/train/panel.py" line="201"/>
         <source>Normalise q and k to unit length, times a gain (default √d_k).</source>
         <translation>将 q 和 k 归一化为单位长度，再乘以增益（默认 √d_k）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="199"/>
+        <location filename="../../gui/train/panel.py" line="204"/>
         <source>1/√d_k, then cap·tanh(s/cap) with cap = 50.</source>
         <translation>先乘 1/√d_k，再取 cap·tanh(s/cap)，cap = 50。</translation>
     </message>
@@ -1261,72 +1260,72 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>固定留出集中的样本数（由随机种子决定）；样本 0 是显示其注意力的探针。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="207"/>
+        <location filename="../../gui/train/panel.py" line="212"/>
         <source>Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread).</source>
         <translation>学习率扫描：每个学习率使用种子 0…N−1（取均值和离散范围）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="213"/>
+        <location filename="../../gui/train/panel.py" line="218"/>
         <source>Learning-rate sweep: comma-separated learning rates.</source>
         <translation>学习率扫描：以逗号分隔的学习率。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="216"/>
+        <location filename="../../gui/train/panel.py" line="221"/>
         <source>Start</source>
         <translation>开始</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="217"/>
+        <location filename="../../gui/train/panel.py" line="222"/>
         <source>Train the checked rules side by side (Ctrl+T).</source>
         <translation>并排训练勾选的规则（Ctrl+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="218"/>
+        <location filename="../../gui/train/panel.py" line="223"/>
         <source>Run lr sweep</source>
         <translation>运行学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="219"/>
+        <location filename="../../gui/train/panel.py" line="224"/>
         <source>Train every rule at every listed learning rate and seed; plot the final held-out loss (Ctrl+L).</source>
         <translation>以列出的每个学习率和种子训练每种规则；绘制最终留出集损失（Ctrl+L）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="224"/>
+        <location filename="../../gui/train/panel.py" line="229"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="225"/>
+        <location filename="../../gui/train/panel.py" line="230"/>
         <source>Hold the run between two steps (Ctrl+P).</source>
         <translation>在两步之间暂停运行（Ctrl+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="226"/>
+        <location filename="../../gui/train/panel.py" line="231"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="227"/>
+        <location filename="../../gui/train/panel.py" line="232"/>
         <source>Continue a paused run (Ctrl+Shift+P).</source>
         <translation>继续已暂停的运行（Ctrl+Shift+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="228"/>
+        <location filename="../../gui/train/panel.py" line="233"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="229"/>
+        <location filename="../../gui/train/panel.py" line="234"/>
         <source>End the run now; the curves so far stay (Ctrl+Shift+T).</source>
         <translation>立即结束运行；已有曲线会保留（Ctrl+Shift+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="230"/>
+        <location filename="../../gui/train/panel.py" line="235"/>
         <source>Reset</source>
         <translation>重置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="231"/>
+        <location filename="../../gui/train/panel.py" line="236"/>
         <source>Stop and clear all curves and the sweep (Ctrl+Shift+X).</source>
         <translation>停止并清除所有曲线和扫描结果（Ctrl+Shift+X）。</translation>
     </message>
@@ -1346,22 +1345,32 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>留出集大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="333"/>
+        <location filename="../../gui/train/panel.py" line="351"/>
         <source>%p% — stopping</source>
         <translation>%p% — 正在停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="337"/>
+        <location filename="../../gui/train/panel.py" line="357"/>
         <source>idle</source>
         <translation>空闲</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="239"/>
+        <location filename="../../gui/train/panel.py" line="251"/>
         <source>Progress of the run or sweep, with the estimated time left (pauses excluded).</source>
         <translation>运行或扫描的进度，以及预计剩余时间（不含暂停）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="244"/>
+        <location filename="../../gui/train/panel.py" line="237"/>
+        <source>Inspect trained model</source>
+        <translation>检查训练后的模型</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="238"/>
+        <source>Write every rule&apos;s trained q and k on the held-out set to a tensor file (layer i = rule i) and inspect its heads. Available once a run has trained and nothing runs (Ctrl+Shift+I).</source>
+        <translation>将每条规则训练后在留出集上的 q 和 k 保存为数组文件（第 i 层 = 第 i 条规则）并检查各个头。训练过且没有任务运行时可用（Ctrl+Shift+I）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="256"/>
         <source>Task and model</source>
         <translation>任务与模型</translation>
     </message>
@@ -1392,7 +1401,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>复制偏移 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="245"/>
+        <location filename="../../gui/train/panel.py" line="257"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
@@ -1422,47 +1431,52 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="246"/>
+        <location filename="../../gui/train/panel.py" line="258"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="248"/>
+        <location filename="../../gui/train/panel.py" line="260"/>
         <source>Learning rates</source>
         <translation>学习率列表</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="249"/>
+        <location filename="../../gui/train/panel.py" line="261"/>
         <source>Seeds</source>
         <translation>种子数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="331"/>
+        <location filename="../../gui/train/panel.py" line="349"/>
         <source>%p% — paused</source>
         <translation>%p% — 已暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="335"/>
+        <location filename="../../gui/train/panel.py" line="353"/>
+        <source>%p% — writing q and k</source>
+        <translation>%p% — 正在保存 q 和 k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="355"/>
         <source>%p% — done</source>
         <translation>%p% — 已完成</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="337"/>
+        <location filename="../../gui/train/panel.py" line="357"/>
         <source>%p% — stopped</source>
         <translation>%p% — 已停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="340"/>
+        <location filename="../../gui/train/panel.py" line="360"/>
         <source>%p% — {0} left</source>
         <translation>%p% — 剩余 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="366"/>
+        <location filename="../../gui/train/panel.py" line="386"/>
         <source>{0} s</source>
         <translation>{0} 秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="367"/>
+        <location filename="../../gui/train/panel.py" line="387"/>
         <source>{0} min {1:02d} s</source>
         <translation>{0} 分 {1:02d} 秒</translation>
     </message>
@@ -1470,15 +1484,40 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TrainTab</name>
     <message>
-        <location filename="../../gui/train/tab.py" line="199"/>
+        <location filename="../../gui/train/tab.py" line="188"/>
+        <source>Save the trained q and k</source>
+        <extracomment>The file name the Inspect button offers (in the last export folder). A small model for driving the buttons in the self-test (a step takes well under 1 ms).</extracomment>
+        <translation>保存训练后的 q 和 k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="190"/>
+        <source>Tensor files (*.npz *.safetensors)</source>
+        <translation>q/k 数组文件 (*.npz *.safetensors)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="277"/>
         <source>Training: step {0} of {1}, {2:.0f} steps/s</source>
-        <extracomment>A small model for driving the buttons in the self-test (a step takes well under 1 ms).</extracomment>
         <translation>训练中：第 {0} / {1} 步，{2:.0f} 步/秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="205"/>
+        <location filename="../../gui/train/tab.py" line="283"/>
         <source>Sweep: {0} of {1} runs</source>
         <translation>扫描：{0} / {1} 次运行</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="288"/>
+        <source>Wrote {0}</source>
+        <translation>已保存 {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/worker.py" line="168"/>
+        <source>There is no trained model to inspect.</source>
+        <translation>没有可检查的训练模型。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/worker.py" line="172"/>
+        <source>Could not write {0}: {1}</source>
+        <translation>无法保存 {0}：{1}</translation>
     </message>
 </context>
 </TS>
