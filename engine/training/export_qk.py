@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from engine.config import MaskKind, ScalingRule
-from engine.core.scaling import rule_operands
+from engine.config.train import TaskKind
+from engine.core.scaling import DEFAULT_CAP, rule_operands
 from engine.io.tensors import write_tensors
 from engine.training.model import prepare_batch, project_qk
 from engine.training.session import TrainedRun, TrainingSession
@@ -60,7 +61,7 @@ def token_labels(task: Task, batch: Batch, entry: int = 0) -> tuple[str, ...]:
     the symbol's number.
     """
     ids = np.asarray(batch.ids[entry])
-    if task.kind.value == "retrieval":
+    if task.kind is TaskKind.RETRIEVAL:
         vocab = task.vocab
         pairs = [f"k{int(key)}:v{int(value) - vocab}" for key, value in ids[:-1]]
         return (*pairs, f"k{int(ids[-1, 0])}?")
@@ -86,7 +87,7 @@ def _operands(run: TrainedRun, q: np.ndarray, k: np.ndarray,
         return ops.q_hat, ops.ks, entry, "after QK-norm (unit q and k; scale = gain)"
     entry["scale"] = spec.scale(d_k)
     if run.rule is ScalingRule.SOFTCAP:
-        entry["cap"] = float(spec.cap) if spec.cap is not None else 50.0
+        entry["cap"] = float(spec.cap) if spec.cap is not None else DEFAULT_CAP
         return q, k, entry, "raw (logits = cap·tanh(scale·q·kᵀ/cap))"
     return q, k, entry, "raw (logits = scale·q·kᵀ)"
 
@@ -148,7 +149,7 @@ def trained_tensors(session: TrainingSession, *, max_batch: int = MAX_BATCH,
         "batch": f"the first {size} sequences of the seed's held-out set",
         "tokens_of": "batch entry 0" + (
             " (retrieval: k{key}:v{value} per pair, then k{key}? for the query)"
-            if task.kind.value == "retrieval" else " (copy back: the symbols)"),
+            if task.kind is TaskKind.RETRIEVAL else " (copy back: the symbols)"),
         "target_positions": list(task.target_positions),
         "step": session.step,
         "seed": config.seed,
