@@ -104,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
                            help="train tiny attention models side by side (engine only)")
     add_field_options(train, TrainConfig, "train")
     train.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    train.add_argument("--tensors-out", metavar="FILE", default=None,
+                       help="after training, write every rule's trained q and k on the held-out "
+                       "set as a tensor file (.npz or .safetensors; layer i = rule i), for "
+                       "'inspect'")
 
     lr_sweep = sub.add_parser("lr-sweep", parents=[train_common], allow_abbrev=False,
                               help="final held-out loss per rule over learning rates and seeds")

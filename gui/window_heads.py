@@ -39,7 +39,8 @@ class WindowHeads(QObject):
     Parameters
     ----------
     window
-        The main window (``mode_tabs``, ``status``, ``settings``, ``show_real_head``).
+        The main window (``mode_tabs``, ``status``, ``settings``, ``train_tab``,
+        ``show_real_head``).
     """
 
     def __init__(self, window: Any) -> None:
@@ -49,6 +50,8 @@ class WindowHeads(QObject):
         self.view.controller.errorOccurred.connect(self._on_error)
         self.view.controller.fileOpened.connect(self._on_file_opened)
         self.view.headChosen.connect(self._on_head_chosen)
+        # Train tab › Inspect trained model: the file it wrote opens here.
+        window.train_tab.tensorsWritten.connect(self._on_tensors_written)
         window.setAcceptDrops(True)
         window.installEventFilter(self)
 
@@ -122,6 +125,10 @@ class WindowHeads(QObject):
     @Slot(str)
     def _on_error(self, message: str) -> None:
         show_warning(self._window, translate("MainWindow", "Tensor file problem"), message)
+
+    @Slot(str)
+    def _on_tensors_written(self, path: str) -> None:
+        self.open_tensors(path)
 
     @Slot(object)
     def _on_file_opened(self, tensor_file: Any) -> None:

@@ -19,7 +19,8 @@ import pytest
 from gui.kit.resources import RESOURCE_FILES, RESOURCE_PACKAGE
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The wheel holds code, tour texts, one catalogue and a ~190 KB font subset (measured ~390 KB).
+#: The wheel holds code, tour texts, one catalogue, a ~190 KB font subset and the ~220 KB sample
+#: tensor file (measured ~690 KB).
 MAX_WHEEL_BYTES = 1_000_000
 #: Not copied to the build folder: build output, caches, environments, version control.
 _NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "venv", "build", "dist", "*.egg-info",
@@ -56,11 +57,11 @@ def test_wheel_ships_every_resource_the_program_reads(names):
 
 
 def test_resource_list_names_every_shipped_data_file():
-    """A new tour language, catalogue or font in resources/ must be added to RESOURCE_FILES,
-    so that the start-up check and the wheel test above cover it."""
+    """A new tour language, catalogue, font or sample in resources/ must be added to
+    RESOURCE_FILES, so that the start-up check and the wheel test above cover it."""
     folder = ROOT / "resources"
     on_disk = {path.relative_to(folder).as_posix()
-               for pattern in ("tour/*.json", "i18n/*.qm", "fonts/*.otf")
+               for pattern in ("tour/*.json", "i18n/*.qm", "fonts/*.otf", "samples/*.npz")
                for path in folder.glob(pattern)}
     assert sorted(on_disk - set(RESOURCE_FILES)) == []
     assert all((folder / name).is_file() for name in RESOURCE_FILES)

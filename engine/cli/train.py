@@ -12,14 +12,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import sys
 import time
+from enum import StrEnum
+from pathlib import Path
 from typing import TextIO
 
-from engine.cli.options import field_values
+from engine.cli.options import field_values, option_fields
 from engine.config.train import TrainConfig
 
-__all__ = ["lr_sweep_command", "train_command"]
+__all__ = ["lr_sweep_command", "train_command", "train_command_line"]
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -54,6 +57,75 @@ def _config_from_args(args: argparse.Namespace) -> TrainConfig:
     values = field_values(args, TrainConfig)
     values["rules"] = tuple(_split(args.rules, "--rules"))
     return TrainConfig(**values)
+
+
+def _option_text(value: object) -> str:
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, tuple):
+        return ",".join(_option_text(v) for v in value)
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+_ALWAYS_LISTED = ("task", "rules", "d_k", "lr", "seed")
+
+
+def train_command_line(config: TrainConfig) -> str | None:
+    """The ``python main.py train`` command that trains ``config``, or None if none can.
+
+    Lists every option whose value differs from its default, and always ``--task``,
+    ``--rules``, ``--d-k``, ``--lr`` and ``--seed``. None when a field without an option
+    (temperature, gain, cap, dtype, snapshot_every, divergence_factor) differs from its
+    default.
+    """
+    default = TrainConfig()
+    fields = [*option_fields(TrainConfig), *option_fields(TrainConfig, "train")]
+    names = {field.name for field in fields}
+    if any(getattr(config, name) != getattr(default, name)
+           for name in TrainConfig.bound() if name not in names):
+        return None
+    words = ["python", "main.py", "train"]
+    for field in fields:
+        value = getattr(config, field.name)
+        if value is None:
+            continue
+        if value != getattr(default, field.name) or field.name in _ALWAYS_LISTED:
+            assert field.spec.cli is not None
+            words += [field.spec.cli.flags[0], _option_text(value)]
+    return shlex.join(words)
+
+
+def _check_tensors_out(path: str) -> str:
+    """"" if ``path`` can take the tensor file, else the reason."""
+    target = Path(path)
+    if target.suffix not in (".npz", ".safetensors"):
+        return f"--tensors-out {path!r}: the file name must end in .npz or .safetensors"
+    existed = target.exists()
+    try:
+        with target.open("ab"):
+            pass
+    except OSError as exc:
+        return f"cannot write --tensors-out {path!r}: {exc.strerror}"
+    if not existed:
+        target.unlink()  # an interrupted run must not leave an empty file behind
+    return ""
+
+
+def _write_tensors(session: object, config: TrainConfig, path: str, quiet: bool) -> str:
+    """Write the trained q and k; "" or the reason it failed."""
+    from engine.training.export_qk import write_trained_tensors
+
+    command = train_command_line(config) or "python main.py train"
+    command += " " + shlex.join(["--tensors-out", path])
+    try:
+        written = write_trained_tensors(path, session, command=command)  # type: ignore[arg-type]
+    except OSError as exc:
+        return f"cannot write --tensors-out {path!r}: {exc.strerror}"
+    except ValueError as exc:
+        return f"--tensors-out: {exc}"
+    if not quiet:
+        print(f"wrote {written} (layer i = rule i of --rules)", file=sys.stderr)
+    return ""
 
 
 def _num(x: float) -> float | None:
@@ -91,18 +163,25 @@ class _Progress:
 
 def train_command(args: argparse.Namespace) -> int:
     """Run ``main.py train``; return the exit code."""
-    from engine.training.session import check_training_memory
-    from engine.training.trainer import iter_training
+    from engine.training.session import TrainingSession, check_training_memory
+    from engine.training.trainer import blas_threads, iter_training
 
+    tensors_out = getattr(args, "tensors_out", None)
     try:
         config = _config_from_args(args)
         check_training_memory(config)
     except ValueError as exc:
         return _error(str(exc))
+    if tensors_out is not None:
+        problem = _check_tensors_out(tensors_out)
+        if problem:
+            return _error(problem)
     progress = _Progress(sys.stderr, args.quiet)
     last = None
     try:
-        for snap in iter_training(config):
+        with blas_threads(config):
+            session = TrainingSession(config)
+        for snap in iter_training(config, session=session):
             last = snap
             losses = "  ".join(
                 f"{rule.value} {st.train_loss:.3f}" + (" (diverged)" if st.diverged else "")
@@ -114,6 +193,10 @@ def train_command(args: argparse.Namespace) -> int:
         return _error("interrupted")
     progress.end()
     assert last is not None and last.done
+    if tensors_out is not None:
+        problem = _write_tensors(session, config, tensors_out, args.quiet)
+        if problem:
+            return _error(problem)
     summary = {
         "config": config.to_dict(),
         "steps": last.step,
@@ -136,6 +219,8 @@ def train_command(args: argparse.Namespace) -> int:
             for rule, st in last.rules.items()
         },
     }
+    if tensors_out is not None:
+        summary["tensors_out"] = tensors_out
     if args.json:
         print(json.dumps(summary, ensure_ascii=False))
         return EXIT_OK

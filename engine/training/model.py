@@ -38,6 +38,7 @@ __all__ = [
     "loss",
     "loss_and_grad",
     "prepare_batch",
+    "project_qk",
 ]
 
 
@@ -180,6 +181,38 @@ def _fused_backward(
     return grad_q, grad_k, grad_v
 
 
+def _embed(params: ParamSet, pb: PreparedBatch) -> np.ndarray:
+    """X = Σ_c Embed[ids[..., c]] + Pos, as (B·T, d_model)."""
+    dims = params.dims
+    # Row gathers (np.take) are several times cheaper than the one-hot product here.
+    embed = params["embed"]
+    x = np.take(embed, pb.ids[0], axis=0)
+    for ids in pb.ids[1:]:
+        x += np.take(embed, ids, axis=0)
+    x.reshape(pb.batch, dims.seq_len, dims.d_model)[...] += params["pos"]
+    return x
+
+
+def project_qk(params: ParamSet, pb: PreparedBatch) -> tuple[np.ndarray, np.ndarray]:
+    """The queries and keys the weights compute at *every* position of ``pb``.
+
+    Training scores only the target positions, so :func:`loss_and_grad` computes queries there
+    only; this computes q = X W_Q at all T positions (the same weights, the same numbers at the
+    target rows), e.g. to write a tensor file of the trained heads.
+
+    Returns
+    -------
+    q, k
+        Arrays of shape (B, h, T, d_k) in the parameters' dtype, before any scaling rule.
+    """
+    dims = params.dims
+    b, t, h, dk = pb.batch, dims.seq_len, dims.heads, dims.d_k
+    x = _embed(params, pb)
+    q = (x @ params["w_q"]).reshape(b, t, h, dk).transpose(0, 2, 1, 3)
+    k = (x @ params["w_kv"][:, : dims.hd]).reshape(b, t, h, dk).transpose(0, 2, 1, 3)
+    return np.ascontiguousarray(q), np.ascontiguousarray(k)
+
+
 def _forward(
     params: ParamSet, spec: RuleSpec, pb: PreparedBatch, *, fused: bool = False
 ) -> _Cache:
@@ -188,14 +221,8 @@ def _forward(
     # those rows (pb.mask).
     dims = params.dims
     b, t, p, h, dk = pb.batch, dims.seq_len, pb.positions.size, dims.heads, dims.d_k
-    # Row gathers (np.take) are several times cheaper than the one-hot product here.
-    embed = params["embed"]
-    x = np.take(embed, pb.ids[0], axis=0)
-    for ids in pb.ids[1:]:
-        x += np.take(embed, ids, axis=0)
-    x3 = x.reshape(b, t, dims.d_model)
-    x3 += params["pos"]
-    xt = x3[:, pb.positions].reshape(b * p, dims.d_model)
+    x = _embed(params, pb)
+    xt = x.reshape(b, t, dims.d_model)[:, pb.positions].reshape(b * p, dims.d_model)
     q = (xt @ params["w_q"]).reshape(b, p, h, dk).transpose(0, 2, 1, 3)
     kv = (x @ params["w_kv"]).reshape(b, t, 2, h, dk)
     k = kv[:, :, 0].transpose(0, 2, 1, 3)

@@ -9,6 +9,7 @@ non-finite, is marked "diverged at step k" and stops; the other rules continue.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
@@ -29,7 +30,35 @@ from engine.training.params import ModelDims, ParamSet, init_params
 from engine.training.snapshot import RuleTrainState, TrainSnapshot, readonly
 from engine.training.tasks import Task, make_task
 
-__all__ = ["TrainingSession", "check_training_memory", "estimate_training_bytes"]
+__all__ = ["TrainedRun", "TrainingSession", "check_training_memory", "estimate_training_bytes"]
+
+
+@dataclass(frozen=True, slots=True)
+class TrainedRun:
+    """A copy of one rule's trained parameters and what describes them.
+
+    Attributes
+    ----------
+    rule, spec
+        The scaling rule and its parameters as the model applies them.
+    params
+        A private copy of the parameters (later training does not change it).
+    steps
+        Optimizer steps applied to ``params``.
+    diverged_at, diverge_reason
+        As in :class:`~engine.training.snapshot.RuleTrainState`.
+    eval_loss, eval_accuracy
+        Held-out metrics at the latest evaluation (NaN when none succeeded).
+    """
+
+    rule: ScalingRule
+    spec: RuleSpec
+    params: ParamSet
+    steps: int
+    diverged_at: int | None
+    diverge_reason: str
+    eval_loss: float
+    eval_accuracy: float
 
 
 class _RuleRun:
@@ -44,6 +73,7 @@ class _RuleRun:
         self.opt = opt
         self.diverged_at: int | None = None
         self.diverge_reason = ""
+        self.steps_done = 0  # optimizer steps applied to params (a stopped step may lack one)
         self.train_loss = float("nan")
         self.grad_norm = float("nan")
         # run.grads holds the latest gradient times grads_scale (< 1 after clipping); the
@@ -278,9 +308,28 @@ class TrainingSession:
                     if run.grad_norm > self.config.clip_norm:
                         run.grads_scale = self.config.clip_norm / run.grad_norm
                 run.opt.step(run.params.flat, flat)
+                run.steps_done = step
                 if not np.isfinite(run.params.flat).all():
                     self._diverge(run, step, "parameters became non-finite")
         return True
+
+    def trained_runs(self) -> tuple[TrainedRun, ...]:
+        """Copies of every rule's current parameters, in ``config.rules`` order.
+
+        The session is not thread-safe: call this from the thread that trains it, between
+        steps (e.g. after :func:`~engine.training.trainer.iter_training` ended), so that the
+        parameters are never read while an update writes them.
+        """
+        out = []
+        for run in self.runs.values():
+            ev = run.last_eval
+            out.append(TrainedRun(
+                rule=run.rule, spec=run.spec, params=run.params.copy(), steps=run.steps_done,
+                diverged_at=run.diverged_at, diverge_reason=run.diverge_reason,
+                eval_loss=float("nan") if ev is None else ev.loss,
+                eval_accuracy=float("nan") if ev is None else ev.accuracy,
+            ))
+        return tuple(out)
 
     def state(self, run: _RuleRun) -> RuleTrainState:
         """Immutable copy of one rule's state."""

@@ -75,6 +75,7 @@ def iter_training(
     cancel: threading.Event | None = None,
     *,
     step_gate: threading.Event | None = None,
+    session: TrainingSession | None = None,
 ) -> Iterator[TrainSnapshot]:
     """Train every rule of ``config`` side by side, yielding snapshots.
 
@@ -89,6 +90,10 @@ def iter_training(
         while it paints so the trainer does not compete for the interpreter lock, and sets it
         again afterwards. ``cancel`` is still honoured while the gate is cleared (see
         :func:`wait_for_gate`). None: never wait.
+    session
+        A new :class:`TrainingSession` of ``config`` to train (step 0), kept by the caller to
+        read the trained parameters afterwards (:meth:`TrainingSession.trained_runs`); None:
+        the generator makes its own.
 
     Yields
     ------
@@ -99,12 +104,15 @@ def iter_training(
     """
     if not isinstance(config, TrainConfig):
         raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
+    if session is not None and (session.config != config or session.step != 0):
+        raise ValueError("session must be a new TrainingSession of the same config")
     if cancel is not None and cancel.is_set():
         return
     stop = cancel.is_set if cancel is not None else None
     start = time.perf_counter()
     with blas_threads(config):
-        session = TrainingSession(config)
+        if session is None:
+            session = TrainingSession(config)
         snap = session.snapshot(done=False, elapsed_s=time.perf_counter() - start)
     yield snap
     every = config.snapshot_every

@@ -186,7 +186,8 @@ def drive_panel(window: Any) -> list[tuple[str, Callable[[], None]]]:
 
 
 def self_test_command(args: Any) -> int:
-    """Open the real window, drive every control, export every view to DIR and check it.
+    """Open the real window, drive every control, export every view to DIR and check it;
+    also open the sample tensor file and diagnose every head (count and flags are printed).
 
     Parameters
     ----------
@@ -268,6 +269,12 @@ def self_test_command(args: Any) -> int:
                 failures.append(f"{name}: {reason}")
         problem = run_headless_demo(window.train_tab, RESULT_TIMEOUT_MS)
         lines.append(f"{'ok  ' if not problem else 'FAIL'} train demo run and lr sweep  {problem}")
+        if problem:
+            failures.append(problem)
+        from gui.headless.sample_check import check_sample_tensors
+
+        sample_lines, problem = check_sample_tensors()
+        lines += [f"ok   {line}" for line in sample_lines] or [f"FAIL {problem}"]
         if problem:
             failures.append(problem)
         window.mode_tabs.setCurrentWidget(window.view_tabs.splitter)

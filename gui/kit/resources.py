@@ -26,11 +26,13 @@ __all__ = [
     "RESOURCES_ENV",
     "RESOURCE_FILES",
     "RESOURCE_PACKAGE",
+    "SAMPLE_TENSORS",
     "ResourceError",
     "i18n_dir",
     "missing_resources",
     "resource_dir",
     "resource_path",
+    "sample_tensors_path",
 ]
 
 #: Environment variable that overrides the resource folder (tests, unusual installs).
@@ -45,7 +47,10 @@ RESOURCE_FILES: tuple[str, ...] = (
     "tour/tour.zh_CN.json",
     "i18n/explorer_zh_CN.qm",
     "fonts/ExplorerNotoSansSC-Subset.otf",
+    "samples/trained_heads.npz",
 )
+#: The sample tensor file (trained heads of the mini-trainer; README says how it was made).
+SAMPLE_TENSORS = "samples/trained_heads.npz"
 
 
 class ResourceError(SystemExit):
@@ -100,6 +105,11 @@ def resource_path(*parts: str) -> Path:
 def i18n_dir() -> Path:
     """Return the folder holding compiled ``.qm`` translation catalogues."""
     return resource_path("i18n")
+
+
+def sample_tensors_path() -> Path:
+    """Return the path of the shipped sample tensor file (``samples/trained_heads.npz``)."""
+    return resource_path(SAMPLE_TENSORS)
 
 
 def missing_resources() -> list[Path]:

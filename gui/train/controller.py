@@ -91,6 +91,7 @@ class TrainController(QObject):
     stateChanged = Signal(object)  # TrainState
     progressChanged = Signal(float, float)  # fraction done in [0, 1], ETA in s (NaN: unknown)
     errorOccurred = Signal(str)  # user-facing message of a failed job
+    tensorsWritten = Signal(str)  # path of the tensor file an export job wrote
     workerStopped = Signal()  # the worker thread has ended (after begin_shutdown/shutdown)
 
     def __init__(
@@ -156,6 +157,11 @@ class TrainController(QObject):
         """Block at most ``timeout_ms`` for the thread to end; True if it has ended."""
         return self._host.wait_stopped(timeout_ms)
 
+    def has_trained_model(self) -> bool:
+        """True when the current training run has taken a step (its q and k can be written)."""
+        snap = self._results.snapshot
+        return snap is not None and snap.step > 0
+
     def step_gate(self) -> threading.Event:
         """The engine's step gate (set except while the GUI thread pushes and paints)."""
         return self._paint.gate
@@ -182,6 +188,23 @@ class TrainController(QObject):
         self._submit(lambda request_id: TrainJob(request_id, TrainJobKind.LR_SWEEP, config,
                                                   lrs=lrs, seeds=int(seeds),
                                                   step_gate=self._paint.gate))
+        return True
+
+    def export_tensors(self, path: str, command: str = "") -> bool:
+        """Write the trained q and k of the current run to ``path`` on the training thread.
+
+        :attr:`tensorsWritten` carries the path when done; a failure emits
+        :attr:`errorOccurred` and keeps everything else. ``command`` says how the training was
+        started (stored in the file's meta). Returns False when a job runs or no run has
+        trained yet.
+        """
+        if not self._can_start() or not self.has_trained_model():
+            return False
+        config = self._results.snapshot.config
+        self._host.request(lambda request_id: TrainJob(
+            request_id, TrainJobKind.EXPORT, config, path=str(path), command=command))
+        self._last_error = ""
+        self._set_state(TrainState.EXPORTING)
         return True
 
     @Slot()
@@ -301,6 +324,9 @@ class TrainController(QObject):
         if self._closed or job is None or message.request_id != job.request_id:
             return
         item = message.item
+        if message.kind is TrainJobKind.EXPORT:
+            self.tensorsWritten.emit(str(item))
+            return
         if message.kind is TrainJobKind.TRAIN:
             self._gradients.record(item)
             history = self._gradients

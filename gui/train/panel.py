@@ -122,6 +122,10 @@ class TrainPanel(QWidget):
         self.stop_button.setShortcut(QKeySequence("Ctrl+Shift+T"))
         self.reset_button = QPushButton()
         self.reset_button.setShortcut(QKeySequence("Ctrl+Shift+X"))
+        self.inspect_button = QPushButton()
+        self.inspect_button.setObjectName("inspectTrainedButton")
+        self.inspect_button.setShortcut(QKeySequence("Ctrl+Shift+I"))
+        self._trained = False  # the current run has trained parameters to inspect
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setValue(0)
@@ -160,6 +164,7 @@ class TrainPanel(QWidget):
         buttons.addWidget(self.pause_button, 1, 0)
         buttons.addWidget(self.resume_button, 1, 1)
         buttons.addWidget(self.stop_button, 1, 2)
+        buttons.addWidget(self.inspect_button, 2, 0, 1, 3)
         # Buttons, progress and messages first: they stay visible without scrolling at 1280×800.
         layout = QVBoxLayout(self)
         layout.addLayout(buttons)
@@ -229,6 +234,13 @@ class TrainPanel(QWidget):
              translate("TrainPanel", "End the run now; the curves so far stay (Ctrl+Shift+T).")),
             (self.reset_button, translate("TrainPanel", "Reset"),
              translate("TrainPanel", "Stop and clear all curves and the sweep (Ctrl+Shift+X).")),
+            (self.inspect_button, translate("TrainPanel", "Inspect trained model"),
+             translate(
+                 "TrainPanel",
+                 "Write every rule's trained q and k on the held-out set to a tensor file "
+                 "(layer i = rule i) and inspect its heads. Available once a run has trained "
+                 "and nothing runs (Ctrl+Shift+I).",
+             )),
         )
         for button, text, tip in buttons:
             shortcut = button.shortcut()
@@ -309,8 +321,14 @@ class TrainPanel(QWidget):
         self.pause_button.setEnabled(state == TrainState.RUNNING)
         self.resume_button.setEnabled(state == TrainState.PAUSED)
         self.stop_button.setEnabled(state in (TrainState.RUNNING, TrainState.PAUSED))
-        self.reset_button.setEnabled(state != TrainState.STOPPING)
+        self.reset_button.setEnabled(state not in (TrainState.STOPPING, TrainState.EXPORTING))
+        self.inspect_button.setEnabled(idle and self._trained)
         self.show_progress_text()
+
+    def set_trained(self, trained: bool) -> None:
+        """Say whether the current run has trained parameters (enables Inspect when idle)."""
+        self._trained = bool(trained)
+        self.inspect_button.setEnabled(self._state == TrainState.IDLE and self._trained)
 
     @Slot(float, float)
     def set_progress(self, fraction: float, eta_s: float) -> None:
@@ -331,6 +349,8 @@ class TrainPanel(QWidget):
             text = translate("TrainPanel", "%p% — paused")
         elif state == TrainState.STOPPING:
             text = translate("TrainPanel", "%p% — stopping")
+        elif state == TrainState.EXPORTING:
+            text = translate("TrainPanel", "%p% — writing q and k")
         elif done:
             text = translate("TrainPanel", "%p% — done")
         elif state == TrainState.IDLE:

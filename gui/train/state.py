@@ -25,6 +25,8 @@ class TrainState(enum.Enum):
     """A job is held between two engine yields: Resume and Stop are possible."""
     STOPPING = "stopping"
     """Stop was pressed; the job ends after its current step."""
+    EXPORTING = "exporting"
+    """The trained q and k are being written to a tensor file (nothing else may start)."""
 
 
 class GrowingArray:

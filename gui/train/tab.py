@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt, Slot
-from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, Qt, Signal, Slot
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QScrollArea,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
+from engine.cli.train import train_command_line
 from engine.config.train import TrainConfig
 from engine.training.session import check_training_memory
 from gui.kit.i18n import translate
 from gui.kit.qt_lifetime import wait_until
+from gui.kit.settings import Settings, open_settings
 from gui.train.controller import DEFAULT_PUSH_INTERVAL_MS, TrainController
 from gui.train.curves import TrainCurvesView
 from gui.train.lr_sweep_view import LrSweepView
@@ -19,9 +30,12 @@ from gui.train.probe import ProbeView
 from gui.train.state import TrainState
 from gui.train.view import TrainView
 
-__all__ = ["DEMO_CONFIG", "TrainTab"]
+__all__ = ["DEMO_CONFIG", "TENSORS_FILE_NAME", "TrainTab"]
 
 _CTX = "TrainTab"
+
+#: The file name the Inspect button offers (in the last export folder).
+TENSORS_FILE_NAME = "trained_heads.npz"
 
 #: A small model for driving the buttons in the self-test (a step takes well under 1 ms).
 DEMO_CONFIG = TrainConfig(
@@ -41,16 +55,26 @@ class TrainTab(QWidget):
         :class:`~gui.train.view.TrainView`, so tabs and export treat them like any plot view.
     controller
         The :class:`~gui.train.controller.TrainController` (owns the worker thread).
+
+    Signals
+    -------
+    tensorsWritten(str)
+        "Inspect trained model" wrote the trained q and k to this tensor file.
     """
+
+    tensorsWritten = Signal(str)
 
     def __init__(
         self,
         config: TrainConfig | None = None,
         *,
         push_interval_ms: int = DEFAULT_PUSH_INTERVAL_MS,
+        settings: Settings | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
+        self._settings = settings  # opened when first needed (the export folder)
+        self._written = ""  # the last tensor file written for the current run
         self.setObjectName("trainTab")
         self.panel = TrainPanel(config)
         self.curves = TrainCurvesView()
@@ -90,6 +114,8 @@ class TrainTab(QWidget):
         p.resume_button.clicked.connect(self.controller.resume)
         p.stop_button.clicked.connect(self.controller.stop)
         p.reset_button.clicked.connect(self._on_reset)
+        p.inspect_button.clicked.connect(self.ask_inspect_trained)
+        self.controller.tensorsWritten.connect(self._on_tensors_written)
         self.controller.stateChanged.connect(self._on_state_changed)
         self.controller.progressChanged.connect(p.set_progress)
         self.controller.errorOccurred.connect(p.show_error)
@@ -133,7 +159,10 @@ class TrainTab(QWidget):
             return False
         self.panel.show_error("")
         self.view_tabs.setCurrentWidget(self.curves)
-        return self.controller.start_training(config)
+        started = self.controller.start_training(config)
+        if started:
+            self._written = ""  # the file written before describes the previous run
+        return started
 
     @Slot()
     def start_lr_sweep(self) -> bool:
@@ -148,6 +177,39 @@ class TrainTab(QWidget):
         self.panel.show_error("")
         self.view_tabs.setCurrentWidget(self.lr_sweep)
         return self.controller.start_lr_sweep(config, lrs, seeds)
+
+    @Slot()
+    def ask_inspect_trained(self) -> None:
+        """Inspect trained model: ask where to save the tensor file, then write it."""
+        if not self.controller.has_trained_model():
+            return
+        folder = self._settings_store().get("export/last_dir") or str(Path.home())
+        path, _ = QFileDialog.getSaveFileName(
+            self, translate("TrainTab", "Save the trained q and k"),
+            os.path.join(folder, TENSORS_FILE_NAME),
+            translate("TrainTab", "Tensor files (*.npz *.safetensors)"))
+        if path:
+            self.inspect_trained(path)
+
+    def inspect_trained(self, path: str | os.PathLike[str]) -> bool:
+        """Write the trained q and k of every rule to ``path`` off the GUI thread.
+
+        A name without ``.npz`` or ``.safetensors`` gets ``.npz``. :attr:`tensorsWritten`
+        follows when the file is written; an error is shown in the panel. Returns False when
+        nothing was trained or a job runs.
+        """
+        path = str(path)
+        if Path(path).suffix not in (".npz", ".safetensors"):
+            path += ".npz"
+        snap = self.controller.results().snapshot
+        if snap is None:
+            return False
+        command = "Attention Scale Explorer, Train tab: Inspect trained model"
+        line = train_command_line(snap.config)
+        if line is not None:
+            command += f" (the training of: {line})"
+        self.panel.show_error("")
+        return self.controller.export_tensors(path, command)
 
     def current_view(self) -> TrainView:
         """The training view in front."""
@@ -179,15 +241,30 @@ class TrainTab(QWidget):
         return self.controller.shutdown(timeout_ms)
 
     # --------------------------------------------------------------------------------- slots
+    def _settings_store(self) -> Settings:
+        if self._settings is None:
+            self._settings = open_settings()
+        return self._settings
+
+    @Slot(str)
+    def _on_tensors_written(self, path: str) -> None:
+        self._settings_store().set("export/last_dir", str(Path(path).parent))
+        self._written = path
+        self._on_results_shown(self.controller.results())
+        self.tensorsWritten.emit(path)
+
     @Slot()
     def _on_reset(self) -> None:
         self.controller.reset()
+        self._written = ""
+        self.panel.set_trained(False)
         self.panel.show_error("")
         self.panel.status_label.setText("")
         self.panel.reset_progress()
 
     @Slot(object)
     def _on_state_changed(self, state: TrainState) -> None:
+        self.panel.set_trained(self.controller.has_trained_model())
         self.panel.set_state(state)
 
     @Slot(object)
@@ -207,6 +284,9 @@ class TrainTab(QWidget):
                     sweep.done_runs, sweep.total_runs
                 )
             )
+        if self._written:
+            lines.append(translate("TrainTab", "Wrote {0}").format(Path(self._written).name))
+        self.panel.set_trained(self.controller.has_trained_model())
         self.panel.status_label.setText("\n".join(lines))
 
     @Slot(int)

@@ -15,10 +15,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import threading
+from typing import Any
 
 from PySide6.QtCore import Signal
 
 from engine.config.train import TrainConfig
+from gui.kit.i18n import translate
 from gui.kit.job_worker import JobWorker
 
 __all__ = [
@@ -37,6 +39,9 @@ class TrainJobKind(enum.Enum):
     """:func:`engine.training.trainer.iter_training` (yields ``TrainSnapshot``)."""
     LR_SWEEP = "lr_sweep"
     """:func:`engine.training.lr_sweep.iter_lr_sweep` (yields ``LrSweepProgress``)."""
+    EXPORT = "export"
+    """:func:`engine.training.export_qk.write_trained_tensors` of the last training run
+    (yields the written path as a ``str``)."""
 
 
 def _set_event() -> threading.Event:
@@ -59,6 +64,8 @@ class TrainJob:
         What to train (the sweep overrides ``lr`` and ``seed``).
     lrs, seeds
         Learning rates and number of seeds of a sweep (unused for a training run).
+    path, command
+        Export only: the tensor file to write, and how the training was started (its meta).
     cancel
         Set (from the GUI thread) to stop the job after the current step.
     running
@@ -73,6 +80,8 @@ class TrainJob:
     config: TrainConfig
     lrs: tuple[float, ...] = ()
     seeds: int = 1
+    path: str = ""
+    command: str = ""
     cancel: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False)
     running: threading.Event = dataclasses.field(default_factory=_set_event, compare=False)
     step_gate: threading.Event | None = dataclasses.field(default=None, compare=False)
@@ -110,16 +119,32 @@ class TrainJobFinished:
 
 
 class TrainWorker(JobWorker):
-    """Runs :class:`TrainJob` objects in the thread it was moved to (never touches widgets)."""
+    """Runs :class:`TrainJob` objects in the thread it was moved to (never touches widgets).
+
+    It keeps the session of the last training job, so that an export job (run by the same
+    thread, after training ended) reads parameters that no update is writing.
+    """
 
     itemReady = Signal(object)  # TrainItem
 
-    def execute(self, job: TrainJob) -> None:
-        """Train (or sweep learning rates), emitting every snapshot or run as it comes."""
-        if job.kind is TrainJobKind.TRAIN:
-            from engine.training.trainer import iter_training
+    def __init__(self) -> None:
+        super().__init__()
+        self._session: Any = None  # TrainingSession of the last TRAIN job (this thread only)
 
-            items = iter_training(job.config, job.cancel, step_gate=job.step_gate)
+    def execute(self, job: TrainJob) -> None:
+        """Train (or sweep learning rates, or export), emitting every item as it comes."""
+        if job.kind is TrainJobKind.EXPORT:
+            self._export(job)
+            return
+        if job.kind is TrainJobKind.TRAIN:
+            from engine.training.session import TrainingSession
+            from engine.training.trainer import blas_threads, iter_training
+
+            self._session = None  # freed before the new one is allocated
+            with blas_threads(job.config):
+                self._session = TrainingSession(job.config)
+            items = iter_training(job.config, job.cancel, step_gate=job.step_gate,
+                                  session=self._session)
         else:
             from engine.training.lr_sweep import iter_lr_sweep
 
@@ -135,6 +160,18 @@ class TrainWorker(JobWorker):
                     break
         finally:
             items.close()
+
+    def _export(self, job: TrainJob) -> None:
+        from engine.training.export_qk import write_trained_tensors
+
+        if self._session is None:
+            raise ValueError(translate("TrainTab", "There is no trained model to inspect."))
+        try:
+            path = write_trained_tensors(job.path, self._session, command=job.command)
+        except OSError as exc:
+            raise ValueError(translate("TrainTab", "Could not write {0}: {1}").format(
+                job.path, exc.strerror or exc)) from None
+        self.itemReady.emit(TrainItem(job.request_id, job.kind, str(path)))
 
     def finished_message(self, job: TrainJob, completed: bool) -> TrainJobFinished:
         """The end of ``job``."""

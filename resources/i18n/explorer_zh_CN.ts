@@ -188,153 +188,153 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>标记</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="159"/>
+        <location filename="../../gui/heads/view.py" line="163"/>
         <source>Heads</source>
         <extracomment>Interval of the grid/table refresh while diagnostics stream in (the GUI stays responsive).</extracomment>
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="163"/>
+        <location filename="../../gui/heads/view.py" line="167"/>
         <source>Colour by</source>
         <translation>着色依据</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="164"/>
+        <location filename="../../gui/heads/view.py" line="168"/>
         <source>Logits</source>
         <translation>Logit</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="165"/>
+        <location filename="../../gui/heads/view.py" line="169"/>
         <source>gain</source>
         <translation>增益</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="166"/>
+        <location filename="../../gui/heads/view.py" line="170"/>
         <source>cap</source>
         <translation>上限</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="169"/>
+        <location filename="../../gui/heads/view.py" line="173"/>
         <source>batch entry</source>
         <translation>批次条目</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="170"/>
+        <location filename="../../gui/heads/view.py" line="174"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="171"/>
+        <location filename="../../gui/heads/view.py" line="175"/>
         <source>√d_k</source>
         <translation>√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="172"/>
+        <location filename="../../gui/heads/view.py" line="176"/>
         <source>The diagnostic that colours the grid</source>
         <translation>为网格着色的诊断量</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="173"/>
+        <location filename="../../gui/heads/view.py" line="177"/>
         <source>The logits diagnosed: the file&apos;s own scale c (meta.scale, default 1/√d_k), or a scaling rule re-applied to the same q and k</source>
         <translation>被诊断的 logit：文件自身的缩放 c（meta.scale，默认 1/√d_k），或在同一组 q、k 上重新应用的缩放规则</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="176"/>
+        <location filename="../../gui/heads/view.py" line="180"/>
         <source>Temperature T of the rule 1/T</source>
         <translation>规则 1/T 的温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="177"/>
+        <location filename="../../gui/heads/view.py" line="181"/>
         <source>QK-norm gain g (√d_k: the default)</source>
         <translation>QK-norm 增益 g（√d_k：默认值）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="178"/>
+        <location filename="../../gui/heads/view.py" line="182"/>
         <source>Soft-cap value: cap·tanh(c·q·k/cap)</source>
         <translation>软上限值：cap·tanh(c·q·k/cap)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="179"/>
+        <location filename="../../gui/heads/view.py" line="183"/>
         <source>Batch entry whose attention weights the replay shows (the diagnostics average over all entries)</source>
         <translation>重放显示其注意力权重的批次条目（诊断量对所有条目取平均）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="182"/>
+        <location filename="../../gui/heads/view.py" line="186"/>
         <source>Click a head to replay it under every rule and show it in the explorer&apos;s views; click a header to sort</source>
         <translation>点击一个头：在每种规则下重放它，并在探索器视图中显示；点击表头排序</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="186"/>
+        <location filename="../../gui/heads/view.py" line="190"/>
         <source>file&apos;s own scale</source>
         <translation>文件自身的缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="289"/>
+        <location filename="../../gui/heads/view.py" line="294"/>
         <source>The file has no layer {0} head {1} batch entry {2}.</source>
         <translation>文件中没有第 {0} 层第 {1} 头批次条目 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="300"/>
+        <location filename="../../gui/heads/view.py" line="305"/>
         <source>No tensor file open. File › Open tensors… (Ctrl+T), drop a .npz, .safetensors or .npy folder on the window, or Help › Open sample tensors.</source>
         <translation>尚未打开张量文件。使用 文件 › 打开张量…（Ctrl+T），把 .npz、.safetensors 或 .npy 文件夹拖到窗口上，或使用 帮助 › 打开示例张量。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="319"/>
+        <location filename="../../gui/heads/view.py" line="327"/>
         <source>Click a head to replay it under every scaling rule.</source>
         <translation>点击一个头，在每种缩放规则下重放它。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="329"/>
+        <location filename="../../gui/heads/view.py" line="337"/>
         <source>{0}/{1} heads</source>
         <translation>{0}/{1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="345"/>
+        <location filename="../../gui/heads/view.py" line="353"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="388"/>
+        <location filename="../../gui/heads/view.py" line="396"/>
         <source>{0} layers × {1} heads, n = {2}, d_k = {3}, batch {4}, {5}</source>
         <translation>{0} 层 × {1} 头，n = {2}，d_k = {3}，批次 {4}，{5}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="391"/>
+        <location filename="../../gui/heads/view.py" line="399"/>
         <source>causal</source>
         <translation>因果</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="392"/>
+        <location filename="../../gui/heads/view.py" line="400"/>
         <source>not causal</source>
         <translation>非因果</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="401"/>
+        <location filename="../../gui/heads/view.py" line="409"/>
         <source>Flagged heads: none.</source>
         <translation>被标记的头：没有。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="402"/>
+        <location filename="../../gui/heads/view.py" line="410"/>
         <source>Flagged heads: none so far.</source>
         <translation>被标记的头：目前没有。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="406"/>
+        <location filename="../../gui/heads/view.py" line="414"/>
         <source>Flagged heads ({0}): {1}</source>
         <translation>被标记的头（{0}）：{1}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="408"/>
+        <location filename="../../gui/heads/view.py" line="416"/>
         <source>and {0} more (sort the flags column).</source>
         <translation>另有 {0} 个（按标记列排序查看）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="409"/>
+        <location filename="../../gui/heads/view.py" line="417"/>
         <source>Grid letters: S saturated, K sink, U near-uniform.</source>
         <translation>网格字母：S 饱和，K 汇聚，U 近均匀。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="413"/>
+        <location filename="../../gui/heads/view.py" line="421"/>
         <source>Layer {0}, head {1}, batch entry {2}: every rule on the same real q and k</source>
         <translation>第 {0} 层第 {1} 头，批次条目 {2}：同一组真实 q、k 上的每种规则</translation>
     </message>
@@ -1460,27 +1460,27 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>检索：n 个键/值对和一个查询键；输出与之配对的值（需要在 n 个键中的一个上形成尖锐的注意力）。回溯复制：输出向前第 k 个位置的词元（因果掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="189"/>
+        <location filename="../../gui/train/panel.py" line="194"/>
         <source>No scaling: logits q·k with variance ≈ d_k at init.</source>
         <translation>不缩放：logit 为 q·k，初始化时方差 ≈ d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="192"/>
+        <location filename="../../gui/train/panel.py" line="197"/>
         <source>Divide the logits by √d_k (the Transformer rule).</source>
         <translation>将 logit 除以 √d_k（Transformer 的规则）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="195"/>
+        <location filename="../../gui/train/panel.py" line="200"/>
         <source>Divide the logits by d_k (μP).</source>
         <translation>将 logit 除以 d_k（μP）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="196"/>
+        <location filename="../../gui/train/panel.py" line="201"/>
         <source>Normalise q and k to unit length, times a gain (default √d_k).</source>
         <translation>将 q 和 k 归一化为单位长度，再乘以增益（默认 √d_k）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="199"/>
+        <location filename="../../gui/train/panel.py" line="204"/>
         <source>1/√d_k, then cap·tanh(s/cap) with cap = 50.</source>
         <translation>先乘 1/√d_k，再取 cap·tanh(s/cap)，cap = 50。</translation>
     </message>
@@ -1580,72 +1580,72 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>固定留出集中的样本数（由随机种子决定）；样本 0 是显示其注意力的探针。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="207"/>
+        <location filename="../../gui/train/panel.py" line="212"/>
         <source>Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread).</source>
         <translation>学习率扫描：每个学习率使用种子 0…N−1（取均值和离散范围）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="213"/>
+        <location filename="../../gui/train/panel.py" line="218"/>
         <source>Learning-rate sweep: comma-separated learning rates.</source>
         <translation>学习率扫描：以逗号分隔的学习率。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="216"/>
+        <location filename="../../gui/train/panel.py" line="221"/>
         <source>Start</source>
         <translation>开始</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="217"/>
+        <location filename="../../gui/train/panel.py" line="222"/>
         <source>Train the checked rules side by side (Ctrl+T).</source>
         <translation>并排训练勾选的规则（Ctrl+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="218"/>
+        <location filename="../../gui/train/panel.py" line="223"/>
         <source>Run lr sweep</source>
         <translation>运行学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="219"/>
+        <location filename="../../gui/train/panel.py" line="224"/>
         <source>Train every rule at every listed learning rate and seed; plot the final held-out loss (Ctrl+L).</source>
         <translation>以列出的每个学习率和种子训练每种规则；绘制最终留出集损失（Ctrl+L）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="224"/>
+        <location filename="../../gui/train/panel.py" line="229"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="225"/>
+        <location filename="../../gui/train/panel.py" line="230"/>
         <source>Hold the run between two steps (Ctrl+P).</source>
         <translation>在两步之间暂停运行（Ctrl+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="226"/>
+        <location filename="../../gui/train/panel.py" line="231"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="227"/>
+        <location filename="../../gui/train/panel.py" line="232"/>
         <source>Continue a paused run (Ctrl+Shift+P).</source>
         <translation>继续已暂停的运行（Ctrl+Shift+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="228"/>
+        <location filename="../../gui/train/panel.py" line="233"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="229"/>
+        <location filename="../../gui/train/panel.py" line="234"/>
         <source>End the run now; the curves so far stay (Ctrl+Shift+T).</source>
         <translation>立即结束运行；已有曲线会保留（Ctrl+Shift+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="230"/>
+        <location filename="../../gui/train/panel.py" line="235"/>
         <source>Reset</source>
         <translation>重置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="231"/>
+        <location filename="../../gui/train/panel.py" line="236"/>
         <source>Stop and clear all curves and the sweep (Ctrl+Shift+X).</source>
         <translation>停止并清除所有曲线和扫描结果（Ctrl+Shift+X）。</translation>
     </message>
@@ -1665,22 +1665,32 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>留出集大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="333"/>
+        <location filename="../../gui/train/panel.py" line="351"/>
         <source>%p% — stopping</source>
         <translation>%p% — 正在停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="337"/>
+        <location filename="../../gui/train/panel.py" line="357"/>
         <source>idle</source>
         <translation>空闲</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="239"/>
+        <location filename="../../gui/train/panel.py" line="251"/>
         <source>Progress of the run or sweep, with the estimated time left (pauses excluded).</source>
         <translation>运行或扫描的进度，以及预计剩余时间（不含暂停）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="244"/>
+        <location filename="../../gui/train/panel.py" line="237"/>
+        <source>Inspect trained model</source>
+        <translation>检查训练后的模型</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="238"/>
+        <source>Write every rule&apos;s trained q and k on the held-out set to a tensor file (layer i = rule i) and inspect its heads. Available once a run has trained and nothing runs (Ctrl+Shift+I).</source>
+        <translation>将每条规则训练后在留出集上的 q 和 k 保存为数组文件（第 i 层 = 第 i 条规则）并检查各个头。训练过且没有任务运行时可用（Ctrl+Shift+I）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="256"/>
         <source>Task and model</source>
         <translation>任务与模型</translation>
     </message>
@@ -1711,7 +1721,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>复制偏移 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="245"/>
+        <location filename="../../gui/train/panel.py" line="257"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
@@ -1741,47 +1751,52 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="246"/>
+        <location filename="../../gui/train/panel.py" line="258"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="248"/>
+        <location filename="../../gui/train/panel.py" line="260"/>
         <source>Learning rates</source>
         <translation>学习率列表</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="249"/>
+        <location filename="../../gui/train/panel.py" line="261"/>
         <source>Seeds</source>
         <translation>种子数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="331"/>
+        <location filename="../../gui/train/panel.py" line="349"/>
         <source>%p% — paused</source>
         <translation>%p% — 已暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="335"/>
+        <location filename="../../gui/train/panel.py" line="353"/>
+        <source>%p% — writing q and k</source>
+        <translation>%p% — 正在保存 q 和 k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="355"/>
         <source>%p% — done</source>
         <translation>%p% — 已完成</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="337"/>
+        <location filename="../../gui/train/panel.py" line="357"/>
         <source>%p% — stopped</source>
         <translation>%p% — 已停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="340"/>
+        <location filename="../../gui/train/panel.py" line="360"/>
         <source>%p% — {0} left</source>
         <translation>%p% — 剩余 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="366"/>
+        <location filename="../../gui/train/panel.py" line="386"/>
         <source>{0} s</source>
         <translation>{0} 秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="367"/>
+        <location filename="../../gui/train/panel.py" line="387"/>
         <source>{0} min {1:02d} s</source>
         <translation>{0} 分 {1:02d} 秒</translation>
     </message>
@@ -1789,15 +1804,40 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TrainTab</name>
     <message>
-        <location filename="../../gui/train/tab.py" line="200"/>
+        <location filename="../../gui/train/tab.py" line="188"/>
+        <source>Save the trained q and k</source>
+        <extracomment>The file name the Inspect button offers (in the last export folder). A small model for driving the buttons in the self-test (a step takes well under 1 ms).</extracomment>
+        <translation>保存训练后的 q 和 k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="190"/>
+        <source>Tensor files (*.npz *.safetensors)</source>
+        <translation>q/k 数组文件 (*.npz *.safetensors)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="277"/>
         <source>Training: step {0} of {1}, {2:.0f} steps/s</source>
-        <extracomment>A small model for driving the buttons in the self-test (a step takes well under 1 ms).</extracomment>
         <translation>训练中：第 {0} / {1} 步，{2:.0f} 步/秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="206"/>
+        <location filename="../../gui/train/tab.py" line="283"/>
         <source>Sweep: {0} of {1} runs</source>
         <translation>扫描：{0} / {1} 次运行</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="288"/>
+        <source>Wrote {0}</source>
+        <translation>已保存 {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/worker.py" line="168"/>
+        <source>There is no trained model to inspect.</source>
+        <translation>没有可检查的训练模型。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/worker.py" line="172"/>
+        <source>Could not write {0}: {1}</source>
+        <translation>无法保存 {0}：{1}</translation>
     </message>
 </context>
 </TS>

@@ -43,7 +43,7 @@ def test_each_declared_option_is_in_the_parser_as_declared(command, cls) -> None
             assert action.default == default, field.name
     # lr and seed are train-only (lr-sweep sweeps them); nothing else sets a field.
     assert ("lr" in actions) is False and ("seed" in actions) is False
-    assert set(actions) <= {"help", "out", "quiet", "json", "lrs", "seeds"}
+    assert set(actions) <= {"help", "out", "quiet", "json", "lrs", "seeds", "tensors_out"}
 
 
 def test_train_options_keep_their_established_order() -> None:

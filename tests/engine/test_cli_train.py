@@ -68,6 +68,8 @@ def test_train_text_summary():
         (("lr-sweep", "--lrs", "0.01,abc"), "--lrs"),
         (("lr-sweep", "--lrs", "0.01", "--seeds", "0"), "seeds"),
         (("lr-sweep", "--lrs", "0.01", "--out", "/nonexistent-dir/x.csv"), "--out"),
+        (("train", "--tensors-out", "/nonexistent-dir/heads.npz"), "--tensors-out"),
+        (("train", "--tensors-out", "heads.csv"), ".npz or .safetensors"),
     ],
 )
 def test_bad_input_exits_2_with_error(args, word):
@@ -120,3 +122,21 @@ def test_model_and_task_flags_reach_the_config():
     config = json.loads(proc.stdout)["config"]
     assert (config["vocab"], config["offset"], config["init_std"]) == (12, 3, 0.05)
     assert (config["clip_norm"], config["eval_size"]) == (1.5, 32)
+
+
+def test_train_tensors_out_writes_the_trained_heads(tmp_path):
+    from engine.io.tensors import load_tensors
+
+    out = tmp_path / "heads.npz"
+    proc = _run("train", "--task", "copy_back", "--rules", "none,qk_norm", *SMALL,
+                "--steps", "5", "--seed", "3", "--json", "--tensors-out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["tensors_out"] == str(out)  # stdout stays one JSON object
+    assert f"wrote {out}" in proc.stderr
+    tf = load_tensors(out)
+    assert tf.layers == (0, 1) and [tf.layer_name(i) for i in tf.layers] == ["none", "qk_norm"]
+    assert tf.causal and tf.n == 8 and tf.d_k == 16 and tf.batch == 16
+    assert tf.meta["seed"] == 3 and tf.meta["config"]["task"] == "copy_back"
+    assert tf.meta["command"] == (
+        "python main.py train --task copy_back --rules none,qk_norm --d-k 16 --n 8 --batch 16 "
+        f"--steps 5 --lr 0.01 --seed 3 --tensors-out {out}")

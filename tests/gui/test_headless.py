@@ -86,6 +86,9 @@ def test_self_test_passes_and_reports(qapp, tmp_path, capsys, isolated_settings)
     assert "FAIL" not in out
     for name in ("n_tokens", "link_heads", "gain", "temperature view T", "invalid heads refused"):
         assert name in out
+    # The shipped sample tensor file opens and every head is diagnosed (unscaled head flagged).
+    assert "sample tensors trained_heads.npz: 3 heads diagnosed" in out
+    assert "none/0: saturated" in out
     assert (tmp_path / "st" / "correlation.png").exists()
     # The headless commands never write the user's (here: the isolated) settings.
     assert not any(isolated_settings.iterdir())
