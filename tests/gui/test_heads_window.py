@@ -134,3 +134,45 @@ def test_closing_while_a_large_file_is_diagnosed_exits_cleanly(make_window, tmp_
     qtbot.waitUntil(lambda: len(window.heads.view.controller.records()) > 0, timeout=30_000)
     window.close()
     qtbot.waitUntil(lambda: not window.workers_running(), timeout=5_000)
+
+
+def test_help_open_sample_tensors_shows_the_shipped_trained_heads(window) -> None:
+    window.menu_actions["open_sample"].trigger()
+    view = window.heads.view
+    assert view.wait_idle()
+    assert "trained_heads.npz" in view.status_text()
+    header, rows = view.data_table()
+    flagged = {(row[header.index("layer")], row[header.index("head")]):
+               row[header.index("flags")] for row in rows}
+    # The sample's unscaled run (layer 0) saturates; QK-norm (layer 2) does not.
+    assert flagged[(0, 0)] == "saturated" and flagged[(2, 0)] == ""
+    assert "L0 H0 (saturated)" in view.flagged_text()
+    layer_names = [view.table.model().index(row, 0).data() for row in range(3)]
+    assert layer_names[0].startswith("0 · ") and "none" in layer_names[0].lower()
+
+
+def test_inspect_trained_model_opens_its_file_in_the_heads_tab(window, tmp_path,
+                                                               monkeypatch) -> None:
+    from engine.config.train import TrainConfig
+    from gui.train import tab as tab_module
+
+    config = TrainConfig(rules=("none", "sqrt"), d_k=16, d_model=32, heads=2, n=8, vocab=16,
+                         batch=32, steps=20, lr=0.01, eval_size=8)
+    target = tmp_path / "mine.npz"
+    monkeypatch.setattr(tab_module.QFileDialog, "getSaveFileName",
+                        lambda *args: (str(target), args[-1]))
+    train = window.train_tab
+    window.mode_tabs.setCurrentWidget(train)
+    train.panel.set_config(config)
+    assert train.start_training() and train.wait_until_idle(30_000)
+    train.panel.inspect_button.click()
+    view = window.heads.view
+    heads = view.controller
+    assert train.wait_until_idle(30_000)
+    from gui.kit.qt_lifetime import wait_until
+
+    wait_until(lambda: heads.tensor_file() is not None and not heads.is_busy(),
+               (heads.fileOpened, heads.busyChanged), 30_000)
+    assert window.mode_tabs.currentWidget() is view
+    assert "mine.npz" in view.status_text()
+    assert view.table.model().rowCount() == 2 * 2  # two runs (layers) × two heads
