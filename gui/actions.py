@@ -88,7 +88,7 @@ FILE_MENU: tuple[ActionSpec | None, ...] = (
                "files.ask_save_session_as", "Ctrl+Alt+S"),
     SEPARATOR,
     ActionSpec("open_tensors", QT_TRANSLATE_NOOP("MainWindow", "Open &tensors…"),
-               "heads.ask_open_tensors", "Ctrl+T",
+               "heads.ask_open_tensors", "Ctrl+Shift+O",
                status_tip=QT_TRANSLATE_NOOP(
                    "MainWindow", "Open a model's q and k (.npz, .safetensors) and diagnose "
                    "every head")),

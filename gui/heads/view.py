@@ -303,7 +303,7 @@ class HeadsView(PlotView):
         tf = self.controller.tensor_file()
         if tf is None:
             self._file_label.setText(translate(
-                "HeadsView", "No tensor file open. File › Open tensors… (Ctrl+T), drop a "
+                "HeadsView", "No tensor file open. File › Open tensors… (Ctrl+Shift+O), drop a "
                 ".npz, .safetensors or .npy folder on the window, or Help › Open sample "
                 "tensors."))
             self.grid.clear_replay("")

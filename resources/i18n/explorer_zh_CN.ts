@@ -275,8 +275,8 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
     </message>
     <message>
         <location filename="../../gui/heads/view.py" line="305"/>
-        <source>No tensor file open. File › Open tensors… (Ctrl+T), drop a .npz, .safetensors or .npy folder on the window, or Help › Open sample tensors.</source>
-        <translation>尚未打开张量文件。使用 文件 › 打开张量…（Ctrl+T），把 .npz、.safetensors 或 .npy 文件夹拖到窗口上，或使用 帮助 › 打开示例张量。</translation>
+        <source>No tensor file open. File › Open tensors… (Ctrl+Shift+O), drop a .npz, .safetensors or .npy folder on the window, or Help › Open sample tensors.</source>
+        <translation>尚未打开张量文件。使用 文件 › 打开张量…（Ctrl+Shift+O），把 .npz、.safetensors 或 .npy 文件夹拖到窗口上，或使用 帮助 › 打开示例张量。</translation>
     </message>
     <message>
         <location filename="../../gui/heads/view.py" line="327"/>
@@ -730,7 +730,7 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
     </message>
     <message>
         <location filename="../../gui/window_files.py" line="122"/>
-        <location filename="../../gui/window_heads.py" line="129"/>
+        <location filename="../../gui/window_heads.py" line="136"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
@@ -845,33 +845,33 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="60"/>
+        <location filename="../../gui/window_heads.py" line="63"/>
         <source>Opening {0}…</source>
         <extracomment>File suffixes the window accepts as tensor files (a folder of .npy files is accepted too).</extracomment>
         <translation>正在打开 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="69"/>
+        <location filename="../../gui/window_heads.py" line="72"/>
         <source>Open tensors</source>
         <translation>打开张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="70"/>
+        <location filename="../../gui/window_heads.py" line="73"/>
         <source>Tensor files (*.npz *.safetensors);;All files (*)</source>
         <translation>张量文件 (*.npz *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="97"/>
+        <location filename="../../gui/window_heads.py" line="100"/>
         <source>Tensor file not found</source>
         <translation>找不到张量文件</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="98"/>
+        <location filename="../../gui/window_heads.py" line="101"/>
         <source>The session&apos;s tensor file {0} was not found (moved or deleted?). The rest of the session is open; open the file again with File › Open tensors…</source>
         <translation>未找到会话的张量文件 {0}（已移动或删除？）。会话的其余部分已打开；请用 文件 › 打开张量… 重新打开该文件。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="124"/>
+        <location filename="../../gui/window_heads.py" line="127"/>
         <source>Tensor file problem</source>
         <translation>张量文件问题</translation>
     </message>

@@ -26,7 +26,7 @@ def test_file_open_tensors_asks_for_a_file_and_shows_the_heads_tab(window, tmp_p
                                                                     monkeypatch) -> None:
     path = planted_file(tmp_path / "planted.npz")
     action = window.menu_actions["open_tensors"]
-    assert action.shortcut().toString() == "Ctrl+T"
+    assert action.shortcut().toString() == "Ctrl+Shift+O"
     asked = []
 
     def fake_dialog(parent, caption, folder, filters):
