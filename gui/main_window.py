@@ -14,6 +14,7 @@ from engine.config.train import TrainConfig
 from gui import actions as menu_table
 from gui.explorer.controller import ExplorerController
 from gui.explorer.panel import ParameterPanel
+from gui.explorer.source_bar import SourceBar, connect_real_head
 from gui.explorer.views.base import ExplorerView
 from gui.kit.i18n import translate
 from gui.kit.plot_view import PlotView
@@ -127,6 +128,7 @@ class MainWindow(QMainWindow):
         self._build_menus()
 
         self.panel.configChanged.connect(self.controller.set_config)
+        connect_real_head(self.controller, self.panel, self.source_bar)
         for view in self.views:
             signal = getattr(view, "temperatureChanged", None)
             if signal is not None:
@@ -141,6 +143,9 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------------------- building
     def _build_central(self) -> None:
         self.view_tabs = ViewTabs(self.views, self.controller, self)
+        # "Real q, k: <head>" above the view tabs while a real head is shown.
+        self.source_bar = SourceBar()
+        self.explorer_page = self.source_bar.page_with(self.view_tabs.splitter)
         # Top level: the explorer (views + parameter dock) and the Train tab (gui/train), which
         # has its own control panel and worker thread.
         from gui.train import TrainTab
@@ -148,7 +153,7 @@ class MainWindow(QMainWindow):
         self.train_tab = TrainTab()
         self.mode_tabs = QTabWidget()
         self.mode_tabs.setObjectName("modeTabs")
-        self.mode_tabs.addTab(self.view_tabs.splitter, translate("MainWindow", "Explorer"))
+        self.mode_tabs.addTab(self.explorer_page, translate("MainWindow", "Explorer"))
         self.mode_tabs.addTab(self.train_tab, translate("MainWindow", "Train"))
         self._dock_was_visible = True
         self.mode_tabs.currentChanged.connect(self._on_mode_changed)
@@ -209,7 +214,7 @@ class MainWindow(QMainWindow):
         for action in self.view_actions:
             action.setText(self._view_by_key(str(action.data())).title())
         self.view_tabs.retranslate_ui()
-        self.mode_tabs.setTabText(self.mode_tabs.indexOf(self.view_tabs.splitter),
+        self.mode_tabs.setTabText(self.mode_tabs.indexOf(self.explorer_page),
                                   translate("MainWindow", "Explorer"))
         self.mode_tabs.setTabText(self.mode_tabs.indexOf(self.train_tab),
                                   translate("MainWindow", "Train"))
@@ -252,7 +257,7 @@ class MainWindow(QMainWindow):
     def show_view(self, key: str) -> bool:
         """Bring the view ``key`` to the front; return False when there is no such view."""
         if self.view_tabs.show_view(key):
-            self.mode_tabs.setCurrentWidget(self.view_tabs.splitter)
+            self.mode_tabs.setCurrentWidget(self.explorer_page)
             return True
         if self.train_tab.show_view(key):
             self.mode_tabs.setCurrentWidget(self.train_tab)

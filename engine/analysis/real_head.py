@@ -17,7 +17,7 @@ import numpy as np
 
 from engine.analysis.experiment import check_snapshot_memory
 from engine.config import AttentionConfig, MaskKind, ScalingRule
-from engine.io.tensors import TensorFile
+from engine.io.tensors import TensorFile, TensorFileError
 
 __all__ = [
     "HeadRef",
@@ -25,6 +25,7 @@ __all__ = [
     "explorer_config_for",
     "load_head",
     "own_rule",
+    "with_own_rule",
 ]
 
 #: Relative tolerance when matching the file's scale c against 1, 1/√d_k and 1/d_k.
@@ -145,7 +146,11 @@ def load_head(ref: HeadRef) -> RealHead:
         read any more.
     """
     file = ref.file
-    q, k = file.qk(ref.layer, ref.head)
+    try:
+        q, k = file.qk(ref.layer, ref.head)
+    except TensorFileError as exc:
+        # The reader names the array; the user also needs to know which file and head.
+        raise TensorFileError(f"{ref.label}: {exc}") from exc
     return RealHead(ref=ref, q=q[ref.batch_entry], k=k[ref.batch_entry], tokens=file.tokens,
                     causal=file.causal, scale=file.layer_scale(ref.layer),
                     cap=file.layer_cap(ref.layer))
@@ -198,6 +203,23 @@ def own_rule(head: RealHead | HeadRef) -> tuple[ScalingRule, float | None, float
         raise ValueError(f"the model's scale c = {c:g} needs T = {temperature:g}, outside the "
                          f"temperature range {low:g}..{high:g}")
     return ScalingRule.TEMPERATURE, temperature, None
+
+
+def with_own_rule(head: RealHead | HeadRef, config: AttentionConfig) -> AttentionConfig:
+    """``config`` with the rule of :func:`own_rule` (temperature or cap where it has one).
+
+    A scale that no rule expresses (c ≤ 0, T out of range) leaves ``config``'s rule.
+    """
+    try:
+        rule, temperature, cap = own_rule(head)
+    except ValueError:
+        return config
+    changes: dict[str, object] = {"rule": rule}
+    if temperature is not None:
+        changes["temperature"] = temperature
+    if cap is not None:
+        changes["cap"] = cap
+    return dataclasses.replace(config, **changes)  # type: ignore[arg-type]
 
 
 def explorer_config_for(

@@ -270,7 +270,7 @@ def self_test_command(args: Any) -> int:
         lines.append(f"{'ok  ' if not problem else 'FAIL'} train demo run and lr sweep  {problem}")
         if problem:
             failures.append(problem)
-        window.mode_tabs.setCurrentWidget(window.view_tabs.splitter)
+        window.mode_tabs.setCurrentWidget(window.explorer_page)
         written = window.files.export_everything(out, width, height)
         for path in written:
             if path.suffix == ".png":

@@ -23,6 +23,7 @@ from engine.analysis.real_head import (
     explorer_config_for,
     load_head,
     own_rule,
+    with_own_rule,
 )
 from engine.config import AttentionConfig, MaskKind, ScalingRule
 from engine.core.attention import attention_logits
@@ -95,7 +96,7 @@ def test_load_head_reports_a_file_that_changed_on_disk(tmp_path):
     tf, arrays = _file(tmp_path)
     arrays["layer0.q"][1, 2, 0] = np.nan
     write_tensors(tf.path, arrays)
-    with pytest.raises(TensorFileError, match="NaN/inf"):
+    with pytest.raises(TensorFileError, match=r"^model\.npz · layer 0 · head 1: .*NaN/inf"):
         load_head(HeadRef(tf, 0, 1))
 
 
@@ -128,6 +129,17 @@ def test_own_rule_default_scale_is_sqrt_and_bad_scales_are_refused(tmp_path):
         tf, _ = _file(tmp_path, meta={"scale": bad}, name=f"bad{bad}.npz")
         with pytest.raises(ValueError, match="scale c"):
             own_rule(HeadRef(tf, 0, 0))
+
+
+def test_with_own_rule_sets_the_rule_and_keeps_what_it_cannot_express(tmp_path):
+    base = AttentionConfig(rule="qk_norm", temperature=2.0, cap=7.0)
+    tf, _ = _file(tmp_path, meta={"scale": 0.1})
+    assert with_own_rule(HeadRef(tf, 0, 0), base) == base.replace(rule="temperature",
+                                                                   temperature=10.0)
+    tf, _ = _file(tmp_path, meta={"scale": 0.5, "cap": 20.0}, name="cap.npz")
+    assert with_own_rule(HeadRef(tf, 0, 0), base) == base.replace(rule="softcap", cap=20.0)
+    tf, _ = _file(tmp_path, meta={"scale": -1.0}, name="neg.npz")
+    assert with_own_rule(HeadRef(tf, 0, 0), base) == base
 
 
 def test_explorer_config_for_takes_the_geometry_and_keeps_the_rule(tmp_path):
