@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from gui.kit.i18n import translate
 
-__all__ = ["MAX_TICK_LABELS", "MAX_TOKEN_CHARS", "head_label", "short_token", "token_ticks"]
+__all__ = ["MAX_TOKEN_CHARS", "head_label", "short_token"]
 
-#: At most this many token labels per axis; longer sequences label every k-th token.
-MAX_TICK_LABELS = 24
 #: Tokens longer than this are cut (with "…") so that one long token cannot eat the axis.
 MAX_TOKEN_CHARS = 12
 
@@ -34,14 +31,3 @@ def short_token(token: str) -> str:
     if not shown.strip():
         shown = "␣" * max(len(shown), 1)
     return shown if len(shown) <= MAX_TOKEN_CHARS else shown[:MAX_TOKEN_CHARS - 1] + "…"
-
-
-def token_ticks(tokens: Sequence[str], offset: float = 0.5,
-                max_labels: int = MAX_TICK_LABELS) -> list[tuple[float, str]]:
-    """Axis ticks ``(position, label)`` for the token strings, every k-th one when many.
-
-    Position ``i + offset`` (0.5: the centre of heatmap cell i; 0: a curve's sample i).
-    """
-    n = len(tokens)
-    step = max(1, -(-n // max_labels))
-    return [(i + offset, short_token(tokens[i])) for i in range(0, n, step)]

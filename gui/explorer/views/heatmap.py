@@ -15,9 +15,10 @@ from PySide6.QtCore import QEvent, QPointF, QRectF
 from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QWidget
 
 from engine.config import ScalingRule
-from gui.explorer.head_text import head_label, short_token, token_ticks
+from gui.explorer.head_text import head_label, short_token
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
+from gui.explorer.views.token_axis import TokenAxis
 from gui.kit import style
 from gui.kit.i18n import translate
 
@@ -201,10 +202,9 @@ class HeatmapView(ExplorerView):
     def _set_token_ticks(self) -> None:
         """The file's tokens on both axes of a real head; numbers otherwise."""
         tokens = getattr(self._real, "tokens", None)
-        ticks = None if tokens is None else [token_ticks(tokens)]
         for panel in self._panels:
             for name in ("bottom", "left"):
-                panel.plot.getAxis(name).setTicks(ticks)
+                panel.plot.getAxis(name).set_tokens(tokens)
 
     def _build_grid(self, shown: int, n: int) -> None:
         """(Re)create the panels; only called when the number of heads or tokens changes."""
@@ -217,7 +217,9 @@ class HeatmapView(ExplorerView):
         for head in range(shown):
             r, pc = divmod(head, pair_cols)
             for column in range(2):
-                plot = self._widget.addPlot(row=r, col=2 * pc + column)
+                # Token axes: numbers for random q, k, a real head's tokens when it has them.
+                plot = self._widget.addPlot(row=r, col=2 * pc + column, axisItems={
+                    "bottom": TokenAxis("bottom"), "left": TokenAxis("left")})
                 style.style_plot(plot, grid=False)
                 plot.setMenuEnabled(False)
                 plot.hideButtons()

@@ -9,9 +9,10 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
-from gui.explorer.head_text import head_label, short_token, token_ticks
+from gui.explorer.head_text import head_label, short_token
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
+from gui.explorer.views.token_axis import TokenAxis
 from gui.kit import style
 from gui.kit.i18n import translate
 
@@ -46,7 +47,9 @@ class SoftmaxView(ExplorerView):
         # The legend lives in its own layout cell above the plot: a spike of p ≈ 1 can sit
         # anywhere, so no corner of the plot is guaranteed to be free.
         self._widget.addItem(self._legend, row=0, col=0)
-        self._plot = self._widget.addPlot(row=1, col=0)
+        # The key axis shows a real head's tokens (numbers for random q, k).
+        self._plot = self._widget.addPlot(row=1, col=0,
+                                          axisItems={"bottom": TokenAxis("bottom", offset=0.0)})
         style.style_plot(self._plot)
         self._uniform = pg.InfiniteLine(
             angle=0,
@@ -111,8 +114,7 @@ class SoftmaxView(ExplorerView):
         real = snapshot.real_head
         tokens = None if real is None else real.tokens
         # A real head's key tokens on the x axis (every k-th when there are many).
-        self._plot.getAxis("bottom").setTicks(
-            None if tokens is None else [token_ticks(tokens, offset=0.0)])
+        self._plot.getAxis("bottom").set_tokens(tokens)
         if real is None:
             title = translate("SoftmaxView", "Query row i = {0} (head 1), n = {1} keys").format(
                 row, n)
