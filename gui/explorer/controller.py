@@ -168,8 +168,7 @@ class ExplorerController(QObject):
         """Request results for ``config`` (throttled; the last call always wins)."""
         if self._closed:
             return
-        if self._head is not None:
-            # The head fixes the geometry; the mask stays the user's (it may switch it off).
+        if self._head is not None:  # the head fixes the geometry; the mask stays the user's
             try:
                 config = explorer_config_for(self._head, config, keep_mask=True)
             except ValueError as exc:
@@ -180,14 +179,12 @@ class ExplorerController(QObject):
 
     @Slot(object)
     def set_real_head(self, ref: HeadRef | None) -> None:
-        """Show the q, k of the real head ``ref`` in every view (``None``: random q, k again).
+        """Show the real head ``ref``'s q, k in every view (``None``: random q, k again).
 
-        The geometry (n, d_k, one head) and the mask come from the file. On entering from
-        random q, k, or on a head of another file, the rule becomes the model's own scale
-        (:func:`~engine.analysis.real_head.own_rule`); between heads of one file the rule the
-        user replays is kept. ``None`` restores the random configuration shown before the
-        first head. A head that cannot be shown (range, memory budget, unreadable data)
-        emits :attr:`errorOccurred`; the current results and source stay.
+        Geometry and mask come from the file; entering from random q, k or opening another
+        file sets the model's own rule (``own_rule``), while between heads of one file the
+        replayed rule stays. ``None`` restores the random configuration from before the first
+        head. A head that cannot be shown emits :attr:`errorOccurred`; the results stay.
         """
         if self._closed or ref == self._head:
             return
@@ -373,13 +370,11 @@ class ExplorerController(QObject):
         shown = snapshot_head(results.snapshot) if results is not None else None
         if (message.request_id == self._latest_full_id and self._latest_full_head != shown
                 and self._head == self._latest_full_head):
-            # The new source could not be shown (e.g. the head's data is unreadable): go back
-            # to the source of the results on screen, so later edits do not fail again.
+            # The new source could not be shown (unreadable head): back to the source on
+            # screen, so that later edits do not fail again.
+            config = results.config if results is not None else self._config
             if shown is None and self._random_config is not None:
-                config = self._random_config
-                self._random_config = None
-            else:
-                config = results.config if results is not None else self._config
+                config, self._random_config = self._random_config, None
             self._switch_source(shown, config)
         self._report(message.message)
 
