@@ -129,8 +129,11 @@ class AttentionSnapshot:
 class HeadQK(Protocol):
     """What :func:`run_experiment` reads of a real head: its (n, d_k) q and k."""
 
-    q: np.ndarray
-    k: np.ndarray
+    @property
+    def q(self) -> np.ndarray: ...
+
+    @property
+    def k(self) -> np.ndarray: ...
 
 
 

@@ -186,10 +186,15 @@ class Computed:
 
 @dataclasses.dataclass(frozen=True)
 class ComputeSnapshot:
-    """Compute the snapshot of ``config`` with every rule (on ``head``'s q, k if given)."""
+    """Compute the snapshot of ``config`` with every rule (on ``head``'s q, k if given).
+
+    ``loaded`` is ``head`` already read (a :class:`~engine.analysis.real_head.RealHead` of the
+    snapshot on screen), so that moving a slider does not read the file again.
+    """
 
     config: AttentionConfig
     head: HeadRef | None = None
+    loaded: Any = dataclasses.field(default=None, compare=False)
     part: Part = dataclasses.field(default=Part.SNAPSHOT, init=False)
 
 
@@ -303,7 +308,10 @@ def plan_full(
         A real head (its file's n and d_k must be ``config``'s, see
         :func:`~engine.analysis.real_head.explorer_config_for`), loaded by :func:`iter_plan`.
     """
-    steps: list[PlanStep] = [ComputeSnapshot(config, head)]
+    loaded = None
+    if head is not None and computed is not None and snapshot_head(computed.snapshot) == head:
+        loaded = getattr(computed.snapshot, "real_head", None)
+    steps: list[PlanStep] = [ComputeSnapshot(config, head, loaded)]
     if (
         computed is not None and computed.correlation is not None
         and correlation_key(computed.config) == correlation_key(config)
@@ -373,7 +381,9 @@ def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iter
             if step.part is not Part.SWEEP_POINT:
                 yield PartReady(step.part, step.value, reused=True)
         elif isinstance(step, ComputeSnapshot):
-            real = None if step.head is None else load_head(step.head)
+            real = step.loaded
+            if real is None and step.head is not None:
+                real = load_head(step.head)
             snapshot = run_experiment(step.config, rules=ALL_RULES, real_head=real)
             yield PartReady(Part.SNAPSHOT, snapshot)
         elif isinstance(step, ComputeCorrelation):

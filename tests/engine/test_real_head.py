@@ -305,6 +305,23 @@ def test_full_plan_recomputes_the_snapshot_when_the_source_changes(tmp_path):
     assert snapshot_head(snap) == ref and snapshot_head(values[Part.SNAPSHOT]) is None
 
 
+def test_a_head_already_read_is_not_read_again(tmp_path):
+    tf, arrays = _file(tmp_path, n=10, d_k=4)
+    ref = HeadRef(tf, 0, 1)
+    config = explorer_config_for(ref, AttentionConfig())
+    snap = next(iter_plan(plan_full(config, 2.0, head=ref, sweep_values=(1,))))
+    computed = Computed(config, snap.value)
+    # The file changes on disk: the head on screen is re-used, not re-read ...
+    arrays["layer0.k"][1, 0, 0] = np.inf
+    write_tensors(tf.path, arrays)
+    again = next(iter_plan(plan_full(config.replace(rule="qk_norm"), 2.0, computed, head=ref,
+                                     sweep_values=(1,)))).value
+    assert again.real_head is snap.value.real_head
+    # ... but another head, or no snapshot on screen, is read.
+    with pytest.raises(TensorFileError):
+        next(iter_plan(plan_full(config, 2.0, None, head=ref, sweep_values=(1,))))
+
+
 def test_a_bad_head_fails_inside_the_plan(tmp_path):
     tf, arrays = _file(tmp_path, n=10, d_k=4)
     ref = HeadRef(tf, 0, 1)
