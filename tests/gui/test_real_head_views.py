@@ -206,3 +206,17 @@ def test_a_head_over_the_memory_budget_is_refused_at_once(make_window, tmp_path)
     assert "budget" in errors[0]
     assert window.controller.real_head() is None and window.controller.results() is before
     assert window.wait_until_settled(20_000) and window.controller.results() is before
+
+
+def test_a_head_without_tokens_keeps_numbered_axes(make_window, tmp_path):
+    rng = np.random.default_rng(8)
+    arrays = {f"layer0.{part}": rng.standard_normal((2, 1, 6, 4)) for part in "qk"}
+    tf = load_tensors(write_tensors(tmp_path / "plain.npz", arrays))
+    window = make_window()
+    _show_head(window, HeadRef(tf, 0, 0, 1))
+    assert window.source_bar.label.text() == "Real q, k: plain.npz · layer 0 · head 0 · batch 1"
+    plot = window.view("heatmap").panel_images()[0].getViewBox().parentItem()
+    labels = _axis_labels(plot.getAxis("bottom"), 0, 6, 600.0)
+    assert labels and all(label.replace(".", "").isdigit() for label in labels)
+    assert window.view("heatmap").masked_cells() == [None, None]  # no causal mask in the file
+    assert "“" not in window.view("softmax").title_text()
