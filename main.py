@@ -128,6 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write into a non-empty --out folder, replacing files of the same "
                         "name")
     export.add_argument("--session", metavar="FILE", help="session JSON to render")
+    export.add_argument("--tensors", metavar="FILE",
+                        help="show a real head of this q/k tensor file (.npz, .safetensors or a "
+                        "folder of .npy files) in the explorer views instead of random q, k; "
+                        "needs --head")
+    export.add_argument("--head", metavar="L,H",
+                        help="layer and head of --tensors to show (as `inspect` lists them)")
+    export.add_argument("--batch", type=int, metavar="B",
+                        help="batch entry of --tensors (default 0)")
     inspect = sub.add_parser(
         "inspect", allow_abbrev=False,
         help="diagnose every head of a q/k tensor file to CSV (engine only, no Qt)",

@@ -14,6 +14,7 @@ from engine.config.train import TrainConfig
 from gui import actions as menu_table
 from gui.explorer.controller import ExplorerController
 from gui.explorer.panel import ParameterPanel
+from gui.explorer.source_bar import SourceBar, connect_real_head
 from gui.explorer.views.base import ExplorerView
 from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
 from gui.kit.plot_view import PlotView
@@ -130,6 +131,7 @@ class MainWindow(QMainWindow):
         self._build_menus()
 
         self.panel.configChanged.connect(self.controller.set_config)
+        connect_real_head(self.controller, self.panel, self.source_bar)
         for view in self.views:
             signal = getattr(view, "temperatureChanged", None)
             if signal is not None:
@@ -144,6 +146,9 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------------------- building
     def _build_central(self) -> None:
         self.view_tabs = ViewTabs(self.views, self.controller, self)
+        # "Real q, k: <head>" above the view tabs while a real head is shown.
+        self.source_bar = SourceBar()
+        self.explorer_page = self.source_bar.page_with(self.view_tabs.splitter)
         # Top level: the explorer (views + parameter dock) and the Train tab (gui/train), which
         # has its own control panel and worker thread.
         from gui.train import TrainTab
@@ -152,8 +157,7 @@ class MainWindow(QMainWindow):
         from gui.window_heads import WindowHeads
 
         self.mode_tabs = ModeTabs()
-        self.mode_tabs.add_page(self.view_tabs.splitter, QT_TRANSLATE_NOOP("MainWindow",
-                                                                           "Explorer"))
+        self.mode_tabs.add_page(self.explorer_page, QT_TRANSLATE_NOOP("MainWindow", "Explorer"))
         self.mode_tabs.add_page(self.train_tab, QT_TRANSLATE_NOOP("MainWindow", "Train"))
         self.heads = WindowHeads(self)
         self.mode_tabs.add_page(self.heads.view, QT_TRANSLATE_NOOP("MainWindow", "Heads"))
@@ -257,7 +261,7 @@ class MainWindow(QMainWindow):
     def show_view(self, key: str) -> bool:
         """Bring the view ``key`` to the front; return False when there is no such view."""
         if self.view_tabs.show_view(key):
-            self.mode_tabs.setCurrentWidget(self.view_tabs.splitter)
+            self.mode_tabs.setCurrentWidget(self.explorer_page)
             return True
         if self.train_tab.show_view(key):
             self.mode_tabs.setCurrentWidget(self.train_tab)

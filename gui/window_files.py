@@ -102,6 +102,8 @@ class WindowFiles(QObject):
     def apply_session(self, session: Session) -> None:
         """Show ``session``: its configuration, temperature and front view."""
         window = self._window
+        if session.tensors is None and window.controller.real_head() is not None:
+            window.controller.set_real_head(None)  # the session's q, k are random ones
         window.panel.set_config(session.config)
         window.controller.set_temperature(session.temperature)
         window.controller.set_config(session.config)

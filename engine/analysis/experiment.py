@@ -12,9 +12,11 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any, Protocol
 
 import numpy as np
 
+from engine.analysis.head_gradients import GradientSummary, gradient_summary
 from engine.analysis.sampling import draw_qk
 from engine.config import AttentionConfig, MaskKind, ScalingRule
 from engine.core import theory
@@ -26,6 +28,7 @@ from engine.core.stats import row_summary
 
 __all__ = [
     "AttentionSnapshot",
+    "HeadQK",
     "RuleView",
     "check_snapshot_memory",
     "raw_scores",
@@ -59,10 +62,14 @@ class RuleView:
         ``(heads, n)`` per query row: entropy (nats), largest weight, ``‖∂p/∂s‖_F``.
     logit_var_empirical
         Variance of the logits over unmasked off-diagonal entries (i ≠ j, independent tokens),
-        pooled over heads; all entries when n = 1.
+        pooled over heads; all entries when n = 1. For a real head: over every unmasked
+        entry (its tokens are not independent draws, and the histogram shows them all).
     logit_var_theory
         Closed form of the same quantity, NaN where none exists (soft-cap; QK-norm with
-        projections and ρ ≠ 0).
+        projections and ρ ≠ 0; always for a real head, whose q and k follow no law).
+    logit_mean_empirical
+        Mean of the logits over the same entries (with the variance: the Gaussian of the
+        same mean and variance a histogram of real logits is compared with).
     """
 
     rule: ScalingRule
@@ -74,6 +81,7 @@ class RuleView:
     jac_fro: np.ndarray
     logit_var_empirical: float
     logit_var_theory: float
+    logit_mean_empirical: float = math.nan
 
     def __post_init__(self) -> None:
         for name in ("logits", "weights", "entropy", "p_max", "jac_fro"):
@@ -94,6 +102,12 @@ class AttentionSnapshot:
         ``(heads, n, n)`` unscaled, unmasked ``q·k``.
     rules
         ``ScalingRule -> RuleView``; always contains ``none`` and ``config.rule``.
+    real_head
+        The real head (``engine.analysis.real_head.RealHead``) whose q and k these are, or
+        ``None`` for q, k drawn from ``config``.
+    gradients
+        For a real head, ``ScalingRule -> GradientSummary`` (its Jacobian numbers per rule);
+        ``None`` for random q, k (the d_k sweep summarises those).
     """
 
     config: AttentionConfig
@@ -101,12 +115,25 @@ class AttentionSnapshot:
     k: np.ndarray
     raw_scores: np.ndarray
     rules: Mapping[ScalingRule, RuleView]
+    real_head: Any = None
+    gradients: Mapping[ScalingRule, GradientSummary] | None = None
 
     def __post_init__(self) -> None:
         for name in ("q", "k", "raw_scores"):
             object.__setattr__(self, name, _readonly(getattr(self, name)))
         object.__setattr__(self, "rules", MappingProxyType(dict(self.rules)))
+        if self.gradients is not None:
+            object.__setattr__(self, "gradients", MappingProxyType(dict(self.gradients)))
 
+
+class HeadQK(Protocol):
+    """What :func:`run_experiment` reads of a real head: its (n, d_k) q and k."""
+
+    @property
+    def q(self) -> np.ndarray: ...
+
+    @property
+    def k(self) -> np.ndarray: ...
 
 
 
@@ -173,9 +200,10 @@ def check_snapshot_memory(config: AttentionConfig,
 
 
 def run_experiment(
-    config: AttentionConfig, rules: Iterable[ScalingRule | str] | None = None
+    config: AttentionConfig, rules: Iterable[ScalingRule | str] | None = None, *,
+    real_head: HeadQK | None = None,
 ) -> AttentionSnapshot:
-    """Draw q, k from ``config`` and evaluate every scaling rule on them.
+    """Draw q, k from ``config`` (or take a real head's) and evaluate every scaling rule on them.
 
     Parameters
     ----------
@@ -183,6 +211,12 @@ def run_experiment(
         The experiment; its ``rule`` is always evaluated, and so is ``none``.
     rules
         Further rules to evaluate (duplicates are ignored).
+    real_head
+        A real head (``engine.analysis.real_head.RealHead``): its (n, d_k) q and k are used as
+        one head instead of drawing them. ``config`` must have ``heads = 1`` and the head's n
+        and d_k (``engine.analysis.real_head.explorer_config_for`` makes such a config); its
+        rule parameters and mask apply. ``logit_var_theory`` is then NaN (real q, k follow no
+        law) and the snapshot carries the head and its Jacobian numbers (``gradients``).
 
     Returns
     -------
@@ -192,24 +226,37 @@ def run_experiment(
     ------
     MemoryBudgetError
         If the ``(heads, n, n)`` matrices would exceed the memory budget.
+    ValueError
+        If ``real_head`` does not match ``config``'s geometry.
     """
     check_snapshot_memory(config, rules)
     rule_list = _rule_list(config, rules)
     h, n, d = config.heads, config.n_tokens, config.d_k
-    q, k = draw_qk(config)
+    if real_head is None:
+        q, k = draw_qk(config)
+    else:
+        q, k = _real_qk(config, real_head)
     # One GEMM per head; every rule's logits are derived from these scores (n×n elementwise
     # work) instead of another matmul.
     raw = raw_scores(q, k)
     blocked = ~causal_mask(n, n) if config.mask is MaskKind.CAUSAL else None
     # Statistics of the logit variance use independent token pairs i ≠ j (see RuleView).
-    select = ~np.eye(n, dtype=bool) if n > 1 else np.ones((n, n), dtype=bool)
+    # A real head's tokens are not independent draws: every unmasked entry counts.
+    select = (~np.eye(n, dtype=bool) if n > 1 and real_head is None
+              else np.ones((n, n), dtype=bool))
     if blocked is not None:
         select &= ~blocked
     count = h * int(np.count_nonzero(select))
-    raw_var: float | None = None  # Var(raw) over the selected pairs, shared by c·raw rules
+    # (mean, Var) of raw over the selected pairs, shared by the c·raw rules
+    raw_moments: tuple[float, float] | None = None
 
     # Rules that are c·raw with the same c (e.g. T = √d_k and 1/√d_k) share every array.
     by_scale: dict[float, RuleView] = {}
+
+    def theory_var(rule: ScalingRule, c: float) -> float:
+        # Real q, k follow no law: no closed form to compare with.
+        return math.nan if real_head is not None else _theory_variance(config, rule, c)
+
     views: dict[ScalingRule, RuleView] = {}
     for rule in rule_list:
         temperature = config.temperature if rule is ScalingRule.TEMPERATURE else None
@@ -221,16 +268,17 @@ def run_experiment(
                 rule=rule, scale=c, logits=twin.logits, weights=twin.weights,
                 entropy=twin.entropy, p_max=twin.p_max, jac_fro=twin.jac_fro,
                 logit_var_empirical=twin.logit_var_empirical,
-                logit_var_theory=_theory_variance(config, rule, c),
+                logit_var_theory=theory_var(rule, c),
+                logit_mean_empirical=twin.logit_mean_empirical,
             )
             continue
         logits = _logits_from_raw(config, rule, c, q, k, raw)
         if linear_in_raw:
-            if raw_var is None:
-                raw_var = _selected_var(raw, select, count)
-            var_empirical = c * c * raw_var
+            if raw_moments is None:
+                raw_moments = _selected_moments(raw, select, count)
+            mean_empirical, var_empirical = c * raw_moments[0], c * c * raw_moments[1]
         else:
-            var_empirical = _selected_var(logits, select, count)
+            mean_empirical, var_empirical = _selected_moments(logits, select, count)
         if blocked is not None:
             np.copyto(logits, -np.inf, where=blocked)
         weights = softmax(logits)
@@ -244,23 +292,41 @@ def run_experiment(
             p_max=pmax,
             jac_fro=jac_fro,
             logit_var_empirical=var_empirical,
-            logit_var_theory=_theory_variance(config, rule, c),
+            logit_var_theory=theory_var(rule, c),
+            logit_mean_empirical=mean_empirical,
         )
         if linear_in_raw:
             by_scale[c] = view
-    return AttentionSnapshot(config=config, q=q, k=k, raw_scores=raw, rules=views)
+    if real_head is None:
+        return AttentionSnapshot(config=config, q=q, k=k, raw_scores=raw, rules=views)
+    return AttentionSnapshot(config=config, q=q, k=k, raw_scores=raw, rules=views,
+                             real_head=real_head,
+                             gradients=gradient_summary(views, raw, d, config.cap))
 
 
-def _selected_var(x: np.ndarray, select: np.ndarray, count: int) -> float:
-    """Variance of the entries of ``x`` (..., n, n) where the (n, n) ``select`` is True.
+def _real_qk(config: AttentionConfig, head: HeadQK) -> tuple[np.ndarray, np.ndarray]:
+    """The real head's q and k as one head, (1, n, d_k), checked against ``config``."""
+    q, k = np.asarray(head.q, dtype=np.float64), np.asarray(head.k, dtype=np.float64)
+    want = (config.n_tokens, config.d_k)
+    if config.heads != 1 or q.shape != want or k.shape != want:
+        raise ValueError(
+            f"the real head's q {q.shape} and k {k.shape} do not fit the configuration "
+            f"(heads = {config.heads}, n = {config.n_tokens}, d_k = {config.d_k}); build it "
+            "with explorer_config_for")
+    return q[None], k[None]
 
-    Two passes (mean, then squared deviations) with ``where=`` reductions: the same value as
-    ``np.var(x[..., select])`` up to rounding, without building the boolean-indexed copy.
+
+def _selected_moments(x: np.ndarray, select: np.ndarray, count: int) -> tuple[float, float]:
+    """(mean, variance) of the entries of ``x`` (..., n, n) where the (n, n) ``select`` is True.
+
+    Two passes (mean, then squared deviations) with ``where=`` reductions: the same values as
+    ``np.mean``/``np.var`` of ``x[..., select]`` up to rounding, without building the
+    boolean-indexed copy.
     """
     mean = float(np.sum(x, where=select)) / count
     dev = x - mean
     dev *= dev
-    return float(np.sum(dev, where=select)) / count
+    return mean, float(np.sum(dev, where=select)) / count
 
 
 def _logits_from_raw(
@@ -294,6 +360,7 @@ def temperature_comparison(
     *,
     head: int = 0,
     snapshot: AttentionSnapshot | None = None,
+    real_head: HeadQK | None = None,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Compare ``softmax(z/T)`` with the 1/√d_k rule on one query row.
 
@@ -312,6 +379,9 @@ def temperature_comparison(
     snapshot
         :func:`run_experiment` result for ``config``: its raw scores are re-used instead of
         drawing q, k again (the result is bit-identical either way).
+    real_head
+        Compare on this real head's q, k (as :func:`run_experiment` takes them) instead of
+        drawing them; a ``snapshot`` must then be of the same head.
 
     Returns
     -------
@@ -324,9 +394,11 @@ def temperature_comparison(
     if snapshot is not None:
         if snapshot.config != config:
             raise ValueError("snapshot was computed for another configuration than config")
+        if snapshot.real_head is not real_head:
+            raise ValueError("snapshot was computed for other q, k than real_head")
         z = snapshot.raw_scores[head, row]
     else:
-        q, k = draw_qk(config)
+        q, k = draw_qk(config) if real_head is None else _real_qk(config, real_head)
         # The same GEMM as run_experiment's raw scores (not a matrix-vector product, whose
         # rounding differs), so both paths give the same bits.
         z = raw_scores(q[head], k[head])[row]

@@ -2,13 +2,20 @@
 
 The explorer shows four parts for one :class:`~engine.config.AttentionConfig`:
 
-- the *snapshot* (:func:`~engine.analysis.experiment.run_experiment` with every rule),
+- the *snapshot* (:func:`~engine.analysis.experiment.run_experiment` with every rule), of
+  random q, k drawn from the configuration or of a real head's q, k (a
+  :class:`~engine.analysis.real_head.HeadRef`, loaded by :func:`iter_plan`, i.e. in the
+  thread that runs the plan),
 - the *correlation* comparison (:func:`~engine.analysis.correlation.correlation_rms`; depends
   only on ρ, the capped sample count and the seed),
 - the *temperature* comparison (:func:`~engine.analysis.experiment.temperature_comparison`;
-  re-uses the snapshot's raw scores of the same configuration),
+  re-uses the snapshot's raw scores of the same configuration and the same q, k source),
 - the streamed d_k *sweep* (:func:`~engine.analysis.sweep.iter_sweep`; depends only on the
   fields :func:`sweep_config_for` copies, so changing d_k, σ or the heads keeps it).
+
+The correlation comparison and the sweep are theory views: they stay random even while a real
+head is shown (computed from the configuration the head gives, see
+:func:`~engine.analysis.real_head.explorer_config_for`).
 
 :func:`plan_full` and :func:`plan_temperature` look at the new request and at what is already
 computed (:class:`Computed`) and return an :class:`ExplorerPlan`: a tuple of immutable steps,
@@ -30,6 +37,7 @@ from engine.config import AttentionConfig, ScalingRule, SweepConfig, SweepParam
 
 if TYPE_CHECKING:
     from engine.analysis.experiment import AttentionSnapshot
+    from engine.analysis.real_head import HeadRef
 
 __all__ = [
     "ALL_RULES",
@@ -53,6 +61,7 @@ __all__ = [
     "iter_plan",
     "plan_full",
     "plan_temperature",
+    "snapshot_head",
     "sweep_config_for",
 ]
 
@@ -130,16 +139,26 @@ def compute_correlation(config: AttentionConfig) -> dict[str, Any]:
 
 
 def compute_temperature(
-    config: AttentionConfig, temperature: float, snapshot: AttentionSnapshot | None = None
+    config: AttentionConfig, temperature: float, snapshot: AttentionSnapshot | None = None,
+    real_head: Any = None,
 ) -> tuple[Any, Any, float]:
     """Return the temperature comparison of ``config`` at temperature ``temperature``.
 
     With ``snapshot`` (``run_experiment(config)``) its raw scores are re-used instead of
-    drawing q, k again; the result is the same to the bit.
+    drawing q, k again; the result is the same to the bit. With ``real_head`` (a
+    :class:`~engine.analysis.real_head.RealHead`) the comparison is on its q, k.
     """
     from engine.analysis.experiment import temperature_comparison
 
-    return temperature_comparison(config, temperature, snapshot=snapshot)
+    if snapshot is not None:
+        real_head = snapshot.real_head
+    return temperature_comparison(config, temperature, snapshot=snapshot, real_head=real_head)
+
+
+def snapshot_head(snapshot: object) -> HeadRef | None:
+    """The :class:`HeadRef` whose q, k a snapshot holds (``None``: random q, k)."""
+    real = getattr(snapshot, "real_head", None)
+    return None if real is None else real.ref
 
 
 # -------------------------------------------------------------------------------- the plan
@@ -167,9 +186,15 @@ class Computed:
 
 @dataclasses.dataclass(frozen=True)
 class ComputeSnapshot:
-    """Compute the snapshot of ``config`` with every rule."""
+    """Compute the snapshot of ``config`` with every rule (on ``head``'s q, k if given).
+
+    ``loaded`` is ``head`` already read (a :class:`~engine.analysis.real_head.RealHead` of the
+    snapshot on screen), so that moving a slider does not read the file again.
+    """
 
     config: AttentionConfig
+    head: HeadRef | None = None
+    loaded: Any = dataclasses.field(default=None, compare=False)
     part: Part = dataclasses.field(default=Part.SNAPSHOT, init=False)
 
 
@@ -183,10 +208,12 @@ class ComputeCorrelation:
 
 @dataclasses.dataclass(frozen=True)
 class ComputeTemperature:
-    """Compute the temperature comparison, re-using the plan's snapshot of ``config`` if any."""
+    """Compute the temperature comparison, re-using the plan's snapshot of ``config`` and
+    ``head`` if any (``head``: a real head's q, k, else random ones)."""
 
     config: AttentionConfig
     temperature: float
+    head: HeadRef | None = None
     part: Part = dataclasses.field(default=Part.TEMPERATURE, init=False)
 
 
@@ -224,12 +251,15 @@ class ExplorerPlan:
         The steps; every part appears at most once.
     snapshot
         The snapshot of ``config`` a temperature step may use when the plan does not compute
-        one (``None``: q, k are drawn again).
+        one (``None``: q, k are drawn again, or the real head is loaded again).
+    head
+        The real head whose q, k the plan shows (``None``: random q, k).
     """
 
     config: AttentionConfig
     steps: tuple[PlanStep, ...]
     snapshot: AttentionSnapshot | None = dataclasses.field(default=None, compare=False)
+    head: HeadRef | None = None
 
     def computed_parts(self) -> frozenset[Part]:
         """The parts this plan computes (not re-uses)."""
@@ -254,12 +284,15 @@ def plan_full(
     *,
     sweep_values: Sequence[int] = DEFAULT_SWEEP_VALUES,
     sweep_samples_cap: int = DEFAULT_SWEEP_SAMPLES_CAP,
+    head: HeadRef | None = None,
 ) -> ExplorerPlan:
     """Plan every part for ``config``, re-using from ``computed`` what does not change.
 
-    The snapshot and the temperature comparison are always computed. The correlation is
-    re-used when :func:`correlation_key` is unchanged; the sweep is re-used (nothing streamed)
-    when ``computed.sweep`` is complete and equals the sweep of ``config``.
+    The snapshot and the temperature comparison are always computed (on ``head``'s q, k
+    when given), so a snapshot of random q, k is never shown for a real head or the other way
+    round. The correlation is re-used when :func:`correlation_key` is unchanged; the sweep is
+    re-used (nothing streamed) when ``computed.sweep`` is complete and equals the sweep of
+    ``config``: both are theory views of random q, k whatever the source of the snapshot.
 
     Parameters
     ----------
@@ -271,8 +304,14 @@ def plan_full(
         What is already there (``None``: nothing).
     sweep_values, sweep_samples_cap
         See :func:`sweep_config_for`.
+    head
+        A real head (its file's n and d_k must be ``config``'s, see
+        :func:`~engine.analysis.real_head.explorer_config_for`), loaded by :func:`iter_plan`.
     """
-    steps: list[PlanStep] = [ComputeSnapshot(config)]
+    loaded = None
+    if head is not None and computed is not None and snapshot_head(computed.snapshot) == head:
+        loaded = getattr(computed.snapshot, "real_head", None)
+    steps: list[PlanStep] = [ComputeSnapshot(config, head, loaded)]
     if (
         computed is not None and computed.correlation is not None
         and correlation_key(computed.config) == correlation_key(config)
@@ -280,26 +319,31 @@ def plan_full(
         steps.append(Reuse(Part.CORRELATION, computed.correlation))
     else:
         steps.append(ComputeCorrelation(config))
-    steps.append(ComputeTemperature(config, float(temperature)))
+    steps.append(ComputeTemperature(config, float(temperature), head))
     sweep = sweep_config_for(config, sweep_values, sweep_samples_cap)
     if computed is not None and computed.sweep == sweep:
         steps.append(Reuse(Part.SWEEP_POINT))
     else:
         steps.append(StreamSweep(sweep))
-    return ExplorerPlan(config, tuple(steps))
+    return ExplorerPlan(config, tuple(steps), head=head)
 
 
 def plan_temperature(
-    config: AttentionConfig, temperature: float, snapshot: AttentionSnapshot | None = None
+    config: AttentionConfig, temperature: float, snapshot: AttentionSnapshot | None = None,
+    *, head: HeadRef | None = None,
 ) -> ExplorerPlan:
     """Plan only the temperature comparison (the temperature slider moved).
 
-    ``snapshot`` is re-used for its raw scores only if it belongs to ``config``: a comparison
-    never mixes two configurations.
+    ``snapshot`` is re-used for its raw scores only if it belongs to ``config`` and to the
+    same q, k source (``head``, or random q, k when ``None``): a comparison never mixes two
+    configurations, nor a real head with random q, k.
     """
-    if snapshot is not None and getattr(snapshot, "config", None) != config:
+    if snapshot is not None and (
+        getattr(snapshot, "config", None) != config or snapshot_head(snapshot) != head
+    ):
         snapshot = None
-    return ExplorerPlan(config, (ComputeTemperature(config, float(temperature)),), snapshot)
+    return ExplorerPlan(config, (ComputeTemperature(config, float(temperature), head),),
+                        snapshot, head)
 
 
 # --------------------------------------------------------------------------- running a plan
@@ -322,9 +366,11 @@ def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iter
     Raises
     ------
     ValueError
-        From the engine, e.g. ``MemoryBudgetError`` when the snapshot would not fit.
+        From the engine, e.g. ``MemoryBudgetError`` when the snapshot would not fit, or
+        ``TensorFileError`` when a real head cannot be read.
     """
     from engine.analysis.experiment import run_experiment
+    from engine.analysis.real_head import load_head
     from engine.analysis.sweep import iter_sweep
 
     snapshot = plan.snapshot
@@ -335,14 +381,21 @@ def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iter
             if step.part is not Part.SWEEP_POINT:
                 yield PartReady(step.part, step.value, reused=True)
         elif isinstance(step, ComputeSnapshot):
-            snapshot = run_experiment(step.config, rules=ALL_RULES)
+            real = step.loaded
+            if real is None and step.head is not None:
+                real = load_head(step.head)
+            snapshot = run_experiment(step.config, rules=ALL_RULES, real_head=real)
             yield PartReady(Part.SNAPSHOT, snapshot)
         elif isinstance(step, ComputeCorrelation):
             yield PartReady(Part.CORRELATION, compute_correlation(step.config))
         elif isinstance(step, ComputeTemperature):
-            usable = snapshot if snapshot is not None and snapshot.config == step.config else None
+            usable = snapshot if (
+                snapshot is not None and snapshot.config == step.config
+                and snapshot_head(snapshot) == step.head
+            ) else None
+            real = None if usable is not None or step.head is None else load_head(step.head)
             yield PartReady(Part.TEMPERATURE,
-                            compute_temperature(step.config, step.temperature, usable))
+                            compute_temperature(step.config, step.temperature, usable, real))
         else:
             for point in iter_sweep(step.sweep, cancel=cancel):
                 yield PartReady(Part.SWEEP_POINT, point)

@@ -10,6 +10,9 @@ Results arrive as ``object`` signals into ``@Slot`` methods here (GUI thread); a
 :class:`~gui.explorer.results.ExplorerResults` to the views (≤ 30 Hz), then
 :attr:`resultsShown` is emitted.
 
+The q, k come from the configuration (random) or from a real head of a tensor file
+(:meth:`ExplorerController.set_real_head`); the head is loaded by the worker, never here.
+
 Input is throttled (:class:`~gui.kit.jobs.Throttle`, ~50 ms): the first change after a quiet
 period is submitted at once (low latency), later changes within the window collapse into one
 submission at its end, which always carries the last state.
@@ -27,8 +30,10 @@ from engine.analysis.explorer import (
     Computed,
     plan_full,
     plan_temperature,
+    snapshot_head,
     sweep_config_for,
 )
+from engine.analysis.real_head import HeadRef, explorer_config_for, with_own_rule
 from engine.config import AttentionConfig
 from gui.explorer.results import ExplorerResults
 from gui.explorer.worker import (
@@ -68,6 +73,8 @@ class ExplorerController(QObject):
     progressChanged = Signal(int, int)  # sweep points done, total
     busyChanged = Signal(bool)  # a job is running or wanted
     errorOccurred = Signal(str)  # a user-facing message from a failed request
+    realHeadChanged = Signal(object)  # HeadRef | None: the source of q, k of the next results
+    configApplied = Signal(object)  # AttentionConfig the controller set itself (a real head)
     workerStopped = Signal()  # the worker thread has ended (after begin_shutdown/shutdown)
 
     def __init__(
@@ -95,6 +102,9 @@ class ExplorerController(QObject):
         self._closed = False
         self._busy = False
         self._last_error = ""
+        self._head: HeadRef | None = None
+        self._latest_full_head: HeadRef | None = None
+        self._random_config: AttentionConfig | None = None  # restored by set_real_head(None)
 
         self._input = Throttle(throttle_ms, self._request_full, self)
         # Hidden views (other tabs) skip pushes and catch up when shown: see refresh_view.
@@ -140,6 +150,10 @@ class ExplorerController(QObject):
         """Block at most ``timeout_ms`` for the thread to end; True if it has ended."""
         return self._host.wait_stopped(timeout_ms)
 
+    def real_head(self) -> HeadRef | None:
+        """The real head whose q, k are requested, or ``None`` for random q, k."""
+        return self._head
+
     def last_error(self) -> str:
         """The message of the most recent failed request ("" after a success)."""
         return self._last_error
@@ -154,7 +168,41 @@ class ExplorerController(QObject):
         """Request results for ``config`` (throttled; the last call always wins)."""
         if self._closed:
             return
+        if self._head is not None:  # the head fixes the geometry; the mask stays the user's
+            try:
+                config = explorer_config_for(self._head, config, keep_mask=True)
+            except ValueError as exc:
+                self._report(str(exc))
+                return
         self._config = config
+        self._input.trigger()
+
+    @Slot(object)
+    def set_real_head(self, ref: HeadRef | None) -> None:
+        """Show the real head ``ref``'s q, k in every view (``None``: random q, k again).
+
+        Geometry and mask come from the file; entering from random q, k or opening another
+        file sets the model's own rule (``own_rule``), while between heads of one file the
+        replayed rule stays. ``None`` restores the random configuration from before the first
+        head. A head that cannot be shown emits :attr:`errorOccurred`; the results stay.
+        """
+        if self._closed or ref == self._head:
+            return
+        if ref is None:
+            config = self._random_config or self._config
+            self._random_config = None
+        else:
+            base = self._config
+            if self._head is None or self._head.file != ref.file:
+                base = with_own_rule(ref, base)
+            try:
+                config = explorer_config_for(ref, base)
+            except ValueError as exc:
+                self._report(str(exc))
+                return
+            if self._head is None:
+                self._random_config = self._config
+        self._switch_source(ref, config)
         self._input.trigger()
 
     @Slot(float)
@@ -233,17 +281,30 @@ class ExplorerController(QObject):
             sweep = sweep_config_for(current.config, self._sweep_values, self._sweep_samples_cap)
         return Computed(current.config, current.snapshot, current.correlation, sweep)
 
+    def _switch_source(self, ref: HeadRef | None, config: AttentionConfig) -> None:
+        changed = ref != self._head
+        self._head, self._config = ref, config
+        if changed:
+            self.realHeadChanged.emit(ref)
+        self.configApplied.emit(config)
+
+    def _report(self, message: str) -> None:
+        self._last_error = message
+        self.errorOccurred.emit(message)
+
     def _full_job(self, request_id: int) -> Job:
         self._latest_full_id = request_id
+        self._latest_full_head = self._head
         plan = plan_full(self._config, self._temperature, self._computed(),
                          sweep_values=self._sweep_values,
-                         sweep_samples_cap=self._sweep_samples_cap)
+                         sweep_samples_cap=self._sweep_samples_cap, head=self._head)
         return Job(request_id, JobKind.FULL, plan, self._temperature, self._temperature_id)
 
     def _temperature_job(self, request_id: int) -> Job:
         results = self._results
         assert results is not None
-        plan = plan_temperature(results.config, self._temperature, results.snapshot)
+        plan = plan_temperature(results.config, self._temperature, results.snapshot,
+                                head=snapshot_head(results.snapshot))
         return Job(request_id, JobKind.TEMPERATURE, plan, self._temperature,
                    self._temperature_id)
 
@@ -305,8 +366,17 @@ class ExplorerController(QObject):
     def _on_failed(self, message: JobFailed) -> None:
         if self._closed or message.request_id < self._latest_full_id:
             return
-        self._last_error = message.message
-        self.errorOccurred.emit(message.message)
+        results = self._results
+        shown = snapshot_head(results.snapshot) if results is not None else None
+        if (message.request_id == self._latest_full_id and self._latest_full_head != shown
+                and self._head == self._latest_full_head):
+            # The new source could not be shown (unreadable head): back to the source on
+            # screen, so that later edits do not fail again.
+            config = results.config if results is not None else self._config
+            if shown is None and self._random_config is not None:
+                config, self._random_config = self._random_config, None
+            self._switch_source(shown, config)
+        self._report(message.message)
 
     @Slot(object)
     def _on_finished(self, message: JobFinished) -> None:

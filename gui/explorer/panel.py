@@ -6,22 +6,34 @@ tooltip formula of every field). Every edit reads all widgets, builds a config w
 combination (e.g. ``d_model`` not divisible by the head count) shows an inline message and emits
 nothing. Values are pushed back into the widgets under ``QSignalBlocker`` so that programmatic
 updates never echo as edits.
+
+While a real head is shown (:meth:`ParameterPanel.set_real_head`) the rows that only shape
+random q, k are disabled; the rule, its parameters, the mask and the query row stay live and
+replay on the head's q, k.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 from PySide6.QtCore import QEvent, Signal, Slot
 from PySide6.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
 
 from engine.analysis.experiment import check_snapshot_memory
 from engine.config import AttentionConfig, ScalingRule
+from gui.explorer.head_text import head_label
 from gui.kit.forms import FieldForm
 from gui.kit.i18n import translate
 
-__all__ = ["ParameterPanel"]
+__all__ = ["FIXED_BY_HEAD", "ParameterPanel"]
+
+#: The fields a real head fixes (they only shape random q, k, or are the head's geometry).
+FIXED_BY_HEAD = frozenset({
+    "n_tokens", "d_k", "heads", "d_model", "link_heads", "init_std", "use_projection",
+    "projection_std", "rho", "seed", "samples",
+})
 
 
 class ParameterPanel(QWidget):
@@ -45,6 +57,7 @@ class ParameterPanel(QWidget):
         super().__init__(parent)
         self._config = config or AttentionConfig()
         self._error = ""
+        self._head: Any = None  # the HeadRef shown, or None
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self._form = FieldForm(AttentionConfig, {"": form}, parent=self)
@@ -93,15 +106,36 @@ class ParameterPanel(QWidget):
         self.query_row.set_value(config.query_row)
         self._set_error("")
 
+    @Slot(object)
+    def set_real_head(self, ref: Any) -> None:
+        """Disable the rows a real head fixes (``ref``: a ``HeadRef``), or free them (``None``)."""
+        self._head = ref
+        self._set_fixed()
+
+    def real_head(self) -> Any:
+        """The ``HeadRef`` the panel is fixed to, or ``None``."""
+        return self._head
+
     # -------------------------------------------------------------------------------- private
+    def _set_fixed(self) -> None:
+        if self._head is None:
+            self._form.set_fixed(())
+            return
+        self._form.set_fixed(FIXED_BY_HEAD, translate(
+            "ParameterPanel", "Fixed by the loaded head ({0}). Use “Back to random q, k” "
+            "to change it.").format(head_label(self._head)))
+
     @Slot()
     def _on_control_changed(self) -> None:
         # The query row range follows n, so a shorter sequence never leaves an invalid row.
-        n = int(self.n_tokens.value())
+        # A real head's n may exceed the slider's range: take it from the config then.
+        n = self._config.n_tokens if self._head is not None else int(self.n_tokens.value())
         if self.query_row.value() > n - 1 or self.query_row.spin.maximum() != n - 1:
             self.query_row.set_range(0, n - 1)
         self._form.update_states()
         values = self._form.values()
+        if self._head is not None:
+            values = {k: v for k, v in values.items() if k not in FIXED_BY_HEAD}
         try:
             config = dataclasses.replace(self._config, **values)
             # Refuse here, next to the controls, what the engine's memory guard would refuse.
@@ -127,6 +161,7 @@ class ParameterPanel(QWidget):
     def retranslate_ui(self) -> None:
         """Set row labels, check box and combo texts and tooltips in the current language."""
         self._form.retranslate()
+        self._set_fixed()
         self._set_error(self._error)
 
     def changeEvent(self, event: QEvent) -> None:  # Qt override

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine.config import AttentionConfig
 
@@ -52,6 +52,12 @@ class ExplorerResults:
     sweep_points: tuple[SweepPoint, ...] = ()
     sweep_done: bool = False
     correlation: object | None = None
+
+    @property
+    def real_head(self) -> Any:
+        """The ``engine.analysis.real_head.RealHead`` the snapshot shows, or ``None`` (random
+        q, k, or no snapshot yet)."""
+        return None if self.snapshot is None else self.snapshot.real_head
 
     def replace(self, **changes: object) -> ExplorerResults:
         """Return a copy with ``changes`` applied (the other parts are shared, not copied)."""

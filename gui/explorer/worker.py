@@ -183,7 +183,8 @@ class Worker(JobWorker):
         if latest is None:
             return
         temperature_id, temperature = latest
-        plan = plan_temperature(job.config, temperature, snapshot)  # type: ignore[arg-type]
+        plan = plan_temperature(job.config, temperature, snapshot,  # type: ignore[arg-type]
+                                head=job.plan.head)
         for ready in iter_plan(plan):
             self.temperatureReady.emit(TemperatureReady(
                 job.request_id, job.config, temperature, temperature_id, ready.value))

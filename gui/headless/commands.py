@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["check_output_folder", "check_png", "drive_panel", "export_command",
-           "self_test_command"]
+           "parse_head", "self_test_command"]
 
 #: Seconds to wait for all results (incl. the sweep) before giving up.
 RESULT_TIMEOUT_MS = 120_000
@@ -65,17 +65,57 @@ def check_output_folder(folder: str | Path, *, allow_files: bool = True) -> str:
     return ""
 
 
+def parse_head(tensors: str | None, head: str | None, batch: int | None) -> Any:
+    """The ``HeadRef`` of ``export --tensors FILE --head L,H [--batch B]`` (``None`` without
+    ``--tensors``), checked against the file and the explorer's limits.
+
+    Raises
+    ------
+    ValueError
+        A one-line reason naming the option: a missing partner option, ``--head`` not two
+        integers, a file that cannot be read, a head not in the file, or a head too large for
+        the explorer.
+    """
+    if tensors is None:
+        if head is not None or batch is not None:
+            raise ValueError("--head and --batch need --tensors FILE")
+        return None
+    if head is None:
+        raise ValueError("--tensors needs --head L,H (layer and head as `inspect` lists them)")
+    from engine.analysis.real_head import HeadRef, explorer_config_for
+    from engine.config import AttentionConfig
+    from engine.io.tensors import load_tensors
+
+    try:
+        layer, index = (int(part) for part in head.split(","))
+    except ValueError:
+        raise ValueError(f"--head: expected L,H (two integers), got {head!r}") from None
+    try:
+        file = load_tensors(tensors)
+    except ValueError as exc:
+        raise ValueError(f"--tensors: {exc}") from None
+    try:
+        ref = HeadRef(file, layer, index, 0 if batch is None else batch)
+    except ValueError as exc:
+        raise ValueError(f"--head: {exc}") from None
+    explorer_config_for(ref, AttentionConfig())  # range and memory, with the head's name
+    return ref
+
+
 def export_command(args: Any) -> int:
     """Render every view of a session (or the defaults) to ``args.out``.
 
-    Everything the user gave is checked before Qt starts: the session and the output folder
-    (which must be new or empty unless ``args.force``); ``main.py``'s parser has already
-    refused image sizes outside 16..8192 pixels.
+    Everything the user gave is checked before Qt starts: the session, the tensor file and
+    head, and the output folder (which must be new or empty unless ``args.force``);
+    ``main.py``'s parser has already refused image sizes outside 16..8192 pixels. With
+    ``--tensors FILE --head L,H`` the explorer views show that real head (the Train views,
+    which do not depend on it, are not rendered).
 
     Parameters
     ----------
     args
-        Parsed ``export`` arguments: ``out``, ``force``, ``session``, ``width``, ``height``.
+        Parsed ``export`` arguments: ``out``, ``force``, ``session``, ``width``, ``height``,
+        ``tensors``, ``head``, ``batch``.
 
     Returns
     -------
@@ -91,6 +131,12 @@ def export_command(args: Any) -> int:
         except SessionError as exc:
             print(f"error: --session: {exc}", file=sys.stderr)
             return 2
+    try:
+        head = parse_head(getattr(args, "tensors", None), getattr(args, "head", None),
+                          getattr(args, "batch", None))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     problem = check_output_folder(args.out, allow_files=bool(getattr(args, "force", False)))
     if problem:
         print(f"error: --out: {problem}", file=sys.stderr)
@@ -106,7 +152,9 @@ def export_command(args: Any) -> int:
         window.show()
         if session is not None:
             window.files.apply_session(session)
-        else:
+        if head is not None:
+            window.controller.set_real_head(head)
+        elif session is None:
             window.controller.start()
         if not window.wait_until_settled(RESULT_TIMEOUT_MS):
             print("error: results did not arrive in time", file=sys.stderr)
@@ -114,6 +162,8 @@ def export_command(args: Any) -> int:
         if window.controller.last_error():
             print(f"error: {window.controller.last_error()}", file=sys.stderr)
             return 1
+        if head is not None:
+            return _export_head_views(window, args)
         # The training views need data: a short real run and lr sweep (a few seconds).
         problem = run_headless_demo(window.train_tab, RESULT_TIMEOUT_MS)
         if problem:
@@ -129,6 +179,22 @@ def export_command(args: Any) -> int:
         return 0
     finally:
         _close(window)
+
+
+def _export_head_views(window: Any, args: Any) -> int:
+    """Write the explorer views of the real head on screen (and session.json) to args.out."""
+    from gui.kit import export
+
+    window.controller.refresh_views()
+    try:
+        written = export.export_all(window.views, args.out, window.files.current_session(),
+                                    int(args.width), int(args.height))
+    except (OSError, ValueError) as exc:
+        print(f"error: export failed: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    return 0
 
 
 def check_png(path: Path, width: int, height: int) -> str:
@@ -277,7 +343,7 @@ def self_test_command(args: Any) -> int:
         lines += [f"ok   {line}" for line in sample_lines] or [f"FAIL {problem}"]
         if problem:
             failures.append(problem)
-        window.mode_tabs.setCurrentWidget(window.view_tabs.splitter)
+        window.mode_tabs.setCurrentWidget(window.explorer_page)
         written = window.files.export_everything(out, width, height)
         for path in written:
             if path.suffix == ".png":

@@ -11,7 +11,7 @@ plain "field equals value" stay in the panel.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from PySide6.QtCore import QObject, QSignalBlocker, Signal, Slot
@@ -67,6 +67,9 @@ class FieldForm(QObject):
         self.widgets: dict[str, QWidget] = {}
         self.labels: dict[str, QLabel] = {}
         self._layouts = layouts
+        self._fixed: frozenset[str] = frozenset()
+        self._fixed_tooltip = ""
+        self._ever_fixed: set[str] = set()
         custom = dict(custom or {})
         for name, field in self.fields.items():
             gui = _gui(field)
@@ -134,7 +137,9 @@ class FieldForm(QObject):
                 self.labels[name].setText(translated(gui.label))
             elif isinstance(widget, QCheckBox):
                 widget.setText(translated(gui.label))
-            if gui.tooltip is not None:
+            if name in self._fixed:
+                widget.setToolTip(self._fixed_tooltip)
+            elif gui.tooltip is not None:
                 widget.setToolTip(translated(gui.tooltip))
             if isinstance(widget, QComboBox) and gui.choices:
                 for index in range(widget.count()):
@@ -149,6 +154,22 @@ class FieldForm(QObject):
                         box.setToolTip(translated(gui.default_tooltip))
                 elif isinstance(widget, QSpinBox | OptionalLogSpinBox):
                     widget.setSpecialValueText(translated(gui.default_text))
+
+    def set_fixed(self, names: Iterable[str], tooltip: str = "") -> None:
+        """Disable the rows of ``names`` (their value is fixed by something else) and show
+        ``tooltip`` on them instead of their formula; an empty ``names`` frees them again.
+
+        The caller re-sets ``tooltip`` on a language change (it is already translated).
+        """
+        self._fixed = frozenset(names)
+        self._fixed_tooltip = tooltip
+        self._ever_fixed |= self._fixed
+        self.retranslate()
+        self.update_states()
+
+    def fixed(self) -> frozenset[str]:
+        """The names of the rows :meth:`set_fixed` disabled."""
+        return self._fixed
 
     # ----------------------------------------------------------------------------- values
     def value(self, name: str) -> Any:
@@ -221,8 +242,13 @@ class FieldForm(QObject):
                 enabled = self.value(other) == wanted
             if isinstance(default_box, QCheckBox):
                 enabled = enabled and not default_box.isChecked()
-            if gui.enabled_when is not None or default_box is not None:
+                default_box.setEnabled(name not in self._fixed)
+            enabled = enabled and name not in self._fixed
+            if gui.enabled_when is not None or default_box is not None or (
+                    name in self._ever_fixed):
                 widget.setEnabled(enabled)
+                if name in self.labels:
+                    self.labels[name].setEnabled(name not in self._fixed)
             if gui.visible_when is not None:
                 other, wanted = gui.visible_when
                 visible = self.value(other) == wanted

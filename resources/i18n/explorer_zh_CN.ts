@@ -43,35 +43,40 @@
 <context>
     <name>GradientView</name>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="171"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="209"/>
         <source>Gradients</source>
         <extracomment>(panel key, SweepPoint prefix): the two gradient quantities. Widths (px) from which the three panels stand in three or two columns; below the second they stack. Each threshold lies above that arrangement&apos;s minimum width, so the choice cannot flip back and forth as the scroll area resizes the view.</extracomment>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="177"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="215"/>
         <source>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. scaled logits)</source>
         <translation>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt;（对缩放后的 logit）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="181"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="219"/>
         <source>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. raw q·k)</source>
         <translation>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt;（对原始 q·k）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="186"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="224"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="187"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="225"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="194"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="231"/>
         <source>Lines: median over query rows; bands: 10–90 % of rows.&lt;br&gt;Measured against the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate d&lt;sub&gt;k&lt;/sub&gt;; it collapses only once the softmax saturates (large d&lt;sub&gt;k&lt;/sub&gt;).</source>
         <translation>曲线：各查询行的中位数；色带：10–90 % 的行。&lt;br&gt;相对于原始 q·k 而言，不缩放规则（c = 1）在中等 d&lt;sub&gt;k&lt;/sub&gt; 下梯度更大；只有当 softmax 饱和（d&lt;sub&gt;k&lt;/sub&gt; 很大）时梯度才会坍缩。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/gradients.py" line="336"/>
+        <source>Stars: this head ({0}), median over its query rows; bars: 10–90 % of its rows.</source>
+        <translation>标记：此头（{0}），其各查询行的中位数；误差条：其 10–90 % 的行。</translation>
     </message>
 </context>
 <context>
@@ -342,48 +347,53 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
 <context>
     <name>HeatmapView</name>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="86"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="101"/>
         <source>Attention weights</source>
-        <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden.</extracomment>
+        <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden. RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not because attention chose 0).</extracomment>
         <translation>注意力权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="199"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="249"/>
         <source>key j</source>
         <translation>键 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="199"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="249"/>
         <source>query i</source>
         <translation>查询 i</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="209"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="259"/>
         <source>head {0}</source>
         <translation>头 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="215"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="267"/>
         <source>Pairs: {0} | none (c = 1). Rows: query i, columns: key j. Outlined: query row {1}. Colour: p = softmax weight.</source>
         <translation>成对显示：{0} | 不缩放（c = 1）。行：查询 i，列：键 j。框出：查询行 {1}。颜色：p = softmax 权重。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="224"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="274"/>
+        <source>Grey: masked keys (the model&apos;s mask).</source>
+        <translation>填充格：被掩码的键（模型自身的掩码）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/heatmap.py" line="279"/>
         <source>Heads not shown: {0}.</source>
         <translation>未显示的头：{0} 个。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="264"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="319"/>
         <source>Hover over a cell to read head, i, j, logit, p.</source>
         <translation>将鼠标悬停在单元格上可读取头、i、j、logit 和 p。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="268"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="329"/>
         <source>masked</source>
         <translation>已掩码</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="271"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="332"/>
         <source>{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}</source>
         <translation>{0}：头 {1}，查询 i = {2}，键 j = {3}，logit = {4}，p = {5}</translation>
     </message>
@@ -391,48 +401,58 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
 <context>
     <name>HistogramView</name>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="30"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="34"/>
         <source>n/a</source>
         <extracomment>Points of the overlaid Gaussian density curve.</extracomment>
         <translation>不适用</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="31"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="35"/>
         <source>{0}: Var empirical = {1}, theory = {2}</source>
         <translation>{0}：经验方差 Var = {1}，理论值 = {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="85"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="42"/>
+        <source>{0}: mean = {1}, Var = {2} (empirical)</source>
+        <translation>{0}：均值 = {1}，方差 = {2}（经验值）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/histogram.py" line="95"/>
         <source>Logit histogram</source>
         <translation>Logit 直方图</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="89"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="99"/>
         <source>Common logit axis</source>
         <translation>统一 logit 坐标轴</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="91"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="101"/>
         <source>Show both rules on one logit scale to compare their spread</source>
         <translation>在同一 logit 刻度上显示两种规则，以比较其分布宽度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="96"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="106"/>
         <source>logit s = c·q·k</source>
         <translation>logit s = c·q·k</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="97"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="107"/>
         <source>probability density</source>
         <translation>概率密度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="117"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="128"/>
+        <source>Dashed: the Gaussian of the same mean and variance as the head&apos;s logits (every unmasked pair), for comparison only: real q and k follow no variance law.</source>
+        <translation>虚线：与此头 logit（所有未掩码的对）均值和方差相同的高斯分布，只用于比较：真实的 q 和 k 不符合任何方差定律。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/histogram.py" line="134"/>
         <source>Dashed: Gaussian N(0, Var&lt;sub&gt;theory&lt;/sub&gt;), Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c² for independent tokens; both variances are over pairs i ≠ j.</source>
         <translation>虚线：高斯分布 N(0, Var&lt;sub&gt;theory&lt;/sub&gt;)，对相互独立的词元，Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c²；两种方差均在 i ≠ j 的配对上计算。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="124"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="141"/>
         <source>With ρ ≠ 0, key i is correlated with query i: those diagonal logits (mean c·ρ·d&lt;sub&gt;k&lt;/sub&gt;) form the extra tail (right for ρ &gt; 0, left for ρ &amp;lt; 0).</source>
         <translation>ρ ≠ 0 时，键 i 与查询 i 相关：这些对角线 logit（均值 c·ρ·d&lt;sub&gt;k&lt;/sub&gt;）形成额外的尾部（ρ &gt; 0 时在右侧，ρ &amp;lt; 0 时在左侧）。</translation>
     </message>
@@ -572,22 +592,22 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>高度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="155"/>
+        <location filename="../../gui/main_window.py" line="160"/>
         <source>Explorer</source>
         <translation>探索</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="157"/>
+        <location filename="../../gui/main_window.py" line="161"/>
         <source>Train</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="159"/>
+        <location filename="../../gui/main_window.py" line="163"/>
         <source>Heads</source>
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="209"/>
+        <location filename="../../gui/main_window.py" line="213"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -702,7 +722,7 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="214"/>
+        <location filename="../../gui/main_window.py" line="218"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -811,12 +831,12 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="310"/>
+        <location filename="../../gui/main_window.py" line="314"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="311"/>
+        <location filename="../../gui/main_window.py" line="315"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -840,7 +860,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="389"/>
+        <location filename="../../gui/main_window.py" line="393"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
@@ -1086,6 +1106,12 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
     <message>
         <location filename="../../gui/explorer/panel.py" line="124"/>
+        <source>Fixed by the loaded head ({0}). Use “Back to random q, k” to change it.</source>
+        <extracomment>The fields a real head fixes (they only shape random q, k, or are the head&apos;s geometry).</extracomment>
+        <translation>由已打开的头固定（{0}）。使用“回到随机 q, k”来更改。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/panel.py" line="158"/>
         <source>Not applied: {0}</source>
         <translation>未应用：{0}</translation>
     </message>
@@ -1150,6 +1176,25 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
 </context>
 <context>
+    <name>RealHead</name>
+    <message>
+        <location filename="../../gui/explorer/head_text.py" line="18"/>
+        <source>layer {0} · head {1}</source>
+        <extracomment>Tokens longer than this are cut (with &quot;…&quot;) so that one long token cannot eat the axis.</extracomment>
+        <translation>第 {0} 层 · 头 {1}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/head_text.py" line="21"/>
+        <source>layer {0} ({1}) · head {2}</source>
+        <translation>第 {0} 层（{1}）· 头 {2}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/head_text.py" line="24"/>
+        <source>batch {0}</source>
+        <translation>批次 {0}</translation>
+    </message>
+</context>
+<context>
     <name>ScalingRule</name>
     <message>
         <location filename="../../gui/kit/style.py" line="153"/>
@@ -1171,30 +1216,53 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>SoftmaxView</name>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="65"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="69"/>
         <source>Softmax of one row</source>
         <extracomment>Head whose row is shown (the per-row statistics of the legend belong to this head).</extracomment>
         <translation>单行 Softmax</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="71"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="75"/>
         <source>key index j</source>
         <translation>键索引 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="72"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="76"/>
         <source>attention weight p&lt;sub&gt;j&lt;/sub&gt;</source>
         <translation>注意力权重 p&lt;sub&gt;j&lt;/sub&gt;</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="74"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="78"/>
         <source>uniform</source>
         <translation>均匀分布</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="111"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="119"/>
         <source>Query row i = {0} (head 1), n = {1} keys</source>
         <translation>查询行 i = {0}（头 1），n = {1} 个键</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/softmax.py" line="123"/>
+        <source>Query row i = {0} ({1}), n = {2} keys</source>
+        <translation>查询行 i = {0}（{1}），n = {2} 个键</translation>
+    </message>
+</context>
+<context>
+    <name>SourceBar</name>
+    <message>
+        <location filename="../../gui/explorer/source_bar.py" line="75"/>
+        <source>Real q, k: {0}</source>
+        <translation>真实 q, k：{0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/source_bar.py" line="77"/>
+        <source>Back to random q, k</source>
+        <translation>回到随机 q, k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/source_bar.py" line="78"/>
+        <source>Show q and k drawn from the parameters again (the parameters from before the head was opened)</source>
+        <translation>重新显示按参数随机抽取的 q 和 k（使用打开此头之前的参数）</translation>
     </message>
 </context>
 <context>
@@ -1213,50 +1281,55 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TemperatureView</name>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="124"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="125"/>
         <source>Temperature</source>
         <extracomment>Range of the temperature slider (log scale) and spin box. Slider resolution: steps over the three decades of the range.</extracomment>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="128"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="129"/>
         <source>Temperature T:</source>
         <translation>温度 T：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="130"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="131"/>
         <source>Temperature T (log scale, 0.1 to 100)</source>
         <translation>温度 T（对数刻度，0.1 到 100）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="131"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="132"/>
         <source>Temperature T</source>
         <translation>温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="133"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="134"/>
         <source>Set T to √d_k: softmax(z/T) then equals the 1/√d_k rule</source>
         <translation>将 T 设为 √d_k：此时 softmax(z/T) 与 1/√d_k 规则相同</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="138"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="139"/>
         <source>key index j</source>
         <translation>键索引 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="139"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="140"/>
         <source>attention weight p&lt;sub&gt;j&lt;/sub&gt;</source>
         <translation>注意力权重 p&lt;sub&gt;j&lt;/sub&gt;</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="142"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="143"/>
         <source>Dividing by T = √d&lt;sub&gt;k&lt;/sub&gt; is the 1/√d&lt;sub&gt;k&lt;/sub&gt; rule, forward and backward: ∂softmax(z/T)/∂z = J(p&lt;sub&gt;T&lt;/sub&gt;)/T. Small T sharpens, large T flattens the row.</source>
         <translation>除以 T = √d&lt;sub&gt;k&lt;/sub&gt; 就是 1/√d&lt;sub&gt;k&lt;/sub&gt; 规则，前向与反向传播均如此：∂softmax(z/T)/∂z = J(p&lt;sub&gt;T&lt;/sub&gt;)/T。T 小则行分布更尖锐，T 大则更平坦。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="183"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="185"/>
         <source>Query row i = {0} (head 1), T = {1}, √d&lt;sub&gt;k&lt;/sub&gt; = {2}</source>
         <translation>查询行 i = {0}（头 1），T = {1}，√d&lt;sub&gt;k&lt;/sub&gt; = {2}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/temperature.py" line="189"/>
+        <source>Query row i = {0} ({1}), T = {2}, √d&lt;sub&gt;k&lt;/sub&gt; = {3}</source>
+        <translation>查询行 i = {0}（{1}），T = {2}，√d&lt;sub&gt;k&lt;/sub&gt; = {3}</translation>
     </message>
 </context>
 <context>

@@ -1,4 +1,9 @@
-"""Softmax Jacobian norms against d_k: median and 10–90 % band per rule, plus saturation."""
+"""Softmax Jacobian norms against d_k: median and 10–90 % band per rule, plus saturation.
+
+The curves are the d_k sweep of random q, k (a theory view). For a real head its own numbers
+(the engine's ``snapshot.gradients``: median and 10–90 % of its query rows, saturated share)
+are drawn as stars with bars at the head's d_k, next to the sweep.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
+from gui.explorer.head_text import head_label
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
 from gui.explorer.views.laws import group_by_rule
@@ -56,6 +62,33 @@ class _Band:
     def clear(self) -> None:
         for item in (self.low, self.high, self.median):
             item.setData([], [])
+
+
+class _HeadMark:
+    """A real head's median (star) and 10–90 % bar of one rule at its d_k in one panel."""
+
+    def __init__(self, plot: pg.PlotItem, rule: ScalingRule) -> None:
+        self.bar = pg.PlotDataItem(pen=style.rule_pen(rule, width=2), connect="pairs")
+        self.star = pg.PlotDataItem(
+            pen=None, symbol="star", symbolSize=16, symbolPen=pg.mkPen(style.FOREGROUND, width=1),
+            symbolBrush=style.rule_brush(rule, 230))
+        for item in (self.bar, self.star):
+            item.setZValue(20)
+            plot.addItem(item)
+
+    def set_data(self, d_k: float, median: float, q10: float | None = None,
+                 q90: float | None = None, *, log_y: bool = True) -> None:
+        # A log axis cannot show 0 (an exactly one-hot row): no star then, as for the sweep.
+        y = positive_or_nan([median])[0] if log_y else float(median)
+        self.star.setData([d_k] if math.isfinite(y) else [], [y] if math.isfinite(y) else [])
+        if q10 is not None and q90 is not None and q10 > 0 and math.isfinite(q90) and q90 > 0:
+            self.bar.setData([d_k, d_k], [q10, q90])
+        else:
+            self.bar.setData([], [])
+
+    def clear(self) -> None:
+        self.bar.setData([], [])
+        self.star.setData([], [])
 
 
 class GradientView(ExplorerView):
@@ -112,6 +145,11 @@ class GradientView(ExplorerView):
         self._saturated: dict[ScalingRule, pg.PlotDataItem] = {}
         self._groups: dict[ScalingRule, list[SweepPoint]] = {}
         self._legend_rules: list[ScalingRule] | None = None
+        self._head_marks: dict[str, dict[ScalingRule, _HeadMark]] = {
+            "jac": {}, "raw": {}, "saturated": {}}
+        self._head_gradients: dict[ScalingRule, object] = {}
+        self._head_ref: object | None = None
+        self._note_text = ""
         self._apply_language()
 
     # -- reflow -------------------------------------------------------------------------------
@@ -190,21 +228,24 @@ class GradientView(ExplorerView):
         for key, (title, left) in texts.items():
             self._titles[key].setText(title)
             style.label_plot(self._plots[key], left=left)
-        self._note.setText(
-            translate(
-                "GradientView",
-                "Lines: median over query rows; bands: 10–90 % of rows.<br>Measured against "
-                "the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate "
-                "d<sub>k</sub>; it collapses only once the softmax saturates "
-                "(large d<sub>k</sub>).",
-            )
+        self._note_text = translate(
+            "GradientView",
+            "Lines: median over query rows; bands: 10–90 % of rows.<br>Measured against "
+            "the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate "
+            "d<sub>k</sub>; it collapses only once the softmax saturates "
+            "(large d<sub>k</sub>).",
         )
+        self._set_note()
         self._legend_rules = None  # the next show_results relabels the legend
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget
 
     def show_results(self, results: ExplorerResults) -> None:
+        snapshot = results.snapshot
+        gradients = None if snapshot is None else snapshot.gradients
+        if self._is_new("head", gradients):
+            self._show_head(snapshot, gradients, results.config.rule)
         if not self._is_new("sweep", results.sweep_points):
             return
         self._groups = group_by_rule(results.sweep_points)
@@ -240,7 +281,18 @@ class GradientView(ExplorerView):
                     float(p.jac_raw_median), float(p.jac_raw_q10), float(p.jac_raw_q90),
                     float(p.saturated_share), int(p.samples),
                 ])
-        return header, rows
+        if not self._head_gradients:
+            return header, rows
+        # A real head: a "source" column tells the sweep's rows from the head's own.
+        rows = [[*row, "sweep"] for row in rows]
+        for rule, g in self._head_gradients.items():
+            rows.append([
+                rule.value, float(g.d_k),  # type: ignore[attr-defined]
+                *(float(getattr(g, f"{prefix}_{q}")) for prefix in ("jac_fro", "jac_raw")
+                  for q in ("median", "q10", "q90")),
+                float(g.saturated_share), int(g.rows), "head",  # type: ignore[attr-defined]
+            ])
+        return [*header, "source"], rows
 
     def reset_view(self) -> None:
         super().reset_view()
@@ -267,6 +319,53 @@ class GradientView(ExplorerView):
     def saturated_curve(self, rule: ScalingRule) -> pg.PlotDataItem:
         """Return the saturated-share curve of ``rule``."""
         return self._saturated[ScalingRule(rule)]
+
+    def head_marks(self, key: str, rule: ScalingRule) -> tuple[pg.PlotDataItem, pg.PlotDataItem]:
+        """Return the real head's (star, bar) of ``rule`` in panel ``key`` (for tests)."""
+        mark = self._head_marks[key][ScalingRule(rule)]
+        return mark.star, mark.bar
+
+    def note_text(self) -> str:
+        """Return the note under the panels as displayed."""
+        return str(self._note.text)
+
+    def _set_note(self) -> None:
+        text = self._note_text
+        ref = self._head_ref
+        if ref is not None:
+            text += "<br>" + translate(
+                "GradientView",
+                "Stars: this head ({0}), median over its query rows; bars: 10–90 % of its "
+                "rows.").format(head_label(ref))
+        self._note.setText(text)
+
+    def _show_head(self, snapshot: object, gradients: object, rule: ScalingRule) -> None:
+        """Draw (or clear) the real head's own numbers: one star and bar per rule shown."""
+        for marks in self._head_marks.values():
+            for mark in marks.values():
+                mark.clear()
+        self._head_gradients = {}
+        real = getattr(snapshot, "real_head", None)
+        self._head_ref = None if real is None else real.ref
+        if gradients is not None:
+            wanted = list(dict.fromkeys((ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR,
+                                         ScalingRule(rule))))
+            for r in wanted:
+                g = gradients[r]  # type: ignore[index]
+                self._head_gradients[r] = g
+                for key, prefix in _QUANTITIES:
+                    mark = self._head_mark(key, r)
+                    mark.set_data(float(g.d_k), getattr(g, f"{prefix}_median"),
+                                  getattr(g, f"{prefix}_q10"), getattr(g, f"{prefix}_q90"))
+                self._head_mark("saturated", r).set_data(float(g.d_k), g.saturated_share,
+                                                         log_y=False)
+        self._set_note()
+
+    def _head_mark(self, key: str, rule: ScalingRule) -> _HeadMark:
+        marks = self._head_marks[key]
+        if rule not in marks:
+            marks[rule] = _HeadMark(self._plots[key], rule)
+        return marks[rule]
 
     def _ensure_items(self, rules: list[ScalingRule]) -> None:
         new = [rule for rule in rules if rule not in self._saturated]

@@ -1,4 +1,8 @@
-"""Attention weights P per head: the compared rule next to "none", one shared colour bar."""
+"""Attention weights P per head: the compared rule next to "none", one shared colour bar.
+
+For a real head (a tensor file's q, k) the panels are titled with the head, the axes carry
+the file's tokens and masked cells (a causal model's future keys) are drawn grey.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +15,10 @@ from PySide6.QtCore import QEvent, QPointF, QRectF
 from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QWidget
 
 from engine.config import ScalingRule
+from gui.explorer.head_text import head_label, short_token
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
+from gui.explorer.views.token_axis import TokenAxis
 from gui.kit import style
 from gui.kit.i18n import translate
 
@@ -23,6 +29,9 @@ __all__ = ["MAX_HEADS_SHOWN", "HeatmapView"]
 
 #: More heads than this would make every panel a few pixels wide; the rest are listed as hidden.
 MAX_HEADS_SHOWN = 16
+#: RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not
+#: because attention chose 0).
+MASKED_RGBA = (200, 200, 200, 255)
 
 
 class _Panel:
@@ -34,6 +43,11 @@ class _Panel:
         self.column = column  # 0: compared rule, 1: "none"
         self.image = pg.ImageItem(axisOrder="row-major")
         plot.addItem(self.image)
+        # Grey over masked cells (real heads only); transparent elsewhere.
+        self.masked = pg.ImageItem(axisOrder="row-major")
+        self.masked.setZValue(5)
+        self.masked.setVisible(False)
+        plot.addItem(self.masked)
         self.row_box = QGraphicsRectItem()
         pen = pg.mkPen(style.HIGHLIGHT_COLOR, width=2)
         pen.setCosmetic(True)
@@ -76,6 +90,7 @@ class HeatmapView(ExplorerView):
         self._rules: tuple[ScalingRule, ScalingRule] = (ScalingRule.SQRT, ScalingRule.NONE)
         self._query_row = 0
         self._heads_total = 0
+        self._real: object | None = None  # the RealHead shown, or None for random q, k
         self._note = style.make_label()
         self._hover_pos: QPointF | None = None  # scene position of the last hover
         self._widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
@@ -112,11 +127,18 @@ class HeatmapView(ExplorerView):
         if self._shape != (shown, n):
             self._build_grid(shown, n)
         self._query_row = min(row, n - 1)
+        self._real = snapshot.real_head
+        masks = self._masked_cells(snapshot)
         for panel in self._panels:
             panel.image.setImage(
                 np.asarray(weights[panel.column][panel.head]), autoLevels=False, levels=(0.0, 1.0)
             )
             panel.row_box.setRect(QRectF(0.0, float(self._query_row), float(n), 1.0))
+            mask = masks[panel.column]
+            if mask is not None:
+                panel.masked.setImage(mask, autoLevels=False, levels=(0, 255))
+            panel.masked.setVisible(mask is not None)
+        self._set_token_ticks()
         self._update_titles()
         # The read-out described the previous snapshot: read the cell under the pointer again
         # from the new one (or show the hint if the pointer is no longer over a cell).
@@ -158,6 +180,32 @@ class HeatmapView(ExplorerView):
         """Return the current hover read-out (for tests and status bars)."""
         return self._hover.text()
 
+    def masked_cells(self) -> list[np.ndarray | None]:
+        """Per panel, the RGBA overlay drawn over masked cells (``None``: not drawn)."""
+        return [p.masked.image if p.masked.isVisible() else None for p in self._panels]
+
+    def _masked_cells(self, snapshot: AttentionSnapshot) -> list[np.ndarray | None]:
+        """RGBA overlays of the masked (−∞) logits of head 0 per rule, for a real head only."""
+        if snapshot.real_head is None:
+            return [None, None]
+        out: list[np.ndarray | None] = []
+        for rule in self._rules:
+            blocked = np.isneginf(snapshot.rules[rule].logits[0])
+            if not blocked.any():
+                out.append(None)
+                continue
+            rgba = np.zeros((*blocked.shape, 4), dtype=np.uint8)
+            rgba[blocked] = MASKED_RGBA
+            out.append(rgba)
+        return out
+
+    def _set_token_ticks(self) -> None:
+        """The file's tokens on both axes of a real head; numbers otherwise."""
+        tokens = getattr(self._real, "tokens", None)
+        for panel in self._panels:
+            for name in ("bottom", "left"):
+                panel.plot.getAxis(name).set_tokens(tokens)
+
     def _build_grid(self, shown: int, n: int) -> None:
         """(Re)create the panels; only called when the number of heads or tokens changes."""
         self._widget.clear()
@@ -169,7 +217,9 @@ class HeatmapView(ExplorerView):
         for head in range(shown):
             r, pc = divmod(head, pair_cols)
             for column in range(2):
-                plot = self._widget.addPlot(row=r, col=2 * pc + column)
+                # Token axes: numbers for random q, k, a real head's tokens when it has them.
+                plot = self._widget.addPlot(row=r, col=2 * pc + column, axisItems={
+                    "bottom": TokenAxis("bottom"), "left": TokenAxis("left")})
                 style.style_plot(plot, grid=False)
                 plot.setMenuEnabled(False)
                 plot.hideButtons()
@@ -207,6 +257,8 @@ class HeatmapView(ExplorerView):
             rule = self._rules[panel.column]
             color = style.RULE_COLORS[rule]
             head_text = translate("HeatmapView", "head {0}").format(panel.head + 1)
+            if self._real is not None:
+                head_text = head_label(self._real.ref, with_file=False)  # type: ignore[attr-defined]
             panel.plot.setTitle(
                 f'{head_text} · <span style="color:{color}"><b>{names[panel.column]}</b></span>',
                 color=style.FOREGROUND,
@@ -217,6 +269,9 @@ class HeatmapView(ExplorerView):
             "Pairs: {0} | none (c = 1). Rows: query i, columns: key j. Outlined: query row {1}. "
             "Colour: p = softmax weight.",
         ).format(names[0], self._query_row)
+        if self._real is not None and np.isneginf(
+                self._snapshot.rules[compare].logits).any():  # type: ignore[union-attr]
+            note += " " + translate("HeatmapView", "Grey: masked keys (the model's mask).")
         hidden = self._heads_total - len(self._panels) // 2
         if hidden > 0:
             # Worded without a plural: pyside6-lupdate cannot mark a numerus form whose count
@@ -265,10 +320,16 @@ class HeatmapView(ExplorerView):
             )
             return
         rule, head, i, j, logit, p = values
+        tokens = getattr(self._real, "tokens", None)
+        i_text, j_text = str(i), str(j)
+        # A real head is named by its index in the file (0-based, as `inspect` lists it).
+        head_number = head + 1 if self._real is None else self._real.ref.head  # type: ignore[attr-defined]
+        if tokens is not None:
+            i_text, j_text = (f"{i} “{short_token(tokens[i])}”", f"{j} “{short_token(tokens[j])}”")
         logit_text = f"{logit:.4g}" if math.isfinite(logit) else translate("HeatmapView",
                                                                              "masked")
         self._hover.setText(
             translate("HeatmapView",
                       "{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}")
-            .format(style.rule_name(rule), head + 1, i, j, logit_text, f"{p:.4g}")
+            .format(style.rule_name(rule), head_number, i_text, j_text, logit_text, f"{p:.4g}")
         )

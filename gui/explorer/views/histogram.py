@@ -1,4 +1,8 @@
-"""Histogram of the snapshot's logits next to the Gaussian the variance law predicts."""
+"""Histogram of the snapshot's logits next to the Gaussian the variance law predicts.
+
+For a real head there is no law: the dashed curve is then the Gaussian of the same (empirical)
+mean and variance as the head's logits, labelled as such.
+"""
 
 from __future__ import annotations
 
@@ -31,6 +35,12 @@ def variance_text(rule: ScalingRule, empirical: float, theory: float) -> str:
     return translate("HistogramView", "{0}: Var empirical = {1}, theory = {2}").format(
         style.rule_name(rule), f"{empirical:.4g}", theory_text
     )
+
+
+def real_variance_text(rule: ScalingRule, mean: float, variance: float) -> str:
+    """Return the read-out line of a real head: the empirical mean and variance of its logits."""
+    return translate("HistogramView", "{0}: mean = {1}, Var = {2} (empirical)").format(
+        style.rule_name(rule), f"{mean:.4g}", f"{variance:.4g}")
 
 
 class _Panel:
@@ -114,6 +124,13 @@ class HistogramView(ExplorerView):
         for panel, rule in zip(self._panels, (ScalingRule.NONE, compare), strict=True):
             self._show_rule(panel, snapshot, rule)
         self._on_common_axis_toggled(self._common_axis.isChecked())
+        if snapshot.real_head is not None:
+            self._formula.setText(translate(
+                "HistogramView",
+                "Dashed: the Gaussian of the same mean and variance as the head's logits "
+                "(every unmasked pair), for comparison only: real q and k follow no variance "
+                "law."))
+            return
         note = translate(
             "HistogramView",
             "Dashed: Gaussian N(0, Var<sub>theory</sub>), Var<sub>theory</sub> = "
@@ -152,6 +169,14 @@ class HistogramView(ExplorerView):
         """Return the variance read-outs as displayed (for tests)."""
         return [panel.label.text for panel in self._panels]
 
+    def note_text(self) -> str:
+        """Return the note under the plots as displayed (for tests)."""
+        return str(self._formula.text)
+
+    def density_curves(self) -> list[pg.PlotDataItem]:
+        """Return the dashed Gaussian curve of each panel (for tests)."""
+        return [panel.density for panel in self._panels]
+
     def panel_rules(self) -> list[ScalingRule | None]:
         """Return the rule shown in each panel."""
         return [panel.rule for panel in self._panels]
@@ -162,6 +187,10 @@ class HistogramView(ExplorerView):
         logits = logits[np.isfinite(logits)]  # masked entries are -inf
         empirical = float(view.logit_var_empirical)
         theory = float(view.logit_var_theory)
+        real = snapshot.real_head is not None
+        # The dashed Gaussian: the law's N(0, Var_theory), or for a real head the empirical
+        # N(mean, Var) of the same logits.
+        mean, var = ((float(view.logit_mean_empirical), empirical) if real else (0.0, theory))
         if logits.size:
             low, high = float(logits.min()), float(logits.max())
             if theory > 0 and math.isfinite(theory):
@@ -178,9 +207,9 @@ class HistogramView(ExplorerView):
         panel.hist.setData(edges, counts)
         panel.hist.setPen(style.rule_pen(rule, width=1.5))
         panel.hist.setBrush(style.rule_brush(rule, 90))
-        if theory > 0 and math.isfinite(theory) and logits.size:
+        if var > 0 and math.isfinite(var) and math.isfinite(mean) and logits.size:
             x = np.linspace(edges[0], edges[-1], DENSITY_POINTS)
-            density = np.exp(-0.5 * x * x / theory) / math.sqrt(2 * math.pi * theory)
+            density = np.exp(-0.5 * (x - mean) ** 2 / var) / math.sqrt(2 * math.pi * var)
             panel.density.setData(x, density)
         else:
             panel.density.setData([], [])
@@ -191,7 +220,8 @@ class HistogramView(ExplorerView):
             color=style.FOREGROUND,
             size=f"{style.TITLE_PT}pt",
         )
-        panel.label.setText(variance_text(rule, empirical, theory))
+        panel.label.setText(real_variance_text(rule, mean, empirical) if real
+                            else variance_text(rule, empirical, theory))
 
     def _on_common_axis_toggled(self, checked: bool) -> None:
         first, second = (panel.plot for panel in self._panels)

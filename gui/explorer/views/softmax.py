@@ -9,8 +9,10 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
+from gui.explorer.head_text import head_label, short_token
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
+from gui.explorer.views.token_axis import TokenAxis
 from gui.kit import style
 from gui.kit.i18n import translate
 
@@ -45,7 +47,9 @@ class SoftmaxView(ExplorerView):
         # The legend lives in its own layout cell above the plot: a spike of p ≈ 1 can sit
         # anywhere, so no corner of the plot is guaranteed to be free.
         self._widget.addItem(self._legend, row=0, col=0)
-        self._plot = self._widget.addPlot(row=1, col=0)
+        # The key axis shows a real head's tokens (numbers for random q, k).
+        self._plot = self._widget.addPlot(row=1, col=0,
+                                          axisItems={"bottom": TokenAxis("bottom", offset=0.0)})
         style.style_plot(self._plot)
         self._uniform = pg.InfiniteLine(
             angle=0,
@@ -107,11 +111,18 @@ class SoftmaxView(ExplorerView):
         # Uniform over the keys the row may attend to (i + 1 of them under a causal mask).
         attended = int(np.isfinite(first.logits[HEAD, row]).sum())
         self._uniform.setValue(1.0 / max(attended, 1))
-        self._plot.setTitle(
-            translate("SoftmaxView", "Query row i = {0} (head 1), n = {1} keys").format(row, n),
-            color=style.FOREGROUND,
-            size=f"{style.TITLE_PT}pt",
-        )
+        real = snapshot.real_head
+        tokens = None if real is None else real.tokens
+        # A real head's key tokens on the x axis (every k-th when there are many).
+        self._plot.getAxis("bottom").set_tokens(tokens)
+        if real is None:
+            title = translate("SoftmaxView", "Query row i = {0} (head 1), n = {1} keys").format(
+                row, n)
+        else:
+            query = str(row) if tokens is None else f"{row} “{short_token(tokens[row])}”"
+            title = translate("SoftmaxView", "Query row i = {0} ({1}), n = {2} keys").format(
+                query, head_label(real.ref, with_file=False), n)
+        self._plot.setTitle(title, color=style.FOREGROUND, size=f"{style.TITLE_PT}pt")
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:
         header = ["rule", "head", "query_i", "key_j", "p", "row_entropy", "row_p_max"]
@@ -127,6 +138,10 @@ class SoftmaxView(ExplorerView):
         return header, rows
 
     # -- internals ----------------------------------------------------------------------------
+    def title_text(self) -> str:
+        """Return the plot title as displayed (for tests)."""
+        return str(self._plot.titleLabel.text)
+
     def curve(self, rule: ScalingRule) -> pg.PlotDataItem:
         """Return the curve of ``rule`` (for tests)."""
         return self._curves[ScalingRule(rule)]

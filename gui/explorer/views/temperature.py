@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.config import ScalingRule
+from gui.explorer.head_text import head_label
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
 from gui.kit import style
@@ -179,10 +180,18 @@ class TemperatureView(ExplorerView):
                 curve.setSymbol(style.rule_symbol(rule) if markers else None)
         self._t_curve.setData(x, self._p_t)
         self._sqrt_curve.setData(x, self._p_sqrt)
+        real = results.real_head
+        if real is None:
+            title = translate("TemperatureView",
+                              "Query row i = {0} (head 1), T = {1}, √d<sub>k</sub> = {2}")
+            title = title.format(self._row, f"{temperature:.4g}", f"{math.sqrt(self._d_k):.4g}")
+        else:
+            title = translate("TemperatureView",
+                              "Query row i = {0} ({1}), T = {2}, √d<sub>k</sub> = {3}")
+            title = title.format(self._row, head_label(real.ref, with_file=False),
+                                 f"{temperature:.4g}", f"{math.sqrt(self._d_k):.4g}")
         self._plot.setTitle(
-            translate("TemperatureView",
-                      "Query row i = {0} (head 1), T = {1}, √d<sub>k</sub> = {2}")
-            .format(self._row, f"{temperature:.4g}", f"{math.sqrt(self._d_k):.4g}"),
+            title,
             color=style.FOREGROUND,
             size=f"{style.TITLE_PT}pt",
         )
