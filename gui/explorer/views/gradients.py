@@ -52,7 +52,14 @@ class _Band:
             plot.addItem(item)
 
     def set_data(self, x: list[float], median: list[float], q10: list[float], q90: list[float]):
-        self.median.setData(x, positive_or_nan(median))
+        y = positive_or_nan(median)
+        # No point at all (QK-norm has no c, so no ∂p/∂S_raw): an empty curve, not an all-NaN
+        # one, whose scatter bounds (np.nanmin) warn on every paint; under a warnings-as-errors
+        # filter that exception, raised inside a boundingRect called by Qt, crashed PySide.
+        if any(map(math.isfinite, y)):
+            self.median.setData(x, y)
+        else:
+            self.median.setData([], [])
         # The band is drawn only where both quantiles are positive: a log axis cannot show an
         # exactly one-hot row's zero gradient, and NaNs would break the filled polygon.
         keep = [i for i in range(len(x)) if q10[i] > 0 and q90[i] > 0 and math.isfinite(q90[i])]

@@ -1,0 +1,32 @@
+"""Every explorer view exports under every scaling rule, for random q, k and for a real head.
+
+The suite turns RuntimeWarnings into errors: a view that hands pyqtgraph an all-NaN curve
+(QK-norm has no c, hence no ∂p/∂S_raw) made numpy warn inside a boundingRect that Qt called
+during the export, and that exception crashed the process in PySide's virtual-call path.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.analysis.real_head import HeadRef
+from engine.config import ScalingRule
+from engine.io.tensors import load_tensors
+from gui.kit.export import export_png, image_stats
+from gui.kit.resources import sample_tensors_path
+
+
+@pytest.mark.parametrize("source", ["random", "real head"])
+def test_every_view_exports_under_every_rule(window, tmp_path, source) -> None:
+    if source == "real head":
+        window.controller.set_real_head(HeadRef(load_tensors(sample_tensors_path()), 0, 0))
+        assert window.wait_until_settled(30_000)
+    for rule in ScalingRule:
+        window.panel.rule.setCurrentIndex(window.panel.rule.findData(rule.value))
+        assert window.wait_until_settled(30_000)
+        assert window.controller.results().config.rule is rule
+        for view in window.views:
+            window.controller.refresh_view(view)
+            path = export_png(view.export_item(), tmp_path / f"{view.key}-{rule.value}.png",
+                              640, 480)
+            assert image_stats(path)["non_background"] > 0.01, (view.key, rule)
