@@ -2,7 +2,9 @@
 
 Each cycle drives the real main window (offscreen) the way an impatient user does: changes
 explorer parameters while sweeps run, starts and stops training runs and learning-rate sweeps at
-random moments, steps through the guided tour (whose claims run on their own thread), switches
+random moments, steps through the guided tour (whose claims run on their own thread), opens the
+sample tensor file in the Heads tab and picks heads while it is diagnosed (the explorer then
+shows real q, k), switches
 the interface language while the explorer computes, exports
 a random view to PNG or SVG, forces ``gc.collect()`` on the GUI thread at random points (also
 from timers that fire in the middle of a wait), and now and then closes the window mid-work and
@@ -49,15 +51,18 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
 
     settings_dir = tempfile.mkdtemp(prefix="stress-settings-")
     os.environ[SETTINGS_DIR_ENV] = settings_dir
+    import numpy as np
     import shiboken6
     from PySide6.QtCore import QObject, QTimer
     from PySide6.QtWidgets import QGraphicsItem
 
     from engine.config import AttentionConfig, ScalingRule
     from engine.config.train import TrainConfig
+    from engine.io.tensors import write_tensors
     from gui.app import create_application
     from gui.kit import export, svg_export
     from gui.kit.qt_lifetime import release_qt_objects, wait_until
+    from gui.kit.resources import sample_tensors_path
     from gui.main_window import MainWindow
 
     app = create_application(headless=True)
@@ -70,6 +75,11 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
     rng = random.Random(seed)
     out = Path(tempfile.mkdtemp(prefix="stress-export-"))
     base = AttentionConfig(n_tokens=32, d_k=16, d_model=16, samples=400)
+    stress_rng = np.random.default_rng(seed)
+    big = write_tensors(  # large enough that a scan is still running when heads are picked
+        out / "big.npz", {f"layer{layer}.{part}": stress_rng.standard_normal((6, 192, 32))
+                          for layer in range(4) for part in "qk"}, meta={"causal": True})
+    files = (sample_tensors_path(), big)
     train = TrainConfig(rules=("none", "sqrt", "linear"), d_k=16, d_model=32, n=8, vocab=16,
                         batch=32, steps=200, eval_size=64)
 
@@ -136,11 +146,25 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
             tour.go_to(rng.randrange(tour.step_count()))
             pause(rng.randrange(0, 200))
             del tour
+        if rng.random() < 0.5:  # the Heads tab: open a file, pick heads while it scans
+            heads = window.heads.view
+            heads.open_file(rng.choice(files))
+            pause(rng.randrange(0, 60))
+            if heads.controller.tensor_file() is not None:
+                for _ in range(rng.randrange(1, 4)):
+                    tf = heads.controller.tensor_file()
+                    heads.choose_head(rng.choice(tf.layers), rng.randrange(tf.heads))
+                    pause(rng.randrange(0, 80))
+            if rng.random() < 0.3:
+                heads.controller.cancel()
+            if rng.random() < 0.3:
+                window.controller.set_real_head(None)
+            del heads
         if rng.random() < 0.3:  # switch the language while the explorer computes
             window.controller.set_config(base.replace(seed=rng.randrange(1000)))
             window.language.set_language(rng.choice(("zh_CN", "en")))
             pause(rng.randrange(0, 100))
-        views = [*window.views, *window.train_tab.views]
+        views = [*window.views, *window.train_tab.views, window.heads.view]
         view = rng.choice(views)
         size = (rng.randrange(200, 900), rng.randrange(150, 700))
         if rng.random() < 0.5:
