@@ -253,7 +253,8 @@ def drive_panel(window: Any) -> list[tuple[str, Callable[[], None]]]:
 
 def self_test_command(args: Any) -> int:
     """Open the real window, drive every control, export every view to DIR and check it;
-    also open the sample tensor file and diagnose every head (count and flags are printed).
+    also open the sample tensor file in the Heads tab, show its first flagged head in the
+    explorer, and export the Heads tab with the rest (count and flags are printed).
 
     Parameters
     ----------
@@ -339,9 +340,10 @@ def self_test_command(args: Any) -> int:
             failures.append(problem)
         from gui.headless.sample_check import check_sample_tensors
 
-        sample_lines, problem = check_sample_tensors()
-        lines += [f"ok   {line}" for line in sample_lines] or [f"FAIL {problem}"]
+        sample_lines, problem = check_sample_tensors(window, RESULT_TIMEOUT_MS)
+        lines += [f"ok   {line}" for line in sample_lines]
         if problem:
+            lines.append(f"FAIL {problem}")
             failures.append(problem)
         window.mode_tabs.setCurrentWidget(window.explorer_page)
         written = window.files.export_everything(out, width, height)
@@ -363,7 +365,7 @@ def self_test_command(args: Any) -> int:
             lines.append(f"{'ok  ' if not reason else 'FAIL'} {path.name}")
             if reason:
                 failures.append(reason)
-        expected = {v.key for v in [*window.views, *window.train_tab.views]}
+        expected = {v.key for v in [*window.views, *window.train_tab.views, window.heads.view]}
         exported = {p.stem for p in written if p.suffix == ".png"}
         if exported != expected:
             failures.append(f"views not exported: {sorted(expected - exported)}")

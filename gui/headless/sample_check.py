@@ -1,38 +1,53 @@
-"""The self-test's check of the shipped sample tensor file (engine only, no window).
+"""The self-test's check of the shipped sample tensor file, through the window.
 
-Opens ``resources/samples/trained_heads.npz`` with :func:`engine.io.tensors.load_tensors` and
-diagnoses every head with the file's own scale, cap and mask, so that the wheel and the frozen
-bundle prove they can read real tensor files (numpy's ``.npz`` reader, JSON meta, the sample
-itself) and run the head diagnostics.
+Opens ``resources/samples/trained_heads.npz`` with *Help › Open sample tensors*, waits for the
+Heads tab to diagnose every head, picks the first flagged head (its replay under every rule and
+the explorer's views of its real q and k follow), so that the wheel and the frozen bundle prove
+they can read real tensor files (numpy's ``.npz`` reader, JSON meta, the sample itself) and run
+the whole path a user takes.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["check_sample_tensors"]
 
 
-def check_sample_tensors() -> tuple[list[str], str]:
-    """Diagnose every head of the sample; return (report lines, failure reason or "")."""
-    from engine.analysis.heads import diagnose_head
-    from engine.io.tensors import TensorFileError, load_tensors
-    from gui.kit.resources import sample_tensors_path
+def check_sample_tensors(window: Any, timeout_ms: int) -> tuple[list[str], str]:
+    """Open the sample in ``window``'s Heads tab and show a flagged head in the explorer.
 
-    path = sample_tensors_path()
-    try:
-        tf = load_tensors(path)
-        flagged = []
-        count = 0
-        for layer in tf.layers:
-            for head in range(tf.heads):
-                q, k = tf.qk(layer, head)
-                diag = diagnose_head(q, k, scale=tf.layer_scale(layer),
-                                     cap=tf.layer_cap(layer), causal=tf.causal)
-                count += 1
-                if diag.flags:
-                    flagged.append(f"{tf.layer_name(layer)}/{head}: {','.join(diag.flags)}")
-    except (TensorFileError, ValueError, OSError) as exc:
-        return [], f"sample tensors {path.name}: {exc}"
-    line = (f"sample tensors {path.name}: {count} heads diagnosed "
+    Returns
+    -------
+    (lines, problem)
+        Report lines, and the reason of a failure ("" when everything worked).
+    """
+    from engine.config import ScalingRule
+
+    view = window.heads.view
+    window.menu_actions["open_sample"].trigger()
+    if not view.wait_idle(timeout_ms):
+        return [], "sample tensors: the Heads tab did not finish"
+    tf = view.controller.tensor_file()
+    if tf is None or tf.path.name != "trained_heads.npz":
+        return [], f"sample tensors: not opened ({view.flagged_text()})"
+    records = view.controller.records()
+    flagged = [r for r in records if r.diagnostics.flags]
+    line = (f"sample tensors {tf.path.name}: {len(records)} heads diagnosed "
             f"({len(tf.layers)} layers × {tf.heads}, n {tf.n}, d_k {tf.d_k}, batch {tf.batch}); "
-            f"flagged {len(flagged)}: {'; '.join(flagged) or 'none'}")
-    return [line], ""
+            f"flagged {len(flagged)}: "
+            + ("; ".join(f"{tf.layer_name(r.layer)}/{r.head}: {','.join(r.diagnostics.flags)}"
+                         for r in flagged) or "none"))
+    if len(records) != len(tf.layers) * tf.heads or not flagged:
+        return [line], "sample tensors: expected every head diagnosed and one flagged"
+    chosen = flagged[0]
+    view.choose_head(chosen.layer, chosen.head)
+    if not view.wait_idle(timeout_ms) or not window.wait_until_settled(timeout_ms):
+        return [line], "sample tensors: the chosen head did not show in time"
+    real = window.controller.results().real_head
+    replayed = len(view.grid.replay_images())
+    if real is None or (real.ref.layer, real.ref.head) != (chosen.layer, chosen.head):
+        return [line], "sample tensors: the explorer does not show the chosen head"
+    if replayed != len(ScalingRule):
+        return [line], f"sample tensors: {replayed} replayed rules, expected {len(ScalingRule)}"
+    return [line, f"explorer shows {real.label}; replayed under {replayed} rules"], ""

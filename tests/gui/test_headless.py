@@ -89,7 +89,11 @@ def test_self_test_passes_and_reports(qapp, tmp_path, capsys, isolated_settings)
     # The shipped sample tensor file opens and every head is diagnosed (unscaled head flagged).
     assert "sample tensors trained_heads.npz: 3 heads diagnosed" in out
     assert "none/0: saturated" in out
+    # ... in the Heads tab, whose first flagged head the explorer then shows.
+    assert "explorer shows trained_heads.npz · layer 0 (none) · head 0" in out
+    assert "replayed under 6 rules" in out
     assert (tmp_path / "st" / "correlation.png").exists()
+    assert (tmp_path / "st" / "heads.png").exists()
     # The headless commands never write the user's (here: the isolated) settings.
     assert not any(isolated_settings.iterdir())
 
