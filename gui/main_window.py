@@ -161,6 +161,7 @@ class MainWindow(QMainWindow):
         self.mode_tabs.add_page(self.train_tab, QT_TRANSLATE_NOOP("MainWindow", "Train"))
         self.heads = WindowHeads(self)
         self.mode_tabs.add_page(self.heads.view, QT_TRANSLATE_NOOP("MainWindow", "Heads"))
+        self.mode_tabs.currentChanged.connect(self.view_tabs.refresh_shown)
         self.setCentralWidget(self.mode_tabs)
 
     def _build_dock(self) -> None:

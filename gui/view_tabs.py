@@ -76,6 +76,17 @@ class ViewTabs(QObject):
                 return True
         return False
 
+    @Slot()
+    def refresh_shown(self) -> None:
+        """Bring the views in front of both tab widgets up to date (the explorer page came back
+        to the front: a head chosen in the Heads tab changed the results meanwhile)."""
+        if self._closing:
+            return
+        for tabs in (self.tabs, self.side_tabs):
+            view = tabs.currentWidget()
+            if view is not None and view.isVisible():
+                self.controller.refresh_view(view)
+
     def retranslate_ui(self) -> None:
         """Re-title every tab in the current language."""
         for tabs in (self.tabs, self.side_tabs):

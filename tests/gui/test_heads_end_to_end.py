@@ -45,9 +45,16 @@ def test_sample_flagged_head_replayed_with_qk_norm_and_exported(window, make_win
     tf = load_tensors(sample_tensors_path())
     ref = HeadRef(tf, layer, head, 0)
     assert window.controller.real_head() == ref
-    assert window.source_bar.isVisible() or window.mode_tabs.currentWidget() is heads
     # The replay beside the grid shows every rule on that head.
     assert len(heads.grid.replay_images()) == len(ScalingRule)
+    # Back on the explorer page (a tab click), the heatmap in front already shows the head:
+    # it was hidden when the head arrived and catches up when its page is shown.
+    heatmap = next(view for view in window.views if view.key == "heatmap")
+    window.mode_tabs.setCurrentIndex(0)
+    assert window.wait_until_settled(30_000)
+    head_weights = window.controller.results().snapshot.rules[ScalingRule.NONE].weights[0]
+    np.testing.assert_array_equal(heatmap.panel_images()[1].image, head_weights)
+    assert window.source_bar.isVisible()
 
     # In the explorer, the user replays QK-norm on the real q and k.
     window.show_view("heatmap")
