@@ -25,6 +25,8 @@ __all__ = ["HeadsGrid"]
 
 #: Flag -> the letter marking it in a grid cell.
 _FLAG_LETTER = {"saturated": "S", "sink": "K", "near-uniform": "U"}
+#: Replay panels per row.
+_REPLAY_COLUMNS = 3
 #: Largest grid for which every cell gets its letters (beyond, only the table lists flags).
 _MAX_MARKED_CELLS = 48 * 48
 
@@ -186,14 +188,14 @@ class HeadsGrid(pg.GraphicsLayoutWidget):
         self._replay_layout.clear()
         self._replay_plots, self._replay_images = [], []
         view0 = None
-        for column in range(count):
-            plot = self._replay_layout.addPlot(row=0, col=column)
+        for index in range(count):
+            # Two rows of three: six panels side by side would not fit half a 1024 px window.
+            row, column = divmod(index, _REPLAY_COLUMNS)
+            plot = self._replay_layout.addPlot(row=row, col=column)
             style.style_plot(plot, grid=False)
             plot.setMenuEnabled(False)
             plot.hideButtons()
             plot.invertY(True)
-            if column:
-                plot.hideAxis("left")  # one shared query axis, more room for the images
             image = pg.ImageItem(axisOrder="row-major")
             image.setColorMap(self._colormap)
             plot.addItem(image)

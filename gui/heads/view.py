@@ -10,6 +10,7 @@ explorer so that its views show that head's real q and k.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QTimer, Signal, Slot
@@ -318,6 +319,7 @@ class HeadsView(PlotView):
         metric = METRICS[max(self._metric.currentIndex(), 0)]
         self.grid.show_grid(tf.layers, tf.heads, records, metric)
         self._file_label.setText(_file_text(tf))
+        self._file_label.setToolTip(_meta_tooltip(tf))
         self._flagged.setText(_flagged_text(records, done=not self.controller.is_busy()))
         selected = self.controller.selected()
         if selected is not None:
@@ -389,6 +391,8 @@ def _fill_combo(combo: QComboBox, items: list[tuple[str, object]]) -> None:
 
 def _file_text(tf: TensorFile) -> str:
     model = tf.meta.get("model")
+    if isinstance(model, str) and len(model) > 80:
+        model = model[:79] + "…"
     where = tf.meta.get("where")
     parts = [f"<b>{tf.path.name}</b>"]
     if model:
@@ -398,9 +402,18 @@ def _file_text(tf: TensorFile) -> str:
                                                     tf.batch, tf.dtype))
     parts.append(translate("HeadsView", "causal") if tf.causal
                  else translate("HeadsView", "not causal"))
-    if where:
-        parts.append(str(where))
+    if isinstance(where, str) and where:
+        parts.append(where if len(where) <= 80 else where[:79] + "…")
     return " · ".join(parts)
+
+
+def _meta_tooltip(tf: TensorFile) -> str:
+    """The file's path and its whole meta object, one key per line."""
+    lines = [str(tf.path)]
+    for key, value in tf.meta.items():
+        text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+        lines.append(f"{key}: {text if len(text) <= 300 else text[:299] + '…'}")
+    return "\n".join(lines)
 
 
 def _flagged_text(records: tuple[HeadRecord, ...], *, done: bool) -> str:
