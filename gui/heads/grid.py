@@ -63,9 +63,10 @@ class HeadsGrid(pg.GraphicsLayoutWidget):
         self._markers: list[pg.TextItem] = []
         self.replay_title = style.make_label()
         self.addItem(self.replay_title, row=1, col=0, colspan=2)
-        self._replay_layout = self.addLayout(row=2, col=0, colspan=2)
-        self._replay_plots: list[pg.PlotItem] = []
+        self.replay_plot = self.addPlot(row=2, col=0, colspan=2)
         self._replay_images: list[pg.ImageItem] = []
+        self._replay_titles: list[pg.TextItem] = []
+        self._build_replay()
         self._layers: tuple[int, ...] = ()
         self._values = np.zeros((0, 0))
         self.scene().sigMouseClicked.connect(self._on_clicked)
@@ -152,57 +153,68 @@ class HeadsGrid(pg.GraphicsLayoutWidget):
     # ----------------------------------------------------------------------------- replay
     def show_replay(self, replays: tuple[RuleReplay, ...], title: str) -> None:
         """Show the weights of each replayed rule side by side under ``title``."""
-        if len(self._replay_plots) != len(replays):
-            self._build_replay(len(replays))
-        for plot, image, replay in zip(self._replay_plots, self._replay_images, replays,
-                                       strict=True):
-            image.setImage(np.asarray(replay.weights), autoLevels=False, levels=(0.0, 1.0))
-            n = replay.weights.shape[-1]
-            plot.setRange(xRange=(0, n), yRange=(0, n), padding=0)
-            self._title_replay(plot, replay)
+        n = replays[0].weights.shape[-1] if replays else 1
+        gap, title_room = 0.3 * n, 0.3 * n  # room for each title's two lines
+        for index, (image, label) in enumerate(zip(self._replay_images, self._replay_titles,
+                                                   strict=True)):
+            shown = index < len(replays)
+            image.setVisible(shown)
+            label.setVisible(shown)
+            if not shown:
+                continue
+            row, column = divmod(index, _REPLAY_COLUMNS)
+            x, y = column * (n + gap), row * (n + title_room) + title_room
+            image.setImage(np.asarray(replays[index].weights), autoLevels=False,
+                           levels=(0.0, 1.0))
+            image.setRect(QRectF(x, y, n, n))
+            label.setPos(x, y)
+            self._title_replay(label, replays[index])
+        rows = math.ceil(len(replays) / _REPLAY_COLUMNS)
+        self.replay_plot.setRange(xRange=(0, _REPLAY_COLUMNS * n + 2 * gap),
+                                  yRange=(0, rows * (n + title_room)), padding=0.02)
         self.replay_title.setText(title)
 
     def clear_replay(self, title: str) -> None:
-        """Remove the replay panels and show ``title`` instead."""
-        self._build_replay(0)
+        """Hide the replay panels and show ``title`` instead."""
+        for item in (*self._replay_images, *self._replay_titles):
+            item.setVisible(False)
         self.replay_title.setText(title)
 
     def replay_images(self) -> list[pg.ImageItem]:
-        """The replay images, in rule order."""
-        return list(self._replay_images)
+        """The replay images shown, in rule order."""
+        return [image for image in self._replay_images if image.isVisible()]
 
     def retitle_replay(self, replays: tuple[RuleReplay, ...]) -> None:
         """Re-title the replay panels in the current language."""
-        for plot, replay in zip(self._replay_plots, replays, strict=False):
-            self._title_replay(plot, replay)
+        for label, replay in zip(self._replay_titles, replays, strict=False):
+            self._title_replay(label, replay)
 
-    def _title_replay(self, plot: pg.PlotItem, replay: RuleReplay) -> None:
+    def _title_replay(self, label: pg.TextItem, replay: RuleReplay) -> None:
         diag = replay.diagnostics
         color = style.RULE_COLORS[ScalingRule(replay.rule)]
         stats = translate("HeadsView", "H {0} · p̄max {1}").format(
-            f"{diag.entropy_mean:.3g}", f"{diag.p_max_mean:.3g}")
-        plot.setTitle(f'<span style="color:{color}"><b>{style.rule_name(replay.rule)}</b>'
-                      f'</span><br>{stats}', color=style.FOREGROUND, size=f"{style.TEXT_PT}pt")
+            f"{diag.entropy_mean:.2f}", f"{diag.p_max_mean:.2f}")
+        label.setHtml(f'<span style="color:{color}"><b>{style.rule_name(replay.rule)}</b>'
+                      f'</span><br><span style="color:{style.FOREGROUND}">{stats}</span>')
 
-    def _build_replay(self, count: int) -> None:
-        self._replay_layout.clear()
-        self._replay_plots, self._replay_images = [], []
-        view0 = None
-        for index in range(count):
-            # Two rows of three: six panels side by side would not fit half a 1024 px window.
-            row, column = divmod(index, _REPLAY_COLUMNS)
-            plot = self._replay_layout.addPlot(row=row, col=column)
-            style.style_plot(plot, grid=False)
-            plot.setMenuEnabled(False)
-            plot.hideButtons()
-            plot.invertY(True)
+    def _build_replay(self) -> None:
+        # One plot holding every rule's image (placed by setRect) and title: built once, as six
+        # plots took ~90 ms to create, a GUI-thread stall on the first click.
+        plot = self.replay_plot
+        style.style_plot(plot, grid=False)
+        plot.setMenuEnabled(False)
+        plot.hideButtons()
+        plot.invertY(True)
+        plot.setAspectLocked(True)
+        plot.hideAxis("left")
+        plot.hideAxis("bottom")
+        for _rule in ScalingRule:
             image = pg.ImageItem(axisOrder="row-major")
             image.setColorMap(self._colormap)
-            plot.addItem(image)
-            if view0 is None:
-                view0 = plot.vb
-            else:
-                plot.setXLink(view0)
-                plot.setYLink(view0)
-            self._replay_plots.append(plot)
+            label = pg.TextItem(anchor=(0.0, 1.0))
+            label.setFont(style.font(style.TEXT_PT))
+            for item in (image, label):
+                item.setVisible(False)
+                plot.addItem(item)
             self._replay_images.append(image)
+            self._replay_titles.append(label)

@@ -432,6 +432,6 @@ def _flagged_text(records: tuple[HeadRecord, ...], *, done: bool) -> str:
 
 def _replay_title(message: ReplayReady) -> str:
     return translate("HeadsView", "Layer {0}, head {1}, batch entry {2}: every rule on the "
-                     "same real q and k").format(message.layer, message.head,
-                                                 message.batch_entry)
+                     "same real q and k (colour: weight p from 0 to 1, as in the explorer)"
+                     ).format(message.layer, message.head, message.batch_entry)
 

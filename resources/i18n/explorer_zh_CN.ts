@@ -43,38 +43,38 @@
 <context>
     <name>GradientView</name>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="209"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="216"/>
         <source>Gradients</source>
         <extracomment>(panel key, SweepPoint prefix): the two gradient quantities. Widths (px) from which the three panels stand in three or two columns; below the second they stack. Each threshold lies above that arrangement&apos;s minimum width, so the choice cannot flip back and forth as the scroll area resizes the view.</extracomment>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="215"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="222"/>
         <source>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. scaled logits)</source>
         <translation>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt;（对缩放后的 logit）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="219"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="226"/>
         <source>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. raw q·k)</source>
         <translation>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt;（对原始 q·k）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="224"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="231"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="225"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="232"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="231"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="238"/>
         <source>Lines: median over query rows; bands: 10–90 % of rows.&lt;br&gt;Measured against the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate d&lt;sub&gt;k&lt;/sub&gt;; it collapses only once the softmax saturates (large d&lt;sub&gt;k&lt;/sub&gt;).</source>
         <translation>曲线：各查询行的中位数；色带：10–90 % 的行。&lt;br&gt;相对于原始 q·k 而言，不缩放规则（c = 1）在中等 d&lt;sub&gt;k&lt;/sub&gt; 下梯度更大；只有当 softmax 饱和（d&lt;sub&gt;k&lt;/sub&gt; 很大）时梯度才会坍缩。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="336"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="343"/>
         <source>Stars: this head ({0}), median over its query rows; bars: 10–90 % of its rows.</source>
         <translation>标记：此头（{0}），其各查询行的中位数；误差条：其 10–90 % 的行。</translation>
     </message>
@@ -82,22 +82,22 @@
 <context>
     <name>HeadsView</name>
     <message>
-        <location filename="../../gui/heads/grid.py" line="117"/>
+        <location filename="../../gui/heads/grid.py" line="120"/>
         <location filename="../../gui/heads/table.py" line="26"/>
         <source>layer</source>
-        <extracomment>Flag -&gt; the letter marking it in a grid cell. Largest grid for which every cell gets its letters (beyond, only the table lists flags).
+        <extracomment>Flag -&gt; the letter marking it in a grid cell. Replay panels per row. Largest grid for which every cell gets its letters (beyond, only the table lists flags).
 ----------
 Role holding the value a column sorts by (numbers as numbers, not as text).</extracomment>
         <translation>层</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/grid.py" line="118"/>
+        <location filename="../../gui/heads/grid.py" line="121"/>
         <location filename="../../gui/heads/table.py" line="27"/>
         <source>head</source>
         <translation>头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/grid.py" line="180"/>
+        <location filename="../../gui/heads/grid.py" line="195"/>
         <source>H {0} · p̄max {1}</source>
         <translation>H {0} · p̄max {1}</translation>
     </message>
@@ -193,155 +193,155 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>标记</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="163"/>
+        <location filename="../../gui/heads/view.py" line="164"/>
         <source>Heads</source>
         <extracomment>Interval of the grid/table refresh while diagnostics stream in (the GUI stays responsive).</extracomment>
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="167"/>
+        <location filename="../../gui/heads/view.py" line="168"/>
         <source>Colour by</source>
         <translation>着色依据</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="168"/>
+        <location filename="../../gui/heads/view.py" line="169"/>
         <source>Logits</source>
         <translation>Logit</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="169"/>
+        <location filename="../../gui/heads/view.py" line="170"/>
         <source>gain</source>
         <translation>增益</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="170"/>
+        <location filename="../../gui/heads/view.py" line="171"/>
         <source>cap</source>
         <translation>上限</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="173"/>
+        <location filename="../../gui/heads/view.py" line="174"/>
         <source>batch entry</source>
         <translation>批次条目</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="174"/>
+        <location filename="../../gui/heads/view.py" line="175"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="175"/>
+        <location filename="../../gui/heads/view.py" line="176"/>
         <source>√d_k</source>
         <translation>√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="176"/>
+        <location filename="../../gui/heads/view.py" line="177"/>
         <source>The diagnostic that colours the grid</source>
         <translation>为网格着色的诊断量</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="177"/>
+        <location filename="../../gui/heads/view.py" line="178"/>
         <source>The logits diagnosed: the file&apos;s own scale c (meta.scale, default 1/√d_k), or a scaling rule re-applied to the same q and k</source>
         <translation>被诊断的 logit：文件自身的缩放 c（meta.scale，默认 1/√d_k），或在同一组 q、k 上重新应用的缩放规则</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="180"/>
+        <location filename="../../gui/heads/view.py" line="181"/>
         <source>Temperature T of the rule 1/T</source>
         <translation>规则 1/T 的温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="181"/>
+        <location filename="../../gui/heads/view.py" line="182"/>
         <source>QK-norm gain g (√d_k: the default)</source>
         <translation>QK-norm 增益 g（√d_k：默认值）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="182"/>
+        <location filename="../../gui/heads/view.py" line="183"/>
         <source>Soft-cap value: cap·tanh(c·q·k/cap)</source>
         <translation>软上限值：cap·tanh(c·q·k/cap)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="183"/>
+        <location filename="../../gui/heads/view.py" line="184"/>
         <source>Batch entry whose attention weights the replay shows (the diagnostics average over all entries)</source>
         <translation>重放显示其注意力权重的批次条目（诊断量对所有条目取平均）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="186"/>
+        <location filename="../../gui/heads/view.py" line="187"/>
         <source>Click a head to replay it under every rule and show it in the explorer&apos;s views; click a header to sort</source>
         <translation>点击一个头：在每种规则下重放它，并在探索器视图中显示；点击表头排序</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="190"/>
+        <location filename="../../gui/heads/view.py" line="191"/>
         <source>file&apos;s own scale</source>
         <translation>文件自身的缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="294"/>
+        <location filename="../../gui/heads/view.py" line="295"/>
         <source>The file has no layer {0} head {1} batch entry {2}.</source>
         <translation>文件中没有第 {0} 层第 {1} 头批次条目 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="305"/>
+        <location filename="../../gui/heads/view.py" line="306"/>
         <source>No tensor file open. File › Open tensors… (Ctrl+Shift+O), drop a .npz, .safetensors or .npy folder on the window, or Help › Open sample tensors.</source>
         <translation>尚未打开张量文件。使用 文件 › 打开张量…（Ctrl+Shift+O），把 .npz、.safetensors 或 .npy 文件夹拖到窗口上，或使用 帮助 › 打开示例张量。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="327"/>
+        <location filename="../../gui/heads/view.py" line="329"/>
         <source>Click a head to replay it under every scaling rule.</source>
         <translation>点击一个头，在每种缩放规则下重放它。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="337"/>
+        <location filename="../../gui/heads/view.py" line="339"/>
         <source>{0}/{1} heads</source>
         <translation>{0}/{1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="353"/>
+        <location filename="../../gui/heads/view.py" line="355"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="396"/>
+        <location filename="../../gui/heads/view.py" line="400"/>
         <source>{0} layers × {1} heads, n = {2}, d_k = {3}, batch {4}, {5}</source>
         <translation>{0} 层 × {1} 头，n = {2}，d_k = {3}，批次 {4}，{5}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="399"/>
+        <location filename="../../gui/heads/view.py" line="403"/>
         <source>causal</source>
         <translation>因果</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="400"/>
+        <location filename="../../gui/heads/view.py" line="404"/>
         <source>not causal</source>
         <translation>非因果</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="409"/>
+        <location filename="../../gui/heads/view.py" line="422"/>
         <source>Flagged heads: none.</source>
         <translation>被标记的头：没有。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="410"/>
+        <location filename="../../gui/heads/view.py" line="423"/>
         <source>Flagged heads: none so far.</source>
         <translation>被标记的头：目前没有。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="414"/>
+        <location filename="../../gui/heads/view.py" line="427"/>
         <source>Flagged heads ({0}): {1}</source>
         <translation>被标记的头（{0}）：{1}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="416"/>
+        <location filename="../../gui/heads/view.py" line="429"/>
         <source>and {0} more (sort the flags column).</source>
         <translation>另有 {0} 个（按标记列排序查看）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="417"/>
+        <location filename="../../gui/heads/view.py" line="430"/>
         <source>Grid letters: S saturated, K sink, U near-uniform.</source>
         <translation>网格字母：S 饱和，K 汇聚，U 近均匀。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="421"/>
-        <source>Layer {0}, head {1}, batch entry {2}: every rule on the same real q and k</source>
-        <translation>第 {0} 层第 {1} 头，批次条目 {2}：同一组真实 q、k 上的每种规则</translation>
+        <location filename="../../gui/heads/view.py" line="434"/>
+        <source>Layer {0}, head {1}, batch entry {2}: every rule on the same real q and k (colour: weight p from 0 to 1, as in the explorer)</source>
+        <translation>第 {0} 层第 {1} 头，批次条目 {2}：同一组真实 q、k 上的每种规则（颜色：权重 p，0 到 1，与探索器相同）</translation>
     </message>
 </context>
 <context>
@@ -607,7 +607,7 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="213"/>
+        <location filename="../../gui/main_window.py" line="214"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -722,7 +722,7 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="218"/>
+        <location filename="../../gui/main_window.py" line="219"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -744,84 +744,84 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>就绪</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="117"/>
+        <location filename="../../gui/window_files.py" line="119"/>
         <source>Cannot open session</source>
         <translation>无法打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="122"/>
+        <location filename="../../gui/window_files.py" line="124"/>
         <location filename="../../gui/window_heads.py" line="136"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="130"/>
+        <location filename="../../gui/window_files.py" line="132"/>
         <source>Cannot save session</source>
         <translation>无法保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="134"/>
+        <location filename="../../gui/window_files.py" line="136"/>
         <source>Saved {0}</source>
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="168"/>
+        <location filename="../../gui/window_files.py" line="170"/>
         <source>Open session</source>
         <translation>打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="170"/>
+        <location filename="../../gui/window_files.py" line="172"/>
         <source>Session files (*.json);;All files (*)</source>
         <translation>会话文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="186"/>
+        <location filename="../../gui/window_files.py" line="188"/>
         <source>Save session</source>
         <translation>保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="188"/>
+        <location filename="../../gui/window_files.py" line="190"/>
         <source>Session files (*.json)</source>
         <translation>会话文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="254"/>
+        <location filename="../../gui/window_files.py" line="256"/>
         <source>Export view</source>
         <translation>导出视图</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="217"/>
-        <location filename="../../gui/window_files.py" line="260"/>
+        <location filename="../../gui/window_files.py" line="219"/>
+        <location filename="../../gui/window_files.py" line="262"/>
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="264"/>
+        <location filename="../../gui/window_files.py" line="266"/>
         <source>Exported {0}</source>
         <translation>已导出 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="195"/>
+        <location filename="../../gui/window_files.py" line="197"/>
         <source>PNG images (*.png)</source>
         <translation>PNG 图像 (*.png)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="200"/>
+        <location filename="../../gui/window_files.py" line="202"/>
         <source>SVG images (*.svg)</source>
         <translation>SVG 图像 (*.svg)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="210"/>
+        <location filename="../../gui/window_files.py" line="212"/>
         <source>Export all views into folder</source>
         <translation>将所有视图导出到文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="221"/>
+        <location filename="../../gui/window_files.py" line="223"/>
         <source>Exported {0} files to {1}</source>
         <translation>已将 {0} 个文件导出到 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="233"/>
+        <location filename="../../gui/window_files.py" line="235"/>
         <source>Copied {0} to the clipboard</source>
         <translation>已将“{0}”复制到剪贴板</translation>
     </message>
@@ -831,12 +831,12 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="314"/>
+        <location filename="../../gui/main_window.py" line="315"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="315"/>
+        <location filename="../../gui/main_window.py" line="316"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -860,7 +860,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="393"/>
+        <location filename="../../gui/main_window.py" line="394"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
