@@ -1,17 +1,17 @@
-"""The Heads view's sortable table: one row per (layer, head), a column per diagnostic."""
+"""The Heads view's sortable table: one row per (layer, head), a column per diagnostic.
+
+A ``QStandardItemModel``: the view reads every cell from C++ when it paints. A Python
+``data()`` was asked ~10 roles per visible cell on every repaint (13–27 ms for 30 rows × 10
+columns, a GUI-thread stall each time the streamed diagnostics arrived).
+"""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from PySide6.QtCore import (
-    QAbstractTableModel,
-    QModelIndex,
-    QPersistentModelIndex,
-    QSortFilterProxyModel,
-    Qt,
-)
+from PySide6.QtCore import QSortFilterProxyModel, Qt
+from PySide6.QtGui import QStandardItem, QStandardItemModel
 
 from engine.analysis.head_scan import HeadRecord
 from gui.heads.metrics import METRICS, flag_text
@@ -26,33 +26,39 @@ _FIXED = (
     QT_TRANSLATE_NOOP("HeadsView", "layer"),
     QT_TRANSLATE_NOOP("HeadsView", "head"),
 )
+_RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 
-_Index = QModelIndex | QPersistentModelIndex
+
+def _item(text: str, sort_value: Any, right: bool = True) -> QStandardItem:
+    item = QStandardItem(text)
+    item.setData(sort_value, SORT_ROLE)
+    item.setEditable(False)
+    if right:
+        item.setTextAlignment(_RIGHT)
+    return item
 
 
-class HeadsTableModel(QAbstractTableModel):
-    """The diagnostics of a file's heads; :meth:`set_records` replaces them in one reset."""
+class HeadsTableModel(QStandardItemModel):
+    """The diagnostics of a file's heads; :meth:`set_records` appends the streamed ones."""
 
     def __init__(self, parent: Any = None) -> None:
-        super().__init__(parent)
+        super().__init__(0, len(_FIXED) + len(METRICS) + 1, parent)
         self._records: tuple[HeadRecord, ...] = ()
         self._layer_names: dict[int, str] = {}
+        self.retranslate()
 
     def set_records(self, records: tuple[HeadRecord, ...], layer_names: dict[int, str]) -> None:
-        """Show ``records`` (rows appended since the last call are inserted, not reset)."""
+        """Show ``records``: rows appended since the last call are added, others replaced."""
         old = self._records
         if records is old and layer_names == self._layer_names:
             return
-        if records[: len(old)] == old and len(records) > len(old) and old:
-            self.beginInsertRows(QModelIndex(), len(old), len(records) - 1)
-            self._records = records
-            self._layer_names = layer_names
-            self.endInsertRows()
-            return
-        self.beginResetModel()
+        if not (records[: len(old)] == old and layer_names == self._layer_names):
+            self.removeRows(0, self.rowCount())
+            old = ()
         self._records = records
         self._layer_names = layer_names
-        self.endResetModel()
+        for record in records[len(old):]:
+            self.appendRow(self._row(record))
 
     def record(self, row: int) -> HeadRecord:
         """The record shown in ``row`` (model order)."""
@@ -66,61 +72,28 @@ class HeadsTableModel(QAbstractTableModel):
         return -1
 
     def retranslate(self) -> None:
-        """Re-read every header and flag text in the current language."""
-        self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, self.columnCount() - 1)
-        if self._records:
-            self.dataChanged.emit(self.index(0, 0),
-                                  self.index(len(self._records) - 1, self.columnCount() - 1))
+        """Set the headers, their tooltips and the flag texts in the current language."""
+        labels = [translate("HeadsView", text) for text in _FIXED]
+        labels += [metric.text() for metric in METRICS]
+        labels.append(translate("HeadsView", "flags"))
+        self.setHorizontalHeaderLabels(labels)
+        for index, metric in enumerate(METRICS):
+            header = self.horizontalHeaderItem(len(_FIXED) + index)
+            header.setToolTip(metric.tooltip_text())
+        flags_column = self.columnCount() - 1
+        for row, record in enumerate(self._records):
+            self.item(row, flags_column).setText(flag_text(record.diagnostics.flags))
 
-    # -- QAbstractTableModel ----------------------------------------------------------------
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 (Qt signature)
-        return 0 if parent.isValid() else len(self._records)
-
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(_FIXED) + len(METRICS) + 1
-
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation != Qt.Orientation.Horizontal:
-            return None
-        metric_index = section - len(_FIXED)
-        if role == Qt.ItemDataRole.DisplayRole:
-            if section < len(_FIXED):
-                return translate("HeadsView", _FIXED[section])
-            if metric_index < len(METRICS):
-                return METRICS[metric_index].text()
-            return translate("HeadsView", "flags")
-        if role == Qt.ItemDataRole.ToolTipRole and 0 <= metric_index < len(METRICS):
-            return METRICS[metric_index].tooltip_text()
-        return None
-
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid():
-            return None
-        record = self._records[index.row()]
-        column = index.column()
-        metric_index = column - len(_FIXED)
-        if column == 0:
-            value: Any = record.layer
-            text = self._layer_names.get(record.layer, str(record.layer))
-        elif column == 1:
-            value = record.head
-            text = str(record.head)
-        elif metric_index < len(METRICS):
-            value = METRICS[metric_index].value(record.diagnostics)
-            text = "—" if math.isnan(value) else f"{value:.4g}"
-            value = -math.inf if math.isnan(value) else value
-        else:
-            flags = record.diagnostics.flags
-            value = (len(flags), ",".join(flags))
-            text = flag_text(flags)
-        if role == Qt.ItemDataRole.DisplayRole:
-            return text
-        if role == SORT_ROLE:
-            return value if not isinstance(value, tuple) else f"{value[0]}:{value[1]}"
-        if role == Qt.ItemDataRole.TextAlignmentRole and column < len(_FIXED) + len(METRICS):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        return None
+    def _row(self, record: HeadRecord) -> list[QStandardItem]:
+        name = self._layer_names.get(record.layer, str(record.layer))
+        row = [_item(name, record.layer), _item(str(record.head), record.head)]
+        for metric in METRICS:
+            value = metric.value(record.diagnostics)
+            nan = math.isnan(value)
+            row.append(_item("—" if nan else f"{value:.4g}", -math.inf if nan else value))
+        flags = record.diagnostics.flags
+        row.append(_item(flag_text(flags), f"{len(flags)}:{','.join(flags)}", right=False))
+        return row
 
 
 def make_sorted_model(source: HeadsTableModel) -> QSortFilterProxyModel:

@@ -188,7 +188,7 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>近均匀</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/table.py" line="92"/>
+        <location filename="../../gui/heads/table.py" line="78"/>
         <source>flags</source>
         <translation>标记</translation>
     </message>

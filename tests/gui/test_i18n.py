@@ -63,7 +63,7 @@ INDIRECT_CALLS = {
     "translate('HeadsView', self.label)",  # gui.heads.metrics: the METRICS table
     "translate('HeadsView', self.tooltip)",
     "translate('HeadsView', FLAG_TEXT.get(flag, flag))",
-    "translate('HeadsView', _FIXED[section])",  # gui.heads.table: the fixed column titles
+    "translate('HeadsView', text)",  # gui.heads.table: the fixed column titles
 }
 
 
