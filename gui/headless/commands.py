@@ -169,14 +169,8 @@ def export_command(args: Any) -> int:
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 1
-        try:
-            written = window.files.export_everything(args.out, int(args.width), int(args.height))
-        except (OSError, ValueError) as exc:
-            print(f"error: export failed: {exc}", file=sys.stderr)
-            return 1
-        for path in written:
-            print(path)
-        return 0
+        return _write_and_list(
+            lambda: window.files.export_everything(args.out, int(args.width), int(args.height)))
     finally:
         _close(window)
 
@@ -186,9 +180,15 @@ def _export_head_views(window: Any, args: Any) -> int:
     from gui.kit import export
 
     window.controller.refresh_views()
+    return _write_and_list(lambda: export.export_all(
+        window.views, args.out, window.files.current_session(), int(args.width),
+        int(args.height)))
+
+
+def _write_and_list(write: Any) -> int:
+    """Run ``write()`` (returning the paths written) and print each path; 1 on failure."""
     try:
-        written = export.export_all(window.views, args.out, window.files.current_session(),
-                                    int(args.width), int(args.height))
+        written = write()
     except (OSError, ValueError) as exc:
         print(f"error: export failed: {exc}", file=sys.stderr)
         return 1

@@ -81,6 +81,27 @@ def make_window(qtbot):
 
 
 @pytest.fixture
+def make_train_tab(qtbot):
+    """Factory for shown Train tabs (1100×700); shuts them down and checks their threads."""
+    from gui.train import TrainTab
+
+    tabs = []
+
+    def factory(config):
+        tab = TrainTab(config)
+        qtbot.addWidget(tab)
+        tab.resize(1100, 700)
+        tab.show()
+        tabs.append(tab)
+        return tab
+
+    yield factory
+    for tab in tabs:
+        tab.shutdown()
+        assert not tab.controller.is_running(), "the training thread was left running"
+
+
+@pytest.fixture
 def window(make_window):
     """A shown main window whose first results (incl. the small sweep) are in."""
     return make_window()

@@ -22,14 +22,8 @@ SMALL = TrainConfig(rules=("none", "sqrt"), d_k=16, d_model=32, heads=2, n=8, vo
 
 
 @pytest.fixture
-def tab(qtbot):
-    tab = TrainTab(SMALL)
-    qtbot.addWidget(tab)
-    tab.resize(1100, 700)
-    tab.show()
-    yield tab
-    tab.shutdown()
-    assert not tab.controller.is_running(), "the training thread was left running"
+def tab(make_train_tab):
+    return make_train_tab(SMALL)
 
 
 class SaveDialog:

@@ -24,14 +24,8 @@ LONG = SMALL.replace(steps=100_000)
 
 
 @pytest.fixture
-def tab(qtbot):
-    tab = TrainTab(SMALL)
-    qtbot.addWidget(tab)
-    tab.resize(1100, 700)
-    tab.show()
-    yield tab
-    tab.shutdown()
-    assert not tab.controller.is_running(), "the training thread was left running"
+def tab(make_train_tab):
+    return make_train_tab(SMALL)
 
 
 def _step(tab: TrainTab) -> int:
