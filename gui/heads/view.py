@@ -10,7 +10,6 @@ explorer so that its views show that head's real q and k.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QTimer, Signal, Slot
@@ -30,14 +29,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.analysis.head_scan import HeadRecord
 from engine.cli.inspect import COLUMNS, report_row
 from engine.config import ScalingRule
 from engine.io.tensors import TensorFile
 from gui.heads.controller import HeadsController
 from gui.heads.grid import HeadsGrid
-from gui.heads.metrics import METRICS, flag_text
+from gui.heads.metrics import METRICS
 from gui.heads.table import HeadsTableModel, make_sorted_model
+from gui.heads.texts import file_text, flagged_text, meta_tooltip, replay_title
 from gui.heads.worker import ReplayReady, RuleParams
 from gui.kit import style
 from gui.kit.i18n import translate
@@ -318,9 +317,9 @@ class HeadsView(PlotView):
             self.table.resizeColumnsToContents()
         metric = METRICS[max(self._metric.currentIndex(), 0)]
         self.grid.show_grid(tf.layers, tf.heads, records, metric)
-        self._file_label.setText(_file_text(tf))
-        self._file_label.setToolTip(_meta_tooltip(tf))
-        self._flagged.setText(_flagged_text(records, done=not self.controller.is_busy()))
+        self._file_label.setText(file_text(tf))
+        self._file_label.setToolTip(meta_tooltip(tf))
+        self._flagged.setText(flagged_text(records, done=not self.controller.is_busy()))
         selected = self.controller.selected()
         if selected is not None:
             self.grid.set_selection(tf.layers.index(selected[0]), selected[1])
@@ -330,7 +329,7 @@ class HeadsView(PlotView):
                 "HeadsView", "Click a head to replay it under every scaling rule."))
         else:
             self.grid.retitle_replay(self._replay.replays)
-            self.grid.replay_title.setText(_replay_title(self._replay))
+            self.grid.replay_title.setText(replay_title(self._replay))
 
     @Slot(int, int)
     def _on_progress(self, done: int, total: int) -> None:
@@ -348,7 +347,7 @@ class HeadsView(PlotView):
     @Slot(object)
     def _on_replay(self, message: ReplayReady) -> None:
         self._replay = message
-        self.grid.show_replay(message.replays, _replay_title(message))
+        self.grid.show_replay(message.replays, replay_title(message))
 
     @Slot(str)
     def _on_error(self, message: str) -> None:
@@ -387,51 +386,3 @@ def _fill_combo(combo: QComboBox, items: list[tuple[str, object]]) -> None:
         combo.addItem(text, data)
     combo.setCurrentIndex(min(index, combo.count() - 1))
     combo.blockSignals(False)
-
-
-def _file_text(tf: TensorFile) -> str:
-    model = tf.meta.get("model")
-    if isinstance(model, str) and len(model) > 80:
-        model = model[:79] + "…"
-    where = tf.meta.get("where")
-    parts = [f"<b>{tf.path.name}</b>"]
-    if model:
-        parts.append(str(model))
-    parts.append(translate("HeadsView", "{0} layers × {1} heads, n = {2}, d_k = {3}, "
-                           "batch {4}, {5}").format(len(tf.layers), tf.heads, tf.n, tf.d_k,
-                                                    tf.batch, tf.dtype))
-    parts.append(translate("HeadsView", "causal") if tf.causal
-                 else translate("HeadsView", "not causal"))
-    if isinstance(where, str) and where:
-        parts.append(where if len(where) <= 80 else where[:79] + "…")
-    return " · ".join(parts)
-
-
-def _meta_tooltip(tf: TensorFile) -> str:
-    """The file's path and its whole meta object, one key per line."""
-    lines = [str(tf.path)]
-    for key, value in tf.meta.items():
-        text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
-        lines.append(f"{key}: {text if len(text) <= 300 else text[:299] + '…'}")
-    return "\n".join(lines)
-
-
-def _flagged_text(records: tuple[HeadRecord, ...], *, done: bool) -> str:
-    flagged = [r for r in records if r.diagnostics.flags]
-    if not flagged:
-        return (translate("HeadsView", "Flagged heads: none.") if done
-                else translate("HeadsView", "Flagged heads: none so far."))
-    shown = ", ".join(f"L{r.layer} H{r.head} ({flag_text(r.diagnostics.flags)})"
-                      for r in flagged[:12])
-    more = len(flagged) - 12
-    text = translate("HeadsView", "Flagged heads ({0}): {1}").format(len(flagged), shown)
-    if more > 0:
-        text += " " + translate("HeadsView", "and {0} more (sort the flags column).").format(more)
-    return text + " " + translate("HeadsView", "Grid letters: S saturated, K sink, U near-uniform.")
-
-
-def _replay_title(message: ReplayReady) -> str:
-    return translate("HeadsView", "Layer {0}, head {1}, batch entry {2}: every rule on the "
-                     "same real q and k (colour: weight p from 0 to 1, as in the explorer)"
-                     ).format(message.layer, message.head, message.batch_entry)
-

@@ -193,153 +193,153 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>标记</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="164"/>
+        <location filename="../../gui/heads/view.py" line="163"/>
         <source>Heads</source>
         <extracomment>Interval of the grid/table refresh while diagnostics stream in (the GUI stays responsive).</extracomment>
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="168"/>
+        <location filename="../../gui/heads/view.py" line="167"/>
         <source>Colour by</source>
         <translation>着色依据</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="169"/>
+        <location filename="../../gui/heads/view.py" line="168"/>
         <source>Logits</source>
         <translation>Logit</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="170"/>
+        <location filename="../../gui/heads/view.py" line="169"/>
         <source>gain</source>
         <translation>增益</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="171"/>
+        <location filename="../../gui/heads/view.py" line="170"/>
         <source>cap</source>
         <translation>上限</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="174"/>
+        <location filename="../../gui/heads/view.py" line="173"/>
         <source>batch entry</source>
         <translation>批次条目</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="175"/>
+        <location filename="../../gui/heads/view.py" line="174"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="176"/>
+        <location filename="../../gui/heads/view.py" line="175"/>
         <source>√d_k</source>
         <translation>√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="177"/>
+        <location filename="../../gui/heads/view.py" line="176"/>
         <source>The diagnostic that colours the grid</source>
         <translation>为网格着色的诊断量</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="178"/>
+        <location filename="../../gui/heads/view.py" line="177"/>
         <source>The logits diagnosed: the file&apos;s own scale c (meta.scale, default 1/√d_k), or a scaling rule re-applied to the same q and k</source>
         <translation>被诊断的 logit：文件自身的缩放 c（meta.scale，默认 1/√d_k），或在同一组 q、k 上重新应用的缩放规则</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="181"/>
+        <location filename="../../gui/heads/view.py" line="180"/>
         <source>Temperature T of the rule 1/T</source>
         <translation>规则 1/T 的温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="182"/>
+        <location filename="../../gui/heads/view.py" line="181"/>
         <source>QK-norm gain g (√d_k: the default)</source>
         <translation>QK-norm 增益 g（√d_k：默认值）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="183"/>
+        <location filename="../../gui/heads/view.py" line="182"/>
         <source>Soft-cap value: cap·tanh(c·q·k/cap)</source>
         <translation>软上限值：cap·tanh(c·q·k/cap)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="184"/>
+        <location filename="../../gui/heads/view.py" line="183"/>
         <source>Batch entry whose attention weights the replay shows (the diagnostics average over all entries)</source>
         <translation>重放显示其注意力权重的批次条目（诊断量对所有条目取平均）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="187"/>
+        <location filename="../../gui/heads/view.py" line="186"/>
         <source>Click a head to replay it under every rule and show it in the explorer&apos;s views; click a header to sort</source>
         <translation>点击一个头：在每种规则下重放它，并在探索器视图中显示；点击表头排序</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="191"/>
+        <location filename="../../gui/heads/view.py" line="190"/>
         <source>file&apos;s own scale</source>
         <translation>文件自身的缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="295"/>
+        <location filename="../../gui/heads/view.py" line="294"/>
         <source>The file has no layer {0} head {1} batch entry {2}.</source>
         <translation>文件中没有第 {0} 层第 {1} 头批次条目 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="306"/>
+        <location filename="../../gui/heads/view.py" line="305"/>
         <source>No tensor file open. File › Open tensors… (Ctrl+Shift+O), drop a .npz, .safetensors or .npy folder on the window, or Help › Open sample tensors.</source>
         <translation>尚未打开张量文件。使用 文件 › 打开张量…（Ctrl+Shift+O），把 .npz、.safetensors 或 .npy 文件夹拖到窗口上，或使用 帮助 › 打开示例张量。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="329"/>
+        <location filename="../../gui/heads/view.py" line="328"/>
         <source>Click a head to replay it under every scaling rule.</source>
         <translation>点击一个头，在每种缩放规则下重放它。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="339"/>
+        <location filename="../../gui/heads/view.py" line="338"/>
         <source>{0}/{1} heads</source>
         <translation>{0}/{1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="355"/>
+        <location filename="../../gui/heads/view.py" line="354"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="400"/>
+        <location filename="../../gui/heads/texts.py" line="26"/>
         <source>{0} layers × {1} heads, n = {2}, d_k = {3}, batch {4}, {5}</source>
         <translation>{0} 层 × {1} 头，n = {2}，d_k = {3}，批次 {4}，{5}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="403"/>
+        <location filename="../../gui/heads/texts.py" line="29"/>
         <source>causal</source>
         <translation>因果</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="404"/>
+        <location filename="../../gui/heads/texts.py" line="30"/>
         <source>not causal</source>
         <translation>非因果</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="422"/>
+        <location filename="../../gui/heads/texts.py" line="49"/>
         <source>Flagged heads: none.</source>
         <translation>被标记的头：没有。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="423"/>
+        <location filename="../../gui/heads/texts.py" line="50"/>
         <source>Flagged heads: none so far.</source>
         <translation>被标记的头：目前没有。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="427"/>
+        <location filename="../../gui/heads/texts.py" line="54"/>
         <source>Flagged heads ({0}): {1}</source>
         <translation>被标记的头（{0}）：{1}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="429"/>
+        <location filename="../../gui/heads/texts.py" line="56"/>
         <source>and {0} more (sort the flags column).</source>
         <translation>另有 {0} 个（按标记列排序查看）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="430"/>
+        <location filename="../../gui/heads/texts.py" line="57"/>
         <source>Grid letters: S saturated, K sink, U near-uniform.</source>
         <translation>网格字母：S 饱和，K 汇聚，U 近均匀。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="434"/>
+        <location filename="../../gui/heads/texts.py" line="62"/>
         <source>Layer {0}, head {1}, batch entry {2}: every rule on the same real q and k (colour: weight p from 0 to 1, as in the explorer)</source>
         <translation>第 {0} 层第 {1} 头，批次条目 {2}：同一组真实 q、k 上的每种规则（颜色：权重 p，0 到 1，与探索器相同）</translation>
     </message>
