@@ -9,9 +9,10 @@ with its cap). With ``causal=True`` query i sees keys 0..i only.
 Batch entries are processed one at a time, so only one (n, n) block of logits and one of
 exponentials live at once, whatever the batch size. Every statistic is computed in float64.
 
-Not reported: the "entropy collapse" lower bound of Zhai et al. (2023). It is stated in terms
-of the spectral norm of W_K^T W_Q and the input norms, which a file of q and k does not give,
-so no exact value of it can be computed here; only the uniform reference ln n is reported.
+Entropy has two references: ln n (uniform weights) and the entropy-collapse bound of Zhai et
+al. (2023), the least entropy a softmax row can have for the norm of its centred logits
+(:func:`engine.core.theory.zhai_min_entropy`). The bound is computed per query row from that
+row's own logits over its visible keys; a row near it is as peaked as its logit spread allows.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from engine.core.plan import make_plan
 from engine.core.scaling import RuleOperands, rule_operands, write_logits
 from engine.core.softmax import exp_rows
 from engine.core.stats import SATURATION_THRESHOLD
+from engine.core.theory import zhai_min_entropy_rows
 
 __all__ = [
     "NEAR_UNIFORM_ENTROPY_FRACTION",
@@ -68,6 +70,9 @@ class HeadDiagnostics:
         Mean row entropy of the softmax weights, in nats.
     entropy_uniform
         ln n, the entropy of uniform weights over n keys.
+    entropy_zhai_bound
+        Mean over query rows of the least entropy a row with the same centred-logit norm can
+        have (Zhai et al. 2023); ``entropy_mean`` is never below it.
     p_max_mean, saturated_share, sink_mass
         Mean largest weight, share of rows with largest weight > ``SATURATION_THRESHOLD``, mean
         weight on key 0.
@@ -88,6 +93,7 @@ class HeadDiagnostics:
     max_abs_logit: float
     entropy_mean: float
     entropy_uniform: float
+    entropy_zhai_bound: float
     p_max_mean: float
     saturated_share: float
     sink_mass: float
@@ -100,6 +106,12 @@ class HeadDiagnostics:
         the law predicts 0)."""
         theory = self.logit_std_theory
         return self.logit_std / theory if theory > 0 else math.nan
+
+    @property
+    def entropy_above_zhai(self) -> float:
+        """``entropy_mean − entropy_zhai_bound`` (nats, ≥ 0): 0 when every row is as peaked as
+        the norm of its logits allows."""
+        return self.entropy_mean - self.entropy_zhai_bound
 
     @property
     def entropy_fraction(self) -> float:
@@ -209,7 +221,9 @@ def diagnose_head(
           spread *before* the cap (the cap only shrinks it). It is the std of a sum of d_k
           products of independent zero-mean components; it ignores the mean of q and k and
           their correlation, which is why it is a reference, not an identity.
-        * ``entropy_mean``: mean of −Σ_j p_ij ln p_ij (nats); ``entropy_uniform`` = ln n.
+        * ``entropy_mean``: mean of −Σ_j p_ij ln p_ij (nats); ``entropy_uniform`` = ln n;
+          ``entropy_zhai_bound``: mean of the rows' Zhai bounds H_min(m_i, ‖z_i − z̄_i‖₂),
+          with m_i the row's visible keys and z_i its logits over them.
         * ``p_max_mean``: mean of max_j p_ij; ``saturated_share``: share of rows with
           max_j p_ij > ``SATURATION_THRESHOLD``; ``sink_mass``: mean of p_i0.
         * ``rho``: Pearson correlation between q and k flattened over batch, rows and
@@ -250,7 +264,8 @@ def diagnose_head(
     logits = np.empty((n, n))
     expo = np.empty((n, n))
     moments = _Moments()
-    entropy, p_max_mean, sink = _Moments(), _Moments(), _Moments()
+    entropy, p_max_mean, sink, zhai = _Moments(), _Moments(), _Moments(), _Moments()
+    visible = np.arange(1, n + 1, dtype=float) if causal else np.full(n, float(n))
     max_abs = 0.0
     saturated = 0
     for b in range(batch):
@@ -275,6 +290,10 @@ def diagnose_head(
         # H = −Σ p (z − ln S) = ln S − Σ e·z / S, with e = exp(z), S = Σ e.
         weighted = np.einsum("ij,ij->i", expo, logits)
         entropy.add(np.log(rowsum) - weighted / rowsum)
+        # Norm of each row's centred visible logits (masked entries are 0 here), for the bound.
+        row_sum = np.sum(logits, axis=1)
+        centred_sq = np.einsum("ij,ij->i", logits, logits) - row_sum * row_sum / visible
+        zhai.add(zhai_min_entropy_rows(visible, np.sqrt(np.maximum(centred_sq, 0.0))))
         p_max = 1.0 / rowsum
         p_max_mean.add(p_max)
         saturated += int(np.count_nonzero(p_max > SATURATION_THRESHOLD))
@@ -293,6 +312,7 @@ def diagnose_head(
         n=n, d_k=d_k, batch=batch, rule=plan.rule.value if replay else None, scale=c,
         causal=bool(causal), logit_std=moments.std(), logit_std_theory=theory,
         max_abs_logit=max_abs, entropy_mean=entropy_mean, entropy_uniform=ln_n,
+        entropy_zhai_bound=zhai.mean,
         p_max_mean=p_max_mean.mean, saturated_share=saturated_share, sink_mass=sink_mass,
         rho=_pearson(q, k), flags=tuple(flags),
     )

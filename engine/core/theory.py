@@ -36,6 +36,7 @@ __all__ = [
     "uniform_jacobian_spectral_norm",
     "zhai_extremal_logits",
     "zhai_min_entropy",
+    "zhai_min_entropy_rows",
 ]
 
 #: The Euler–Mascheroni constant γ.
@@ -238,6 +239,26 @@ def zhai_min_entropy(n: int, sigma: float) -> float:
     beta = math.exp(-sigma * math.sqrt(n / (n - 1)))
     denom = 1.0 + (n - 1) * beta
     return math.log(denom) + sigma * math.sqrt(n * (n - 1)) * beta / denom
+
+
+def zhai_min_entropy_rows(n: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """:func:`zhai_min_entropy` for many rows at once: ``n[i]`` entries of norm ``sigma[i]``.
+
+    A row of one entry has entropy 0. Used per query row of a real head, with ``n[i]`` its
+    visible keys and ``sigma[i]`` the norm of its centred logits (a softmax ignores the mean).
+    """
+    n = np.asarray(n, dtype=float)
+    sigma = np.asarray(sigma, dtype=float)
+    if np.any(n < 1) or np.any(sigma < 0):
+        raise ValueError("every n must be >= 1 and every sigma >= 0")
+    out = np.zeros(np.broadcast(n, sigma).shape)
+    many = np.broadcast_to(n > 1, out.shape)
+    m = np.broadcast_to(n, out.shape)[many]
+    s = np.broadcast_to(sigma, out.shape)[many]
+    beta = np.exp(-s * np.sqrt(m / (m - 1.0)))
+    denom = 1.0 + (m - 1.0) * beta
+    out[many] = np.log1p((m - 1.0) * beta) + s * np.sqrt(m * (m - 1.0)) * beta / denom
+    return out
 
 
 def zhai_extremal_logits(n: int, sigma: float) -> np.ndarray:

@@ -46,6 +46,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("entropy_fraction", QT_TRANSLATE_NOOP("HeadsView", "entropy ÷ ln n"),
            QT_TRANSLATE_NOOP("HeadsView", "mean row entropy divided by ln n: 0 one-hot, "
                              "1 uniform"), (0.0, 1.0)),
+    Metric("entropy_above_zhai", QT_TRANSLATE_NOOP("HeadsView", "entropy − Zhai bound"),
+           QT_TRANSLATE_NOOP("HeadsView", "mean row entropy minus the least entropy a row "
+                             "with the same logit norm ‖z − z̄‖ can have (Zhai et al. 2023), "
+                             "in nats; 0: rows as peaked as their logits allow"), None),
     Metric("p_max_mean", QT_TRANSLATE_NOOP("HeadsView", "mean p_max"),
            QT_TRANSLATE_NOOP("HeadsView", "mean over query rows of the largest weight"),
            (0.0, 1.0)),

@@ -133,57 +133,67 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
     </message>
     <message>
         <location filename="../../gui/heads/metrics.py" line="49"/>
+        <source>entropy − Zhai bound</source>
+        <translation>熵 − Zhai 下界</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="50"/>
+        <source>mean row entropy minus the least entropy a row with the same logit norm ‖z − z̄‖ can have (Zhai et al. 2023), in nats; 0: rows as peaked as their logits allow</source>
+        <translation>行平均熵减去具有相同 logit 范数 ‖z − z̄‖ 的行所能达到的最小熵（Zhai 等，2023），单位 nat；0 表示各行已尖锐到其 logit 所允许的极限</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="53"/>
         <source>mean p_max</source>
         <translation>平均 p_max</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="50"/>
+        <location filename="../../gui/heads/metrics.py" line="54"/>
         <source>mean over query rows of the largest weight</source>
         <translation>各查询行最大权重的平均值</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="52"/>
+        <location filename="../../gui/heads/metrics.py" line="56"/>
         <source>saturated share</source>
         <translation>饱和占比</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="53"/>
+        <location filename="../../gui/heads/metrics.py" line="57"/>
         <source>share of query rows with p_max &gt; 0.99</source>
         <translation>p_max &gt; 0.99 的查询行占比</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="55"/>
+        <location filename="../../gui/heads/metrics.py" line="59"/>
         <source>sink mass</source>
         <translation>汇聚质量</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="56"/>
+        <location filename="../../gui/heads/metrics.py" line="60"/>
         <source>mean weight on token 0</source>
         <translation>第 0 个词元上的平均权重</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="57"/>
+        <location filename="../../gui/heads/metrics.py" line="61"/>
         <source>ρ(q, k)</source>
         <translation>ρ(q, k)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="58"/>
+        <location filename="../../gui/heads/metrics.py" line="62"/>
         <source>correlation of matching q and k components, estimated from the data</source>
         <translation>由数据估计的 q 与 k 对应分量的相关系数</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="64"/>
+        <location filename="../../gui/heads/metrics.py" line="68"/>
         <source>saturated</source>
         <extracomment>Flag -&gt; its name in the table (marked for translation).</extracomment>
         <translation>饱和</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="65"/>
+        <location filename="../../gui/heads/metrics.py" line="69"/>
         <source>sink</source>
         <translation>汇聚</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="66"/>
+        <location filename="../../gui/heads/metrics.py" line="70"/>
         <source>near-uniform</source>
         <translation>近均匀</translation>
     </message>

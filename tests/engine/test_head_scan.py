@@ -91,3 +91,42 @@ def test_ratios_against_the_law_and_ln_n() -> None:
     assert diag.entropy_fraction == diag.entropy_mean / np.log(64)
     flat = diagnose_head(np.zeros((1, 5, 3)), np.ones((1, 5, 3)))
     assert np.isnan(flat.logit_std_ratio) and flat.entropy_fraction == pytest.approx(1.0)
+
+
+def test_zhai_rows_match_the_scalar_bound() -> None:
+    from engine.core.theory import zhai_min_entropy, zhai_min_entropy_rows
+
+    n = np.array([1, 2, 5, 64, 512, 512])
+    sigma = np.array([3.0, 0.0, 1.5, 10.0, 0.3, 400.0])
+    rows = zhai_min_entropy_rows(n, sigma)
+    assert rows[0] == 0.0
+    for i in range(1, len(n)):
+        assert rows[i] == pytest.approx(zhai_min_entropy(int(n[i]), sigma[i]), rel=1e-12)
+    with pytest.raises(ValueError):
+        zhai_min_entropy_rows(np.array([0]), np.array([1.0]))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_zhai_bound_is_below_the_entropy_and_attained_by_extremal_rows(causal) -> None:
+    """Random heads stay above the bound; a head whose every row has the extremal logits
+    (one key high, the others equal) sits on it, and uniform rows give ln m both ways."""
+    from engine.core.theory import zhai_min_entropy
+
+    rng = np.random.default_rng(RNG_SEED)
+    for scale in (0.1, 1.0, 8.0):
+        q, k = scale * rng.standard_normal((2, 16, 8)), rng.standard_normal((2, 16, 8))
+        d = diagnose_head(q, k, causal=causal)
+        assert d.entropy_zhai_bound <= d.entropy_mean + 1e-12
+        assert d.entropy_above_zhai == d.entropy_mean - d.entropy_zhai_bound
+    # Keys: key 0 along e_0, every other key 0: each query e_0·a scores a on key 0, 0 elsewhere.
+    n, a = 12, 3.0
+    k = np.zeros((1, n, 4))
+    k[0, 0, 0] = 1.0
+    q = np.zeros((1, n, 4))
+    q[0, :, 0] = a
+    d = diagnose_head(q, k, scale=1.0)
+    sigma = a * np.sqrt((n - 1) / n)  # norm of the centred row (a, 0, …, 0)
+    assert d.entropy_zhai_bound == pytest.approx(zhai_min_entropy(n, sigma), rel=1e-12)
+    assert d.entropy_mean == pytest.approx(d.entropy_zhai_bound, rel=1e-12)
+    uniform = diagnose_head(q, np.ones((1, n, 4)), scale=1.0, causal=causal)
+    assert uniform.entropy_above_zhai == pytest.approx(0.0, abs=1e-12)
