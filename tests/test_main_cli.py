@@ -198,3 +198,19 @@ def test_a_bad_tensors_file_is_a_one_line_error_before_any_window(tmp_path: Path
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: --tensors:"), result.stderr
     assert "nowhere.npz" in lines[0]
+
+
+def test_tensors_opens_the_window_on_the_heads_tab_and_exits_cleanly(tmp_path: Path) -> None:
+    """``main.py --tensors FILE``: the window starts with the file's scan running and closes at
+    its first paint (the scan is cancelled, the threads end, exit code 0)."""
+    from gui.app import EXIT_AFTER_SHOW_ENV
+    from gui.kit.resources import sample_tensors_path
+    from gui.kit.settings import SETTINGS_DIR_ENV
+
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", EXIT_AFTER_SHOW_ENV: "1",
+           SETTINGS_DIR_ENV: str(tmp_path)}
+    result = subprocess.run([sys.executable, "main.py", "--tensors", str(sample_tensors_path())],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "first paint" in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
