@@ -272,17 +272,14 @@ class MainWindow(QMainWindow):
             return True
         return False
 
-    def show_real_head(self, tensor_file: Any, layer: int, head: int, batch_entry: int) -> None:
-        """Show (layer, head) of ``tensor_file`` in every explorer view instead of random q, k."""
-        from engine.analysis.real_head import HeadRef
-
-        self.controller.set_real_head(HeadRef(tensor_file, layer, head, batch_entry))
-
     # --- gui.tour.host.TourHost (with show_view and current_view): what the tour steers ---
     def apply_explorer_config(self, config: AttentionConfig,
                               temperature: float | None = None) -> None:
         """Show ``config`` in the parameter panel and compute it (T of the temperature view
-        first, when given)."""
+        first, when given). A real head on screen gives way to random q, k: the tour's steps
+        explain those."""
+        if self.controller.real_head() is not None:
+            self.controller.set_real_head(None)
         self.panel.set_config(config)
         if temperature is not None:
             self.controller.set_temperature(float(temperature))

@@ -11,6 +11,7 @@ from PySide6.QtCore import QEvent, QObject, Slot
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QFileDialog
 
+from engine.analysis.real_head import HeadRef
 from gui.heads.view import HeadsView
 from gui.kit.i18n import translate
 from gui.kit.session import TensorsChoice
@@ -39,8 +40,8 @@ class WindowHeads(QObject):
     Parameters
     ----------
     window
-        The main window (``mode_tabs``, ``status``, ``settings``, ``train_tab``,
-        ``show_real_head``).
+        The main window (``mode_tabs``, ``status``, ``settings``, ``train_tab``, the explorer's
+        ``controller``).
     """
 
     def __init__(self, window: Any) -> None:
@@ -137,6 +138,8 @@ class WindowHeads(QObject):
 
     @Slot(int, int, int)
     def _on_head_chosen(self, layer: int, head: int, batch_entry: int) -> None:
+        # Every explorer view shows that head's real q and k instead of random ones.
         tensor_file = self.view.controller.tensor_file()
         if tensor_file is not None:
-            self._window.show_real_head(tensor_file, layer, head, batch_entry)
+            self._window.controller.set_real_head(
+                HeadRef(tensor_file, layer, head, batch_entry))

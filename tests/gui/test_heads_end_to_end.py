@@ -94,3 +94,17 @@ def test_sample_flagged_head_replayed_with_qk_norm_and_exported(window, make_win
     assert other.wait_until_settled(30_000)
     assert other.heads.view.controller.selected() == (layer, head, 0)
     assert other.controller.real_head() == ref
+
+
+def test_a_tour_step_brings_back_random_q_and_k(window) -> None:
+    tf = load_tensors(sample_tensors_path())
+    window.controller.set_real_head(HeadRef(tf, 1, 0))
+    assert window.wait_until_settled(30_000)
+    assert window.controller.results().real_head is not None
+    config = window.controller.config().replace(n_tokens=24, d_k=16)
+    window.apply_explorer_config(config)  # what a tour step does (gui.tour.host.TourHost)
+    assert window.wait_until_settled(30_000)
+    results = window.controller.results()
+    assert results.real_head is None and window.controller.real_head() is None
+    assert (results.config.n_tokens, results.config.d_k) == (24, 16)
+    assert not window.source_bar.isVisible()
