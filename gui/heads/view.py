@@ -266,8 +266,7 @@ class HeadsView(PlotView):
 
     @Slot()
     def _on_params_changed(self) -> None:
-        rule = self._rule.currentData()
-        self._temperature.setEnabled(rule in (None, ScalingRule.TEMPERATURE))
+        # T, gain and cap stay editable whatever the grid's rule: the replay uses all three.
         self.controller.set_params(self._params())
 
     @Slot(int)
