@@ -109,7 +109,7 @@ class WindowFiles(QObject):
         window.controller.set_config(session.config)
         window.show_view(session.current_view)
         if session.tensors is not None:
-            window.heads.apply_choice(session.tensors)
+            window.heads.apply_choice(session.tensors, session.config)
 
     def open_session(self, path: str | os.PathLike[str]) -> bool:
         """Load the session file ``path``; on error show a message and change nothing."""

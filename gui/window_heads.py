@@ -12,6 +12,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QFileDialog
 
 from engine.analysis.real_head import HeadRef
+from engine.config import AttentionConfig
 from gui.heads.view import HeadsView
 from gui.kit.i18n import translate
 from gui.kit.session import TensorsChoice
@@ -48,6 +49,7 @@ class WindowHeads(QObject):
         super().__init__(window)
         self._window = window
         self.view = HeadsView()
+        self._session_config: AttentionConfig | None = None
         self.view.controller.errorOccurred.connect(self._on_error)
         self.view.controller.fileOpened.connect(self._on_file_opened)
         self.view.headChosen.connect(self._on_head_chosen)
@@ -94,9 +96,12 @@ class WindowHeads(QObject):
         layer, head, batch_entry = selected
         return TensorsChoice(str(tensor_file.path), layer, head, batch_entry)
 
-    def apply_choice(self, choice: TensorsChoice) -> None:
+    def apply_choice(self, choice: TensorsChoice, config: AttentionConfig | None = None) -> None:
         """Open a session's tensor file and choose its head; a file that has moved is reported
-        and the rest of the session stays open."""
+        and the rest of the session stays open. ``config`` (the session's explorer settings,
+        saved while the head was shown) is applied once the head is: the rule replayed on it
+        comes back instead of the model's own one."""
+        self._session_config = config
         if not os.path.exists(choice.path):
             show_warning(self._window, translate("MainWindow", "Tensor file not found"),
                          translate("MainWindow", "The session's tensor file {0} was not found "
@@ -140,6 +145,12 @@ class WindowHeads(QObject):
     def _on_head_chosen(self, layer: int, head: int, batch_entry: int) -> None:
         # Every explorer view shows that head's real q and k instead of random ones.
         tensor_file = self.view.controller.tensor_file()
-        if tensor_file is not None:
-            self._window.controller.set_real_head(
-                HeadRef(tensor_file, layer, head, batch_entry))
+        if tensor_file is None:
+            return
+        window = self._window
+        window.controller.set_real_head(HeadRef(tensor_file, layer, head, batch_entry))
+        config, self._session_config = self._session_config, None
+        if config is not None and (config.n_tokens, config.d_k) == (tensor_file.n,
+                                                                     tensor_file.d_k):
+            window.panel.set_config(config)
+            window.controller.set_config(config)

@@ -94,6 +94,9 @@ def test_sample_flagged_head_replayed_with_qk_norm_and_exported(window, make_win
     assert other.wait_until_settled(30_000)
     assert other.heads.view.controller.selected() == (layer, head, 0)
     assert other.controller.real_head() == ref
+    # ... with the rule that was replayed on it when the session was saved.
+    assert other.controller.results().config.rule is ScalingRule.QK_NORM
+    assert other.panel.config().rule is ScalingRule.QK_NORM
 
 
 def test_a_tour_step_brings_back_random_q_and_k(window) -> None:
