@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.analysis.heads import HeadDiagnostics, diagnose_head
+from engine.analysis.heads import HeadDiagnostics, _diagnose, diagnose_head
 from engine.config import ScalingRule
 from engine.core.attention import attention_logits
 from engine.core.softmax import softmax
@@ -52,7 +52,8 @@ def iter_file_diagnostics(
         with ``rule`` None each layer's own scale and cap (``tf.layer_scale``,
         ``tf.layer_cap``) are used.
     cancel
-        Checked before each head; once set, the iteration ends.
+        Checked before each head and between blocks of rows inside one (a block is at most
+        2^18 logits); once set, the iteration ends.
 
     Raises
     ------
@@ -66,13 +67,15 @@ def iter_file_diagnostics(
                 return
             q, k = tf.qk(layer, head)
             try:
-                diagnostics = diagnose_head(
+                diagnostics = _diagnose(
                     q, k, scale=tf.layer_scale(layer), rule=rule, temperature=temperature,
                     gain=gain, cap=cap if rule is not None else tf.layer_cap(layer),
-                    causal=tf.causal,
+                    causal=tf.causal, cancel=cancel,
                 )
             except ValueError as exc:
                 raise ValueError(f"layer {layer} head {head}: {exc}") from None
+            if diagnostics is None:  # cancelled inside the head (a long one)
+                return
             yield HeadRecord(layer, head, diagnostics)
 
 

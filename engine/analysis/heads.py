@@ -18,6 +18,7 @@ row's own logits over its visible keys; a row near it is as peaked as its logit 
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -240,12 +241,27 @@ def diagnose_head(
         For bad shapes, non-finite data, an unknown rule or invalid parameters, or logits that
         overflow.
     """
+    return _diagnose(q, k, scale=scale, rule=rule, temperature=temperature, gain=gain,
+                     cap=cap, causal=causal, cancel=None)
+
+
+#: Logits computed at once (rows × n): bounds memory and the time between two cancel checks.
+_BLOCK_ELEMENTS = 1 << 18
+
+
+def _diagnose(
+    q: np.ndarray, k: np.ndarray, *, scale: float | None, rule: ScalingRule | str | None,
+    temperature: float | None, gain: float | None, cap: float | None, causal: bool,
+    cancel: threading.Event | None,
+) -> HeadDiagnostics | None:
+    """:func:`diagnose_head`, row block by row block; None once ``cancel`` is set."""
     q, k = _check_qk(q, k)
     batch, n, d_k = q.shape
     replay = rule is not None
+    # The causal mask is built per row block below, never as an (n, n) array.
     plan = make_plan(
-        q, k, None, rule=rule if replay else ScalingRule.NONE,
-        mask="causal" if causal else None, temperature=temperature, gain=gain, cap=cap,
+        q, k, None, rule=rule if replay else ScalingRule.NONE, mask=None,
+        temperature=temperature, gain=gain, cap=cap,
     )
     if replay:
         c = plan.scale
@@ -260,44 +276,52 @@ def diagnose_head(
     amplitude = plan.cap if ops.cap is not None else 1.0
     theory = math.sqrt(d_k) * float(np.std(ops.qs)) * float(np.std(ops.ks)) * amplitude
 
-    keep = None if plan.mask_off is None else ~plan.mask_off
-    logits = np.empty((n, n))
-    expo = np.empty((n, n))
+    rows_per_block = max(1, min(n, _BLOCK_ELEMENTS // n))
+    logits_buffer = np.empty((rows_per_block, n))
+    expo_buffer = np.empty((rows_per_block, n))
+    keys = np.arange(n)
     moments = _Moments()
     entropy, p_max_mean, sink, zhai = _Moments(), _Moments(), _Moments(), _Moments()
-    visible = np.arange(1, n + 1, dtype=float) if causal else np.full(n, float(n))
     max_abs = 0.0
     saturated = 0
     for b in range(batch):
         block = RuleOperands(ops.qs[b], ops.ks[b], ops.cap)
-        write_logits(block, slice(None), logits)
-        values = logits.ravel() if keep is None else logits[keep]
-        if not np.isfinite(values).all():
-            raise ValueError(
-                "logits are not finite (q·k overflowed float64); scale q and k down"
-            )
-        moments.add(values)
-        max_abs = max(max_abs, float(np.max(values)), -float(np.min(values)))  # no |x| copy
-        if plan.mask_off is not None:
-            np.copyto(logits, -np.inf, where=plan.mask_off)
-        # Shift by the row maximum: z <= 0 with max 0, so exp never overflows and the largest
-        # weight of a row is exp(0)/rowsum = 1/rowsum exactly.
-        np.subtract(logits, np.max(logits, axis=1, keepdims=True), out=logits)
-        exp_rows(logits, expo)  # row max 0 lies in its no-shift window: plain exp(z)
-        rowsum = np.sum(expo, axis=1)
-        if plan.mask_off is not None:
-            np.copyto(logits, 0.0, where=plan.mask_off)  # weight 0 there: 0·(−∞) must not be NaN
-        # H = −Σ p (z − ln S) = ln S − Σ e·z / S, with e = exp(z), S = Σ e.
-        weighted = np.einsum("ij,ij->i", expo, logits)
-        entropy.add(np.log(rowsum) - weighted / rowsum)
-        # Norm of each row's centred visible logits (masked entries are 0 here), for the bound.
-        row_sum = np.sum(logits, axis=1)
-        centred_sq = np.einsum("ij,ij->i", logits, logits) - row_sum * row_sum / visible
-        zhai.add(zhai_min_entropy_rows(visible, np.sqrt(np.maximum(centred_sq, 0.0))))
-        p_max = 1.0 / rowsum
-        p_max_mean.add(p_max)
-        saturated += int(np.count_nonzero(p_max > SATURATION_THRESHOLD))
-        sink.add(expo[:, 0] / rowsum)
+        for start in range(0, n, rows_per_block):
+            if cancel is not None and cancel.is_set():
+                return None
+            stop = min(n, start + rows_per_block)
+            logits, expo = logits_buffer[: stop - start], expo_buffer[: stop - start]
+            write_logits(block, slice(start, stop), logits)
+            queries = np.arange(start, stop)
+            masked = keys[None, :] > queries[:, None] if causal else None
+            visible = (queries + 1.0) if causal else np.full(stop - start, float(n))
+            values = logits.ravel() if masked is None else logits[~masked]
+            if not np.isfinite(values).all():
+                raise ValueError(
+                    "logits are not finite (q·k overflowed float64); scale q and k down"
+                )
+            moments.add(values)
+            max_abs = max(max_abs, float(np.max(values)), -float(np.min(values)))  # no |x| copy
+            if masked is not None:
+                np.copyto(logits, -np.inf, where=masked)
+            # Shift by the row maximum: z <= 0 with max 0, so exp never overflows and the
+            # largest weight of a row is exp(0)/rowsum = 1/rowsum exactly.
+            np.subtract(logits, np.max(logits, axis=1, keepdims=True), out=logits)
+            exp_rows(logits, expo)  # row max 0 lies in its no-shift window: plain exp(z)
+            rowsum = np.sum(expo, axis=1)
+            if masked is not None:
+                np.copyto(logits, 0.0, where=masked)  # weight 0 there: 0·(−∞) must not be NaN
+            # H = −Σ p (z − ln S) = ln S − Σ e·z / S, with e = exp(z), S = Σ e.
+            weighted = np.einsum("ij,ij->i", expo, logits)
+            entropy.add(np.log(rowsum) - weighted / rowsum)
+            # Norm of each row's centred visible logits (masked entries are 0 here).
+            row_sum = np.sum(logits, axis=1)
+            centred_sq = np.einsum("ij,ij->i", logits, logits) - row_sum * row_sum / visible
+            zhai.add(zhai_min_entropy_rows(visible, np.sqrt(np.maximum(centred_sq, 0.0))))
+            p_max = 1.0 / rowsum
+            p_max_mean.add(p_max)
+            saturated += int(np.count_nonzero(p_max > SATURATION_THRESHOLD))
+            sink.add(expo[:, 0] / rowsum)
     entropy_mean, sink_mass = entropy.mean, sink.mean
     saturated_share = saturated / (batch * n)
     ln_n = math.log(n)

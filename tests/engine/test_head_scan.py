@@ -130,3 +130,39 @@ def test_the_zhai_bound_is_below_the_entropy_and_attained_by_extremal_rows(causa
     assert d.entropy_mean == pytest.approx(d.entropy_zhai_bound, rel=1e-12)
     uniform = diagnose_head(q, np.ones((1, n, 4)), scale=1.0, causal=causal)
     assert uniform.entropy_above_zhai == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_long_head_is_cancelled_inside_and_diagnosed_in_row_blocks(tmp_path) -> None:
+    """n = 2048: a head is computed in blocks of 128 rows; a cancel set while the first head
+    runs ends the scan before that head is reported, and block results equal one-block ones."""
+    import engine.analysis.heads as heads_module
+
+    rng = np.random.default_rng(RNG_SEED)
+    arrays = {f"layer0.{part}": rng.standard_normal((1, 2, 2048, 8)) for part in "qk"}
+    tf = load_tensors(write_tensors(tmp_path / "long.npz", arrays, meta={"causal": True}))
+    cancel = threading.Event()
+    calls = []
+    real_write = heads_module.write_logits
+
+    def write_and_cancel(ops, rows, out, *args):
+        calls.append(rows)
+        cancel.set()  # as if the user pressed Cancel while the first block was computed
+        return real_write(ops, rows, out, *args)
+
+    heads_module.write_logits = write_and_cancel
+    try:
+        assert list(iter_file_diagnostics(tf, cancel=cancel)) == []
+    finally:
+        heads_module.write_logits = real_write
+    assert calls == [slice(0, 128)]
+    q, k = tf.qk(0, 1)
+    blocks = diagnose_head(q, k, causal=True)
+    old_block = heads_module._BLOCK_ELEMENTS
+    heads_module._BLOCK_ELEMENTS = 2048 * 2048  # one block of every row
+    try:
+        whole = diagnose_head(q, k, causal=True)
+    finally:
+        heads_module._BLOCK_ELEMENTS = old_block
+    for name in ("logit_std", "max_abs_logit", "entropy_mean", "entropy_zhai_bound",
+                 "p_max_mean", "saturated_share", "sink_mass"):
+        assert getattr(blocks, name) == pytest.approx(getattr(whole, name), rel=1e-12)
