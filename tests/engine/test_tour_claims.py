@@ -145,6 +145,11 @@ def test_step_texts_match_their_settings():
     temperature = next(s for s in STEPS if s["id"] == "temperature")
     assert temperature["view_temperature"] == math.sqrt(by_id["temperature"].d_k)
     assert by_id["qk_norm"].init_std == 3.0 and by_id["softcap"].cap == 50.0
+    # The backward step's "q/8", "64 times" and "8 times" are 1/√d_k, d_k and √d_k at d_k = 64;
+    # its "one step on the queries" follows the gradients step it refines.
+    backward = by_id["backward"]
+    assert (backward.d_k, ScalingRule(backward.rule)) == (64, ScalingRule.SQRT)
+    assert STEP_IDS.index("backward") == STEP_IDS.index("gradients") + 1
 
 
 # ----------------------------------------------------------------------- the claim machinery
