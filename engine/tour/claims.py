@@ -24,6 +24,12 @@ greater_than, less_than
 lr, train
     ``train_final_loss`` only: the learning rate and :class:`~engine.config.train.TrainConfig`
     field overrides (everything else is the TrainConfig default with the config's d_k and seed).
+threshold
+    ``sweep_p_max_share`` only (required): the p_max level, in (0, 1).
+logit_std
+    Sweep quantities only: draw the unscaled logits directly as N(0, logit_std²) (the sweep over
+    the logit std s) instead of q·k at the config's d_k; each rule then scales them with its c
+    for the config's d_k (rule ``none``: logits of standard deviation exactly ``logit_std``).
 
 Quantities and their source
 ---------------------------
@@ -40,6 +46,10 @@ Quantities and their source
 ``sweep_jac_fro_median``   median ‖∂p/∂S_raw‖_F = c·‖J‖_F, share of rows with p_max > 0.99.
 ``sweep_jac_raw_median``   The sweep draws iid unit-variance q, k, so these require
 ``sweep_saturated_share``  ``init_std = 1``, no projections and no mask.
+``sweep_p_max_share``      share of the same sweep rows with p_max > ``threshold`` (rules with
+                           logits c·q·k), from the sweep's own row draws
+``matched_gap_mean``       snapshot: mean over rows i of ``S_ii − mean_{j≠i} S_ij`` (query i's
+                           matched key k_i = ρq_i + √(1−ρ²)ξ_i against the others: ≈ c·ρ·d_k)
 ``temperature_max_diff``   :func:`~engine.analysis.experiment.temperature_comparison`: max |p_T −
                            p_√d| of the query row, T from the claim's ``temperature`` (default: the
                            config's temperature)
@@ -51,6 +61,12 @@ Quantities and their source
 ``train_final_loss``       :func:`~engine.training.lr_sweep.run_lr_sweep`: mean final held-out
                            loss of
                            one rule trained at ``lr`` (one seed; a few hundred ms per rule)
+``backward_formula_err``   :mod:`engine.tour.backward`: the engine's ∂L/∂Q against c·(J·g)·K
+``logit_step_ratio_adam``  logit change of one Adam (SGD) step on the queries, unscaled over
+``logit_step_ratio_sgd``   the rule, both models starting from the same logits (1/c, 1/c²)
+``train_grad_ratio_w_q``   the training model at init, one batch: ‖∂L/∂W‖ unscaled over
+``train_grad_ratio_w_v``   ‖∂L/∂W‖ under the rule for W = W_Q, W_V, W_O
+``train_grad_ratio_w_o``
 ========================== ===================================================================
 
 The values are computed by :mod:`engine.tour.evaluate`; the tour's steps are checked by
@@ -70,6 +86,7 @@ from engine.config import ScalingRule
 
 __all__ = [
     "QUANTITIES",
+    "SCALAR_RULE_QUANTITIES",
     "ClaimResult",
     "check_value",
     "claim_number",
@@ -97,10 +114,26 @@ QUANTITIES: dict[str, str] = {
     "temperature_grad_max_diff": "max |gradient difference| between 1/T and 1/√d_k",
     "correlation_rms": "RMS of c·q·k for correlated q, k",
     "train_final_loss": "final held-out training loss",
+    "sweep_p_max_share": "share of rows with p_max above a threshold (sweep)",
+    "matched_gap_mean": "mean logit gap between the matched key and the others (snapshot)",
+    "backward_formula_err": "max |∂L/∂Q − c·(J·g)·K| / max |∂L/∂Q|",
+    "logit_step_ratio_adam": "logit change of one Adam step, unscaled ÷ rule (same logits)",
+    "logit_step_ratio_sgd": "logit change of one SGD step, unscaled ÷ rule (same logits)",
+    "train_grad_ratio_w_q": "‖∂L/∂W_Q‖ unscaled ÷ rule (training model at init)",
+    "train_grad_ratio_w_v": "‖∂L/∂W_V‖ unscaled ÷ rule (training model at init)",
+    "train_grad_ratio_w_o": "‖∂L/∂W_O‖ unscaled ÷ rule (training model at init)",
 }
 
+#: Quantities computed only for rules whose logits are c·q·k with a scalar c.
+SCALAR_RULE_QUANTITIES = frozenset({
+    "sweep_p_max_share", "backward_formula_err", "logit_step_ratio_adam",
+    "logit_step_ratio_sgd", "train_grad_ratio_w_q", "train_grad_ratio_w_v",
+    "train_grad_ratio_w_o",
+})
+_SCALAR_RULES = ("none", "sqrt", "linear", "temperature")
+
 _CLAIM_KEYS = {"quantity", "rule", "at", "approx", "rel_tol", "abs_tol", "greater_than",
-               "less_than", "temperature", "lr", "train"}
+               "less_than", "temperature", "lr", "train", "threshold", "logit_std"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +187,8 @@ def validate_claim(claim: Any) -> None:
             ) from None
     if "at" in claim and not isinstance(claim["at"], Mapping):
         raise ValueError("claim field 'at' must be an object of AttentionConfig fields")
-    for key in ("approx", "rel_tol", "abs_tol", "greater_than", "less_than", "temperature", "lr"):
+    for key in ("approx", "rel_tol", "abs_tol", "greater_than", "less_than", "temperature", "lr",
+                "threshold", "logit_std"):
         claim_number(claim, key)
     bounds = [k for k in ("greater_than", "less_than") if k in claim]
     if ("approx" in claim) == bool(bounds):
@@ -174,6 +208,28 @@ def validate_claim(claim: Any) -> None:
         ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR
     ):
         raise ValueError("correlation_rms is computed for rules none, sqrt and linear only")
+    _validate_extras(claim, str(quantity))
+
+
+def _validate_extras(claim: Mapping[str, Any], quantity: str) -> None:
+    """The checks of the fields that only some quantities take."""
+    if quantity in SCALAR_RULE_QUANTITIES and "rule" in claim and (
+        claim["rule"] not in _SCALAR_RULES
+    ):
+        raise ValueError(f"{quantity} is computed for rules with logits c·q·k only "
+                         f"({', '.join(_SCALAR_RULES)})")
+    threshold = claim_number(claim, "threshold")
+    if quantity == "sweep_p_max_share":
+        if threshold is None or not 0 < threshold < 1:
+            raise ValueError("a sweep_p_max_share claim needs a 'threshold' in (0, 1)")
+    elif threshold is not None:
+        raise ValueError("'threshold' only goes with the sweep_p_max_share quantity")
+    logit_std = claim_number(claim, "logit_std")
+    if logit_std is not None:
+        if not quantity.startswith("sweep_"):
+            raise ValueError("'logit_std' only goes with the sweep quantities")
+        if logit_std <= 0:
+            raise ValueError("'logit_std' must be > 0")
 
 
 def check_value(claim: Mapping[str, Any], value: float) -> bool:

@@ -18,7 +18,8 @@ from engine.tour.claims import ClaimResult, check_value, claim_number, validate_
 
 __all__ = ["evaluate_claim", "evaluate_claims", "evaluate_quantity"]
 
-_SNAPSHOT = {"logit_var", "logit_var_theory", "max_abs_logit", "p_max_mean", "entropy_mean"}
+_SNAPSHOT = {"logit_var", "logit_var_theory", "max_abs_logit", "p_max_mean", "entropy_mean",
+             "matched_gap_mean"}
 _SWEEP_FIELDS = {
     "sweep_logit_var": "logit_var",
     "sweep_p_max_mean": "p_max_mean",
@@ -43,7 +44,7 @@ class _Cache:
 
     def __init__(self) -> None:
         self.snapshots: dict[tuple[AttentionConfig, ScalingRule], Any] = {}
-        self.sweeps: dict[tuple[AttentionConfig, ScalingRule], Any] = {}
+        self.sweeps: dict[Any, Any] = {}  # SweepConfig -> its one SweepPoint
 
 
 def _snapshot_value(quantity: str, config: AttentionConfig, rule: ScalingRule,
@@ -64,29 +65,92 @@ def _snapshot_value(quantity: str, config: AttentionConfig, rule: ScalingRule,
         return float(np.max(np.abs(finite)))
     if quantity == "p_max_mean":
         return float(np.mean(view.p_max))
+    if quantity == "matched_gap_mean":
+        return _matched_gap(config, view.logits)
     return float(np.mean(view.entropy))
 
 
-def _sweep_value(quantity: str, config: AttentionConfig, rule: ScalingRule,
-                 cache: _Cache) -> float:
-    from engine.analysis.sweep import run_sweep
+def _matched_gap(config: AttentionConfig, logits: np.ndarray) -> float:
+    """Mean over rows of the diagonal logit minus the mean of the row's other logits."""
+    n = logits.shape[-1]
+    if config.mask is not MaskKind.NONE or logits.shape[-2] != n or n < 2:
+        raise ValueError("matched_gap_mean needs square logits (query i, key i) without a mask")
+    diag = np.diagonal(logits, axis1=-2, axis2=-1)
+    others = (np.sum(logits, axis=-1) - diag) / (n - 1)
+    return float(np.mean(diag - others))
+
+
+def _sweep_config(claim: Mapping[str, Any], config: AttentionConfig, rule: ScalingRule) -> Any:
+    """The one-point sweep a sweep claim reads: over d_k, or over the logit std s."""
     from engine.config import SweepConfig, SweepParam
 
     if config.use_projection or config.init_std != 1.0 or config.mask is not MaskKind.NONE:
         raise ValueError(
-            f"{quantity} comes from the d_k sweep, which draws iid unit-variance q, k without "
-            "a mask: it needs init_std = 1, use_projection = false and mask = none"
+            f"{claim['quantity']} comes from the d_k sweep, which draws iid unit-variance q, k "
+            "without a mask: it needs init_std = 1, use_projection = false and mask = none"
         )
-    key = (config, rule)
-    point = cache.sweeps.get(key)
+    logit_std = claim_number(claim, "logit_std")
+    common = {"rules": (rule,), "n_tokens": config.n_tokens, "rho": config.rho,
+              "samples": config.samples, "seed": config.seed,
+              "temperature": config.temperature, "gain": config.gain, "cap": config.cap}
+    if logit_std is None:
+        return SweepConfig(param=SweepParam.D_K, values=(config.d_k,), **common)
+    return SweepConfig(param=SweepParam.S, values=(logit_std,), d_k=config.d_k, **common)
+
+
+def _p_max_share(sweep: Any, threshold: float) -> float:
+    """Share of the sweep point's rows with p_max > threshold, from the sweep's own draws.
+
+    The rows are drawn exactly as :func:`engine.analysis.sweep.iter_sweep` draws them (same
+    streams, same chunks), so at threshold 0.99 this is the point's ``saturated_share``.
+    """
+    from engine.analysis.sweep_rows import chunk_rows, draw_rows, setting_for
+    from engine.core.scaling import scale_factor
+    from engine.core.softmax import softmax
+
+    rule = sweep.rules[0]
+    if rule.value not in ("none", "sqrt", "linear", "temperature"):
+        raise ValueError("sweep_p_max_share is computed for rules with logits c·q·k only")
+    st = setting_for(sweep, sweep.values[0])
+    temperature = sweep.temperature if sweep.temperature is not None else math.sqrt(st.d_k)
+    c = scale_factor(rule, st.d_k, temperature=temperature)
+    rows_per_chunk = chunk_rows(sweep, st.n)
+    above = done = 0
+    for c_index in range(-(-sweep.samples // rows_per_chunk)):
+        rows = min(rows_per_chunk, sweep.samples - done)
+        raw, _ = draw_rows(sweep, st, 0, c_index, rows, False)
+        p_max = np.max(softmax(raw * c if c != 1.0 else raw), axis=-1)
+        above += int(np.count_nonzero(p_max > threshold))
+        done += rows
+    return above / sweep.samples
+
+
+def _sweep_value(claim: Mapping[str, Any], config: AttentionConfig, rule: ScalingRule,
+                 cache: _Cache) -> float:
+    from engine.analysis.sweep import run_sweep
+
+    quantity = str(claim["quantity"])
+    sweep = _sweep_config(claim, config, rule)
+    if quantity == "sweep_p_max_share":
+        return _p_max_share(sweep, float(claim["threshold"]))
+    point = cache.sweeps.get(sweep)
     if point is None:
-        sweep = SweepConfig(
-            param=SweepParam.D_K, values=(config.d_k,), rules=(rule,),
-            n_tokens=config.n_tokens, rho=config.rho, samples=config.samples, seed=config.seed,
-            temperature=config.temperature, gain=config.gain, cap=config.cap,
-        )
-        point = cache.sweeps[key] = run_sweep(sweep)[0]
+        point = cache.sweeps[sweep] = run_sweep(sweep)[0]
     return float(getattr(point, _SWEEP_FIELDS[quantity]))
+
+
+_BACKWARD = {"backward_formula_err", "logit_step_ratio_adam", "logit_step_ratio_sgd",
+             "train_grad_ratio_w_q", "train_grad_ratio_w_v", "train_grad_ratio_w_o"}
+
+
+def _backward_value(quantity: str, config: AttentionConfig, rule: ScalingRule) -> float:
+    from engine.tour import backward
+
+    if quantity == "backward_formula_err":
+        return backward.backward_formula_error(config, rule)
+    if quantity.startswith("logit_step_ratio_"):
+        return backward.logit_step_ratio(config, rule, quantity.removeprefix("logit_step_ratio_"))
+    return backward.train_grad_ratio(config, rule, quantity.removeprefix("train_grad_ratio_"))
 
 
 def _temperature_grad_diff(config: AttentionConfig, temperature: float) -> float:
@@ -151,8 +215,10 @@ def evaluate_quantity(
     rule = _claim_rule(claim, cfg)
     if quantity in _SNAPSHOT:
         return _snapshot_value(quantity, cfg, rule, cache)
-    if quantity in _SWEEP_FIELDS:
-        return _sweep_value(quantity, cfg, rule, cache)
+    if quantity in _SWEEP_FIELDS or quantity == "sweep_p_max_share":
+        return _sweep_value(claim, cfg, rule, cache)
+    if quantity in _BACKWARD:
+        return _backward_value(quantity, cfg, rule)
     if quantity == "temperature_max_diff":
         from engine.analysis.experiment import temperature_comparison
 

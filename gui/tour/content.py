@@ -108,10 +108,20 @@ def ui_language() -> str:
 
 
 def claim_context(claim: Mapping[str, Any], config: AttentionConfig) -> str:
-    """``rule, d_k = 1024, lr = 0.01``: what distinguishes a claim (the rule name translated)."""
+    """``rule, d_k = 1024, lr = 0.01``: what distinguishes a claim (the rule name translated).
+
+    Lists the claim's config overrides, its logit std and p_max threshold (sweep claims) and
+    its training overrides and learning rate, so two claims of one step never look alike.
+    """
     rule = claim.get("rule", config.rule)
     parts = [translate("ScalingRule", ScalingRule(rule).label)]
     for key, value in dict(claim.get("at", {})).items():
+        parts.append(f"{key} = {value}")
+    if "logit_std" in claim:  # logits drawn directly with this standard deviation
+        parts.append(f"s = {claim['logit_std']:g}")
+    if "threshold" in claim:
+        parts.append(f"p_max > {claim['threshold']:g}")
+    for key, value in dict(claim.get("train", {})).items():  # the trained model's overrides
         parts.append(f"{key} = {value}")
     if "lr" in claim:
         parts.append(f"lr = {claim['lr']:g}")

@@ -53,7 +53,7 @@ def _prose(lang: str, step_id: str) -> str:
 
 def test_tour_structure():
     validate_tour(TOUR, EXPLORER_VIEWS)
-    assert 8 <= len(STEPS) <= 12
+    assert 8 <= len(STEPS) <= 16
     assert len(set(STEP_IDS)) == len(STEP_IDS)
     for step in STEPS:
         assert step["view"] in EXPLORER_VIEWS + TRAIN_VIEWS
@@ -115,14 +115,21 @@ def test_engine_confirms_every_claim(step):
 
 def test_train_claims_use_the_train_tab_settings():
     # The Train tab is filled with step["train_settings"]; its sweep must reproduce the claim.
+    # A claim may change d_k only (the "repeat with d_k 256" run): d_model stays the tab's, so
+    # the comparison is not also a change of model width.
     step = next(s for s in STEPS if s["id"] == "learning_rate")
     shown = TrainConfig.from_dict(step["train_settings"])
-    assert 0.01 in step["lr_sweep"]["lrs"]
+    assert shown.d_model == shown.d_k == 64
     for claim in step["claims"]:
         assert claim["quantity"] == "train_final_loss"
-        claimed = TrainConfig(d_k=step_config(step["settings"]).d_k, **claim.get("train", {}))
+        assert claim["lr"] in step["lr_sweep"]["lrs"]
+        # As evaluate.py builds it: the step's d_k, then the claim's overrides.
+        claimed = TrainConfig(**{"d_k": step_config(step["settings"]).d_k,
+                                 **claim.get("train", {})})
         assert ScalingRule(claim["rule"]) in shown.rules
-        assert shown.replace(rules=claimed.rules, lr=claimed.lr) == claimed
+        assert shown.replace(rules=claimed.rules, lr=claimed.lr, d_k=claimed.d_k) == claimed
+        assert claimed.model_width == shown.model_width
+    assert {c["train"].get("d_k", 64) for c in step["claims"]} == {64, 256}
 
 
 def test_step_texts_match_their_settings():
@@ -138,6 +145,11 @@ def test_step_texts_match_their_settings():
     temperature = next(s for s in STEPS if s["id"] == "temperature")
     assert temperature["view_temperature"] == math.sqrt(by_id["temperature"].d_k)
     assert by_id["qk_norm"].init_std == 3.0 and by_id["softcap"].cap == 50.0
+    # The backward step's "q/8", "64 times" and "8 times" are 1/√d_k, d_k and √d_k at d_k = 64;
+    # its "one step on the queries" follows the gradients step it refines.
+    backward = by_id["backward"]
+    assert (backward.d_k, ScalingRule(backward.rule)) == (64, ScalingRule.SQRT)
+    assert STEP_IDS.index("backward") == STEP_IDS.index("gradients") + 1
 
 
 # ----------------------------------------------------------------------- the claim machinery
@@ -202,8 +214,10 @@ def test_every_quantity_is_computable():
         if quantity == "train_final_loss":
             continue  # trained by test_engine_confirms_every_claim (learning_rate step)
         rule = "linear" if quantity == "correlation_rms" else "none"
-        values[quantity] = evaluate_quantity({"quantity": quantity, "rule": rule,
-                                              "greater_than": -1}, config)
+        claim = {"quantity": quantity, "rule": rule, "greater_than": -1}
+        if quantity == "sweep_p_max_share":
+            claim["threshold"] = 0.99
+        values[quantity] = evaluate_quantity(claim, config)
     assert values["logit_var_theory"] == 16.0
     assert math.isclose(values["logit_var"], 16.0, rel_tol=0.15)
     assert math.isclose(values["sweep_logit_var"], 16.0, rel_tol=0.1)
@@ -212,6 +226,14 @@ def test_every_quantity_is_computable():
     # config.temperature = 8 ≠ √16: the rows differ, forward and backward.
     assert values["temperature_max_diff"] > 0 and values["temperature_grad_max_diff"] > 0
     assert math.isclose(values["correlation_rms"], 1 / 4, rel_tol=0.1)  # ρ = 0: 1/√d_k
+    # The same rows as the sweep: at 0.99 the share is the sweep's saturated share, exactly.
+    assert values["sweep_p_max_share"] == values["sweep_saturated_share"]
+    assert abs(values["matched_gap_mean"]) < 1.5  # ρ = 0: no matched key (std of a row ≈ 4/√32)
+    # Unscaled against unscaled: the same step and the same gradients.
+    for quantity in ("logit_step_ratio_adam", "logit_step_ratio_sgd", "train_grad_ratio_w_q",
+                     "train_grad_ratio_w_v", "train_grad_ratio_w_o"):
+        assert values[quantity] == 1.0, quantity
+    assert values["backward_formula_err"] < 1e-12
 
 
 def test_sweep_quantities_refuse_configs_the_sweep_cannot_draw():

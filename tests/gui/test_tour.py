@@ -11,7 +11,7 @@ from engine.tour.claims import format_value
 from engine.tour.evaluate import evaluate_claims
 from engine.tour.steps import expand_ui_refs, step_config
 from gui.kit import i18n
-from gui.tour.content import load_tour
+from gui.tour.content import claim_context, load_tour
 from gui.tour.panel import TourPanel
 
 
@@ -174,3 +174,17 @@ def test_closing_during_a_training_claim_stops_its_thread_at_once(make_window, q
     qtbot.waitUntil(lambda: not panel.is_evaluating(), timeout=2_000)
     assert time.perf_counter() - started < 1.0
     assert panel.claim_results() is None and "computing" in panel.engine_text()
+
+
+def test_claim_context_names_what_distinguishes_each_claim(qapp):
+    # Every claim of a step is labelled by what sets it apart: no two read the same.
+    for step in _steps():
+        config = step_config(step["settings"])
+        contexts = [(c["quantity"], claim_context(c, config)) for c in step["claims"]]
+        assert len(set(contexts)) == len(contexts), (step["id"], contexts)
+    saturation = _steps()[_index("saturation")]
+    texts = [claim_context(c, step_config(saturation["settings"])) for c in saturation["claims"]]
+    assert "none, s = 2.9" in texts[-2] and "p_max > 0.5" in texts[3]
+    lr_step = _steps()[_index("learning_rate")]
+    assert claim_context(lr_step["claims"][-1], step_config(lr_step["settings"])) == (
+        "none, d_k = 256, d_model = 64, lr = 0.003")
