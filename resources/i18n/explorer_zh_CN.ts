@@ -36,8 +36,8 @@
     </message>
     <message>
         <location filename="../../gui/explorer/views/correlation.py" line="129"/>
-        <source>1/√d&lt;sub&gt;k&lt;/sub&gt; normalises independent q, k (ρ = 0); 1/d&lt;sub&gt;k&lt;/sub&gt; normalises correlated ones (ρ &gt; 0).</source>
-        <translation>1/√d&lt;sub&gt;k&lt;/sub&gt; 归一化相互独立的 q、k（ρ = 0）；1/d&lt;sub&gt;k&lt;/sub&gt; 归一化相关的 q、k（ρ &gt; 0）。</translation>
+        <source>1/√d&lt;sub&gt;k&lt;/sub&gt; normalises independent q, k (ρ = 0); 1/d&lt;sub&gt;k&lt;/sub&gt; normalises correlated ones (ρ ≠ 0).</source>
+        <translation>1/√d&lt;sub&gt;k&lt;/sub&gt; 归一化相互独立的 q、k（ρ = 0）；1/d&lt;sub&gt;k&lt;/sub&gt; 归一化相关的 q、k（ρ ≠ 0）。</translation>
     </message>
 </context>
 <context>
@@ -284,27 +284,27 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>文件自身的缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="294"/>
+        <location filename="../../gui/heads/view.py" line="293"/>
         <source>The file has no layer {0} head {1} batch entry {2}.</source>
         <translation>文件中没有第 {0} 层第 {1} 头批次条目 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="305"/>
+        <location filename="../../gui/heads/view.py" line="304"/>
         <source>No tensor file open. File › Open tensors… (Ctrl+Shift+O), drop a .npz, .safetensors or .npy folder on the window, or Help › Open sample tensors.</source>
         <translation>尚未打开张量文件。使用 文件 › 打开张量…（Ctrl+Shift+O），把 .npz、.safetensors 或 .npy 文件夹拖到窗口上，或使用 帮助 › 打开示例张量。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="328"/>
+        <location filename="../../gui/heads/view.py" line="327"/>
         <source>Click a head to replay it under every scaling rule.</source>
         <translation>点击一个头，在每种缩放规则下重放它。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="338"/>
+        <location filename="../../gui/heads/view.py" line="337"/>
         <source>{0}/{1} heads</source>
         <translation>{0}/{1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="354"/>
+        <location filename="../../gui/heads/view.py" line="353"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
@@ -760,7 +760,7 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
     </message>
     <message>
         <location filename="../../gui/window_files.py" line="124"/>
-        <location filename="../../gui/window_heads.py" line="136"/>
+        <location filename="../../gui/window_heads.py" line="142"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
@@ -841,12 +841,12 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="315"/>
+        <location filename="../../gui/main_window.py" line="312"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="316"/>
+        <location filename="../../gui/main_window.py" line="313"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -870,38 +870,38 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="394"/>
+        <location filename="../../gui/main_window.py" line="391"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="63"/>
+        <location filename="../../gui/window_heads.py" line="66"/>
         <source>Opening {0}…</source>
         <extracomment>File suffixes the window accepts as tensor files (a folder of .npy files is accepted too).</extracomment>
         <translation>正在打开 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="72"/>
+        <location filename="../../gui/window_heads.py" line="75"/>
         <source>Open tensors</source>
         <translation>打开张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="73"/>
+        <location filename="../../gui/window_heads.py" line="76"/>
         <source>Tensor files (*.npz *.safetensors);;All files (*)</source>
         <translation>张量文件 (*.npz *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="100"/>
+        <location filename="../../gui/window_heads.py" line="106"/>
         <source>Tensor file not found</source>
         <translation>找不到张量文件</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="101"/>
+        <location filename="../../gui/window_heads.py" line="107"/>
         <source>The session&apos;s tensor file {0} was not found (moved or deleted?). The rest of the session is open; open the file again with File › Open tensors…</source>
         <translation>未找到会话的张量文件 {0}（已移动或删除？）。会话的其余部分已打开；请用 文件 › 打开张量… 重新打开该文件。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="127"/>
+        <location filename="../../gui/window_heads.py" line="133"/>
         <source>Tensor file problem</source>
         <translation>张量文件问题</translation>
     </message>

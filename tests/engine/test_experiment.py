@@ -89,7 +89,7 @@ def test_correlation_rms_against_closed_form() -> None:
     for key in ("none", "sqrt", "linear"):
         rel = np.abs(res[f"rms_{key}"] / res[f"theory_{key}"] - 1)
         assert np.all(rel < 5 * res["rel_sem"] + 1e-12), key
-    # 1/√d normalises only at ρ = 0; with ρ > 0 the RMS grows like √d, while 1/d → |ρ|.
+    # 1/√d normalises only at ρ = 0; with ρ ≠ 0 the RMS grows like √d, while 1/d → |ρ|.
     assert res["rms_sqrt"][-1] > 20 and res["rms_linear"][-1] == pytest.approx(0.5, rel=0.02)
     flat = correlation_rms([16, 4096], rho=0.0, samples=50_000, seed=2)
     np.testing.assert_allclose(flat["rms_sqrt"], 1.0, rtol=0.02)

@@ -129,7 +129,7 @@ class CorrelationView(ExplorerView):
             translate(
                 "CorrelationView",
                 "1/√d<sub>k</sub> normalises independent q, k (ρ = 0); 1/d<sub>k</sub> "
-                "normalises correlated ones (ρ > 0).",
+                "normalises correlated ones (ρ ≠ 0).",
             )
             + "<br>"
             + verdict
