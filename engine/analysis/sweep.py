@@ -27,22 +27,28 @@ from typing import IO
 
 import numpy as np
 
+from engine.analysis.sweep_precision import PrecisionStat, PrecisionTally, grid_combos
 from engine.analysis.sweep_rows import Setting, chunk_rows, draw_rows, setting_for
 from engine.config import ScalingRule, SweepConfig, SweepParam
 from engine.core import theory
 from engine.core.memory import check_memory
+from engine.core.precision import reference_weights
 from engine.core.scaling import scale_factor
 from engine.core.softmax import softmax
 from engine.core.stats import SATURATION_THRESHOLD, jacobian_fro_norm, row_summary
 
 __all__ = [
     "SWEEP_CSV_COLUMNS",
+    "PrecisionStat",
     "SweepPoint",
     "iter_sweep",
     "run_sweep",
     "sweep_csv_row",
     "write_sweep_csv",
 ]
+
+#: Rules the precision grid is computed for (the precision view's curves).
+_GRID_RULES = (ScalingRule.NONE, ScalingRule.SQRT)
 
 #: Bytes kept per sample for the quantiles (two float64 norms).
 _BYTES_PER_SAMPLE = 16
@@ -74,6 +80,16 @@ class SweepPoint:
         Number of rows.
     index, total
         Position of this point in the sweep (0-based) and the number of points.
+    overflow_share, weight_err_mean
+        In the sweep's format, softmax form and rounding: the share of rows whose
+        exponentials, their sum or their weights are not finite, and the mean over the other
+        rows of ``max_j |p_j − p_ref_j|`` against float64 (see
+        :mod:`engine.analysis.sweep_precision`).
+    logit_absmax_mean
+        Mean over rows of ``max_j |z_j|`` (the scaled logits in float64).
+    precision
+        With ``precision_grid`` and rules none / sqrt: one :class:`PrecisionStat` per format ×
+        softmax form × rounding; otherwise empty.
     """
 
     param: SweepParam
@@ -96,6 +112,10 @@ class SweepPoint:
     samples: int
     index: int
     total: int
+    overflow_share: float = 0.0
+    weight_err_mean: float = 0.0
+    logit_absmax_mean: float = math.nan
+    precision: tuple[PrecisionStat, ...] = ()
 
 
 #: CSV header: the first twelve columns are fixed by the project contract.
@@ -118,6 +138,8 @@ SWEEP_CSV_COLUMNS: tuple[str, ...] = (
     "jac_raw_q10",
     "jac_raw_q90",
     "samples",
+    "overflow_share",
+    "weight_err_mean",
 )
 
 assert set(SWEEP_CSV_COLUMNS) <= {f.name for f in fields(SweepPoint)}
@@ -237,6 +259,10 @@ def iter_sweep(
             saturated = 0
             jac = np.empty(samples)
             jac_raw = np.empty(samples)
+            absmax = _Moments()
+            tallies = [PrecisionTally(config.dtype, config.softmax, config.rounding)]
+            if config.precision_grid and rule in _GRID_RULES:
+                tallies += [PrecisionTally(*combo) for combo in grid_combos()]
             start = 0
             for c_index in range(n_chunks):
                 if cancel is not None and cancel.is_set():
@@ -257,6 +283,12 @@ def iter_sweep(
                 else:
                     logits = raw * c if c != 1.0 else raw
                 moments.add(logits)
+                absmax.add(np.abs(logits).max(axis=1))
+                reference = None
+                if not all(t.is_reference for t in tallies):
+                    reference = reference_weights(logits)
+                for tally in tallies:
+                    tally.add(logits, reference)
                 p = softmax(logits)
                 h, pm, jf = row_summary(p)
                 entropy.add(h)
@@ -274,6 +306,7 @@ def iter_sweep(
                 rows_done += rows
                 if on_progress is not None:
                     on_progress(rows_done, rows_total)
+            main = tallies[0].stat()
             j50, j10, j90 = _quantiles(jac)
             r50, r10, r90 = _quantiles(jac_raw)
             yield SweepPoint(
@@ -297,6 +330,10 @@ def iter_sweep(
                 samples=samples,
                 index=index,
                 total=total,
+                overflow_share=main.overflow_share,
+                weight_err_mean=main.weight_err_mean,
+                logit_absmax_mean=absmax.mean,
+                precision=tuple(t.stat() for t in tallies[1:]),
             )
             index += 1
 
