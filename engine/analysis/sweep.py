@@ -27,7 +27,12 @@ from typing import IO
 
 import numpy as np
 
-from engine.analysis.sweep_precision import PrecisionStat, PrecisionTally, grid_combos
+from engine.analysis.sweep_precision import (
+    GRID_ROWS,
+    PrecisionStat,
+    PrecisionTally,
+    grid_combos,
+)
 from engine.analysis.sweep_rows import Setting, chunk_rows, draw_rows, setting_for
 from engine.config import ScalingRule, SweepConfig, SweepParam
 from engine.core import theory
@@ -88,8 +93,9 @@ class SweepPoint:
     logit_absmax_mean
         Mean over rows of ``max_j |z_j|`` (the scaled logits in float64).
     precision
-        With ``precision_grid`` and rules none / sqrt: one :class:`PrecisionStat` per format ×
-        softmax form × rounding; otherwise empty.
+        With ``precision_grid`` and rules none / sqrt: one :class:`PrecisionStat` per
+        :func:`~engine.analysis.sweep_precision.grid_combos` entry, over the first
+        ``GRID_ROWS`` (1000) rows; otherwise empty.
     """
 
     param: SweepParam
@@ -260,9 +266,9 @@ def iter_sweep(
             jac = np.empty(samples)
             jac_raw = np.empty(samples)
             absmax = _Moments()
-            tallies = [PrecisionTally(config.dtype, config.softmax, config.rounding)]
-            if config.precision_grid and rule in _GRID_RULES:
-                tallies += [PrecisionTally(*combo) for combo in grid_combos()]
+            main_tally = PrecisionTally(config.dtype, config.softmax, config.rounding)
+            grid = [PrecisionTally(*combo) for combo in grid_combos()] if (
+                config.precision_grid and rule in _GRID_RULES) else []
             start = 0
             for c_index in range(n_chunks):
                 if cancel is not None and cancel.is_set():
@@ -284,11 +290,14 @@ def iter_sweep(
                     logits = raw * c if c != 1.0 else raw
                 moments.add(logits)
                 absmax.add(np.abs(logits).max(axis=1))
-                reference = None
-                if not all(t.is_reference for t in tallies):
-                    reference = reference_weights(logits)
-                for tally in tallies:
-                    tally.add(logits, reference)
+                reference = None if main_tally.is_reference else reference_weights(logits)
+                main_tally.add(logits, reference)
+                if grid and start < GRID_ROWS:
+                    part = logits[: GRID_ROWS - start]
+                    ref_part = reference_weights(part) if reference is None else reference[
+                        : GRID_ROWS - start]
+                    for tally in grid:
+                        tally.add(part, ref_part)
                 p = softmax(logits)
                 h, pm, jf = row_summary(p)
                 entropy.add(h)
@@ -306,7 +315,7 @@ def iter_sweep(
                 rows_done += rows
                 if on_progress is not None:
                     on_progress(rows_done, rows_total)
-            main = tallies[0].stat()
+            main = main_tally.stat()
             j50, j10, j90 = _quantiles(jac)
             r50, r10, r90 = _quantiles(jac_raw)
             yield SweepPoint(
@@ -333,7 +342,7 @@ def iter_sweep(
                 overflow_share=main.overflow_share,
                 weight_err_mean=main.weight_err_mean,
                 logit_absmax_mean=absmax.mean,
-                precision=tuple(t.stat() for t in tallies[1:]),
+                precision=tuple(t.stat() for t in grid),
             )
             index += 1
 

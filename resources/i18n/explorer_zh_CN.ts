@@ -284,27 +284,27 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>文件自身的缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="294"/>
+        <location filename="../../gui/heads/view.py" line="293"/>
         <source>The file has no layer {0} head {1} batch entry {2}.</source>
         <translation>文件中没有第 {0} 层第 {1} 头批次条目 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="305"/>
+        <location filename="../../gui/heads/view.py" line="304"/>
         <source>No tensor file open. File › Open tensors… (Ctrl+Shift+O), drop a .npz, .safetensors or .npy folder on the window, or Help › Open sample tensors.</source>
         <translation>尚未打开张量文件。使用 文件 › 打开张量…（Ctrl+Shift+O），把 .npz、.safetensors 或 .npy 文件夹拖到窗口上，或使用 帮助 › 打开示例张量。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="328"/>
+        <location filename="../../gui/heads/view.py" line="327"/>
         <source>Click a head to replay it under every scaling rule.</source>
         <translation>点击一个头，在每种缩放规则下重放它。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="338"/>
+        <location filename="../../gui/heads/view.py" line="337"/>
         <source>{0}/{1} heads</source>
         <translation>{0}/{1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="354"/>
+        <location filename="../../gui/heads/view.py" line="353"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
@@ -760,7 +760,7 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
     </message>
     <message>
         <location filename="../../gui/window_files.py" line="124"/>
-        <location filename="../../gui/window_heads.py" line="136"/>
+        <location filename="../../gui/window_heads.py" line="137"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
@@ -841,12 +841,12 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="315"/>
+        <location filename="../../gui/main_window.py" line="312"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="316"/>
+        <location filename="../../gui/main_window.py" line="313"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -870,38 +870,38 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="394"/>
+        <location filename="../../gui/main_window.py" line="391"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="63"/>
+        <location filename="../../gui/window_heads.py" line="64"/>
         <source>Opening {0}…</source>
         <extracomment>File suffixes the window accepts as tensor files (a folder of .npy files is accepted too).</extracomment>
         <translation>正在打开 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="72"/>
+        <location filename="../../gui/window_heads.py" line="73"/>
         <source>Open tensors</source>
         <translation>打开张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="73"/>
+        <location filename="../../gui/window_heads.py" line="74"/>
         <source>Tensor files (*.npz *.safetensors);;All files (*)</source>
         <translation>张量文件 (*.npz *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="100"/>
+        <location filename="../../gui/window_heads.py" line="101"/>
         <source>Tensor file not found</source>
         <translation>找不到张量文件</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="101"/>
+        <location filename="../../gui/window_heads.py" line="102"/>
         <source>The session&apos;s tensor file {0} was not found (moved or deleted?). The rest of the session is open; open the file again with File › Open tensors…</source>
         <translation>未找到会话的张量文件 {0}（已移动或删除？）。会话的其余部分已打开；请用 文件 › 打开张量… 重新打开该文件。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="127"/>
+        <location filename="../../gui/window_heads.py" line="128"/>
         <source>Tensor file problem</source>
         <translation>张量文件问题</translation>
     </message>
@@ -1124,6 +1124,99 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <location filename="../../gui/explorer/panel.py" line="158"/>
         <source>Not applied: {0}</source>
         <translation>未应用：{0}</translation>
+    </message>
+</context>
+<context>
+    <name>PrecisionView</name>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="119"/>
+        <source>Precision</source>
+        <translation>数值精度</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="123"/>
+        <source>Format:</source>
+        <translation>格式：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="124"/>
+        <source>Number format of the logits, exponentials, row sum and weights (computed in float32 and rounded to it after every step)</source>
+        <translation>logit、指数、行和与权重的数值格式（以 float32 计算，每一步后取为该格式最近的值）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="127"/>
+        <source>Softmax:</source>
+        <translation>Softmax：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="128"/>
+        <source>max subtracted (stable)</source>
+        <translation>减去最大值（稳定）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="129"/>
+        <source>naive exp(z)</source>
+        <translation>直接 exp(z)（不减最大值）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="130"/>
+        <source>Subtract the row maximum before exp (stable) or not (naive)</source>
+        <translation>在 exp 之前减去行最大值（稳定）或不减</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="133"/>
+        <source>Rows that overflow</source>
+        <translation>超出范围的行</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="134"/>
+        <source>share of rows</source>
+        <translation>行的比例</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="136"/>
+        <source>Weight error</source>
+        <translation>权重误差</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="137"/>
+        <source>mean per-row max|Δp|</source>
+        <translation>每行 max|Δp| 的均值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="139"/>
+        <source>Largest logit</source>
+        <translation>最大 logit</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="140"/>
+        <source>mean row max|z|</source>
+        <translation>每行 max|z| 的均值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="145"/>
+        <source>only the logits rounded</source>
+        <translation>只有 logit 取为该格式</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="215"/>
+        <source>largest {0}: {1:.6g}</source>
+        <translation>{0} 最大值：{1:.6g}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="218"/>
+        <source>ln {0:.6g} ≈ {1:.3g}: naive exp overflows</source>
+        <translation>ln {0:.6g} ≈ {1:.3g}：不减最大值时 exp 超出范围</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="225"/>
+        <source>n = {0}, q and k ~ N(0, 1); weight errors over the first ≤ 1000 of {1} rows per point, against the float64 max-subtracted softmax. Rows that overflow have no error. The format&apos;s largest value is the dashed line on the right ({2}).</source>
+        <translation>n = {0}，q 与 k ~ N(0, 1)；权重误差取每个点 {1} 行中的前 ≤ 1000 行，相对于 float64 减最大值的 softmax。超出范围的行不计误差。该格式的最大值为右图中的虚线（{2}）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="233"/>
+        <source>  Sweep running.</source>
+        <translation>  扫描进行中。</translation>
     </message>
 </context>
 <context>
