@@ -74,6 +74,8 @@ class PrecisionView(ExplorerView):
         self._form = QComboBox()
         self._form.addItem("", SoftmaxForm.STABLE.value)
         self._form.addItem("", SoftmaxForm.NAIVE.value)
+        # The naive form first: unscaled rows overflowing fp16 is the lab's opening picture.
+        self._form.setCurrentIndex(1)
         for widget in (self._format_label, self._format, self._form_label, self._form):
             controls.addWidget(widget)
         controls.addStretch(1)
@@ -110,8 +112,10 @@ class PrecisionView(ExplorerView):
                 self._curves[(panel, rule)] = curve
         self._max_line = _hline(style.THEORY_COLOR, Qt.PenStyle.DashLine)
         self._exp_line = _hline(style.THEORY_COLOR, Qt.PenStyle.DotLine)
+        # Both lines count for the auto-range (a log axis holds 2 … 65504 readably); bfloat16's
+        # largest value (3.4e38) is hidden instead, which also drops it from the range.
         for line in (self._max_line, self._exp_line):
-            self._plots["logit"].addItem(line, ignoreBounds=True)
+            self._plots["logit"].addItem(line)
         self._logits_sample = pg.PlotDataItem(
             pen=pg.mkPen(style.THEORY_COLOR, width=2, style=Qt.PenStyle.DashLine))
         self._note = style.make_label()
@@ -218,6 +222,7 @@ class PrecisionView(ExplorerView):
             _set(self.curve("logit", rule), x,
                  positive_or_nan([p.logit_absmax_mean for p in pts]))
         top = largest_value(precision)
+        self._max_line.setVisible(precision is not Precision.BFLOAT16)
         self._max_line.setValue(math.log10(top))
         self._max_line.label.setFormat(
             translate("PrecisionView", "largest {0}: {1:.6g}").format(precision.value, top))
@@ -234,8 +239,11 @@ class PrecisionView(ExplorerView):
             "PrecisionView",
             "n = {0}, q and k ~ N(0, 1); weight errors over the first ≤ 1000 of {1} rows per "
             "point, against the float64 max-subtracted softmax. Rows that overflow have no "
-            "error. The format's largest value is the dashed line on the right ({2}).",
+            "error. Right: dashed, the largest {2} value; dotted, its logarithm, above which "
+            "exp overflows unless the row maximum is subtracted.",
         ).format(n, samples, precision.value)
+        if precision is Precision.BFLOAT16:
+            text += translate("PrecisionView", " bfloat16 keeps float32's range (3.4·10³⁸).")
         if self._results is not None and self._results.sweep_points and not (
                 self._results.sweep_done):
             text += translate("PrecisionView", "  Sweep running.")
