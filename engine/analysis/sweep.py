@@ -95,7 +95,7 @@ class SweepPoint:
     precision
         With ``precision_grid`` and rules none / sqrt: one :class:`PrecisionStat` per
         :func:`~engine.analysis.sweep_precision.grid_combos` entry, over the first
-        ``GRID_ROWS`` (1000) rows; otherwise empty.
+        ``GRID_ROWS`` (500) rows; otherwise empty.
     """
 
     param: SweepParam

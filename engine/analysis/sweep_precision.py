@@ -38,7 +38,7 @@ GRID_FORMS: tuple[tuple[SoftmaxForm, Rounding], ...] = (
 )
 #: Rows per point of the grid (the first ones): the mean error's Monte Carlo error is then
 #: a few percent while the grid costs about as much as the rest of the explorer's sweep.
-GRID_ROWS = 1000
+GRID_ROWS = 500
 
 
 @dataclass(frozen=True, slots=True)

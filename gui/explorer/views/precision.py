@@ -15,6 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
+from engine.analysis.sweep_precision import GRID_ROWS
 from engine.config import Precision, Rounding, ScalingRule, SoftmaxForm
 from engine.core.precision import largest_value
 from gui.explorer.results import ExplorerResults
@@ -237,11 +238,11 @@ class PrecisionView(ExplorerView):
         samples = min((p.samples for pts in self._groups.values() for p in pts), default=0)
         text = translate(
             "PrecisionView",
-            "n = {0}, q and k ~ N(0, 1); weight errors over the first ≤ 1000 of {1} rows per "
+            "n = {0}, q and k ~ N(0, 1); weight errors over the first ≤ {3} of {1} rows per "
             "point, against the float64 max-subtracted softmax. Rows that overflow have no "
             "error. Right: dashed, the largest {2} value; dotted, its logarithm, above which "
             "exp overflows unless the row maximum is subtracted.",
-        ).format(n, samples, precision.value)
+        ).format(n, samples, precision.value, GRID_ROWS)
         if precision is Precision.BFLOAT16:
             text += translate("PrecisionView", " bfloat16 keeps float32's range (3.4·10³⁸).")
         if self._results is not None and self._results.sweep_points and not (
