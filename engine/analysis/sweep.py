@@ -28,10 +28,10 @@ from typing import IO
 import numpy as np
 
 from engine.analysis.sweep_precision import (
-    GRID_ROWS,
     PrecisionStat,
     PrecisionTally,
     grid_combos,
+    grid_rows,
 )
 from engine.analysis.sweep_rows import Setting, chunk_rows, draw_rows, setting_for
 from engine.config import ScalingRule, SweepConfig, SweepParam
@@ -95,7 +95,7 @@ class SweepPoint:
     precision
         With ``precision_grid`` and rules none / sqrt: one :class:`PrecisionStat` per
         :func:`~engine.analysis.sweep_precision.grid_combos` entry, over the first
-        ``GRID_ROWS`` (500) rows; otherwise empty.
+        ``grid_rows(n)`` rows (512 at n = 64); otherwise empty.
     """
 
     param: SweepParam
@@ -292,10 +292,10 @@ def iter_sweep(
                 absmax.add(np.abs(logits).max(axis=1))
                 reference = None if main_tally.is_reference else reference_weights(logits)
                 main_tally.add(logits, reference)
-                if grid and start < GRID_ROWS:
-                    part = logits[: GRID_ROWS - start]
+                if grid and start < grid_rows(st.n):
+                    part = logits[: grid_rows(st.n) - start]
                     ref_part = reference_weights(part) if reference is None else reference[
-                        : GRID_ROWS - start]
+                        : grid_rows(st.n) - start]
                     for tally in grid:
                         tally.add(part, ref_part)
                 p = softmax(logits)

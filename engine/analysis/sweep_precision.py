@@ -20,8 +20,8 @@ from engine.config import Precision, Rounding, SoftmaxForm
 from engine.core.precision import precision_from_logits
 
 __all__ = [
-    "GRID_FORMS", "GRID_PRECISIONS", "GRID_ROWS", "PrecisionStat", "PrecisionTally",
-    "grid_combos",
+    "GRID_FORMS", "GRID_LOGITS", "GRID_MIN_ROWS", "GRID_PRECISIONS", "PrecisionStat",
+    "PrecisionTally", "grid_combos", "grid_rows",
 ]
 
 #: The formats of the explorer's precision grid.
@@ -36,9 +36,16 @@ GRID_FORMS: tuple[tuple[SoftmaxForm, Rounding], ...] = (
     (SoftmaxForm.NAIVE, Rounding.ALL),
     (SoftmaxForm.STABLE, Rounding.LOGITS),
 )
-#: Rows per point of the grid (the first ones): the mean error's Monte Carlo error is then
-#: a few percent while the grid costs about as much as the rest of the explorer's sweep.
-GRID_ROWS = 500
+#: Logits per point of the grid (its first rows, at least ``GRID_MIN_ROWS``): the mean error's
+#: Monte Carlo error stays a few percent while the grid adds about half to the explorer's sweep.
+GRID_LOGITS = 1 << 15
+#: Fewest rows per point of the grid (at large n).
+GRID_MIN_ROWS = 64
+
+
+def grid_rows(n: int) -> int:
+    """Rows per point of the grid at n keys: ``max(GRID_MIN_ROWS, GRID_LOGITS // n)``."""
+    return max(GRID_MIN_ROWS, GRID_LOGITS // n)
 
 
 @dataclass(frozen=True, slots=True)

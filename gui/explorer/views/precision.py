@@ -15,7 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
-from engine.analysis.sweep_precision import GRID_ROWS
+from engine.analysis.sweep_precision import grid_rows
 from engine.config import Precision, Rounding, ScalingRule, SoftmaxForm
 from engine.core.precision import largest_value
 from gui.explorer.results import ExplorerResults
@@ -242,7 +242,7 @@ class PrecisionView(ExplorerView):
             "point, against the float64 max-subtracted softmax. Rows that overflow have no "
             "error. Right: dashed, the largest {2} value; dotted, its logarithm, above which "
             "exp overflows unless the row maximum is subtracted.",
-        ).format(n, samples, precision.value, GRID_ROWS)
+        ).format(n, samples, precision.value, grid_rows(max(n, 1)))
         if precision is Precision.BFLOAT16:
             text += translate("PrecisionView", " bfloat16 keeps float32's range (3.4·10³⁸).")
         if self._results is not None and self._results.sweep_points and not (
