@@ -6,6 +6,9 @@ figures are the low-precision facts the lab must show (q, k iid N(0, 1), d_k = n
 
 from __future__ import annotations
 
+import csv
+import io
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -142,3 +145,20 @@ def test_sweep_columns_follow_the_dtype_and_softmax() -> None:
     same = by[("float16", "naive", "all")]
     assert (same.overflow_share, same.weight_err_mean) == (
         grid[0].overflow_share, grid[0].weight_err_mean)
+
+
+def test_sweep_command_dtype_and_softmax_options(tmp_path) -> None:
+    from engine.cli.sweep import sweep_command
+    from main import build_parser
+
+    out = tmp_path / "p.csv"
+    args = build_parser().parse_args([
+        "sweep", "--param", "d_k", "--values", "64", "--rules", "none,sqrt", "--samples", "2000",
+        "--dtype", "float16", "--softmax", "naive", "--out", str(out), "--quiet"])
+    assert sweep_command(args) == 0
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert [r["rule"] for r in rows] == ["none", "sqrt"]
+    assert float(rows[0]["overflow_share"]) > 0.98 and float(rows[1]["overflow_share"]) == 0.0
+    assert float(rows[1]["weight_err_mean"]) > 0
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["sweep", "--values", "2", "--dtype", "float128"])
