@@ -122,6 +122,7 @@ def sweep_config_for(
         temperature=config.temperature,
         gain=config.gain,
         cap=config.cap,
+        precision_grid=True,
     )
 
 

@@ -27,22 +27,33 @@ from typing import IO
 
 import numpy as np
 
+from engine.analysis.sweep_precision import (
+    PrecisionStat,
+    PrecisionTally,
+    grid_combos,
+    grid_rows,
+)
 from engine.analysis.sweep_rows import Setting, chunk_rows, draw_rows, setting_for
 from engine.config import ScalingRule, SweepConfig, SweepParam
 from engine.core import theory
 from engine.core.memory import check_memory
+from engine.core.precision import reference_weights
 from engine.core.scaling import scale_factor
 from engine.core.softmax import softmax
 from engine.core.stats import SATURATION_THRESHOLD, jacobian_fro_norm, row_summary
 
 __all__ = [
     "SWEEP_CSV_COLUMNS",
+    "PrecisionStat",
     "SweepPoint",
     "iter_sweep",
     "run_sweep",
     "sweep_csv_row",
     "write_sweep_csv",
 ]
+
+#: Rules the precision grid is computed for (the precision view's curves).
+_GRID_RULES = (ScalingRule.NONE, ScalingRule.SQRT)
 
 #: Bytes kept per sample for the quantiles (two float64 norms).
 _BYTES_PER_SAMPLE = 16
@@ -74,6 +85,17 @@ class SweepPoint:
         Number of rows.
     index, total
         Position of this point in the sweep (0-based) and the number of points.
+    overflow_share, weight_err_mean
+        In the sweep's format, softmax form and rounding: the share of rows whose
+        exponentials, their sum or their weights are not finite, and the mean over the other
+        rows of ``max_j |p_j − p_ref_j|`` against float64 (see
+        :mod:`engine.analysis.sweep_precision`).
+    logit_absmax_mean
+        Mean over rows of ``max_j |z_j|`` (the scaled logits in float64).
+    precision
+        With ``precision_grid`` and rules none / sqrt: one :class:`PrecisionStat` per
+        :func:`~engine.analysis.sweep_precision.grid_combos` entry, over the first
+        ``grid_rows(n)`` rows (512 at n = 64); otherwise empty.
     """
 
     param: SweepParam
@@ -96,6 +118,10 @@ class SweepPoint:
     samples: int
     index: int
     total: int
+    overflow_share: float = 0.0
+    weight_err_mean: float = 0.0
+    logit_absmax_mean: float = math.nan
+    precision: tuple[PrecisionStat, ...] = ()
 
 
 #: CSV header: the first twelve columns are fixed by the project contract.
@@ -118,6 +144,8 @@ SWEEP_CSV_COLUMNS: tuple[str, ...] = (
     "jac_raw_q10",
     "jac_raw_q90",
     "samples",
+    "overflow_share",
+    "weight_err_mean",
 )
 
 assert set(SWEEP_CSV_COLUMNS) <= {f.name for f in fields(SweepPoint)}
@@ -237,6 +265,10 @@ def iter_sweep(
             saturated = 0
             jac = np.empty(samples)
             jac_raw = np.empty(samples)
+            absmax = _Moments()
+            main_tally = PrecisionTally(config.dtype, config.softmax, config.rounding)
+            grid = [PrecisionTally(*combo) for combo in grid_combos()] if (
+                config.precision_grid and rule in _GRID_RULES) else []
             start = 0
             for c_index in range(n_chunks):
                 if cancel is not None and cancel.is_set():
@@ -257,6 +289,15 @@ def iter_sweep(
                 else:
                     logits = raw * c if c != 1.0 else raw
                 moments.add(logits)
+                absmax.add(np.abs(logits).max(axis=1))
+                reference = None if main_tally.is_reference else reference_weights(logits)
+                main_tally.add(logits, reference)
+                if grid and start < grid_rows(st.n):
+                    part = logits[: grid_rows(st.n) - start]
+                    ref_part = reference_weights(part) if reference is None else reference[
+                        : grid_rows(st.n) - start]
+                    for tally in grid:
+                        tally.add(part, ref_part)
                 p = softmax(logits)
                 h, pm, jf = row_summary(p)
                 entropy.add(h)
@@ -274,6 +315,7 @@ def iter_sweep(
                 rows_done += rows
                 if on_progress is not None:
                     on_progress(rows_done, rows_total)
+            main = main_tally.stat()
             j50, j10, j90 = _quantiles(jac)
             r50, r10, r90 = _quantiles(jac_raw)
             yield SweepPoint(
@@ -297,6 +339,10 @@ def iter_sweep(
                 samples=samples,
                 index=index,
                 total=total,
+                overflow_share=main.overflow_share,
+                weight_err_mean=main.weight_err_mean,
+                logit_absmax_mean=absmax.mean,
+                precision=tuple(t.stat() for t in grid),
             )
             index += 1
 

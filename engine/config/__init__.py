@@ -13,6 +13,7 @@ from engine.config.attention import (
     MaskKind,
     ScalingRule,
 )
+from engine.config.precision import Precision, Rounding, ScaleOrder, SoftmaxForm
 from engine.config.registry import config_from_dict, config_from_json
 from engine.config.sweep import SWEEP_FIELDS, SweepConfig, SweepParam
 from engine.config.train import TRAIN_FIELDS, DType, OptimizerKind, TaskKind, TrainConfig
@@ -26,7 +27,11 @@ __all__ = [
     "DType",
     "MaskKind",
     "OptimizerKind",
+    "Precision",
+    "Rounding",
+    "ScaleOrder",
     "ScalingRule",
+    "SoftmaxForm",
     "SweepConfig",
     "SweepParam",
     "TaskKind",

@@ -18,6 +18,7 @@ from engine.config.attention import (
     ScalingRule,
 )
 from engine.config.base import Cli, FieldSpec, JsonConfig, check_enum, validate_fields
+from engine.config.precision import Precision, Rounding, SoftmaxForm
 
 __all__ = ["RULES_HELP", "SWEEP_FIELDS", "SweepConfig", "SweepParam"]
 
@@ -59,6 +60,15 @@ SWEEP_FIELDS: dict[str, FieldSpec] = {
     "gain": _shared("gain", Cli(("--gain",), "QK-norm gain (default √d_k)")),
     "cap": _shared("cap", Cli(("--cap",), "soft-cap value")),
     "memory_budget_bytes": FieldSpec(1, None, "bytes"),
+    # The precision lab: the format and softmax form of the overflow / weight-error columns.
+    "dtype": FieldSpec(cli=Cli(("--dtype",), "format of the logits and softmax for the columns "
+                               "overflow_share and weight_err_mean", choices=True)),
+    "softmax": FieldSpec(cli=Cli(("--softmax",), "softmax form for those columns: max-subtracted "
+                                 "(stable) or not (naive)", choices=True)),
+    "rounding": FieldSpec(cli=Cli(("--rounding",), "round the logits, exponentials, row sum and "
+                                  "weights to the format (all) or only the logits", choices=True)),
+    # The explorer's precision view: every format × softmax form × rounding for none and sqrt.
+    "precision_grid": FieldSpec(),
 }
 
 
@@ -86,6 +96,12 @@ class SweepConfig(JsonConfig):
         Rule parameters, as in :class:`AttentionConfig`. ``temperature=None`` means √d_k.
     memory_budget_bytes
         Largest working set one chunk may allocate.
+    dtype, softmax, rounding
+        Format, softmax form and rounding of the points' ``overflow_share`` and
+        ``weight_err_mean`` (see :mod:`engine.core.precision`).
+    precision_grid
+        Also compute, for rules none and sqrt, every format × softmax form × rounding (the
+        explorer's precision view).
     """
 
     kind: ClassVar[str] = "sweep"
@@ -104,6 +120,10 @@ class SweepConfig(JsonConfig):
     gain: float | None = None
     cap: float = 50.0
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
+    dtype: Precision = Precision.FLOAT64
+    softmax: SoftmaxForm = SoftmaxForm.STABLE
+    rounding: Rounding = Rounding.ALL
+    precision_grid: bool = False
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__

@@ -1127,6 +1127,104 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
 </context>
 <context>
+    <name>PrecisionView</name>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="132"/>
+        <source>Precision</source>
+        <translation>数值精度</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="136"/>
+        <source>Format:</source>
+        <translation>格式：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="137"/>
+        <source>Number format of the logits, exponentials, row sum and weights (computed in float32 and rounded to it after every step)</source>
+        <translation>logit、指数、行和与权重的数值格式（以 float32 计算，每一步后取为该格式最近的值）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="140"/>
+        <source>Softmax:</source>
+        <translation>Softmax：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="141"/>
+        <source>max subtracted (stable)</source>
+        <translation>减去最大值（稳定）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="142"/>
+        <source>naive exp(z)</source>
+        <translation>直接 exp(z)（不减最大值）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="143"/>
+        <source>Subtract the row maximum before exp (stable) or not (naive)</source>
+        <translation>在 exp 之前减去行最大值（稳定）或不减</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="146"/>
+        <source>Rows that overflow</source>
+        <translation>超出范围的行</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="147"/>
+        <source>share of rows</source>
+        <translation>行的比例</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="149"/>
+        <source>Weight error</source>
+        <translation>权重误差</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="150"/>
+        <source>mean per-row max|Δp|</source>
+        <translation>每行 max|Δp| 的均值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="152"/>
+        <source>Largest logit</source>
+        <translation>最大 logit</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="153"/>
+        <source>mean row max|z|</source>
+        <translation>每行 max|z| 的均值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="158"/>
+        <source>only the logits rounded</source>
+        <translation>只有 logit 取为该格式</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="229"/>
+        <source>largest {0}: {1:.6g}</source>
+        <translation>{0} 最大值：{1:.6g}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="232"/>
+        <source>ln {0:.6g} ≈ {1:.3g}: naive exp overflows</source>
+        <translation>ln {0:.6g} ≈ {1:.3g}：不减最大值时 exp 超出范围</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="239"/>
+        <source>n = {0}, q and k ~ N(0, 1); weight errors over the first ≤ {3} of {1} rows per point, against the float64 max-subtracted softmax. Rows that overflow have no error. Right: dashed, the largest {2} value; dotted, its logarithm, above which exp overflows unless the row maximum is subtracted.</source>
+        <translation>n = {0}，q 与 k ~ N(0, 1)；权重误差取每个点 {1} 行中的前 ≤ {3} 行，相对于 float64 减最大值的 softmax。超出范围的行不计误差。右图：虚线为 {2} 的最大值；点线为它的对数，不减行最大值时 logit 超过它 exp 就超出范围。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="247"/>
+        <source> bfloat16 keeps float32&apos;s range (3.4·10³⁸).</source>
+        <translation> bfloat16 与 float32 的范围相同（3.4·10³⁸）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="250"/>
+        <source>  Sweep running.</source>
+        <translation>  扫描进行中。</translation>
+    </message>
+</context>
+<context>
     <name>ProbeView</name>
     <message>
         <location filename="../../gui/train/probe.py" line="170"/>

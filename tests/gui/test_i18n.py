@@ -47,6 +47,7 @@ CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
 SYMBOL_WORDS = {
     "softmax", "logit", "logits", "rms", "var", "max", "tanh", "cos", "png", "svg", "csv",
     "json", "raw", "sgd", "adam",
+    "float", "bfloat",  # number-format names (the precision view's selector)
     "maxj", "pmax",  # plain text of max<sub>j</sub> and p<sub>max</sub> in plot items
 }
 #: Whole texts that are deliberately not translated: the language menu's endonyms.

@@ -1,0 +1,244 @@
+"""Attention weights in low precision: overflow counts and the error against float64.
+
+Formats: float64, float32, float16, bfloat16 and float8 e4m3 (``ml_dtypes.bfloat16``,
+``ml_dtypes.float8_e4m3fn``; the latter has no infinity: values beyond ±448 become NaN).
+
+How every operation is rounded (round to nearest even, the cast of numpy / ml_dtypes). Let
+``F`` be the format and ``W`` the *work* type: float64 for float64, float32 otherwise (kernels
+compute in float32 and store in the low format):
+
+* q and k (float64 inputs) are cast to ``F``; the scale c is cast to ``W``.
+* ``order="fold_q"``: ``q' = F(W(q)·c)``, then the logits ``z = F(W(q')·W(k)ᵀ)``: the matmul
+  accumulates in ``W`` (as tensor-core kernels accumulate in float32) and its result is
+  rounded to ``F`` once. ``order="after"``: ``S = F(W(q)·W(k)ᵀ)``, ``z = F(W(S)·c)``; with
+  c = 1 both orders give ``F(W(q)·W(k)ᵀ)``. A logit beyond the format's range is ±inf
+  (NaN in float8 e4m3).
+* ``rounding="all"``: every elementwise step is computed in ``W`` from values of ``F`` and
+  rounded to ``F``: ``m = max_j z_j`` (exact), ``t = F(z − m)`` (``softmax="stable"``) or
+  ``t = z`` (``"naive"``), ``e = F(exp t)``, the row sum ``s = F(Σ_j e_j)`` accumulated in ``W``
+  (``numpy.sum``, pairwise), and the weights ``p = F(e / s)``.
+* ``rounding="logits"``: only z is rounded; the softmax (stable or naive) runs in float64.
+
+A row *overflows* when any of its exponentials, their sum or its weights is not finite in the
+computation (with ``rounding="logits"``: in float64). Nothing raises: overflowing rows are
+reported and their weights are kept as computed (inf / NaN).
+
+The error of a row is ``max_j |p_j − p_ref_j|`` with ``p_ref`` the float64 stable softmax of
+the float64 logits ``c·(q·kᵀ)`` (NaN for overflowing rows, whose weights are not numbers).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from engine.config.precision import Precision, Rounding, ScaleOrder, SoftmaxForm
+
+__all__ = [
+    "FLOAT8_E4M3_MAX",
+    "FLOAT16_MAX",
+    "PrecisionResult",
+    "largest_value",
+    "numpy_dtype",
+    "precision_attention",
+    "precision_from_logits",
+    "reference_weights",
+    "round_to",
+]
+
+_DTYPES: dict[Precision, np.dtype] = {
+    Precision.FLOAT64: np.dtype(np.float64),
+    Precision.FLOAT32: np.dtype(np.float32),
+    Precision.FLOAT16: np.dtype(np.float16),
+    Precision.BFLOAT16: np.dtype(ml_dtypes.bfloat16),
+    Precision.FLOAT8_E4M3: np.dtype(ml_dtypes.float8_e4m3fn),
+}
+
+#: Largest finite float16 (65504).
+FLOAT16_MAX = float(ml_dtypes.finfo(np.float16).max)
+#: Largest finite float8 e4m3 (448).
+FLOAT8_E4M3_MAX = float(ml_dtypes.finfo(ml_dtypes.float8_e4m3fn).max)
+
+
+def numpy_dtype(precision: Precision | str) -> np.dtype:
+    """The numpy dtype of ``precision`` (ml_dtypes for bfloat16 and float8 e4m3)."""
+    return _DTYPES[Precision(precision)]
+
+
+def largest_value(precision: Precision | str) -> float:
+    """The largest finite value of ``precision`` (``ml_dtypes.finfo(...).max``)."""
+    return float(ml_dtypes.finfo(numpy_dtype(precision)).max)
+
+
+def _work(precision: Precision) -> np.dtype:
+    return _DTYPES[Precision.FLOAT64] if precision is Precision.FLOAT64 else _DTYPES[
+        Precision.FLOAT32]
+
+
+def round_to(x: np.ndarray, precision: Precision | str) -> np.ndarray:
+    """Round ``x`` to ``precision`` (nearest even) and return it in the work type.
+
+    The work type is float64 for float64 and float32 otherwise; every value of the result is
+    exactly representable in ``precision`` (or inf / NaN where ``x`` is out of its range).
+    """
+    p = Precision(precision)
+    work = _work(p)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(x).astype(_DTYPES[p]).astype(work)
+
+
+def reference_weights(logits: np.ndarray) -> np.ndarray:
+    """The float64 max-subtracted softmax over the last axis (the error's reference)."""
+    z = np.asarray(logits, dtype=np.float64)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@dataclass(frozen=True, slots=True)
+class PrecisionResult:
+    """Low-precision attention weights and how far they are from float64.
+
+    Attributes
+    ----------
+    logits
+        The logits as rounded to the format, float64 (…, n); inf / NaN where out of range.
+    weights
+        The weights, float64 (…, n), as computed (inf / NaN in overflowing rows).
+    overflow
+        Bool (…,): the row's exponentials, their sum or its weights are not all finite.
+    logit_overflow
+        Bool (…,): some logit of the row is not finite (beyond the format's range).
+    error
+        Float64 (…,): ``max_j |p_j − p_ref_j|``; NaN in overflowing rows.
+    """
+
+    logits: np.ndarray
+    weights: np.ndarray
+    overflow: np.ndarray
+    logit_overflow: np.ndarray
+    error: np.ndarray
+
+    @property
+    def overflow_share(self) -> float:
+        """Share of rows that overflow (NaN for no rows)."""
+        return float(self.overflow.mean()) if self.overflow.size else math.nan
+
+    @property
+    def weight_err_mean(self) -> float:
+        """Mean of the per-row error over the rows that do not overflow (NaN if none)."""
+        ok = ~self.overflow
+        return float(self.error[ok].mean()) if ok.any() else math.nan
+
+
+def _softmax_rounded(
+    z: np.ndarray, precision: Precision, softmax: SoftmaxForm, rounding: Rounding
+) -> tuple[np.ndarray, np.ndarray]:
+    """Weights and per-row overflow of the rounded logits ``z`` (see the module docstring)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if rounding is Rounding.LOGITS:
+            z = z.astype(np.float64)
+            t = z - z.max(axis=-1, keepdims=True) if softmax is SoftmaxForm.STABLE else z
+            e = np.exp(t)
+            s = e.sum(axis=-1, keepdims=True)
+            p = e / s
+        else:
+            if softmax is SoftmaxForm.STABLE:
+                t = round_to(z - z.max(axis=-1, keepdims=True), precision)
+            else:
+                t = z
+            e = round_to(np.exp(t), precision)
+            s = round_to(e.sum(axis=-1, keepdims=True), precision)
+            p = round_to(e / s, precision)
+        overflow = ~(np.isfinite(e).all(axis=-1) & np.isfinite(s[..., 0])
+                     & np.isfinite(p).all(axis=-1))
+    return p.astype(np.float64), overflow
+
+
+def _result(
+    z: np.ndarray, reference: np.ndarray, precision: Precision, softmax: SoftmaxForm,
+    rounding: Rounding,
+) -> PrecisionResult:
+    p, overflow = _softmax_rounded(z, precision, softmax, rounding)
+    with np.errstate(invalid="ignore"):
+        error = np.abs(p - reference).max(axis=-1)
+    error[overflow] = math.nan
+    return PrecisionResult(
+        logits=z.astype(np.float64),
+        weights=p,
+        overflow=overflow,
+        logit_overflow=~np.isfinite(z).all(axis=-1),
+        error=error,
+    )
+
+
+def precision_attention(
+    q: np.ndarray,
+    k: np.ndarray,
+    scale: float,
+    precision: Precision | str = Precision.FLOAT64,
+    *,
+    order: ScaleOrder | str = ScaleOrder.FOLD_Q,
+    softmax: SoftmaxForm | str = SoftmaxForm.STABLE,
+    rounding: Rounding | str = Rounding.ALL,
+) -> PrecisionResult:
+    """Attention weights of ``q`` (…, n_q, d_k) and ``k`` (…, n, d_k) computed in ``precision``.
+
+    Parameters
+    ----------
+    q, k
+        Queries and keys (float64 values; any leading batch axes that broadcast).
+    scale
+        The logit scale c (e.g. 1/√d_k; 1 for no scaling).
+    precision
+        The format (see the module docstring for what is rounded where).
+    order
+        ``fold_q``: c multiplies q before QKᵀ; ``after``: c multiplies the logits.
+    softmax
+        ``stable`` (max-subtracted) or ``naive``.
+    rounding
+        ``all`` (logits and softmax in the format) or ``logits`` (softmax in float64).
+
+    Returns
+    -------
+    PrecisionResult
+        Weights, per-row overflow flags and errors against the float64 stable softmax of
+        ``c·(q·kᵀ)`` computed in float64.
+    """
+    p = Precision(precision)
+    work = _work(p)
+    q64 = np.asarray(q, dtype=np.float64)
+    k64 = np.asarray(k, dtype=np.float64)
+    reference = reference_weights(float(scale) * (q64 @ np.swapaxes(k64, -1, -2)))
+    c = work.type(scale)
+    qd = round_to(q64, p)
+    kt = np.swapaxes(round_to(k64, p), -1, -2)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if ScaleOrder(order) is ScaleOrder.FOLD_Q:
+            z = round_to(round_to(qd * c, p) @ kt, p)
+        else:
+            z = round_to(round_to(qd @ kt, p) * c, p)
+    return _result(z, reference, p, SoftmaxForm(softmax), Rounding(rounding))
+
+
+def precision_from_logits(
+    logits: np.ndarray,
+    precision: Precision | str = Precision.FLOAT64,
+    *,
+    softmax: SoftmaxForm | str = SoftmaxForm.STABLE,
+    rounding: Rounding | str = Rounding.ALL,
+    reference: np.ndarray | None = None,
+) -> PrecisionResult:
+    """The weights of given float64 (scaled) logits rounded once to ``precision``.
+
+    This is the scale-after order with an exact QKᵀ: the logits are known in float64 (as in the
+    sweeps, which draw them directly) and are rounded to the format once; the softmax is then
+    rounded as in :func:`precision_attention`. ``reference`` (the float64 stable softmax of
+    ``logits``) may be passed when already computed.
+    """
+    p = Precision(precision)
+    z64 = np.asarray(logits, dtype=np.float64)
+    ref = reference_weights(z64) if reference is None else reference
+    return _result(round_to(z64, p), ref, p, SoftmaxForm(softmax), Rounding(rounding))

@@ -1,0 +1,91 @@
+"""The precision view shows the engine's precision grid of the explorer's d_k sweep."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from engine.analysis.explorer import sweep_config_for
+from engine.analysis.sweep import run_sweep
+from engine.config import AttentionConfig, Rounding, ScalingRule, SoftmaxForm
+from gui.explorer.results import ExplorerResults
+from gui.explorer.views import PrecisionView
+
+CONFIG = AttentionConfig(n_tokens=64, d_k=64, samples=1000)
+
+
+@pytest.fixture(scope="module")
+def points():
+    return tuple(run_sweep(sweep_config_for(CONFIG, values=(1, 8, 64, 512))))
+
+
+def _stat(point, precision, softmax, rounding):
+    (stat,) = [s for s in point.precision
+               if (s.precision, s.softmax, s.rounding) == (precision, softmax, rounding)]
+    return stat
+
+
+def _build(qtbot, points) -> PrecisionView:
+    view = PrecisionView()
+    qtbot.addWidget(view)
+    view.resize(1100, 600)
+    view.show_results(ExplorerResults(request_id=1, config=CONFIG, sweep_points=points,
+                                      sweep_done=True))
+    return view
+
+
+@pytest.mark.parametrize("precision, softmax", [("float16", "naive"), ("bfloat16", "stable"),
+                                                ("float8_e4m3", "naive")])
+def test_curves_are_the_engine_grid(qtbot, points, precision, softmax):
+    view = _build(qtbot, points)
+    view.set_choice(precision, softmax)
+    for rule in (ScalingRule.NONE, ScalingRule.SQRT):
+        pts = [p for p in points if p.rule == rule]
+        curve = view.curve("overflow", rule)
+        x, over = curve.xData, curve.yData
+        np.testing.assert_array_equal(x, [1, 8, 64, 512])
+        expected = [_stat(p, precision, softmax, Rounding.ALL) for p in pts]
+        np.testing.assert_allclose(over, [s.overflow_share for s in expected])
+        err = view.curve("error", rule).yData
+        want = [s.weight_err_mean if s.weight_err_mean > 0 else math.nan for s in expected]
+        np.testing.assert_allclose(err, want, equal_nan=True)
+        err_logits = view.curve("error_logits", rule).yData
+        np.testing.assert_allclose(err_logits, [
+            _stat(p, precision, SoftmaxForm.STABLE, Rounding.LOGITS).weight_err_mean
+            for p in pts])
+        zmax = view.curve("logit", rule).yData
+        np.testing.assert_allclose(zmax, [p.logit_absmax_mean for p in pts])
+    top = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float8_e4m3": 448.0}[precision]
+    largest, exp_limit = view.limit_lines()
+    assert largest == pytest.approx(top, rel=1e-9)
+    assert exp_limit == pytest.approx(math.log(top), rel=1e-9)
+
+
+def test_fp16_naive_overflows_unscaled_not_scaled_and_stable_removes_it(qtbot, points):
+    view = _build(qtbot, points)
+    view.set_choice("float16", "naive")
+    none = view.curve("overflow", ScalingRule.NONE).yData
+    sqrt = view.curve("overflow", ScalingRule.SQRT).yData
+    assert none[2] > 0.97 and sqrt[2] == 0.0  # d_k = 64
+    view.set_choice("float16", "stable")
+    none = view.curve("overflow", ScalingRule.NONE).yData
+    assert (none == 0).all()
+    err = view.curve("error", ScalingRule.NONE).yData
+    assert err[2] > 1e-4  # the rounding error stays
+    view.set_choice("bfloat16", "stable")
+    none = view.curve("error_logits", ScalingRule.NONE).yData
+    sqrt = view.curve("error_logits", ScalingRule.SQRT).yData
+    assert none[2] == pytest.approx(3.8e-3, rel=0.15)
+    assert sqrt[2] == pytest.approx(3.9e-4, rel=0.15)
+
+
+def test_data_table_lists_every_grid_entry(qtbot, points):
+    view = _build(qtbot, points)
+    header, rows = view.data_table()
+    assert header[:5] == ["rule", "d_k", "format", "softmax", "rounding"]
+    assert len(rows) == 2 * 4 * 9
+    first = next(p for p in points if p.rule == ScalingRule.NONE).precision[0]
+    assert rows[0][2:7] == [first.precision.value, first.softmax.value, first.rounding.value,
+                            first.overflow_share, first.weight_err_mean]
