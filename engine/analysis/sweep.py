@@ -7,7 +7,8 @@ errors), quantiles of the Jacobian norms and the share of saturated rows.
 How the rows are drawn (exactly, for the stated constructions) is described in
 :mod:`engine.analysis.sweep_rows`.
 
-Rules and their "raw" gradient: logits are ``s = c·S_raw`` (none, sqrt, linear, temperature),
+Rules and their "raw" gradient: logits are ``s = c·S_raw`` (none, sqrt, linear, temperature,
+log_n and ssmax with n = the point's keys per row, yarn),
 so ``‖∂p/∂S_raw‖_F = c·‖J‖_F``; soft-cap ``s = cap·tanh(c·S_raw/cap)`` gives
 ``‖J·diag(c·sech²)‖_F`` (computed exactly); QK-norm logits are not a function of ``S_raw``
 (the vectors are normalised), so its ``jac_raw_*`` are NaN.
@@ -170,11 +171,13 @@ def _theory_var(config: SweepConfig, st: Setting, rule: ScalingRule, c: float) -
     return c * c * theory.correlated_dot_variance(st.d_k, st.rho)
 
 
-def _rule_scale(config: SweepConfig, rule: ScalingRule, d_k: int) -> float:
+def _rule_scale(config: SweepConfig, rule: ScalingRule, d_k: int, n: int) -> float:
     temperature = None
     if rule is ScalingRule.TEMPERATURE:
         temperature = math.sqrt(d_k) if config.temperature is None else config.temperature
-    return scale_factor(rule, d_k, temperature=temperature)
+    # Sweep rows are unmasked: log_n and ssmax use the row's n keys.
+    return scale_factor(rule, d_k, temperature=temperature, n=n, ssmax_s=config.ssmax_s,
+                        yarn_factor=config.yarn_factor)
 
 
 def _quantiles(values: np.ndarray) -> tuple[float, float, float]:
@@ -230,7 +233,7 @@ def iter_sweep(
         rows_per_chunk = chunk_rows(config, st.n)
         n_chunks = -(-samples // rows_per_chunk)
         for rule in rules:
-            c = _rule_scale(config, rule, st.d_k)
+            c = _rule_scale(config, rule, st.d_k, st.n)
             moments = _Moments()
             entropy = _Moments()
             pmax = _Moments()

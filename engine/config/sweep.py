@@ -58,6 +58,11 @@ SWEEP_FIELDS: dict[str, FieldSpec] = {
         ("--temperature",), "temperature for the temperature rule (default √d_k)")),
     "gain": _shared("gain", Cli(("--gain",), "QK-norm gain (default √d_k)")),
     "cap": _shared("cap", Cli(("--cap",), "soft-cap value")),
+    "ssmax_s": _shared("ssmax_s", Cli(
+        ("--ssmax-s",), "Scalable-Softmax s for the ssmax rule (c = s·ln n/√d_k)")),
+    "yarn_factor": _shared("yarn_factor", Cli(
+        ("--yarn-factor",), "YaRN context-extension factor f for the yarn rule "
+        "(c = (0.1·ln f + 1)²/√d_k)")),
     "memory_budget_bytes": FieldSpec(1, None, "bytes"),
 }
 
@@ -82,8 +87,9 @@ class SweepConfig(JsonConfig):
         Number of query rows per point.
     seed
         Seed of the whole sweep; every point derives its own stream from it.
-    temperature, gain, cap
+    temperature, gain, cap, ssmax_s, yarn_factor
         Rule parameters, as in :class:`AttentionConfig`. ``temperature=None`` means √d_k.
+        ``log_n`` and ``ssmax`` use n = the point's keys per row.
     memory_budget_bytes
         Largest working set one chunk may allocate.
     """
@@ -103,6 +109,8 @@ class SweepConfig(JsonConfig):
     temperature: float | None = None
     gain: float | None = None
     cap: float = 50.0
+    ssmax_s: float = 0.43
+    yarn_factor: float = 4.0
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
 
     def __post_init__(self) -> None:

@@ -284,27 +284,27 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>文件自身的缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="294"/>
+        <location filename="../../gui/heads/view.py" line="293"/>
         <source>The file has no layer {0} head {1} batch entry {2}.</source>
         <translation>文件中没有第 {0} 层第 {1} 头批次条目 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="305"/>
+        <location filename="../../gui/heads/view.py" line="304"/>
         <source>No tensor file open. File › Open tensors… (Ctrl+Shift+O), drop a .npz, .safetensors or .npy folder on the window, or Help › Open sample tensors.</source>
         <translation>尚未打开张量文件。使用 文件 › 打开张量…（Ctrl+Shift+O），把 .npz、.safetensors 或 .npy 文件夹拖到窗口上，或使用 帮助 › 打开示例张量。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="328"/>
+        <location filename="../../gui/heads/view.py" line="327"/>
         <source>Click a head to replay it under every scaling rule.</source>
         <translation>点击一个头，在每种缩放规则下重放它。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="338"/>
+        <location filename="../../gui/heads/view.py" line="337"/>
         <source>{0}/{1} heads</source>
         <translation>{0}/{1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="354"/>
+        <location filename="../../gui/heads/view.py" line="353"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
@@ -760,7 +760,7 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
     </message>
     <message>
         <location filename="../../gui/window_files.py" line="124"/>
-        <location filename="../../gui/window_heads.py" line="136"/>
+        <location filename="../../gui/window_heads.py" line="137"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
@@ -841,12 +841,12 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="315"/>
+        <location filename="../../gui/main_window.py" line="312"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="316"/>
+        <location filename="../../gui/main_window.py" line="313"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -870,38 +870,38 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="394"/>
+        <location filename="../../gui/main_window.py" line="391"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="63"/>
+        <location filename="../../gui/window_heads.py" line="64"/>
         <source>Opening {0}…</source>
         <extracomment>File suffixes the window accepts as tensor files (a folder of .npy files is accepted too).</extracomment>
         <translation>正在打开 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="72"/>
+        <location filename="../../gui/window_heads.py" line="73"/>
         <source>Open tensors</source>
         <translation>打开张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="73"/>
+        <location filename="../../gui/window_heads.py" line="74"/>
         <source>Tensor files (*.npz *.safetensors);;All files (*)</source>
         <translation>张量文件 (*.npz *.safetensors);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="100"/>
+        <location filename="../../gui/window_heads.py" line="101"/>
         <source>Tensor file not found</source>
         <translation>找不到张量文件</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="101"/>
+        <location filename="../../gui/window_heads.py" line="102"/>
         <source>The session&apos;s tensor file {0} was not found (moved or deleted?). The rest of the session is open; open the file again with File › Open tensors…</source>
         <translation>未找到会话的张量文件 {0}（已移动或删除？）。会话的其余部分已打开；请用 文件 › 打开张量… 重新打开该文件。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="127"/>
+        <location filename="../../gui/window_heads.py" line="128"/>
         <source>Tensor file problem</source>
         <translation>张量文件问题</translation>
     </message>
@@ -909,208 +909,228 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ParameterPanel</name>
     <message>
-        <location filename="../../engine/config/attention.py" line="140"/>
+        <location filename="../../engine/config/attention.py" line="155"/>
         <source>none (c = 1)</source>
         <translation>不缩放（c = 1）</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="143"/>
+        <location filename="../../engine/config/attention.py" line="158"/>
         <source>temperature 1/T</source>
         <translation>温度 1/T</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="144"/>
+        <location filename="../../engine/config/attention.py" line="159"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="145"/>
+        <location filename="../../engine/config/attention.py" line="160"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="183"/>
+        <location filename="../../engine/config/attention.py" line="217"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="184"/>
+        <location filename="../../engine/config/attention.py" line="218"/>
         <source>causal</source>
         <translation>因果</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="83"/>
+        <location filename="../../engine/config/attention.py" line="97"/>
         <source>tokens n</source>
         <extracomment>Largest attention-matrix footprint a single request may allocate unless told otherwise. Every field of :class:`AttentionConfig`, in the parameter panel&apos;s row order. The ranges are the engine&apos;s; ``Gui.low/high`` narrow a row where a larger value only makes a request fail the memory budget or take minutes (the CLI and saved sessions still get the full range).</extracomment>
         <translation>词元数 n</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="90"/>
+        <location filename="../../engine/config/attention.py" line="104"/>
         <source>head dim d_k</source>
         <translation>头维度 d_k</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="97"/>
+        <location filename="../../engine/config/attention.py" line="111"/>
         <source>heads h</source>
         <translation>头数 h</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="114"/>
+        <location filename="../../engine/config/attention.py" line="128"/>
         <source>init std σ</source>
         <translation>初始化标准差 σ</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="126"/>
+        <location filename="../../engine/config/attention.py" line="140"/>
         <source>projection std s</source>
         <translation>投影标准差 s</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="134"/>
+        <location filename="../../engine/config/attention.py" line="148"/>
         <source>scaling rule</source>
         <translation>缩放规则</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="148"/>
+        <location filename="../../engine/config/attention.py" line="149"/>
+        <source>How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap), ln n/√d_k, SSMax s·ln n/√d_k, YaRN (0.1·ln f + 1)²/√d_k.</source>
+        <translation>原始分数如何变为 logit：不缩放（c = 1）、1/√d_k、1/d_k、1/T、QK 归一化 g·(q/‖q‖)·(k/‖k‖)、软截断 cap·tanh((q·k/√d_k)/cap)、ln n/√d_k、SSMax s·ln n/√d_k、YaRN (0.1·ln f + 1)²/√d_k。</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/attention.py" line="163"/>
+        <source>YaRN temperature</source>
+        <translation>YaRN 温度</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/attention.py" line="166"/>
         <source>temperature T</source>
         <translation>温度 T</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="157"/>
+        <location filename="../../engine/config/attention.py" line="175"/>
         <source>gain g</source>
         <translation>增益 g</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="166"/>
+        <location filename="../../engine/config/attention.py" line="184"/>
         <source>cap</source>
         <translation>截断值 cap</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="172"/>
+        <location filename="../../engine/config/attention.py" line="191"/>
+        <source>Scalable-Softmax (Nakanishi 2025): logits = s·ln n·q·k/√d_k, n the keys the row sees (under a causal mask row i sees i + 1); s = 0.43 in the paper&apos;s toy.</source>
+        <translation>Scalable-Softmax（Nakanishi 2025）：logit = s·ln n·q·k/√d_k，n 为该行能关注的键数（因果掩码下第 i 行为 i + 1 个）；论文的示例取 s = 0.43。</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/attention.py" line="198"/>
+        <source>YaRN factor f</source>
+        <translation>YaRN 长度倍数 f</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/attention.py" line="199"/>
+        <source>YaRN context-extension factor f: logits = q·k/(t·√d_k) with √(1/t) = 0.1·ln f + 1, i.e. c = (0.1·ln f + 1)²/√d_k (f = 1 gives 1/√d_k).</source>
+        <translation>YaRN 上下文长度倍数 f：logit = q·k/(t·√d_k)，其中 √(1/t) = 0.1·ln f + 1，即 c = (0.1·ln f + 1)²/√d_k（f = 1 时即为 1/√d_k）。</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/attention.py" line="206"/>
         <source>q–k correlation ρ</source>
         <translation>q–k 相关系数 ρ</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="179"/>
+        <location filename="../../engine/config/attention.py" line="213"/>
         <source>mask</source>
         <translation>掩码</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="189"/>
+        <location filename="../../engine/config/attention.py" line="223"/>
         <source>query row</source>
         <translation>查询行</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="196"/>
+        <location filename="../../engine/config/attention.py" line="230"/>
         <source>seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="201"/>
+        <location filename="../../engine/config/attention.py" line="235"/>
         <source>samples</source>
         <translation>样本数</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="109"/>
+        <location filename="../../engine/config/attention.py" line="123"/>
         <source>link d_k = d_model / h</source>
         <translation>关联 d_k = d_model / h</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="119"/>
+        <location filename="../../engine/config/attention.py" line="133"/>
         <source>use projections W_Q, W_K</source>
         <translation>使用投影 W_Q、W_K</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="161"/>
+        <location filename="../../engine/config/attention.py" line="179"/>
         <source>default g = √d_k</source>
         <translation>默认 g = √d_k</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="84"/>
+        <location filename="../../engine/config/attention.py" line="98"/>
         <source>Number of tokens n (keys per softmax row). Uniform attention has entropy ln n; the largest of n Gaussian logits of std s is ≈ s·√(2 ln n).</source>
         <translation>词元数 n（每个 softmax 行中键的个数）。均匀注意力的熵为 ln n；n 个标准差为 s 的高斯 logit 中的最大值 ≈ s·√(2 ln n)。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="91"/>
+        <location filename="../../engine/config/attention.py" line="105"/>
         <source>Head dimension d_k. Raw scores: Var(q·k) = d_k·σ⁴ for iid q, k; 1/√d_k scaling gives Var = σ⁴, 1/d_k gives σ⁴/d_k.</source>
         <translation>头维度 d_k。原始分数：对独立同分布的 q、k，Var(q·k) = d_k·σ⁴；1/√d_k 缩放得到 Var = σ⁴，1/d_k 得到 σ⁴/d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="98"/>
+        <location filename="../../engine/config/attention.py" line="112"/>
         <source>Number of heads h; d_model must be divisible by h. With the link, d_k = d_model / h.</source>
         <translation>头数 h；d_model 必须能被 h 整除。启用关联时，d_k = d_model / h。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="104"/>
+        <location filename="../../engine/config/attention.py" line="118"/>
         <source>Model width d_model (divisible by h). With projections Var(q_j) = d_model·s².</source>
         <translation>模型宽度 d_model（可被 h 整除）。使用投影时 Var(q_j) = d_model·s²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="110"/>
+        <location filename="../../engine/config/attention.py" line="124"/>
         <source>Derive d_k = d_model / h instead of setting d_k directly.</source>
         <translation>由 d_k = d_model / h 推出 d_k，而不是直接设置 d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="115"/>
+        <location filename="../../engine/config/attention.py" line="129"/>
         <source>Std σ of every component of q and k: Var(q·k) = d_k·σ⁴.</source>
         <translation>q 和 k 每个分量的标准差 σ：Var(q·k) = d_k·σ⁴。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="120"/>
+        <location filename="../../engine/config/attention.py" line="134"/>
         <source>Draw x ~ N(0, I_d_model) and q = x·W_Q, k = x·W_K with W ~ N(0, s²): Var(q_j) = d_model·s², Var(q·k) = d_k·(d_model·s²)².</source>
         <translation>抽取 x ~ N(0, I_d_model)，令 q = x·W_Q、k = x·W_K，其中 W ~ N(0, s²)：Var(q_j) = d_model·s²，Var(q·k) = d_k·(d_model·s²)²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="127"/>
+        <location filename="../../engine/config/attention.py" line="141"/>
         <source>Projection init std s: Var(q_j) = d_model·s² (s = 1/√d_model keeps unit variance).</source>
         <translation>投影初始化标准差 s：Var(q_j) = d_model·s²（s = 1/√d_model 时保持单位方差）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="135"/>
-        <source>How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap).</source>
-        <translation>原始分数如何变为 logit：不缩放（c = 1）、1/√d_k、1/d_k、1/T、QK 归一化 g·(q/‖q‖)·(k/‖k‖)、软截断 cap·tanh((q·k/√d_k)/cap)。</translation>
-    </message>
-    <message>
-        <location filename="../../engine/config/attention.py" line="149"/>
+        <location filename="../../engine/config/attention.py" line="167"/>
         <source>logits = q·k / T; T = √d_k reproduces 1/√d_k, Var(logit) = d_k·σ⁴ / T².</source>
         <translation>logit = q·k / T；T = √d_k 时等同于 1/√d_k，Var(logit) = d_k·σ⁴ / T²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="162"/>
+        <location filename="../../engine/config/attention.py" line="180"/>
         <source>Use the default QK-norm gain g = √d_k.</source>
         <translation>使用默认的 QK 归一化增益 g = √d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="158"/>
+        <location filename="../../engine/config/attention.py" line="176"/>
         <source>QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k.</source>
         <translation>QK 归一化：logit = g·cos(q, k) ∈ [−g, g]；Var ≈ g²/d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="167"/>
+        <location filename="../../engine/config/attention.py" line="185"/>
         <source>Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap.</source>
         <translation>软截断：logit = cap·tanh((q·k/√d_k)/cap)，以 ±cap 为界。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="173"/>
+        <location filename="../../engine/config/attention.py" line="207"/>
         <source>q–k correlation: k = ρ·q + √(1−ρ²)·ξ, so E[q·k] = ρ·d_k·σ² (grows like d_k: the case for 1/d_k).</source>
         <translation>q–k 相关性：k = ρ·q + √(1−ρ²)·ξ，因此 E[q·k] = ρ·d_k·σ²（随 d_k 线性增长：此时应使用 1/d_k）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="180"/>
+        <location filename="../../engine/config/attention.py" line="214"/>
         <source>causal: query i attends only to keys j ≤ i (masked logits = −∞).</source>
         <translation>因果：查询 i 只关注 j ≤ i 的键（被掩码的 logit = −∞）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="190"/>
+        <location filename="../../engine/config/attention.py" line="224"/>
         <source>Row i of the attention matrix shown in the softmax view (with a causal mask it sees i + 1 keys).</source>
         <translation>在 softmax 视图中显示的注意力矩阵第 i 行（使用因果掩码时它能看到 i + 1 个键）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="197"/>
+        <location filename="../../engine/config/attention.py" line="231"/>
         <source>Seed of every random draw (same seed, same numbers).</source>
         <translation>所有随机抽样的种子（种子相同，数值相同）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="202"/>
+        <location filename="../../engine/config/attention.py" line="236"/>
         <source>Independent query rows used for the statistics (standard errors shrink like 1/√samples).</source>
         <translation>用于统计的独立查询行数（标准误按 1/√样本数 缩小）。</translation>
     </message>
@@ -1207,20 +1227,30 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ScalingRule</name>
     <message>
-        <location filename="../../gui/kit/style.py" line="153"/>
+        <location filename="../../gui/kit/style.py" line="165"/>
         <source>none</source>
-        <extracomment>Plot background and text colours (light theme, chosen for projectors and PNG export). Muted grey for theory curves and reference lines that belong to no single rule. Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with the &quot;none&quot; rule, so the highlight uses a saturated magenta that viridis never contains). Perceptually uniform colormap for probabilities in [0, 1]. Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection). Display order of rules in legends and tables (the enum order: none, 1/√d_k, 1/d_k, ...). Options of curves with one point per key (up to n = 8192, redrawn on every change). Antialiased pens wider than one pixel go through Qt&apos;s general stroker: ~7 ms per 256-point curve, against ~0.6 ms without antialiasing (measured offscreen), so these curves are drawn aliased; at one point per key their steps hide the jaggies. Rows longer than this are drawn without markers (they would merge into a band). The rule labels that are words (engine.config&apos;s ``ScalingRule.label``), marked for extraction; the math labels 1/√d_k, 1/d_k and 1/T read the same in every language.</extracomment>
+        <extracomment>Plot background and text colours (light theme, chosen for projectors and PNG export). Muted grey for theory curves and reference lines that belong to no single rule. Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with the &quot;none&quot; rule, so the highlight uses a saturated magenta that viridis never contains). Perceptually uniform colormap for probabilities in [0, 1]. Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection). Display order of rules in legends and tables (the enum order: none, 1/√d_k, 1/d_k, ...). Options of curves with one point per key (up to n = 8192, redrawn on every change). Antialiased pens wider than one pixel go through Qt&apos;s general stroker: ~7 ms per 256-point curve, against ~0.6 ms without antialiasing (measured offscreen), so these curves are drawn aliased; at one point per key their steps hide the jaggies. Rows longer than this are drawn without markers (they would merge into a band). The rule labels that are words (engine.config&apos;s ``ScalingRule.label``), marked for extraction; the math labels 1/√d_k, 1/d_k, 1/T and YaRN read the same in every language (ln n/√d_k and SSMax hold lower-case letter pairs, so they are listed for completeness).</extracomment>
         <translation>不缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="154"/>
+        <location filename="../../gui/kit/style.py" line="166"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="155"/>
+        <location filename="../../gui/kit/style.py" line="167"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/style.py" line="168"/>
+        <source>ln n/√d_k</source>
+        <translation>ln n/√d_k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/style.py" line="169"/>
+        <source>SSMax</source>
+        <translation>SSMax</translation>
     </message>
 </context>
 <context>

@@ -48,6 +48,7 @@ SYMBOL_WORDS = {
     "softmax", "logit", "logits", "rms", "var", "max", "tanh", "cos", "png", "svg", "csv",
     "json", "raw", "sgd", "adam",
     "maxj", "pmax",  # plain text of max<sub>j</sub> and p<sub>max</sub> in plot items
+    "ssmax", "yarn",  # method names (Scalable-Softmax, YaRN), written so in Chinese texts
 }
 #: Whole texts that are deliberately not translated: the language menu's endonyms.
 UNTRANSLATED_TEXTS = set(i18n.LANGUAGES.values())
