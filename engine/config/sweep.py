@@ -17,9 +17,21 @@ from engine.config.attention import (
     DEFAULT_MEMORY_BUDGET_BYTES,
     ScalingRule,
 )
-from engine.config.base import Cli, FieldSpec, JsonConfig, check_enum, validate_fields
+from engine.config.base import (
+    Cli,
+    FieldSpec,
+    JsonConfig,
+    check_enum,
+    check_value,
+    validate_fields,
+)
 
-__all__ = ["RULES_HELP", "SWEEP_FIELDS", "SweepConfig", "SweepParam"]
+__all__ = ["RULES_HELP", "SWEEP_FIELDS", "SWEPT_N_MAX", "SweepConfig", "SweepParam"]
+
+#: Largest swept n. Sweep rows are streamed chunk by chunk, so n is bounded by one row's
+#: working memory (~160 B per key: 2^22 keys ≈ 0.7 GB), not by an n×n matrix as in the
+#: explorer (whose n_tokens range also bounds a sweep's fixed --n).
+SWEPT_N_MAX = 1 << 22
 
 #: Help of every ``--rules`` option.
 RULES_HELP = "comma-separated scaling rules: " + ", ".join(rule.value for rule in ScalingRule)
@@ -63,6 +75,9 @@ SWEEP_FIELDS: dict[str, FieldSpec] = {
     "yarn_factor": _shared("yarn_factor", Cli(
         ("--yarn-factor",), "YaRN context-extension factor f for the yarn rule "
         "(c = (0.1·ln f + 1)²/√d_k)")),
+    "max_logits": FieldSpec(1, 1 << 40, "logits", cli=Cli(
+        ("--max-logits",), "largest rows × n per point: a point with more uses "
+        "max(2, max_logits // n) rows (long contexts)")),
     "memory_budget_bytes": FieldSpec(1, None, "bytes"),
 }
 
@@ -90,6 +105,9 @@ class SweepConfig(JsonConfig):
     temperature, gain, cap, ssmax_s, yarn_factor
         Rule parameters, as in :class:`AttentionConfig`. ``temperature=None`` means √d_k.
         ``log_n`` and ``ssmax`` use n = the point's keys per row.
+    max_logits
+        Largest rows × n of one point: where ``samples·n`` exceeds it a point uses
+        ``max(2, max_logits // n)`` rows (reported in its ``samples``).
     memory_budget_bytes
         Largest working set one chunk may allocate.
     """
@@ -111,6 +129,7 @@ class SweepConfig(JsonConfig):
     cap: float = 50.0
     ssmax_s: float = 0.43
     yarn_factor: float = 4.0
+    max_logits: int = 1 << 24
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
 
     def __post_init__(self) -> None:
@@ -127,9 +146,10 @@ class SweepConfig(JsonConfig):
         fields = self.bound()
         checked: list[float] = []
         for value in values:
-            if self.param in (SweepParam.D_K, SweepParam.N):
-                checked.append(fields["d_k" if self.param is SweepParam.D_K else "n_tokens"]
-                               .check(value))
+            if self.param is SweepParam.D_K:
+                checked.append(fields["d_k"].check(value))
+            elif self.param is SweepParam.N:
+                checked.append(check_value("n_tokens", int, value, 1, SWEPT_N_MAX))
             elif self.param is SweepParam.RHO:
                 checked.append(fields["rho"].check(value))
             else:
