@@ -38,9 +38,9 @@ LENGTH_RULES: tuple[ScalingRule, ...] = (
 )
 #: Largest number of query rows per point of the length view.
 LENGTH_SAMPLES_CAP = 256
-#: Largest rows × n per point of the length view (2 rows at n = 2^20; the row statistics
-#: concentrate as n grows, so the standard errors stay small).
-LENGTH_MAX_LOGITS = 1 << 19
+#: Largest rows × n per point of the length view (down to 2 rows at n = 2^20: the row
+#: statistics concentrate as n grows, so the standard errors stay small).
+LENGTH_MAX_LOGITS = 1 << 18
 
 
 def length_sweep_config(
@@ -69,6 +69,7 @@ def length_sweep_config(
         ssmax_s=config.ssmax_s,
         yarn_factor=config.yarn_factor,
         max_logits=max_logits,
+        min_rows=2,
     )
 
 

@@ -67,14 +67,15 @@ def setting_for(config: SweepConfig, value: float) -> Setting:
 
 
 def point_rows(config: SweepConfig, n: int) -> int:
-    """Query rows of a point at n keys: ``samples``, capped at ``max_logits // n`` (≥ 2).
+    """Query rows of a point at n keys: ``samples``, capped at ``max_logits // n`` but never
+    below ``min(samples, min_rows)``.
 
     A row's entropy and p_max concentrate as n grows (their spread over rows shrinks like
     1/√n for iid logits), so a bounded number of logits per point keeps the standard errors
-    comparable while a long-context point stays affordable. Two rows at least, so that the
-    standard errors exist.
+    comparable while a long-context point stays affordable; the floor keeps an explicit small
+    ``samples`` (say 64 rows at n = 2^20) exact.
     """
-    return min(config.samples, max(2, config.max_logits // n))
+    return min(config.samples, max(config.min_rows, config.max_logits // n))
 
 
 def chunk_rows(config: SweepConfig, n: int) -> int:

@@ -77,7 +77,9 @@ SWEEP_FIELDS: dict[str, FieldSpec] = {
         "(c = (0.1·ln f + 1)²/√d_k)")),
     "max_logits": FieldSpec(1, 1 << 40, "logits", cli=Cli(
         ("--max-logits",), "largest rows × n per point: a point with more uses "
-        "max(2, max_logits // n) rows (long contexts)")),
+        "max(64, max_logits // n) rows (long contexts)")),
+    # Rows a capped point keeps at least (the CLI's 64; the GUI's length view uses fewer).
+    "min_rows": FieldSpec(2, 10_000_000, "query rows"),
     "memory_budget_bytes": FieldSpec(1, None, "bytes"),
 }
 
@@ -107,7 +109,9 @@ class SweepConfig(JsonConfig):
         ``log_n`` and ``ssmax`` use n = the point's keys per row.
     max_logits
         Largest rows × n of one point: where ``samples·n`` exceeds it a point uses
-        ``max(2, max_logits // n)`` rows (reported in its ``samples``).
+        ``min(samples, max(min_rows, max_logits // n))`` rows (reported in its ``samples``).
+    min_rows
+        Rows a capped point keeps at least (at least 2, so that standard errors exist).
     memory_budget_bytes
         Largest working set one chunk may allocate.
     """
@@ -130,6 +134,7 @@ class SweepConfig(JsonConfig):
     ssmax_s: float = 0.43
     yarn_factor: float = 4.0
     max_logits: int = 1 << 24
+    min_rows: int = 64
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
 
     def __post_init__(self) -> None:

@@ -45,7 +45,10 @@ def test_point_rows_caps_long_rows_and_keeps_short_points_whole():
     config = SweepConfig(param=SweepParam.N, values=(16,), samples=20_000, max_logits=1 << 20)
     assert point_rows(config, 16) == 20_000
     assert point_rows(config, 1 << 10) == 1024
-    assert point_rows(config, 1 << 20) == 2  # at least two rows, so that a SEM exists
+    assert point_rows(config, 1 << 20) == 64  # the floor
+    assert point_rows(config.replace(min_rows=2), 1 << 20) == 2
+    # An explicit small sample count is kept whole: 64 rows at n = 2^20.
+    assert point_rows(SweepConfig(param=SweepParam.N, values=(1 << 20,), samples=64), 1 << 20) == 64
     # The default cap leaves 20 000 rows up to n = 512 (the sweeps people already ran).
     assert point_rows(SweepConfig(), 512) == 20_000
 
@@ -54,7 +57,8 @@ def test_length_rules_in_the_sweep_match_numpy_on_the_same_rows():
     config = SweepConfig(param=SweepParam.N, values=(64, 1024), samples=300,
                          rules=(ScalingRule.SQRT, ScalingRule.LOG_N, ScalingRule.SSMAX,
                                 ScalingRule.YARN),
-                         d_k=16, ssmax_s=0.6, yarn_factor=8.0, max_logits=1 << 17)
+                         d_k=16, ssmax_s=0.6, yarn_factor=8.0, max_logits=1 << 17,
+                         min_rows=2)
     points = run_sweep(config)
     for v_index, n in enumerate(config.values):
         rows = point_rows(config, n)

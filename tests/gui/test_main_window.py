@@ -78,7 +78,8 @@ def shared_window(qapp, tmp_path_factory):
     window = MainWindow(
         settings=Settings(QSettings(str(ini), QSettings.Format.IniFormat)),
         config=SMALL_CONFIG, restore=False, persist=False,
-        controller_options={"sweep_values": (1, 4, 16, 64), "sweep_samples_cap": 200},
+        controller_options={"sweep_values": (1, 4, 16, 64), "sweep_samples_cap": 200,
+                            "length_values": (16, 256)},
     )
     window.resize(1200, 800)
     window.show()

@@ -107,6 +107,7 @@ def test_registry_lists_every_view_once_in_display_order(qtbot):
     keys = [cls.key for cls in ALL_VIEWS]
     assert keys == [
         "heatmap", "softmax", "histogram", "laws", "gradients", "temperature", "correlation",
+        "length",
     ]
     assert view_class("laws") is LawsView
     with pytest.raises(ValueError, match="unknown view key"):
