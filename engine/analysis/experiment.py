@@ -70,6 +70,9 @@ class RuleView:
     logit_mean_empirical
         Mean of the logits over the same entries (with the variance: the Gaussian of the
         same mean and variance a histogram of real logits is compared with).
+    row_scale
+        ``(n,)`` per-row c of ``log_n`` / ``ssmax`` under a causal mask (row i sees i + 1
+        keys; ``scale`` is then the last row's c), else ``None``.
     """
 
     rule: ScalingRule
@@ -82,10 +85,13 @@ class RuleView:
     logit_var_empirical: float
     logit_var_theory: float
     logit_mean_empirical: float = math.nan
+    row_scale: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name in ("logits", "weights", "entropy", "p_max", "jac_fro"):
             object.__setattr__(self, name, _readonly(getattr(self, name)))
+        if self.row_scale is not None:
+            object.__setattr__(self, "row_scale", _readonly(self.row_scale))
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,6 +328,7 @@ def run_experiment(
             logit_var_empirical=var_empirical,
             logit_var_theory=theory_var(rule, c_all),
             logit_mean_empirical=mean_empirical,
+            row_scale=c_all[:, 0] if per_row else None,
         )
         if linear_in_raw:
             by_scale[c] = view

@@ -110,3 +110,27 @@ def test_long_rows_respect_the_memory_guard():
 def test_entropy_ratio_is_nan_when_n_is_not_swept():
     point = run_sweep(SweepConfig(values=(4,), samples=10, rules=(ScalingRule.SQRT,)))[0]
     assert math.isnan(point.entropy_ratio)
+
+
+@pytest.mark.parametrize("mask", ["none", "causal"])
+def test_explorer_snapshot_length_rules_use_each_rows_keys(mask):
+    from engine.analysis.experiment import run_experiment
+
+    config = AttentionConfig(n_tokens=256, d_k=16, d_model=128, heads=8, mask=mask,
+                             samples=10, ssmax_s=0.7, yarn_factor=8.0)
+    snap = run_experiment(config, rules=(ScalingRule.LOG_N, ScalingRule.SSMAX, ScalingRule.YARN))
+    keys = np.arange(1, 257) if mask == "causal" else np.full(256, 256)
+    raw = snap.raw_scores
+    for rule, c_row in ((ScalingRule.LOG_N, np.log(keys) / 4),
+                        (ScalingRule.SSMAX, 0.7 * np.log(keys) / 4)):
+        view = snap.rules[rule]
+        visible = np.isfinite(view.logits)
+        np.testing.assert_allclose(view.logits[visible], (raw * c_row[:, None])[visible],
+                                   rtol=1e-13)
+        assert view.scale == pytest.approx(math.log(256) * (0.7 if rule is ScalingRule.SSMAX
+                                                            else 1) / 4)
+        # Pooled variance of c_i·q_i·k_j (i ≠ j, unmasked) against its closed form.
+        assert view.logit_var_empirical == pytest.approx(view.logit_var_theory, rel=0.05)
+    yarn = snap.rules[ScalingRule.YARN]
+    assert yarn.scale == pytest.approx((0.1 * math.log(8.0) + 1) ** 2 / 4)
+    assert yarn.logit_var_empirical == pytest.approx(yarn.logit_var_theory, rel=0.05)
