@@ -168,7 +168,7 @@ def test_menus_and_shortcuts(window):
         f"Ctrl+{i + 1}" for i in range(len(window.views))]
     window.view_actions[2].trigger()
     assert window.current_view() is window.views[2]
-    assert window.view_tabs.tabs.count() == len(window.views) == 7
+    assert window.view_tabs.tabs.count() == len(window.views) == 8
 
 
 def test_menus_are_built_and_translated_from_the_action_table(window):
