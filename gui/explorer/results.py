@@ -29,7 +29,7 @@ class ExplorerResults:
         The attention configuration the results were computed for (``config.rule`` is the
         rule shown against ``"none"``).
     snapshot
-        ``engine.analysis.experiment.run_experiment(config, rules=all six rules)``, or ``None``
+        ``engine.analysis.experiment.run_experiment(config, rules=every rule)``, or ``None``
         before
         the first part of the request has arrived.
     temperature
