@@ -4,7 +4,7 @@ Measures, in the real main window:
 
 * latency from a parameter-panel change to every visible view updated and repainted
   (median and p95) at n = 256 for d_k = 64 and d_k = 1024; the view in front cycles through
-  all seven tabs, so every view's update and paint is part of the figures;
+  all the explorer tabs, so every view's update and paint is part of the figures;
 * the longest event-loop stall while a full d_k sweep streams in: a 5 ms heartbeat
   ``QTimer`` records how late it fires.
 

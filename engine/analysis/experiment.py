@@ -22,7 +22,7 @@ from engine.config import AttentionConfig, MaskKind, ScalingRule
 from engine.core import theory
 from engine.core.memory import check_memory
 from engine.core.plan import causal_mask
-from engine.core.scaling import NORM_EPS, scale_factor
+from engine.core.scaling import NORM_EPS, length_scales, scale_factor
 from engine.core.softmax import softmax
 from engine.core.stats import row_summary
 
@@ -70,6 +70,9 @@ class RuleView:
     logit_mean_empirical
         Mean of the logits over the same entries (with the variance: the Gaussian of the
         same mean and variance a histogram of real logits is compared with).
+    row_scale
+        ``(n,)`` per-row c of ``log_n`` / ``ssmax`` under a causal mask (row i sees i + 1
+        keys; ``scale`` is then the last row's c), else ``None``.
     """
 
     rule: ScalingRule
@@ -82,10 +85,13 @@ class RuleView:
     logit_var_empirical: float
     logit_var_theory: float
     logit_mean_empirical: float = math.nan
+    row_scale: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name in ("logits", "weights", "entropy", "p_max", "jac_fro"):
             object.__setattr__(self, name, _readonly(getattr(self, name)))
+        if self.row_scale is not None:
+            object.__setattr__(self, "row_scale", _readonly(self.row_scale))
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +165,33 @@ def _rule_list(config: AttentionConfig, rules: Iterable[ScalingRule | str] | Non
     return list(dict.fromkeys(out))
 
 
-def _theory_variance(config: AttentionConfig, rule: ScalingRule, c: float) -> float:
-    """Closed-form variance of an off-diagonal logit (independent tokens i ≠ j)."""
+def _length_scales(config: AttentionConfig, rule: ScalingRule) -> np.ndarray:
+    """Per-row c of ``log_n`` / ``ssmax``: row i sees n keys, or i + 1 under a causal mask."""
+    n = config.n_tokens
+    keys = np.arange(1, n + 1) if config.mask is MaskKind.CAUSAL else np.full(n, n)
+    return length_scales(rule, config.d_k, keys, config.ssmax_s)
+
+
+def _rule_scale(config: AttentionConfig, rule: ScalingRule) -> float | np.ndarray:
+    """c of ``rule``: a float, or an (n, 1) array of per-row c for a length rule under a mask."""
+    if rule.length_dependent and config.mask is MaskKind.CAUSAL and config.n_tokens > 1:
+        return _length_scales(config, rule)[:, None]
+    temperature = config.temperature if rule is ScalingRule.TEMPERATURE else None
+    return scale_factor(rule, config.d_k, temperature=temperature, n=config.n_tokens,
+                        ssmax_s=config.ssmax_s, yarn_factor=config.yarn_factor)
+
+
+def _theory_variance(config: AttentionConfig, rule: ScalingRule, c: float | np.ndarray) -> float:
+    """Closed-form variance of an off-diagonal logit (independent tokens i ≠ j).
+
+    With per-row c (a length rule under a causal mask) the pooled entries c_i·raw_ij, j < i,
+    have mean 0 and variance Var(raw)·mean(c_i²) weighted by each row's i entries.
+    """
+    if isinstance(c, np.ndarray):
+        c_row = c[:, 0]
+        weight = np.arange(c_row.size, dtype=np.float64)  # row i has i entries j < i
+        c2 = float(np.sum(weight * c_row * c_row) / np.sum(weight))
+        return c2 * _theory_variance(config, ScalingRule.NONE, 1.0)
     d, rho = config.d_k, config.rho
     if rule is ScalingRule.SOFTCAP:
         return math.nan
@@ -253,15 +284,18 @@ def run_experiment(
     # Rules that are c·raw with the same c (e.g. T = √d_k and 1/√d_k) share every array.
     by_scale: dict[float, RuleView] = {}
 
-    def theory_var(rule: ScalingRule, c: float) -> float:
+    def theory_var(rule: ScalingRule, c: float | np.ndarray) -> float:
         # Real q, k follow no law: no closed form to compare with.
         return math.nan if real_head is not None else _theory_variance(config, rule, c)
 
     views: dict[ScalingRule, RuleView] = {}
     for rule in rule_list:
-        temperature = config.temperature if rule is ScalingRule.TEMPERATURE else None
-        c = scale_factor(rule, d, temperature=temperature)
-        linear_in_raw = rule not in (ScalingRule.QK_NORM, ScalingRule.SOFTCAP)
+        c_all = _rule_scale(config, rule)
+        # A per-row c (length rules under a causal mask) is reported as the c of the last row,
+        # which sees all n keys; its moments come from the logits themselves.
+        per_row = isinstance(c_all, np.ndarray)
+        c = float(c_all[-1, 0]) if per_row else c_all
+        linear_in_raw = rule not in (ScalingRule.QK_NORM, ScalingRule.SOFTCAP) and not per_row
         if linear_in_raw and c in by_scale:
             twin = by_scale[c]
             views[rule] = RuleView(
@@ -272,7 +306,7 @@ def run_experiment(
                 logit_mean_empirical=twin.logit_mean_empirical,
             )
             continue
-        logits = _logits_from_raw(config, rule, c, q, k, raw)
+        logits = _logits_from_raw(config, rule, c_all, q, k, raw)
         if linear_in_raw:
             if raw_moments is None:
                 raw_moments = _selected_moments(raw, select, count)
@@ -292,8 +326,9 @@ def run_experiment(
             p_max=pmax,
             jac_fro=jac_fro,
             logit_var_empirical=var_empirical,
-            logit_var_theory=theory_var(rule, c),
+            logit_var_theory=theory_var(rule, c_all),
             logit_mean_empirical=mean_empirical,
+            row_scale=c_all[:, 0] if per_row else None,
         )
         if linear_in_raw:
             by_scale[c] = view
@@ -330,13 +365,14 @@ def _selected_moments(x: np.ndarray, select: np.ndarray, count: int) -> tuple[fl
 
 
 def _logits_from_raw(
-    config: AttentionConfig, rule: ScalingRule, c: float, q: np.ndarray, k: np.ndarray,
-    raw: np.ndarray,
+    config: AttentionConfig, rule: ScalingRule, c: float | np.ndarray, q: np.ndarray,
+    k: np.ndarray, raw: np.ndarray,
 ) -> np.ndarray:
     """Unmasked logits of ``rule`` from the raw scores (a new array).
 
     QK-norm: ``g·S_raw/(‖q_i‖‖k_j‖)`` with ``g = √d_k`` by default; soft-cap:
-    ``cap·tanh(c·S_raw/cap)``; every other rule ``c·S_raw``. Same values as
+    ``cap·tanh(c·S_raw/cap)``; every other rule ``c·S_raw`` (c per row for a length rule
+    under a causal mask). Same values as
     :func:`engine.core.attention.attention_logits` up to rounding.
     """
     if rule is ScalingRule.QK_NORM:

@@ -11,7 +11,10 @@ The explorer shows four parts for one :class:`~engine.config.AttentionConfig`:
 - the *temperature* comparison (:func:`~engine.analysis.experiment.temperature_comparison`;
   re-uses the snapshot's raw scores of the same configuration and the same q, k source),
 - the streamed d_k *sweep* (:func:`~engine.analysis.sweep.iter_sweep`; depends only on the
-  fields :func:`sweep_config_for` copies, so changing d_k, σ or the heads keeps it).
+  fields :func:`sweep_config_for` copies, so changing d_k, σ or the heads keeps it),
+- the streamed n sweep of the length view (when asked for, ``length_values``; depends only on
+  the fields :func:`~engine.analysis.length.length_sweep_config` copies, so changing n keeps
+  it).
 
 The correlation comparison and the sweep are theory views: they stay random even while a real
 head is shown (computed from the configuration the head gives, see
@@ -54,6 +57,7 @@ __all__ = [
     "PartReady",
     "PlanStep",
     "Reuse",
+    "StreamLength",
     "StreamSweep",
     "compute_correlation",
     "compute_temperature",
@@ -86,6 +90,8 @@ class Part(enum.Enum):
     TEMPERATURE = "temperature"
     SWEEP_POINT = "sweep_point"
     """One point of the streamed sweep (the sweep yields one item per point)."""
+    LENGTH_POINT = "length_point"
+    """One point of the length view's streamed n sweep."""
 
 
 # ------------------------------------------------------------------------------- the parts
@@ -177,12 +183,15 @@ class Computed:
         Its correlation comparison, or ``None``.
     sweep
         The sweep whose points are all there (finished, not cancelled), or ``None``.
+    length
+        The same for the length view's n sweep.
     """
 
     config: AttentionConfig
     snapshot: AttentionSnapshot | None = None
     correlation: object | None = None
     sweep: SweepConfig | None = None
+    length: SweepConfig | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,6 +236,14 @@ class StreamSweep:
 
 
 @dataclasses.dataclass(frozen=True)
+class StreamLength:
+    """Run the length view's n sweep ``sweep``, one :class:`PartReady` per point."""
+
+    sweep: SweepConfig
+    part: Part = dataclasses.field(default=Part.LENGTH_POINT, init=False)
+
+
+@dataclasses.dataclass(frozen=True)
 class Reuse:
     """Keep the part already computed; ``value`` is yielded again (same object).
 
@@ -237,7 +254,8 @@ class Reuse:
     value: object = dataclasses.field(default=None, compare=False)
 
 
-PlanStep = ComputeSnapshot | ComputeCorrelation | ComputeTemperature | StreamSweep | Reuse
+PlanStep = (ComputeSnapshot | ComputeCorrelation | ComputeTemperature | StreamSweep
+            | StreamLength | Reuse)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,6 +295,13 @@ class ExplorerPlan:
                 return step.sweep
         return None
 
+    def length(self) -> SweepConfig | None:
+        """The length view's n sweep this plan streams, or ``None``."""
+        for step in self.steps:
+            if isinstance(step, StreamLength):
+                return step.sweep
+        return None
+
 
 def plan_full(
     config: AttentionConfig,
@@ -286,6 +311,7 @@ def plan_full(
     sweep_values: Sequence[int] = DEFAULT_SWEEP_VALUES,
     sweep_samples_cap: int = DEFAULT_SWEEP_SAMPLES_CAP,
     head: HeadRef | None = None,
+    length_values: Sequence[int] = (),
 ) -> ExplorerPlan:
     """Plan every part for ``config``, re-using from ``computed`` what does not change.
 
@@ -308,6 +334,9 @@ def plan_full(
     head
         A real head (its file's n and d_k must be ``config``'s, see
         :func:`~engine.analysis.real_head.explorer_config_for`), loaded by :func:`iter_plan`.
+    length_values
+        n values of the length view's sweep, streamed after the d_k sweep (re-used like it);
+        empty: no length sweep.
     """
     loaded = None
     if head is not None and computed is not None and snapshot_head(computed.snapshot) == head:
@@ -326,6 +355,14 @@ def plan_full(
         steps.append(Reuse(Part.SWEEP_POINT))
     else:
         steps.append(StreamSweep(sweep))
+    if length_values:
+        from engine.analysis.length import length_sweep_config
+
+        length = length_sweep_config(config, length_values)
+        if computed is not None and computed.length == length:
+            steps.append(Reuse(Part.LENGTH_POINT))
+        else:
+            steps.append(StreamLength(length))
     return ExplorerPlan(config, tuple(steps), head=head)
 
 
@@ -379,7 +416,7 @@ def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iter
         if cancel is not None and cancel.is_set():
             return
         if isinstance(step, Reuse):
-            if step.part is not Part.SWEEP_POINT:
+            if step.part not in (Part.SWEEP_POINT, Part.LENGTH_POINT):
                 yield PartReady(step.part, step.value, reused=True)
         elif isinstance(step, ComputeSnapshot):
             real = step.loaded
@@ -399,4 +436,4 @@ def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iter
                             compute_temperature(step.config, step.temperature, usable, real))
         else:
             for point in iter_sweep(step.sweep, cancel=cancel):
-                yield PartReady(Part.SWEEP_POINT, point)
+                yield PartReady(step.part, point)

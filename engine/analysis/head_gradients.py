@@ -80,6 +80,9 @@ def gradient_summary(
         elif rule is ScalingRule.SOFTCAP:
             t = np.tanh(raw_scores * (view.scale / cap))
             raw = jacobian_fro_norm(view.weights, view.scale * (1.0 - t * t)).ravel()
+        elif getattr(view, "row_scale", None) is not None:
+            # log_n / ssmax under a causal mask: row i's own c (jac_fro is (heads, n)).
+            raw = (np.asarray(view.jac_fro, dtype=np.float64) * view.row_scale).ravel()
         else:
             raw = view.scale * jac
         j50, j10, j90 = _quantiles(jac)

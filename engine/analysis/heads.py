@@ -60,7 +60,8 @@ class HeadDiagnostics:
     rule
         The replayed rule's name, or None when the given scale was used.
     scale
-        The factor c multiplying q·k (the rule's c when a rule is replayed; 1 for ``qk_norm``).
+        The factor c multiplying q·k (the rule's c when a rule is replayed; 1 for ``qk_norm``;
+        for ``log_n`` / ``ssmax`` under the causal mask, the c of the last row, which sees n keys).
     causal
         Whether the causal mask was applied.
     logit_std, max_abs_logit
@@ -333,7 +334,9 @@ def _diagnose(
     if entropy_mean > NEAR_UNIFORM_ENTROPY_FRACTION * ln_n:
         flags.append("near-uniform")
     return HeadDiagnostics(
-        n=n, d_k=d_k, batch=batch, rule=plan.rule.value if replay else None, scale=c,
+        n=n, d_k=d_k, batch=batch, rule=plan.rule.value if replay else None,
+        # A per-row c (log_n / ssmax, causal) is reported as that of the last row (all n keys).
+        scale=float(np.ravel(c)[-1]),
         causal=bool(causal), logit_std=moments.std(), logit_std_theory=theory,
         max_abs_logit=max_abs, entropy_mean=entropy_mean, entropy_uniform=ln_n,
         entropy_zhai_bound=zhai.mean,

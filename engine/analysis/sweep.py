@@ -7,7 +7,8 @@ errors), quantiles of the Jacobian norms and the share of saturated rows.
 How the rows are drawn (exactly, for the stated constructions) is described in
 :mod:`engine.analysis.sweep_rows`.
 
-Rules and their "raw" gradient: logits are ``s = c·S_raw`` (none, sqrt, linear, temperature),
+Rules and their "raw" gradient: logits are ``s = c·S_raw`` (none, sqrt, linear, temperature,
+log_n and ssmax with n = the point's keys per row, yarn),
 so ``‖∂p/∂S_raw‖_F = c·‖J‖_F``; soft-cap ``s = cap·tanh(c·S_raw/cap)`` gives
 ``‖J·diag(c·sech²)‖_F`` (computed exactly); QK-norm logits are not a function of ``S_raw``
 (the vectors are normalised), so its ``jac_raw_*`` are NaN.
@@ -33,7 +34,14 @@ from engine.analysis.sweep_precision import (
     grid_combos,
     grid_rows,
 )
-from engine.analysis.sweep_rows import Setting, chunk_rows, draw_rows, setting_for
+from engine.analysis.sweep_rows import (
+    BYTES_PER_LOGIT,
+    Setting,
+    chunk_rows,
+    draw_rows,
+    point_rows,
+    setting_for,
+)
 from engine.config import ScalingRule, SweepConfig, SweepParam
 from engine.core import theory
 from engine.core.memory import check_memory
@@ -123,6 +131,13 @@ class SweepPoint:
     logit_absmax_mean: float = math.nan
     precision: tuple[PrecisionStat, ...] = ()
 
+    @property
+    def entropy_ratio(self) -> float:
+        """Mean entropy over ln n (1 = uniform over the n keys); NaN unless n is swept, n > 1."""
+        if self.param is not SweepParam.N or self.value <= 1:
+            return math.nan
+        return self.entropy_mean / math.log(self.value)
+
 
 #: CSV header: the first twelve columns are fixed by the project contract.
 SWEEP_CSV_COLUMNS: tuple[str, ...] = (
@@ -198,11 +213,13 @@ def _theory_var(config: SweepConfig, st: Setting, rule: ScalingRule, c: float) -
     return c * c * theory.correlated_dot_variance(st.d_k, st.rho)
 
 
-def _rule_scale(config: SweepConfig, rule: ScalingRule, d_k: int) -> float:
+def _rule_scale(config: SweepConfig, rule: ScalingRule, d_k: int, n: int) -> float:
     temperature = None
     if rule is ScalingRule.TEMPERATURE:
         temperature = math.sqrt(d_k) if config.temperature is None else config.temperature
-    return scale_factor(rule, d_k, temperature=temperature)
+    # Sweep rows are unmasked: log_n and ssmax use the row's n keys.
+    return scale_factor(rule, d_k, temperature=temperature, n=n, ssmax_s=config.ssmax_s,
+                        yarn_factor=config.yarn_factor)
 
 
 def _quantiles(values: np.ndarray) -> tuple[float, float, float]:
@@ -242,109 +259,137 @@ def iter_sweep(
     MemoryBudgetError
         If keeping ``samples`` Jacobian norms per point exceeds the memory budget.
     """
-    samples = config.samples
     check_memory(
-        _BYTES_PER_SAMPLE * samples,
-        f"per-point Jacobian-norm samples ({samples} rows)",
+        _BYTES_PER_SAMPLE * config.samples,
+        f"per-point Jacobian-norm samples ({config.samples} rows)",
+        config.memory_budget_bytes,
+    )
+    n_max = max(setting_for(config, v).n for v in config.values)
+    check_memory(
+        BYTES_PER_LOGIT * n_max,
+        f"working memory of one query row of {n_max} keys",
         config.memory_budget_bytes,
     )
     rules = config.rules
+    need_cos = ScalingRule.QK_NORM in rules
     total = len(config.values) * len(rules)
-    rows_total = total * samples
+    rows_total = sum(point_rows(config, setting_for(config, v).n) for v in config.values)
+    rows_total *= len(rules)
     rows_done = 0
     index = 0
     for v_index, value in enumerate(config.values):
         st = setting_for(config, value)
-        rows_per_chunk = chunk_rows(config, st.n)
+        samples = point_rows(config, st.n)
+        rows_per_chunk = min(chunk_rows(config, st.n), samples)
         n_chunks = -(-samples // rows_per_chunk)
-        for rule in rules:
-            c = _rule_scale(config, rule, st.d_k)
-            moments = _Moments()
-            entropy = _Moments()
-            pmax = _Moments()
-            saturated = 0
-            jac = np.empty(samples)
-            jac_raw = np.empty(samples)
-            absmax = _Moments()
-            main_tally = PrecisionTally(config.dtype, config.softmax, config.rounding)
-            grid = [PrecisionTally(*combo) for combo in grid_combos()] if (
-                config.precision_grid and rule in _GRID_RULES) else []
-            start = 0
-            for c_index in range(n_chunks):
+        accs = [_RuleAcc(config, st, rule, samples) for rule in rules]
+        start = 0
+        for c_index in range(n_chunks):
+            rows = min(rows_per_chunk, samples - start)
+            if cancel is not None and cancel.is_set():
+                return
+            # One draw per chunk serves every rule (common random numbers): each point is the
+            # one a loop over rules, drawing the same chunks again, would give.
+            raw, cos = draw_rows(config, st, v_index, c_index, rows, need_cos)
+            for acc in accs:
                 if cancel is not None and cancel.is_set():
                     return
-                rows = min(rows_per_chunk, samples - start)
-                raw, cos = draw_rows(
-                    config, st, v_index, c_index, rows, rule is ScalingRule.QK_NORM
-                )
-                col_scale = None
-                if rule is ScalingRule.QK_NORM:
-                    assert cos is not None
-                    g = math.sqrt(st.d_k) if config.gain is None else config.gain
-                    logits = g * cos
-                elif rule is ScalingRule.SOFTCAP:
-                    t = np.tanh(raw * (c / config.cap))
-                    logits = config.cap * t
-                    col_scale = c * (1.0 - t * t)  # ∂s/∂S_raw = c·sech²(c·S_raw/cap)
-                else:
-                    logits = raw * c if c != 1.0 else raw
-                moments.add(logits)
-                absmax.add(np.abs(logits).max(axis=1))
-                reference = None if main_tally.is_reference else reference_weights(logits)
-                main_tally.add(logits, reference)
-                if grid and start < grid_rows(st.n):
-                    part = logits[: grid_rows(st.n) - start]
-                    ref_part = reference_weights(part) if reference is None else reference[
-                        : grid_rows(st.n) - start]
-                    for tally in grid:
-                        tally.add(part, ref_part)
-                p = softmax(logits)
-                h, pm, jf = row_summary(p)
-                entropy.add(h)
-                pmax.add(pm)
-                saturated += int(np.count_nonzero(pm > SATURATION_THRESHOLD))
-                block = slice(start, start + rows)
-                jac[block] = jf
-                if rule is ScalingRule.QK_NORM:
-                    jac_raw[block] = math.nan
-                elif col_scale is not None:
-                    jac_raw[block] = jacobian_fro_norm(p, col_scale)
-                else:
-                    jac_raw[block] = c * jac[block]
-                start += rows
+                acc.add(raw, cos, slice(start, start + rows))
                 rows_done += rows
                 if on_progress is not None:
                     on_progress(rows_done, rows_total)
-            main = main_tally.stat()
-            j50, j10, j90 = _quantiles(jac)
-            r50, r10, r90 = _quantiles(jac_raw)
-            yield SweepPoint(
-                param=config.param,
-                value=float(value),
-                rule=rule,
-                logit_mean=moments.mean,
-                logit_var=moments.var,
-                logit_var_theory=_theory_var(config, st, rule, c),
-                entropy_mean=entropy.mean,
-                entropy_sem=entropy.sem,
-                p_max_mean=pmax.mean,
-                p_max_sem=pmax.sem,
-                jac_fro_median=j50,
-                jac_fro_q10=j10,
-                jac_fro_q90=j90,
-                jac_raw_median=r50,
-                jac_raw_q10=r10,
-                jac_raw_q90=r90,
-                saturated_share=saturated / samples,
-                samples=samples,
-                index=index,
-                total=total,
-                overflow_share=main.overflow_share,
-                weight_err_mean=main.weight_err_mean,
-                logit_absmax_mean=absmax.mean,
-                precision=tuple(t.stat() for t in grid),
-            )
+            start += rows
+        for acc in accs:
+            # The value's points are all computed; a cancel still stops before the next yield.
+            if cancel is not None and cancel.is_set():
+                return
+            yield acc.point(value, samples, index, total)
             index += 1
+
+
+class _RuleAcc:
+    """One rule's running statistics at one swept value, fed chunk by chunk."""
+
+    def __init__(self, config: SweepConfig, st: Setting, rule: ScalingRule, samples: int):
+        self.config, self.st, self.rule = config, st, rule
+        self.c = _rule_scale(config, rule, st.d_k, st.n)
+        self.moments, self.entropy, self.pmax = _Moments(), _Moments(), _Moments()
+        self.saturated = 0
+        self.jac = np.empty(samples)
+        self.jac_raw = np.empty(samples)
+        # The precision lab: the sweep's own format and softmax form, and (for the explorer's
+        # Precision view) every format × form × rounding on the first rows of the point.
+        self.absmax = _Moments()
+        self.main_tally = PrecisionTally(config.dtype, config.softmax, config.rounding)
+        self.grid = [PrecisionTally(*combo) for combo in grid_combos()] if (
+            config.precision_grid and rule in _GRID_RULES) else []
+
+    def add(self, raw: np.ndarray, cos: np.ndarray | None, block: slice) -> None:
+        config, rule, c = self.config, self.rule, self.c
+        col_scale = None
+        if rule is ScalingRule.QK_NORM:
+            assert cos is not None
+            g = math.sqrt(self.st.d_k) if config.gain is None else config.gain
+            logits = g * cos
+        elif rule is ScalingRule.SOFTCAP:
+            t = np.tanh(raw * (c / config.cap))
+            logits = config.cap * t
+            col_scale = c * (1.0 - t * t)  # ∂s/∂S_raw = c·sech²(c·S_raw/cap)
+        else:
+            logits = raw * c if c != 1.0 else raw
+        self.moments.add(logits)
+        self.absmax.add(np.abs(logits).max(axis=1))
+        reference = None if self.main_tally.is_reference else reference_weights(logits)
+        self.main_tally.add(logits, reference)
+        grid_end = grid_rows(self.st.n) - block.start
+        if self.grid and grid_end > 0:
+            part = logits[:grid_end]
+            ref_part = reference_weights(part) if reference is None else reference[:grid_end]
+            for tally in self.grid:
+                tally.add(part, ref_part)
+        p = softmax(logits)
+        h, pm, jf = row_summary(p)
+        self.entropy.add(h)
+        self.pmax.add(pm)
+        self.saturated += int(np.count_nonzero(pm > SATURATION_THRESHOLD))
+        self.jac[block] = jf
+        if rule is ScalingRule.QK_NORM:
+            self.jac_raw[block] = math.nan
+        elif col_scale is not None:
+            self.jac_raw[block] = jacobian_fro_norm(p, col_scale)
+        else:
+            self.jac_raw[block] = c * jf
+
+    def point(self, value: float, samples: int, index: int, total: int) -> SweepPoint:
+        j50, j10, j90 = _quantiles(self.jac)
+        r50, r10, r90 = _quantiles(self.jac_raw)
+        main = self.main_tally.stat()
+        return SweepPoint(
+            param=self.config.param,
+            value=float(value),
+            rule=self.rule,
+            logit_mean=self.moments.mean,
+            logit_var=self.moments.var,
+            logit_var_theory=_theory_var(self.config, self.st, self.rule, self.c),
+            entropy_mean=self.entropy.mean,
+            entropy_sem=self.entropy.sem,
+            p_max_mean=self.pmax.mean,
+            p_max_sem=self.pmax.sem,
+            jac_fro_median=j50,
+            jac_fro_q10=j10,
+            jac_fro_q90=j90,
+            jac_raw_median=r50,
+            jac_raw_q10=r10,
+            jac_raw_q90=r90,
+            saturated_share=self.saturated / samples,
+            samples=samples,
+            index=index,
+            total=total,
+            overflow_share=main.overflow_share,
+            weight_err_mean=main.weight_err_mean,
+            logit_absmax_mean=self.absmax.mean,
+            precision=tuple(tally.stat() for tally in self.grid),
+        )
 
 
 def run_sweep(config: SweepConfig) -> list[SweepPoint]:

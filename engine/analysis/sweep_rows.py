@@ -34,14 +34,14 @@ import numpy as np
 
 from engine.config import SweepConfig, SweepParam
 
-__all__ = ["Setting", "chunk_rows", "draw_rows", "setting_for"]
+__all__ = ["BYTES_PER_LOGIT", "Setting", "chunk_rows", "draw_rows", "point_rows", "setting_for"]
 
 #: Logits per chunk: a few ms of work on a quiet machine, so cancel is checked often.
 _CHUNK_LOGITS = 1 << 16
 
 #: Bytes of working memory per logit in one chunk (float32 draws, float64 logits, weights and
 #: the temporaries of the row statistics), used to shrink chunks under a small memory budget.
-_BYTES_PER_LOGIT = 160
+BYTES_PER_LOGIT = 160
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +66,22 @@ def setting_for(config: SweepConfig, value: float) -> Setting:
     return Setting(d_k=config.d_k, n=int(value), rho=config.rho, s=config.logit_std)
 
 
+def point_rows(config: SweepConfig, n: int) -> int:
+    """Query rows of a point at n keys: ``samples``, capped at ``max_logits // n`` but never
+    below ``min(samples, min_rows)``.
+
+    A row's entropy and p_max concentrate as n grows (their spread over rows shrinks like
+    1/√n for iid logits), so a bounded number of logits per point keeps the standard errors
+    comparable while a long-context point stays affordable; the floor keeps an explicit small
+    ``samples`` (say 64 rows at n = 2^20) exact.
+    """
+    return min(config.samples, max(config.min_rows, config.max_logits // n))
+
+
 def chunk_rows(config: SweepConfig, n: int) -> int:
     """Rows per chunk at n keys: a few milliseconds of work, and within the memory budget."""
     by_time = max(1, _CHUNK_LOGITS // n)
-    by_memory = max(1, config.memory_budget_bytes // (_BYTES_PER_LOGIT * n))
+    by_memory = max(1, config.memory_budget_bytes // (BYTES_PER_LOGIT * n))
     return min(by_time, by_memory, config.samples)
 
 

@@ -49,6 +49,17 @@ class ScalingRule(StrEnum):
     """ℓ₂-normalise q and k over d_k, then multiply by a gain g (default √d_k)."""
     SOFTCAP = "softcap"
     """1/√d_k, then ``cap·tanh(s/cap)`` (Gemma 2 style)."""
+    LOG_N = "log_n"
+    """c = ln n/√d_k, n the keys the row sees (Chiang & Cholak 2022, log-length scaling)."""
+    SSMAX = "ssmax"
+    """c = s·ln n/√d_k: Scalable-Softmax (Nakanishi 2025), n the keys the row sees."""
+    YARN = "yarn"
+    """c = (0.1·ln f + 1)²/√d_k: YaRN's temperature for a context-extension factor f."""
+
+    @property
+    def length_dependent(self) -> bool:
+        """Whether c depends on the number n of keys a row sees (``log_n``, ``ssmax``)."""
+        return self in (ScalingRule.LOG_N, ScalingRule.SSMAX)
 
     @property
     def label(self) -> str:
@@ -63,6 +74,9 @@ _RULE_LABELS = {
     ScalingRule.TEMPERATURE: "1/T",
     ScalingRule.QK_NORM: "QK-norm",
     ScalingRule.SOFTCAP: "soft-cap",
+    ScalingRule.LOG_N: "ln n/√d_k",
+    ScalingRule.SSMAX: "SSMax",
+    ScalingRule.YARN: "YaRN",
 }
 
 
@@ -135,7 +149,8 @@ ATTENTION_FIELDS: dict[str, FieldSpec] = {
         QT_TRANSLATE_NOOP(
             "ParameterPanel",
             "How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, "
-            "QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap)."),
+            "QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap), "
+            "ln n/√d_k, SSMax s·ln n/√d_k, YaRN (0.1·ln f + 1)²/√d_k."),
         "combo", choices={
             ScalingRule.NONE: QT_TRANSLATE_NOOP("ParameterPanel", "none (c = 1)"),
             ScalingRule.SQRT: "1/√d_k",  # math: the same in every language
@@ -143,6 +158,9 @@ ATTENTION_FIELDS: dict[str, FieldSpec] = {
             ScalingRule.TEMPERATURE: QT_TRANSLATE_NOOP("ParameterPanel", "temperature 1/T"),
             ScalingRule.QK_NORM: QT_TRANSLATE_NOOP("ParameterPanel", "QK-norm"),
             ScalingRule.SOFTCAP: QT_TRANSLATE_NOOP("ParameterPanel", "soft-cap"),
+            ScalingRule.LOG_N: "ln n/√d_k",
+            ScalingRule.SSMAX: "SSMax s·ln n/√d_k",  # a method's name and math
+            ScalingRule.YARN: QT_TRANSLATE_NOOP("ParameterPanel", "YaRN temperature"),
         })),
     "temperature": FieldSpec(1e-6, 1e6, "", Gui(
         QT_TRANSLATE_NOOP("ParameterPanel", "temperature T"),
@@ -168,6 +186,22 @@ ATTENTION_FIELDS: dict[str, FieldSpec] = {
             "ParameterPanel", "Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap."),
         "slider", low=0.1, high=1000.0, log=True, decimals=2,
         visible_when=("rule", ScalingRule.SOFTCAP))),
+    "ssmax_s": FieldSpec(1e-6, 1e3, "", Gui(
+        "SSMax s",  # a method's name and a symbol
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "Scalable-Softmax (Nakanishi 2025): logits = s·ln n·q·k/√d_k, n the keys the row "
+            "sees (under a causal mask row i sees i + 1); s = 0.43 in the paper's toy."),
+        "slider", low=0.01, high=10.0, log=True, decimals=3,
+        visible_when=("rule", ScalingRule.SSMAX))),
+    "yarn_factor": FieldSpec(1.0, 1e6, "", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "YaRN factor f"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "YaRN context-extension factor f: logits = q·k/(t·√d_k) with "
+            "√(1/t) = 0.1·ln f + 1, i.e. c = (0.1·ln f + 1)²/√d_k (f = 1 gives 1/√d_k)."),
+        "slider", low=1.0, high=1024.0, log=True, decimals=2,
+        visible_when=("rule", ScalingRule.YARN))),
     "rho": FieldSpec(-1.0, 1.0, "", Gui(
         QT_TRANSLATE_NOOP("ParameterPanel", "q–k correlation ρ"),
         QT_TRANSLATE_NOOP(
@@ -233,6 +267,8 @@ class AttentionConfig(JsonConfig):
         The scaling rule (see :class:`ScalingRule`).
     temperature, gain, cap
         Parameters of the temperature, QK-norm and soft-cap rules. ``gain=None`` means √d_k.
+    ssmax_s, yarn_factor
+        Scalable-Softmax's s and YaRN's context-extension factor f.
     rho
         Correlation between q and k: k = ρ·q + √(1−ρ²)·ξ.
     mask
@@ -260,6 +296,8 @@ class AttentionConfig(JsonConfig):
     temperature: float = 8.0
     gain: float | None = None
     cap: float = 50.0
+    ssmax_s: float = 0.43
+    yarn_factor: float = 4.0
     rho: float = 0.0
     mask: MaskKind = MaskKind.NONE
     query_row: int = 0

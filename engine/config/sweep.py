@@ -17,10 +17,22 @@ from engine.config.attention import (
     DEFAULT_MEMORY_BUDGET_BYTES,
     ScalingRule,
 )
-from engine.config.base import Cli, FieldSpec, JsonConfig, check_enum, validate_fields
+from engine.config.base import (
+    Cli,
+    FieldSpec,
+    JsonConfig,
+    check_enum,
+    check_value,
+    validate_fields,
+)
 from engine.config.precision import Precision, Rounding, SoftmaxForm
 
-__all__ = ["RULES_HELP", "SWEEP_FIELDS", "SweepConfig", "SweepParam"]
+__all__ = ["RULES_HELP", "SWEEP_FIELDS", "SWEPT_N_MAX", "SweepConfig", "SweepParam"]
+
+#: Largest swept n. Sweep rows are streamed chunk by chunk, so n is bounded by one row's
+#: working memory (~160 B per key: 2^22 keys ≈ 0.7 GB), not by an n×n matrix as in the
+#: explorer (whose n_tokens range also bounds a sweep's fixed --n).
+SWEPT_N_MAX = 1 << 22
 
 #: Help of every ``--rules`` option.
 RULES_HELP = "comma-separated scaling rules: " + ", ".join(rule.value for rule in ScalingRule)
@@ -59,6 +71,16 @@ SWEEP_FIELDS: dict[str, FieldSpec] = {
         ("--temperature",), "temperature for the temperature rule (default √d_k)")),
     "gain": _shared("gain", Cli(("--gain",), "QK-norm gain (default √d_k)")),
     "cap": _shared("cap", Cli(("--cap",), "soft-cap value")),
+    "ssmax_s": _shared("ssmax_s", Cli(
+        ("--ssmax-s",), "Scalable-Softmax s for the ssmax rule (c = s·ln n/√d_k)")),
+    "yarn_factor": _shared("yarn_factor", Cli(
+        ("--yarn-factor",), "YaRN context-extension factor f for the yarn rule "
+        "(c = (0.1·ln f + 1)²/√d_k)")),
+    "max_logits": FieldSpec(1, 1 << 40, "logits", cli=Cli(
+        ("--max-logits",), "largest rows × n per point: a point with more uses "
+        "max(64, max_logits // n) rows (long contexts)")),
+    # Rows a capped point keeps at least (the CLI's 64; the GUI's length view uses fewer).
+    "min_rows": FieldSpec(2, 10_000_000, "query rows"),
     "memory_budget_bytes": FieldSpec(1, None, "bytes"),
     # The precision lab: the format and softmax form of the overflow / weight-error columns.
     "dtype": FieldSpec(cli=Cli(("--dtype",), "format of the logits and softmax for the columns "
@@ -92,8 +114,14 @@ class SweepConfig(JsonConfig):
         Number of query rows per point.
     seed
         Seed of the whole sweep; every point derives its own stream from it.
-    temperature, gain, cap
+    temperature, gain, cap, ssmax_s, yarn_factor
         Rule parameters, as in :class:`AttentionConfig`. ``temperature=None`` means √d_k.
+        ``log_n`` and ``ssmax`` use n = the point's keys per row.
+    max_logits
+        Largest rows × n of one point: where ``samples·n`` exceeds it a point uses
+        ``min(samples, max(min_rows, max_logits // n))`` rows (reported in its ``samples``).
+    min_rows
+        Rows a capped point keeps at least (at least 2, so that standard errors exist).
     memory_budget_bytes
         Largest working set one chunk may allocate.
     dtype, softmax, rounding
@@ -119,6 +147,10 @@ class SweepConfig(JsonConfig):
     temperature: float | None = None
     gain: float | None = None
     cap: float = 50.0
+    ssmax_s: float = 0.43
+    yarn_factor: float = 4.0
+    max_logits: int = 1 << 24
+    min_rows: int = 64
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
     dtype: Precision = Precision.FLOAT64
     softmax: SoftmaxForm = SoftmaxForm.STABLE
@@ -139,9 +171,10 @@ class SweepConfig(JsonConfig):
         fields = self.bound()
         checked: list[float] = []
         for value in values:
-            if self.param in (SweepParam.D_K, SweepParam.N):
-                checked.append(fields["d_k" if self.param is SweepParam.D_K else "n_tokens"]
-                               .check(value))
+            if self.param is SweepParam.D_K:
+                checked.append(fields["d_k"].check(value))
+            elif self.param is SweepParam.N:
+                checked.append(check_value("n_tokens", int, value, 1, SWEPT_N_MAX))
             elif self.param is SweepParam.RHO:
                 checked.append(fields["rho"].check(value))
             else:

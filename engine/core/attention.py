@@ -116,6 +116,8 @@ def attention_logits(
     gain: float | None = None,
     cap: float | None = None,
     mask: Any = None,
+    ssmax_s: float | None = None,
+    yarn_factor: float | None = None,
     memory_budget_bytes: int | None = None,
 ) -> np.ndarray:
     """Return the (..., n_q, n_k) logits after scaling/capping and masking (masked = −∞).
@@ -123,7 +125,8 @@ def attention_logits(
     Same conventions and validation as :func:`scaled_dot_product_attention`.
     """
     plan = make_plan(
-        q, k, None, rule=rule, mask=mask, temperature=temperature, gain=gain, cap=cap
+        q, k, None, rule=rule, mask=mask, temperature=temperature, gain=gain, cap=cap,
+        ssmax_s=ssmax_s, yarn_factor=yarn_factor,
     )
     mask_bytes = 0 if plan.mask_off is None else plan.mask_off.size
     check_memory(
@@ -147,6 +150,8 @@ def scaled_dot_product_attention(
     temperature: float | None = None,
     gain: float | None = None,
     cap: float | None = None,
+    ssmax_s: float | None = None,
+    yarn_factor: float | None = None,
     memory_budget_bytes: int | None = None,
 ) -> AttentionResult:
     """Scaled dot-product attention ``softmax(mask(scale(q, k))) @ v``.
@@ -159,7 +164,9 @@ def scaled_dot_product_attention(
         computed in ``float64``.
     rule
         A :class:`~engine.config.ScalingRule` or its string: ``none``, ``sqrt``, ``linear``,
-        ``temperature``, ``qk_norm``, ``softcap``.
+        ``temperature``, ``qk_norm``, ``softcap``, ``log_n``, ``ssmax``, ``yarn``
+        (see :mod:`engine.core.scaling`; for ``log_n`` and ``ssmax`` n is the number of keys
+        each row sees, so under a causal mask row i uses n = its visible keys).
     mask
         ``None``/``"none"``, ``"causal"`` (query i attends key j iff ``j <= i + n_k - n_q``, see
         :func:`~engine.core.plan.causal_mask`) or a boolean array broadcastable to
@@ -171,6 +178,10 @@ def scaled_dot_product_attention(
         QK-norm gain g > 0; ``None`` means √d_k.
     cap
         Soft-cap value > 0; ``None`` means 50.
+    ssmax_s
+        Scalable-Softmax's s > 0; ``None`` means 0.43.
+    yarn_factor
+        YaRN's context-extension factor f ≥ 1; ``None`` means 4.
     memory_budget_bytes
         Budget for the n×n matrices; ``None`` means
         :func:`~engine.core.memory.get_memory_budget`.
@@ -189,7 +200,8 @@ def scaled_dot_product_attention(
         If the n×n matrices would exceed the memory budget.
     """
     plan = make_plan(
-        q, k, v, rule=rule, mask=mask, temperature=temperature, gain=gain, cap=cap
+        q, k, v, rule=rule, mask=mask, temperature=temperature, gain=gain, cap=cap,
+        ssmax_s=ssmax_s, yarn_factor=yarn_factor,
     )
     assert plan.v is not None
     check_memory(
@@ -243,6 +255,8 @@ def scaled_dot_product_attention_backward(
     temperature: float | None = None,
     gain: float | None = None,
     cap: float | None = None,
+    ssmax_s: float | None = None,
+    yarn_factor: float | None = None,
     memory_budget_bytes: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Analytic gradients of ``sum(output * grad_output)`` with respect to q, k and v.
@@ -268,6 +282,8 @@ def scaled_dot_product_attention_backward(
         temperature=temperature,
         gain=gain,
         cap=cap,
+        ssmax_s=ssmax_s,
+        yarn_factor=yarn_factor,
         extra=(g_arr,),
     )
     assert plan.v is not None
@@ -345,7 +361,11 @@ def scaled_dot_product_attention_backward(
         grad_k = normalise_backward(ops.ks, ops.k_norm, _sum_to_shape(grad_ks, plan.k.shape))
     else:
         # qs = c'·q with c' = c (or c/cap for softcap, whose block gradient lacks the factor cap).
-        grad_qs *= dt(plan.scale)
+        # Per-row c (log_n / ssmax under a mask) is constant in q and k: the same product.
+        if isinstance(plan.scale, np.ndarray):
+            grad_qs *= plan.scale.astype(plan.dtype)
+        else:
+            grad_qs *= dt(plan.scale)
         grad_q = _sum_to_shape(grad_qs, plan.q.shape)
         if plan.rule is ScalingRule.SOFTCAP:
             grad_ks *= dt(plan.cap)

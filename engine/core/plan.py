@@ -15,7 +15,7 @@ import numpy as np
 
 from engine.config import MaskKind, ScalingRule
 from engine.core.checks import check_array, check_dim, check_finite, check_positive, float_dtype
-from engine.core.scaling import DEFAULT_CAP, parse_rule, scale_factor
+from engine.core.scaling import DEFAULT_CAP, length_scales, parse_rule, scale_factor
 
 __all__ = ["Plan", "causal_mask", "make_plan"]
 
@@ -46,7 +46,9 @@ class Plan:
     n_k: int
     d_k: int
     rule: ScalingRule
-    scale: float  # c for scalar rules (for softcap: 1/√d_k before the cap)
+    # c for scalar rules (for softcap: 1/√d_k before the cap); for log_n / ssmax under a mask,
+    # per-row c as a float64 (..., n_q, 1) array (each row's own n = keys it sees)
+    scale: float | np.ndarray
     gain: float  # QK-norm gain
     cap: float  # soft-cap value
     mask_off: np.ndarray | None  # True where attention is NOT allowed (broadcastable)
@@ -72,6 +74,8 @@ def make_plan(
     temperature: Any,
     gain: Any,
     cap: Any,
+    ssmax_s: Any = None,
+    yarn_factor: Any = None,
     extra: tuple[np.ndarray, ...] = (),
 ) -> Plan:
     """Check the arguments of an attention call and return its :class:`Plan`.
@@ -114,10 +118,19 @@ def make_plan(
     temperature = None if temperature is None else check_positive("temperature", temperature)
     gain = math.sqrt(d_k) if gain is None else check_positive("gain", gain)
     cap = DEFAULT_CAP if cap is None else check_positive("cap", cap)
-    scale = scale_factor(rule, d_k, temperature=temperature)
+    if ssmax_s is not None:
+        ssmax_s = check_positive("ssmax_s", ssmax_s)
 
     dtype = float_dtype(*arrays, *extra)
     mask_off = _mask_off(mask, (*batch, n_q, n_k))
+    scale: float | np.ndarray
+    if rule.length_dependent and mask_off is not None:
+        # Each row is a softmax over the keys it sees: its own n.
+        keys = np.count_nonzero(~mask_off, axis=-1, keepdims=True)
+        scale = length_scales(rule, d_k, keys, ssmax_s)
+    else:
+        scale = scale_factor(rule, d_k, temperature=temperature, n=n_k, ssmax_s=ssmax_s,
+                             yarn_factor=yarn_factor)
 
     cast = [np.asarray(a, dtype=dtype) for a in arrays]
     for name, arr in zip("qkv", cast, strict=False):

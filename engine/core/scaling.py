@@ -6,6 +6,19 @@
 ``temperature``  c = 1/T (``temperature`` required, > 0)
 ``qk_norm``      q and k are ℓ₂-normalised over d_k, then multiplied by ``gain`` (default √d_k)
 ``softcap``      c = 1/√d_k, then ``cap·tanh(s/cap)`` (``cap`` default 50)
+``log_n``        c = ln n/√d_k (Chiang & Cholak 2022, "Overcoming a theoretical limitation of
+                 self-attention": the usual logits multiplied by log n)
+``ssmax``        c = s·ln n/√d_k (Scalable-Softmax, Nakanishi 2025: softmax of z becomes
+                 n^(s·z_i)/Σ_j n^(s·z_j) = softmax(s·ln n·z); ``ssmax_s`` default 0.43)
+``yarn``         c = (0.1·ln f + 1)²/√d_k (YaRN, Peng et al. 2023: softmax(q·k/(t·√d_k)) with
+                 √(1/t) = 0.1·ln f + 1 for a context-extension factor f ≥ 1; implementations
+                 multiply both q and k by √(1/t), hence the square; ``yarn_factor`` default 4)
+
+For ``log_n`` and ``ssmax``, n is the number of keys the softmax row sees: all n_k keys without
+a mask, i + 1 for query i under a square causal mask (each row is its own softmax of that
+size). A row that sees one key gets c = 0 (its single weight is 1 whatever c is) and a fully
+masked row c = 0. c depends only on the mask, never on q or k, so the backward pass multiplies
+the per-row gradient by the same c.
 
 The scale (and soft-cap's 1/cap) is folded into Q, an n×d multiply, instead of into the n×n
 logits; :func:`rule_operands` prepares those n×d inputs and :func:`write_logits` turns a block
@@ -25,17 +38,27 @@ from engine.core.checks import check_dim, check_positive
 
 __all__ = [
     "DEFAULT_CAP",
+    "DEFAULT_SSMAX_S",
+    "DEFAULT_YARN_FACTOR",
     "NORM_EPS",
     "RuleOperands",
+    "length_scales",
     "normalise_backward",
     "parse_rule",
     "rule_operands",
     "scale_factor",
     "write_logits",
+    "yarn_temperature_factor",
 ]
 
 #: Soft-cap used when the ``softcap`` rule is given no ``cap`` (Gemma 2's attention value).
 DEFAULT_CAP = 50.0
+
+#: Scalable-Softmax's s when none is given: the value of the paper's Fig. 1 toy.
+DEFAULT_SSMAX_S = 0.43
+
+#: YaRN's context-extension factor when none is given (a 4× longer context).
+DEFAULT_YARN_FACTOR = 4.0
 
 #: Norms below this are clamped in the QK-norm rule (as torch.nn.functional.normalize does), so
 #: that an all-zero q or k row maps to zero instead of 0/0.
@@ -52,12 +75,34 @@ def parse_rule(rule: Any) -> ScalingRule:
         raise ValueError(f"rule must be one of {_ALLOWED_RULES}; got {rule!r}") from None
 
 
-def scale_factor(rule: ScalingRule | str, d_k: int, *, temperature: float | None = None) -> float:
+def yarn_temperature_factor(factor: float) -> float:
+    """YaRN's logit multiplier 1/t = (0.1·ln f + 1)² for a context-extension factor f ≥ 1.
+
+    YaRN (Peng et al. 2023) defines softmax(q·k/(t·√d_k)) with √(1/t) = 0.1·ln f + 1 and
+    applies √(1/t) to both q and k, so the logits are multiplied by its square.
+    """
+    f = check_positive("yarn_factor", factor)
+    if f < 1.0:
+        raise ValueError(f"yarn_factor must be >= 1 (a context extension), got {f}")
+    return (0.1 * math.log(f) + 1.0) ** 2
+
+
+def scale_factor(
+    rule: ScalingRule | str,
+    d_k: int,
+    *,
+    temperature: float | None = None,
+    n: int | None = None,
+    ssmax_s: float | None = None,
+    yarn_factor: float | None = None,
+) -> float:
     """Return the scalar c multiplying q·k under ``rule``.
 
     ``none`` → 1, ``sqrt`` → 1/√d_k, ``linear`` → 1/d_k, ``temperature`` → 1/T (``temperature``
     required), ``qk_norm`` → 1 (its gain multiplies the normalised vectors instead), ``softcap``
-    → 1/√d_k (applied before the cap).
+    → 1/√d_k (applied before the cap), ``log_n`` → ln n/√d_k and ``ssmax`` → s·ln n/√d_k
+    (``n`` = keys the row sees, required; ``ssmax_s`` default 0.43), ``yarn`` →
+    (0.1·ln f + 1)²/√d_k (``yarn_factor`` f, default 4).
     """
     rule = parse_rule(rule)
     d_k = check_dim("d_k", d_k)
@@ -67,9 +112,31 @@ def scale_factor(rule: ScalingRule | str, d_k: int, *, temperature: float | None
         return 1.0 / math.sqrt(d_k)
     if rule is ScalingRule.LINEAR:
         return 1.0 / d_k
+    if rule is ScalingRule.YARN:
+        f = DEFAULT_YARN_FACTOR if yarn_factor is None else yarn_factor
+        return yarn_temperature_factor(f) / math.sqrt(d_k)
+    if rule.length_dependent:
+        if n is None:
+            raise ValueError(f"n (keys per row) is required for rule {rule.value!r}")
+        return float(length_scales(rule, d_k, np.array([check_dim("n", n)]), ssmax_s)[0])
     if temperature is None:
         raise ValueError("temperature is required for rule 'temperature' (a number > 0)")
     return 1.0 / check_positive("temperature", temperature)
+
+
+def length_scales(
+    rule: ScalingRule, d_k: int, keys: np.ndarray, ssmax_s: float | None = None
+) -> np.ndarray:
+    """c for ``log_n`` / ``ssmax`` at each entry of ``keys`` (keys a row sees), float64.
+
+    ``log_n``: ln n/√d_k; ``ssmax``: s·ln n/√d_k. Rows that see no key get c = 0 (they are
+    fully masked, c is never used).
+    """
+    s = 1.0
+    if rule is ScalingRule.SSMAX:
+        s = DEFAULT_SSMAX_S if ssmax_s is None else check_positive("ssmax_s", ssmax_s)
+    n = np.maximum(np.asarray(keys, dtype=np.float64), 1.0)
+    return s * np.log(n) / math.sqrt(d_k)
 
 
 def _l2_normalise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -109,11 +176,13 @@ class RuleOperands:
 
 
 def rule_operands(
-    rule: ScalingRule, q: np.ndarray, k: np.ndarray, *, scale: float, gain: float, cap: float
+    rule: ScalingRule, q: np.ndarray, k: np.ndarray, *, scale: float | np.ndarray, gain: float,
+    cap: float,
 ) -> RuleOperands:
     """Fold ``rule`` into the (..., n, d_k) q and k (already in the computation dtype).
 
-    ``scale`` is :func:`scale_factor`'s c, ``gain`` the QK-norm gain and ``cap`` the soft-cap
+    ``scale`` is :func:`scale_factor`'s c (for ``log_n``/``ssmax`` under a mask, an array of
+    per-row c broadcasting as (..., n, 1)), ``gain`` the QK-norm gain and ``cap`` the soft-cap
     value (both validated by the caller); each is used only by its rule.
     """
     dt = q.dtype.type
@@ -124,6 +193,8 @@ def rule_operands(
     # Fold the scale (and softcap's 1/cap) into Q: an n×d multiply instead of n×n.
     if rule is ScalingRule.SOFTCAP:
         return RuleOperands(q * dt(scale / cap), k, cap)
+    if isinstance(scale, np.ndarray):
+        return RuleOperands(q * scale.astype(q.dtype), k)
     return RuleOperands(q * dt(scale), k)
 
 

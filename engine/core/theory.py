@@ -139,6 +139,9 @@ def scaled_logit_variance(
     rho: float = 0.0,
     temperature: float | None = None,
     gain: float | None = None,
+    n: int | None = None,
+    ssmax_s: float | None = None,
+    yarn_factor: float | None = None,
 ) -> float:
     """Variance of the logits ``c·q·k`` under a scaling rule, for iid N(0, σ²) components.
 
@@ -149,7 +152,8 @@ def scaled_logit_variance(
         ``temperature`` → ``d σ⁴(1+ρ²)/T²``; ``qk_norm`` → ``g²/d`` (exact for independent
         isotropic q, k, i.e. ρ = 0: ``Var(q̂·k̂) = 1/d``; NaN for ρ ≠ 0, where no closed form is
         implemented); ``softcap`` → NaN (no closed form; see
-        :func:`softcap_logit_variance_gaussian` for a Gaussian approximation).
+        :func:`softcap_logit_variance_gaussian` for a Gaussian approximation); ``log_n``,
+        ``ssmax``, ``yarn`` → ``c²·d σ⁴(1+ρ²)`` with their c (n keys per row).
     d_k
         Head dimension.
     sigma
@@ -172,7 +176,8 @@ def scaled_logit_variance(
         return g * g / d
     if rule is ScalingRule.SOFTCAP:
         return math.nan
-    c = scale_factor(rule, d, temperature=temperature)
+    c = scale_factor(rule, d, temperature=temperature, n=n, ssmax_s=ssmax_s,
+                     yarn_factor=yarn_factor)
     return c * c * correlated_dot_variance(d, rho, sigma)
 
 

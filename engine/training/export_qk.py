@@ -28,7 +28,7 @@ import numpy as np
 
 from engine.config import MaskKind, ScalingRule
 from engine.config.train import TaskKind
-from engine.core.scaling import DEFAULT_CAP, rule_operands
+from engine.core.scaling import DEFAULT_CAP, length_scales, rule_operands
 from engine.io.tensors import write_tensors
 from engine.training.model import prepare_batch, project_qk
 from engine.training.session import TrainedRun, TrainingSession
@@ -72,11 +72,19 @@ def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def _operands(run: TrainedRun, q: np.ndarray, k: np.ndarray,
-              d_k: int) -> tuple[np.ndarray, np.ndarray, dict[str, Any], str]:
+def _operands(run: TrainedRun, q: np.ndarray, k: np.ndarray, d_k: int,
+              causal: bool) -> tuple[np.ndarray, np.ndarray, dict[str, Any], str]:
     """q, k as written for ``run``'s rule, its layer meta, and what was written."""
     spec = run.spec
     entry: dict[str, Any] = {"name": run.rule.value, "rule": run.rule.value}
+    if run.rule.length_dependent:
+        # c depends on the keys each row sees (i + 1 under the causal mask), which one scale
+        # per layer cannot say: the per-row c is folded into q, and the scale is 1.
+        n = q.shape[-2]
+        keys = np.arange(1, n + 1) if causal else np.full(n, n)
+        c = length_scales(run.rule, d_k, keys, spec.ssmax_s)[:, None]
+        entry["scale"] = 1.0
+        return q * c, k, entry, "q times the rule's per-row c = s·ln(keys seen)/√d_k"
     if run.rule is ScalingRule.QK_NORM:
         gain = math.sqrt(d_k) if spec.gain is None else float(spec.gain)
         # The engine's own normalisation (clamped norms), so the written unit vectors are the
@@ -128,7 +136,7 @@ def trained_tensors(session: TrainingSession, *, max_batch: int = MAX_BATCH,
             skipped[run.rule.value] = (
                 f"q or k is not finite ({run.diverge_reason or 'parameters not finite'})")
             continue
-        q, k, entry, written = _operands(run, q, k, dims.d_k)
+        q, k, entry, written = _operands(run, q, k, dims.d_k, task.mask is MaskKind.CAUSAL)
         arrays[f"layer{index}.q"] = q
         arrays[f"layer{index}.k"] = k
         entry.update(steps=run.steps, diverged_at=run.diverged_at,

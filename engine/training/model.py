@@ -50,10 +50,13 @@ class RuleSpec:
     temperature: float | None = None
     gain: float | None = None
     cap: float | None = None
+    ssmax_s: float | None = None
+    yarn_factor: float | None = None
 
     def scale(self, d_k: int) -> float:
-        """The scalar c of the none/sqrt/linear/temperature rules (as engine.core.attention)."""
-        return scale_factor(self.rule, d_k, temperature=self.temperature)
+        """The scalar c of the none/sqrt/linear/temperature/yarn rules (as the engine's)."""
+        return scale_factor(self.rule, d_k, temperature=self.temperature,
+                            yarn_factor=self.yarn_factor)
 
     def kwargs(self) -> dict[str, Any]:
         """Keywords of ``scaled_dot_product_attention`` and its backward, except the mask.
@@ -66,6 +69,8 @@ class RuleSpec:
             "temperature": self.temperature,
             "gain": self.gain,
             "cap": self.cap,
+            "ssmax_s": self.ssmax_s,
+            "yarn_factor": self.yarn_factor,
         }
 
 

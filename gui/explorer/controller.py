@@ -33,8 +33,9 @@ from engine.analysis.explorer import (
     snapshot_head,
     sweep_config_for,
 )
+from engine.analysis.length import LENGTH_VALUES, length_sweep_config
 from engine.analysis.real_head import HeadRef, explorer_config_for, with_own_rule
-from engine.config import AttentionConfig
+from engine.config import AttentionConfig, SweepParam
 from gui.explorer.results import ExplorerResults
 from gui.explorer.worker import (
     FastParts,
@@ -65,6 +66,8 @@ class ExplorerController(QObject):
         d_k values of the sweep (tests use short lists).
     sweep_samples_cap
         Largest samples per sweep point.
+    length_values
+        n values of the length view's sweep (tests use short lists; empty: none).
     throttle_ms, push_interval_ms
         Input throttle window and the minimum interval between pushes to the views.
     """
@@ -85,6 +88,7 @@ class ExplorerController(QObject):
         views: Iterable[object] = (),
         sweep_values: Sequence[int] = DEFAULT_SWEEP_VALUES,
         sweep_samples_cap: int = DEFAULT_SWEEP_SAMPLES_CAP,
+        length_values: Sequence[int] = LENGTH_VALUES,
         throttle_ms: int = 50,
         push_interval_ms: int = 33,
         parent: QObject | None = None,
@@ -95,6 +99,7 @@ class ExplorerController(QObject):
                                   else self._config.temperature)
         self._sweep_values = tuple(sweep_values)
         self._sweep_samples_cap = int(sweep_samples_cap)
+        self._length_values = tuple(length_values)
         self._results: ExplorerResults | None = None
         self._latest_full_id = -1
         self._temperature_id = 0
@@ -276,10 +281,12 @@ class ExplorerController(QObject):
         current = self._results
         if current is None:
             return None
-        sweep = None
+        sweep = length = None
         if current.sweep_done and current.sweep_points:
             sweep = sweep_config_for(current.config, self._sweep_values, self._sweep_samples_cap)
-        return Computed(current.config, current.snapshot, current.correlation, sweep)
+        if current.length_done and current.length_points:
+            length = length_sweep_config(current.config, self._length_values)
+        return Computed(current.config, current.snapshot, current.correlation, sweep, length)
 
     def _switch_source(self, ref: HeadRef | None, config: AttentionConfig) -> None:
         changed = ref != self._head
@@ -297,7 +304,8 @@ class ExplorerController(QObject):
         self._latest_full_head = self._head
         plan = plan_full(self._config, self._temperature, self._computed(),
                          sweep_values=self._sweep_values,
-                         sweep_samples_cap=self._sweep_samples_cap, head=self._head)
+                         sweep_samples_cap=self._sweep_samples_cap, head=self._head,
+                         length_values=self._length_values)
         return Job(request_id, JobKind.FULL, plan, self._temperature, self._temperature_id)
 
     def _temperature_job(self, request_id: int) -> Job:
@@ -315,10 +323,11 @@ class ExplorerController(QObject):
         previous = self._results
         job = self._host.running()
         sweep = job.plan.sweep() if job is not None else None
-        reuse = (
-            job is not None and job.request_id == message.request_id and sweep is None
-            and previous is not None
-        )
+        length = job.plan.length() if job is not None else None
+        same_job = job is not None and job.request_id == message.request_id
+        reuse = same_job and sweep is None and previous is not None
+        # The length sweep is re-used on its own (n changes the d_k sweep but not it).
+        keep_length = same_job and length is None and previous is not None
         self._applied_temperature_id = message.temperature_id
         self._results = ExplorerResults(
             request_id=message.request_id,
@@ -328,6 +337,8 @@ class ExplorerController(QObject):
             temperature_comparison=message.temperature_comparison,
             sweep_points=previous.sweep_points if reuse else (),
             sweep_done=previous.sweep_done if reuse else False,
+            length_points=previous.length_points if keep_length else (),  # type: ignore[union-attr]
+            length_done=previous.length_done if keep_length else False,  # type: ignore[union-attr]
             correlation=message.correlation,
         )
         self._last_error = ""
@@ -358,7 +369,10 @@ class ExplorerController(QObject):
         if self._closed or results is None or message.request_id != results.request_id:
             return
         point = message.point
-        self._results = results.replace(sweep_points=(*results.sweep_points, point))
+        if point.param is SweepParam.N:  # the length view's n sweep
+            self._results = results.replace(length_points=(*results.length_points, point))
+        else:
+            self._results = results.replace(sweep_points=(*results.sweep_points, point))
         self.progressChanged.emit(int(point.index) + 1, int(point.total))
         self._pusher.schedule()
 
@@ -385,9 +399,10 @@ class ExplorerController(QObject):
         results = self._results
         if (
             message.completed and message.kind is JobKind.FULL and results is not None
-            and results.request_id == message.request_id and not results.sweep_done
+            and results.request_id == message.request_id
+            and not (results.sweep_done and results.length_done)
         ):
-            self._results = results.replace(sweep_done=True)
+            self._results = results.replace(sweep_done=True, length_done=True)
             self._pusher.schedule()
         if self._host.has_wanted():
             return  # the host starts it right after this slot

@@ -29,7 +29,7 @@ class ExplorerResults:
         The attention configuration the results were computed for (``config.rule`` is the
         rule shown against ``"none"``).
     snapshot
-        ``engine.analysis.experiment.run_experiment(config, rules=all six rules)``, or ``None``
+        ``engine.analysis.experiment.run_experiment(config, rules=every rule)``, or ``None``
         before
         the first part of the request has arrived.
     temperature
@@ -40,6 +40,9 @@ class ExplorerResults:
         Points of the d_k sweep received so far (grows while streaming).
     sweep_done
         True once the sweep has finished (not when it was cancelled).
+    length_points, length_done
+        Points of the length view's n sweep received so far (grows while streaming), and
+        whether it has finished.
     correlation
         ``engine.analysis.correlation.correlation_rms(...)`` result, or ``None``.
     """
@@ -51,6 +54,8 @@ class ExplorerResults:
     temperature_comparison: object | None = None
     sweep_points: tuple[SweepPoint, ...] = ()
     sweep_done: bool = False
+    length_points: tuple[SweepPoint, ...] = ()
+    length_done: bool = False
     correlation: object | None = None
 
     @property

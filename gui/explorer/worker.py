@@ -155,7 +155,7 @@ class Worker(JobWorker):
     def _run_plan(self, job: Job) -> None:
         parts: dict[Part, object] = {}
         for ready in iter_plan(job.plan, job.cancel):
-            if ready.part is Part.SWEEP_POINT:
+            if ready.part in (Part.SWEEP_POINT, Part.LENGTH_POINT):
                 self.sweepPointReady.emit(SweepPointReady(job.request_id, ready.value))
                 self._drain_temperature_inbox(job, parts.get(Part.SNAPSHOT))
                 if job.cancel.is_set():

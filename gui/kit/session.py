@@ -34,7 +34,8 @@ SESSION_VERSION = 1
 #: Kept here so that reading a session needs no Qt; tests/gui/test_export_session.py checks that
 #: it equals the window's views.
 VIEW_KEYS = ("heatmap", "softmax", "histogram", "laws", "gradients", "temperature",
-             "correlation", "precision", "train_curves", "train_probe", "train_lr_sweep", "heads")
+             "correlation", "precision", "length", "train_curves", "train_probe", "train_lr_sweep",
+             "heads")
 #: No setting needs more digits; longer integers are refused before Python converts them
 #: (CPython refuses more than 4300 digits with a bare ValueError, and huge ints overflow float).
 _MAX_INT_DIGITS = 18

@@ -87,6 +87,11 @@ RULE_COLORS: dict[ScalingRule, str] = {
     ScalingRule.TEMPERATURE: "#E69F00",  # orange
     ScalingRule.QK_NORM: "#CC79A7",  # reddish purple
     ScalingRule.SOFTCAP: "#56B4E9",  # sky blue
+    # The length rules: the palette's black, then Paul Tol's wine and olive (also
+    # colour-blind safe, distinct from the seven above).
+    ScalingRule.LOG_N: "#000000",
+    ScalingRule.SSMAX: "#882255",
+    ScalingRule.YARN: "#999933",
 }
 
 _RULE_SYMBOLS: dict[ScalingRule, str] = {
@@ -96,6 +101,9 @@ _RULE_SYMBOLS: dict[ScalingRule, str] = {
     ScalingRule.TEMPERATURE: "d",
     ScalingRule.QK_NORM: "x",
     ScalingRule.SOFTCAP: "star",
+    ScalingRule.LOG_N: "t1",
+    ScalingRule.SSMAX: "p",
+    ScalingRule.YARN: "h",
 }
 
 # The temperature rule at T = √d_k coincides with 1/√d_k; a dash keeps both curves visible.
@@ -110,6 +118,9 @@ MARKER_MAX_POINTS = 64
 _RULE_LINE_STYLES: dict[ScalingRule, Qt.PenStyle] = {
     ScalingRule.TEMPERATURE: Qt.PenStyle.DashLine,
     ScalingRule.SOFTCAP: Qt.PenStyle.DashDotLine,
+    # YaRN at f = 1 coincides with 1/√d_k, and SSMax at s = 1 with ln n/√d_k.
+    ScalingRule.YARN: Qt.PenStyle.DotLine,
+    ScalingRule.SSMAX: Qt.PenStyle.DashLine,
 }
 
 
@@ -148,11 +159,14 @@ def rule_symbol(rule: ScalingRule | str) -> str:
 
 
 #: The rule labels that are words (engine.config's ``ScalingRule.label``), marked for
-#: extraction; the math labels 1/√d_k, 1/d_k and 1/T read the same in every language.
+#: extraction; the math labels 1/√d_k, 1/d_k, 1/T and YaRN read the same in every language
+#: (ln n/√d_k and SSMax hold lower-case letter pairs, so they are listed for completeness).
 RULE_WORDS: tuple[str, ...] = (
     QT_TRANSLATE_NOOP("ScalingRule", "none"),
     QT_TRANSLATE_NOOP("ScalingRule", "QK-norm"),
     QT_TRANSLATE_NOOP("ScalingRule", "soft-cap"),
+    QT_TRANSLATE_NOOP("ScalingRule", "ln n/√d_k"),
+    QT_TRANSLATE_NOOP("ScalingRule", "SSMax"),
 )
 
 

@@ -527,6 +527,60 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
     </message>
 </context>
 <context>
+    <name>LengthView</name>
+    <message>
+        <location filename="../../gui/explorer/views/length.py" line="78"/>
+        <source>Length</source>
+        <extracomment>Colours of the toy&apos;s two curves (the rules they stand for: 1/√d_k&apos;s blue, SSMax&apos;s wine). SweepPoint field per panel, in layout order (the toy is the fourth panel).</extracomment>
+        <translation>长度</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/length.py" line="83"/>
+        <source>Mean row entropy</source>
+        <translation>行平均熵</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/length.py" line="84"/>
+        <source>H (nats)</source>
+        <translation>H（奈特）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/length.py" line="85"/>
+        <source>Mean largest weight</source>
+        <translation>平均最大权重</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/length.py" line="86"/>
+        <source>Entropy / ln n (1 = uniform)</source>
+        <translation>熵 / ln n（1 为均匀）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/length.py" line="88"/>
+        <source>SSMax toy: logits −2, one +3</source>
+        <translation>SSMax 示例：除一个 logit 为 +3 外均为 −2</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/length.py" line="89"/>
+        <source>weight of the +3 logit</source>
+        <translation>+3 logit 的权重</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/length.py" line="96"/>
+        <source>iid rows of n Gaussian logits at the current d_k: with a fixed scale (1/√d_k, YaRN) the softmax disperses as n grows (p_max → 0, entropy → ln n); ln n/√d_k and SSMax s·ln n/√d_k keep it focused. Toy (Nakanishi 2025, Fig. 1): softmax&apos;s e³/(e³ + (n−1)e⁻²) → 0, SSMax&apos;s 1/(1 + (n−1)·n^(−5s)) → 1.</source>
+        <translation>当前 d_k 下由 n 个独立同分布高斯 logit 组成的行：缩放固定时（1/√d_k、YaRN），softmax 随 n 增大而分散（p_max → 0，熵 → ln n）；ln n/√d_k 与 SSMax s·ln n/√d_k 使其保持集中。示例（Nakanishi 2025，图 1）：softmax 的 e³/(e³ + (n−1)e⁻²) → 0，SSMax 的 1/(1 + (n−1)·n^(−5s)) → 1。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/length.py" line="128"/>
+        <source>Lines: Monte Carlo means over iid rows (d&lt;sub&gt;k&lt;/sub&gt; = {0}, up to {1} rows per point, fewer at large n). SSMax s = {2}, YaRN f = {3}.</source>
+        <translation>曲线：独立同分布行的蒙特卡洛均值（d&lt;sub&gt;k&lt;/sub&gt; = {0}，每点最多 {1} 行，n 大时行数下降）。SSMax s = {2}，YaRN f = {3}。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/length.py" line="135"/>
+        <source>  Sweep running: {0} of {1} points.</source>
+        <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
+    </message>
+</context>
+<context>
     <name>LrSweepView</name>
     <message>
         <location filename="../../gui/train/lr_sweep_view.py" line="141"/>
@@ -909,208 +963,228 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ParameterPanel</name>
     <message>
-        <location filename="../../engine/config/attention.py" line="140"/>
+        <location filename="../../engine/config/attention.py" line="155"/>
         <source>none (c = 1)</source>
         <translation>不缩放（c = 1）</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="143"/>
+        <location filename="../../engine/config/attention.py" line="158"/>
         <source>temperature 1/T</source>
         <translation>温度 1/T</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="144"/>
+        <location filename="../../engine/config/attention.py" line="159"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="145"/>
+        <location filename="../../engine/config/attention.py" line="160"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="183"/>
+        <location filename="../../engine/config/attention.py" line="217"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="184"/>
+        <location filename="../../engine/config/attention.py" line="218"/>
         <source>causal</source>
         <translation>因果</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="83"/>
+        <location filename="../../engine/config/attention.py" line="97"/>
         <source>tokens n</source>
         <extracomment>Largest attention-matrix footprint a single request may allocate unless told otherwise. Every field of :class:`AttentionConfig`, in the parameter panel&apos;s row order. The ranges are the engine&apos;s; ``Gui.low/high`` narrow a row where a larger value only makes a request fail the memory budget or take minutes (the CLI and saved sessions still get the full range).</extracomment>
         <translation>词元数 n</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="90"/>
+        <location filename="../../engine/config/attention.py" line="104"/>
         <source>head dim d_k</source>
         <translation>头维度 d_k</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="97"/>
+        <location filename="../../engine/config/attention.py" line="111"/>
         <source>heads h</source>
         <translation>头数 h</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="114"/>
+        <location filename="../../engine/config/attention.py" line="128"/>
         <source>init std σ</source>
         <translation>初始化标准差 σ</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="126"/>
+        <location filename="../../engine/config/attention.py" line="140"/>
         <source>projection std s</source>
         <translation>投影标准差 s</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="134"/>
+        <location filename="../../engine/config/attention.py" line="148"/>
         <source>scaling rule</source>
         <translation>缩放规则</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="148"/>
+        <location filename="../../engine/config/attention.py" line="149"/>
+        <source>How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap), ln n/√d_k, SSMax s·ln n/√d_k, YaRN (0.1·ln f + 1)²/√d_k.</source>
+        <translation>原始分数如何变为 logit：不缩放（c = 1）、1/√d_k、1/d_k、1/T、QK 归一化 g·(q/‖q‖)·(k/‖k‖)、软截断 cap·tanh((q·k/√d_k)/cap)、ln n/√d_k、SSMax s·ln n/√d_k、YaRN (0.1·ln f + 1)²/√d_k。</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/attention.py" line="163"/>
+        <source>YaRN temperature</source>
+        <translation>YaRN 温度</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/attention.py" line="166"/>
         <source>temperature T</source>
         <translation>温度 T</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="157"/>
+        <location filename="../../engine/config/attention.py" line="175"/>
         <source>gain g</source>
         <translation>增益 g</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="166"/>
+        <location filename="../../engine/config/attention.py" line="184"/>
         <source>cap</source>
         <translation>截断值 cap</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="172"/>
+        <location filename="../../engine/config/attention.py" line="191"/>
+        <source>Scalable-Softmax (Nakanishi 2025): logits = s·ln n·q·k/√d_k, n the keys the row sees (under a causal mask row i sees i + 1); s = 0.43 in the paper&apos;s toy.</source>
+        <translation>Scalable-Softmax（Nakanishi 2025）：logit = s·ln n·q·k/√d_k，n 为该行能关注的键数（因果掩码下第 i 行为 i + 1 个）；论文的示例取 s = 0.43。</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/attention.py" line="198"/>
+        <source>YaRN factor f</source>
+        <translation>YaRN 长度倍数 f</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/attention.py" line="199"/>
+        <source>YaRN context-extension factor f: logits = q·k/(t·√d_k) with √(1/t) = 0.1·ln f + 1, i.e. c = (0.1·ln f + 1)²/√d_k (f = 1 gives 1/√d_k).</source>
+        <translation>YaRN 上下文长度倍数 f：logit = q·k/(t·√d_k)，其中 √(1/t) = 0.1·ln f + 1，即 c = (0.1·ln f + 1)²/√d_k（f = 1 时即为 1/√d_k）。</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/attention.py" line="206"/>
         <source>q–k correlation ρ</source>
         <translation>q–k 相关系数 ρ</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="179"/>
+        <location filename="../../engine/config/attention.py" line="213"/>
         <source>mask</source>
         <translation>掩码</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="189"/>
+        <location filename="../../engine/config/attention.py" line="223"/>
         <source>query row</source>
         <translation>查询行</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="196"/>
+        <location filename="../../engine/config/attention.py" line="230"/>
         <source>seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="201"/>
+        <location filename="../../engine/config/attention.py" line="235"/>
         <source>samples</source>
         <translation>样本数</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="109"/>
+        <location filename="../../engine/config/attention.py" line="123"/>
         <source>link d_k = d_model / h</source>
         <translation>关联 d_k = d_model / h</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="119"/>
+        <location filename="../../engine/config/attention.py" line="133"/>
         <source>use projections W_Q, W_K</source>
         <translation>使用投影 W_Q、W_K</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="161"/>
+        <location filename="../../engine/config/attention.py" line="179"/>
         <source>default g = √d_k</source>
         <translation>默认 g = √d_k</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="84"/>
+        <location filename="../../engine/config/attention.py" line="98"/>
         <source>Number of tokens n (keys per softmax row). Uniform attention has entropy ln n; the largest of n Gaussian logits of std s is ≈ s·√(2 ln n).</source>
         <translation>词元数 n（每个 softmax 行中键的个数）。均匀注意力的熵为 ln n；n 个标准差为 s 的高斯 logit 中的最大值 ≈ s·√(2 ln n)。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="91"/>
+        <location filename="../../engine/config/attention.py" line="105"/>
         <source>Head dimension d_k. Raw scores: Var(q·k) = d_k·σ⁴ for iid q, k; 1/√d_k scaling gives Var = σ⁴, 1/d_k gives σ⁴/d_k.</source>
         <translation>头维度 d_k。原始分数：对独立同分布的 q、k，Var(q·k) = d_k·σ⁴；1/√d_k 缩放得到 Var = σ⁴，1/d_k 得到 σ⁴/d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="98"/>
+        <location filename="../../engine/config/attention.py" line="112"/>
         <source>Number of heads h; d_model must be divisible by h. With the link, d_k = d_model / h.</source>
         <translation>头数 h；d_model 必须能被 h 整除。启用关联时，d_k = d_model / h。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="104"/>
+        <location filename="../../engine/config/attention.py" line="118"/>
         <source>Model width d_model (divisible by h). With projections Var(q_j) = d_model·s².</source>
         <translation>模型宽度 d_model（可被 h 整除）。使用投影时 Var(q_j) = d_model·s²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="110"/>
+        <location filename="../../engine/config/attention.py" line="124"/>
         <source>Derive d_k = d_model / h instead of setting d_k directly.</source>
         <translation>由 d_k = d_model / h 推出 d_k，而不是直接设置 d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="115"/>
+        <location filename="../../engine/config/attention.py" line="129"/>
         <source>Std σ of every component of q and k: Var(q·k) = d_k·σ⁴.</source>
         <translation>q 和 k 每个分量的标准差 σ：Var(q·k) = d_k·σ⁴。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="120"/>
+        <location filename="../../engine/config/attention.py" line="134"/>
         <source>Draw x ~ N(0, I_d_model) and q = x·W_Q, k = x·W_K with W ~ N(0, s²): Var(q_j) = d_model·s², Var(q·k) = d_k·(d_model·s²)².</source>
         <translation>抽取 x ~ N(0, I_d_model)，令 q = x·W_Q、k = x·W_K，其中 W ~ N(0, s²)：Var(q_j) = d_model·s²，Var(q·k) = d_k·(d_model·s²)²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="127"/>
+        <location filename="../../engine/config/attention.py" line="141"/>
         <source>Projection init std s: Var(q_j) = d_model·s² (s = 1/√d_model keeps unit variance).</source>
         <translation>投影初始化标准差 s：Var(q_j) = d_model·s²（s = 1/√d_model 时保持单位方差）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="135"/>
-        <source>How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap).</source>
-        <translation>原始分数如何变为 logit：不缩放（c = 1）、1/√d_k、1/d_k、1/T、QK 归一化 g·(q/‖q‖)·(k/‖k‖)、软截断 cap·tanh((q·k/√d_k)/cap)。</translation>
-    </message>
-    <message>
-        <location filename="../../engine/config/attention.py" line="149"/>
+        <location filename="../../engine/config/attention.py" line="167"/>
         <source>logits = q·k / T; T = √d_k reproduces 1/√d_k, Var(logit) = d_k·σ⁴ / T².</source>
         <translation>logit = q·k / T；T = √d_k 时等同于 1/√d_k，Var(logit) = d_k·σ⁴ / T²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="162"/>
+        <location filename="../../engine/config/attention.py" line="180"/>
         <source>Use the default QK-norm gain g = √d_k.</source>
         <translation>使用默认的 QK 归一化增益 g = √d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="158"/>
+        <location filename="../../engine/config/attention.py" line="176"/>
         <source>QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k.</source>
         <translation>QK 归一化：logit = g·cos(q, k) ∈ [−g, g]；Var ≈ g²/d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="167"/>
+        <location filename="../../engine/config/attention.py" line="185"/>
         <source>Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap.</source>
         <translation>软截断：logit = cap·tanh((q·k/√d_k)/cap)，以 ±cap 为界。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="173"/>
+        <location filename="../../engine/config/attention.py" line="207"/>
         <source>q–k correlation: k = ρ·q + √(1−ρ²)·ξ, so E[q·k] = ρ·d_k·σ² (grows like d_k: the case for 1/d_k).</source>
         <translation>q–k 相关性：k = ρ·q + √(1−ρ²)·ξ，因此 E[q·k] = ρ·d_k·σ²（随 d_k 线性增长：此时应使用 1/d_k）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="180"/>
+        <location filename="../../engine/config/attention.py" line="214"/>
         <source>causal: query i attends only to keys j ≤ i (masked logits = −∞).</source>
         <translation>因果：查询 i 只关注 j ≤ i 的键（被掩码的 logit = −∞）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="190"/>
+        <location filename="../../engine/config/attention.py" line="224"/>
         <source>Row i of the attention matrix shown in the softmax view (with a causal mask it sees i + 1 keys).</source>
         <translation>在 softmax 视图中显示的注意力矩阵第 i 行（使用因果掩码时它能看到 i + 1 个键）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="197"/>
+        <location filename="../../engine/config/attention.py" line="231"/>
         <source>Seed of every random draw (same seed, same numbers).</source>
         <translation>所有随机抽样的种子（种子相同，数值相同）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="202"/>
+        <location filename="../../engine/config/attention.py" line="236"/>
         <source>Independent query rows used for the statistics (standard errors shrink like 1/√samples).</source>
         <translation>用于统计的独立查询行数（标准误按 1/√样本数 缩小）。</translation>
     </message>
@@ -1305,20 +1379,30 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ScalingRule</name>
     <message>
-        <location filename="../../gui/kit/style.py" line="153"/>
+        <location filename="../../gui/kit/style.py" line="165"/>
         <source>none</source>
-        <extracomment>Plot background and text colours (light theme, chosen for projectors and PNG export). Muted grey for theory curves and reference lines that belong to no single rule. Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with the &quot;none&quot; rule, so the highlight uses a saturated magenta that viridis never contains). Perceptually uniform colormap for probabilities in [0, 1]. Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection). Display order of rules in legends and tables (the enum order: none, 1/√d_k, 1/d_k, ...). Options of curves with one point per key (up to n = 8192, redrawn on every change). Antialiased pens wider than one pixel go through Qt&apos;s general stroker: ~7 ms per 256-point curve, against ~0.6 ms without antialiasing (measured offscreen), so these curves are drawn aliased; at one point per key their steps hide the jaggies. Rows longer than this are drawn without markers (they would merge into a band). The rule labels that are words (engine.config&apos;s ``ScalingRule.label``), marked for extraction; the math labels 1/√d_k, 1/d_k and 1/T read the same in every language.</extracomment>
+        <extracomment>Plot background and text colours (light theme, chosen for projectors and PNG export). Muted grey for theory curves and reference lines that belong to no single rule. Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with the &quot;none&quot; rule, so the highlight uses a saturated magenta that viridis never contains). Perceptually uniform colormap for probabilities in [0, 1]. Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection). Display order of rules in legends and tables (the enum order: none, 1/√d_k, 1/d_k, ...). Options of curves with one point per key (up to n = 8192, redrawn on every change). Antialiased pens wider than one pixel go through Qt&apos;s general stroker: ~7 ms per 256-point curve, against ~0.6 ms without antialiasing (measured offscreen), so these curves are drawn aliased; at one point per key their steps hide the jaggies. Rows longer than this are drawn without markers (they would merge into a band). The rule labels that are words (engine.config&apos;s ``ScalingRule.label``), marked for extraction; the math labels 1/√d_k, 1/d_k, 1/T and YaRN read the same in every language (ln n/√d_k and SSMax hold lower-case letter pairs, so they are listed for completeness).</extracomment>
         <translation>不缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="154"/>
+        <location filename="../../gui/kit/style.py" line="166"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="155"/>
+        <location filename="../../gui/kit/style.py" line="167"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/style.py" line="168"/>
+        <source>ln n/√d_k</source>
+        <translation>ln n/√d_k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/style.py" line="169"/>
+        <source>SSMax</source>
+        <translation>SSMax</translation>
     </message>
 </context>
 <context>

@@ -30,6 +30,8 @@ def rule_kwargs(rule: str) -> dict:
         "temperature": 1.7 if rule == "temperature" else None,
         "gain": 2.3 if rule == "qk_norm" else None,
         "cap": 1.3 if rule == "softcap" else None,
+        "ssmax_s": 0.7 if rule == "ssmax" else None,
+        "yarn_factor": 16.0 if rule == "yarn" else None,
     }
 
 
@@ -44,7 +46,8 @@ def make_mask(kind: str, rng: np.random.Generator):
     return {"none": None, "causal": "causal", "random": random_mask(rng)}[kind]
 
 
-def naive_attention(q, k, v, rule, mask=None, temperature=None, gain=None, cap=None):
+def naive_attention(q, k, v, rule, mask=None, temperature=None, gain=None, cap=None,
+                    ssmax_s=None, yarn_factor=None):
     """Loop-level reference in float64, written independently of the engine."""
     q = np.asarray(q, dtype=np.float64)
     k = np.asarray(k, dtype=np.float64)
@@ -65,8 +68,18 @@ def naive_attention(q, k, v, rule, mask=None, temperature=None, gain=None, cap=N
         for i in range(n_q):
             for j in range(n_k):
                 qi, kj = qb[idx][i], kb[idx][j]
+                # The length rules' n: the keys row i sees (all n_k without a mask).
+                n_row = n_k if mb is None else int(mb[idx][i].sum())
                 if rule == "none":
                     s = qi @ kj
+                elif rule == "log_n":
+                    s = math.log(max(n_row, 1)) * (qi @ kj) / math.sqrt(d)
+                elif rule == "ssmax":
+                    s_ = 0.43 if ssmax_s is None else ssmax_s
+                    s = s_ * math.log(max(n_row, 1)) * (qi @ kj) / math.sqrt(d)
+                elif rule == "yarn":
+                    f = 4.0 if yarn_factor is None else yarn_factor
+                    s = (0.1 * math.log(f) + 1) ** 2 * (qi @ kj) / math.sqrt(d)
                 elif rule == "sqrt":
                     s = qi @ kj / math.sqrt(d)
                 elif rule == "linear":
@@ -318,7 +331,7 @@ def test_backward_matches_finite_differences(rule, mask_kind, rng):
         assert err < 1e-6, f"grad_{name} relative error {err:.2e} for {rule}/{mask_kind}"
 
 
-@pytest.mark.parametrize("rule", ["sqrt", "qk_norm", "softcap"])
+@pytest.mark.parametrize("rule", ["sqrt", "qk_norm", "softcap", "ssmax"])
 def test_backward_sums_over_broadcast_dims(rule, rng):
     q = rng.standard_normal((2, 1, 3, 4))
     k = rng.standard_normal((1, 2, 5, 4))
@@ -402,6 +415,16 @@ def test_scale_factor_values():
     assert scale_factor("temperature", 64, temperature=4.0) == 0.25
     assert scale_factor("qk_norm", 64) == 1.0
     assert scale_factor("softcap", 64) == 0.125
+    assert scale_factor("log_n", 64, n=100) == pytest.approx(math.log(100) / 8, rel=1e-15)
+    assert scale_factor("ssmax", 64, n=100, ssmax_s=0.43) == pytest.approx(
+        0.43 * math.log(100) / 8, rel=1e-15)
+    assert scale_factor("yarn", 64, yarn_factor=16.0) == pytest.approx(
+        (0.1 * math.log(16) + 1) ** 2 / 8, rel=1e-15)
+    assert scale_factor("yarn", 64, yarn_factor=1.0) == 0.125
+    with pytest.raises(ValueError, match=r"n \(keys per row\) is required"):
+        scale_factor("log_n", 64)
+    with pytest.raises(ValueError, match="yarn_factor must be >= 1"):
+        scale_factor("yarn", 64, yarn_factor=0.5)
     with pytest.raises(ValueError, match="temperature is required"):
         scale_factor("temperature", 64)
     with pytest.raises(ValueError, match="d_k must be a positive integer"):

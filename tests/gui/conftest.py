@@ -18,7 +18,8 @@ from gui.kit.settings import SETTINGS_DIR_ENV
 configure_pyqtgraph()
 
 #: Small sweeps keep every GUI test well under a second of engine work.
-FAST_CONTROLLER = {"sweep_values": (1, 4, 16, 64), "sweep_samples_cap": 200}
+FAST_CONTROLLER = {"sweep_values": (1, 4, 16, 64), "sweep_samples_cap": 200,
+                   "length_values": (16, 256, 4096)}
 SMALL_CONFIG = AttentionConfig(n_tokens=24, d_k=16, d_model=16, samples=300)
 #: The offscreen platform warns about a window-manager feature it lacks whenever a
 #: QMainWindow with docks is shown; it says nothing about our code.

@@ -54,6 +54,7 @@ def make_controller(qapp):
     made = []
 
     def factory(config=CONFIG, **options):
+        options.setdefault("length_values", (16, 256))  # a short length sweep: fast tests
         recorder = Recorder()
         ctrl = ExplorerController(config, views=[recorder], **options)
         ctrl.recorder = recorder

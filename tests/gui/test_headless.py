@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from engine.config import AttentionConfig
+from engine.config import AttentionConfig, ScalingRule
 from gui.kit.export import image_stats
 from gui.kit.session import Session, save_session
 from main import main
@@ -91,7 +91,7 @@ def test_self_test_passes_and_reports(qapp, tmp_path, capsys, isolated_settings)
     assert "none/0: saturated" in out
     # ... in the Heads tab, whose first flagged head the explorer then shows.
     assert "explorer shows trained_heads.npz · layer 0 (none) · head 0" in out
-    assert "replayed under 6 rules" in out
+    assert f"replayed under {len(ScalingRule)} rules" in out
     assert (tmp_path / "st" / "correlation.png").exists()
     assert (tmp_path / "st" / "heads.png").exists()
     # The headless commands never write the user's (here: the isolated) settings.

@@ -49,6 +49,7 @@ SYMBOL_WORDS = {
     "json", "raw", "sgd", "adam",
     "float", "bfloat",  # number-format names (the precision view's selector)
     "maxj", "pmax",  # plain text of max<sub>j</sub> and p<sub>max</sub> in plot items
+    "ssmax", "yarn",  # method names (Scalable-Softmax, YaRN), written so in Chinese texts
 }
 #: Whole texts that are deliberately not translated: the language menu's endonyms.
 UNTRANSLATED_TEXTS = set(i18n.LANGUAGES.values())

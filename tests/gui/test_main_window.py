@@ -78,7 +78,8 @@ def shared_window(qapp, tmp_path_factory):
     window = MainWindow(
         settings=Settings(QSettings(str(ini), QSettings.Format.IniFormat)),
         config=SMALL_CONFIG, restore=False, persist=False,
-        controller_options={"sweep_values": (1, 4, 16, 64), "sweep_samples_cap": 200},
+        controller_options={"sweep_values": (1, 4, 16, 64), "sweep_samples_cap": 200,
+                            "length_values": (16, 256)},
     )
     window.resize(1200, 800)
     window.show()
@@ -167,7 +168,7 @@ def test_menus_and_shortcuts(window):
         f"Ctrl+{i + 1}" for i in range(len(window.views))]
     window.view_actions[2].trigger()
     assert window.current_view() is window.views[2]
-    assert window.view_tabs.tabs.count() == len(window.views) == 8  # the seven views and Precision
+    assert window.view_tabs.tabs.count() == len(window.views) == 9  # seven, Precision, Length
 
 
 def test_menus_are_built_and_translated_from_the_action_table(window):

@@ -29,7 +29,8 @@ RADIUS_PX = 3
 MIN_AGREEMENT = 0.9
 #: Every view the window exports (explorer and Train tab).
 ALL_KEYS = ("heatmap", "softmax", "histogram", "laws", "gradients", "temperature",
-            "correlation", "precision", "train_curves", "train_probe", "train_lr_sweep")
+            "correlation", "precision", "length", "train_curves", "train_probe",
+            "train_lr_sweep")
 
 
 def rgb(image: QImage) -> np.ndarray:

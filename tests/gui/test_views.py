@@ -108,6 +108,7 @@ def test_registry_lists_every_view_once_in_display_order(qtbot):
     assert keys == [
         "heatmap", "softmax", "histogram", "laws", "gradients", "temperature", "correlation",
         "precision",
+        "length",
     ]
     assert view_class("laws") is LawsView
     with pytest.raises(ValueError, match="unknown view key"):

@@ -12,6 +12,7 @@ from gui.explorer.views.gradients import GradientView
 from gui.explorer.views.heatmap import HeatmapView
 from gui.explorer.views.histogram import HistogramView
 from gui.explorer.views.laws import LawsView
+from gui.explorer.views.length import LengthView
 from gui.explorer.views.precision import PrecisionView
 from gui.explorer.views.softmax import SoftmaxView
 from gui.explorer.views.temperature import TemperatureView
@@ -24,6 +25,7 @@ __all__ = [
     "HeatmapView",
     "HistogramView",
     "LawsView",
+    "LengthView",
     "PrecisionView",
     "SoftmaxView",
     "TemperatureView",
@@ -40,6 +42,7 @@ ALL_VIEWS: tuple[type[ExplorerView], ...] = (
     TemperatureView,
     CorrelationView,
     PrecisionView,
+    LengthView,
 )
 
 

@@ -1,0 +1,85 @@
+"""The length view: its curves are the engine's n sweep and SSMax toy, synchronously and
+through the explorer's worker thread; it exports and lists its numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.analysis.length import length_sweep_config, ssmax_toy
+from engine.analysis.sweep import run_sweep
+from engine.config import AttentionConfig, ScalingRule
+from gui.explorer.results import ExplorerResults
+from gui.explorer.views import LengthView, view_class
+from gui.kit import export
+
+CONFIG = AttentionConfig(n_tokens=16, d_k=16, d_model=16, samples=200, rule="ssmax")
+VALUES = (16, 256, 4096)
+
+
+@pytest.fixture(scope="module")
+def points():
+    return tuple(run_sweep(length_sweep_config(CONFIG, VALUES)))
+
+
+def _assert_curves_are_the_engines(view, points, config):
+    rules = {p.rule for p in points}
+    assert rules == {ScalingRule.SQRT, ScalingRule.LOG_N, ScalingRule.SSMAX, ScalingRule.YARN}
+    for rule in rules:
+        pts = sorted((p for p in points if p.rule == rule), key=lambda p: p.value)
+        for field in ("entropy_mean", "p_max_mean", "entropy_ratio"):
+            x, y = view.curve(field, rule).getOriginalDataset()
+            np.testing.assert_array_equal(x, [p.value for p in pts])
+            np.testing.assert_array_equal(y, [getattr(p, field) for p in pts])
+    toy = ssmax_toy(s=config.ssmax_s)
+    for name, want in (("softmax", toy.p_max_softmax), ("ssmax", toy.p_max_ssmax)):
+        x, y = view.toy_curve(name).getOriginalDataset()
+        np.testing.assert_array_equal(x, toy.n)
+        np.testing.assert_array_equal(y, want)
+
+
+def test_curves_and_table_are_the_engines_numbers(qtbot, points):
+    view = LengthView()
+    qtbot.addWidget(view)
+    view.resize(1000, 700)
+    assert view_class("length") is LengthView and view.title() == "Length"
+    view.show_results(ExplorerResults(1, CONFIG, length_points=points, length_done=True))
+    _assert_curves_are_the_engines(view, points, CONFIG)
+    header, rows = view.data_table()
+    assert header[:3] == ["rule", "n", "entropy_mean"]
+    assert len(rows) == len(points) + 2 * len(ssmax_toy().n)
+    # Fixed scale: p_max falls with n; ln n/√d_k keeps it; the toy shows SSMax near 1.
+    _, sqrt = view.curve("p_max_mean", ScalingRule.SQRT).getOriginalDataset()
+    _, log_n = view.curve("p_max_mean", ScalingRule.LOG_N).getOriginalDataset()
+    assert sqrt[-1] < sqrt[0] / 10 and log_n.min() > 0.5
+    assert view.toy_curve("ssmax").getOriginalDataset()[1].min() > 0.96
+    assert view.toy_curve("softmax").getOriginalDataset()[1][-1] < 2e-4
+    # Another s redraws the toy from the engine.
+    other = CONFIG.replace(ssmax_s=0.2)
+    view.show_results(ExplorerResults(2, other, length_points=points, length_done=True))
+    np.testing.assert_array_equal(view.toy_curve("ssmax").getOriginalDataset()[1],
+                                  ssmax_toy(s=0.2).p_max_ssmax)
+    assert "SSMax" in view.export_item().toolTip()
+
+
+def test_export_writes_a_picture(qtbot, points, tmp_path):
+    view = LengthView()
+    qtbot.addWidget(view)
+    view.resize(1000, 700)
+    view.show()
+    view.show_results(ExplorerResults(1, CONFIG, length_points=points, length_done=True))
+    path = export.export_png(view.export_item(), tmp_path / "length.png", 800, 600)
+    stats = export.image_stats(path)
+    assert (stats["width"], stats["height"]) == (800, 600)
+    assert stats["colors"] > 20 and stats["non_background"] > 0.03
+
+
+def test_the_worker_thread_gives_the_synchronous_numbers(make_window, points):
+    window = make_window(CONFIG, controller_options={"length_values": VALUES})
+    results = window.controller.results()
+    assert results.length_done
+    _assert_curves_are_the_engines(window.view("length"), results.length_points, CONFIG)
+    for got, want in zip(sorted(results.length_points, key=lambda p: (p.value, p.rule)),
+                         sorted(points, key=lambda p: (p.value, p.rule)), strict=True):
+        assert (got.rule, got.value, got.entropy_mean, got.p_max_mean) == (
+            want.rule, want.value, want.entropy_mean, want.p_max_mean)
