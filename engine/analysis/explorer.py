@@ -116,20 +116,9 @@ def sweep_config_for(
     SweepConfig
         Rules ``none``, ``sqrt``, ``linear`` and ``config.rule`` when it is another one.
     """
-    rules = _SWEEP_RULES + ((config.rule,) if config.rule not in _SWEEP_RULES else ())
-    return SweepConfig(
-        param=SweepParam.D_K,
-        values=tuple(values),
-        rules=rules,
-        n_tokens=config.n_tokens,
-        rho=config.rho,
-        samples=min(config.samples, samples_cap),
-        seed=config.seed,
-        temperature=config.temperature,
-        gain=config.gain,
-        cap=config.cap,
-        precision_grid=True,
-    )
+    return SweepConfig.following(config, param=SweepParam.D_K, values=values,
+                                 rules=_SWEEP_RULES, samples_cap=samples_cap,
+                                 n_tokens=config.n_tokens, precision_grid=True)
 
 
 def correlation_key(config: AttentionConfig) -> tuple[float, int, int]:

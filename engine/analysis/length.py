@@ -54,23 +54,9 @@ def length_sweep_config(
     Rules: :data:`LENGTH_RULES` and ``config.rule`` when it is another one. Rows are unmasked
     iid rows of n keys, so ``log_n`` and ``ssmax`` use c = (s·)ln n/√d_k with that n.
     """
-    rules = LENGTH_RULES + ((config.rule,) if config.rule not in LENGTH_RULES else ())
-    return SweepConfig(
-        param=SweepParam.N,
-        values=tuple(values),
-        rules=rules,
-        d_k=config.d_k,
-        rho=config.rho,
-        samples=min(config.samples, samples_cap),
-        seed=config.seed,
-        temperature=config.temperature,
-        gain=config.gain,
-        cap=config.cap,
-        ssmax_s=config.ssmax_s,
-        yarn_factor=config.yarn_factor,
-        max_logits=max_logits,
-        min_rows=2,
-    )
+    return SweepConfig.following(config, param=SweepParam.N, values=values, rules=LENGTH_RULES,
+                                 samples_cap=samples_cap, d_k=config.d_k,
+                                 max_logits=max_logits, min_rows=2)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, ClassVar
 
 from engine.config.attention import (
     ATTENTION_FIELDS,
     DEFAULT_MEMORY_BUDGET_BYTES,
+    AttentionConfig,
     ScalingRule,
 )
 from engine.config.base import (
@@ -190,6 +192,25 @@ class SweepConfig(JsonConfig):
             raise ValueError(
                 f"memory_budget_bytes must be a positive integer, got {self.memory_budget_bytes!r}"
             )
+
+    @classmethod
+    def following(cls, attention: AttentionConfig, *, param: SweepParam,
+                  values: Sequence[float], rules: Sequence[ScalingRule], samples_cap: int,
+                  **options: Any) -> SweepConfig:
+        """The sweep a view shows for the explorer's ``attention`` settings.
+
+        It carries over ρ, the seed and every rule parameter (T, gain, cap, SSMax s, YaRN
+        factor), adds ``attention.rule`` to ``rules`` when it is another one, and takes at most
+        ``samples_cap`` of its sample rows; ``options`` sets further fields (the fixed n or
+        d_k, caps, the precision grid).
+        """
+        rules = tuple(rules)
+        if attention.rule not in rules:
+            rules += (attention.rule,)
+        return cls(param=param, values=tuple(values), rules=rules, rho=attention.rho,
+                   samples=min(attention.samples, samples_cap), seed=attention.seed,
+                   temperature=attention.temperature, gain=attention.gain, cap=attention.cap,
+                   ssmax_s=attention.ssmax_s, yarn_factor=attention.yarn_factor, **options)
 
     def replace(self, **changes: Any) -> SweepConfig:
         """Return a validated copy with ``changes`` applied."""

@@ -134,3 +134,19 @@ def test_explorer_snapshot_length_rules_use_each_rows_keys(mask):
     yarn = snap.rules[ScalingRule.YARN]
     assert yarn.scale == pytest.approx((0.1 * math.log(8.0) + 1) ** 2 / 4)
     assert yarn.logit_var_empirical == pytest.approx(yarn.logit_var_theory, rel=0.05)
+
+
+def test_both_view_sweeps_follow_the_explorers_rule_parameters() -> None:
+    """The d_k sweep (laws, gradients) and the n sweep (length) take s, f, T, gain, cap, ρ and
+    the seed from the explorer, and add its rule: one builder, SweepConfig.following."""
+    from engine.analysis.explorer import sweep_config_for
+    from engine.analysis.length import length_sweep_config
+    from engine.config import AttentionConfig, ScalingRule
+
+    config = AttentionConfig(rule="ssmax", ssmax_s=0.8, yarn_factor=16.0, temperature=3.0,
+                             gain=2.0, cap=7.0, rho=0.25, seed=9, n_tokens=32, d_k=16)
+    for sweep in (sweep_config_for(config), length_sweep_config(config)):
+        assert (sweep.ssmax_s, sweep.yarn_factor, sweep.temperature, sweep.gain, sweep.cap,
+                sweep.rho, sweep.seed) == (0.8, 16.0, 3.0, 2.0, 7.0, 0.25, 9)
+        assert ScalingRule.SSMAX in sweep.rules
+    assert sweep_config_for(config).n_tokens == 32 and length_sweep_config(config).d_k == 16
