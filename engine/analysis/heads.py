@@ -27,7 +27,7 @@ from engine.config import ScalingRule
 from engine.core.plan import make_plan
 from engine.core.scaling import RuleOperands, rule_operands, write_logits
 from engine.core.softmax import exp_rows
-from engine.core.stats import SATURATION_THRESHOLD
+from engine.core.stats import SATURATION_THRESHOLD, RunningMoments
 from engine.core.theory import zhai_min_entropy_rows
 
 __all__ = [
@@ -143,40 +143,6 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
     return float(xc @ yc) / denom if denom > 0 else math.nan
 
 
-class _Moments:
-    """Count, mean and sum of squared deviations, merged block by block (Chan et al.).
-
-    Each block is centred on its first value before summing, so a constant input gives its
-    value back exactly (e.g. the entropy ln n of uniform rows), and the sum of squared
-    deviations suffers no sum-of-squares cancellation.
-    """
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.mean = 0.0
-        self.m2 = 0.0
-
-    def add(self, values: np.ndarray) -> None:
-        n_b = values.size
-        shift = float(values[0])
-        dev = values - shift
-        mean_dev = float(dev.mean())
-        mean_b = shift + mean_dev
-        dev -= mean_dev
-        m2_b = float(dev @ dev)
-        if self.count == 0:
-            self.count, self.mean, self.m2 = n_b, mean_b, m2_b
-            return
-        total = self.count + n_b
-        delta = mean_b - self.mean
-        self.m2 += m2_b + delta * delta * self.count * n_b / total
-        self.mean += delta * n_b / total
-        self.count = total
-
-    def std(self) -> float:
-        return math.sqrt(self.m2 / self.count)
-
-
 def diagnose_head(
     q: np.ndarray,
     k: np.ndarray,
@@ -281,8 +247,8 @@ def _diagnose(
     logits_buffer = np.empty((rows_per_block, n))
     expo_buffer = np.empty((rows_per_block, n))
     keys = np.arange(n)
-    moments = _Moments()
-    entropy, p_max_mean, sink, zhai = _Moments(), _Moments(), _Moments(), _Moments()
+    moments = RunningMoments()
+    entropy, p_max_mean, sink, zhai = (RunningMoments() for _ in range(4))
     max_abs = 0.0
     saturated = 0
     for b in range(batch):
@@ -337,7 +303,7 @@ def _diagnose(
         n=n, d_k=d_k, batch=batch, rule=plan.rule.value if replay else None,
         # A per-row c (log_n / ssmax, causal) is reported as that of the last row (all n keys).
         scale=float(np.ravel(c)[-1]),
-        causal=bool(causal), logit_std=moments.std(), logit_std_theory=theory,
+        causal=bool(causal), logit_std=moments.std, logit_std_theory=theory,
         max_abs_logit=max_abs, entropy_mean=entropy_mean, entropy_uniform=ln_n,
         entropy_zhai_bound=zhai.mean,
         p_max_mean=p_max_mean.mean, saturated_share=saturated_share, sink_mass=sink_mass,

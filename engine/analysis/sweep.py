@@ -23,17 +23,14 @@ import csv
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, fields
-from typing import IO
+from typing import IO, TypeVar
 
 import numpy as np
 
-from engine.analysis.sweep_precision import (
-    PrecisionStat,
-    PrecisionTally,
-    grid_combos,
-    grid_rows,
-)
+from engine.analysis.sweep_acc import NONLINEAR_RULES, ChunkRaw, RuleAccumulator
+from engine.analysis.sweep_precision import PrecisionStat
 from engine.analysis.sweep_rows import (
     BYTES_PER_LOGIT,
     Setting,
@@ -43,12 +40,8 @@ from engine.analysis.sweep_rows import (
     setting_for,
 )
 from engine.config import ScalingRule, SweepConfig, SweepParam
-from engine.core import theory
 from engine.core.memory import check_memory
-from engine.core.precision import reference_weights
-from engine.core.scaling import scale_factor
-from engine.core.softmax import softmax
-from engine.core.stats import SATURATION_THRESHOLD, jacobian_fro_norm, row_summary
+from engine.core.rowstats import RowStatsWorkspace
 
 __all__ = [
     "SWEEP_CSV_COLUMNS",
@@ -59,9 +52,6 @@ __all__ = [
     "sweep_csv_row",
     "write_sweep_csv",
 ]
-
-#: Rules the precision grid is computed for (the precision view's curves).
-_GRID_RULES = (ScalingRule.NONE, ScalingRule.SQRT)
 
 #: Bytes kept per sample for the quantiles (two float64 norms).
 _BYTES_PER_SAMPLE = 16
@@ -163,70 +153,9 @@ SWEEP_CSV_COLUMNS: tuple[str, ...] = (
     "weight_err_mean",
 )
 
+_T = TypeVar("_T")
+
 assert set(SWEEP_CSV_COLUMNS) <= {f.name for f in fields(SweepPoint)}
-
-
-class _Moments:
-    """Count, mean and sum of squared deviations, merged chunk by chunk (Chan et al.)."""
-
-    __slots__ = ("count", "m2", "mean")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.mean = 0.0
-        self.m2 = 0.0
-
-    def add(self, values: np.ndarray) -> None:
-        n_b = values.size
-        if n_b == 0:
-            return
-        mean_b = float(values.mean())
-        m2_b = float(np.sum((values - mean_b) ** 2))
-        n_a = self.count
-        total = n_a + n_b
-        delta = mean_b - self.mean
-        self.mean += delta * n_b / total
-        self.m2 += m2_b + delta * delta * n_a * n_b / total
-        self.count = total
-
-    @property
-    def var(self) -> float:
-        return self.m2 / self.count if self.count else math.nan
-
-    @property
-    def sem(self) -> float:
-        if self.count < 2:
-            return math.nan
-        return math.sqrt(self.m2 / (self.count - 1) / self.count)
-
-
-def _theory_var(config: SweepConfig, st: Setting, rule: ScalingRule, c: float) -> float:
-    if rule is ScalingRule.SOFTCAP:
-        return math.nan
-    if rule is ScalingRule.QK_NORM:
-        if st.rho != 0.0:
-            return math.nan
-        g = math.sqrt(st.d_k) if config.gain is None else config.gain
-        return g * g / st.d_k
-    if st.s is not None:
-        return c * c * st.s * st.s
-    return c * c * theory.correlated_dot_variance(st.d_k, st.rho)
-
-
-def _rule_scale(config: SweepConfig, rule: ScalingRule, d_k: int, n: int) -> float:
-    temperature = None
-    if rule is ScalingRule.TEMPERATURE:
-        temperature = math.sqrt(d_k) if config.temperature is None else config.temperature
-    # Sweep rows are unmasked: log_n and ssmax use the row's n keys.
-    return scale_factor(rule, d_k, temperature=temperature, n=n, ssmax_s=config.ssmax_s,
-                        yarn_factor=config.yarn_factor)
-
-
-def _quantiles(values: np.ndarray) -> tuple[float, float, float]:
-    if np.isnan(values).all():
-        return math.nan, math.nan, math.nan
-    q10, q50, q90 = np.quantile(values, [0.1, 0.5, 0.9])
-    return float(q50), float(q10), float(q90)
 
 
 def iter_sweep(
@@ -234,6 +163,7 @@ def iter_sweep(
     cancel: threading.Event | None = None,
     *,
     on_progress: Callable[[int, int], None] | None = None,
+    threads: int = 1,
 ) -> Iterator[SweepPoint]:
     """Run the sweep lazily, yielding one :class:`SweepPoint` per (value, rule).
 
@@ -253,12 +183,19 @@ def iter_sweep(
         Optional event; setting it stops the sweep promptly.
     on_progress
         Optional callback ``(rows_done, rows_total)``; runs in the iterating thread.
+    threads
+        Threads to work on (1: all in the calling thread). The points are the same for any
+        count; a user interface keeps 1 so that its own thread keeps a core.
 
     Raises
     ------
     MemoryBudgetError
         If keeping ``samples`` Jacobian norms per point exceeds the memory budget.
+    ValueError
+        If ``threads`` is below 1.
     """
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
     check_memory(
         _BYTES_PER_SAMPLE * config.samples,
         f"per-point Jacobian-norm samples ({config.samples} rows)",
@@ -266,7 +203,8 @@ def iter_sweep(
     )
     n_max = max(setting_for(config, v).n for v in config.values)
     check_memory(
-        BYTES_PER_LOGIT * n_max,
+        # Each further thread holds its own two float64 scratch arrays.
+        (BYTES_PER_LOGIT + 16 * (threads - 1)) * n_max,
         f"working memory of one query row of {n_max} keys",
         config.memory_budget_bytes,
     )
@@ -277,119 +215,76 @@ def iter_sweep(
     rows_total *= len(rules)
     rows_done = 0
     index = 0
-    for v_index, value in enumerate(config.values):
-        st = setting_for(config, value)
-        samples = point_rows(config, st.n)
-        rows_per_chunk = min(chunk_rows(config, st.n), samples)
-        n_chunks = -(-samples // rows_per_chunk)
-        accs = [_RuleAcc(config, st, rule, samples) for rule in rules]
-        start = 0
-        for c_index in range(n_chunks):
-            rows = min(rows_per_chunk, samples - start)
-            if cancel is not None and cancel.is_set():
-                return
-            # One draw per chunk serves every rule (common random numbers): each point is the
-            # one a loop over rules, drawing the same chunks again, would give.
-            raw, cos = draw_rows(config, st, v_index, c_index, rows, need_cos)
-            for acc in accs:
+    need_raw_stats = any(rule not in NONLINEAR_RULES for rule in rules)
+    # One draw per chunk serves every rule (common random numbers): each point is the one a
+    # loop over rules, drawing the same chunks again, would give. With several threads the
+    # rules of a chunk run side by side while the next chunk is drawn; every accumulator still
+    # sees its chunks in order, so the points do not depend on the thread count.
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="sweep") if threads > 1 else None
+    # Scratch for the chunks' shared statistics, reused while shapes repeat: two sets, since
+    # the next chunk is prepared while the rules still read the current one. And one workspace
+    # per thread for the rules' row statistics.
+    work: list[tuple[np.ndarray, np.ndarray]] = []
+    local = threading.local()
+
+    def prepare(st: Setting, v_index: int, c_index: int, rows: int) -> ChunkRaw:
+        raw, cos = draw_rows(config, st, v_index, c_index, rows, need_cos)
+        scratch = work[c_index % 2]
+        chunk = ChunkRaw(raw, cos, scratch if scratch[0].shape == raw.shape else None)
+        if need_raw_stats:
+            chunk.prepare()
+        return chunk
+
+    def add(acc: RuleAccumulator, chunk: ChunkRaw, block: slice) -> None:
+        workspace = getattr(local, "workspace", None)
+        if workspace is None:
+            workspace = local.workspace = RowStatsWorkspace()
+        acc.add(chunk, block, workspace)
+
+    def submit(fn: Callable[..., _T], *args: object) -> Future[_T]:
+        if pool is not None:
+            return pool.submit(fn, *args)
+        done: Future[_T] = Future()
+        done.set_result(fn(*args))
+        return done
+
+    try:
+        for v_index, value in enumerate(config.values):
+            st = setting_for(config, value)
+            samples = point_rows(config, st.n)
+            rows_per_chunk = min(chunk_rows(config, st.n), samples)
+            n_chunks = -(-samples // rows_per_chunk)
+            if not work or work[0][0].shape != (rows_per_chunk, st.n):
+                work[:] = [(np.empty((rows_per_chunk, st.n)), np.empty((rows_per_chunk, st.n)))
+                           for _ in range(2)]
+            accs = [RuleAccumulator(config, st, rule, samples) for rule in rules]
+            next_chunk = submit(prepare, st, v_index, 0, rows_per_chunk)
+            for c_index in range(n_chunks):
+                start = c_index * rows_per_chunk
+                rows = min(rows_per_chunk, samples - start)
+                chunk = next_chunk.result()
                 if cancel is not None and cancel.is_set():
                     return
-                acc.add(raw, cos, slice(start, start + rows))
-                rows_done += rows
+                if c_index + 1 < n_chunks:
+                    following = min(rows_per_chunk, samples - start - rows)
+                    next_chunk = submit(prepare, st, v_index, c_index + 1, following)
+                block = slice(start, start + rows)
+                for task in [submit(add, acc, chunk, block) for acc in accs]:
+                    task.result()
+                rows_done += rows * len(accs)
                 if on_progress is not None:
                     on_progress(rows_done, rows_total)
-            start += rows
-        for acc in accs:
-            # The value's points are all computed; a cancel still stops before the next yield.
-            if cancel is not None and cancel.is_set():
-                return
-            yield acc.point(value, samples, index, total)
-            index += 1
-
-
-class _RuleAcc:
-    """One rule's running statistics at one swept value, fed chunk by chunk."""
-
-    def __init__(self, config: SweepConfig, st: Setting, rule: ScalingRule, samples: int):
-        self.config, self.st, self.rule = config, st, rule
-        self.c = _rule_scale(config, rule, st.d_k, st.n)
-        self.moments, self.entropy, self.pmax = _Moments(), _Moments(), _Moments()
-        self.saturated = 0
-        self.jac = np.empty(samples)
-        self.jac_raw = np.empty(samples)
-        # The precision lab: the sweep's own format and softmax form, and (for the explorer's
-        # Precision view) every format × form × rounding on the first rows of the point.
-        self.absmax = _Moments()
-        self.main_tally = PrecisionTally(config.dtype, config.softmax, config.rounding)
-        self.grid = [PrecisionTally(*combo) for combo in grid_combos()] if (
-            config.precision_grid and rule in _GRID_RULES) else []
-
-    def add(self, raw: np.ndarray, cos: np.ndarray | None, block: slice) -> None:
-        config, rule, c = self.config, self.rule, self.c
-        col_scale = None
-        if rule is ScalingRule.QK_NORM:
-            assert cos is not None
-            g = math.sqrt(self.st.d_k) if config.gain is None else config.gain
-            logits = g * cos
-        elif rule is ScalingRule.SOFTCAP:
-            t = np.tanh(raw * (c / config.cap))
-            logits = config.cap * t
-            col_scale = c * (1.0 - t * t)  # ∂s/∂S_raw = c·sech²(c·S_raw/cap)
-        else:
-            logits = raw * c if c != 1.0 else raw
-        self.moments.add(logits)
-        self.absmax.add(np.abs(logits).max(axis=1))
-        reference = None if self.main_tally.is_reference else reference_weights(logits)
-        self.main_tally.add(logits, reference)
-        grid_end = grid_rows(self.st.n) - block.start
-        if self.grid and grid_end > 0:
-            part = logits[:grid_end]
-            ref_part = reference_weights(part) if reference is None else reference[:grid_end]
-            for tally in self.grid:
-                tally.add(part, ref_part)
-        p = softmax(logits)
-        h, pm, jf = row_summary(p)
-        self.entropy.add(h)
-        self.pmax.add(pm)
-        self.saturated += int(np.count_nonzero(pm > SATURATION_THRESHOLD))
-        self.jac[block] = jf
-        if rule is ScalingRule.QK_NORM:
-            self.jac_raw[block] = math.nan
-        elif col_scale is not None:
-            self.jac_raw[block] = jacobian_fro_norm(p, col_scale)
-        else:
-            self.jac_raw[block] = c * jf
-
-    def point(self, value: float, samples: int, index: int, total: int) -> SweepPoint:
-        j50, j10, j90 = _quantiles(self.jac)
-        r50, r10, r90 = _quantiles(self.jac_raw)
-        main = self.main_tally.stat()
-        return SweepPoint(
-            param=self.config.param,
-            value=float(value),
-            rule=self.rule,
-            logit_mean=self.moments.mean,
-            logit_var=self.moments.var,
-            logit_var_theory=_theory_var(self.config, self.st, self.rule, self.c),
-            entropy_mean=self.entropy.mean,
-            entropy_sem=self.entropy.sem,
-            p_max_mean=self.pmax.mean,
-            p_max_sem=self.pmax.sem,
-            jac_fro_median=j50,
-            jac_fro_q10=j10,
-            jac_fro_q90=j90,
-            jac_raw_median=r50,
-            jac_raw_q10=r10,
-            jac_raw_q90=r90,
-            saturated_share=self.saturated / samples,
-            samples=samples,
-            index=index,
-            total=total,
-            overflow_share=main.overflow_share,
-            weight_err_mean=main.weight_err_mean,
-            logit_absmax_mean=self.absmax.mean,
-            precision=tuple(tally.stat() for tally in self.grid),
-        )
+            for acc in accs:
+                # The value's points are all computed; a cancel still stops before the next
+                # yield.
+                if cancel is not None and cancel.is_set():
+                    return
+                yield SweepPoint(param=config.param, value=float(value), index=index,
+                                 total=total, **acc.summary(samples))
+                index += 1
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_sweep(config: SweepConfig) -> list[SweepPoint]:

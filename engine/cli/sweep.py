@@ -14,6 +14,7 @@ from engine.analysis.sweep import iter_sweep, write_sweep_csv
 from engine.cli.options import field_values
 from engine.cli.output import open_output
 from engine.config import SweepConfig
+from engine.core.parallel import get_num_threads
 
 __all__ = ["parse_values", "sweep_command"]
 
@@ -122,7 +123,8 @@ def sweep_command(args: argparse.Namespace) -> int:
 
     def points() -> Iterator:
         nonlocal written
-        stream = iter_sweep(config, on_progress=None if bar is None else bar.rows)
+        stream = iter_sweep(config, on_progress=None if bar is None else bar.rows,
+                            threads=get_num_threads())
         for point in stream:
             yield point
             written += 1

@@ -151,7 +151,7 @@ class SweepConfig(JsonConfig):
     cap: float = 50.0
     ssmax_s: float = 0.43
     yarn_factor: float = 4.0
-    max_logits: int = 1 << 24
+    max_logits: int = 1 << 22
     min_rows: int = 64
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
     dtype: Precision = Precision.FLOAT64

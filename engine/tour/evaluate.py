@@ -92,7 +92,9 @@ def _sweep_config(claim: Mapping[str, Any], config: AttentionConfig, rule: Scali
     logit_std = claim_number(claim, "logit_std")
     common = {"rules": (rule,), "n_tokens": config.n_tokens, "rho": config.rho,
               "samples": config.samples, "seed": config.seed,
-              "temperature": config.temperature, "gain": config.gain, "cap": config.cap}
+              "temperature": config.temperature, "gain": config.gain, "cap": config.cap,
+              # A claim's point uses all its rows, however long they are.
+              "max_logits": config.samples * config.n_tokens}
     if logit_std is None:
         return SweepConfig(param=SweepParam.D_K, values=(config.d_k,), **common)
     return SweepConfig(param=SweepParam.S, values=(logit_std,), d_k=config.d_k, **common)

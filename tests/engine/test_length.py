@@ -49,8 +49,10 @@ def test_point_rows_caps_long_rows_and_keeps_short_points_whole():
     assert point_rows(config.replace(min_rows=2), 1 << 20) == 2
     # An explicit small sample count is kept whole: 64 rows at n = 2^20.
     assert point_rows(SweepConfig(param=SweepParam.N, values=(1 << 20,), samples=64), 1 << 20) == 64
-    # The default cap leaves 20 000 rows up to n = 512 (the sweeps people already ran).
-    assert point_rows(SweepConfig(), 512) == 20_000
+    # The default cap (2^22 logits) leaves the default 20 000 rows up to n = 209, which covers
+    # the explorer's default n = 64 and the tour; longer rows share the budget.
+    assert point_rows(SweepConfig(), 209) == 20_000
+    assert point_rows(SweepConfig(), 256) == 16_384
 
 
 def test_length_rules_in_the_sweep_match_numpy_on_the_same_rows():
@@ -150,3 +152,14 @@ def test_both_view_sweeps_follow_the_explorers_rule_parameters() -> None:
                 sweep.rho, sweep.seed) == (0.8, 16.0, 3.0, 2.0, 7.0, 0.25, 9)
         assert ScalingRule.SSMAX in sweep.rules
     assert sweep_config_for(config).n_tokens == 32 and length_sweep_config(config).d_k == 16
+
+
+def test_a_sweep_gives_the_same_points_on_any_number_of_threads():
+    config = SweepConfig(param=SweepParam.N, values=(16, 4096, 1 << 16), samples=300,
+                         rules=(ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.SOFTCAP,
+                                ScalingRule.QK_NORM, ScalingRule.SSMAX),
+                         max_logits=1 << 18, dtype="float16", softmax="naive")
+    serial = list(iter_sweep(config))
+    assert list(iter_sweep(config, threads=3)) == serial
+    with pytest.raises(ValueError, match="threads"):
+        next(iter_sweep(config, threads=0))

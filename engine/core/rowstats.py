@@ -1,0 +1,179 @@
+"""Entropy, p_max and ‖J‖_F of softmax rows computed straight from their logits, in few passes.
+
+:func:`engine.core.stats.row_summary` starts from the weights and needs about twenty
+elementwise passes over a row. Sweeps over long contexts evaluate billions of logits, so this
+module works from the logits instead, with the row's unnormalised exponentials
+``e_j = exp(x_j − max x)``: the argmax has ``e_m = 1`` exactly, the others are stored with
+full relative precision, and with ``S = Σ_{j≠m} e_j`` and ``Z = 1 + S``
+
+* ``p_max = 1/Z`` and ``1 − p_max = S/Z`` (no cancellation);
+* ``H = log1p(S) + Σ_j e_j·(max x − x_j)/Z``, a sum of non-negative terms;
+* ``‖J‖_F² = p_m²(c_m² + 2Q) + Q(1 + Q) − 2·P3`` with ``c_m = 1 − p_max``, ``Q = Σ_{j≠m} p_j²``
+  and ``P3 = Σ_{j≠m} p_j³``. It is ``Σ_j p_j²[(1 − p_j)² + Σ_{i≠j} p_i²]`` (the squared norms
+  of the Jacobian's columns) with the argmax column written separately. The only difference
+  left, ``Q − 2·P3 = Σ_{j≠m} p_j²(1 − 2p_j)``, has non-negative terms (``p_j ≤ 1/2`` off the
+  argmax) and is at most a quarter of the total (``Σ_{j≠m} p_j²(1 − p_j)² ≥ Q/4``), so the
+  relative error stays a few ulps. Every term carries the factor ``a²`` (``a`` the
+  second-largest weight): the sums are taken over ``u_j = e_j/a ≤ 1`` so nothing underflows
+  when ``a`` is below ~1e-154.
+
+The values equal :func:`~engine.core.stats.row_summary` of the softmax to rounding (tests
+compare both). :class:`RowStatsWorkspace` keeps its scratch arrays between calls, so a sweep's
+chunks of equal shape allocate nothing (allocating fresh multi-megabyte arrays per chunk
+costs page faults that dominated long-context sweeps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["RowStats", "RowStatsWorkspace", "ShiftedRows", "logit_row_stats", "shift_rows"]
+
+#: exp of anything below this is exactly 0 in float64; clipping −∞ (masked keys) to it keeps
+#: ``e·(x − max)`` at 0 instead of ``0·∞ = NaN``.
+_EXP_FLOOR = -1.0e4
+
+
+@dataclass(frozen=True, slots=True)
+class RowStats:
+    """Statistics of softmax rows, each of shape ``(rows,)``.
+
+    Attributes
+    ----------
+    entropy
+        Shannon entropy in nats.
+    p_max
+        Largest weight.
+    jac_fro
+        Frobenius norm of the softmax Jacobian ``∂p/∂x = diag(p) − ppᵀ``.
+    """
+
+    entropy: NDArray[np.float64]
+    p_max: NDArray[np.float64]
+    jac_fro: NDArray[np.float64]
+
+
+class RowStatsWorkspace:
+    """Scratch arrays reused by :func:`logit_row_stats` for rows of the same shape.
+
+    Not thread-safe: give each thread its own workspace.
+    """
+
+    def __init__(self) -> None:
+        self._shape: tuple[int, int] | None = None
+        self._first = np.empty((0, 0))
+        self._second = np.empty((0, 0))
+
+    def arrays(self, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """Two float64 arrays of ``shape`` (contents undefined)."""
+        if self._shape != shape:
+            self._first = np.empty(shape)
+            self._second = np.empty(shape)
+            self._shape = shape
+        return self._first, self._second
+
+
+@dataclass(frozen=True, slots=True)
+class ShiftedRows:
+    """Rows minus their maximum (``≤ 0``, exactly 0 at the argmax), shared by several scales.
+
+    For a positive c, ``c·x − max(c·x) = c·(x − max x)`` and the argmax is the same, so rules
+    that scale the same raw scores share this one pass (see :func:`shift_rows`).
+    """
+
+    values: NDArray[np.float64]
+    top: NDArray[np.intp]
+
+
+def shift_rows(logits: NDArray[np.floating], out: NDArray[np.float64] | None = None) -> ShiftedRows:
+    """Subtract every row's maximum; ``-inf`` (masked keys) stays ``-inf``.
+
+    Parameters
+    ----------
+    logits
+        ``(rows, n)`` real array with a finite maximum in every row.
+    out
+        Optional float64 array of the same shape for the result.
+
+    Raises
+    ------
+    ValueError
+        If the shape is not ``(rows, n)`` or a row's maximum is not finite (NaN, +inf, or a
+        fully masked row).
+    """
+    x = np.asarray(logits)
+    if x.ndim != 2 or x.shape[1] == 0:
+        raise ValueError(f"logits must be (rows, n) with n ≥ 1, got shape {x.shape}")
+    top = np.argmax(x, axis=1)
+    peak = x[np.arange(x.shape[0]), top].astype(np.float64)
+    if not np.isfinite(peak).all():
+        raise ValueError("every row needs a finite maximum (no NaN, no +inf, not fully masked)")
+    values = np.subtract(x, peak[:, None], out=out, dtype=np.float64)
+    return ShiftedRows(values=values, top=top)
+
+
+def logit_row_stats(
+    logits: NDArray[np.floating] | ShiftedRows,
+    workspace: RowStatsWorkspace | None = None,
+    *,
+    scale: float = 1.0,
+    weights_out: NDArray[np.float64] | None = None,
+) -> RowStats:
+    """Entropy, p_max and ‖J‖_F of ``softmax(scale·logits)`` for every row.
+
+    Parameters
+    ----------
+    logits
+        ``(rows, n)`` real array, float32 or float64 (computed in float64), or its
+        :func:`shift_rows` (then several scales share the shift). Masked keys may be
+        ``-inf``; every row needs a finite maximum.
+    workspace
+        Scratch arrays to reuse between calls (a new one is made if omitted).
+    scale
+        A positive factor applied to the logits first (a rule's c): one pass fewer than
+        scaling them beforehand, and several rules can share one array of raw scores.
+    weights_out
+        Optional ``(rows, n)`` float64 array that receives the softmax weights.
+
+    Returns
+    -------
+    RowStats
+
+    Raises
+    ------
+    ValueError
+        If the shape is not ``(rows, n)``, ``scale`` is not positive and finite, or a row's
+        maximum is not finite (NaN, +inf, or a fully masked row).
+    """
+    if not (np.isfinite(scale) and scale > 0.0):
+        raise ValueError(f"scale must be positive and finite, got {scale}")
+    rows_in = logits if isinstance(logits, ShiftedRows) else shift_rows(logits)
+    rows, n = rows_in.values.shape
+    t, e = (workspace or RowStatsWorkspace()).arrays((rows, n))
+    np.multiply(rows_in.values, scale, out=t)
+    np.maximum(t, _EXP_FLOOR, out=t)
+    np.exp(t, out=e)
+    row_index, top = np.arange(rows), rows_in.top
+    e[row_index, top] = 0.0  # e now holds the other keys only
+    others = e.sum(axis=1)
+    z = 1.0 + others
+    p_top = 1.0 / z
+    entropy = np.log1p(others) - np.einsum("ij,ij->i", e, t) / z
+    if weights_out is not None:
+        np.multiply(e, p_top[:, None], out=weights_out)
+        weights_out[row_index, top] = p_top
+    second = e.max(axis=1)
+    has_second = second > 0.0
+    safe_second = np.where(has_second, second, 1.0)
+    u = np.divide(e, safe_second[:, None], out=t)  # t is no longer needed
+    u2 = np.einsum("ij,ij->i", u, u)
+    u3 = np.einsum("ij,ij->i", np.multiply(u, u, out=e), u)  # nor is e
+    u1 = others / safe_second
+    z2 = z * z
+    bracket = (u1 * u1 + 2.0 * u2) / z2 + u2 + second * second * u2 * u2 / z2
+    bracket -= 2.0 * second * u3 / z
+    jac_fro = np.where(has_second, second / z * np.sqrt(np.maximum(bracket, 0.0)), 0.0)
+    return RowStats(entropy=np.maximum(entropy, 0.0), p_max=p_top, jac_fro=jac_fro)
