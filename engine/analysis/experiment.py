@@ -8,6 +8,7 @@ temperature-equivalence view.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -22,9 +23,10 @@ from engine.config import AttentionConfig, MaskKind, ScalingRule
 from engine.core import theory
 from engine.core.memory import check_memory
 from engine.core.plan import causal_mask
+from engine.core.rowstats import logit_row_stats
 from engine.core.scaling import NORM_EPS, length_scales, scale_factor
 from engine.core.softmax import softmax
-from engine.core.stats import row_summary
+from engine.core.tasks import run_tasks
 
 __all__ = [
     "AttentionSnapshot",
@@ -232,7 +234,7 @@ def check_snapshot_memory(config: AttentionConfig,
 
 def run_experiment(
     config: AttentionConfig, rules: Iterable[ScalingRule | str] | None = None, *,
-    real_head: HeadQK | None = None,
+    real_head: HeadQK | None = None, threads: int = 1,
 ) -> AttentionSnapshot:
     """Draw q, k from ``config`` (or take a real head's) and evaluate every scaling rule on them.
 
@@ -248,6 +250,8 @@ def run_experiment(
         and d_k (``engine.analysis.real_head.explorer_config_for`` makes such a config); its
         rule parameters and mask apply. ``logit_var_theory`` is then NaN (real q, k follow no
         law) and the snapshot carries the head and its Jacobian numbers (``gradients``).
+    threads
+        Threads the rules are evaluated on (the snapshot is the same for any count).
 
     Returns
     -------
@@ -278,17 +282,14 @@ def run_experiment(
     if blocked is not None:
         select &= ~blocked
     count = h * int(np.count_nonzero(select))
-    # (mean, Var) of raw over the selected pairs, shared by the c·raw rules
-    raw_moments: tuple[float, float] | None = None
-
-    # Rules that are c·raw with the same c (e.g. T = √d_k and 1/√d_k) share every array.
-    by_scale: dict[float, RuleView] = {}
-
     def theory_var(rule: ScalingRule, c: float | np.ndarray) -> float:
         # Real q, k follow no law: no closed form to compare with.
         return math.nan if real_head is not None else _theory_variance(config, rule, c)
 
-    views: dict[ScalingRule, RuleView] = {}
+    # Plan first (cheap): which rules need their own arrays, and which are twins.
+    plans: list[tuple[ScalingRule, float | np.ndarray, float, bool]] = []
+    own: dict[ScalingRule, ScalingRule] = {}  # rule -> the rule whose arrays it shares
+    first_of_scale: dict[float, ScalingRule] = {}
     for rule in rule_list:
         c_all = _rule_scale(config, rule)
         # A per-row c (length rules under a causal mask) is reported as the c of the last row,
@@ -296,42 +297,42 @@ def run_experiment(
         per_row = isinstance(c_all, np.ndarray)
         c = float(c_all[-1, 0]) if per_row else c_all
         linear_in_raw = rule not in (ScalingRule.QK_NORM, ScalingRule.SOFTCAP) and not per_row
-        if linear_in_raw and c in by_scale:
-            twin = by_scale[c]
-            views[rule] = RuleView(
-                rule=rule, scale=c, logits=twin.logits, weights=twin.weights,
-                entropy=twin.entropy, p_max=twin.p_max, jac_fro=twin.jac_fro,
-                logit_var_empirical=twin.logit_var_empirical,
-                logit_var_theory=theory_var(rule, c),
-                logit_mean_empirical=twin.logit_mean_empirical,
-            )
-            continue
+        own[rule] = first_of_scale.setdefault(c, rule) if linear_in_raw else rule
+        plans.append((rule, c_all, c, linear_in_raw))
+    raw_moments = (_selected_moments(raw, select, count)
+                   if any(linear for *_, linear in plans) else (math.nan, math.nan))
+
+    def evaluate(rule: ScalingRule, c_all: float | np.ndarray, c: float,
+                 linear_in_raw: bool) -> RuleView:
         logits = _logits_from_raw(config, rule, c_all, q, k, raw)
         if linear_in_raw:
-            if raw_moments is None:
-                raw_moments = _selected_moments(raw, select, count)
             mean_empirical, var_empirical = c * raw_moments[0], c * c * raw_moments[1]
         else:
             mean_empirical, var_empirical = _selected_moments(logits, select, count)
         if blocked is not None:
             np.copyto(logits, -np.inf, where=blocked)
-        weights = softmax(logits)
-        entropy, pmax, jac_fro = row_summary(weights)
-        views[rule] = view = RuleView(
-            rule=rule,
-            scale=c,
-            logits=logits,
-            weights=weights,
-            entropy=entropy,
-            p_max=pmax,
-            jac_fro=jac_fro,
-            logit_var_empirical=var_empirical,
-            logit_var_theory=theory_var(rule, c_all),
+        weights = np.empty_like(logits)
+        stats = logit_row_stats(logits.reshape(-1, n), weights_out=weights.reshape(-1, n))
+        return RuleView(
+            rule=rule, scale=c, logits=logits, weights=weights,
+            entropy=stats.entropy.reshape(h, n), p_max=stats.p_max.reshape(h, n),
+            jac_fro=stats.jac_fro.reshape(h, n),
+            logit_var_empirical=var_empirical, logit_var_theory=theory_var(rule, c_all),
             logit_mean_empirical=mean_empirical,
-            row_scale=c_all[:, 0] if per_row else None,
+            row_scale=c_all[:, 0] if isinstance(c_all, np.ndarray) else None,
         )
-        if linear_in_raw:
-            by_scale[c] = view
+
+    # The distinct rules are independent elementwise work on (heads, n, n) arrays, during
+    # which numpy releases the interpreter lock: they run side by side on the available cores.
+    distinct = [plan for plan in plans if own[plan[0]] is plan[0]]
+    computed = dict(zip([plan[0] for plan in distinct],
+                        run_tasks(evaluate, distinct, threads), strict=True))
+    views: dict[ScalingRule, RuleView] = {}
+    for rule, _, c, _ in plans:
+        twin = computed[own[rule]]
+        # Rules that are c·raw with the same c (e.g. T = √d_k and 1/√d_k) share every array.
+        views[rule] = twin if own[rule] is rule else dataclasses.replace(
+            twin, rule=rule, logit_var_theory=theory_var(rule, c))
     if real_head is None:
         return AttentionSnapshot(config=config, q=q, k=k, raw_scores=raw, rules=views)
     return AttentionSnapshot(config=config, q=q, k=k, raw_scores=raw, rules=views,

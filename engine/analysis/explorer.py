@@ -399,6 +399,7 @@ def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iter
     from engine.analysis.experiment import run_experiment
     from engine.analysis.real_head import load_head
     from engine.analysis.sweep import iter_sweep
+    from engine.core.parallel import get_num_threads
 
     snapshot = plan.snapshot
     for step in plan.steps:
@@ -411,7 +412,8 @@ def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iter
             real = step.loaded
             if real is None and step.head is not None:
                 real = load_head(step.head)
-            snapshot = run_experiment(step.config, rules=ALL_RULES, real_head=real)
+            snapshot = run_experiment(step.config, rules=ALL_RULES, real_head=real,
+                                      threads=get_num_threads())
             yield PartReady(Part.SNAPSHOT, snapshot)
         elif isinstance(step, ComputeCorrelation):
             yield PartReady(Part.CORRELATION, compute_correlation(step.config))

@@ -79,3 +79,33 @@ def test_temperature_comparison_from_snapshot_is_bit_identical(mask: str) -> Non
 def test_raw_scores_is_q_k_transpose() -> None:
     q, k = draw_qk(AttentionConfig(n_tokens=5, d_k=3, heads=2, d_model=6))
     np.testing.assert_allclose(raw_scores(q, k), np.einsum("hid,hjd->hij", q, k), rtol=1e-12)
+
+
+def test_a_snapshot_is_the_same_on_several_threads():
+    config = AttentionConfig(n_tokens=48, d_k=16, d_model=64, heads=4, mask="causal",
+                             rule="softcap", cap=5.0)
+    serial = run_experiment(config, rules=tuple(ScalingRule))
+    parallel = run_experiment(config, rules=tuple(ScalingRule), threads=3)
+    assert list(parallel.rules) == list(serial.rules)
+    for rule, view in serial.rules.items():
+        other = parallel.rules[rule]
+        for name in ("logits", "weights", "entropy", "p_max", "jac_fro"):
+            np.testing.assert_array_equal(getattr(other, name), getattr(view, name))
+        assert other.logit_var_empirical == view.logit_var_empirical
+
+
+def test_run_tasks_keeps_the_order_and_raises_the_first_error():
+    from engine.core.tasks import run_tasks
+
+    assert run_tasks(lambda a, b: a * b, [(i, 2) for i in range(7)], threads=3) == [
+        0, 2, 4, 6, 8, 10, 12]
+
+    def fail(i: int) -> int:
+        if i == 4:
+            raise ArithmeticError("task 4")
+        return i
+
+    with pytest.raises(ArithmeticError, match="task 4"):
+        run_tasks(fail, [(i,) for i in range(6)], threads=2)
+    with pytest.raises(ValueError, match="threads"):
+        run_tasks(fail, [(1,)], threads=0)
