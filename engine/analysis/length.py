@@ -22,6 +22,7 @@ from engine.config import AttentionConfig, ScalingRule, SweepConfig, SweepParam
 
 __all__ = [
     "LENGTH_MAX_LOGITS",
+    "LENGTH_MIN_ROWS",
     "LENGTH_RULES",
     "LENGTH_SAMPLES_CAP",
     "LENGTH_VALUES",
@@ -38,9 +39,11 @@ LENGTH_RULES: tuple[ScalingRule, ...] = (
 )
 #: Largest number of query rows per point of the length view.
 LENGTH_SAMPLES_CAP = 256
-#: Largest rows × n per point of the length view (down to 2 rows at n = 2^20: the row
-#: statistics concentrate as n grows, so the standard errors stay small).
-LENGTH_MAX_LOGITS = 1 << 18
+#: Largest rows × n per point of the length view (:data:`LENGTH_MIN_ROWS` at n = 2^20; rows
+#: share their queries across n, so the curves stay smooth with few rows).
+LENGTH_MAX_LOGITS = 1 << 20
+#: Fewest query rows per point of the length view.
+LENGTH_MIN_ROWS = 8
 
 
 def length_sweep_config(
@@ -56,7 +59,7 @@ def length_sweep_config(
     """
     return SweepConfig.following(config, param=SweepParam.N, values=values, rules=LENGTH_RULES,
                                  samples_cap=samples_cap, d_k=config.d_k,
-                                 max_logits=max_logits, min_rows=2)
+                                 max_logits=max_logits, min_rows=LENGTH_MIN_ROWS)
 
 
 @dataclass(frozen=True, slots=True)

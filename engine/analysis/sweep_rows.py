@@ -19,10 +19,12 @@ Each construction is exact (not an approximation) for its stated distribution:
   above for the fixed d_k and ρ.
 
 Numerics: Gaussian draws are float32 (random-number generation dominates the cost); the logits
-are float64. Each value index v and chunk index i gets its own stream
+are float64. Each value index v and chunk index i gets its own stream of keys
 ``SeedSequence(seed, spawn_key=(v, i))`` (and ``(v, i, 1)`` for QK-norm's extra draw), so the
 rules at one value see the same rows (common random numbers) and a sweep is deterministic for a
-given config (chunk sizes depend only on n and the memory budget).
+given config (chunk sizes depend only on n and the memory budget). The query norms ‖q‖² come
+from one stream per seed, row by row, so row i has the same query at every value of an n or ρ
+sweep (common random numbers across values too: smooth curves with few rows per point).
 """
 
 from __future__ import annotations
@@ -85,6 +87,28 @@ def chunk_rows(config: SweepConfig, n: int) -> int:
     return min(by_time, by_memory, config.samples)
 
 
+#: Spawn key of the streams of the query norms (distinct from the chunks' (value, chunk) keys).
+_NORM_STREAM = 0x6E6F726D
+#: Query rows per norm stream: rows are drawn block by block, so any range costs O(its rows).
+_NORM_BLOCK = 1024
+
+
+def _norms_squared(config: SweepConfig, d: int, first: int, rows: int) -> np.ndarray:
+    """‖q‖² ~ χ²_d of a point's rows ``first … first + rows − 1``.
+
+    Row i gets the same draw at every swept value with the same d (one stream per block of
+    :data:`_NORM_BLOCK` rows and seed): the points of an n or ρ sweep then differ only by their
+    keys, so the curves are smooth instead of jumping with each value's own query norms.
+    """
+    parts = []
+    for block in range(first // _NORM_BLOCK, -(-(first + rows) // _NORM_BLOCK)):
+        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(
+            config.seed, spawn_key=(_NORM_STREAM, block))))
+        parts.append(rng.chisquare(d, _NORM_BLOCK))
+    start = first - (first // _NORM_BLOCK) * _NORM_BLOCK
+    return np.concatenate(parts)[start:start + rows]
+
+
 def draw_rows(
     config: SweepConfig, st: Setting, v_index: int, c_index: int, rows: int, need_cos: bool
 ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -92,12 +116,17 @@ def draw_rows(
     ss = np.random.SeedSequence(config.seed, spawn_key=(v_index, c_index))
     rng = np.random.Generator(np.random.PCG64(ss))
     d, n, rho = st.d_k, st.n, st.rho
-    r2 = rng.chisquare(d, rows)  # ‖q‖², drawn first so the z stream is shared by all modes
     z = rng.standard_normal((rows, n), dtype=np.float32)
+    # Drawn logits (a given s) need no query norms, except for QK-norm's cosines at ρ ≠ 0.
+    r2 = None
+    if st.s is None or (need_cos and rho != 0.0):
+        first = c_index * min(chunk_rows(config, n), point_rows(config, n))
+        r2 = _norms_squared(config, d, first, rows)
     if st.s is not None:
         raw = z.astype(np.float64)
         raw *= st.s
     else:
+        assert r2 is not None
         r = np.sqrt(r2)[:, None]
         raw = z.astype(np.float64)
         raw *= math.sqrt(1.0 - rho * rho) * r
@@ -110,6 +139,7 @@ def draw_rows(
     a = z.astype(np.float64)
     a *= math.sqrt(1.0 - rho * rho)
     if rho != 0.0:
+        assert r2 is not None
         a += rho * np.sqrt(r2)[:, None]
     if d > 1:
         w = rng_cos.standard_gamma((d - 1) / 2.0, size=(rows, n), dtype=np.float32)

@@ -529,53 +529,53 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
 <context>
     <name>LengthView</name>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="78"/>
+        <location filename="../../gui/explorer/views/length.py" line="84"/>
         <source>Length</source>
-        <extracomment>Colours of the toy&apos;s two curves (the rules they stand for: 1/√d_k&apos;s blue, SSMax&apos;s wine). SweepPoint field per panel, in layout order (the toy is the fourth panel).</extracomment>
+        <extracomment>Colours of the toy&apos;s two curves (the rules they stand for: 1/√d_k&apos;s blue, SSMax&apos;s wine). SweepPoint field per panel, in layout order (the toy is the fourth panel). Half-width of the error bars in standard errors (a 95 % interval).</extracomment>
         <translation>长度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="83"/>
+        <location filename="../../gui/explorer/views/length.py" line="89"/>
         <source>Mean row entropy</source>
         <translation>行平均熵</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="84"/>
+        <location filename="../../gui/explorer/views/length.py" line="90"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="85"/>
+        <location filename="../../gui/explorer/views/length.py" line="91"/>
         <source>Mean largest weight</source>
         <translation>平均最大权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="86"/>
+        <location filename="../../gui/explorer/views/length.py" line="92"/>
         <source>Entropy / ln n (1 = uniform)</source>
         <translation>熵 / ln n（1 为均匀）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="88"/>
+        <location filename="../../gui/explorer/views/length.py" line="94"/>
         <source>SSMax toy: logits −2, one +3</source>
         <translation>SSMax 示例：除一个 logit 为 +3 外均为 −2</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="89"/>
+        <location filename="../../gui/explorer/views/length.py" line="95"/>
         <source>weight of the +3 logit</source>
         <translation>+3 logit 的权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="96"/>
+        <location filename="../../gui/explorer/views/length.py" line="102"/>
         <source>iid rows of n Gaussian logits at the current d_k: with a fixed scale (1/√d_k, YaRN) the softmax disperses as n grows (p_max → 0, entropy → ln n); ln n/√d_k and SSMax s·ln n/√d_k keep it focused. Toy (Nakanishi 2025, Fig. 1): softmax&apos;s e³/(e³ + (n−1)e⁻²) → 0, SSMax&apos;s 1/(1 + (n−1)·n^(−5s)) → 1.</source>
         <translation>当前 d_k 下由 n 个独立同分布高斯 logit 组成的行：缩放固定时（1/√d_k、YaRN），softmax 随 n 增大而分散（p_max → 0，熵 → ln n）；ln n/√d_k 与 SSMax s·ln n/√d_k 使其保持集中。示例（Nakanishi 2025，图 1）：softmax 的 e³/(e³ + (n−1)e⁻²) → 0，SSMax 的 1/(1 + (n−1)·n^(−5s)) → 1。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="128"/>
-        <source>Lines: Monte Carlo means over iid rows (d&lt;sub&gt;k&lt;/sub&gt; = {0}, up to {1} rows per point, fewer at large n). SSMax s = {2}, YaRN f = {3}.</source>
-        <translation>曲线：独立同分布行的蒙特卡洛均值（d&lt;sub&gt;k&lt;/sub&gt; = {0}，每点最多 {1} 行，n 大时行数下降）。SSMax s = {2}，YaRN f = {3}。</translation>
+        <location filename="../../gui/explorer/views/length.py" line="136"/>
+        <source>Lines: Monte Carlo means over iid rows (d&lt;sub&gt;k&lt;/sub&gt; = {0}, up to {1} rows per point, fewer at large n), bars: 95 % intervals (±1.96 standard errors). SSMax s = {2}, YaRN f = {3}.</source>
+        <translation>曲线：独立同分布行的蒙特卡洛均值（d&lt;sub&gt;k&lt;/sub&gt; = {0}，每点最多 {1} 行，n 大时行数下降），误差棒：95 % 区间（±1.96 个标准误）。SSMax s = {2}，YaRN f = {3}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="135"/>
+        <location filename="../../gui/explorer/views/length.py" line="144"/>
         <source>  Sweep running: {0} of {1} points.</source>
         <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
     </message>

@@ -4,6 +4,7 @@ through the explorer's worker thread; it exports and lists its numbers."""
 from __future__ import annotations
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 
 from engine.analysis.length import length_sweep_config, ssmax_toy
@@ -60,6 +61,26 @@ def test_curves_and_table_are_the_engines_numbers(qtbot, points):
     np.testing.assert_array_equal(view.toy_curve("ssmax").getOriginalDataset()[1],
                                   ssmax_toy(s=0.2).p_max_ssmax)
     assert "SSMax" in view.export_item().toolTip()
+
+
+def test_error_bars_are_the_engines_standard_errors(qtbot, points):
+    view = LengthView()
+    qtbot.addWidget(view)
+    view.show_results(ExplorerResults(1, CONFIG, length_points=points, length_done=True))
+    pts = sorted((p for p in points if p.rule is ScalingRule.LOG_N), key=lambda p: p.value)
+    for field, half in (
+        ("entropy_mean", [1.96 * p.entropy_sem for p in pts]),
+        ("p_max_mean", [1.96 * p.p_max_sem for p in pts]),
+        ("entropy_ratio", [1.96 * p.entropy_sem / np.log(p.value) for p in pts]),
+    ):
+        bars = view.error_bars(field, ScalingRule.LOG_N)
+        np.testing.assert_allclose(bars.opts["x"], np.log10([p.value for p in pts]))
+        np.testing.assert_allclose(bars.opts["y"], [getattr(p, field) for p in pts])
+        np.testing.assert_allclose(bars.opts["height"], 2 * np.asarray(half), rtol=1e-12)
+        assert min(half) > 0
+    notes = [item.text for item in view.export_item().scene().items()
+             if isinstance(item, pg.LabelItem)]
+    assert any("95 % intervals" in text for text in notes)
 
 
 def test_export_writes_a_picture(qtbot, points, tmp_path):

@@ -3,8 +3,10 @@ from the engine's streamed n sweep, and Scalable-Softmax's toy (exact)."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
@@ -40,6 +42,8 @@ class LengthView(ExplorerView):
 
     #: SweepPoint field per panel, in layout order (the toy is the fourth panel).
     PANELS: tuple[str, ...] = ("entropy_mean", "p_max_mean", "entropy_ratio")
+    #: Half-width of the error bars in standard errors (a 95 % interval).
+    ERROR_BAR_SEMS = 1.96
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -59,6 +63,8 @@ class LengthView(ExplorerView):
         self._note = style.make_label()
         self._widget.addItem(self._note, row=3, col=0, colspan=2)
         self._curves: dict[str, dict[ScalingRule, pg.PlotDataItem]] = {
+            field: {} for field in self.PANELS}
+        self._bars: dict[str, dict[ScalingRule, pg.ErrorBarItem]] = {
             field: {} for field in self.PANELS}
         self._toy_curves: dict[str, pg.PlotDataItem] = {}
         for name, color in _TOY_COLORS.items():
@@ -116,10 +122,12 @@ class LengthView(ExplorerView):
             for field in self.PANELS:
                 self._curves[field][rule].setData(x, finite_or_nan(
                     [getattr(p, field) for p in pts]))
+                self._set_bars(field, rule, pts)
         for rule in list(self._curves["entropy_mean"]):
             if rule not in self._groups:
                 for field in self.PANELS:
                     self._curves[field][rule].setData([], [])
+                    self._bars[field][rule].setData(x=np.zeros(0), y=np.zeros(0))
         if self._toy is None or self._toy.s != config.ssmax_s:
             self._toy = ssmax_toy(s=config.ssmax_s)
         self._toy_curves["softmax"].setData(self._toy.n, self._toy.p_max_softmax)
@@ -128,7 +136,8 @@ class LengthView(ExplorerView):
         text = translate(
             "LengthView",
             "Lines: Monte Carlo means over iid rows (d<sub>k</sub> = {0}, up to {1} rows per "
-            "point, fewer at large n). SSMax s = {2}, YaRN f = {3}.",
+            "point, fewer at large n), bars: 95 % intervals (±1.96 standard errors). "
+            "SSMax s = {2}, YaRN f = {3}.",
         ).format(config.d_k, samples, f"{config.ssmax_s:g}", f"{config.yarn_factor:g}")
         if results.length_points and not results.length_done:
             total = int(results.length_points[-1].total)
@@ -162,6 +171,25 @@ class LengthView(ExplorerView):
         """The curve of ``field`` for ``rule``."""
         return self._curves[field][ScalingRule(rule)]
 
+    def error_bars(self, field: str, rule: ScalingRule) -> pg.ErrorBarItem:
+        """The error bars of ``field`` for ``rule`` (x in log10 n, as the log axis draws)."""
+        return self._bars[field][ScalingRule(rule)]
+
+    def _set_bars(self, field: str, rule: ScalingRule, pts: list[SweepPoint]) -> None:
+        """±1.96 standard errors around each finite mean; none where the error is unknown."""
+        sem_field = "p_max_sem" if field == "p_max_mean" else "entropy_sem"
+        x, y, half = [], [], []
+        for p in pts:
+            mean, sem = float(getattr(p, field)), float(getattr(p, sem_field))
+            if field == "entropy_ratio":
+                sem /= math.log(p.value) if p.value > 1 else math.nan
+            if math.isfinite(mean) and math.isfinite(sem):
+                x.append(math.log10(p.value))  # ErrorBarItem ignores the plot's log mode
+                y.append(mean)
+                half.append(self.ERROR_BAR_SEMS * sem)
+        self._bars[field][rule].setData(x=np.asarray(x), y=np.asarray(y),
+                                        height=2.0 * np.asarray(half))
+
     def toy_curve(self, name: str) -> pg.PlotDataItem:
         """The toy's ``"softmax"`` or ``"ssmax"`` curve."""
         return self._toy_curves[name]
@@ -177,6 +205,10 @@ class LengthView(ExplorerView):
                     symbolBrush=style.rule_brush(rule, 200), connect="finite")
                 self._plots[field].addItem(curve)
                 self._curves[field][rule] = curve
+                bars = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0),
+                                       pen=style.rule_pen(rule, width=1), beam=0.0)
+                self._plots[field].addItem(bars)
+                self._bars[field][rule] = bars
         if rules != self._legend_rules:
             self._legend.clear()
             for rule in rules:
