@@ -153,6 +153,15 @@ def test_step_texts_match_their_settings():
     backward = by_id["backward"]
     assert (backward.d_k, ScalingRule(backward.rule)) == (64, ScalingRule.SQRT)
     assert STEP_IDS.index("backward") == STEP_IDS.index("gradients") + 1
+    # The lab steps: "2000 rows of n = 64 keys", "d_k = 64"; SSMax's s = 0.43 and YaRN's f = 4;
+    # they follow the logit-bounding steps and come before training.
+    half = by_id["half_precision"]
+    assert (half.d_k, half.n_tokens, half.samples) == (64, 64, 2000)
+    long = by_id["long_context"]
+    assert (long.d_k, long.ssmax_s, long.yarn_factor) == (64, 0.43, 4.0)
+    assert STEP_IDS.index("half_precision") == STEP_IDS.index("softcap") + 1
+    assert STEP_IDS.index("long_context") == STEP_IDS.index("half_precision") + 1
+    assert STEP_IDS.index("learning_rate") == STEP_IDS.index("long_context") + 1
 
 
 # ----------------------------------------------------------------------- the claim machinery
