@@ -92,16 +92,19 @@ def _sweep_config(claim: Mapping[str, Any], config: AttentionConfig, rule: Scali
 
     require_iid_draws(str(claim["quantity"]), config)
     logit_std = claim_number(claim, "logit_std")
+    # The precision columns' format, softmax form and rounding (the sweep's defaults without).
+    formats = {} if "dtype" not in claim else {
+        "dtype": Precision(claim["dtype"]),
+        "softmax": SoftmaxForm(claim.get("softmax", SoftmaxForm.STABLE)),
+        "rounding": Rounding(claim.get("rounding", Rounding.ALL))}
+
     common = {"rules": (rule,), "n_tokens": config.n_tokens, "rho": config.rho,
               "samples": config.samples, "seed": config.seed,
               "temperature": config.temperature, "gain": config.gain, "cap": config.cap}
-    if "dtype" in claim:  # the precision columns' format, softmax form and rounding
-        common.update(dtype=Precision(claim["dtype"]),
-                      softmax=SoftmaxForm(claim.get("softmax", SoftmaxForm.STABLE)),
-                      rounding=Rounding(claim.get("rounding", Rounding.ALL)))
     if logit_std is None:
-        return SweepConfig(param=SweepParam.D_K, values=(config.d_k,), **common)
-    return SweepConfig(param=SweepParam.S, values=(logit_std,), d_k=config.d_k, **common)
+        return SweepConfig(param=SweepParam.D_K, values=(config.d_k,), **common, **formats)
+    return SweepConfig(param=SweepParam.S, values=(logit_std,), d_k=config.d_k, **common,
+                       **formats)
 
 
 def _p_max_share(sweep: Any, threshold: float) -> float:
