@@ -30,6 +30,15 @@ logit_std
     Sweep quantities only: draw the unscaled logits directly as N(0, logit_std²) (the sweep over
     the logit std s) instead of q·k at the config's d_k; each rule then scales them with its c
     for the config's d_k (rule ``none``: logits of standard deviation exactly ``logit_std``).
+dtype, softmax, rounding
+    The precision quantities: the number format (``float64``, ``float32``, ``float16``,
+    ``bfloat16``, ``float8_e4m3``; required), the softmax form (``stable`` or ``naive``, default
+    ``stable``) and the rounding (``all`` or ``logits``, default ``all``) of the sweep's
+    ``overflow_share`` / ``weight_err_mean`` columns (``main.py sweep --dtype --softmax
+    --rounding``). ``dtype_largest`` and ``dtype_exp_limit`` take ``dtype`` only.
+n
+    The length quantities (required): the number of keys per row, an integer in [2, 2^22];
+    for ``length_*`` one of the length view's n (powers of two 16 … 2^20).
 
 Quantities and their source
 ---------------------------
@@ -67,6 +76,20 @@ Quantities and their source
 ``train_grad_ratio_w_q``   the training model at init, one batch: ‖∂L/∂W‖ unscaled over
 ``train_grad_ratio_w_v``   ‖∂L/∂W‖ under the rule for W = W_Q, W_V, W_O
 ``train_grad_ratio_w_o``
+``sweep_overflow_share``   the sweep's precision columns at the config's d_k (``dtype``,
+``sweep_weight_err_mean``  ``softmax``, ``rounding``): share of rows whose exponentials, their
+                           sum or their weights are not finite; mean over the other rows of
+                           max_j |p_j − p_j(float64)| (:mod:`engine.analysis.sweep_precision`)
+``sweep_max_logit_mean``   the same sweep point's mean over rows of max_j |logit_j|
+``dtype_largest``          :func:`~engine.core.precision.largest_value` of ``dtype`` (no rule)
+``dtype_exp_limit``        its natural logarithm: the naive softmax's exp overflows beyond it
+``length_entropy_mean``    :mod:`engine.tour.labs`: the length view's sweep
+``length_p_max_mean``      (:func:`~engine.analysis.length.length_sweep_config`) at ``n`` keys
+``length_entropy_ratio``   for the config's d_k: mean entropy, mean p_max, entropy / ln n
+``ssmax_toy_softmax``      :func:`~engine.analysis.length.ssmax_toy` at ``n`` with the config's
+``ssmax_toy_ssmax``        ``ssmax_s``: weight of the +3 logit under softmax / SSMax (no rule)
+``yarn_logit_factor``      :func:`~engine.core.scaling.yarn_temperature_factor` of the config's
+                           ``yarn_factor``: YaRN's multiplier (0.1·ln f + 1)² (no rule)
 ========================== ===================================================================
 
 The values are computed by :mod:`engine.tour.evaluate`; the tour's steps are checked by
@@ -82,10 +105,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.config import ScalingRule
+from engine.config import Precision, Rounding, ScalingRule, SoftmaxForm
+from engine.config.sweep import SWEPT_N_MAX
 
 __all__ = [
+    "DTYPE_QUANTITIES",
+    "LENGTH_QUANTITIES",
+    "PRECISION_QUANTITIES",
     "QUANTITIES",
+    "RULELESS_QUANTITIES",
     "SCALAR_RULE_QUANTITIES",
     "ClaimResult",
     "check_value",
@@ -122,7 +150,28 @@ QUANTITIES: dict[str, str] = {
     "train_grad_ratio_w_q": "‖∂L/∂W_Q‖ unscaled ÷ rule (training model at init)",
     "train_grad_ratio_w_v": "‖∂L/∂W_V‖ unscaled ÷ rule (training model at init)",
     "train_grad_ratio_w_o": "‖∂L/∂W_O‖ unscaled ÷ rule (training model at init)",
+    "sweep_overflow_share": "share of rows that overflow in a number format (sweep)",
+    "sweep_weight_err_mean": "mean per-row max |Δp| against float64 in a number format (sweep)",
+    "sweep_max_logit_mean": "mean row max |logit| (sweep)",
+    "dtype_largest": "largest finite value of a number format",
+    "dtype_exp_limit": "ln of the largest finite value (naive exp overflows beyond it)",
+    "length_entropy_mean": "mean row entropy in nats at n keys (length sweep)",
+    "length_p_max_mean": "mean p_max at n keys (length sweep)",
+    "length_entropy_ratio": "mean entropy / ln n at n keys (length sweep)",
+    "ssmax_toy_softmax": "SSMax toy: softmax weight of the +3 logit at n",
+    "ssmax_toy_ssmax": "SSMax toy: SSMax weight of the +3 logit at n",
+    "yarn_logit_factor": "YaRN logit multiplier (0.1·ln f + 1)²",
 }
+
+#: Quantities that take a number format (``dtype``); the first two also softmax and rounding.
+PRECISION_QUANTITIES = frozenset({"sweep_overflow_share", "sweep_weight_err_mean"})
+DTYPE_QUANTITIES = PRECISION_QUANTITIES | {"dtype_largest", "dtype_exp_limit"}
+#: Quantities at a number of keys ``n``.
+LENGTH_QUANTITIES = frozenset({"length_entropy_mean", "length_p_max_mean",
+                               "length_entropy_ratio", "ssmax_toy_softmax", "ssmax_toy_ssmax"})
+#: Quantities that do not depend on a scaling rule (a claim on them names none).
+RULELESS_QUANTITIES = frozenset({"dtype_largest", "dtype_exp_limit", "ssmax_toy_softmax",
+                                 "ssmax_toy_ssmax", "yarn_logit_factor"})
 
 #: Quantities computed only for rules whose logits are c·q·k with a scalar c.
 SCALAR_RULE_QUANTITIES = frozenset({
@@ -133,7 +182,8 @@ SCALAR_RULE_QUANTITIES = frozenset({
 _SCALAR_RULES = ("none", "sqrt", "linear", "temperature")
 
 _CLAIM_KEYS = {"quantity", "rule", "at", "approx", "rel_tol", "abs_tol", "greater_than",
-               "less_than", "temperature", "lr", "train", "threshold", "logit_std"}
+               "less_than", "temperature", "lr", "train", "threshold", "logit_std", "dtype",
+               "softmax", "rounding", "n"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +280,40 @@ def _validate_extras(claim: Mapping[str, Any], quantity: str) -> None:
             raise ValueError("'logit_std' only goes with the sweep quantities")
         if logit_std <= 0:
             raise ValueError("'logit_std' must be > 0")
+    if quantity in RULELESS_QUANTITIES and "rule" in claim:
+        raise ValueError(f"{quantity} does not depend on a scaling rule: leave out 'rule'")
+    _validate_lab_keys(claim, quantity)
+
+
+def _validate_lab_keys(claim: Mapping[str, Any], quantity: str) -> None:
+    """The checks of the precision and length labs' fields (dtype, softmax, rounding, n)."""
+    for key, names, allowed in (("dtype", Precision, DTYPE_QUANTITIES),
+                                ("softmax", SoftmaxForm, PRECISION_QUANTITIES),
+                                ("rounding", Rounding, PRECISION_QUANTITIES)):
+        if key not in claim:
+            if key == "dtype" and quantity in allowed:
+                raise ValueError(f"a {quantity} claim needs a 'dtype'")
+            continue
+        if quantity not in allowed:
+            raise ValueError(f"{key!r} only goes with {', '.join(sorted(allowed))}")
+        try:
+            names(claim[key])
+        except (ValueError, TypeError):
+            choices = ", ".join(m.value for m in names)
+            raise ValueError(f"claim {key} must be one of {choices}; got {claim[key]!r}") from None
+    if quantity in LENGTH_QUANTITIES:
+        n = claim.get("n")
+        if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= SWEPT_N_MAX:
+            raise ValueError(f"a {quantity} claim needs an integer 'n' in [2, {SWEPT_N_MAX}], "
+                             f"got {n!r}")
+        if quantity.startswith("length_"):
+            from engine.analysis.length import LENGTH_VALUES
+
+            if n not in LENGTH_VALUES:  # a point the length view plots
+                raise ValueError(f"{quantity}: 'n' must be one of the length view's n "
+                                 f"({', '.join(map(str, LENGTH_VALUES))}), got {n}")
+    elif "n" in claim:
+        raise ValueError(f"'n' only goes with {', '.join(sorted(LENGTH_QUANTITIES))}")
 
 
 def check_value(claim: Mapping[str, Any], value: float) -> bool:

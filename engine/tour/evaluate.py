@@ -27,6 +27,10 @@ _SWEEP_FIELDS = {
     "sweep_jac_fro_median": "jac_fro_median",
     "sweep_jac_raw_median": "jac_raw_median",
     "sweep_saturated_share": "saturated_share",
+    "sweep_max_logit_mean": "logit_absmax_mean",
+    # The precision columns, in the claim's dtype / softmax / rounding (main.py sweep --dtype).
+    "sweep_overflow_share": "overflow_share",
+    "sweep_weight_err_mean": "weight_err_mean",
 }
 
 
@@ -45,6 +49,7 @@ class _Cache:
     def __init__(self) -> None:
         self.snapshots: dict[tuple[AttentionConfig, ScalingRule], Any] = {}
         self.sweeps: dict[Any, Any] = {}  # SweepConfig -> its one SweepPoint
+        self.lengths: dict[Any, Any] = {}  # the length view's one-point sweeps
 
 
 def _snapshot_value(quantity: str, config: AttentionConfig, rule: ScalingRule,
@@ -82,22 +87,26 @@ def _matched_gap(config: AttentionConfig, logits: np.ndarray) -> float:
 
 def _sweep_config(claim: Mapping[str, Any], config: AttentionConfig, rule: ScalingRule) -> Any:
     """The one-point sweep a sweep claim reads: over d_k, or over the logit std s."""
-    from engine.config import SweepConfig, SweepParam
+    from engine.config import Precision, Rounding, SoftmaxForm, SweepConfig, SweepParam
+    from engine.tour.labs import require_iid_draws
 
-    if config.use_projection or config.init_std != 1.0 or config.mask is not MaskKind.NONE:
-        raise ValueError(
-            f"{claim['quantity']} comes from the d_k sweep, which draws iid unit-variance q, k "
-            "without a mask: it needs init_std = 1, use_projection = false and mask = none"
-        )
+    require_iid_draws(str(claim["quantity"]), config)
     logit_std = claim_number(claim, "logit_std")
+    # The precision columns' format, softmax form and rounding (the sweep's defaults without).
+    formats = {} if "dtype" not in claim else {
+        "dtype": Precision(claim["dtype"]),
+        "softmax": SoftmaxForm(claim.get("softmax", SoftmaxForm.STABLE)),
+        "rounding": Rounding(claim.get("rounding", Rounding.ALL))}
+
     common = {"rules": (rule,), "n_tokens": config.n_tokens, "rho": config.rho,
               "samples": config.samples, "seed": config.seed,
               "temperature": config.temperature, "gain": config.gain, "cap": config.cap,
               # A claim's point uses all its rows, however long they are.
               "max_logits": config.samples * config.n_tokens}
     if logit_std is None:
-        return SweepConfig(param=SweepParam.D_K, values=(config.d_k,), **common)
-    return SweepConfig(param=SweepParam.S, values=(logit_std,), d_k=config.d_k, **common)
+        return SweepConfig(param=SweepParam.D_K, values=(config.d_k,), **common, **formats)
+    return SweepConfig(param=SweepParam.S, values=(logit_std,), d_k=config.d_k, **common,
+                       **formats)
 
 
 def _p_max_share(sweep: Any, threshold: float) -> float:
@@ -153,6 +162,24 @@ def _backward_value(quantity: str, config: AttentionConfig, rule: ScalingRule) -
     if quantity.startswith("logit_step_ratio_"):
         return backward.logit_step_ratio(config, rule, quantity.removeprefix("logit_step_ratio_"))
     return backward.train_grad_ratio(config, rule, quantity.removeprefix("train_grad_ratio_"))
+
+
+_LABS = {"dtype_largest", "dtype_exp_limit", "length_entropy_mean", "length_p_max_mean",
+         "length_entropy_ratio", "ssmax_toy_softmax", "ssmax_toy_ssmax", "yarn_logit_factor"}
+
+
+def _lab_value(claim: Mapping[str, Any], config: AttentionConfig, rule: ScalingRule,
+               cache: _Cache) -> float:
+    from engine.tour import labs
+
+    quantity = str(claim["quantity"])
+    if quantity.startswith("dtype_"):
+        return labs.format_value_of(quantity, str(claim["dtype"]))
+    if quantity.startswith("ssmax_toy_"):
+        return labs.toy_value(quantity, config, int(claim["n"]))
+    if quantity == "yarn_logit_factor":
+        return labs.yarn_value(config)
+    return labs.length_value(quantity, config, rule, int(claim["n"]), cache.lengths)
 
 
 def _temperature_grad_diff(config: AttentionConfig, temperature: float) -> float:
@@ -221,6 +248,8 @@ def evaluate_quantity(
         return _sweep_value(claim, cfg, rule, cache)
     if quantity in _BACKWARD:
         return _backward_value(quantity, cfg, rule)
+    if quantity in _LABS:
+        return _lab_value(claim, cfg, rule, cache)
     if quantity == "temperature_max_diff":
         from engine.analysis.experiment import temperature_comparison
 

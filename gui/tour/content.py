@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import AttentionConfig, ScalingRule
+from engine.tour.claims import RULELESS_QUANTITIES
 from engine.tour.steps import validate_tour
 from gui.kit import i18n
 from gui.kit.i18n import translate
@@ -110,17 +111,36 @@ def ui_language() -> str:
 def claim_context(claim: Mapping[str, Any], config: AttentionConfig) -> str:
     """``rule, d_k = 1024, lr = 0.01``: what distinguishes a claim (the rule name translated).
 
-    Lists the claim's config overrides, its logit std and p_max threshold (sweep claims) and
-    its training overrides and learning rate, so two claims of one step never look alike.
+    Lists the claim's rule (unless its quantity has none), config overrides, its logit std and
+    p_max threshold (sweep claims), number format, softmax form and rounding (precision
+    claims), its n (length claims) and its training overrides and learning rate, so two claims
+    of one step never look alike.
     """
-    rule = claim.get("rule", config.rule)
-    parts = [translate("ScalingRule", ScalingRule(rule).label)]
+    parts = []
+    if claim.get("quantity") not in RULELESS_QUANTITIES:
+        rule = claim.get("rule", config.rule)
+        parts.append(translate("ScalingRule", ScalingRule(rule).label))
     for key, value in dict(claim.get("at", {})).items():
         parts.append(f"{key} = {value}")
     if "logit_std" in claim:  # logits drawn directly with this standard deviation
         parts.append(f"s = {claim['logit_std']:g}")
     if "threshold" in claim:
         parts.append(f"p_max > {claim['threshold']:g}")
+    if "dtype" in claim:  # the format's name, as the Precision view's selector shows it
+        parts.append(str(claim["dtype"]))
+    if claim.get("softmax") == "naive":  # the Precision view's names of the two forms
+        parts.append(translate("PrecisionView", "naive exp(z)"))
+    elif claim.get("softmax") == "stable":
+        parts.append(translate("PrecisionView", "max subtracted (stable)"))
+    if claim.get("rounding") == "logits":
+        parts.append(translate("PrecisionView", "only the logits rounded"))
+    if "n" in claim:
+        parts.append(f"n = {claim['n']}")
+    at = dict(claim.get("at", {}))
+    if str(claim.get("quantity")).startswith("ssmax_toy_") and "ssmax_s" not in at:
+        parts.append(f"SSMax s = {config.ssmax_s:g}")
+    if claim.get("quantity") == "yarn_logit_factor" and "yarn_factor" not in at:
+        parts.append(f"f = {config.yarn_factor:g}")
     for key, value in dict(claim.get("train", {})).items():  # the trained model's overrides
         parts.append(f"{key} = {value}")
     if "lr" in claim:

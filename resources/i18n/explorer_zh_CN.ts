@@ -1224,11 +1224,13 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
     <message>
         <location filename="../../gui/explorer/views/precision.py" line="141"/>
+        <location filename="../../gui/tour/content.py" line="134"/>
         <source>max subtracted (stable)</source>
         <translation>减去最大值（稳定）</translation>
     </message>
     <message>
         <location filename="../../gui/explorer/views/precision.py" line="142"/>
+        <location filename="../../gui/tour/content.py" line="132"/>
         <source>naive exp(z)</source>
         <translation>直接 exp(z)（不减最大值）</translation>
     </message>
@@ -1269,6 +1271,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
     <message>
         <location filename="../../gui/explorer/views/precision.py" line="158"/>
+        <location filename="../../gui/tour/content.py" line="136"/>
         <source>only the logits rounded</source>
         <translation>只有 logit 取为该格式</translation>
     </message>

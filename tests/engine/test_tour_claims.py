@@ -16,7 +16,10 @@ import pytest
 from engine.config import AttentionConfig, ScalingRule
 from engine.config.train import TrainConfig
 from engine.tour.claims import (
+    DTYPE_QUANTITIES,
+    LENGTH_QUANTITIES,
     QUANTITIES,
+    RULELESS_QUANTITIES,
     check_value,
     claim_numbers,
     describe_target,
@@ -30,7 +33,7 @@ from engine.tour.steps import UI_REF, expand_ui_refs, step_config, validate_tour
 TOUR_DIR = Path(__file__).resolve().parents[2] / "resources" / "tour"
 #: The explorer's view keys (gui/views) and the Train tab's (gui/train).
 EXPLORER_VIEWS = ("heatmap", "softmax", "histogram", "laws", "gradients", "temperature",
-                  "correlation")
+                  "correlation", "precision", "length")
 TRAIN_VIEWS = ("train_curves", "train_probe", "train_lr_sweep")
 LANGUAGES = ("en", "zh_CN")
 
@@ -150,6 +153,15 @@ def test_step_texts_match_their_settings():
     backward = by_id["backward"]
     assert (backward.d_k, ScalingRule(backward.rule)) == (64, ScalingRule.SQRT)
     assert STEP_IDS.index("backward") == STEP_IDS.index("gradients") + 1
+    # The lab steps: "2000 rows of n = 64 keys", "d_k = 64"; SSMax's s = 0.43 and YaRN's f = 4;
+    # they follow the logit-bounding steps and come before training.
+    half = by_id["half_precision"]
+    assert (half.d_k, half.n_tokens, half.samples) == (64, 64, 2000)
+    long = by_id["long_context"]
+    assert (long.d_k, long.ssmax_s, long.yarn_factor) == (64, 0.43, 4.0)
+    assert STEP_IDS.index("half_precision") == STEP_IDS.index("softcap") + 1
+    assert STEP_IDS.index("long_context") == STEP_IDS.index("half_precision") + 1
+    assert STEP_IDS.index("learning_rate") == STEP_IDS.index("long_context") + 1
 
 
 # ----------------------------------------------------------------------- the claim machinery
@@ -199,6 +211,24 @@ def test_format_value():
         ({"quantity": "train_final_loss", "less_than": 1}, "needs 'lr'"),
         ({"quantity": "logit_var", "approx": 1, "lr": 0.1}, "only go with the train"),
         ({"quantity": "correlation_rms", "rule": "qk_norm", "approx": 1}, "none, sqrt and linear"),
+        ({"quantity": "sweep_overflow_share", "approx": 0}, "needs a 'dtype'"),
+        ({"quantity": "sweep_overflow_share", "dtype": "float12", "approx": 0},
+         "dtype must be one of"),
+        ({"quantity": "sweep_overflow_share", "dtype": "float16", "softmax": "lazy",
+          "approx": 0}, "softmax must be one of"),
+        ({"quantity": "sweep_weight_err_mean", "dtype": "float16", "rounding": "some",
+          "approx": 0}, "rounding must be one of"),
+        ({"quantity": "sweep_p_max_mean", "dtype": "float16", "approx": 0}, "'dtype' only goes"),
+        ({"quantity": "dtype_largest", "dtype": "float16", "softmax": "naive", "approx": 0},
+         "'softmax' only goes"),
+        ({"quantity": "dtype_largest", "dtype": "float16", "rule": "none", "approx": 0},
+         "leave out 'rule'"),
+        ({"quantity": "length_p_max_mean", "approx": 0}, "integer 'n'"),
+        ({"quantity": "length_p_max_mean", "n": 1, "approx": 0}, "integer 'n'"),
+        ({"quantity": "ssmax_toy_ssmax", "n": 64.0, "approx": 0}, "integer 'n'"),
+        ({"quantity": "length_p_max_mean", "n": 2**23, "approx": 0}, "integer 'n'"),
+        ({"quantity": "logit_var", "n": 64, "approx": 0}, "'n' only goes"),
+        ({"quantity": "length_entropy_mean", "n": 1000, "approx": 0}, "length view's n"),
     ],
 )
 def test_validate_claim_rejects_bad_claims(claim, message):
@@ -215,8 +245,14 @@ def test_every_quantity_is_computable():
             continue  # trained by test_engine_confirms_every_claim (learning_rate step)
         rule = "linear" if quantity == "correlation_rms" else "none"
         claim = {"quantity": quantity, "rule": rule, "greater_than": -1}
+        if quantity in RULELESS_QUANTITIES:
+            del claim["rule"]
         if quantity == "sweep_p_max_share":
             claim["threshold"] = 0.99
+        if quantity in DTYPE_QUANTITIES:
+            claim["dtype"] = "float16"
+        if quantity in LENGTH_QUANTITIES:
+            claim["n"] = 256
         values[quantity] = evaluate_quantity(claim, config)
     assert values["logit_var_theory"] == 16.0
     assert math.isclose(values["logit_var"], 16.0, rel_tol=0.15)
@@ -234,6 +270,17 @@ def test_every_quantity_is_computable():
                      "train_grad_ratio_w_v", "train_grad_ratio_w_o"):
         assert values[quantity] == 1.0, quantity
     assert values["backward_formula_err"] < 1e-12
+    # Unscaled d_k = 16 logits (std 4, max ≈ 2.4σ) stay far below 65504 and ln 65504 ≈ 11.1:
+    # no overflow with the stable softmax, but a rounding error.
+    assert values["sweep_overflow_share"] == 0 and 0 < values["sweep_weight_err_mean"] < 0.01
+    assert 6 < values["sweep_max_logit_mean"] < 14
+    assert values["dtype_largest"] == 65504 and values["dtype_exp_limit"] == math.log(65504)
+    # Unscaled logits of std 4 at n = 256: a peaked row, entropy well below ln 256.
+    assert 0 < values["length_entropy_mean"] < math.log(256) and 0 < values["length_p_max_mean"] < 1
+    assert math.isclose(values["length_entropy_ratio"],
+                        values["length_entropy_mean"] / math.log(256))
+    assert values["ssmax_toy_softmax"] < values["ssmax_toy_ssmax"] < 1
+    assert math.isclose(values["yarn_logit_factor"], (0.1 * math.log(4) + 1) ** 2)
 
 
 def test_sweep_quantities_refuse_configs_the_sweep_cannot_draw():

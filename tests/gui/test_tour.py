@@ -188,3 +188,30 @@ def test_claim_context_names_what_distinguishes_each_claim(qapp):
     lr_step = _steps()[_index("learning_rate")]
     assert claim_context(lr_step["claims"][-1], step_config(lr_step["settings"])) == (
         "none, d_k = 256, d_model = 64, lr = 0.003")
+
+
+def test_lab_steps_bring_their_views_and_the_engine_numbers(tour, qtbot):
+    # The precision and length steps open the Precision and Length tabs, and the engine box
+    # lists every claim with what sets it apart (format, softmax form, n).
+    window, panel = tour
+    for step_id, view in (("half_precision", "precision"), ("long_context", "length")):
+        panel.go_to(_index(step_id))
+        assert window.current_view().key == view
+        qtbot.waitUntil(lambda: panel.claim_results() is not None, timeout=15_000)
+        step = panel.step()
+        expected = evaluate_claims(step["claims"], step_config(step["settings"]))
+        assert [r.value for r in panel.claim_results()] == [r.value for r in expected]
+        text = panel.engine_text()
+        assert "✓" in text and "✗" not in text
+        for result in expected:
+            assert format_value(result.value) in text
+    half = _steps()[_index("half_precision")]
+    config = step_config(half["settings"])
+    contexts = [claim_context(c, config) for c in half["claims"]]
+    assert "none, float16, naive exp(z)" in contexts and "float8_e4m3" in contexts
+    assert "1/√d_k, bfloat16, only the logits rounded" in contexts
+    long = _steps()[_index("long_context")]
+    config = step_config(long["settings"])
+    contexts = [claim_context(c, config) for c in long["claims"]]
+    assert "ln n/√d_k, n = 65536" in contexts and "n = 1024, SSMax s = 0.43" in contexts
+    assert "f = 4" in contexts
