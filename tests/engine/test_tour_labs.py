@@ -95,7 +95,7 @@ def test_bf16_logit_rounding_error_matches_ml_dtypes():
         mine = float(np.mean(np.abs(_softmax(zb) - _softmax(z)).max(axis=-1)))
         engine = _value("sweep_weight_err_mean", rule=rule, dtype="bfloat16", rounding="logits")
         assert math.isclose(mine, engine, rel_tol=1e-9), (rule, mine, engine)
-        assert math.isclose(engine, expected, rel_tol=0.05)
+        assert math.isclose(engine, expected, rel_tol=0.1)  # ~3 standard errors at 2000 rows
 
 
 def test_largest_values_and_the_naive_exp_limit():
