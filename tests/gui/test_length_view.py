@@ -78,6 +78,13 @@ def test_error_bars_are_the_engines_standard_errors(qtbot, points):
         np.testing.assert_allclose(bars.opts["y"], [getattr(p, field) for p in pts])
         np.testing.assert_allclose(bars.opts["height"], 2 * np.asarray(half), rtol=1e-12)
         assert min(half) > 0
+    # A rule that leaves the sweep takes its bars along (and the next sweep can bring them).
+    fewer = tuple(p for p in points if p.rule is not ScalingRule.LOG_N)
+    view.show_results(ExplorerResults(2, CONFIG.replace(seed=1), length_points=fewer,
+                                      length_done=True))
+    assert len(view.error_bars("entropy_mean", ScalingRule.LOG_N).opts["x"]) == 0
+    view.show_results(ExplorerResults(3, CONFIG, length_points=points, length_done=True))
+    assert len(view.error_bars("entropy_mean", ScalingRule.LOG_N).opts["x"]) == len(pts)
     notes = [item.text for item in view.export_item().scene().items()
              if isinstance(item, pg.LabelItem)]
     assert any("95 % intervals" in text for text in notes)

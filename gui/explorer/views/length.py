@@ -127,7 +127,8 @@ class LengthView(ExplorerView):
             if rule not in self._groups:
                 for field in self.PANELS:
                     self._curves[field][rule].setData([], [])
-                    self._bars[field][rule].setData(x=np.zeros(0), y=np.zeros(0))
+                    self._bars[field][rule].setData(x=np.zeros(0), y=np.zeros(0),
+                                                    height=np.zeros(0))
         if self._toy is None or self._toy.s != config.ssmax_s:
             self._toy = ssmax_toy(s=config.ssmax_s)
         self._toy_curves["softmax"].setData(self._toy.n, self._toy.p_max_softmax)
