@@ -19,12 +19,17 @@ import numpy as np
 
 from engine.analysis.head_gradients import GradientSummary, gradient_summary
 from engine.analysis.sampling import draw_qk
+from engine.analysis.snapshot_rules import (
+    logits_from_raw,
+    rule_scale,
+    selected_moments,
+    theory_variance,
+)
 from engine.config import AttentionConfig, MaskKind, ScalingRule
-from engine.core import theory
 from engine.core.memory import check_memory
 from engine.core.plan import causal_mask
 from engine.core.rowstats import logit_row_stats
-from engine.core.scaling import NORM_EPS, length_scales, scale_factor
+from engine.core.scaling import scale_factor
 from engine.core.softmax import softmax
 from engine.core.tasks import run_tasks
 
@@ -167,51 +172,6 @@ def _rule_list(config: AttentionConfig, rules: Iterable[ScalingRule | str] | Non
     return list(dict.fromkeys(out))
 
 
-def _length_scales(config: AttentionConfig, rule: ScalingRule) -> np.ndarray:
-    """Per-row c of ``log_n`` / ``ssmax``: row i sees n keys, or i + 1 under a causal mask."""
-    n = config.n_tokens
-    keys = np.arange(1, n + 1) if config.mask is MaskKind.CAUSAL else np.full(n, n)
-    return length_scales(rule, config.d_k, keys, config.ssmax_s)
-
-
-def _rule_scale(config: AttentionConfig, rule: ScalingRule) -> float | np.ndarray:
-    """c of ``rule``: a float, or an (n, 1) array of per-row c for a length rule under a mask."""
-    if rule.length_dependent and config.mask is MaskKind.CAUSAL and config.n_tokens > 1:
-        return _length_scales(config, rule)[:, None]
-    temperature = config.temperature if rule is ScalingRule.TEMPERATURE else None
-    return scale_factor(rule, config.d_k, temperature=temperature, n=config.n_tokens,
-                        ssmax_s=config.ssmax_s, yarn_factor=config.yarn_factor)
-
-
-def _theory_variance(config: AttentionConfig, rule: ScalingRule, c: float | np.ndarray) -> float:
-    """Closed-form variance of an off-diagonal logit (independent tokens i ≠ j).
-
-    With per-row c (a length rule under a causal mask) the pooled entries c_i·raw_ij, j < i,
-    have mean 0 and variance Var(raw)·mean(c_i²) weighted by each row's i entries.
-    """
-    if isinstance(c, np.ndarray):
-        c_row = c[:, 0]
-        weight = np.arange(c_row.size, dtype=np.float64)  # row i has i entries j < i
-        c2 = float(np.sum(weight * c_row * c_row) / np.sum(weight))
-        return c2 * _theory_variance(config, ScalingRule.NONE, 1.0)
-    d, rho = config.d_k, config.rho
-    if rule is ScalingRule.SOFTCAP:
-        return math.nan
-    if rule is ScalingRule.QK_NORM:
-        g = math.sqrt(d) if config.gain is None else config.gain
-        # q_i and k_j (i ≠ j) are independent and rotation invariant without projections,
-        # and with projections when ρ = 0 (averaged over W); then Var(q̂·k̂) = 1/d exactly.
-        if config.use_projection and rho != 0.0:
-            return math.nan
-        return g * g / d
-    if config.use_projection:
-        raw = theory.projected_offdiag_variance(d, config.d_model, config.projection_std, rho)
-    else:
-        # k_j = ρ q_j + √(1−ρ²) ξ_j is independent of q_i for i ≠ j, with component var σ².
-        raw = theory.dot_product_variance(d, config.init_std, config.init_std)
-    return c * c * raw
-
-
 def check_snapshot_memory(config: AttentionConfig,
                           rules: Iterable[ScalingRule | str] = ()) -> None:
     """Raise :class:`~engine.core.memory.MemoryBudgetError` if :func:`run_experiment` would.
@@ -284,14 +244,14 @@ def run_experiment(
     count = h * int(np.count_nonzero(select))
     def theory_var(rule: ScalingRule, c: float | np.ndarray) -> float:
         # Real q, k follow no law: no closed form to compare with.
-        return math.nan if real_head is not None else _theory_variance(config, rule, c)
+        return math.nan if real_head is not None else theory_variance(config, rule, c)
 
     # Plan first (cheap): which rules need their own arrays, and which are twins.
     plans: list[tuple[ScalingRule, float | np.ndarray, float, bool]] = []
     own: dict[ScalingRule, ScalingRule] = {}  # rule -> the rule whose arrays it shares
     first_of_scale: dict[float, ScalingRule] = {}
     for rule in rule_list:
-        c_all = _rule_scale(config, rule)
+        c_all = rule_scale(config, rule)
         # A per-row c (length rules under a causal mask) is reported as the c of the last row,
         # which sees all n keys; its moments come from the logits themselves.
         per_row = isinstance(c_all, np.ndarray)
@@ -299,16 +259,16 @@ def run_experiment(
         linear_in_raw = rule not in (ScalingRule.QK_NORM, ScalingRule.SOFTCAP) and not per_row
         own[rule] = first_of_scale.setdefault(c, rule) if linear_in_raw else rule
         plans.append((rule, c_all, c, linear_in_raw))
-    raw_moments = (_selected_moments(raw, select, count)
+    raw_moments = (selected_moments(raw, select, count)
                    if any(linear for *_, linear in plans) else (math.nan, math.nan))
 
     def evaluate(rule: ScalingRule, c_all: float | np.ndarray, c: float,
                  linear_in_raw: bool) -> RuleView:
-        logits = _logits_from_raw(config, rule, c_all, q, k, raw)
+        logits = logits_from_raw(config, rule, c_all, q, k, raw)
         if linear_in_raw:
             mean_empirical, var_empirical = c * raw_moments[0], c * c * raw_moments[1]
         else:
-            mean_empirical, var_empirical = _selected_moments(logits, select, count)
+            mean_empirical, var_empirical = selected_moments(logits, select, count)
         if blocked is not None:
             np.copyto(logits, -np.inf, where=blocked)
         weights = np.empty_like(logits)
@@ -350,45 +310,6 @@ def _real_qk(config: AttentionConfig, head: HeadQK) -> tuple[np.ndarray, np.ndar
             f"(heads = {config.heads}, n = {config.n_tokens}, d_k = {config.d_k}); build it "
             "with explorer_config_for")
     return q[None], k[None]
-
-
-def _selected_moments(x: np.ndarray, select: np.ndarray, count: int) -> tuple[float, float]:
-    """(mean, variance) of the entries of ``x`` (..., n, n) where the (n, n) ``select`` is True.
-
-    Two passes (mean, then squared deviations) with ``where=`` reductions: the same values as
-    ``np.mean``/``np.var`` of ``x[..., select]`` up to rounding, without building the
-    boolean-indexed copy.
-    """
-    mean = float(np.sum(x, where=select)) / count
-    dev = x - mean
-    dev *= dev
-    return mean, float(np.sum(dev, where=select)) / count
-
-
-def _logits_from_raw(
-    config: AttentionConfig, rule: ScalingRule, c: float | np.ndarray, q: np.ndarray,
-    k: np.ndarray, raw: np.ndarray,
-) -> np.ndarray:
-    """Unmasked logits of ``rule`` from the raw scores (a new array).
-
-    QK-norm: ``g·S_raw/(‖q_i‖‖k_j‖)`` with ``g = √d_k`` by default; soft-cap:
-    ``cap·tanh(c·S_raw/cap)``; every other rule ``c·S_raw`` (c per row for a length rule
-    under a causal mask). Same values as
-    :func:`engine.core.attention.attention_logits` up to rounding.
-    """
-    if rule is ScalingRule.QK_NORM:
-        g = math.sqrt(config.d_k) if config.gain is None else config.gain
-        q_norm = np.maximum(np.sqrt(np.einsum("...nd,...nd->...n", q, q)), NORM_EPS)
-        k_norm = np.maximum(np.sqrt(np.einsum("...nd,...nd->...n", k, k)), NORM_EPS)
-        logits = raw * (g / q_norm)[..., :, None]
-        logits *= (1.0 / k_norm)[..., None, :]
-        return logits
-    if rule is ScalingRule.SOFTCAP:
-        logits = raw * (c / config.cap)
-        np.tanh(logits, out=logits)
-        logits *= config.cap
-        return logits
-    return raw * c
 
 
 def temperature_comparison(
