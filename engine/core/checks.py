@@ -66,6 +66,15 @@ def check_array(name: str, x: Any, shape_doc: str) -> np.ndarray:
 
 
 def check_finite(name: str, arr: np.ndarray) -> None:
-    """Raise if a floating array holds NaN or ±∞."""
-    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+    """Raise if a floating array holds NaN or ±∞.
+
+    The sum of the entries is finite only if every entry is (NaN and ±∞ propagate, ∞ − ∞ is
+    NaN), so one reduction without a boolean temporary decides the usual case; only a sum that
+    overflowed is checked entry by entry.
+    """
+    if arr.dtype.kind != "f":
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.add.reduce(arr, axis=None)
+    if not math.isfinite(total) and not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or infinite values; all entries must be finite")
