@@ -54,11 +54,16 @@ _HAS_NEED_WEIGHTS = (
 
 
 def median_time(fn: Callable[[], object], repeats: int, min_sample: float = 2e-3) -> float:
-    """Median time of one call of ``fn``; each sample loops until it lasts ``min_sample`` s."""
-    fn()
+    """Median time of one call of ``fn``; each sample loops until it lasts ``min_sample`` s.
+
+    Calls for 0.1 s first: thread pools (OpenBLAS, torch's OpenMP) start up and settle.
+    """
     start = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - start, 1e-7)
+    calls = 0
+    while calls < 2 or time.perf_counter() - start < 0.1:
+        fn()
+        calls += 1
+    once = max((time.perf_counter() - start) / calls, 1e-7)
     loops = max(1, int(min_sample / once))
     times = []
     for _ in range(repeats):

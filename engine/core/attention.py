@@ -112,7 +112,7 @@ def attention_logits(
     )
     check_memory(
         plan.n_scores * plan.dtype.itemsize + _mask_bytes(plan),
-        f"attention logits of shape {plan.score_shape} ({plan.dtype})",
+        lambda: f"attention logits of shape {plan.score_shape} ({plan.dtype})",
         memory_budget_bytes,
     )
     problem = _problem(plan)
@@ -196,8 +196,8 @@ def scaled_dot_product_attention(
     if not need_weights:
         problem = _problem(plan)
         check_memory(
-            tiled.scratch_bytes(problem, 1) + _mask_bytes(plan),
-            f"attention tiles of {problem.tile_elements} entries ({plan.dtype})",
+            tiled.scratch_bytes(problem, 2) + _mask_bytes(plan),
+            lambda: f"attention tiles of {problem.tile_elements} entries ({plan.dtype})",
             memory_budget_bytes,
         )
         output = np.empty((problem.batch_size, *output_shape[-2:]), dtype=plan.dtype)
@@ -205,7 +205,10 @@ def scaled_dot_product_attention(
         return AttentionResult(output=output.reshape(output_shape), weights=None, logits=None)
     check_memory(
         2 * plan.n_scores * plan.dtype.itemsize + _mask_bytes(plan),
-        f"attention logits and weights of shape {plan.score_shape} ({plan.dtype}, 2 matrices)",
+        lambda: (
+            f"attention logits and weights of shape {plan.score_shape} ({plan.dtype}, "
+            "2 matrices)"
+        ),
         memory_budget_bytes,
     )
     problem = _problem(plan)
@@ -297,8 +300,10 @@ def scaled_dot_product_attention_backward(
     # The tiles need far less; the budget keeps the guard of the untiled pass.
     check_memory(
         n_mats * plan.n_scores * plan.dtype.itemsize + _mask_bytes(plan),
-        f"attention backward buffers of shape {plan.score_shape} ({plan.dtype}, "
-        f"{n_mats} matrices)",
+        lambda: (
+            f"attention backward buffers of shape {plan.score_shape} ({plan.dtype}, "
+            f"{n_mats} matrices)"
+        ),
         memory_budget_bytes,
     )
     ops = _operands(plan)

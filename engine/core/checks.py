@@ -14,6 +14,7 @@ import numpy as np
 
 __all__ = [
     "as_real_array",
+    "check_all_finite",
     "check_array",
     "check_dim",
     "check_finite",
@@ -66,15 +67,22 @@ def check_array(name: str, x: Any, shape_doc: str) -> np.ndarray:
 
 
 def check_finite(name: str, arr: np.ndarray) -> None:
-    """Raise if a floating array holds NaN or ±∞.
+    """Raise if a floating array holds NaN or ±∞ (see :func:`check_all_finite`)."""
+    check_all_finite((name,), (arr,))
+
+
+def check_all_finite(names: tuple[str, ...], arrays: tuple[np.ndarray, ...]) -> None:
+    """Raise for the first array (named by ``names``) that holds NaN or ±∞.
 
     The sum of the entries is finite only if every entry is (NaN and ±∞ propagate, ∞ − ∞ is
-    NaN), so one reduction without a boolean temporary decides the usual case; only a sum that
-    overflowed is checked entry by entry.
+    NaN), so one reduction per array, without a boolean temporary, decides the usual case;
+    only a sum that overflowed is checked entry by entry.
     """
-    if arr.dtype.kind != "f":
-        return
     with np.errstate(over="ignore", invalid="ignore"):
-        total = np.add.reduce(arr, axis=None)
-    if not math.isfinite(total) and not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains NaN or infinite values; all entries must be finite")
+        for name, arr in zip(names, arrays, strict=True):
+            if arr.dtype.kind != "f" or math.isfinite(np.add.reduce(arr, axis=None)):
+                continue
+            if not np.isfinite(arr).all():
+                raise ValueError(
+                    f"{name} contains NaN or infinite values; all entries must be finite"
+                )

@@ -14,7 +14,13 @@ from typing import Any
 import numpy as np
 
 from engine.config import MaskKind, ScalingRule
-from engine.core.checks import check_array, check_dim, check_finite, check_positive, float_dtype
+from engine.core.checks import (
+    check_all_finite,
+    check_array,
+    check_dim,
+    check_positive,
+    float_dtype,
+)
 from engine.core.scaling import DEFAULT_CAP, length_scales, parse_rule, scale_factor
 
 __all__ = ["Plan", "causal_mask", "make_plan"]
@@ -159,8 +165,7 @@ def make_plan(
                              yarn_factor=yarn_factor)
 
     cast = [np.asarray(a, dtype=dtype) for a in arrays]
-    for name, arr in zip("qkv", cast, strict=False):
-        check_finite(name, arr)
+    check_all_finite(("q", "k", "v")[: len(cast)], tuple(cast))
     return Plan(
         q=cast[0],
         k=cast[1],

@@ -35,26 +35,34 @@ def row_reciprocal(s: np.ndarray) -> np.ndarray:
 NO_SHIFT_WINDOW = {np.dtype(np.float32): (-20.0, 30.0), np.dtype(np.float64): (-300.0, 300.0)}
 
 
-def exp_rows(logits: np.ndarray, out: np.ndarray, shift_free: bool = False) -> np.ndarray:
+def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
     """Write exp(logits − shift) into ``out`` (may be ``logits``); return 1/rowsum (keepdims).
 
     The shift is the row maximum, or 0 when every row maximum lies in the no-shift window; the
     softmax is ``out * inv`` either way. Fully masked rows (all −∞) give zeros and inv = 0.
-    ``shift_free`` says the caller has proved every row maximum is −∞ or inside the window
-    (e.g. from a bound on |logits|): the pass that finds the maxima is skipped.
+
+    When ``out`` is a separate buffer, exp is tried first without finding the row maxima:
+    exp(m) <= S <= n·exp(m) for a row sum S, so S in [n·e^lo, e^hi] proves every maximum m
+    lies in the window, and the pass over the matrix that finds the maxima is saved. Otherwise
+    (or when that proof fails) the maxima decide, as they would have anyway.
     """
-    if not shift_free:
-        m = np.max(logits, axis=-1, keepdims=True)
-        lo, hi = NO_SHIFT_WINDOW[logits.dtype]
-        low, high = float(m.min()), float(m.max())
-        if math.isnan(low) or math.isnan(high) or high == math.inf:
-            raise ValueError(
-                f"logits contain NaN or +inf (q·k overflowed {logits.dtype}, or the data is "
-                "not finite); scale q and k down or use float64"
-            )
-        # A fully masked row (max −∞) needs no shift either: exp gives its zeros.
-        shift_free = high <= hi and (low >= lo or ((m >= lo) | np.isneginf(m)).all())
-    if shift_free:
+    lo, hi = NO_SHIFT_WINDOW[logits.dtype]
+    if out is not logits:
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.exp(logits, out=out)
+            s = np.add.reduce(out, axis=-1, keepdims=True)
+        # NaN fails both comparisons, and so does a row sum of 0 (a fully masked row).
+        if float(s.max()) <= math.exp(hi) and float(s.min()) >= logits.shape[-1] * math.exp(lo):
+            return np.divide(1.0, s, out=s)
+    m = logits.max(axis=-1, keepdims=True)
+    low, high = float(m.min()), float(m.max())
+    if math.isnan(low) or math.isnan(high) or high == math.inf:
+        raise ValueError(
+            f"logits contain NaN or +inf (q·k overflowed {logits.dtype}, or the data is "
+            "not finite); scale q and k down or use float64"
+        )
+    # A fully masked row (max −∞) needs no shift either: exp gives its zeros.
+    if high <= hi and (low >= lo or ((m >= lo) | np.isneginf(m)).all()):
         np.exp(logits, out=out)
     else:
         # Fully masked rows: shift by 0 so that -inf - (-inf) is never evaluated.

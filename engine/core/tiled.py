@@ -11,9 +11,9 @@ the buffer stays in cache.
 
 Why the kernel is fast:
 
-* a bound on |logits| (largest ‖q_i‖ times largest ‖k_j‖ after scaling, at most the cap for
-  soft-cap) usually proves that no row needs its maximum subtracted before ``exp``, which
-  saves the pass that finds the row maxima;
+* the logits and their exponentials live in two buffers, so :func:`engine.core.softmax.exp_rows`
+  can try ``exp`` before finding the row maxima and skip that pass whenever the row sums prove
+  no shift was needed (almost always);
 * without weights, 1/rowsum is applied to the (rows, d_v) output, not to the (rows, n_k) tile;
 * tiles are spread over threads (:func:`engine.core.parallel.run_tiles`), each with BLAS pinned
   to one thread, so the elementwise passes run on every core too.
@@ -31,21 +31,18 @@ import numpy as np
 from engine.core.parallel import get_num_threads, run_tiles
 from engine.core.plan import Plan
 from engine.core.scaling import RuleOperands, write_logits
-from engine.core.softmax import NO_SHIFT_WINDOW, exp_rows
+from engine.core.softmax import exp_rows
 
 __all__ = ["TILE_BYTES", "Tile", "TiledProblem", "each_tile", "prepare", "scratch_bytes"]
 
-#: Bytes of one tile of logits: 256 KiB, half the 512 KiB L2 cache of the cores measured here,
-#: so that the tile, its slice of the output and a scratch buffer stay in L2.
-TILE_BYTES = 256 << 10
+#: Bytes of one tile of logits: 128 KiB, so that the logits, their exponentials and the tile's
+#: slices of q, k and v stay in the 512 KiB L2 cache of the cores measured here.
+TILE_BYTES = 128 << 10
 
 #: (b0, b1, r0, r1): rows r0:r1 of the flattened (batch, head) entries b0:b1.
 Tile = tuple[int, int, int, int]
 
 _S = TypeVar("_S")
-
-# Below this many keys the bound on |logits| costs more than the row maxima it saves.
-_BOUND_MIN_KEYS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +55,6 @@ class TiledProblem:
     v: np.ndarray | None  # (B, n_k, d_v)
     cap: float | None  # soft-cap only
     mask_off: np.ndarray | None  # (1 or B, n_q or 1, n_k); None for no mask or causal
-    shift_free: bool  # |logits| is provably inside exp's no-shift window
     tiles: tuple[Tile, ...]
     tile_elements: int  # entries of the largest tile
 
@@ -95,11 +91,6 @@ def _tiles(entries: int, n_q: int, n_k: int, itemsize: int) -> tuple[tuple[Tile,
     return tiles, rows * n_k
 
 
-def _max_row_norm(x: np.ndarray) -> float:
-    with np.errstate(over="ignore", invalid="ignore"):
-        return math.sqrt(float(np.max(np.einsum("...i,...i->...", x, x))))
-
-
 def prepare(plan: Plan, ops: RuleOperands) -> TiledProblem:
     """Flatten the plan's operands (with the rule folded in, ``ops``) and cut the tiles."""
     size = math.prod(plan.batch)
@@ -112,16 +103,8 @@ def prepare(plan: Plan, ops: RuleOperands) -> TiledProblem:
             mask_off = mask_off.reshape(1, *mask_off.shape[-2:])
         else:
             mask_off = _flat(mask_off, plan.batch, size)
-    shift_free = False
-    if plan.n_k >= _BOUND_MIN_KEYS:
-        # |q_i·k_j| <= ‖q_i‖‖k_j‖ (Cauchy–Schwarz); 1 % slack covers the matmul's rounding.
-        bound = _max_row_norm(qs) * _max_row_norm(ks)
-        if ops.cap is not None:
-            bound = min(bound * ops.cap, ops.cap)  # ops.qs carries 1/cap: cap·|tanh(x)| <= cap
-        lo, hi = NO_SHIFT_WINDOW[plan.dtype]
-        shift_free = math.isfinite(bound) and 1.01 * bound <= min(-lo, hi)
     tiles, elements = _tiles(size, plan.n_q, plan.n_k, plan.dtype.itemsize)
-    return TiledProblem(plan, qs, ks, v, ops.cap, mask_off, shift_free, tiles, elements)
+    return TiledProblem(plan, qs, ks, v, ops.cap, mask_off, tiles, elements)
 
 
 def scratch_bytes(problem: TiledProblem, buffers: int) -> int:
@@ -183,8 +166,9 @@ def each_tile(
     problem
         From :func:`prepare`.
     body
-        Receives the thread's ``state`` (from ``make_state``) and :class:`Scratch` (buffer 0
-        holds E unless ``exp_into`` is given; others are free), the tile, its unnormalised
+        Receives the thread's ``state`` (from ``make_state``) and :class:`Scratch` (buffers 0
+        and 1 hold the logits and E unless ``logits`` and ``exp_into`` are given; the logits'
+        buffer may be overwritten, others are free), the tile, its unnormalised
         exponentials ``e`` (entries, rows, n_k), ``inv`` = 1/rowsum (entries, rows, 1; 0 for
         fully masked rows) and, with ``keep_tanh`` under soft-cap, the tanh values.
     make_state
@@ -204,13 +188,11 @@ def each_tile(
     def run(state: tuple[Scratch, _S], tile: Tile) -> None:
         scratch, user = state
         b0, b1, r0, r1 = tile
-        if logits is None:
-            lg = scratch.take(0, problem.tile_shape(tile))
-        else:
-            lg = logits[b0:b1, r0:r1]
-        e = lg if exp_into is None else exp_into[b0:b1, r0:r1]
+        shape = problem.tile_shape(tile)
+        lg = scratch.take(0, shape) if logits is None else logits[b0:b1, r0:r1]
+        e = scratch.take(1, shape) if exp_into is None else exp_into[b0:b1, r0:r1]
         tanh = write_tile_logits(problem, tile, lg, keep_tanh)
-        inv = exp_rows(lg, e, problem.shift_free)
+        inv = exp_rows(lg, e)
         body(user, scratch, tile, e, inv, tanh)
 
     return [user for _, user in run_tiles(run, problem.tiles, work, make)]
@@ -282,7 +264,7 @@ def backward(
         out = np.matmul(e, v[b0:b1])
         out *= inv
         delta = np.einsum("...i,...i->...", g_s, out)[..., None]
-        d = np.matmul(g_s, v_t[b0:b1], out=scratch.take(1, e.shape))
+        d = np.matmul(g_s, v_t[b0:b1], out=scratch.take(0, e.shape))  # the logits' buffer
         d -= delta
         d *= e
         if tanh is not None:
