@@ -7,6 +7,7 @@ backward passes share.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,19 @@ def causal_mask(n_q: int, n_k: int) -> np.ndarray:
     n_q = check_dim("n_q", n_q)
     n_k = check_dim("n_k", n_k)
     return np.tri(n_q, n_k, k=n_k - n_q, dtype=bool)
+
+
+# Small causal tiles are cached (building one costs more than using it); large ones are not,
+# so that the cache holds at most 64 × 4 KiB.
+_CACHED_MASK_ENTRIES = 1 << 12
+
+
+@functools.lru_cache(maxsize=64)
+def _causal_rows(rows: int, n_k: int, offset: int) -> np.ndarray:
+    """Read-only (rows, n_k) mask, True where key j > row i + offset (forbidden)."""
+    mask = ~np.tri(rows, n_k, k=offset, dtype=bool)
+    mask.flags.writeable = False
+    return mask
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +99,10 @@ class Plan:
         """
         if self.causal_offset is not None:
             start, stop, _ = rows.indices(self.n_q)
-            return ~np.tri(stop - start, self.n_k, k=start + self.causal_offset, dtype=bool)
+            rows_n, offset = stop - start, start + self.causal_offset
+            if rows_n * self.n_k <= _CACHED_MASK_ENTRIES:
+                return _causal_rows(rows_n, self.n_k, offset)
+            return ~np.tri(rows_n, self.n_k, k=offset, dtype=bool)
         if self.mask_off is None:
             return None
         return self.mask_off if self.mask_off.shape[-2] == 1 else self.mask_off[..., rows, :]

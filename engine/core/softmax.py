@@ -51,8 +51,10 @@ def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore"):
             np.exp(logits, out=out)
             s = np.add.reduce(out, axis=-1, keepdims=True)
-        # NaN fails both comparisons, and so does a row sum of 0 (a fully masked row).
-        if float(s.max()) <= math.exp(hi) and float(s.min()) >= logits.shape[-1] * math.exp(lo):
+        # NaN fails both comparisons, and so does a row sum of 0 (a fully masked row). A few
+        # rows are cheaper to check in Python than with two reductions.
+        sums = s.ravel().tolist() if s.size <= 64 else (float(s.min()), float(s.max()))
+        if max(sums) <= math.exp(hi) and min(sums) >= logits.shape[-1] * math.exp(lo):
             return np.divide(1.0, s, out=s)
     m = logits.max(axis=-1, keepdims=True)
     low, high = float(m.min()), float(m.max())
