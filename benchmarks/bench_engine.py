@@ -12,8 +12,9 @@ no mask, the same thread count for numpy and torch):
                      torch eager ``softmax(q @ kᵀ / √d) @ v``
 ``fwd, weights``     the default call (returns weights and logits) against torch eager, which
                      also materialises the weights
-``fwd+bwd``          forward plus :func:`scaled_dot_product_attention_backward` against the
-                     faster of torch SDPA and eager autograd (forward + ``backward``)
+``fwd+bwd``          forward without weights plus :func:`scaled_dot_product_attention_backward`
+                     given that output, against the faster of torch SDPA and eager autograd
+                     (forward + ``backward``)
 ``tiny call``        one call at (1, 16, 16): the per-call overhead (validation, plan, checks,
                      dispatch), in µs, against the bare matmuls and torch eager
 
@@ -117,10 +118,11 @@ def numpy_times(case: Case, repeats: int, threads: int, backward: bool) -> dict[
 
     def fwd_bwd() -> None:
         if _HAS_NEED_WEIGHTS:
-            sdpa(q, k, v, rule="sqrt", need_weights=False)
+            out = sdpa(q, k, v, rule="sqrt", need_weights=False).output
+            attention.scaled_dot_product_attention_backward(q, k, v, g, rule="sqrt", output=out)
         else:
             sdpa(q, k, v, rule="sqrt")
-        attention.scaled_dot_product_attention_backward(q, k, v, g, rule="sqrt")
+            attention.scaled_dot_product_attention_backward(q, k, v, g, rule="sqrt")
 
     time.sleep(PAUSE)
     with limit_blas_threads(threads):

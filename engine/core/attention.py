@@ -257,14 +257,23 @@ def scaled_dot_product_attention_backward(
     ssmax_s: float | None = None,
     yarn_factor: float | None = None,
     memory_budget_bytes: int | None = None,
+    output: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Analytic gradients of ``sum(output * grad_output)`` with respect to q, k and v.
 
     Parameters are those of :func:`scaled_dot_product_attention`, plus ``grad_output`` with
-    exactly the output's shape (..., n_q, d_v). The forward pass is recomputed internally.
+    exactly the output's shape (..., n_q, d_v). The forward pass is recomputed internally,
+    except for the product ``weights @ v`` when ``output`` is given.
     Gradients are summed over broadcast leading dimensions, so each has the shape of its input.
     Masked entries receive zero gradient; the QK-norm rule includes the Jacobian of the
     normalisation and the soft-cap rule the tanh derivative.
+
+    Parameters
+    ----------
+    output
+        Optional: the output of :func:`scaled_dot_product_attention` for the same arguments
+        (with or without weights). It saves one of the pass's n×n×d products; it must be that
+        output (within float rounding), or the gradients are wrong.
 
     Returns
     -------
@@ -295,6 +304,13 @@ def scaled_dot_product_attention_backward(
         )
     g = np.asarray(g_arr, dtype=plan.dtype)
     check_finite("grad_output", g)
+    if output is not None:
+        output = np.asarray(output, dtype=plan.dtype)
+        if output.shape != out_shape:
+            raise ValueError(
+                f"output must have the output's shape {out_shape} (..., n_q, d_v), "
+                f"got {output.shape}"
+            )
     softcap = plan.rule is ScalingRule.SOFTCAP
     n_mats = 3 if softcap else 2
     # The tiles need far less; the budget keeps the guard of the untiled pass.
@@ -310,7 +326,10 @@ def scaled_dot_product_attention_backward(
     problem = tiled.prepare(plan, ops)
     size = problem.batch_size
     grad_qs = np.empty((size, plan.n_q, plan.d_k), dtype=plan.dtype)
-    grad_ks, grad_v = tiled.backward(problem, g.reshape(size, plan.n_q, d_v), grad_qs)
+    flat_output = None if output is None else output.reshape(size, plan.n_q, d_v)
+    grad_ks, grad_v = tiled.backward(
+        problem, g.reshape(size, plan.n_q, d_v), grad_qs, output=flat_output
+    )
     # Back to the leading dimensions; broadcast ones are summed below.
     grad_qs = grad_qs.reshape(*plan.batch, plan.n_q, plan.d_k)
     grad_ks = grad_ks.reshape(*plan.batch, plan.n_k, plan.d_k)

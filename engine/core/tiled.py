@@ -233,13 +233,17 @@ def forward(
 
 
 def backward(
-    problem: TiledProblem, grad_output: np.ndarray, grad_qs: np.ndarray
+    problem: TiledProblem,
+    grad_output: np.ndarray,
+    grad_qs: np.ndarray,
+    output: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Gradients with respect to the scaled operands; returns (grad_ks, grad_v).
 
     ``grad_output`` is the (B, n_q, d_v) output gradient G; ∂/∂qs is written into the
     (B, n_q, d_k) ``grad_qs``. For soft-cap the results lack the factor cap of the tanh
-    derivative (applied by the caller to n×d matrices).
+    derivative (applied by the caller to n×d matrices). ``output``, the forward's (B, n_q, d_v)
+    output if known, saves recomputing E·V.
     """
     v = problem.v
     assert v is not None
@@ -261,8 +265,11 @@ def backward(
         # With G' = G·inv (per row) every normalisation happens on n×d matrices:
         # O = (E V)·inv, dV = Eᵀ G', dL = E∘(G' Vᵀ − δ'), δ' = rowsum(G'∘O) = inv·rowsum(G∘O).
         g_s = g[b0:b1, r0:r1] * inv
-        out = np.matmul(e, v[b0:b1])
-        out *= inv
+        if output is None:
+            out = np.matmul(e, v[b0:b1])
+            out *= inv
+        else:
+            out = output[b0:b1, r0:r1]
         delta = np.einsum("...i,...i->...", g_s, out)[..., None]
         d = np.matmul(g_s, v_t[b0:b1], out=scratch.take(0, e.shape))  # the logits' buffer
         d -= delta

@@ -130,3 +130,17 @@ def test_threads_give_the_serial_result(rng, monkeypatch, small_tiles):
         np.testing.assert_array_equal(split.output, serial.output)
         for a, b in zip(split_b, serial_b, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("rule", ["sqrt", "softcap", "qk_norm", "ssmax"])
+def test_backward_given_the_output_equals_the_recomputing_backward(rng, small_tiles, rule):
+    q, k, v = problem(rng)
+    g = rng.standard_normal((2, 3, 13, 4))
+    kw = {"rule": rule, "mask": "causal"}
+    out = scaled_dot_product_attention(q, k, v, need_weights=False, **kw).output
+    given = scaled_dot_product_attention_backward(q, k, v, g, output=out, **kw)
+    recomputed = scaled_dot_product_attention_backward(q, k, v, g, **kw)
+    for a, b in zip(given, recomputed, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
+    with pytest.raises(ValueError, match=r"output must have the output's shape \(2, 3, 13, 4\)"):
+        scaled_dot_product_attention_backward(q, k, v, g, output=out[..., :2], **kw)
