@@ -1,8 +1,8 @@
 """Attention in row tiles: the one kernel the forward pass, the backward pass and statistics share.
 
 A tile is a block of query rows of one or more (batch, head) entries, ``(b0, b1, r0, r1)``
-over the flattened leading dimensions, sized so that its n_k-wide rows fit in a core's L2
-cache (:data:`TILE_BYTES`). :func:`each_tile` writes a tile's masked logits, turns them into
+over the flattened leading dimensions, sized so that its buffers stay in cache
+(:data:`TILE_BYTES`). :func:`each_tile` writes a tile's masked logits, turns them into
 unnormalised exponentials E and the reciprocal row sums ``inv`` (the softmax is ``E·inv``), and
 hands them to a caller's function, which turns them into outputs, gradients or statistics.
 Unless the caller asks for the full logits and weights, E lives in a per-thread scratch buffer
@@ -35,9 +35,11 @@ from engine.core.softmax import exp_rows
 
 __all__ = ["TILE_BYTES", "Tile", "TiledProblem", "each_tile", "prepare", "scratch_bytes"]
 
-#: Bytes of one tile of logits: 128 KiB, so that the logits, their exponentials and the tile's
-#: slices of q, k and v stay in the 512 KiB L2 cache of the cores measured here.
-TILE_BYTES = 128 << 10
+#: Bytes of one tile of logits (and of its exponentials). Measured on one thread
+#: (benchmarks/bench_engine.py sizes): 256 KiB to 2 MiB were equally fast, smaller tiles up to
+#: 2× slower because the matrix products get too few rows to run at full speed; 512 KiB keeps
+#: the buffers in the shared L3 cache and the memory O(tile·n_k).
+TILE_BYTES = 512 << 10
 
 #: (b0, b1, r0, r1): rows r0:r1 of the flattened (batch, head) entries b0:b1.
 Tile = tuple[int, int, int, int]
