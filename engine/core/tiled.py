@@ -73,6 +73,8 @@ class TiledProblem:
 
 def _flat(x: np.ndarray, batch: tuple[int, ...], size: int) -> np.ndarray:
     """(..., n, d) broadcast to the full batch and flattened to (B, n, d) (a view if it can)."""
+    if x.ndim == 3 and x.shape[0] == size:
+        return x
     if x.shape[:-2] != batch:
         x = np.broadcast_to(x, (*batch, *x.shape[-2:]))
     return x.reshape(size, *x.shape[-2:])
