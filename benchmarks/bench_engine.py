@@ -1,223 +1,271 @@
-"""Benchmark the attention engine against the matrix products it cannot avoid.
+"""Benchmark the attention engine against torch's best CPU path and the unavoidable matmuls.
 
-Run from the repository root::
+Run from the repository root (torch is optional; without it the torch columns say so)::
 
-    python benchmarks/bench_engine.py [--repeats 7] [--sizes 128x64,512x64,...]
+    python benchmarks/bench_engine.py [--repeats 9] [--threads 2]
 
-For each (n, d_k), batched over 8 heads in float32, it reports the median time of
+One run prints a table of ratios, each measured in the same run (medians, float32, rule sqrt,
+no mask, the same thread count for numpy and torch):
 
-* the forward pass and of forward + backward,
-* the same matrix products alone (forward: QKᵀ and P·V; backward adds its six: the recomputed
-  QKᵀ and E·V, Eᵀ·G', G'·Vᵀ, dS·K and dSᵀ·Q), and their ratio,
+``fwd, no weights``  ``scaled_dot_product_attention(..., need_weights=False)`` (output only)
+                     against the faster of torch ``scaled_dot_product_attention`` (SDPA) and
+                     torch eager ``softmax(q @ kᵀ / √d) @ v``
+``fwd, weights``     the default call (returns weights and logits) against torch eager, which
+                     also materialises the weights
+``fwd+bwd``          forward without weights plus :func:`scaled_dot_product_attention_backward`
+                     given that output, against the faster of torch SDPA and eager autograd
+                     (forward + ``backward``)
+``tiny call``        one call at (1, 16, 16): the per-call overhead (validation, plan, checks,
+                     dispatch), in µs, against the bare matmuls and torch eager
 
-for three threading modes on the same two-thread budget:
+``/mm`` is engine time over the time of the matrix products the computation cannot avoid (QKᵀ
+and P·V forward; the backward adds E·V, Eᵀ·G', G'·Vᵀ, dS·K and dSᵀ·Q, with QKᵀ recomputed).
+Shapes are (batch·heads, n, d). Times depend on the machine and its load (print ``uptime``
+alongside): only ratios from one run mean something, and nothing here asserts absolute times.
 
-``blas1``   serial engine, BLAS limited to 1 thread (ratio against 1-thread matmuls)
-``blas2``   serial engine, BLAS with 2 threads (ratio against 2-thread matmuls)
-``split2``  query rows split over 2 Python threads, BLAS 1 thread each (against 2-thread matmuls)
-
-and which of them the engine's automatic choice (``auto``) matches. Where torch is importable
-it also times ``torch.nn.functional.scaled_dot_product_attention`` with the same thread count.
-Times depend on the machine: nothing here asserts absolute numbers.
-
-OpenBLAS worker threads spin for ~0.1 s after each call, so every measurement is warmed up and
-the script pauses when switching thread settings.
+OpenBLAS worker threads spin for ~0.1 s after each call, and alternating numpy and torch slows
+both 2–3×, so each library is timed in its own block, warmed up, after a pause.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.core import attention, parallel
+from engine.core import attention
 from engine.core.threads import limit_blas_threads
 
-HEADS = 8
-DEFAULT_SIZES = ((128, 64), (512, 64), (1024, 128), (2048, 64))
+FORWARD_SIZES = ((1, 1024, 128), (8, 256, 64), (64, 128, 64), (1, 2048, 64))
+BACKWARD_SIZES = ((1, 512, 64), (8, 256, 64))
+TINY = (1, 16, 16)
+PAUSE = 0.3  # seconds: lets spinning BLAS / torch worker threads go idle
+_HAS_NEED_WEIGHTS = (
+    "need_weights" in inspect.signature(attention.scaled_dot_product_attention).parameters
+)
 
 
-def median_time(fn: Callable[[], object], repeats: int) -> float:
-    """Median wall time of ``fn`` over ``repeats`` runs, after two warm-up calls."""
-    fn()
-    fn()
+STAT: Callable[[list[float]], float] = statistics.median
+
+
+def median_time(fn: Callable[[], object], repeats: int, min_sample: float = 2e-3) -> float:
+    """Median (or ``--stat min``) time of one call of ``fn``; samples last ``min_sample`` s.
+
+    Calls for 0.1 s first: thread pools (OpenBLAS, torch's OpenMP) start up and settle.
+    """
+    start = time.perf_counter()
+    calls = 0
+    while calls < 2 or time.perf_counter() - start < 0.1:
+        fn()
+        calls += 1
+    once = max((time.perf_counter() - start) / calls, 1e-7)
+    loops = max(1, int(min_sample / once))
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-@contextmanager
-def blas_threads(n: int) -> Iterator[None]:
-    time.sleep(0.2)  # let spinning BLAS workers of the previous setting go idle
-    with limit_blas_threads(n):
-        yield
-
-
-@contextmanager
-def engine_mode(mode: str) -> Iterator[None]:
-    """``serial``: no row split; ``split``: always split; ``auto``: the engine's own choice."""
-    old_threads = parallel.get_num_threads()
-    old_min = parallel._PARALLEL_MIN_WORK
-    try:
-        if mode == "serial":
-            parallel.set_num_threads(1)
-        elif mode == "split":
-            parallel.set_num_threads(2)
-            parallel._PARALLEL_MIN_WORK = 0
-        yield
-    finally:
-        parallel.set_num_threads(old_threads)
-        parallel._PARALLEL_MIN_WORK = old_min
+        for _ in range(loops):
+            fn()
+        times.append((time.perf_counter() - start) / loops)
+    return STAT(times)
 
 
 class Case:
-    """Inputs and the bare matrix products of one (n, d_k) problem."""
+    """float32 inputs of one (batch·heads, n, d) problem."""
 
-    def __init__(self, n: int, d: int, rng: np.random.Generator) -> None:
-        self.n, self.d = n, d
-        shape = (HEADS, n, d)
+    def __init__(self, shape: tuple[int, int, int], rng: np.random.Generator) -> None:
+        self.shape = shape
         self.q, self.k, self.v, self.g = (
             rng.standard_normal(shape).astype(np.float32) for _ in range(4)
         )
 
-    def forward(self) -> None:
-        attention.scaled_dot_product_attention(self.q, self.k, self.v, rule="sqrt")
 
-    def forward_backward(self) -> None:
-        attention.scaled_dot_product_attention(self.q, self.k, self.v, rule="sqrt")
-        attention.scaled_dot_product_attention_backward(
-            self.q, self.k, self.v, self.g, rule="sqrt"
-        )
+def numpy_times(case: Case, repeats: int, threads: int, backward: bool) -> dict[str, float]:
+    """Engine and bare-matmul medians (seconds) for one case, BLAS limited to ``threads``.
 
-    # The baselines allocate their results like plain ``q @ k.T`` code does: on this kind of
-    # VM, first-touching fresh pages costs about as much as a softmax pass, and the engine
-    # cannot avoid allocating the arrays it returns.
-    def matmuls_forward(self) -> None:
-        s = np.matmul(self.q, self.k.swapaxes(-1, -2))
-        np.matmul(s, self.v)
+    The limit is held only here: threadpoolctl also reaches the BLAS inside torch, and torch
+    calls made under it ran up to 80× slower.
+    """
+    q, k, v, g = case.q, case.k, case.v, case.g
+    k_t, v_t = k.swapaxes(-1, -2), v.swapaxes(-1, -2)
+    sdpa = attention.scaled_dot_product_attention
 
-    def matmuls_forward_backward(self) -> None:
-        self.matmuls_forward()
-        s = np.matmul(self.q, self.k.swapaxes(-1, -2))
-        np.matmul(s, self.v)
-        np.matmul(s.swapaxes(-1, -2), self.g)
-        s2 = np.matmul(self.g, self.v.swapaxes(-1, -2))
-        np.matmul(s2, self.k)
-        np.matmul(s2.swapaxes(-1, -2), self.q)
+    def mm_fwd() -> None:
+        np.matmul(np.matmul(q, k_t), v)
+
+    def fwd_weights() -> None:
+        sdpa(q, k, v, rule="sqrt")
+
+    def fwd_out() -> None:
+        sdpa(q, k, v, rule="sqrt", need_weights=False)
+
+    def mm_fwd_bwd() -> None:
+        mm_fwd()
+        s = np.matmul(q, k_t)
+        np.matmul(s, v)
+        np.matmul(s.swapaxes(-1, -2), g)
+        s2 = np.matmul(g, v_t)
+        np.matmul(s2, k)
+        np.matmul(s2.swapaxes(-1, -2), q)
+
+    def fwd_bwd() -> None:
+        if _HAS_NEED_WEIGHTS:
+            out = sdpa(q, k, v, rule="sqrt", need_weights=False).output
+            attention.scaled_dot_product_attention_backward(q, k, v, g, rule="sqrt", output=out)
+        else:
+            sdpa(q, k, v, rule="sqrt")
+            attention.scaled_dot_product_attention_backward(q, k, v, g, rule="sqrt")
+
+    time.sleep(PAUSE)
+    with limit_blas_threads(threads):
+        out = {"mm_fwd": median_time(mm_fwd, repeats), "weights": median_time(fwd_weights, repeats)}
+        if _HAS_NEED_WEIGHTS:
+            out["no_weights"] = median_time(fwd_out, repeats)
+        if backward:
+            out["mm_fwd_bwd"] = median_time(mm_fwd_bwd, repeats)
+            out["fwd_bwd"] = median_time(fwd_bwd, repeats)
+    return out
 
 
-def torch_times(case: Case, threads: int, repeats: int) -> tuple[float, float] | None:
+def torch_times(case: Case, repeats: int, threads: int, backward: bool) -> dict[str, float]:
+    """torch SDPA and eager medians (seconds) for one case; empty without torch."""
     try:
         import torch
         import torch.nn.functional as F
     except ImportError:
-        return None
+        return {}
     torch.set_num_threads(threads)
     q, k, v, g = (torch.from_numpy(a) for a in (case.q, case.k, case.v, case.g))
-    time.sleep(0.2)
+    scale = 1.0 / case.shape[-1] ** 0.5
 
-    def fwd() -> None:
-        with torch.no_grad():
-            F.scaled_dot_product_attention(q, k, v)
+    def eager(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(qq @ kk.transpose(-1, -2) * scale, dim=-1) @ vv
 
-    def fwd_bwd() -> None:
-        qq, kk, vv = (t.clone().requires_grad_(True) for t in (q, k, v))
-        F.scaled_dot_product_attention(qq, kk, vv).backward(g)
+    def no_grad(fn: Callable[[], object]) -> Callable[[], object]:
+        def run() -> object:
+            with torch.no_grad():
+                return fn()
 
-    return median_time(fwd, repeats), median_time(fwd_bwd, repeats)
+        return run
+
+    def autograd(f: Callable[..., torch.Tensor]) -> Callable[[], None]:
+        def run() -> None:
+            qq, kk, vv = (t.clone().requires_grad_(True) for t in (q, k, v))
+            f(qq, kk, vv).backward(g)
+
+        return run
+
+    time.sleep(PAUSE)
+    out = {
+        "sdpa": median_time(no_grad(lambda: F.scaled_dot_product_attention(q, k, v)), repeats),
+        "eager": median_time(no_grad(lambda: eager(q, k, v)), repeats),
+    }
+    if backward:
+        out["sdpa_bwd"] = median_time(autograd(F.scaled_dot_product_attention), repeats)
+        out["eager_bwd"] = median_time(autograd(eager), repeats)
+    time.sleep(PAUSE)
+    return out
 
 
-MODES = (("blas1", 1, "serial"), ("blas2", 2, "serial"), ("split2", 2, "split"))
+def _ratio(a: float | None, b: float | None) -> str:
+    return "   n/a" if a is None or b is None else f"{a / b:6.2f}"
 
 
-def run(sizes: list[tuple[int, int]], repeats: int) -> None:
+def run(repeats: int, threads: int) -> None:
     rng = np.random.default_rng(0)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    stat = "minima" if STAT is min else "medians"
+    print(f"float32, rule sqrt, no mask, {threads} threads, {stat} of {repeats} samples")
     header = (
-        f"{'n':>5} {'d_k':>4} {'mode':>7} | {'fwd ms':>8} {'mm ms':>8} {'ratio':>6} | "
-        f"{'fwd+bwd ms':>10} {'mm ms':>8} {'ratio':>6}"
+        f"{'path':<16} {'shape':<15} {'engine ms':>9} {'/torch':>6} {'/SDPA':>6} "
+        f"{'/eager':>6} {'/mm':>6}"
     )
-    print(f"float32, {HEADS} heads, rule sqrt, no mask; medians of {repeats} runs")
     print(header)
     print("-" * len(header))
-    summary = []
-    torch_rows = []
-    for n, d in sizes:
-        case = Case(n, d, rng)
-        results: dict[str, tuple[float, float]] = {}
-        for name, blas, mode in MODES:
-            with blas_threads(blas), engine_mode(mode):
-                mm_f = median_time(case.matmuls_forward, repeats)
-                mm_fb = median_time(case.matmuls_forward_backward, repeats)
-                t_f = median_time(case.forward, repeats)
-                t_fb = median_time(case.forward_backward, repeats)
-            results[name] = (t_f, t_fb)
+    have_torch = True
+    shapes = list(dict.fromkeys((*FORWARD_SIZES, *BACKWARD_SIZES)))
+    rows: dict[str, list[str]] = {"fwd, no weights": [], "fwd, weights": [], "fwd+bwd": []}
+    for shape in shapes:
+        case = Case(shape, rng)
+        backward = shape in BACKWARD_SIZES
+        e = numpy_times(case, repeats, threads, backward)
+        t = torch_times(case, repeats, threads, backward)
+        have_torch = have_torch and bool(t)
+        sdpa, eager = t.get("sdpa"), t.get("eager")
+        best = None if not t else min(t["sdpa"], t["eager"])
+        label = "x".join(map(str, shape))
+        if shape in FORWARD_SIZES:
+            if "no_weights" in e:
+                nw = e["no_weights"]
+                rows["fwd, no weights"].append(
+                    f"{'fwd, no weights':<16} {label:<15} {nw * 1e3:9.3f} "
+                    f"{_ratio(nw, best)} {_ratio(nw, sdpa)} {_ratio(nw, eager)} "
+                    f"{_ratio(nw, e['mm_fwd'])}"
+                )
+            else:
+                rows["fwd, no weights"].append(
+                    f"{'fwd, no weights':<16} {label:<15}  (need_weights=False not available)"
+                )
+            w = e["weights"]
+            rows["fwd, weights"].append(
+                f"{'fwd, weights':<16} {label:<15} {w * 1e3:9.3f} {_ratio(w, eager)} "
+                f"{_ratio(w, sdpa)} {_ratio(w, eager)} {_ratio(w, e['mm_fwd'])}"
+            )
+        if backward:
+            fb = e["fwd_bwd"]
+            s_b, e_b = t.get("sdpa_bwd"), t.get("eager_bwd")
+            best_b = None if not t else min(t["sdpa_bwd"], t["eager_bwd"])
+            rows["fwd+bwd"].append(
+                f"{'fwd+bwd':<16} {label:<15} {fb * 1e3:9.3f} {_ratio(fb, best_b)} "
+                f"{_ratio(fb, s_b)} {_ratio(fb, e_b)} {_ratio(fb, e['mm_fwd_bwd'])}"
+            )
+    for lines in rows.values():
+        print("\n".join(lines))
+    case = Case(TINY, rng)
+    e = numpy_times(case, repeats, threads, backward=False)
+    t = torch_times(case, repeats, threads, backward=False)
+    label = "x".join(map(str, TINY))
+    for name, key in (("tiny, weights", "weights"), ("tiny, no weights", "no_weights")):
+        if key in e:
+            us = e[key] * 1e6
+            eager = t.get("eager")
             print(
-                f"{n:>5} {d:>4} {name:>7} | {t_f * 1e3:8.2f} {mm_f * 1e3:8.2f} "
-                f"{t_f / mm_f:6.2f} | {t_fb * 1e3:10.2f} {mm_fb * 1e3:8.2f} {t_fb / mm_fb:6.2f}"
-            )
-        with blas_threads(2), engine_mode("auto"):
-            t_auto = median_time(case.forward, repeats)
-            mm_auto = median_time(case.matmuls_forward, repeats)
-        print(
-            f"{n:>5} {d:>4} {'auto':>7} | {t_auto * 1e3:8.2f} {mm_auto * 1e3:8.2f} "
-            f"{t_auto / mm_auto:6.2f} |"
-        )
-        best_f = min(results, key=lambda m: results[m][0])
-        best_fb = min(results, key=lambda m: results[m][1])
-        b1, b2 = results["blas1"][0], results["blas2"][0]
-        summary.append(
-            f"n={n:<5} d_k={d:<4} BLAS {'1' if b1 < b2 else '2'} thread(s) faster for the serial "
-            f"forward ({b1 * 1e3:.2f} vs {b2 * 1e3:.2f} ms); fastest forward: {best_f}, "
-            f"fastest forward+backward: {best_fb}"
-        )
-        tt = torch_times(case, 2, repeats)
-        if tt is not None:
-            best = min(results.values())
-            torch_rows.append(
-                f"n={n:<5} d_k={d:<4} torch fwd {tt[0] * 1e3:8.2f} ms (engine/torch "
-                f"{best[0] / tt[0]:.2f}), fwd+bwd {tt[1] * 1e3:8.2f} ms (engine/torch "
-                f"{best[1] / tt[1]:.2f})"
+                f"{name:<16} {label:<15} {us / 1e3:9.4f} {_ratio(e[key], eager)} "
+                f"{_ratio(e[key], t.get('sdpa'))} {_ratio(e[key], eager)} "
+                f"{_ratio(e[key], e['mm_fwd'])}   ({us:.1f} µs per call, "
+                f"matmuls alone {e['mm_fwd'] * 1e6:.1f} µs)"
             )
     print()
-    print("\n".join(summary))
-    print()
-    if torch_rows:
-        print("torch.nn.functional.scaled_dot_product_attention on CPU, 2 threads:")
-        print("\n".join(torch_rows))
+    if have_torch:
+        print("/torch: fwd, no weights and fwd+bwd against min(SDPA, eager); fwd, weights and")
+        print("tiny calls against eager (which also materialises the weights).")
     else:
-        print("torch is not installed: no comparison with torch's fused attention.")
-
-
-def parse_sizes(text: str) -> list[tuple[int, int]]:
-    sizes = []
-    for item in text.split(","):
-        n, d = item.lower().split("x")
-        sizes.append((int(n), int(d)))
-    return sizes
+        print("torch is not installed: the torch columns are n/a.")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=7, help="timed runs per median (>= 7)")
+    parser.add_argument("--repeats", type=int, default=9, help="samples per median (>= 5)")
+    parser.add_argument("--threads", type=int, default=2, help="threads for numpy and torch")
     parser.add_argument(
-        "--sizes",
-        type=parse_sizes,
-        default=list(DEFAULT_SIZES),
-        help="comma-separated NxD list, default 128x64,512x64,1024x128,2048x64",
+        "--stat",
+        choices=("median", "min"),
+        default="median",
+        help="statistic of the samples; min resists other processes on a loaded machine",
     )
     args = parser.parse_args(argv)
-    run(args.sizes, max(7, args.repeats))
+    global STAT
+    STAT = min if args.stat == "min" else statistics.median
+    run(max(5, args.repeats), args.threads)
     return 0
 
 

@@ -13,13 +13,15 @@ Leading (batch, head) dimensions broadcast like :func:`numpy.matmul`. ``float32`
 
 Implementation notes (why the code looks the way it does):
 
-* The n×n matrices are written with ``out=`` buffers and updated in place; matrix products go
-  through :func:`numpy.matmul` (BLAS). ``einsum`` is avoided in hot paths (no BLAS, 5–7× slower).
+* Everything runs in cache-sized row tiles (:mod:`engine.core.tiled`, one kernel for the
+  forward and backward passes); without weights (``need_weights=False``) no n×n array is
+  written at all. Matrix products go through :func:`numpy.matmul` (BLAS) with ``out=`` buffers;
+  ``einsum`` is avoided for products (no BLAS, 5–7× slower).
 * The backward pass never normalises the n×n exponentials: 1/rowsum is applied to n×d matrices
   instead, and rowsum(dP∘P) is computed as rowsum(G∘O) (G the output gradient, O the output).
 * Before allocating, the bytes of the n×n matrices are checked against the memory budget
   (:func:`engine.core.memory.check_memory`).
-* Large problems split their query rows over threads (:mod:`engine.core.parallel`).
+* Large problems spread their tiles over threads (:mod:`engine.core.parallel`).
 """
 
 from __future__ import annotations
@@ -30,12 +32,11 @@ from typing import Any
 import numpy as np
 
 from engine.config import ScalingRule
+from engine.core import tiled
 from engine.core.checks import as_real_array, check_finite
 from engine.core.memory import check_memory
-from engine.core.parallel import run_row_blocks
 from engine.core.plan import Plan, make_plan
-from engine.core.scaling import RuleOperands, normalise_backward, rule_operands, write_logits
-from engine.core.softmax import exp_rows
+from engine.core.scaling import RuleOperands, normalise_backward, rule_operands
 
 __all__ = [
     "AttentionResult",
@@ -54,18 +55,21 @@ class AttentionResult:
     output
         (..., n_q, d_v) attention output ``weights @ v``.
     weights
-        (..., n_q, n_k) softmax weights; rows sum to 1, fully masked rows are 0.
+        (..., n_q, n_k) softmax weights; rows sum to 1, fully masked rows are 0. None when the
+        call asked for ``need_weights=False``.
     logits
         (..., n_q, n_k) logits after scaling/capping and masking (masked = −∞), before softmax.
+        None when the call asked for ``need_weights=False``.
     """
 
     output: np.ndarray
-    weights: np.ndarray
-    logits: np.ndarray
+    weights: np.ndarray | None
+    logits: np.ndarray | None
 
     def __post_init__(self) -> None:
         for arr in (self.output, self.weights, self.logits):
-            arr.flags.writeable = False
+            if arr is not None:
+                arr.flags.writeable = False
 
 
 # --------------------------------------------------------------------------------------------
@@ -77,34 +81,12 @@ def _operands(plan: Plan) -> RuleOperands:
     return rule_operands(plan.rule, plan.q, plan.k, scale=plan.scale, gain=plan.gain, cap=plan.cap)
 
 
-def _rows(arr: np.ndarray, sl: slice) -> np.ndarray:
-    """Query rows ``sl`` of an array whose axis -2 is n_q or a broadcast 1."""
-    return arr if arr.shape[-2] == 1 else arr[..., sl, :]
+def _problem(plan: Plan) -> tiled.TiledProblem:
+    return tiled.prepare(plan, _operands(plan))
 
 
-def _logits_rows(
-    plan: Plan, ops: RuleOperands, sl: slice, out: np.ndarray, keep_tanh: bool = False
-) -> np.ndarray | None:
-    """Write the masked logits of rows ``sl`` into ``out``.
-
-    With ``keep_tanh`` (softcap only) the unmasked tanh values are returned in a new buffer,
-    for the backward pass.
-    """
-    tanh = write_logits(ops, sl, out, keep_tanh)
-    if plan.mask_off is not None:
-        np.copyto(out, -np.inf, where=_rows(plan.mask_off, sl))
-    return tanh
-
-
-def _forward_bytes(plan: Plan) -> int:
-    # logits + weights, plus the inverted mask.
-    mask_bytes = 0 if plan.mask_off is None else plan.mask_off.size
-    return 2 * plan.n_scores * plan.dtype.itemsize + mask_bytes
-
-
-def _work(plan: Plan) -> int:
-    d_v = 0 if plan.v is None else plan.v.shape[-1]
-    return plan.n_scores * (plan.d_k + d_v)
+def _mask_bytes(plan: Plan) -> int:
+    return 0 if plan.mask_off is None else plan.mask_off.size
 
 
 def attention_logits(
@@ -128,16 +110,17 @@ def attention_logits(
         q, k, None, rule=rule, mask=mask, temperature=temperature, gain=gain, cap=cap,
         ssmax_s=ssmax_s, yarn_factor=yarn_factor,
     )
-    mask_bytes = 0 if plan.mask_off is None else plan.mask_off.size
     check_memory(
-        plan.n_scores * plan.dtype.itemsize + mask_bytes,
-        f"attention logits of shape {plan.score_shape} ({plan.dtype})",
+        plan.n_scores * plan.dtype.itemsize + _mask_bytes(plan),
+        lambda: f"attention logits of shape {plan.score_shape} ({plan.dtype})",
         memory_budget_bytes,
     )
-    ops = _operands(plan)
-    logits = np.empty(plan.score_shape, dtype=plan.dtype)
-    _logits_rows(plan, ops, slice(None), logits)
-    return logits
+    problem = _problem(plan)
+    logits = np.empty((problem.batch_size, plan.n_q, plan.n_k), dtype=plan.dtype)
+    for tile in problem.tiles:
+        b0, b1, r0, r1 = tile
+        tiled.write_tile_logits(problem, tile, logits[b0:b1, r0:r1])
+    return logits.reshape(plan.score_shape)
 
 
 def scaled_dot_product_attention(
@@ -153,6 +136,7 @@ def scaled_dot_product_attention(
     ssmax_s: float | None = None,
     yarn_factor: float | None = None,
     memory_budget_bytes: int | None = None,
+    need_weights: bool = True,
 ) -> AttentionResult:
     """Scaled dot-product attention ``softmax(mask(scale(q, k))) @ v``.
 
@@ -183,8 +167,12 @@ def scaled_dot_product_attention(
     yarn_factor
         YaRN's context-extension factor f ≥ 1; ``None`` means 4.
     memory_budget_bytes
-        Budget for the n×n matrices; ``None`` means
+        Budget for the n×n matrices (without weights: for the tile buffers); ``None`` means
         :func:`~engine.core.memory.get_memory_budget`.
+    need_weights
+        ``False`` returns the output only (``weights`` and ``logits`` None), computed in
+        cache-sized row tiles so that no n×n array is written: memory O(tile · n_k), and
+        faster. The output equals the weights path's up to float rounding.
 
     Returns
     -------
@@ -204,25 +192,36 @@ def scaled_dot_product_attention(
         ssmax_s=ssmax_s, yarn_factor=yarn_factor,
     )
     assert plan.v is not None
+    output_shape = (*plan.batch, plan.n_q, plan.v.shape[-1])
+    if not need_weights:
+        problem = _problem(plan)
+        check_memory(
+            tiled.scratch_bytes(problem, 2) + _mask_bytes(plan),
+            lambda: f"attention tiles of {problem.tile_elements} entries ({plan.dtype})",
+            memory_budget_bytes,
+        )
+        output = np.empty((problem.batch_size, *output_shape[-2:]), dtype=plan.dtype)
+        tiled.forward(problem, output)
+        return AttentionResult(output=output.reshape(output_shape), weights=None, logits=None)
     check_memory(
-        _forward_bytes(plan),
-        f"attention logits and weights of shape {plan.score_shape} ({plan.dtype}, 2 matrices)",
+        2 * plan.n_scores * plan.dtype.itemsize + _mask_bytes(plan),
+        lambda: (
+            f"attention logits and weights of shape {plan.score_shape} ({plan.dtype}, "
+            "2 matrices)"
+        ),
         memory_budget_bytes,
     )
-    ops = _operands(plan)
-    logits = np.empty(plan.score_shape, dtype=plan.dtype)
+    problem = _problem(plan)
+    flat_scores = (problem.batch_size, plan.n_q, plan.n_k)
+    logits = np.empty(flat_scores, dtype=plan.dtype)
     weights = np.empty_like(logits)
-    output = np.empty((*plan.batch, plan.n_q, plan.v.shape[-1]), dtype=plan.dtype)
-
-    def block(sl: slice) -> None:
-        lg = logits[..., sl, :]
-        w = weights[..., sl, :]
-        _logits_rows(plan, ops, sl, lg)
-        w *= exp_rows(lg, w)
-        np.matmul(w, plan.v, out=output[..., sl, :])
-
-    run_row_blocks(block, plan.n_q, _work(plan))
-    return AttentionResult(output=output, weights=weights, logits=logits)
+    output = np.empty((problem.batch_size, *output_shape[-2:]), dtype=plan.dtype)
+    tiled.forward(problem, output, logits=logits, weights=weights)
+    return AttentionResult(
+        output=output.reshape(output_shape),
+        weights=weights.reshape(plan.score_shape),
+        logits=logits.reshape(plan.score_shape),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -258,14 +257,23 @@ def scaled_dot_product_attention_backward(
     ssmax_s: float | None = None,
     yarn_factor: float | None = None,
     memory_budget_bytes: int | None = None,
+    output: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Analytic gradients of ``sum(output * grad_output)`` with respect to q, k and v.
 
     Parameters are those of :func:`scaled_dot_product_attention`, plus ``grad_output`` with
-    exactly the output's shape (..., n_q, d_v). The forward pass is recomputed internally.
+    exactly the output's shape (..., n_q, d_v). The forward pass is recomputed internally,
+    except for the product ``weights @ v`` when ``output`` is given.
     Gradients are summed over broadcast leading dimensions, so each has the shape of its input.
     Masked entries receive zero gradient; the QK-norm rule includes the Jacobian of the
     normalisation and the soft-cap rule the tanh derivative.
+
+    Parameters
+    ----------
+    output
+        Optional: the output of :func:`scaled_dot_product_attention` for the same arguments
+        (with or without weights). It saves one of the pass's n×n×d products; it must be that
+        output (within float rounding), or the gradients are wrong.
 
     Returns
     -------
@@ -296,58 +304,36 @@ def scaled_dot_product_attention_backward(
         )
     g = np.asarray(g_arr, dtype=plan.dtype)
     check_finite("grad_output", g)
+    if output is not None:
+        output = np.asarray(output, dtype=plan.dtype)
+        if output.shape != out_shape:
+            raise ValueError(
+                f"output must have the output's shape {out_shape} (..., n_q, d_v), "
+                f"got {output.shape}"
+            )
     softcap = plan.rule is ScalingRule.SOFTCAP
     n_mats = 3 if softcap else 2
-    mask_bytes = 0 if plan.mask_off is None else plan.mask_off.size
+    # The tiles need far less; the budget keeps the guard of the untiled pass.
     check_memory(
-        n_mats * plan.n_scores * plan.dtype.itemsize + mask_bytes,
-        f"attention backward buffers of shape {plan.score_shape} ({plan.dtype}, "
-        f"{n_mats} matrices)",
+        n_mats * plan.n_scores * plan.dtype.itemsize + _mask_bytes(plan),
+        lambda: (
+            f"attention backward buffers of shape {plan.score_shape} ({plan.dtype}, "
+            f"{n_mats} matrices)"
+        ),
         memory_budget_bytes,
     )
     ops = _operands(plan)
-    v_t = plan.v.swapaxes(-1, -2)
-    grad_qs = np.empty((*plan.batch, plan.n_q, plan.d_k), dtype=plan.dtype)
-
-    def block(sl: slice) -> tuple[np.ndarray, np.ndarray]:
-        # E: unnormalised exponentials of these rows; inv: 1/rowsum (0 for fully masked rows).
-        rows = sl.stop - sl.start
-        e = np.empty((*plan.batch, rows, plan.n_k), dtype=plan.dtype)
-        tanh = _logits_rows(plan, ops, sl, e, keep_tanh=True)
-        inv = exp_rows(e, e)
-        # With G' = G·inv (per row) every normalisation happens on n×d matrices:
-        # O = (E V)·inv, dV = Eᵀ G', dL = E∘(G' Vᵀ − δ'), δ' = rowsum(G'∘O) = inv·rowsum(G∘O).
-        g_s = g[..., sl, :] * inv
-        out = np.matmul(e, plan.v)
-        out *= inv
-        grad_v = np.matmul(e.swapaxes(-1, -2), g_s)
-        delta = np.sum(g_s * out, axis=-1, keepdims=True)
-        d = np.matmul(g_s, v_t)
-        d -= delta
-        d *= e
-        del e
-        if tanh is not None:
-            # ∂ cap·tanh(z) / ∂z = cap·(1 − tanh²); the factor cap is applied to n×d results.
-            np.square(tanh, out=tanh)
-            np.subtract(plan.dtype.type(1.0), tanh, out=tanh)
-            d *= tanh
-        np.matmul(d, ops.ks, out=grad_qs[..., sl, :])
-        grad_ks = np.matmul(d.swapaxes(-1, -2), ops.qs[..., sl, :])
-        return grad_ks, grad_v
-
-    def add(
-        a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        np.add(a[0], b[0], out=a[0])
-        np.add(a[1], b[1], out=a[1])
-        return a
-
-    parts = run_row_blocks(block, plan.n_q, 2 * _work(plan), combine=add)
-    grad_ks = parts[0][0]
-    grad_v = parts[0][1]
-    for gk, gv in parts[1:]:
-        grad_ks += gk
-        grad_v += gv
+    problem = tiled.prepare(plan, ops)
+    size = problem.batch_size
+    grad_qs = np.empty((size, plan.n_q, plan.d_k), dtype=plan.dtype)
+    flat_output = None if output is None else output.reshape(size, plan.n_q, d_v)
+    grad_ks, grad_v = tiled.backward(
+        problem, g.reshape(size, plan.n_q, d_v), grad_qs, output=flat_output
+    )
+    # Back to the leading dimensions; broadcast ones are summed below.
+    grad_qs = grad_qs.reshape(*plan.batch, plan.n_q, plan.d_k)
+    grad_ks = grad_ks.reshape(*plan.batch, plan.n_k, plan.d_k)
+    grad_v = grad_v.reshape(*plan.batch, plan.n_k, d_v)
 
     dt = plan.dtype.type
     if plan.rule is ScalingRule.QK_NORM:

@@ -14,6 +14,7 @@ import numpy as np
 
 __all__ = [
     "as_real_array",
+    "check_all_finite",
     "check_array",
     "check_dim",
     "check_finite",
@@ -66,6 +67,33 @@ def check_array(name: str, x: Any, shape_doc: str) -> np.ndarray:
 
 
 def check_finite(name: str, arr: np.ndarray) -> None:
-    """Raise if a floating array holds NaN or ±∞."""
-    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains NaN or infinite values; all entries must be finite")
+    """Raise if a floating array holds NaN or ±∞ (see :func:`check_all_finite`)."""
+    check_all_finite((name,), (arr,))
+
+
+# Inputs up to this many entries in all are concatenated and checked with one reduction.
+_JOINT_CHECK_SIZE = 1 << 14
+
+
+def check_all_finite(names: tuple[str, ...], arrays: tuple[np.ndarray, ...]) -> None:
+    """Raise for the first array (named by ``names``) that holds NaN or ±∞.
+
+    The sum of the entries is finite only if every entry is (NaN and ±∞ propagate, ∞ − ∞ is
+    NaN), so one reduction per array, without a boolean temporary, decides the usual case;
+    only a sum that overflowed is checked entry by entry.
+    """
+    floats = [a for a in arrays if a.dtype.kind == "f"]
+    with np.errstate(over="ignore", invalid="ignore"):
+        # Small inputs: one reduction over all of them (each call costs about a microsecond);
+        # only a failure looks at them one by one, to name the culprit.
+        if sum(a.size for a in floats) <= _JOINT_CHECK_SIZE and math.isfinite(
+            np.add.reduce(np.concatenate([a.ravel() for a in floats]) if floats else [0.0])
+        ):
+            return
+        for name, arr in zip(names, arrays, strict=True):
+            if arr.dtype.kind != "f" or math.isfinite(np.add.reduce(arr, axis=None)):
+                continue
+            if not np.isfinite(arr).all():
+                raise ValueError(
+                    f"{name} contains NaN or infinite values; all entries must be finite"
+                )

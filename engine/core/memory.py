@@ -8,6 +8,7 @@ estimates their bytes first and calls :func:`check_memory`, which raises
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 from engine.config import DEFAULT_MEMORY_BUDGET_BYTES
@@ -52,7 +53,7 @@ def _format_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
-def check_memory(n_bytes: int, what: str, budget: int | None = None) -> None:
+def check_memory(n_bytes: int, what: str | Callable[[], str], budget: int | None = None) -> None:
     """Raise :class:`MemoryBudgetError` if ``n_bytes`` exceeds the budget.
 
     Parameters
@@ -60,12 +61,15 @@ def check_memory(n_bytes: int, what: str, budget: int | None = None) -> None:
     n_bytes
         Estimated size of the allocation.
     what
-        Human-readable description of what would be allocated (used in the message).
+        Human-readable description of what would be allocated (used in the message), or a
+        function returning it (formatting costs microseconds, which tiny calls notice).
     budget
         Budget in bytes; ``None`` means the module default (:func:`get_memory_budget`).
     """
     limit = _memory_budget if budget is None else _check_budget_value("memory_budget_bytes", budget)
     if n_bytes > limit:
+        if callable(what):
+            what = what()
         raise MemoryBudgetError(
             f"{what} would need {_format_bytes(n_bytes)} ({int(n_bytes):,} bytes), more than the "
             f"memory budget of {_format_bytes(limit)} ({limit:,} bytes); use fewer tokens, heads "

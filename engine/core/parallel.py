@@ -1,7 +1,7 @@
-"""Split the query rows of a large attention problem over threads, BLAS pinned to one each.
+"""Split the tiles of a large attention problem over threads, BLAS pinned to one each.
 
 Measured on a 2-core machine (benchmarks/bench_engine.py): for large problems, running row
-blocks on two Python threads with single-threaded BLAS beats two BLAS threads on one Python
+tiles on two Python threads with single-threaded BLAS beats two BLAS threads on one Python
 thread, because the softmax's elementwise passes (which numpy runs on one core) are
 parallelised as well. numpy releases the interpreter lock inside matrix products and large
 elementwise operations, so the threads really run at the same time.
@@ -9,19 +9,19 @@ elementwise operations, so the threads really run at the same time.
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar
 
 from engine.core.checks import check_dim
 from engine.core.threads import limit_blas_threads
 
-__all__ = ["get_num_threads", "run_row_blocks", "set_num_threads"]
+__all__ = ["MIN_TILES_PER_THREAD", "get_num_threads", "run_tiles", "set_num_threads"]
 
-_T = TypeVar("_T")
+_S = TypeVar("_S")
+_Tile = TypeVar("_Tile")
 
 # Below this many multiply-adds (n_scores · (d_k + d_v)) the thread hand-off costs more than
 # it saves.
@@ -75,63 +75,61 @@ def _get_executor(workers: int) -> ThreadPoolExecutor:
         return _executor
 
 
-def _row_slices(n_rows: int, parts: int) -> list[slice]:
-    bounds = [round(i * n_rows / parts) for i in range(parts + 1)]
-    return [slice(a, b) for a, b in itertools.pairwise(bounds) if b > a]
-
-
-# Blocks per thread: more than one, so that a thread slowed by other processes on its core
+# Tiles per thread: more than one, so that a thread slowed by other processes on its core
 # does not leave the others idle at the end.
-_BLOCKS_PER_THREAD = 4
+MIN_TILES_PER_THREAD = 4
 
 
-def run_row_blocks(
-    fn: Callable[[slice], _T],
-    n_rows: int,
+def run_tiles(
+    fn: Callable[[_S, _Tile], None],
+    tiles: Sequence[_Tile],
     work: int,
-    combine: Callable[[_T, _T], _T] | None = None,
-) -> list[_T]:
-    """Run ``fn`` over query-row blocks, on several threads when that pays off.
+    make_state: Callable[[], _S],
+) -> list[_S]:
+    """Run ``fn(state, tile)`` for every tile, on several threads when that pays off.
 
-    Each thread folds its blocks' results with ``combine`` (default: keep the last); the
-    per-thread results are returned.
+    Each thread creates its own ``state`` (scratch buffers, partial sums) once, with
+    ``make_state``, and passes it to every tile it takes; the states of the threads that ran
+    are returned (one when serial).
 
     Parameters
     ----------
     fn
-        Computes the rows of one slice; called from several threads at once, so it may only
-        write to its own rows of shared arrays.
-    n_rows
-        Number of query rows.
+        Computes one tile; called from several threads at once, so it may only write to its
+        own state and to its tile's part of shared arrays.
+    tiles
+        The work items, taken in order by whichever thread is free.
     work
         Multiply-adds of the whole problem: below ``_PARALLEL_MIN_WORK`` it runs serially.
-    combine
-        Folds two results of ``fn`` into one (e.g. adds partial gradients).
+    make_state
+        Returns a new per-thread state.
     """
-    threads = min(_num_threads, n_rows)
-    if threads < 2 or work < _PARALLEL_MIN_WORK:
-        return [fn(slice(0, n_rows))]
-    if not _parallel_lock.acquire(blocking=False):
-        return [fn(slice(0, n_rows))]
+    threads = min(_num_threads, len(tiles))
+    if threads < 2 or work < _PARALLEL_MIN_WORK or not _parallel_lock.acquire(blocking=False):
+        state = make_state()
+        for tile in tiles:
+            fn(state, tile)
+        return [state]
     try:
-        blocks = iter(_row_slices(n_rows, threads * _BLOCKS_PER_THREAD))
+        todo = iter(tiles)
         take = threading.Lock()
         failed = threading.Event()
 
-        def worker() -> _T | None:
-            local: _T | None = None
+        def worker() -> _S | None:
+            state: _S | None = None
             while not failed.is_set():
                 with take:
-                    sl = next(blocks, None)
-                if sl is None:
+                    tile = next(todo, None)
+                if tile is None:
                     break
                 try:
-                    result = fn(sl)
+                    if state is None:
+                        state = make_state()
+                    fn(state, tile)
                 except BaseException:
                     failed.set()
                     raise
-                local = result if local is None or combine is None else combine(local, result)
-            return local
+            return state
 
         executor = _get_executor(threads - 1)
         with limit_blas_threads(1):

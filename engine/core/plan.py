@@ -7,6 +7,7 @@ backward passes share.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,13 @@ from typing import Any
 import numpy as np
 
 from engine.config import MaskKind, ScalingRule
-from engine.core.checks import check_array, check_dim, check_finite, check_positive, float_dtype
+from engine.core.checks import (
+    check_all_finite,
+    check_array,
+    check_dim,
+    check_positive,
+    float_dtype,
+)
 from engine.core.scaling import DEFAULT_CAP, length_scales, parse_rule, scale_factor
 
 __all__ = ["Plan", "causal_mask", "make_plan"]
@@ -31,6 +38,19 @@ def causal_mask(n_q: int, n_k: int) -> np.ndarray:
     n_q = check_dim("n_q", n_q)
     n_k = check_dim("n_k", n_k)
     return np.tri(n_q, n_k, k=n_k - n_q, dtype=bool)
+
+
+# Small causal tiles are cached (building one costs more than using it); large ones are not,
+# so that the cache holds at most 64 × 4 KiB.
+_CACHED_MASK_ENTRIES = 1 << 12
+
+
+@functools.lru_cache(maxsize=64)
+def _causal_rows(rows: int, n_k: int, offset: int) -> np.ndarray:
+    """Read-only (rows, n_k) mask, True where key j > row i + offset (forbidden)."""
+    mask = ~np.tri(rows, n_k, k=offset, dtype=bool)
+    mask.flags.writeable = False
+    return mask
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +71,11 @@ class Plan:
     scale: float | np.ndarray
     gain: float  # QK-norm gain
     cap: float  # soft-cap value
-    mask_off: np.ndarray | None  # True where attention is NOT allowed (broadcastable)
+    # True where attention is NOT allowed (broadcastable); None without a mask and for the
+    # causal mask, which is never materialised as an n×n array: see causal_offset.
+    mask_off: np.ndarray | None
+    # Causal mask only: query i may attend key j iff j <= i + causal_offset (= n_k − n_q).
+    causal_offset: int | None = None
 
     @property
     def score_shape(self) -> tuple[int, ...]:
@@ -62,6 +86,26 @@ class Plan:
     def n_scores(self) -> int:
         """Number of entries of the logits."""
         return math.prod(self.score_shape)
+
+    @property
+    def masked(self) -> bool:
+        """Whether any (query, key) pair is forbidden (some row may be fully masked)."""
+        return self.mask_off is not None or self.causal_offset is not None
+
+    def mask_rows(self, rows: slice) -> np.ndarray | None:
+        """Forbidden entries of query rows ``rows`` (True = masked), broadcastable; None = none.
+
+        A causal mask is built for these rows only, so no n×n mask is ever allocated.
+        """
+        if self.causal_offset is not None:
+            start, stop, _ = rows.indices(self.n_q)
+            rows_n, offset = stop - start, start + self.causal_offset
+            if rows_n * self.n_k <= _CACHED_MASK_ENTRIES:
+                return _causal_rows(rows_n, self.n_k, offset)
+            return ~np.tri(rows_n, self.n_k, k=offset, dtype=bool)
+        if self.mask_off is None:
+            return None
+        return self.mask_off if self.mask_off.shape[-2] == 1 else self.mask_off[..., rows, :]
 
 
 def make_plan(
@@ -106,7 +150,9 @@ def make_plan(
         if size < 1:
             raise ValueError(f"{name} must be >= 1, got {size}")
     try:
-        batch = np.broadcast_shapes(*(a.shape[:-2] for a in arrays))
+        lead = {a.shape[:-2] for a in arrays}
+        # One shared shape is the common case; np.broadcast_shapes costs microseconds.
+        batch = lead.pop() if len(lead) == 1 else np.broadcast_shapes(*lead)
     except ValueError:
         shapes = ", ".join(f"{n}{a.shape}" for n, a in zip("qkv", arrays, strict=False))
         raise ValueError(
@@ -122,10 +168,13 @@ def make_plan(
         ssmax_s = check_positive("ssmax_s", ssmax_s)
 
     dtype = float_dtype(*arrays, *extra)
-    mask_off = _mask_off(mask, (*batch, n_q, n_k))
+    mask_off, causal_offset = _mask_off(mask, (*batch, n_q, n_k))
     scale: float | np.ndarray
-    if rule.length_dependent and mask_off is not None:
-        # Each row is a softmax over the keys it sees: its own n.
+    if rule.length_dependent and causal_offset is not None:
+        # Each row is a softmax over the keys it sees: its own n (row i sees i + 1 + offset).
+        keys = np.clip(np.arange(1 + causal_offset, n_q + 1 + causal_offset), 0, n_k)
+        scale = length_scales(rule, d_k, keys[:, None], ssmax_s)
+    elif rule.length_dependent and mask_off is not None:
         keys = np.count_nonzero(~mask_off, axis=-1, keepdims=True)
         scale = length_scales(rule, d_k, keys, ssmax_s)
     else:
@@ -133,8 +182,7 @@ def make_plan(
                              yarn_factor=yarn_factor)
 
     cast = [np.asarray(a, dtype=dtype) for a in arrays]
-    for name, arr in zip("qkv", cast, strict=False):
-        check_finite(name, arr)
+    check_all_finite(("q", "k", "v")[: len(cast)], tuple(cast))
     return Plan(
         q=cast[0],
         k=cast[1],
@@ -149,13 +197,14 @@ def make_plan(
         gain=gain,
         cap=cap,
         mask_off=mask_off,
+        causal_offset=causal_offset,
     )
 
 
-def _mask_off(mask: Any, score_shape: tuple[int, ...]) -> np.ndarray | None:
-    """Return a boolean array that is True where attention is forbidden (None = no mask)."""
+def _mask_off(mask: Any, score_shape: tuple[int, ...]) -> tuple[np.ndarray | None, int | None]:
+    """Return (forbidden entries or None, the causal offset n_k − n_q or None)."""
     if mask is None:
-        return None
+        return None, None
     n_q, n_k = score_shape[-2:]
     if isinstance(mask, str):
         try:
@@ -165,9 +214,11 @@ def _mask_off(mask: Any, score_shape: tuple[int, ...]) -> np.ndarray | None:
                 f"mask must be None, 'none', 'causal' or a boolean array; got {mask!r}"
             ) from None
         if kind is MaskKind.NONE:
-            return None
-        # j > i + (n_k - n_q) is forbidden; see causal_mask.
-        return ~np.tri(n_q, n_k, k=n_k - n_q, dtype=bool)
+            return None, None
+        # j > i + (n_k - n_q) is forbidden; see causal_mask. A single query sees every key.
+        if n_q == 1:
+            return None, None
+        return None, n_k - n_q
     arr = np.asarray(mask)
     if arr.dtype != np.bool_:
         raise ValueError(
@@ -183,6 +234,6 @@ def _mask_off(mask: Any, score_shape: tuple[int, ...]) -> np.ndarray | None:
             "(..., n_q, n_k) without enlarging it"
         )
     if arr.all():
-        return None
+        return None, None
     # A (n_k,) key-padding mask becomes (1, n_k) so that axis -2 always exists.
-    return ~np.atleast_2d(arr)
+    return ~np.atleast_2d(arr), None

@@ -8,6 +8,7 @@ matrix). Fully masked rows have maximum −∞; their shift is replaced by 0 so 
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -15,11 +16,13 @@ import numpy as np
 
 from engine.core.checks import as_real_array, float_dtype
 
-__all__ = ["exp_rows", "softmax"]
+__all__ = ["NO_SHIFT_WINDOW", "exp_rows", "row_reciprocal", "softmax"]
 
 
-def _safe_reciprocal(s: np.ndarray) -> np.ndarray:
-    """1/s, and 0 where s == 0 (fully masked rows: every other row holds exp(m) > 0)."""
+def row_reciprocal(s: np.ndarray) -> np.ndarray:
+    """1/s in place, and 0 where s == 0 (fully masked rows: every other row holds exp(m) > 0)."""
+    if s.size and s.min() > 0:
+        return np.divide(1.0, s, out=s)
     inv = np.zeros_like(s)
     np.divide(1.0, s, out=inv, where=s > 0)
     return inv
@@ -29,7 +32,7 @@ def _safe_reciprocal(s: np.ndarray) -> np.ndarray:
 # row sum stays far from the dtype's limits, and the entries that underflow to 0 are the same
 # (or weigh less than exp(-60) relative to the row maximum) as with the shift. Skipping the
 # shift saves one of the five elementwise passes over the n×n matrix.
-_NO_SHIFT_WINDOW = {np.dtype(np.float32): (-20.0, 30.0), np.dtype(np.float64): (-300.0, 300.0)}
+NO_SHIFT_WINDOW = {np.dtype(np.float32): (-20.0, 30.0), np.dtype(np.float64): (-300.0, 300.0)}
 
 
 def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -37,22 +40,38 @@ def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
 
     The shift is the row maximum, or 0 when every row maximum lies in the no-shift window; the
     softmax is ``out * inv`` either way. Fully masked rows (all −∞) give zeros and inv = 0.
+
+    When ``out`` is a separate buffer, exp is tried first without finding the row maxima:
+    exp(m) <= S <= n·exp(m) for a row sum S, so S in [n·e^lo, e^hi] proves every maximum m
+    lies in the window, and the pass over the matrix that finds the maxima is saved. Otherwise
+    (or when that proof fails) the maxima decide, as they would have anyway.
     """
-    m = np.max(logits, axis=-1, keepdims=True)
-    lo, hi = _NO_SHIFT_WINDOW[logits.dtype]
-    if ((m >= lo) & (m <= hi) | np.isneginf(m)).all():
+    lo, hi = NO_SHIFT_WINDOW[logits.dtype]
+    if out is not logits:
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.exp(logits, out=out)
+            s = np.add.reduce(out, axis=-1, keepdims=True)
+        # NaN fails both comparisons, and so does a row sum of 0 (a fully masked row). A few
+        # rows are cheaper to check in Python than with two reductions.
+        sums = s.ravel().tolist() if s.size <= 64 else (float(s.min()), float(s.max()))
+        if max(sums) <= math.exp(hi) and min(sums) >= logits.shape[-1] * math.exp(lo):
+            return np.divide(1.0, s, out=s)
+    m = logits.max(axis=-1, keepdims=True)
+    low, high = float(m.min()), float(m.max())
+    if math.isnan(low) or math.isnan(high) or high == math.inf:
+        raise ValueError(
+            f"logits contain NaN or +inf (q·k overflowed {logits.dtype}, or the data is "
+            "not finite); scale q and k down or use float64"
+        )
+    # A fully masked row (max −∞) needs no shift either: exp gives its zeros.
+    if high <= hi and (low >= lo or ((m >= lo) | np.isneginf(m)).all()):
         np.exp(logits, out=out)
     else:
-        if np.isnan(m).any() or np.isposinf(m).any():
-            raise ValueError(
-                f"logits contain NaN or +inf (q·k overflowed {logits.dtype}, or the data is "
-                "not finite); scale q and k down or use float64"
-            )
         # Fully masked rows: shift by 0 so that -inf - (-inf) is never evaluated.
         m[np.isneginf(m)] = 0.0
         np.subtract(logits, m, out=out)
         np.exp(out, out=out)
-    return _safe_reciprocal(np.sum(out, axis=-1, keepdims=True))
+    return row_reciprocal(np.add.reduce(out, axis=-1, keepdims=True))
 
 
 def softmax(x: Any, axis: int = -1, mask: Any = None) -> np.ndarray:

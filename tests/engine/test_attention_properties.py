@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.config import ScalingRule
+from engine.core import tiled
 from engine.core.attention import (
     attention_logits,
     scaled_dot_product_attention,
@@ -72,6 +73,26 @@ def test_rows_sum_to_one_or_zero(problem):
     assert np.all(res.weights[~ok] == 0.0)
     assert np.all(np.isneginf(res.logits[~ok]))
     assert np.all(np.isfinite(res.logits[ok]))
+
+
+@SETTINGS
+@given(problems(), st.booleans(), st.sampled_from([1 << 6, 1 << 8, 1 << 17]))
+def test_output_without_weights_equals_weights_path(problem, float32, tile_bytes):
+    # Every rule × mask × dtype; tiny tiles cut rows (and entries) into several tiles.
+    q, k, v, kw = problem
+    if float32:
+        q, k, v = (a.astype(np.float32) for a in (q, k, v))
+    full = scaled_dot_product_attention(q, k, v, **kw)
+    old = tiled.TILE_BYTES
+    tiled.TILE_BYTES = tile_bytes
+    try:
+        fast = scaled_dot_product_attention(q, k, v, need_weights=False, **kw)
+    finally:
+        tiled.TILE_BYTES = old
+    assert fast.weights is None and fast.logits is None
+    assert fast.output.dtype == full.output.dtype and fast.output.shape == full.output.shape
+    tol = 2e-6 if float32 else 1e-12
+    np.testing.assert_allclose(fast.output, full.output, rtol=tol, atol=tol)
 
 
 @SETTINGS

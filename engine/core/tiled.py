@@ -1,0 +1,304 @@
+"""Attention in row tiles: the one kernel the forward pass, the backward pass and statistics share.
+
+A tile is a block of query rows of one or more (batch, head) entries, ``(b0, b1, r0, r1)``
+over the flattened leading dimensions, sized so that its buffers stay in cache
+(:data:`TILE_BYTES`). :func:`each_tile` writes a tile's masked logits, turns them into
+unnormalised exponentials E and the reciprocal row sums ``inv`` (the softmax is ``E·inv``), and
+hands them to a caller's function, which turns them into outputs, gradients or statistics.
+Unless the caller asks for the full logits and weights, E lives in a per-thread scratch buffer
+that is reused tile after tile: no n×n array is written, memory is O(tile·n_k) per thread, and
+the buffer stays in cache.
+
+Why the kernel is fast:
+
+* the logits and their exponentials live in two buffers, so :func:`engine.core.softmax.exp_rows`
+  can try ``exp`` before finding the row maxima and skip that pass whenever the row sums prove
+  no shift was needed (almost always);
+* without weights, 1/rowsum is applied to the (rows, d_v) output, not to the (rows, n_k) tile;
+* tiles are spread over threads (:func:`engine.core.parallel.run_tiles`), each with BLAS pinned
+  to one thread, so the elementwise passes run on every core too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from engine.core.parallel import get_num_threads, run_tiles
+from engine.core.plan import Plan
+from engine.core.scaling import RuleOperands, write_logits
+from engine.core.softmax import exp_rows
+
+__all__ = ["TILE_BYTES", "Tile", "TiledProblem", "each_tile", "prepare", "scratch_bytes"]
+
+#: Bytes of one tile of logits (and of its exponentials). Measured on one thread
+#: (benchmarks/bench_engine.py sizes): 256 KiB to 2 MiB were equally fast, smaller tiles up to
+#: 2× slower because the matrix products get too few rows to run at full speed; 512 KiB keeps
+#: the buffers in the shared L3 cache and the memory O(tile·n_k).
+TILE_BYTES = 512 << 10
+
+#: (b0, b1, r0, r1): rows r0:r1 of the flattened (batch, head) entries b0:b1.
+Tile = tuple[int, int, int, int]
+
+_S = TypeVar("_S")
+
+
+@dataclass(frozen=True, slots=True)
+class TiledProblem:
+    """The operands of one attention call flattened to (B, n, d), and its tiles."""
+
+    plan: Plan
+    qs: np.ndarray  # (B, n_q, d_k) queries with the rule folded in
+    ks: np.ndarray  # (B, n_k, d_k) keys (normalised for QK-norm)
+    v: np.ndarray | None  # (B, n_k, d_v)
+    cap: float | None  # soft-cap only
+    mask_off: np.ndarray | None  # (1 or B, n_q or 1, n_k); None for no mask or causal
+    tiles: tuple[Tile, ...]
+    tile_elements: int  # entries of the largest tile
+
+    @property
+    def batch_size(self) -> int:
+        """B, the number of flattened (batch, head) entries."""
+        return self.qs.shape[0]
+
+    def tile_shape(self, tile: Tile) -> tuple[int, int, int]:
+        """(entries, rows, n_k) of a tile's logits."""
+        b0, b1, r0, r1 = tile
+        return (b1 - b0, r1 - r0, self.plan.n_k)
+
+
+def _flat(x: np.ndarray, batch: tuple[int, ...], size: int) -> np.ndarray:
+    """(..., n, d) broadcast to the full batch and flattened to (B, n, d) (a view if it can)."""
+    if x.ndim == 3 and x.shape[0] == size:
+        return x
+    if x.shape[:-2] != batch:
+        x = np.broadcast_to(x, (*batch, *x.shape[-2:]))
+    return x.reshape(size, *x.shape[-2:])
+
+
+def _tiles(entries: int, n_q: int, n_k: int, itemsize: int) -> tuple[tuple[Tile, ...], int]:
+    rows = max(1, TILE_BYTES // (itemsize * n_k))
+    if rows >= n_q:
+        # Whole (batch, head) entries per tile: one batched matmul, no accumulation over rows.
+        per = max(1, rows // n_q)
+        # Leave at least a few tiles per thread, so the threads share the work evenly.
+        per = min(per, max(1, entries // (4 * get_num_threads())))
+        tiles = tuple((b, min(b + per, entries), 0, n_q) for b in range(0, entries, per))
+        return tiles, min(per, entries) * n_q * n_k
+    tiles = tuple(
+        (b, b + 1, r, min(r + rows, n_q)) for b in range(entries) for r in range(0, n_q, rows)
+    )
+    return tiles, rows * n_k
+
+
+def prepare(plan: Plan, ops: RuleOperands) -> TiledProblem:
+    """Flatten the plan's operands (with the rule folded in, ``ops``) and cut the tiles."""
+    size = math.prod(plan.batch)
+    qs = _flat(ops.qs, plan.batch, size)
+    ks = _flat(ops.ks, plan.batch, size)
+    v = None if plan.v is None else _flat(plan.v, plan.batch, size)
+    mask_off = plan.mask_off
+    if mask_off is not None:
+        if math.prod(mask_off.shape[:-2]) == 1:
+            mask_off = mask_off.reshape(1, *mask_off.shape[-2:])
+        else:
+            mask_off = _flat(mask_off, plan.batch, size)
+    tiles, elements = _tiles(size, plan.n_q, plan.n_k, plan.dtype.itemsize)
+    return TiledProblem(plan, qs, ks, v, ops.cap, mask_off, tiles, elements)
+
+
+def scratch_bytes(problem: TiledProblem, buffers: int) -> int:
+    """Bytes of ``buffers`` tile-sized scratch arrays on every thread that may run."""
+    threads = min(get_num_threads(), len(problem.tiles))
+    return threads * buffers * problem.tile_elements * problem.plan.dtype.itemsize
+
+
+class Scratch:
+    """Per-thread tile buffers, allocated on first use and reused for every tile."""
+
+    def __init__(self, problem: TiledProblem) -> None:
+        self._size = problem.tile_elements
+        self._dtype = problem.plan.dtype
+        self._buffers: list[np.ndarray] = []
+
+    def take(self, index: int, shape: tuple[int, ...]) -> np.ndarray:
+        """A C-contiguous view of buffer ``index`` with ``shape`` (at most one tile)."""
+        while len(self._buffers) <= index:
+            self._buffers.append(np.empty(self._size, dtype=self._dtype))
+        return self._buffers[index][: math.prod(shape)].reshape(shape)
+
+
+def write_tile_logits(
+    problem: TiledProblem, tile: Tile, out: np.ndarray, keep_tanh: bool = False
+) -> np.ndarray | None:
+    """Write the masked logits of ``tile`` into ``out``; soft-cap's tanh with ``keep_tanh``."""
+    b0, b1, r0, r1 = tile
+    rows = slice(r0, r1)
+    tanh = write_logits(
+        RuleOperands(problem.qs[b0:b1], problem.ks[b0:b1], problem.cap), rows, out, keep_tanh
+    )
+    plan = problem.plan
+    if plan.causal_offset is not None:
+        np.copyto(out, -np.inf, where=plan.mask_rows(rows))
+    elif problem.mask_off is not None:
+        m = problem.mask_off if problem.mask_off.shape[0] == 1 else problem.mask_off[b0:b1]
+        np.copyto(out, -np.inf, where=m if m.shape[1] == 1 else m[:, rows])
+    return tanh
+
+
+TileBody = Callable[[_S, Scratch, Tile, np.ndarray, np.ndarray, "np.ndarray | None"], None]
+
+
+def each_tile(
+    problem: TiledProblem,
+    body: TileBody[_S],
+    make_state: Callable[[], _S],
+    *,
+    work: int,
+    logits: np.ndarray | None = None,
+    exp_into: np.ndarray | None = None,
+    keep_tanh: bool = False,
+) -> list[_S]:
+    """Run ``body(state, scratch, tile, e, inv, tanh)`` on every tile's exponentials.
+
+    Parameters
+    ----------
+    problem
+        From :func:`prepare`.
+    body
+        Receives the thread's ``state`` (from ``make_state``) and :class:`Scratch` (buffers 0
+        and 1 hold the logits and E unless ``logits`` and ``exp_into`` are given; the logits'
+        buffer may be overwritten, others are free), the tile, its unnormalised
+        exponentials ``e`` (entries, rows, n_k), ``inv`` = 1/rowsum (entries, rows, 1; 0 for
+        fully masked rows) and, with ``keep_tanh`` under soft-cap, the tanh values.
+    make_state
+        Returns a new per-thread state (e.g. partial sums); the states are returned.
+    work
+        Multiply-adds of the whole call, which decides whether threads pay off.
+    logits, exp_into
+        Optional (B, n_q, n_k) arrays that receive the masked logits and the exponentials (the
+        weights path); by default both live in the scratch buffer.
+    keep_tanh
+        Soft-cap only: pass tanh of the scaled logits to ``body`` (the backward pass needs it).
+    """
+
+    def make() -> tuple[Scratch, _S]:
+        return Scratch(problem), make_state()
+
+    def run(state: tuple[Scratch, _S], tile: Tile) -> None:
+        scratch, user = state
+        b0, b1, r0, r1 = tile
+        shape = problem.tile_shape(tile)
+        lg = scratch.take(0, shape) if logits is None else logits[b0:b1, r0:r1]
+        e = scratch.take(1, shape) if exp_into is None else exp_into[b0:b1, r0:r1]
+        tanh = write_tile_logits(problem, tile, lg, keep_tanh)
+        inv = exp_rows(lg, e)
+        body(user, scratch, tile, e, inv, tanh)
+
+    return [user for _, user in run_tiles(run, problem.tiles, work, make)]
+
+
+def forward(
+    problem: TiledProblem,
+    output: np.ndarray,
+    *,
+    logits: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+) -> None:
+    """Write ``softmax(logits) @ v`` into the (B, n_q, d_v) ``output``.
+
+    With ``logits`` and ``weights`` ((B, n_q, n_k) arrays) both are filled, the weights
+    normalised before the product; without them only tile-sized scratch is used and 1/rowsum
+    scales the output rows instead.
+    """
+    v = problem.v
+    assert v is not None
+    with_weights = weights is not None
+
+    def body(_: Any, __: Scratch, tile: Tile, e: np.ndarray, inv: np.ndarray, ___: Any) -> None:
+        b0, b1, r0, r1 = tile
+        out = output[b0:b1, r0:r1]
+        if with_weights:
+            e *= inv
+            np.matmul(e, v[b0:b1], out=out)
+        else:
+            np.matmul(e, v[b0:b1], out=out)
+            out *= inv
+
+    plan = problem.plan
+    each_tile(
+        problem, body, lambda: None, work=plan.n_scores * (plan.d_k + v.shape[-1]),
+        logits=logits, exp_into=weights,
+    )
+
+
+def backward(
+    problem: TiledProblem,
+    grad_output: np.ndarray,
+    grad_qs: np.ndarray,
+    output: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gradients with respect to the scaled operands; returns (grad_ks, grad_v).
+
+    ``grad_output`` is the (B, n_q, d_v) output gradient G; ∂/∂qs is written into the
+    (B, n_q, d_k) ``grad_qs``. For soft-cap the results lack the factor cap of the tanh
+    derivative (applied by the caller to n×d matrices). ``output``, the forward's (B, n_q, d_v)
+    output if known, saves recomputing E·V.
+    """
+    v = problem.v
+    assert v is not None
+    plan = problem.plan
+    size, d_v = problem.batch_size, v.shape[-1]
+    qs, ks, g = problem.qs, problem.ks, grad_output
+    v_t = v.swapaxes(-1, -2)
+    whole_rows = all(r0 == 0 and r1 == plan.n_q for _, _, r0, r1 in problem.tiles)
+
+    def partial_sums() -> tuple[np.ndarray, np.ndarray]:
+        return (np.zeros((size, plan.n_k, plan.d_k), plan.dtype),
+                np.zeros((size, plan.n_k, d_v), plan.dtype))
+
+    def body(
+        acc: tuple[np.ndarray, np.ndarray], scratch: Scratch, tile: Tile, e: np.ndarray,
+        inv: np.ndarray, tanh: np.ndarray | None,
+    ) -> None:
+        b0, b1, r0, r1 = tile
+        # With G' = G·inv (per row) every normalisation happens on n×d matrices:
+        # O = (E V)·inv, dV = Eᵀ G', dL = E∘(G' Vᵀ − δ'), δ' = rowsum(G'∘O) = inv·rowsum(G∘O).
+        g_s = g[b0:b1, r0:r1] * inv
+        if output is None:
+            out = np.matmul(e, v[b0:b1])
+            out *= inv
+        else:
+            out = output[b0:b1, r0:r1]
+        delta = np.einsum("...i,...i->...", g_s, out)[..., None]
+        d = np.matmul(g_s, v_t[b0:b1], out=scratch.take(0, e.shape))  # the logits' buffer
+        d -= delta
+        d *= e
+        if tanh is not None:
+            # ∂ cap·tanh(z) / ∂z = cap·(1 − tanh²); the factor cap is applied to n×d results.
+            np.square(tanh, out=tanh)
+            np.subtract(plan.dtype.type(1.0), tanh, out=tanh)
+            d *= tanh
+        np.matmul(d, ks[b0:b1], out=grad_qs[b0:b1, r0:r1])
+        e_t, d_t = e.swapaxes(-1, -2), d.swapaxes(-1, -2)
+        if whole_rows:
+            # Each entry's keys get all their rows from this one tile: write, don't add.
+            np.matmul(e_t, g_s, out=acc[1][b0:b1])
+            np.matmul(d_t, qs[b0:b1, r0:r1], out=acc[0][b0:b1])
+        else:
+            acc[1][b0:b1] += np.matmul(e_t, g_s)
+            acc[0][b0:b1] += np.matmul(d_t, qs[b0:b1, r0:r1])
+
+    parts = each_tile(
+        problem, body, partial_sums, work=2 * plan.n_scores * (plan.d_k + d_v),
+        keep_tanh=problem.cap is not None,
+    )
+    grad_ks, grad_v = parts[0]
+    for gk, gv in parts[1:]:
+        grad_ks += gk
+        grad_v += gv
+    return grad_ks, grad_v

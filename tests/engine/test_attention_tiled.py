@@ -1,0 +1,146 @@
+"""Tests of the tiled attention kernel: output without weights, its memory, and its threads.
+
+The output-only path must equal the weights path up to rounding for every tiling (row tiles of
+one entry, several entries per tile), must never allocate an n×n array, and must give the same
+result on one thread and on several.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from engine.config import ScalingRule
+from engine.core import parallel, tiled
+from engine.core.attention import (
+    scaled_dot_product_attention,
+    scaled_dot_product_attention_backward,
+)
+from engine.core.memory import MemoryBudgetError
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12)
+
+
+@pytest.fixture
+def small_tiles(monkeypatch):
+    # 64 float64 entries per tile: an 11-key row fits 5 times, so rows and entries are cut.
+    monkeypatch.setattr(tiled, "TILE_BYTES", 64 * 8)
+
+
+def problem(rng, batch=(2, 3), n_q=13, n_k=11, d=5, d_v=4, dtype=np.float64):
+    return (
+        rng.standard_normal((*batch, n_q, d)).astype(dtype),
+        rng.standard_normal((*batch, n_k, d)).astype(dtype),
+        rng.standard_normal((*batch, n_k, d_v)).astype(dtype),
+    )
+
+
+@pytest.mark.parametrize("rule", [rule.value for rule in ScalingRule])
+@pytest.mark.parametrize("mask", [None, "causal", "padding", "per_head"])
+def test_every_rule_and_mask_matches_the_weights_path_with_small_tiles(
+    rng, small_tiles, rule, mask
+):
+    q, k, v = problem(rng)
+    if mask == "padding":
+        mask = np.arange(11) < 7
+    elif mask == "per_head":
+        mask = rng.random((3, 13, 11)) < 0.6  # broadcast over the batch axis
+    kw = {"rule": rule, "mask": mask, "temperature": 0.7}
+    full = scaled_dot_product_attention(q, k, v, **kw)
+    fast = scaled_dot_product_attention(q, k, v, need_weights=False, **kw)
+    np.testing.assert_allclose(fast.output, full.output, rtol=1e-12, atol=1e-13)
+    # The backward pass runs through the same tiles: its gradients do not depend on them.
+    g = rng.standard_normal(full.output.shape)
+    small = scaled_dot_product_attention_backward(q, k, v, g, **kw)
+    tiled.TILE_BYTES = 1 << 17
+    large = scaled_dot_product_attention_backward(q, k, v, g, **kw)
+    for a, b in zip(small, large, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
+
+
+def test_broadcast_operands_and_float32(rng, small_tiles):
+    q = rng.standard_normal((2, 3, 9, 4)).astype(np.float32)
+    k = rng.standard_normal((1, 3, 12, 4)).astype(np.float32)
+    v = rng.standard_normal((12, 6)).astype(np.float32)
+    full = scaled_dot_product_attention(q, k, v, mask="causal")
+    fast = scaled_dot_product_attention(q, k, v, mask="causal", need_weights=False)
+    assert fast.output.dtype == np.float32 and fast.output.shape == (2, 3, 9, 6)
+    np.testing.assert_allclose(fast.output, full.output, rtol=2e-6, atol=2e-6)
+    assert not fast.output.flags.writeable
+
+
+def test_fully_masked_rows_give_zero_output(rng, small_tiles):
+    q, k, v = problem(rng, batch=(2,), n_q=6, n_k=4)
+    fast = scaled_dot_product_attention(q, k, v, mask="causal", need_weights=False)
+    # n_q > n_k: the first two queries see no key.
+    assert np.all(fast.output[:, :2] == 0.0)
+    full = scaled_dot_product_attention(q, k, v, mask="causal")
+    np.testing.assert_allclose(fast.output, full.output, rtol=1e-12, atol=1e-13)
+
+
+def test_large_logits_are_shifted_and_overflow_is_refused(rng):
+    q, k, v = problem(rng, batch=(1,), n_q=70, n_k=70)
+    q *= 30.0  # row maxima far outside exp's no-shift window
+    full = scaled_dot_product_attention(q.astype(np.float32), k, v, rule="none")
+    fast = scaled_dot_product_attention(q.astype(np.float32), k, v, rule="none",
+                                        need_weights=False)
+    np.testing.assert_allclose(fast.output, full.output, rtol=1e-5, atol=1e-5)
+    huge = np.full((1, 2, 4), 1e20, dtype=np.float32)
+    with pytest.raises(ValueError, match="overflowed float32"):
+        scaled_dot_product_attention(huge, huge, huge, rule="none", need_weights=False)
+
+
+def test_no_weights_never_allocates_an_n_by_n_array():
+    n, d = 4096, 16
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((1, n, d)).astype(np.float32) for _ in range(3))
+    n_by_n = n * n * 4
+    for mask in (None, "causal"):
+        tracemalloc.start()
+        try:
+            res = scaled_dot_product_attention(q, k, v, mask=mask, need_weights=False)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert res.output.shape == (1, n, d)
+        assert peak < n_by_n / 16, f"peak {peak} bytes, n×n is {n_by_n}"
+    # The weights path needs the n×n matrices, which this budget refuses; the tiles fit.
+    with pytest.raises(MemoryBudgetError):
+        scaled_dot_product_attention(q, k, v, memory_budget_bytes=n_by_n)
+    scaled_dot_product_attention(q, k, v, need_weights=False, memory_budget_bytes=n_by_n // 16)
+
+
+def test_threads_give_the_serial_result(rng, monkeypatch, small_tiles):
+    q, k, v = problem(rng)
+    g = rng.standard_normal((2, 3, 13, 4))
+    for rule in ("sqrt", "softcap", "log_n"):
+        kw = {"rule": rule, "mask": "causal"}
+        monkeypatch.setattr(parallel, "_num_threads", 1)
+        serial = scaled_dot_product_attention(q, k, v, need_weights=False, **kw)
+        serial_b = scaled_dot_product_attention_backward(q, k, v, g, **kw)
+        monkeypatch.setattr(parallel, "_num_threads", 2)
+        monkeypatch.setattr(parallel, "_PARALLEL_MIN_WORK", 0)
+        split = scaled_dot_product_attention(q, k, v, need_weights=False, **kw)
+        split_b = scaled_dot_product_attention_backward(q, k, v, g, **kw)
+        np.testing.assert_array_equal(split.output, serial.output)
+        for a, b in zip(split_b, serial_b, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("rule", ["sqrt", "softcap", "qk_norm", "ssmax"])
+def test_backward_given_the_output_equals_the_recomputing_backward(rng, small_tiles, rule):
+    q, k, v = problem(rng)
+    g = rng.standard_normal((2, 3, 13, 4))
+    kw = {"rule": rule, "mask": "causal"}
+    out = scaled_dot_product_attention(q, k, v, need_weights=False, **kw).output
+    given = scaled_dot_product_attention_backward(q, k, v, g, output=out, **kw)
+    recomputed = scaled_dot_product_attention_backward(q, k, v, g, **kw)
+    for a, b in zip(given, recomputed, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
+    with pytest.raises(ValueError, match=r"output must have the output's shape \(2, 3, 13, 4\)"):
+        scaled_dot_product_attention_backward(q, k, v, g, output=out[..., :2], **kw)
