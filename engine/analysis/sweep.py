@@ -13,8 +13,9 @@ so ``‖∂p/∂S_raw‖_F = c·‖J‖_F``; soft-cap ``s = cap·tanh(c·S_raw/c
 ``‖J·diag(c·sech²)‖_F`` (computed exactly); QK-norm logits are not a function of ``S_raw``
 (the vectors are normalised), so its ``jac_raw_*`` are NaN.
 
-Numerics: logits, softmax and every accumulation are float64; the rules at one value see the
-same rows (common random numbers), and a sweep is deterministic for a given config.
+Numerics: logits and every accumulation are float64; the softmax exponentials of rows that
+span less than 80 are float32 (:mod:`engine.analysis.sweep_acc`). The rules at one value see
+the same rows (common random numbers), and a sweep is deterministic for a given config.
 """
 
 from __future__ import annotations

@@ -30,7 +30,18 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["RowStats", "RowStatsWorkspace", "ShiftedRows", "logit_row_stats", "shift_rows"]
+__all__ = [
+    "FLOAT32_EXP_RANGE",
+    "RowStats",
+    "RowStatsWorkspace",
+    "ShiftedRows",
+    "logit_row_stats",
+    "shift_rows",
+]
+
+#: float32 exponentials are used only for rows whose scaled logits lie within this distance
+#: of the row maximum: e^-80 ≈ 1.8e-35 is still a normal float32 (flushing starts at e^-87.3).
+FLOAT32_EXP_RANGE = 80.0
 
 #: exp of anything below this is exactly 0 in float64; clipping −∞ (masked keys) to it keeps
 #: ``e·(x − max)`` at 0 instead of ``0·∞ = NaN``.
@@ -63,17 +74,16 @@ class RowStatsWorkspace:
     """
 
     def __init__(self) -> None:
-        self._shape: tuple[int, int] | None = None
-        self._first = np.empty((0, 0))
-        self._second = np.empty((0, 0))
+        self._arrays: dict[tuple[tuple[int, int], np.dtype], tuple[np.ndarray, ...]] = {}
 
-    def arrays(self, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-        """Two float64 arrays of ``shape`` (contents undefined)."""
-        if self._shape != shape:
-            self._first = np.empty(shape)
-            self._second = np.empty(shape)
-            self._shape = shape
-        return self._first, self._second
+    def arrays(self, shape: tuple[int, int], dtype: type = np.float64) -> tuple[np.ndarray, ...]:
+        """Three arrays of ``shape`` and ``dtype`` (contents undefined)."""
+        key = (shape, np.dtype(dtype))
+        if key not in self._arrays:
+            if len(self._arrays) >= 2:  # one float32 and one float64 set of the current shape
+                self._arrays.clear()
+            self._arrays[key] = tuple(np.empty(shape, dtype) for _ in range(3))
+        return self._arrays[key]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,12 +125,21 @@ def shift_rows(logits: NDArray[np.floating], out: NDArray[np.float64] | None = N
     return ShiftedRows(values=values, top=top)
 
 
+def _row_dot(a: np.ndarray, b: np.ndarray, scratch: np.ndarray) -> NDArray[np.float64]:
+    """Σ_j a_ij·b_ij per row, accumulated in float64 (float32 inputs: products in float32)."""
+    if a.dtype == np.float64:
+        return np.einsum("ij,ij->i", a, b)
+    np.multiply(a, b, out=scratch)
+    return scratch.sum(axis=1, dtype=np.float64)
+
+
 def logit_row_stats(
     logits: NDArray[np.floating] | ShiftedRows,
     workspace: RowStatsWorkspace | None = None,
     *,
     scale: float = 1.0,
     weights_out: NDArray[np.float64] | None = None,
+    float32_exp: bool = False,
 ) -> RowStats:
     """Entropy, p_max and ‖J‖_F of ``softmax(scale·logits)`` for every row.
 
@@ -137,6 +156,12 @@ def logit_row_stats(
         scaling them beforehand, and several rules can share one array of raw scores.
     weights_out
         Optional ``(rows, n)`` float64 array that receives the softmax weights.
+    float32_exp
+        Take the exponentials and products in float32 (sums stay float64) when every scaled
+        logit lies within :data:`FLOAT32_EXP_RANGE` of its row maximum: about five times
+        faster, with a relative error below ~5e-6 (the shifted logits are rounded to float32;
+        far below a Monte Carlo sweep's standard errors). Wider rows, whose tiny weights
+        float32 would flush to zero, and calls with ``weights_out`` stay in float64.
 
     Returns
     -------
@@ -152,25 +177,33 @@ def logit_row_stats(
         raise ValueError(f"scale must be positive and finite, got {scale}")
     rows_in = logits if isinstance(logits, ShiftedRows) else shift_rows(logits)
     rows, n = rows_in.values.shape
-    t, e = (workspace or RowStatsWorkspace()).arrays((rows, n))
-    np.multiply(rows_in.values, scale, out=t)
+    workspace = workspace or RowStatsWorkspace()
+    t = None
+    if float32_exp and weights_out is None:
+        t, e, scratch = workspace.arrays((rows, n), np.float32)
+        np.multiply(rows_in.values, scale, out=t)
+        if t.min() < -FLOAT32_EXP_RANGE:
+            t = None
+    if t is None:
+        t, e, scratch = workspace.arrays((rows, n))
+        np.multiply(rows_in.values, scale, out=t)
     np.maximum(t, _EXP_FLOOR, out=t)
     np.exp(t, out=e)
     row_index, top = np.arange(rows), rows_in.top
     e[row_index, top] = 0.0  # e now holds the other keys only
-    others = e.sum(axis=1)
+    others = e.sum(axis=1, dtype=np.float64)
     z = 1.0 + others
     p_top = 1.0 / z
-    entropy = np.log1p(others) - np.einsum("ij,ij->i", e, t) / z
+    entropy = np.log1p(others) - _row_dot(e, t, scratch) / z
     if weights_out is not None:
         np.multiply(e, p_top[:, None], out=weights_out)
         weights_out[row_index, top] = p_top
-    second = e.max(axis=1)
+    second = e.max(axis=1).astype(np.float64)
     has_second = second > 0.0
     safe_second = np.where(has_second, second, 1.0)
-    u = np.divide(e, safe_second[:, None], out=t)  # t is no longer needed
-    u2 = np.einsum("ij,ij->i", u, u)
-    u3 = np.einsum("ij,ij->i", np.multiply(u, u, out=e), u)  # nor is e
+    u = np.divide(e, safe_second[:, None].astype(e.dtype), out=t)  # t is no longer needed
+    u2 = _row_dot(u, u, scratch)
+    u3 = _row_dot(np.multiply(u, u, out=e), u, scratch)  # nor is e
     u1 = others / safe_second
     z2 = z * z
     bracket = (u1 * u1 + 2.0 * u2) / z2 + u2 + second * second * u2 * u2 / z2

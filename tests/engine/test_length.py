@@ -75,9 +75,10 @@ def test_length_rules_in_the_sweep_match_numpy_on_the_same_rows():
             p = _softmax(c[point.rule] * raw)
             entropy = -np.sum(p * np.log(p), axis=-1)
             assert point.samples == rows
-            assert point.entropy_mean == pytest.approx(entropy.mean(), rel=1e-10)
-            assert point.p_max_mean == pytest.approx(p.max(axis=-1).mean(), rel=1e-10)
-            assert point.entropy_ratio == pytest.approx(entropy.mean() / math.log(n), rel=1e-10)
+            # float32 exponentials (sums in float64): ~1e-7 relative here.
+            assert point.entropy_mean == pytest.approx(entropy.mean(), rel=1e-6)
+            assert point.p_max_mean == pytest.approx(p.max(axis=-1).mean(), rel=1e-6)
+            assert point.entropy_ratio == pytest.approx(entropy.mean() / math.log(n), rel=1e-6)
 
 
 def _chunks(config: SweepConfig, n: int, rows: int) -> list[int]:

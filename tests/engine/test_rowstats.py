@@ -145,3 +145,19 @@ def test_running_moments_merge_blocks_like_one_pass():
     assert block_moments(np.full(5, np.log(7.0))) == (5, np.log(7.0), 0.0)
     empty = RunningMoments()
     assert np.isnan(empty.var) and np.isnan(empty.sem)
+
+
+def test_float32_exponentials_stay_within_their_stated_error():
+    rng = np.random.default_rng(5)
+    narrow = rng.standard_normal((32, 2000)) * 3.0  # spans ~25 < 80: float32 path
+    exact = logit_row_stats(narrow)
+    fast = logit_row_stats(narrow, float32_exp=True)
+    for name in ("entropy", "p_max", "jac_fro"):
+        np.testing.assert_allclose(getattr(fast, name), getattr(exact, name), rtol=5e-6)
+    assert not np.array_equal(fast.entropy, exact.entropy)  # it did take the float32 path
+    # Wider rows would flush weights below e^-87 to zero in float32: they stay float64.
+    wide = rng.standard_normal((8, 64)) * 60.0
+    exact, fast = logit_row_stats(wide), logit_row_stats(wide, float32_exp=True)
+    for name in ("entropy", "p_max", "jac_fro"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(exact, name))
+    assert exact.jac_fro.min() > 0.0
