@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator, Sequence
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer, Slot
@@ -28,6 +29,9 @@ class GatedPaint(QObject):
         self.gate = threading.Event()
         self.gate.set()
         self._closed = False
+        #: Seconds spent in gated blocks so far (view updates and paints): the GUI's share of
+        #: the time, which the controller keeps within a budget.
+        self.busy_s = 0.0
         # Viewports updated by the last push, their updates disabled until the paint timer.
         self._held: list[QWidget] = []
         self._paint_timer = QTimer(self)
@@ -71,9 +75,11 @@ class GatedPaint(QObject):
             yield
             return
         self.gate.clear()
+        start = time.perf_counter()
         try:
             yield
         finally:
+            self.busy_s += time.perf_counter() - start
             self.gate.set()
 
     @Slot()
