@@ -15,8 +15,8 @@ millisecond the trainer cannot run (benchmarks/bench_train_gui.py): at 25 Hz the
 well at 10 Hz. Even 10 Hz was too much once the trainer got faster: an update and paint of the
 four curve panels took 30-40 ms (more under load), so the views held the trainer ~45 % of the
 time and the GUI trained at 0.3-0.5× the engine-only speed. So the views also get a time
-budget: after a push that took c seconds (update and paint, measured by the step gate), the
-next waits until c / :data:`VIEW_SHARE` after it (see :meth:`TrainController._schedule_push`).
+budget (:class:`~gui.train.gate.PushBudget`): after a push that took c seconds of update and
+paint, the next waits until c / :data:`VIEW_SHARE` after it.
 
 The step gate: the controller owns a ``threading.Event`` that the engine waits for before each
 optimisation step (``iter_training(step_gate=...)``). A push clears it while it updates the
@@ -43,11 +43,11 @@ from collections.abc import Callable, Iterable, Sequence
 from types import MappingProxyType
 
 import numpy as np
-from PySide6.QtCore import QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.config.train import TrainConfig
 from gui.kit.jobs import JobFailed, ViewPusher, WorkerHost
-from gui.train.gate import GatedPaint
+from gui.train.gate import GatedPaint, PushBudget
 from gui.train.results import TrainResults
 from gui.train.state import GradientHistory, TrainState
 from gui.train.worker import (
@@ -127,14 +127,7 @@ class TrainController(QObject):
         self.pushes = 0
         # The step gate, shared with every job's engine generator, and the split paint.
         self._paint = GatedPaint(self)
-        # The views' time budget: when the last push started, the gate's busy time before it,
-        # whether newer results wait, and the timer that schedules them once the budget allows.
-        self._last_push_at = -math.inf
-        self._busy_mark = 0.0
-        self._unpushed = False
-        self._budget_timer = QTimer(self)
-        self._budget_timer.setSingleShot(True)
-        self._budget_timer.timeout.connect(self._on_budget_timeout)
+        self._budget = PushBudget(self._paint, VIEW_SHARE, self._schedule_push, self)
 
         self._pusher = ViewPusher(
             self._views, self.results, _show_results, push_interval_ms, pushed=self._on_pushed,
@@ -261,8 +254,7 @@ class TrainController(QObject):
         self._last_error = ""
         for view in self._views:
             view.clear()  # type: ignore[attr-defined]
-        self._budget_timer.stop()
-        self._unpushed = False
+        self._budget.discard()
         self._pusher.discard()
         self._progress = (0.0, math.nan)
         self.progressChanged.emit(0.0, math.nan)
@@ -285,7 +277,7 @@ class TrainController(QObject):
         if self._closed:
             return
         self._closed = True
-        self._budget_timer.stop()
+        self._budget.discard()
         self._pusher.close()
         self._paint.close()  # re-enables the viewports a push held and opens the gate
         self._host.begin_shutdown()
@@ -362,29 +354,10 @@ class TrainController(QObject):
         eta = active * (1.0 - fraction) / fraction if fraction > 0 else math.nan
         # Emitted with the next push: a progress-bar repaint per snapshot (30 Hz) is wasted.
         self._progress = (fraction, eta)
-        self._unpushed = True
-        self._schedule_push()
+        self._budget.request()
 
     def _schedule_push(self) -> None:
-        """Hand new results to the pusher as soon as the views' time budget allows.
-
-        The last push took ``cost`` seconds of gated update and paint; the next one may start
-        ``cost / VIEW_SHARE`` after it, so the views never hold the trainer more than
-        :data:`VIEW_SHARE` of the time. Until then a single-shot timer waits (newer results
-        only replace the ones it will push).
-        """
-        if self._budget_timer.isActive():
-            return
-        cost = self._paint.busy_s - self._busy_mark
-        wait = self._last_push_at + cost / VIEW_SHARE - time.perf_counter()
-        if wait > 0:
-            self._budget_timer.start(math.ceil(1000 * wait))
-        else:
-            self._pusher.schedule()
-
-    @Slot()
-    def _on_budget_timeout(self) -> None:
-        if not self._closed and self._unpushed:
+        if not self._closed:
             self._pusher.schedule()
 
     @Slot(object)
@@ -404,19 +377,13 @@ class TrainController(QObject):
             self._active_s += time.perf_counter() - self._resumed_at
         # Show the final state before announcing idle, so idle means "everything is shown":
         # the budget no longer matters, the trainer has stopped.
-        self._budget_timer.stop()
-        if self._unpushed:
-            self._pusher.schedule()
+        self._budget.settle()
         self._pusher.flush()
         self._set_state(TrainState.IDLE)
 
     def _on_pushed(self, results: object, shown: Sequence[object]) -> None:
         self.pushes += 1
-        # This push's gated time (update now, paint right after) is what the gate adds to its
-        # busy time from here on: the next push waits in proportion to it.
-        self._last_push_at = time.perf_counter()
-        self._busy_mark = self._paint.busy_s
-        self._unpushed = False
+        self._budget.pushed()
         # Before the paint: the progress bar and status line go into the same repaint.
         self.progressChanged.emit(*self._progress)
         self.resultsShown.emit(results)
