@@ -11,7 +11,9 @@ Architecture (one attention layer, no residual, no MLP)::
 
 The parameters are a :class:`~engine.training.params.ParamSet` (one flat buffer with named
 views). Queries are computed only at the target positions (the only rows whose output is
-scored).
+scored). X is never formed: it is onehot·[Embed; Pos], so K and V are rows of the small table
+[Embed; Pos]·W_KV, and every gradient of the embedding side is a product with that table's
+number of rows (see :func:`loss_and_grad`).
 """
 
 from __future__ import annotations
@@ -203,18 +205,6 @@ def _fused_backward(
     return grad_q, weights.reshape(b, 2 * h, p, t), rows.reshape(b, 2 * h, p, -1)
 
 
-def _embed(params: ParamSet, pb: PreparedBatch) -> np.ndarray:
-    """X = Σ_c Embed[ids[..., c]] + Pos, as (B·T, d_model)."""
-    dims = params.dims
-    # Row gathers (np.take) are several times cheaper than the one-hot product here.
-    embed = params["embed"]
-    x = np.take(embed, pb.ids[0], axis=0)
-    for ids in pb.ids[1:]:
-        x += np.take(embed, ids, axis=0)
-    x.reshape(pb.batch, dims.seq_len, dims.d_model)[...] += params["pos"]
-    return x
-
-
 def project_qk(params: ParamSet, pb: PreparedBatch) -> tuple[np.ndarray, np.ndarray]:
     """The queries and keys the weights compute at *every* position of ``pb``.
 
@@ -229,7 +219,7 @@ def project_qk(params: ParamSet, pb: PreparedBatch) -> tuple[np.ndarray, np.ndar
     """
     dims = params.dims
     b, t, h, dk = pb.batch, dims.seq_len, dims.heads, dims.d_k
-    x = _embed(params, pb)
+    x = pb.onehot @ params.inputs  # (B·T, d_model)
     q = (x @ params["w_q"]).reshape(b, t, h, dk).transpose(0, 2, 1, 3)
     k = (x @ params["w_kv"][:, : dims.hd]).reshape(b, t, h, dk).transpose(0, 2, 1, 3)
     return np.ascontiguousarray(q), np.ascontiguousarray(k)
