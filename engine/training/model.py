@@ -11,7 +11,9 @@ Architecture (one attention layer, no residual, no MLP)::
 
 The parameters are a :class:`~engine.training.params.ParamSet` (one flat buffer with named
 views). Queries are computed only at the target positions (the only rows whose output is
-scored).
+scored). X is never formed: it is onehot·[Embed; Pos], so K and V are rows of the small table
+[Embed; Pos]·W_KV, and every gradient of the embedding side is a product with that table's
+number of rows (see :func:`loss_and_grad`).
 """
 
 from __future__ import annotations
@@ -78,14 +80,15 @@ class RuleSpec:
 class PreparedBatch:
     """A batch turned into model inputs once and shared by every rule.
 
-    ``ids`` holds the flat token ids of each channel (the embedding lookup gathers and sums
-    their rows); ``onehot`` is the (B·T, input_vocab) count matrix of the same ids, so that the
-    embedding gradient is one BLAS call ``onehotᵀ @ dX`` (``np.add.at`` is an order of
-    magnitude slower).
+    ``ids`` holds the flat token ids of each channel (the forward gathers rows of a small
+    table by them). ``onehot`` is the (B·T, input_vocab + T) matrix whose row r counts the
+    token ids of row r and then marks its position, so that X = onehot @ [Embed; Pos]
+    (:attr:`~engine.training.params.ParamSet.inputs`) and every gradient of the embedding side
+    is a BLAS call on it (``np.add.at`` is an order of magnitude slower).
     """
 
     ids: tuple[np.ndarray, ...]  # channels × (B·T,) int64
-    onehot: np.ndarray
+    onehot: np.ndarray  # (B·T, input_vocab + T)
     targets: np.ndarray  # (B·P,) int64
     positions: np.ndarray  # (P,) int64
     batch: int
@@ -95,11 +98,13 @@ class PreparedBatch:
 def prepare_batch(batch: Batch, task: Task, dtype: Any) -> PreparedBatch:
     """Encode ``batch`` for :func:`loss_and_grad` and :func:`evaluate`."""
     b, t, c = batch.ids.shape
-    onehot = np.zeros((b * t, task.input_vocab), dtype=dtype)
+    vocab = task.input_vocab
+    onehot = np.zeros((b * t, vocab + t), dtype=dtype)
     rows = np.arange(b * t)
     for ch in range(c):
         # Channels use disjoint id ranges at a position, so no row index repeats in one call.
         onehot[rows, batch.ids[:, :, ch].ravel()] += 1
+    onehot.reshape(b, t, vocab + t)[:, :, vocab:] = np.eye(t, dtype=dtype)
     positions = np.asarray(task.target_positions, dtype=np.int64)
     mask = None
     if task.mask is MaskKind.CAUSAL:
@@ -117,7 +122,7 @@ def prepare_batch(batch: Batch, task: Task, dtype: Any) -> PreparedBatch:
 
 @dataclass(slots=True)
 class _Cache:
-    x: np.ndarray  # (B·T, d_model)
+    onehot_t: np.ndarray  # (B·P, input_vocab + T) rows of PreparedBatch.onehot at the targets
     xt: np.ndarray  # (B·P, d_model) inputs at the target (query) positions
     q: np.ndarray  # (B, h, P, d_k)
     k: np.ndarray  # (B, h, T, d_k)
@@ -165,37 +170,39 @@ def _fused_forward(
 def _fused_backward(
     cache: _Cache, g: np.ndarray, c: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Gradients of Σ out∘g w.r.t. q, k, v, with rowsum(dP∘P) = rowsum(G∘O) (see attention)."""
+    """Gradient of Σ out∘g w.r.t. q, and the factors of the key and value gradients.
+
+    Uses rowsum(dP∘P) = rowsum(G∘O) (G the output gradient, O the output). The key and value
+    gradients are sums of P outer products per example, dK = c·dᵀ q and dV = Eᵀ (G/rowsum)
+    with d = (G/rowsum · Vᵀ − δ)∘E; they are returned as those factors, stacked keys first
+    like the columns of W_KV, so that the caller can reduce them over the batch without ever
+    forming the (B, h, T, d_k) gradients (see :func:`_input_side_grads`).
+
+    Returns
+    -------
+    grad_q
+        (B, h, P, d_k).
+    weights, rows
+        (B, 2h, P, T) and (B, 2h, P, d_k): the gradient of key (or value) t of head j is
+        Σ_p weights[:, j, p, t] · rows[:, j, p].
+    """
     assert cache.exp is not None and cache.inv is not None
     e, f = cache.exp, cache.q.dtype.type(c)
-    g_s = g * cache.inv
-    # With one query row (retrieval) Eᵀ G' and dᵀ Q are outer products; numpy's matmul with an
-    # inner dimension of 1 takes a slow path (~4× a broadcast multiply here), same numbers.
-    outer = e.shape[-2] == 1
-    et = e.swapaxes(-1, -2)
-    grad_v = et * g_s if outer else np.matmul(et, g_s)
+    b, h, p, t = e.shape
+    weights = np.empty((b, 2, h, p, t), dtype=e.dtype)
+    rows = np.empty((b, 2, h, p, cache.q.shape[-1]), dtype=e.dtype)
+    np.multiply(g, cache.inv, out=rows[:, 1])  # G / rowsum: the value gradient's rows
+    g_s = rows[:, 1]
     delta = np.sum(g_s * cache.out, axis=-1, keepdims=True)
-    d = np.matmul(g_s, cache.v.swapaxes(-1, -2))
+    d = weights[:, 0]
+    np.matmul(g_s, cache.v.swapaxes(-1, -2), out=d)
     d -= delta
     d *= e
     grad_q = np.matmul(d, cache.k)
     grad_q *= f
-    dt = d.swapaxes(-1, -2)
-    grad_k = dt * cache.q if outer else np.matmul(dt, cache.q)
-    grad_k *= f
-    return grad_q, grad_k, grad_v
-
-
-def _embed(params: ParamSet, pb: PreparedBatch) -> np.ndarray:
-    """X = Σ_c Embed[ids[..., c]] + Pos, as (B·T, d_model)."""
-    dims = params.dims
-    # Row gathers (np.take) are several times cheaper than the one-hot product here.
-    embed = params["embed"]
-    x = np.take(embed, pb.ids[0], axis=0)
-    for ids in pb.ids[1:]:
-        x += np.take(embed, ids, axis=0)
-    x.reshape(pb.batch, dims.seq_len, dims.d_model)[...] += params["pos"]
-    return x
+    np.multiply(cache.q, f, out=rows[:, 0])
+    weights[:, 1] = e
+    return grad_q, weights.reshape(b, 2 * h, p, t), rows.reshape(b, 2 * h, p, -1)
 
 
 def project_qk(params: ParamSet, pb: PreparedBatch) -> tuple[np.ndarray, np.ndarray]:
@@ -212,7 +219,7 @@ def project_qk(params: ParamSet, pb: PreparedBatch) -> tuple[np.ndarray, np.ndar
     """
     dims = params.dims
     b, t, h, dk = pb.batch, dims.seq_len, dims.heads, dims.d_k
-    x = _embed(params, pb)
+    x = pb.onehot @ params.inputs  # (B·T, d_model)
     q = (x @ params["w_q"]).reshape(b, t, h, dk).transpose(0, 2, 1, 3)
     k = (x @ params["w_kv"][:, : dims.hd]).reshape(b, t, h, dk).transpose(0, 2, 1, 3)
     return np.ascontiguousarray(q), np.ascontiguousarray(k)
@@ -224,14 +231,25 @@ def _forward(
     # Only the target positions are scored, so only they need queries: the attention runs on
     # (P, T) logits instead of (T, T) (for retrieval P = 1), with the causal mask restricted to
     # those rows (pb.mask).
+    #
+    # X = onehot·[Embed; Pos] is linear in the small input table, so K and V are gathered from
+    # [Embed; Pos]·W_KV (input_vocab + T rows) instead of multiplying the (B·T, d_model) X by
+    # W_KV: at the default size a 13× smaller product, and X is never formed. Same numbers up
+    # to float rounding (the sums are associated differently).
     dims = params.dims
     b, t, p, h, dk = pb.batch, dims.seq_len, pb.positions.size, dims.heads, dims.d_k
-    x = _embed(params, pb)
-    xt = x.reshape(b, t, dims.d_model)[:, pb.positions].reshape(b * p, dims.d_model)
+    inputs = params.inputs
+    table = inputs @ params["w_kv"]  # (input_vocab + T, 2·h·d_k)
+    kv = np.take(table, pb.ids[0], axis=0)
+    for ids in pb.ids[1:]:
+        kv += np.take(table, ids, axis=0)
+    kv.reshape(b, t, 2 * dims.hd)[...] += table[dims.input_vocab:]
+    onehot_t = pb.onehot.reshape(b, t, -1)[:, pb.positions].reshape(b * p, -1)
+    xt = onehot_t @ inputs
     q = (xt @ params["w_q"]).reshape(b, p, h, dk).transpose(0, 2, 1, 3)
-    kv = (x @ params["w_kv"]).reshape(b, t, 2, h, dk)
-    k = kv[:, :, 0].transpose(0, 2, 1, 3)
-    v = kv[:, :, 1].transpose(0, 2, 1, 3)
+    kv5 = kv.reshape(b, t, 2, h, dk)
+    k = kv5[:, :, 0].transpose(0, 2, 1, 3)
+    v = kv5[:, :, 1].transpose(0, 2, 1, 3)
     weights = logits = exp = inv = None
     if fused and spec.rule in _SCALAR_RULES:
         mask_off = None if pb.mask is None else ~pb.mask
@@ -244,7 +262,25 @@ def _forward(
     y = oc @ params["w_o"]
     z = y @ params["w_u"]
     z += params["b_u"]
-    return _Cache(x, xt, q, k, v, out, oc, y, z, weights, logits, exp, inv)
+    return _Cache(onehot_t, xt, q, k, v, out, oc, y, z, weights, logits, exp, inv)
+
+
+def _input_side_grads(
+    params: ParamSet, grads: ParamSet, pb: PreparedBatch, cache: _Cache, s: np.ndarray,
+    dq: np.ndarray,
+) -> None:
+    """Write the gradients of W_KV, W_Q, Embed and Pos.
+
+    ``s`` is onehotᵀ·dKV, (input_vocab + T, 2·h·d_k): the K/V gradient summed per input row
+    of [Embed; Pos]; ``dq`` the query gradient, (B·P, h·d_k). With X = onehot·[Embed; Pos]
+    every gradient here is a product of small matrices.
+    """
+    w_kv, w_q = params["w_kv"], params["w_q"]
+    np.matmul(params.inputs.T, s, out=grads["w_kv"])
+    np.matmul(cache.xt.T, dq, out=grads["w_q"])
+    g_inputs = grads.inputs
+    np.matmul(s, w_kv.T, out=g_inputs)
+    g_inputs += cache.onehot_t.T @ (dq @ w_q.T)
 
 
 def _log_softmax(z: np.ndarray) -> np.ndarray:
@@ -286,23 +322,24 @@ def loss_and_grad(
     np.matmul(cache.oc.T, dy, out=grads["w_o"])
     d_out = (dy @ params["w_o"].T).reshape(b, p, h, dk).transpose(0, 2, 1, 3)
     if cache.exp is not None:
-        gq, gk, gv = _fused_backward(cache, d_out, spec.scale(dk))
+        gq, kv_weights, kv_rows = _fused_backward(cache, d_out, spec.scale(dk))
+        # s = onehotᵀ·dKV without forming dKV: first each example's key weights per input row
+        # (B, 2h, P, R), then one product per head over the batch's B·P query rows.
+        r = pb.onehot.shape[1]
+        per_row = np.matmul(kv_weights, pb.onehot.reshape(b, 1, t, r))
+        per_row = per_row.transpose(1, 3, 0, 2).reshape(2 * h, r, b * p)
+        s = np.matmul(per_row, kv_rows.transpose(1, 0, 2, 3).reshape(2 * h, b * p, dk))
+        s = s.transpose(1, 0, 2).reshape(r, 2 * hd)
     else:
         gq, gk, gv = scaled_dot_product_attention_backward(
             cache.q, cache.k, cache.v, d_out, mask=pb.mask, **spec.kwargs()
         )
+        dkv = np.empty((b, t, 2, h, dk), dtype=gq.dtype)
+        dkv[:, :, 0] = gk.transpose(0, 2, 1, 3)
+        dkv[:, :, 1] = gv.transpose(0, 2, 1, 3)
+        s = pb.onehot.T @ dkv.reshape(b * t, 2 * hd)
     dq = gq.transpose(0, 2, 1, 3).reshape(b * p, hd)
-    dkv = np.empty((b, t, 2, h, dk), dtype=dq.dtype)
-    dkv[:, :, 0] = gk.transpose(0, 2, 1, 3)
-    dkv[:, :, 1] = gv.transpose(0, 2, 1, 3)
-    dkv_flat = dkv.reshape(b * t, 2 * hd)
-    np.matmul(cache.xt.T, dq, out=grads["w_q"])
-    np.matmul(cache.x.T, dkv_flat, out=grads["w_kv"])
-    dx = dkv_flat @ params["w_kv"].T  # (B·T, d_model)
-    dx3 = dx.reshape(b, t, dims.d_model)
-    dx3[:, pb.positions] += (dq @ params["w_q"].T).reshape(b, p, dims.d_model)
-    np.matmul(pb.onehot.T, dx, out=grads["embed"])
-    np.sum(dx3, axis=0, out=grads["pos"])
+    _input_side_grads(params, grads, pb, cache, s, dq)
     return value
 
 

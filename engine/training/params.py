@@ -74,6 +74,10 @@ class ParamSet:
             stop = start + math.prod(shape)
             self.views[name] = self.flat[start:stop].reshape(shape)
             start = stop
+        # [Embed; Pos] as one (input_vocab + seq_len, d_model) view: they are stored one after
+        # the other, and the model computes X = onehot·[Embed; Pos] (see model.prepare_batch).
+        n_inputs = dims.input_vocab + dims.seq_len
+        self.inputs = self.flat[: n_inputs * dims.d_model].reshape(n_inputs, dims.d_model)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.views[name]

@@ -1,4 +1,4 @@
-"""The training controller: one worker thread, Start/Pause/Resume/Stop/Reset, ≤ 10 Hz pushes.
+"""The training controller: one worker thread, Start/Pause/Resume/Stop/Reset, budgeted pushes.
 
 Same job kit as :mod:`gui.explorer.controller`: a :class:`~gui.kit.jobs.WorkerHost` runs one
 :class:`~gui.train.worker.TrainWorker` in its thread; each request is an immutable
@@ -12,7 +12,11 @@ Why so few pushes: the training thread and the GUI thread share the GIL, and pyq
 ``setData`` and painting are mostly Python. Every millisecond the GUI spends drawing is a
 millisecond the trainer cannot run (benchmarks/bench_train_gui.py): at 25 Hz the curves took
 ~40 % of the GIL and training ran at ~0.5× its engine-only speed. Training curves read just as
-well at 10 Hz.
+well at 10 Hz. Even 10 Hz was too much once the trainer got faster: an update and paint of the
+four curve panels took 30-40 ms (more under load), so the views held the trainer ~45 % of the
+time and the GUI trained at 0.3-0.5× the engine-only speed. So the views also get a time
+budget (:class:`~gui.train.gate.PushBudget`): after a push that took c seconds of update and
+paint, the next waits until c / :data:`VIEW_SHARE` after it.
 
 The step gate: the controller owns a ``threading.Event`` that the engine waits for before each
 optimisation step (``iter_training(step_gate=...)``). A push clears it while it updates the
@@ -43,7 +47,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.config.train import TrainConfig
 from gui.kit.jobs import JobFailed, ViewPusher, WorkerHost
-from gui.train.gate import GatedPaint
+from gui.train.gate import GatedPaint, PushBudget
 from gui.train.results import TrainResults
 from gui.train.state import GradientHistory, TrainState
 from gui.train.worker import (
@@ -57,6 +61,7 @@ from gui.train.worker import (
 __all__ = [
     "DEFAULT_PUSH_INTERVAL_MS",
     "TRAINING_SWITCH_INTERVAL_S",
+    "VIEW_SHARE",
     "TrainController",
 ]
 
@@ -73,6 +78,12 @@ TRAINING_SWITCH_INTERVAL_S = 0.0005
 
 #: Default minimum interval between two pushes to the training views (10 Hz).
 DEFAULT_PUSH_INTERVAL_MS = 100
+
+#: Largest share of the wall-clock time that pushes to the training views (update and paint,
+#: with the trainer held at its step gate) may take while a job runs. With 6 % the GUI trains
+#: at ~0.9× the engine-only speed or better (benchmarks/bench_train_gui.py); cheap pushes
+#: still come at the push interval, the curves' 30-40 ms ones every ~0.5-0.7 s.
+VIEW_SHARE = 0.06
 
 
 class TrainController(QObject):
@@ -116,6 +127,7 @@ class TrainController(QObject):
         self.pushes = 0
         # The step gate, shared with every job's engine generator, and the split paint.
         self._paint = GatedPaint(self)
+        self._budget = PushBudget(self._paint, VIEW_SHARE, self._schedule_push, self)
 
         self._pusher = ViewPusher(
             self._views, self.results, _show_results, push_interval_ms, pushed=self._on_pushed,
@@ -242,6 +254,7 @@ class TrainController(QObject):
         self._last_error = ""
         for view in self._views:
             view.clear()  # type: ignore[attr-defined]
+        self._budget.discard()
         self._pusher.discard()
         self._progress = (0.0, math.nan)
         self.progressChanged.emit(0.0, math.nan)
@@ -264,6 +277,7 @@ class TrainController(QObject):
         if self._closed:
             return
         self._closed = True
+        self._budget.discard()
         self._pusher.close()
         self._paint.close()  # re-enables the viewports a push held and opens the gate
         self._host.begin_shutdown()
@@ -340,7 +354,11 @@ class TrainController(QObject):
         eta = active * (1.0 - fraction) / fraction if fraction > 0 else math.nan
         # Emitted with the next push: a progress-bar repaint per snapshot (30 Hz) is wasted.
         self._progress = (fraction, eta)
-        self._pusher.schedule()
+        self._budget.request()
+
+    def _schedule_push(self) -> None:
+        if not self._closed:
+            self._pusher.schedule()
 
     @Slot(object)
     def _on_failed(self, message: JobFailed) -> None:
@@ -357,12 +375,15 @@ class TrainController(QObject):
             return
         if self._state == TrainState.RUNNING:
             self._active_s += time.perf_counter() - self._resumed_at
-        # Show the final state before announcing idle, so idle means "everything is shown".
+        # Show the final state before announcing idle, so idle means "everything is shown":
+        # the budget no longer matters, the trainer has stopped.
+        self._budget.settle()
         self._pusher.flush()
         self._set_state(TrainState.IDLE)
 
     def _on_pushed(self, results: object, shown: Sequence[object]) -> None:
         self.pushes += 1
+        self._budget.pushed()
         # Before the paint: the progress bar and status line go into the same repaint.
         self.progressChanged.emit(*self._progress)
         self.resultsShown.emit(results)

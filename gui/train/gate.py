@@ -11,13 +11,15 @@ loop, so two short stalls replace one long one.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer, Slot
 from PySide6.QtWidgets import QGraphicsView, QWidget
 
-__all__ = ["GatedPaint"]
+__all__ = ["GatedPaint", "PushBudget"]
 
 
 class GatedPaint(QObject):
@@ -28,6 +30,9 @@ class GatedPaint(QObject):
         self.gate = threading.Event()
         self.gate.set()
         self._closed = False
+        #: Seconds spent in gated blocks so far (view updates and paints): the GUI's share of
+        #: the time, which the controller keeps within a budget.
+        self.busy_s = 0.0
         # Viewports updated by the last push, their updates disabled until the paint timer.
         self._held: list[QWidget] = []
         self._paint_timer = QTimer(self)
@@ -71,9 +76,11 @@ class GatedPaint(QObject):
             yield
             return
         self.gate.clear()
+        start = time.perf_counter()
         try:
             yield
         finally:
+            self.busy_s += time.perf_counter() - start
             self.gate.set()
 
     @Slot()
@@ -91,6 +98,63 @@ class GatedPaint(QObject):
             windows = dict.fromkeys(viewport.window() for viewport in held)
             for window in windows:
                 QCoreApplication.sendPostedEvents(window, QEvent.Type.UpdateRequest)
+
+
+class PushBudget(QObject):
+    """Spaces the pushes to the views so that they take at most ``share`` of the wall time.
+
+    A push (update and paint) that took c seconds inside ``paint``'s gated blocks lets the
+    next one start c / ``share`` after it; results that come sooner wait for a single-shot
+    timer, and newer ones only replace them. ``schedule`` hands the latest results to the
+    pusher (GUI thread).
+    """
+
+    def __init__(self, paint: GatedPaint, share: float, schedule: Callable[[], None],
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._paint = paint
+        self._share = share
+        self._schedule = schedule
+        self._last_push_at = -math.inf
+        self._busy_mark = 0.0  # the gate's busy time when the last push began
+        self._waiting = False  # results newer than the last push exist
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self._on_timeout)
+
+    def request(self) -> None:
+        """New results: schedule them now if the budget allows, else when it does."""
+        self._waiting = True
+        if self._timer.isActive():
+            return
+        cost = self._paint.busy_s - self._busy_mark
+        wait = self._last_push_at + cost / self._share - time.perf_counter()
+        if wait > 0:
+            self._timer.start(math.ceil(1000 * wait))
+        else:
+            self._schedule()
+
+    def pushed(self) -> None:
+        """A push begins (its gated update and paint count from here on)."""
+        self._last_push_at = time.perf_counter()
+        self._busy_mark = self._paint.busy_s
+        self._waiting = False
+
+    def settle(self) -> None:
+        """The job ended: schedule waiting results at once (there is no trainer to slow)."""
+        self._timer.stop()
+        if self._waiting:
+            self._schedule()
+
+    def discard(self) -> None:
+        """Forget waiting results and stop the timer (Reset, shutdown)."""
+        self._timer.stop()
+        self._waiting = False
+
+    @Slot()
+    def _on_timeout(self) -> None:
+        if self._waiting:
+            self._schedule()
 
 
 def _graphics_views(views: Sequence[object]) -> list[QGraphicsView]:
