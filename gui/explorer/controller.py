@@ -123,8 +123,6 @@ class ExplorerController(QObject):
         self._host = WorkerHost(worker, "explorer-worker", self)
         self._host.jobFinished.connect(self._on_finished)
         self._host.workerStopped.connect(self.workerStopped)
-        # Keeps the wrapper alive; the worker itself is deleted in its thread at shutdown.
-        self._worker = worker
 
     # ----------------------------------------------------------------------------- accessors
     def config(self) -> AttentionConfig:

@@ -67,7 +67,6 @@ class HeadsController(QObject):
         self._selected: tuple[int, int, int] | None = None
         self._busy = False
         self._closed = False
-        self._workers = []
         self._hosts = []
         for name, failed in (("heads-scan", self._on_scan_failed),
                              ("heads-replay", self._on_replay_failed)):
@@ -79,7 +78,6 @@ class HeadsController(QObject):
             host = WorkerHost(worker, name, self)
             host.jobFinished.connect(self._on_finished)
             host.workerStopped.connect(self._on_worker_stopped)
-            self._workers.append(worker)  # keeps the wrappers alive until shutdown
             self._hosts.append(host)
         self._scan_host, self._replay_host = self._hosts
 

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+import shiboken6
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 __all__ = ["Job", "JobFailed", "Throttle", "ViewPusher", "WorkerHost"]
@@ -58,10 +59,14 @@ class WorkerHost(QObject):
     ----------
     worker
         A ``QObject`` with a ``run(job)`` slot and a ``finished`` signal (payload with
-        ``request_id``); it must have no parent. It is moved to the thread and deleted *in that
-        thread* when the thread ends: moving it back to the GUI thread from
+        ``request_id``); it must have no parent. It is moved to the thread, and deleted on the
+        GUI thread once that thread has ended. Deleting it in its own thread (``deleteLater``
+        at ``QThread.finished``) deadlocked: the wrapper's destructor waits there for the
+        interpreter lock while Qt holds a signal-slot mutex, and the GUI thread, holding the
+        interpreter lock, waits for that mutex when it emits any signal whose sender hashes to
+        it (seen in ``closeEvent`` during a resize). Moving it back to the GUI thread from
         ``QThread.finished`` crashed the process (a deterministic segfault in the stress
-        script), so it is never touched after shutdown.
+        script), so it is only ever deleted, after the thread has ended.
     name
         Object name of the thread (shows in debuggers).
 
@@ -89,7 +94,7 @@ class WorkerHost(QObject):
         self._thread = QThread(self)
         self._thread.setObjectName(name)
         worker.moveToThread(self._thread)
-        self._thread.finished.connect(worker.deleteLater)
+        self._worker: QObject | None = worker
         self._thread.finished.connect(self._on_thread_finished)
         self._thread.start()
 
@@ -168,6 +173,7 @@ class WorkerHost(QObject):
         stopped = self._thread.wait(max(0, int(timeout_ms)))
         if not stopped:
             self._thread.wait()
+        self._delete_worker()
         return stopped
 
     # -------------------------------------------------------------------------------- private
@@ -192,7 +198,17 @@ class WorkerHost(QObject):
         # A job queued behind the thread's quit never runs and never reports: forget it.
         self._running = None
         self._wanted = None
+        self._delete_worker()
         self.workerStopped.emit()
+
+    def _delete_worker(self) -> None:
+        """Destroy the worker here, on the GUI thread, after its thread has ended."""
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        # ``finished`` is emitted at the very end of the thread: this wait returns at once.
+        self._thread.wait()
+        shiboken6.delete(worker)
 
 
 class Throttle(QObject):

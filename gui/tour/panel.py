@@ -298,7 +298,6 @@ class TourPanel(QWidget):
             worker = ClaimWorker()
             self._host = WorkerHost(worker, "tour-claims", self)
             self._host.jobFinished.connect(self._on_claims_done)
-            self._claim_worker = worker  # keeps the wrapper; the worker dies in its thread
         return self._host
 
     @Slot(object)

@@ -140,8 +140,6 @@ class TrainController(QObject):
         self._host = WorkerHost(worker, "train-worker", self)
         self._host.jobFinished.connect(self._on_finished)
         self._host.workerStopped.connect(self._on_thread_finished)
-        # Keeps the wrapper alive; the worker itself is deleted in its thread at shutdown.
-        self._worker = worker
 
     # ----------------------------------------------------------------------------- accessors
     def state(self) -> TrainState:

@@ -7,7 +7,8 @@ import threading
 import time
 
 import pytest
-from PySide6.QtCore import QObject, Signal, Slot
+import shiboken6
+from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from gui.kit.jobs import Throttle, ViewPusher, WorkerHost
 from gui.kit.qt_lifetime import wait_until
@@ -119,6 +120,38 @@ def test_shutdown_is_bounded_and_announced(host):
     assert not h.is_running()
     h.request(lambda request_id: SleepJob(request_id, 0.0))  # ignored once closed
     assert h.running() is None
+
+
+class DeletionProbe(SleepWorker):
+    """Records the thread its C++ object is destroyed in (through ``destroyed``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.destroyed_in: list[str] = []
+        probe = self.destroyed_in
+        self.destroyed.connect(lambda *_: probe.append(threading.current_thread().name),
+                               Qt.ConnectionType.DirectConnection)
+
+
+@pytest.mark.parametrize("waiting", [True, False])
+def test_the_worker_is_deleted_on_the_gui_thread_after_its_thread_ends(qapp, waiting):
+    # Deleted in its own thread, the worker's wrapper waited there for the interpreter lock
+    # while Qt held a signal-slot mutex that the GUI thread (holding the lock) needed: a
+    # deadlock at window close.
+    worker = DeletionProbe()
+    destroyed_in = worker.destroyed_in
+    host = WorkerHost(worker, "deletion-test")
+    stopped = []
+    host.workerStopped.connect(lambda: stopped.append(True))
+    host.request(lambda request_id: SleepJob(request_id, 10.0))
+    if waiting:
+        assert host.shutdown(2000)
+    else:
+        host.begin_shutdown()
+        assert wait_until(lambda: bool(stopped), (host.workerStopped,), 2000)
+    assert not shiboken6.isValid(worker)
+    assert destroyed_in == [threading.main_thread().name]
+    host.deleteLater()
 
 
 def test_throttle_calls_at_once_then_once_per_interval(qapp):
