@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from engine.config import ScalingRule
+from engine.core.moments import median_band
 from engine.core.stats import SATURATION_THRESHOLD, jacobian_fro_norm
 
 __all__ = ["GradientSummary", "gradient_summary"]
@@ -41,13 +42,6 @@ class GradientSummary:
     jac_raw_q90: float
     saturated_share: float
     rows: int
-
-
-def _quantiles(values: np.ndarray) -> tuple[float, float, float]:
-    if values.size == 0 or np.isnan(values).all():
-        return math.nan, math.nan, math.nan
-    q10, q50, q90 = np.quantile(values, [0.1, 0.5, 0.9])
-    return float(q50), float(q10), float(q90)
 
 
 def gradient_summary(
@@ -85,8 +79,8 @@ def gradient_summary(
             raw = (np.asarray(view.jac_fro, dtype=np.float64) * view.row_scale).ravel()
         else:
             raw = view.scale * jac
-        j50, j10, j90 = _quantiles(jac)
-        r50, r10, r90 = _quantiles(raw)
+        j50, j10, j90 = median_band(jac)
+        r50, r10, r90 = median_band(raw)
         pmax = np.asarray(view.p_max, dtype=np.float64)
         share = float(np.mean(pmax > SATURATION_THRESHOLD)) if pmax.size else 0.0
         out[ScalingRule(rule)] = GradientSummary(ScalingRule(rule), int(d_k), j50, j10, j90,

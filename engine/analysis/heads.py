@@ -24,10 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.config import ScalingRule
+from engine.core.moments import RunningMoments
 from engine.core.plan import make_plan
 from engine.core.scaling import RuleOperands, rule_operands, write_logits
 from engine.core.softmax import exp_rows
-from engine.core.stats import SATURATION_THRESHOLD, RunningMoments
+from engine.core.stats import SATURATION_THRESHOLD
 from engine.core.theory import zhai_min_entropy_rows
 
 __all__ = [

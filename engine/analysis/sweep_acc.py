@@ -20,15 +20,11 @@ from engine.analysis.sweep_precision import PrecisionTally, grid_combos, grid_ro
 from engine.analysis.sweep_rows import Setting
 from engine.config import ScalingRule, SweepConfig
 from engine.core import theory
+from engine.core.moments import RunningMoments, block_moments, median_band
 from engine.core.precision import reference_weights
 from engine.core.rowstats import RowStatsWorkspace, ShiftedRows, logit_row_stats, shift_rows
 from engine.core.scaling import scale_factor
-from engine.core.stats import (
-    SATURATION_THRESHOLD,
-    RunningMoments,
-    block_moments,
-    jacobian_fro_norm,
-)
+from engine.core.stats import SATURATION_THRESHOLD, jacobian_fro_norm
 
 __all__ = ["GRID_RULES", "NONLINEAR_RULES", "ChunkRaw", "RuleAccumulator"]
 
@@ -96,13 +92,6 @@ def rule_scale(config: SweepConfig, rule: ScalingRule, d_k: int, n: int) -> floa
         temperature = math.sqrt(d_k) if config.temperature is None else config.temperature
     return scale_factor(rule, d_k, temperature=temperature, n=n, ssmax_s=config.ssmax_s,
                         yarn_factor=config.yarn_factor)
-
-
-def _quantiles(values: np.ndarray) -> tuple[float, float, float]:
-    if np.isnan(values).all():
-        return math.nan, math.nan, math.nan
-    q10, q50, q90 = np.quantile(values, [0.1, 0.5, 0.9])
-    return float(q50), float(q10), float(q90)
 
 
 class RuleAccumulator:
@@ -186,8 +175,8 @@ class RuleAccumulator:
 
     def summary(self, samples: int) -> dict[str, Any]:
         """The point's fields (everything but param, value, index and total)."""
-        j50, j10, j90 = _quantiles(self.jac)
-        r50, r10, r90 = _quantiles(self.jac_raw)
+        j50, j10, j90 = median_band(self.jac)
+        r50, r10, r90 = median_band(self.jac_raw)
         main = self.main_tally.stat()
         return {
             "rule": self.rule,

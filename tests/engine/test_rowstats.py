@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.core.moments import RunningMoments, block_moments
 from engine.core.rowstats import RowStatsWorkspace, logit_row_stats, shift_rows
 from engine.core.softmax import softmax
-from engine.core.stats import RunningMoments, block_moments, row_summary
+from engine.core.stats import row_summary
 
 
 def _reference(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -161,3 +162,13 @@ def test_float32_exponentials_stay_within_their_stated_error():
     for name in ("entropy", "p_max", "jac_fro"):
         np.testing.assert_array_equal(getattr(fast, name), getattr(exact, name))
     assert exact.jac_fro.min() > 0.0
+
+
+def test_median_band_is_numpys_quantiles_and_nan_when_nothing_is_known():
+    from engine.core.moments import median_band
+
+    values = np.random.default_rng(6).standard_normal(999)
+    assert median_band(values) == tuple(
+        float(q) for q in np.quantile(values, [0.5, 0.1, 0.9]))
+    assert all(np.isnan(median_band(np.zeros(0))))
+    assert all(np.isnan(median_band(np.full(3, np.nan))))
