@@ -16,6 +16,7 @@ from gui.explorer.views.base import ExplorerView
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.plot_view import positive_or_nan
+from gui.kit.steady_range import SteadyViewBox
 
 __all__ = ["CorrelationView"]
 
@@ -39,7 +40,8 @@ class CorrelationView(ExplorerView):
         self._layout.addWidget(self._widget)
         self._legend = style.make_legend(col_count=3)
         self._widget.addItem(self._legend, row=0, col=0)
-        self._plot = self._widget.addPlot(row=1, col=0, axisItems=style.log_axis_items())
+        self._plot = self._widget.addPlot(row=1, col=0, viewBox=SteadyViewBox(),
+                                          axisItems=style.log_axis_items())
         style.style_plot(self._plot, bottom="d<sub>k</sub>")
         style.set_log_mode(self._plot, x=True, y=True)
         self._unit = pg.InfiniteLine(

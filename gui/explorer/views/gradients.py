@@ -22,6 +22,7 @@ from gui.explorer.views.laws import group_by_rule
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.plot_view import finite_or_nan, positive_or_nan
+from gui.kit.steady_range import SteadyViewBox
 
 if TYPE_CHECKING:
     from engine.analysis.sweep import SweepPoint
@@ -128,7 +129,7 @@ class GradientView(ExplorerView):
         specs = (("jac", True), ("raw", True), ("saturated", False))
         first: pg.PlotItem | None = None
         for key, log_y in specs:
-            plot = pg.PlotItem(axisItems=style.log_axis_items())
+            plot = pg.PlotItem(viewBox=SteadyViewBox(), axisItems=style.log_axis_items())
             style.style_plot(plot, bottom=dk)
             style.set_log_mode(plot, x=True, y=log_y)
             # The two gradient panels share the d_k range. The saturation panel is not linked:

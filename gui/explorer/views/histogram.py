@@ -18,6 +18,7 @@ from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
 from gui.kit import style
 from gui.kit.i18n import translate
+from gui.kit.steady_range import SteadyViewBox
 
 if TYPE_CHECKING:
     from engine.analysis.experiment import AttentionSnapshot
@@ -45,7 +46,7 @@ def real_variance_text(rule: ScalingRule, mean: float, variance: float) -> str:
 
 class _Panel:
     def __init__(self, widget: pg.GraphicsLayoutWidget, col: int) -> None:
-        self.plot = widget.addPlot(row=0, col=col)
+        self.plot = widget.addPlot(row=0, col=col, viewBox=SteadyViewBox())
         self.col = col
         style.style_plot(self.plot)
         self.hist = pg.PlotDataItem(stepMode="center", fillLevel=0.0)

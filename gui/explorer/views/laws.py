@@ -16,6 +16,7 @@ from gui.explorer.views.base import ExplorerView
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.plot_view import finite_or_nan, positive_or_nan
+from gui.kit.steady_range import SteadyViewBox
 
 if TYPE_CHECKING:
     from engine.analysis.sweep import SweepPoint
@@ -72,7 +73,8 @@ class LawsView(ExplorerView):
         first: pg.PlotItem | None = None
         for index, (field, log_y) in enumerate(self.PANELS):
             r, c = divmod(index, 2)
-            plot = self._widget.addPlot(row=1 + r, col=c, axisItems=style.log_axis_items())
+            plot = self._widget.addPlot(row=1 + r, col=c, viewBox=SteadyViewBox(),
+                                        axisItems=style.log_axis_items())
             style.style_plot(plot, bottom=dk)
             style.set_log_mode(plot, x=True, y=log_y)
             if first is None:

@@ -24,6 +24,7 @@ from gui.explorer.views.laws import group_by_rule
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.plot_view import finite_or_nan, positive_or_nan
+from gui.kit.steady_range import SteadyViewBox
 
 if TYPE_CHECKING:
     from engine.analysis.sweep import SweepPoint
@@ -88,7 +89,8 @@ class PrecisionView(ExplorerView):
         self._plots: dict[str, pg.PlotItem] = {}
         first: pg.PlotItem | None = None
         for col, panel in enumerate(self.PANELS):
-            plot = self._widget.addPlot(row=1, col=col, axisItems=style.log_axis_items())
+            plot = self._widget.addPlot(row=1, col=col, viewBox=SteadyViewBox(),
+                                        axisItems=style.log_axis_items())
             style.style_plot(plot, bottom="d<sub>k</sub>")
             style.set_log_mode(plot, x=True, y=panel != "overflow")
             if first is None:

@@ -15,6 +15,7 @@ from gui.explorer.views.base import ExplorerView
 from gui.explorer.views.token_axis import TokenAxis
 from gui.kit import style
 from gui.kit.i18n import translate
+from gui.kit.steady_range import SteadyViewBox
 
 if TYPE_CHECKING:
     from engine.analysis.experiment import AttentionSnapshot
@@ -48,7 +49,7 @@ class SoftmaxView(ExplorerView):
         # anywhere, so no corner of the plot is guaranteed to be free.
         self._widget.addItem(self._legend, row=0, col=0)
         # The key axis shows a real head's tokens (numbers for random q, k).
-        self._plot = self._widget.addPlot(row=1, col=0,
+        self._plot = self._widget.addPlot(row=1, col=0, viewBox=SteadyViewBox(),
                                           axisItems={"bottom": TokenAxis("bottom", offset=0.0)})
         style.style_plot(self._plot)
         self._uniform = pg.InfiniteLine(

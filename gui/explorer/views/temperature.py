@@ -22,6 +22,7 @@ from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
 from gui.kit import style
 from gui.kit.i18n import translate
+from gui.kit.steady_range import SteadyViewBox
 
 __all__ = ["T_MAX", "T_MIN", "TemperatureView"]
 
@@ -79,7 +80,7 @@ class TemperatureView(ExplorerView):
         self._layout.addWidget(self._widget, 1)
         self._legend = style.make_legend(col_count=2)
         self._widget.addItem(self._legend, row=0, col=0)
-        self._plot = self._widget.addPlot(row=1, col=0)
+        self._plot = self._widget.addPlot(row=1, col=0, viewBox=SteadyViewBox())
         style.style_plot(self._plot)
         self._sqrt_curve = pg.PlotDataItem(
             pen=style.rule_pen(ScalingRule.SQRT, width=5),

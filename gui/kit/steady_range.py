@@ -1,0 +1,87 @@
+"""A plot range that holds still while the data move a little.
+
+pyqtgraph's auto-range fits every change of the data exactly, so a slider drag moves the axes
+on every step: the tick labels jitter, and each move re-generates the axes' text, which was the
+largest part of a repaint in the explorer (``benchmarks/bench_gui.py``: about 13 ms of the
+histogram view's 33 ms paint). :class:`SteadyViewBox` keeps auto-range on, but moves the shown
+range only when the data leave it or shrink well inside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyqtgraph as pg
+
+__all__ = ["KEEP_FRACTION", "MARGIN", "SteadyViewBox", "steady_range"]
+
+#: The shown range is kept while the fitted one lies inside it and spans at least this
+#: fraction of it: data never sit in less than 80 % of an axis.
+KEEP_FRACTION = 0.8
+#: A range that has to move is widened by this fraction of the fitted span on each side, so
+#: that the next small changes fit in it.
+MARGIN = 0.04
+
+
+def steady_range(
+    shown: Sequence[float], fitted: Sequence[float],
+    keep_fraction: float = KEEP_FRACTION, margin: float = MARGIN,
+) -> tuple[float, float]:
+    """Return the range to show on one axis, given the shown range and the auto-range fit.
+
+    Parameters
+    ----------
+    shown
+        ``(low, high)`` shown now.
+    fitted
+        ``(low, high)`` that auto-range wants (the data's bounds with pyqtgraph's padding).
+    keep_fraction, margin
+        See :data:`KEEP_FRACTION` and :data:`MARGIN`.
+
+    Returns
+    -------
+    tuple of float
+        ``shown`` when ``fitted`` lies inside it and spans at least ``keep_fraction`` of it;
+        otherwise ``fitted`` widened by ``margin`` of its span on each side. A degenerate
+        ``fitted`` (zero width) is returned as is: pyqtgraph widens it itself.
+    """
+    low, high = float(fitted[0]), float(fitted[1])
+    span = high - low
+    if not span > 0:
+        return low, high
+    shown_low, shown_high = float(shown[0]), float(shown[1])
+    if shown_low <= low and high <= shown_high and span >= keep_fraction * (shown_high - shown_low):
+        return shown_low, shown_high
+    return low - margin * span, high + margin * span
+
+
+class SteadyViewBox(pg.ViewBox):
+    """A ``ViewBox`` whose automatic range moves only when the data need it (:func:`steady_range`).
+
+    Everything else is pyqtgraph's: a zoom or pan by hand turns auto-range off, and the "A"
+    button or :meth:`autoRange` (the views' *Reset view*) fit the data exactly again.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._auto_ranging = False
+
+    def updateAutoRange(self) -> None:  # pyqtgraph override
+        """Run pyqtgraph's auto-range; :meth:`setRange` steadies the range it asks for."""
+        self._auto_ranging = True
+        try:
+            super().updateAutoRange()
+        finally:
+            self._auto_ranging = False
+
+    def setRange(self, rect: Any = None, xRange: Any = None, yRange: Any = None,
+                 *args: Any, **kwargs: Any) -> None:  # pyqtgraph override
+        """pyqtgraph's ``setRange``; during auto-range each axis keeps its range if it can."""
+        if self._auto_ranging and rect is None:
+            shown_x, shown_y = self.viewRange()
+            if xRange is not None:
+                xRange = steady_range(shown_x, xRange)
+            if yRange is not None:
+                yRange = steady_range(shown_y, yRange)
+        super().setRange(rect, xRange, yRange, *args, **kwargs)
