@@ -20,6 +20,12 @@ no mask, the same thread count for numpy and torch):
 
 ``/mm`` is engine time over the time of the matrix products the computation cannot avoid (QKᵀ
 and P·V forward; the backward adds E·V, Eᵀ·G', G'·Vᵀ, dS·K and dSᵀ·Q, with QKᵀ recomputed).
+
+``floor`` is the least any numpy implementation pays: the matrix products (forward: QKᵀ and
+P·V; with the backward also Pᵀ·G, G·Vᵀ, dS·K and dSᵀ·Q, nothing recomputed) plus one float32
+``numpy.exp`` per logit, split over the threads. ``/floor`` is the engine over it, and
+``floor/torch`` that floor over torch's best time: above 1, no numpy code reaches torch at that
+size, because numpy cannot fuse the exponentials into the products as torch's kernels do.
 Shapes are (batch·heads, n, d). Times depend on the machine and its load (print ``uptime``
 alongside): only ratios from one run mean something, and nothing here asserts absolute times.
 
@@ -30,6 +36,7 @@ both 2–3×, so each library is timed in its own block, warmed up, after a paus
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import inspect
 import os
 import statistics
@@ -116,6 +123,23 @@ def numpy_times(case: Case, repeats: int, threads: int, backward: bool) -> dict[
         np.matmul(s2, k)
         np.matmul(s2.swapaxes(-1, -2), q)
 
+    def mm_bwd_least() -> None:
+        p = np.matmul(q, k_t)
+        np.matmul(p.swapaxes(-1, -2), g)
+        dp = np.matmul(g, v_t)
+        np.matmul(dp, k)
+        np.matmul(dp.swapaxes(-1, -2), q)
+
+    logits = np.matmul(q, k_t).reshape(-1, k.shape[-2])
+    exps = np.empty_like(logits)
+    parts = [slice(rows[0], rows[-1] + 1)
+             for rows in np.array_split(np.arange(logits.shape[0]), threads) if rows.size]
+    pool = concurrent.futures.ThreadPoolExecutor(len(parts))
+
+    def exp_split() -> None:
+        # numpy's exp runs on one core: each thread takes its share of the rows.
+        list(pool.map(lambda rows: np.exp(logits[rows], out=exps[rows]), parts))
+
     def fwd_bwd() -> None:
         if _HAS_NEED_WEIGHTS:
             out = sdpa(q, k, v, rule="sqrt", need_weights=False).output
@@ -125,13 +149,16 @@ def numpy_times(case: Case, repeats: int, threads: int, backward: bool) -> dict[
             attention.scaled_dot_product_attention_backward(q, k, v, g, rule="sqrt")
 
     time.sleep(PAUSE)
-    with limit_blas_threads(threads):
+    with limit_blas_threads(threads), pool:
         out = {"mm_fwd": median_time(mm_fwd, repeats), "weights": median_time(fwd_weights, repeats)}
+        out["exp"] = median_time(exp_split, repeats)
+        out["floor"] = out["mm_fwd"] + out["exp"]
         if _HAS_NEED_WEIGHTS:
             out["no_weights"] = median_time(fwd_out, repeats)
         if backward:
             out["mm_fwd_bwd"] = median_time(mm_fwd_bwd, repeats)
             out["fwd_bwd"] = median_time(fwd_bwd, repeats)
+            out["floor_bwd"] = out["floor"] + median_time(mm_bwd_least, repeats)
     return out
 
 
@@ -186,7 +213,7 @@ def run(repeats: int, threads: int) -> None:
     print(f"float32, rule sqrt, no mask, {threads} threads, {stat} of {repeats} samples")
     header = (
         f"{'path':<16} {'shape':<15} {'engine ms':>9} {'/torch':>6} {'/SDPA':>6} "
-        f"{'/eager':>6} {'/mm':>6}"
+        f"{'/eager':>6} {'/mm':>6} {'/floor':>6} {'floor/torch':>11}"
     )
     print(header)
     print("-" * len(header))
@@ -208,7 +235,8 @@ def run(repeats: int, threads: int) -> None:
                 rows["fwd, no weights"].append(
                     f"{'fwd, no weights':<16} {label:<15} {nw * 1e3:9.3f} "
                     f"{_ratio(nw, best)} {_ratio(nw, sdpa)} {_ratio(nw, eager)} "
-                    f"{_ratio(nw, e['mm_fwd'])}"
+                    f"{_ratio(nw, e['mm_fwd'])} {_ratio(nw, e['floor'])} "
+                    f"{_ratio(e['floor'], best):>11}"
                 )
             else:
                 rows["fwd, no weights"].append(
@@ -217,7 +245,8 @@ def run(repeats: int, threads: int) -> None:
             w = e["weights"]
             rows["fwd, weights"].append(
                 f"{'fwd, weights':<16} {label:<15} {w * 1e3:9.3f} {_ratio(w, eager)} "
-                f"{_ratio(w, sdpa)} {_ratio(w, eager)} {_ratio(w, e['mm_fwd'])}"
+                f"{_ratio(w, sdpa)} {_ratio(w, eager)} {_ratio(w, e['mm_fwd'])} "
+                f"{_ratio(w, e['floor'])} {_ratio(e['floor'], eager):>11}"
             )
         if backward:
             fb = e["fwd_bwd"]
@@ -225,7 +254,8 @@ def run(repeats: int, threads: int) -> None:
             best_b = None if not t else min(t["sdpa_bwd"], t["eager_bwd"])
             rows["fwd+bwd"].append(
                 f"{'fwd+bwd':<16} {label:<15} {fb * 1e3:9.3f} {_ratio(fb, best_b)} "
-                f"{_ratio(fb, s_b)} {_ratio(fb, e_b)} {_ratio(fb, e['mm_fwd_bwd'])}"
+                f"{_ratio(fb, s_b)} {_ratio(fb, e_b)} {_ratio(fb, e['mm_fwd_bwd'])} "
+                f"{_ratio(fb, e['floor_bwd'])} {_ratio(e['floor_bwd'], best_b):>11}"
             )
     for lines in rows.values():
         print("\n".join(lines))
@@ -246,7 +276,8 @@ def run(repeats: int, threads: int) -> None:
     print()
     if have_torch:
         print("/torch: fwd, no weights and fwd+bwd against min(SDPA, eager); fwd, weights and")
-        print("tiny calls against eager (which also materialises the weights).")
+        print("tiny calls against eager (which also materialises the weights). floor/torch")
+        print("above 1: even the least numpy work (products + one exp per logit) is slower.")
     else:
         print("torch is not installed: the torch columns are n/a.")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
