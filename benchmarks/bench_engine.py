@@ -202,6 +202,25 @@ def torch_times(case: Case, repeats: int, threads: int, backward: bool) -> dict[
     return out
 
 
+def faults_per_call(case: Case, calls: int = 20) -> float | None:
+    """Minor page faults per default call (weights returned), after warm-up; None off Unix.
+
+    Counted for the whole process, so nothing else may run meanwhile. Fresh multi-megabyte
+    results that the allocator returned to the system and faulted in again on every call cost
+    the default path half its speed before its two n×n results shared one allocation.
+    """
+    try:
+        import resource
+    except ImportError:
+        return None
+    for _ in range(3):
+        attention.scaled_dot_product_attention(case.q, case.k, case.v)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(calls):
+        attention.scaled_dot_product_attention(case.q, case.k, case.v)
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
+
+
 def _ratio(a: float | None, b: float | None) -> str:
     return "   n/a" if a is None or b is None else f"{a / b:6.2f}"
 
@@ -259,6 +278,11 @@ def run(repeats: int, threads: int) -> None:
             )
     for lines in rows.values():
         print("\n".join(lines))
+    for shape in FORWARD_SIZES:
+        faults = faults_per_call(Case(shape, rng))
+        if faults is not None:
+            label = "x".join(map(str, shape))
+            print(f"{'page faults':<16} {label:<15} {faults:9.1f} per default call")
     case = Case(TINY, rng)
     e = numpy_times(case, repeats, threads, backward=False)
     t = torch_times(case, repeats, threads, backward=False)

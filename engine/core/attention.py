@@ -56,7 +56,8 @@ class AttentionResult:
         (..., n_q, d_v) attention output ``weights @ v``.
     weights
         (..., n_q, n_k) softmax weights; rows sum to 1, fully masked rows are 0. None when the
-        call asked for ``need_weights=False``.
+        call asked for ``need_weights=False``. The weights and the logits share one block of
+        memory, which lives as long as either does.
     logits
         (..., n_q, n_k) logits after scaling/capping and masking (masked = −∞), before softmax.
         None when the call asked for ``need_weights=False``.
@@ -213,8 +214,11 @@ def scaled_dot_product_attention(
     )
     problem = _problem(plan)
     flat_scores = (problem.batch_size, plan.n_q, plan.n_k)
-    logits = np.empty(flat_scores, dtype=plan.dtype)
-    weights = np.empty_like(logits)
+    # One allocation for both n×n results: glibc keeps a freed block of that size for the next
+    # call, whereas two half-size blocks were returned to the system after every call and
+    # page-faulted in again (the default call ran at about half the speed of need_weights=False
+    # in benchmarks/bench_engine.py loops; with one block the two paths cost about the same).
+    logits, weights = np.empty((2, *flat_scores), dtype=plan.dtype)
     output = np.empty((problem.batch_size, *output_shape[-2:]), dtype=plan.dtype)
     tiled.forward(problem, output, logits=logits, weights=weights)
     return AttentionResult(
