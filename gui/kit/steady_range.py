@@ -60,12 +60,24 @@ class SteadyViewBox(pg.ViewBox):
     """A ``ViewBox`` whose automatic range moves only when the data need it (:func:`steady_range`).
 
     Everything else is pyqtgraph's: a zoom or pan by hand turns auto-range off, and the "A"
-    button or :meth:`autoRange` (the views' *Reset view*) fit the data exactly again.
+    button or :meth:`autoRange` (the views' *Reset view*) fit the data exactly again: the first
+    fit after auto-range is turned back on is pyqtgraph's own, without the rule or its margin.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._auto_ranging = False
+        # Per axis: auto-range was just turned back on, so the next fit is exact.
+        self._fit_exactly = [False, False]
+
+    def enableAutoRange(self, axis: Any = None, enable: Any = True,  # pyqtgraph override
+                        x: Any = None, y: Any = None) -> None:
+        """pyqtgraph's ``enableAutoRange``; an axis turned back on is fitted exactly next."""
+        was_off = [value is False for value in self.state["autoRange"]]
+        super().enableAutoRange(axis, enable, x, y)
+        for index, value in enumerate(self.state["autoRange"]):
+            if was_off[index] and value is not False and hasattr(self, "_fit_exactly"):
+                self._fit_exactly[index] = True
 
     def updateAutoRange(self) -> None:  # pyqtgraph override
         """Run pyqtgraph's auto-range; :meth:`setRange` steadies the range it asks for."""
@@ -79,9 +91,14 @@ class SteadyViewBox(pg.ViewBox):
                  *args: Any, **kwargs: Any) -> None:  # pyqtgraph override
         """pyqtgraph's ``setRange``; during auto-range each axis keeps its range if it can."""
         if self._auto_ranging and rect is None:
-            shown_x, shown_y = self.viewRange()
-            if xRange is not None:
-                xRange = steady_range(shown_x, xRange)
-            if yRange is not None:
-                yRange = steady_range(shown_y, yRange)
+            shown = self.viewRange()
+            wanted = [xRange, yRange]
+            for index, fitted in enumerate(wanted):
+                if fitted is None:
+                    continue
+                if self._fit_exactly[index]:
+                    self._fit_exactly[index] = False
+                else:
+                    wanted[index] = steady_range(shown[index], fitted)
+            xRange, yRange = wanted
         super().setRange(rect, xRange, yRange, *args, **kwargs)

@@ -97,6 +97,23 @@ def test_reset_fits_exactly_and_a_manual_zoom_stays(plot):
     assert rendered_range(plot)[0] == pytest.approx([2.0, 3.0])
 
 
+def test_the_auto_button_fits_exactly_after_a_small_zoom_out(plot):
+    x = np.linspace(0.0, 10.0, 50)
+    plot.plot(x, np.sin(x))
+    reference = pg.PlotWidget()
+    reference.plot(x, np.sin(x))
+    reference.resize(400, 300)
+    exact = rendered_range(reference)
+    rendered_range(plot)
+    # Zoomed out by hand so that the data still fill more than KEEP_FRACTION of each axis.
+    (x0, x1), (y0, y1) = exact
+    plot.setRange(xRange=(x0 - 0.05 * (x1 - x0), x1), yRange=(y0, y1 + 0.05 * (y1 - y0)),
+                  padding=0.0)
+    assert not any(plot.getPlotItem().vb.autoRangeEnabled())
+    plot.getPlotItem().autoBtnClicked()
+    assert np.allclose(rendered_range(plot), exact)
+
+
 def test_the_histogram_axes_hold_still_when_sigma_moves_by_one_percent(qtbot):
     view = HistogramView()
     qtbot.addWidget(view)
