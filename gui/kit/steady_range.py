@@ -76,7 +76,7 @@ class SteadyViewBox(pg.ViewBox):
         was_off = [value is False for value in self.state["autoRange"]]
         super().enableAutoRange(axis, enable, x, y)
         for index, value in enumerate(self.state["autoRange"]):
-            if was_off[index] and value is not False and hasattr(self, "_fit_exactly"):
+            if was_off[index] and value is not False:
                 self._fit_exactly[index] = True
 
     def updateAutoRange(self) -> None:  # pyqtgraph override
