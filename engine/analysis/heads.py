@@ -26,7 +26,7 @@ import numpy as np
 from engine.config import ScalingRule
 from engine.core.moments import RunningMoments
 from engine.core.plan import make_plan
-from engine.core.scaling import RuleOperands, rule_operands, write_logits
+from engine.core.scaling import rule_operands, write_logits
 from engine.core.softmax import exp_rows
 from engine.core.stats import SATURATION_THRESHOLD
 from engine.core.theory import zhai_min_entropy_rows
@@ -253,13 +253,13 @@ def _diagnose(
     max_abs = 0.0
     saturated = 0
     for b in range(batch):
-        block = RuleOperands(ops.qs[b], ops.ks[b], ops.cap)
         for start in range(0, n, rows_per_block):
             if cancel is not None and cancel.is_set():
                 return None
             stop = min(n, start + rows_per_block)
             logits, expo = logits_buffer[: stop - start], expo_buffer[: stop - start]
-            write_logits(block, slice(start, stop), logits)
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked below
+                write_logits(ops.qs[b, start:stop], ops.ks[b], ops.cap, logits)
             queries = np.arange(start, stop)
             masked = keys[None, :] > queries[:, None] if causal else None
             visible = (queries + 1.0) if causal else np.full(stop - start, float(n))
@@ -275,7 +275,8 @@ def _diagnose(
             # Shift by the row maximum: z <= 0 with max 0, so exp never overflows and the
             # largest weight of a row is exp(0)/rowsum = 1/rowsum exactly.
             np.subtract(logits, np.max(logits, axis=1, keepdims=True), out=logits)
-            exp_rows(logits, expo)  # row max 0 lies in its no-shift window: plain exp(z)
+            with np.errstate(over="ignore", invalid="ignore"):
+                exp_rows(logits, expo)  # row max 0 lies in its no-shift window: plain exp(z)
             rowsum = np.sum(expo, axis=1)
             if masked is not None:
                 np.copyto(logits, 0.0, where=masked)  # weight 0 there: 0·(−∞) must not be NaN

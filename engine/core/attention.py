@@ -36,7 +36,7 @@ from engine.core import tiled
 from engine.core.checks import as_real_array, check_finite
 from engine.core.memory import check_memory
 from engine.core.plan import Plan, make_plan
-from engine.core.scaling import RuleOperands, normalise_backward, rule_operands
+from engine.core.scaling import normalise_backward
 
 __all__ = [
     "AttentionResult",
@@ -68,22 +68,16 @@ class AttentionResult:
     logits: np.ndarray | None
 
     def __post_init__(self) -> None:
-        for arr in (self.output, self.weights, self.logits):
-            if arr is not None:
-                arr.flags.writeable = False
+        self.output.setflags(write=False)
+        if self.weights is not None:
+            self.weights.setflags(write=False)
+        if self.logits is not None:
+            self.logits.setflags(write=False)
 
 
 # --------------------------------------------------------------------------------------------
 # Forward
 # --------------------------------------------------------------------------------------------
-
-
-def _operands(plan: Plan) -> RuleOperands:
-    return rule_operands(plan.rule, plan.q, plan.k, scale=plan.scale, gain=plan.gain, cap=plan.cap)
-
-
-def _problem(plan: Plan) -> tiled.TiledProblem:
-    return tiled.prepare(plan, _operands(plan))
 
 
 def _mask_bytes(plan: Plan) -> int:
@@ -116,11 +110,13 @@ def attention_logits(
         lambda: f"attention logits of shape {plan.score_shape} ({plan.dtype})",
         memory_budget_bytes,
     )
-    problem = _problem(plan)
+    problem = tiled.prepare(plan)
     logits = np.empty((problem.batch_size, plan.n_q, plan.n_k), dtype=plan.dtype)
-    for tile in problem.tiles:
-        b0, b1, r0, r1 = tile
-        tiled.write_tile_logits(problem, tile, logits[b0:b1, r0:r1])
+    # Overflowing products give ±inf logits, as documented; no warning.
+    with np.errstate(over="ignore", invalid="ignore"):
+        for tile in problem.tiles:
+            b0, b1, r0, r1 = tile
+            tiled.write_tile_logits(problem, tile, logits[b0:b1, r0:r1])
     return logits.reshape(plan.score_shape)
 
 
@@ -195,7 +191,7 @@ def scaled_dot_product_attention(
     assert plan.v is not None
     output_shape = (*plan.batch, plan.n_q, plan.v.shape[-1])
     if not need_weights:
-        problem = _problem(plan)
+        problem = tiled.prepare(plan)
         check_memory(
             tiled.scratch_bytes(problem, 2) + _mask_bytes(plan),
             lambda: f"attention tiles of {problem.tile_elements} entries ({plan.dtype})",
@@ -212,7 +208,7 @@ def scaled_dot_product_attention(
         ),
         memory_budget_bytes,
     )
-    problem = _problem(plan)
+    problem = tiled.prepare(plan)
     flat_scores = (problem.batch_size, plan.n_q, plan.n_k)
     # One allocation for both n×n results: glibc keeps a freed block of that size for the next
     # call, whereas two half-size blocks were returned to the system after every call and
@@ -326,8 +322,8 @@ def scaled_dot_product_attention_backward(
         ),
         memory_budget_bytes,
     )
-    ops = _operands(plan)
-    problem = tiled.prepare(plan, ops)
+    problem = tiled.prepare(plan)
+    ops = problem.ops
     size = problem.batch_size
     grad_qs = np.empty((size, plan.n_q, plan.d_k), dtype=plan.dtype)
     flat_output = None if output is None else output.reshape(size, plan.n_q, d_v)

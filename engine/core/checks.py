@@ -35,6 +35,8 @@ def check_positive(name: str, value: Any) -> float:
 
 def check_dim(name: str, value: Any) -> int:
     """Return ``value`` as an int; raise unless it is an integer >= 1 (bool is refused)."""
+    if type(value) is int and value >= 1:  # the usual case, without the ABC checks below
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be a positive integer (>= 1), got {value!r}")
     return int(value)
@@ -42,10 +44,18 @@ def check_dim(name: str, value: Any) -> int:
 
 def float_dtype(*arrays: np.ndarray) -> np.dtype:
     """The computation dtype: float32 when every input fits in it, float64 otherwise."""
-    dtype = np.result_type(*arrays)
+    dtype = arrays[0].dtype
+    for arr in arrays:
+        if arr.dtype != dtype or dtype.kind != "f":
+            dtype = np.result_type(*arrays)
+            break
     if dtype.kind == "f" and dtype.itemsize <= 4:
-        return np.dtype(np.float32)
-    return np.dtype(np.float64)
+        return _FLOAT32
+    return _FLOAT64
+
+
+_FLOAT32 = np.dtype(np.float32)
+_FLOAT64 = np.dtype(np.float64)
 
 
 def as_real_array(name: str, x: Any) -> np.ndarray:
@@ -58,7 +68,9 @@ def as_real_array(name: str, x: Any) -> np.ndarray:
 
 def check_array(name: str, x: Any, shape_doc: str) -> np.ndarray:
     """A real array with at least two dimensions (``shape_doc`` names them in the message)."""
-    arr = as_real_array(name, x)
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "biuf":
+        as_real_array(name, arr)  # raises, with its message
     if arr.ndim < 2:
         raise ValueError(
             f"{name} must have at least 2 dimensions {shape_doc}, got shape {arr.shape}"
@@ -67,33 +79,31 @@ def check_array(name: str, x: Any, shape_doc: str) -> np.ndarray:
 
 
 def check_finite(name: str, arr: np.ndarray) -> None:
-    """Raise if a floating array holds NaN or ±∞ (see :func:`check_all_finite`)."""
+    """Raise if a floating-point array holds NaN or ±∞ (see :func:`check_all_finite`)."""
     check_all_finite((name,), (arr,))
 
 
-# Inputs up to this many entries in all are concatenated and checked with one reduction.
-_JOINT_CHECK_SIZE = 1 << 14
+# Arrays up to this many entries are checked with a boolean temporary, larger ones with a sum.
+_SMALL_ARRAY = 1 << 12
 
 
 def check_all_finite(names: tuple[str, ...], arrays: tuple[np.ndarray, ...]) -> None:
-    """Raise for the first array (named by ``names``) that holds NaN or ±∞.
+    """Raise for the first floating-point array (named by ``names``) that holds NaN or ±∞.
 
-    The sum of the entries is finite only if every entry is (NaN and ±∞ propagate, ∞ − ∞ is
-    NaN), so one reduction per array, without a boolean temporary, decides the usual case;
-    only a sum that overflowed is checked entry by entry.
+    Small arrays are checked with ``isfinite``. For large ones, the sum of the entries is
+    finite only if every entry is (NaN and ±∞ propagate, ∞ − ∞ is NaN), so one reduction per
+    array, without a boolean temporary, decides the usual case; only a sum that overflowed is
+    checked entry by entry.
     """
-    floats = [a for a in arrays if a.dtype.kind == "f"]
-    with np.errstate(over="ignore", invalid="ignore"):
-        # Small inputs: one reduction over all of them (each call costs about a microsecond);
-        # only a failure looks at them one by one, to name the culprit.
-        if sum(a.size for a in floats) <= _JOINT_CHECK_SIZE and math.isfinite(
-            np.add.reduce(np.concatenate([a.ravel() for a in floats]) if floats else [0.0])
-        ):
-            return
-        for name, arr in zip(names, arrays, strict=True):
-            if arr.dtype.kind != "f" or math.isfinite(np.add.reduce(arr, axis=None)):
-                continue
-            if not np.isfinite(arr).all():
-                raise ValueError(
-                    f"{name} contains NaN or infinite values; all entries must be finite"
+    for name, arr in zip(names, arrays, strict=True):
+        if arr.size <= _SMALL_ARRAY:
+            # isfinite and count_nonzero cost about a microsecond each, a ufunc reduction
+            # three, and tiny attention calls notice (benchmarks/bench_engine.py).
+            finite = np.count_nonzero(np.isfinite(arr)) == arr.size
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):
+                finite = math.isfinite(np.add.reduce(arr, axis=None)) or bool(
+                    np.isfinite(arr).all()
                 )
+        if not finite:
+            raise ValueError(f"{name} contains NaN or infinite values; all entries must be finite")

@@ -75,17 +75,9 @@ class Plan:
     # causal mask, which is never materialised as an n×n array: see causal_offset.
     mask_off: np.ndarray | None
     # Causal mask only: query i may attend key j iff j <= i + causal_offset (= n_k − n_q).
-    causal_offset: int | None = None
-
-    @property
-    def score_shape(self) -> tuple[int, ...]:
-        """(..., n_q, n_k): the shape of the logits and weights."""
-        return (*self.batch, self.n_q, self.n_k)
-
-    @property
-    def n_scores(self) -> int:
-        """Number of entries of the logits."""
-        return math.prod(self.score_shape)
+    causal_offset: int | None
+    score_shape: tuple[int, ...]  # (..., n_q, n_k): the shape of the logits and weights
+    n_scores: int  # entries of the logits
 
     @property
     def masked(self) -> bool:
@@ -129,10 +121,10 @@ def make_plan(
     """
     q = check_array("q", q, "(..., n_q, d_k)")
     k = check_array("k", k, "(..., n_k, d_k)")
-    arrays = [q, k]
+    arrays = (q, k)
     if v is not None:
         v = check_array("v", v, "(..., n_k, d_v)")
-        arrays.append(v)
+        arrays = (q, k, v)
     rule = parse_rule(rule)
     n_q, d_k = q.shape[-2:]
     n_k = k.shape[-2]
@@ -146,18 +138,20 @@ def make_plan(
             f"n_k mismatch: k has n_k = {n_k} keys (axis -2) but v has {v.shape[-2]}; "
             "they must be equal"
         )
-    for name, size in (("n_q (q.shape[-2])", n_q), ("n_k (k.shape[-2])", n_k), ("d_k", d_k)):
-        if size < 1:
-            raise ValueError(f"{name} must be >= 1, got {size}")
-    try:
-        lead = {a.shape[:-2] for a in arrays}
-        # One shared shape is the common case; np.broadcast_shapes costs microseconds.
-        batch = lead.pop() if len(lead) == 1 else np.broadcast_shapes(*lead)
-    except ValueError:
-        shapes = ", ".join(f"{n}{a.shape}" for n, a in zip("qkv", arrays, strict=False))
-        raise ValueError(
-            f"leading (batch, head) dimensions of q, k, v do not broadcast: {shapes}"
-        ) from None
+    if n_q < 1 or n_k < 1 or d_k < 1:
+        for name, size in (("n_q (q.shape[-2])", n_q), ("n_k (k.shape[-2])", n_k),
+                           ("d_k", d_k)):
+            if size < 1:
+                raise ValueError(f"{name} must be >= 1, got {size}")
+    batch = q.shape[:-2]
+    if k.shape[:-2] != batch or (v is not None and v.shape[:-2] != batch):
+        try:
+            batch = np.broadcast_shapes(*(a.shape[:-2] for a in arrays))
+        except ValueError:
+            shapes = ", ".join(f"{n}{a.shape}" for n, a in zip("qkv", arrays, strict=False))
+            raise ValueError(
+                f"leading (batch, head) dimensions of q, k, v do not broadcast: {shapes}"
+            ) from None
 
     # Parameters are validated whenever they are given, even for rules that ignore them:
     # a non-positive temperature is a bug wherever it comes from.
@@ -168,25 +162,32 @@ def make_plan(
         ssmax_s = check_positive("ssmax_s", ssmax_s)
 
     dtype = float_dtype(*arrays, *extra)
-    mask_off, causal_offset = _mask_off(mask, (*batch, n_q, n_k))
+    score_shape = (*batch, n_q, n_k)
+    mask_off, causal_offset = (None, None) if mask is None else _mask_off(mask, score_shape)
     scale: float | np.ndarray
-    if rule.length_dependent and causal_offset is not None:
+    length_dependent = rule.length_dependent
+    if length_dependent and causal_offset is not None:
         # Each row is a softmax over the keys it sees: its own n (row i sees i + 1 + offset).
         keys = np.clip(np.arange(1 + causal_offset, n_q + 1 + causal_offset), 0, n_k)
         scale = length_scales(rule, d_k, keys[:, None], ssmax_s)
-    elif rule.length_dependent and mask_off is not None:
+    elif length_dependent and mask_off is not None:
         keys = np.count_nonzero(~mask_off, axis=-1, keepdims=True)
         scale = length_scales(rule, d_k, keys, ssmax_s)
     else:
         scale = scale_factor(rule, d_k, temperature=temperature, n=n_k, ssmax_s=ssmax_s,
                              yarn_factor=yarn_factor)
 
-    cast = [np.asarray(a, dtype=dtype) for a in arrays]
-    check_all_finite(("q", "k", "v")[: len(cast)], tuple(cast))
+    q = np.asarray(q, dtype=dtype)
+    k = np.asarray(k, dtype=dtype)
+    if v is None:
+        check_all_finite(("q", "k"), (q, k))
+    else:
+        v = np.asarray(v, dtype=dtype)
+        check_all_finite(("q", "k", "v"), (q, k, v))
     return Plan(
-        q=cast[0],
-        k=cast[1],
-        v=cast[2] if v is not None else None,
+        q=q,
+        k=k,
+        v=v,
         dtype=dtype,
         batch=batch,
         n_q=n_q,
@@ -198,6 +199,8 @@ def make_plan(
         cap=cap,
         mask_off=mask_off,
         causal_offset=causal_offset,
+        score_shape=score_shape,
+        n_scores=math.prod(score_shape),
     )
 
 

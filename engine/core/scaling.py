@@ -65,14 +65,17 @@ DEFAULT_YARN_FACTOR = 4.0
 NORM_EPS = 1e-12
 
 _ALLOWED_RULES = ", ".join(rule.value for rule in ScalingRule)
+# A dictionary lookup instead of the enum's constructor: every attention call parses its rule,
+# and the constructor's two Python-level calls are a visible part of a small call's cost.
+_RULES: dict[str, ScalingRule] = {rule.value: rule for rule in ScalingRule}
 
 
 def parse_rule(rule: Any) -> ScalingRule:
     """``ScalingRule(rule)``, with a message listing the allowed rules."""
-    try:
-        return ScalingRule(rule)
-    except ValueError:
-        raise ValueError(f"rule must be one of {_ALLOWED_RULES}; got {rule!r}") from None
+    found = _RULES.get(rule) if isinstance(rule, str) else None
+    if found is None:
+        raise ValueError(f"rule must be one of {_ALLOWED_RULES}; got {rule!r}")
+    return found
 
 
 def yarn_temperature_factor(factor: float) -> float:
@@ -199,19 +202,22 @@ def rule_operands(
 
 
 def write_logits(
-    ops: RuleOperands, rows: slice, out: np.ndarray, keep_tanh: bool = False
+    qs: np.ndarray, ks: np.ndarray, cap: float | None, out: np.ndarray, keep_tanh: bool = False
 ) -> np.ndarray | None:
-    """Write the unmasked logits of query rows ``rows`` into ``out``.
+    """Write the unmasked logits ``qs @ ks.T`` (soft-cap: ``cap·tanh`` of it) into ``out``.
 
-    With ``keep_tanh`` (soft-cap only) the tanh values are returned in a new buffer, for the
-    backward pass; otherwise None.
+    ``qs`` and ``ks`` are a block of :class:`RuleOperands`' rows, ``cap`` its soft-cap value
+    (None for every other rule). With ``keep_tanh`` (soft-cap only) the tanh values are
+    returned in a new buffer, for the backward pass; otherwise None.
+
+    Call inside ``numpy.errstate(over="ignore", invalid="ignore")``: finite inputs whose
+    products exceed the dtype are reported as a ValueError by
+    :func:`engine.core.softmax.exp_rows`, not as a RuntimeWarning of the product (one errstate
+    per block of rows instead of one per function: small calls notice each).
     """
-    # Overflow (finite inputs whose products exceed the dtype) is reported as a ValueError by
-    # the softmax's exp_rows, so the matmul's own RuntimeWarning is silenced.
-    with np.errstate(over="ignore", invalid="ignore"):
-        np.matmul(ops.qs[..., rows, :], ops.ks.swapaxes(-1, -2), out=out)
-    if ops.cap is None:
+    np.matmul(qs, ks.swapaxes(-1, -2), out=out)
+    if cap is None:
         return None
     tanh = np.tanh(out, out=np.empty_like(out) if keep_tanh else out)
-    np.multiply(tanh, out.dtype.type(ops.cap), out=out)
+    np.multiply(tanh, out.dtype.type(cap), out=out)
     return tanh if keep_tanh else None

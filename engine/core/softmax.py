@@ -45,12 +45,14 @@ def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
     exp(m) <= S <= n·exp(m) for a row sum S, so S in [n·e^lo, e^hi] proves every maximum m
     lies in the window, and the pass over the matrix that finds the maxima is saved. Otherwise
     (or when that proof fails) the maxima decide, as they would have anyway.
+
+    Call inside ``numpy.errstate(over="ignore", invalid="ignore")``: that first exp may
+    overflow, which the row sums then detect.
     """
     lo, hi = NO_SHIFT_WINDOW[logits.dtype]
     if out is not logits:
-        with np.errstate(over="ignore", invalid="ignore"):
-            np.exp(logits, out=out)
-            s = np.add.reduce(out, axis=-1, keepdims=True)
+        np.exp(logits, out=out)
+        s = np.add.reduce(out, axis=-1, keepdims=True)
         # NaN fails both comparisons, and so does a row sum of 0 (a fully masked row). A few
         # rows are cheaper to check in Python than with two reductions.
         sums = s.ravel().tolist() if s.size <= 64 else (float(s.min()), float(s.max()))
@@ -124,5 +126,6 @@ def softmax(x: Any, axis: int = -1, mask: Any = None) -> np.ndarray:
     if w.size == 0:
         return w
     moved = np.moveaxis(w, axis, -1)
-    moved *= exp_rows(moved, moved)
+    with np.errstate(over="ignore", invalid="ignore"):
+        moved *= exp_rows(moved, moved)
     return w

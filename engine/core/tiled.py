@@ -30,7 +30,7 @@ import numpy as np
 
 from engine.core.parallel import get_num_threads, run_tiles
 from engine.core.plan import Plan
-from engine.core.scaling import RuleOperands, write_logits
+from engine.core.scaling import RuleOperands, rule_operands, write_logits
 from engine.core.softmax import exp_rows
 
 __all__ = ["TILE_BYTES", "Tile", "TiledProblem", "each_tile", "prepare", "scratch_bytes"]
@@ -52,6 +52,7 @@ class TiledProblem:
     """The operands of one attention call flattened to (B, n, d), and its tiles."""
 
     plan: Plan
+    ops: RuleOperands  # the rule folded into q and k, with the plan's leading dimensions
     qs: np.ndarray  # (B, n_q, d_k) queries with the rule folded in
     ks: np.ndarray  # (B, n_k, d_k) keys (normalised for QK-norm)
     v: np.ndarray | None  # (B, n_k, d_v)
@@ -59,16 +60,7 @@ class TiledProblem:
     mask_off: np.ndarray | None  # (1 or B, n_q or 1, n_k); None for no mask or causal
     tiles: tuple[Tile, ...]
     tile_elements: int  # entries of the largest tile
-
-    @property
-    def batch_size(self) -> int:
-        """B, the number of flattened (batch, head) entries."""
-        return self.qs.shape[0]
-
-    def tile_shape(self, tile: Tile) -> tuple[int, int, int]:
-        """(entries, rows, n_k) of a tile's logits."""
-        b0, b1, r0, r1 = tile
-        return (b1 - b0, r1 - r0, self.plan.n_k)
+    batch_size: int  # B, the number of flattened (batch, head) entries
 
 
 def _flat(x: np.ndarray, batch: tuple[int, ...], size: int) -> np.ndarray:
@@ -87,16 +79,19 @@ def _tiles(entries: int, n_q: int, n_k: int, itemsize: int) -> tuple[tuple[Tile,
         per = max(1, rows // n_q)
         # Leave at least a few tiles per thread, so the threads share the work evenly.
         per = min(per, max(1, entries // (4 * get_num_threads())))
+        if per >= entries:
+            return ((0, entries, 0, n_q),), entries * n_q * n_k
         tiles = tuple((b, min(b + per, entries), 0, n_q) for b in range(0, entries, per))
-        return tiles, min(per, entries) * n_q * n_k
+        return tiles, per * n_q * n_k
     tiles = tuple(
         (b, b + 1, r, min(r + rows, n_q)) for b in range(entries) for r in range(0, n_q, rows)
     )
     return tiles, rows * n_k
 
 
-def prepare(plan: Plan, ops: RuleOperands) -> TiledProblem:
-    """Flatten the plan's operands (with the rule folded in, ``ops``) and cut the tiles."""
+def prepare(plan: Plan) -> TiledProblem:
+    """Fold the plan's rule into q and k, flatten the operands and cut the tiles."""
+    ops = rule_operands(plan.rule, plan.q, plan.k, scale=plan.scale, gain=plan.gain, cap=plan.cap)
     size = math.prod(plan.batch)
     qs = _flat(ops.qs, plan.batch, size)
     ks = _flat(ops.ks, plan.batch, size)
@@ -108,7 +103,7 @@ def prepare(plan: Plan, ops: RuleOperands) -> TiledProblem:
         else:
             mask_off = _flat(mask_off, plan.batch, size)
     tiles, elements = _tiles(size, plan.n_q, plan.n_k, plan.dtype.itemsize)
-    return TiledProblem(plan, qs, ks, v, ops.cap, mask_off, tiles, elements)
+    return TiledProblem(plan, ops, qs, ks, v, ops.cap, mask_off, tiles, elements, size)
 
 
 def scratch_bytes(problem: TiledProblem, buffers: int) -> int:
@@ -135,11 +130,15 @@ class Scratch:
 def write_tile_logits(
     problem: TiledProblem, tile: Tile, out: np.ndarray, keep_tanh: bool = False
 ) -> np.ndarray | None:
-    """Write the masked logits of ``tile`` into ``out``; soft-cap's tanh with ``keep_tanh``."""
+    """Write the masked logits of ``tile`` into ``out``; soft-cap's tanh with ``keep_tanh``.
+
+    Call inside ``numpy.errstate(over="ignore", invalid="ignore")`` (see
+    :func:`~engine.core.scaling.write_logits`).
+    """
     b0, b1, r0, r1 = tile
     rows = slice(r0, r1)
     tanh = write_logits(
-        RuleOperands(problem.qs[b0:b1], problem.ks[b0:b1], problem.cap), rows, out, keep_tanh
+        problem.qs[b0:b1, rows], problem.ks[b0:b1], problem.cap, out, keep_tanh
     )
     plan = problem.plan
     if plan.causal_offset is not None:
@@ -189,14 +188,18 @@ def each_tile(
     def make() -> tuple[Scratch, _S]:
         return Scratch(problem), make_state()
 
+    n_k = problem.plan.n_k
+
     def run(state: tuple[Scratch, _S], tile: Tile) -> None:
         scratch, user = state
         b0, b1, r0, r1 = tile
-        shape = problem.tile_shape(tile)
+        shape = (b1 - b0, r1 - r0, n_k)
         lg = scratch.take(0, shape) if logits is None else logits[b0:b1, r0:r1]
         e = scratch.take(1, shape) if exp_into is None else exp_into[b0:b1, r0:r1]
-        tanh = write_tile_logits(problem, tile, lg, keep_tanh)
-        inv = exp_rows(lg, e)
+        # Overflow of q·k or of exp is not a warning: exp_rows raises it as a ValueError.
+        with np.errstate(over="ignore", invalid="ignore"):
+            tanh = write_tile_logits(problem, tile, lg, keep_tanh)
+            inv = exp_rows(lg, e)
         body(user, scratch, tile, e, inv, tanh)
 
     return [user for _, user in run_tiles(run, problem.tiles, work, make)]
