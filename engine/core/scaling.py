@@ -166,7 +166,7 @@ def normalise_backward(x_hat: np.ndarray, norm: np.ndarray, g_hat: np.ndarray) -
     return (g_hat - x_hat * radial) / norm
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RuleOperands:
     """Inputs of the n×n stage: raw logits = qs @ ks.T (softcap: tanh of it, times cap)."""
 

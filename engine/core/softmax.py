@@ -33,6 +33,8 @@ def row_reciprocal(s: np.ndarray) -> np.ndarray:
 # (or weigh less than exp(-60) relative to the row maximum) as with the shift. Skipping the
 # shift saves one of the five elementwise passes over the n×n matrix.
 NO_SHIFT_WINDOW = {np.dtype(np.float32): (-20.0, 30.0), np.dtype(np.float64): (-300.0, 300.0)}
+# exp of the window's ends: a row sum S within [n·e^lo, e^hi] proves the row needs no shift.
+_SUM_BOUNDS = {dtype: (math.exp(lo), math.exp(hi)) for dtype, (lo, hi) in NO_SHIFT_WINDOW.items()}
 
 
 def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -49,15 +51,16 @@ def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
     Call inside ``numpy.errstate(over="ignore", invalid="ignore")``: that first exp may
     overflow, which the row sums then detect.
     """
-    lo, hi = NO_SHIFT_WINDOW[logits.dtype]
     if out is not logits:
         np.exp(logits, out=out)
         s = np.add.reduce(out, axis=-1, keepdims=True)
         # NaN fails both comparisons, and so does a row sum of 0 (a fully masked row). A few
         # rows are cheaper to check in Python than with two reductions.
         sums = s.ravel().tolist() if s.size <= 64 else (float(s.min()), float(s.max()))
-        if max(sums) <= math.exp(hi) and min(sums) >= logits.shape[-1] * math.exp(lo):
+        low_sum, high_sum = _SUM_BOUNDS[logits.dtype]
+        if max(sums) <= high_sum and min(sums) >= logits.shape[-1] * low_sum:
             return np.divide(1.0, s, out=s)
+    lo, hi = NO_SHIFT_WINDOW[logits.dtype]
     m = logits.max(axis=-1, keepdims=True)
     low, high = float(m.min()), float(m.max())
     if math.isnan(low) or math.isnan(high) or high == math.inf:

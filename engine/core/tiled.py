@@ -47,7 +47,7 @@ Tile = tuple[int, int, int, int]
 _S = TypeVar("_S")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TiledProblem:
     """The operands of one attention call flattened to (B, n, d), and its tiles."""
 
@@ -185,24 +185,40 @@ def each_tile(
         Soft-cap only: pass tanh of the scaled logits to ``body`` (the backward pass needs it).
     """
 
+    if len(problem.tiles) == 1:
+        # One tile (small problems): no thread pool, no closures; their cost shows in calls of
+        # a few microseconds.
+        scratch, user = Scratch(problem), make_state()
+        tile = problem.tiles[0]
+        body(user, scratch, tile, *_tile_exponentials(problem, scratch, tile, logits, exp_into,
+                                                      keep_tanh))
+        return [user]
+
     def make() -> tuple[Scratch, _S]:
         return Scratch(problem), make_state()
 
-    n_k = problem.plan.n_k
-
     def run(state: tuple[Scratch, _S], tile: Tile) -> None:
         scratch, user = state
-        b0, b1, r0, r1 = tile
-        shape = (b1 - b0, r1 - r0, n_k)
-        lg = scratch.take(0, shape) if logits is None else logits[b0:b1, r0:r1]
-        e = scratch.take(1, shape) if exp_into is None else exp_into[b0:b1, r0:r1]
-        # Overflow of q·k or of exp is not a warning: exp_rows raises it as a ValueError.
-        with np.errstate(over="ignore", invalid="ignore"):
-            tanh = write_tile_logits(problem, tile, lg, keep_tanh)
-            inv = exp_rows(lg, e)
-        body(user, scratch, tile, e, inv, tanh)
+        body(user, scratch, tile, *_tile_exponentials(problem, scratch, tile, logits, exp_into,
+                                                      keep_tanh))
 
     return [user for _, user in run_tiles(run, problem.tiles, work, make)]
+
+
+def _tile_exponentials(
+    problem: TiledProblem, scratch: Scratch, tile: Tile, logits: np.ndarray | None,
+    exp_into: np.ndarray | None, keep_tanh: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A tile's exponentials E, 1/rowsum and soft-cap's tanh: see :func:`each_tile`."""
+    b0, b1, r0, r1 = tile
+    shape = (b1 - b0, r1 - r0, problem.plan.n_k)
+    lg = scratch.take(0, shape) if logits is None else logits[b0:b1, r0:r1]
+    e = scratch.take(1, shape) if exp_into is None else exp_into[b0:b1, r0:r1]
+    # Overflow of q·k or of exp is not a warning: exp_rows raises it as a ValueError.
+    with np.errstate(over="ignore", invalid="ignore"):
+        tanh = write_tile_logits(problem, tile, lg, keep_tanh)
+        inv = exp_rows(lg, e)
+    return e, inv, tanh
 
 
 def forward(
