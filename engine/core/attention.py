@@ -214,7 +214,8 @@ def scaled_dot_product_attention(
     # call, whereas two half-size blocks were returned to the system after every call and
     # page-faulted in again (the default call ran at about half the speed of need_weights=False
     # in benchmarks/bench_engine.py loops; with one block the two paths cost about the same).
-    logits, weights = np.empty((2, *flat_scores), dtype=plan.dtype)
+    both = np.empty((2, *flat_scores), dtype=plan.dtype)
+    logits, weights = both[0], both[1]  # indexing: unpacking the array costs twice as much
     output = np.empty((problem.batch_size, *output_shape[-2:]), dtype=plan.dtype)
     tiled.forward(problem, output, logits=logits, weights=weights)
     return AttentionResult(
