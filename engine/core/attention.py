@@ -199,7 +199,9 @@ def scaled_dot_product_attention(
         )
         output = np.empty((problem.batch_size, *output_shape[-2:]), dtype=plan.dtype)
         tiled.forward(problem, output)
-        return AttentionResult(output=output.reshape(output_shape), weights=None, logits=None)
+        if len(plan.batch) != 1:  # back to the leading dimensions
+            output = output.reshape(output_shape)
+        return AttentionResult(output=output, weights=None, logits=None)
     check_memory(
         2 * plan.n_scores * plan.dtype.itemsize + _mask_bytes(plan),
         lambda: (
@@ -218,11 +220,11 @@ def scaled_dot_product_attention(
     logits, weights = both[0], both[1]  # indexing: unpacking the array costs twice as much
     output = np.empty((problem.batch_size, *output_shape[-2:]), dtype=plan.dtype)
     tiled.forward(problem, output, logits=logits, weights=weights)
-    return AttentionResult(
-        output=output.reshape(output_shape),
-        weights=weights.reshape(plan.score_shape),
-        logits=logits.reshape(plan.score_shape),
-    )
+    if len(plan.batch) != 1:  # back to the leading dimensions
+        output = output.reshape(output_shape)
+        weights = weights.reshape(plan.score_shape)
+        logits = logits.reshape(plan.score_shape)
+    return AttentionResult(output=output, weights=weights, logits=logits)
 
 
 # --------------------------------------------------------------------------------------------

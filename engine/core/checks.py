@@ -46,7 +46,8 @@ def float_dtype(*arrays: np.ndarray) -> np.dtype:
     """The computation dtype: float32 when every input fits in it, float64 otherwise."""
     dtype = arrays[0].dtype
     for arr in arrays:
-        if arr.dtype != dtype or dtype.kind != "f":
+        # Built-in dtypes are singletons: ``is`` decides the usual case without a comparison.
+        if arr.dtype is not dtype or dtype.kind != "f":
             dtype = np.result_type(*arrays)
             break
     if dtype.kind == "f" and dtype.itemsize <= 4:
@@ -83,27 +84,31 @@ def check_finite(name: str, arr: np.ndarray) -> None:
     check_all_finite((name,), (arr,))
 
 
-# Arrays up to this many entries are checked with a boolean temporary, larger ones with a sum.
-_SMALL_ARRAY = 1 << 12
+# Inputs up to this many entries in all are checked together with a boolean temporary, larger
+# ones with a sum per array.
+_SMALL_INPUTS = 1 << 14
 
 
 def check_all_finite(names: tuple[str, ...], arrays: tuple[np.ndarray, ...]) -> None:
     """Raise for the first floating-point array (named by ``names``) that holds NaN or ±∞.
 
-    Small arrays are checked with ``isfinite``. For large ones, the sum of the entries is
-    finite only if every entry is (NaN and ±∞ propagate, ∞ − ∞ is NaN), so one reduction per
-    array, without a boolean temporary, decides the usual case; only a sum that overflowed is
-    checked entry by entry.
+    Small inputs are checked together, with ``isfinite``. For large ones, the sum of the
+    entries is finite only if every entry is (NaN and ±∞ propagate, ∞ − ∞ is NaN), so one
+    reduction per array, without a boolean temporary, decides the usual case; only a sum that
+    overflowed is checked entry by entry.
     """
+    size = 0
+    for arr in arrays:
+        size += arr.size
+    if size <= _SMALL_INPUTS:
+        # One isfinite over all of them: isfinite and count_nonzero cost about a microsecond
+        # each and a ufunc reduction three, which tiny attention calls notice
+        # (benchmarks/bench_engine.py). Only a failure looks at them one by one.
+        joint = np.concatenate([arr.ravel() for arr in arrays]) if len(arrays) > 1 else arrays[0]
+        if np.count_nonzero(np.isfinite(joint)) == joint.size:
+            return
     for name, arr in zip(names, arrays, strict=True):
-        if arr.size <= _SMALL_ARRAY:
-            # isfinite and count_nonzero cost about a microsecond each, a ufunc reduction
-            # three, and tiny attention calls notice (benchmarks/bench_engine.py).
-            finite = np.count_nonzero(np.isfinite(arr)) == arr.size
-        else:
-            with np.errstate(over="ignore", invalid="ignore"):
-                finite = math.isfinite(np.add.reduce(arr, axis=None)) or bool(
-                    np.isfinite(arr).all()
-                )
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = math.isfinite(np.add.reduce(arr, axis=None)) or bool(np.isfinite(arr).all())
         if not finite:
             raise ValueError(f"{name} contains NaN or infinite values; all entries must be finite")
