@@ -22,7 +22,7 @@ __all__ = ["NO_SHIFT_WINDOW", "exp_rows", "row_reciprocal", "softmax"]
 def row_reciprocal(s: np.ndarray) -> np.ndarray:
     """1/s in place, and 0 where s == 0 (fully masked rows: every other row holds exp(m) > 0)."""
     if s.size and s.min() > 0:
-        return np.divide(1.0, s, out=s)
+        return np.reciprocal(s, out=s)
     inv = np.zeros_like(s)
     np.divide(1.0, s, out=inv, where=s > 0)
     return inv
@@ -59,7 +59,9 @@ def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
         sums = s.ravel().tolist() if s.size <= 64 else (float(s.min()), float(s.max()))
         low_sum, high_sum = _SUM_BOUNDS[logits.dtype]
         if max(sums) <= high_sum and min(sums) >= logits.shape[-1] * low_sum:
-            return np.divide(1.0, s, out=s)
+            # reciprocal, not divide(1.0, s): the same quotient without the Python scalar's
+            # conversion, half the cost of the call on a tile of a few rows.
+            return np.reciprocal(s, out=s)
     lo, hi = NO_SHIFT_WINDOW[logits.dtype]
     m = logits.max(axis=-1, keepdims=True)
     low, high = float(m.min()), float(m.max())

@@ -161,7 +161,7 @@ def _fused_forward(
     e -= np.max(e, axis=-1, keepdims=True)  # every scored row has an allowed key
     np.exp(e, out=e)
     inv = np.sum(e, axis=-1, keepdims=True)
-    np.divide(1.0, inv, out=inv)
+    np.reciprocal(inv, out=inv)
     out = np.matmul(e, v)
     out *= inv
     return out, e, inv
