@@ -90,20 +90,27 @@ class Plan:
         """Whether any (query, key) pair is forbidden (some row may be fully masked)."""
         return self.mask_off is not None or self.causal_offset is not None
 
-    def mask_rows(self, rows: slice) -> np.ndarray | None:
-        """Forbidden entries of query rows ``rows`` (True = masked), broadcastable; None = none.
+    def mask_rows(self, rows: slice, keys: slice = slice(None)) -> np.ndarray | None:
+        """Forbidden entries of query rows ``rows`` and keys ``keys`` (True = masked),
+        broadcastable; None = none.
 
-        A causal mask is built for these rows only, so no n×n mask is ever allocated.
+        A causal mask is built for this block only, so no n×n mask is ever allocated.
         """
         if self.causal_offset is not None:
             start, stop, _ = rows.indices(self.n_q)
-            rows_n, offset = stop - start, start + self.causal_offset
-            if rows_n * self.n_k <= _CACHED_MASK_ENTRIES:
-                return _causal_rows(rows_n, self.n_k, offset)
-            return ~np.tri(rows_n, self.n_k, k=offset, dtype=bool)
+            first, last, _ = keys.indices(self.n_k)
+            rows_n, cols = stop - start, last - first
+            # Key j is forbidden to row i when j > i + offset; relative to the block's corner
+            # that is j' > i' + (start + offset − first).
+            diagonal = start + self.causal_offset - first
+            if rows_n * cols <= _CACHED_MASK_ENTRIES:
+                return _causal_rows(rows_n, cols, diagonal)
+            return ~np.tri(rows_n, cols, k=diagonal, dtype=bool)
         if self.mask_off is None:
             return None
-        return self.mask_off if self.mask_off.shape[-2] == 1 else self.mask_off[..., rows, :]
+        if self.mask_off.shape[-2] == 1:
+            return self.mask_off[..., keys]
+        return self.mask_off[..., rows, keys]
 
 
 def make_plan(

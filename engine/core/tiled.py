@@ -15,6 +15,9 @@ Why the kernel is fast:
   can try ``exp`` before finding the row maxima and skip that pass whenever the row sums prove
   no shift was needed (almost always);
 * without weights, 1/rowsum is applied to the (rows, d_v) output, not to the (rows, n_k) tile;
+* under a causal mask a tile computes only the keys its rows may see (:func:`visible_keys`):
+  the later columns are masked in every row of the tile, so a long causal sequence in row tiles
+  does about half the products and exponentials;
 * tiles are spread over threads (:func:`engine.core.parallel.run_tiles`), each with BLAS pinned
   to one thread, so the elementwise passes run on every core too.
 """
@@ -33,7 +36,15 @@ from engine.core.plan import Plan
 from engine.core.scaling import RuleOperands, rule_operands, write_logits
 from engine.core.softmax import exp_rows
 
-__all__ = ["TILE_BYTES", "Tile", "TiledProblem", "each_tile", "prepare", "scratch_bytes"]
+__all__ = [
+    "TILE_BYTES",
+    "Tile",
+    "TiledProblem",
+    "each_tile",
+    "prepare",
+    "scratch_bytes",
+    "visible_keys",
+]
 
 #: Bytes of one tile of logits (and of its exponentials). Measured on one thread
 #: (benchmarks/bench_engine.py sizes): 256 KiB to 2 MiB were equally fast, smaller tiles up to
@@ -127,22 +138,41 @@ class Scratch:
         return self._buffers[index][: math.prod(shape)].reshape(shape)
 
 
+def visible_keys(plan: Plan, stop: int) -> int:
+    """w such that keys 0:w hold every key that query rows before ``stop`` may attend.
+
+    n_k unless the mask is causal; then row i sees keys j <= i + offset, so a block of rows
+    ending at ``stop`` sees none after ``stop - 1 + offset``. At least 1, so that a block of
+    fully masked rows (n_q > n_k) still has a masked column to sum to zero.
+    """
+    if plan.causal_offset is None:
+        return plan.n_k
+    return max(1, min(plan.n_k, stop + plan.causal_offset))
+
+
 def write_tile_logits(
     problem: TiledProblem, tile: Tile, out: np.ndarray, keep_tanh: bool = False
 ) -> np.ndarray | None:
     """Write the masked logits of ``tile`` into ``out``; soft-cap's tanh with ``keep_tanh``.
 
-    Call inside ``numpy.errstate(over="ignore", invalid="ignore")`` (see
+    ``out`` has the tile's rows and the first ``out.shape[-1]`` keys (all of them, or under a
+    causal mask at least :func:`visible_keys`). Call inside
+    ``numpy.errstate(over="ignore", invalid="ignore")`` (see
     :func:`~engine.core.scaling.write_logits`).
     """
     b0, b1, r0, r1 = tile
     rows = slice(r0, r1)
-    tanh = write_logits(
-        problem.qs[b0:b1, rows], problem.ks[b0:b1], problem.cap, out, keep_tanh
-    )
+    keys = out.shape[-1]
+    ks = problem.ks[b0:b1] if keys == problem.plan.n_k else problem.ks[b0:b1, :keys]
+    tanh = write_logits(problem.qs[b0:b1, rows], ks, problem.cap, out, keep_tanh)
     plan = problem.plan
     if plan.causal_offset is not None:
-        np.copyto(out, -np.inf, where=plan.mask_rows(rows))
+        # The keys before the first row's first forbidden key are visible to every row of the
+        # tile: only the band after it needs the mask.
+        first = min(keys, max(0, r0 + plan.causal_offset + 1))
+        if first < keys:
+            np.copyto(out[..., first:], -np.inf,
+                      where=plan.mask_rows(rows, slice(first, keys)))
     elif problem.mask_off is not None:
         m = problem.mask_off if problem.mask_off.shape[0] == 1 else problem.mask_off[b0:b1]
         np.copyto(out, -np.inf, where=m if m.shape[1] == 1 else m[:, rows])
@@ -172,8 +202,10 @@ def each_tile(
         Receives the thread's ``state`` (from ``make_state``) and :class:`Scratch` (buffers 0
         and 1 hold the logits and E unless ``logits`` and ``exp_into`` are given; the logits'
         buffer may be overwritten, others are free), the tile, its unnormalised
-        exponentials ``e`` (entries, rows, n_k), ``inv`` = 1/rowsum (entries, rows, 1; 0 for
-        fully masked rows) and, with ``keep_tanh`` under soft-cap, the tanh values.
+        exponentials ``e`` (entries, rows, w), ``inv`` = 1/rowsum (entries, rows, 1; 0 for
+        fully masked rows) and, with ``keep_tanh`` under soft-cap, the tanh values. ``e``
+        covers the first w = :func:`visible_keys` keys: n_k, or fewer under a causal mask,
+        whose later keys have weight 0 in every row of the tile.
     make_state
         Returns a new per-thread state (e.g. partial sums); the states are returned.
     work
@@ -211,14 +243,23 @@ def _tile_exponentials(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """A tile's exponentials E, 1/rowsum and soft-cap's tanh: see :func:`each_tile`."""
     b0, b1, r0, r1 = tile
-    shape = (b1 - b0, r1 - r0, problem.plan.n_k)
-    lg = scratch.take(0, shape) if logits is None else logits[b0:b1, r0:r1]
-    e = scratch.take(1, shape) if exp_into is None else exp_into[b0:b1, r0:r1]
+    keys = visible_keys(problem.plan, r1)
+    shape = (b1 - b0, r1 - r0, keys)
+    lg = scratch.take(0, shape) if logits is None else _visible(logits[b0:b1, r0:r1], keys, -np.inf)
+    e = scratch.take(1, shape) if exp_into is None else _visible(exp_into[b0:b1, r0:r1], keys, 0.0)
     # Overflow of q·k or of exp is not a warning: exp_rows raises it as a ValueError.
     with np.errstate(over="ignore", invalid="ignore"):
         tanh = write_tile_logits(problem, tile, lg, keep_tanh)
         inv = exp_rows(lg, e)
     return e, inv, tanh
+
+
+def _visible(block: np.ndarray, keys: int, rest: float) -> np.ndarray:
+    """``block[..., :keys]``, after filling the keys no row of it may see with ``rest``."""
+    if keys == block.shape[-1]:
+        return block
+    block[..., keys:] = rest
+    return block[..., :keys]
 
 
 def forward(
@@ -238,14 +279,18 @@ def forward(
     assert v is not None
     with_weights = weights is not None
 
+    n_k = problem.plan.n_k
+
     def body(_: Any, __: Scratch, tile: Tile, e: np.ndarray, inv: np.ndarray, ___: Any) -> None:
         b0, b1, r0, r1 = tile
         out = output[b0:b1, r0:r1]
+        keys = e.shape[-1]
+        values = v[b0:b1] if keys == n_k else v[b0:b1, :keys]
         if with_weights:
             e *= inv
-            np.matmul(e, v[b0:b1], out=out)
+            np.matmul(e, values, out=out)
         else:
-            np.matmul(e, v[b0:b1], out=out)
+            np.matmul(e, values, out=out)
             out *= inv
 
     plan = problem.plan
@@ -285,16 +330,19 @@ def backward(
         inv: np.ndarray, tanh: np.ndarray | None,
     ) -> None:
         b0, b1, r0, r1 = tile
+        # Under a causal mask the tile covers the keys 0:w its rows may see; the others get
+        # no gradient from these rows.
+        keys = slice(0, e.shape[-1])
         # With G' = G·inv (per row) every normalisation happens on n×d matrices:
         # O = (E V)·inv, dV = Eᵀ G', dL = E∘(G' Vᵀ − δ'), δ' = rowsum(G'∘O) = inv·rowsum(G∘O).
         g_s = g[b0:b1, r0:r1] * inv
         if output is None:
-            out = np.matmul(e, v[b0:b1])
+            out = np.matmul(e, v[b0:b1, keys])
             out *= inv
         else:
             out = output[b0:b1, r0:r1]
         delta = np.einsum("...i,...i->...", g_s, out)[..., None]
-        d = np.matmul(g_s, v_t[b0:b1], out=scratch.take(0, e.shape))  # the logits' buffer
+        d = np.matmul(g_s, v_t[b0:b1, :, keys], out=scratch.take(0, e.shape))  # logits' buffer
         d -= delta
         d *= e
         if tanh is not None:
@@ -302,15 +350,16 @@ def backward(
             np.square(tanh, out=tanh)
             np.subtract(plan.dtype.type(1.0), tanh, out=tanh)
             d *= tanh
-        np.matmul(d, ks[b0:b1], out=grad_qs[b0:b1, r0:r1])
+        np.matmul(d, ks[b0:b1, keys], out=grad_qs[b0:b1, r0:r1])
         e_t, d_t = e.swapaxes(-1, -2), d.swapaxes(-1, -2)
         if whole_rows:
-            # Each entry's keys get all their rows from this one tile: write, don't add.
+            # Each entry's keys get all their rows from this one tile (which then sees every
+            # key): write, don't add.
             np.matmul(e_t, g_s, out=acc[1][b0:b1])
             np.matmul(d_t, qs[b0:b1, r0:r1], out=acc[0][b0:b1])
         else:
-            acc[1][b0:b1] += np.matmul(e_t, g_s)
-            acc[0][b0:b1] += np.matmul(d_t, qs[b0:b1, r0:r1])
+            acc[1][b0:b1, keys] += np.matmul(e_t, g_s)
+            acc[0][b0:b1, keys] += np.matmul(d_t, qs[b0:b1, r0:r1])
 
     parts = each_tile(
         problem, body, partial_sums, work=2 * plan.n_scores * (plan.d_k + d_v),

@@ -19,6 +19,7 @@ from engine.core.attention import (
     scaled_dot_product_attention_backward,
 )
 from engine.core.memory import MemoryBudgetError
+from engine.core.plan import causal_mask
 
 
 @pytest.fixture
@@ -144,3 +145,33 @@ def test_backward_given_the_output_equals_the_recomputing_backward(rng, small_ti
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
     with pytest.raises(ValueError, match=r"output must have the output's shape \(2, 3, 13, 4\)"):
         scaled_dot_product_attention_backward(q, k, v, g, output=out[..., :2], **kw)
+
+
+@pytest.mark.parametrize(("n_q", "n_k"), [(13, 11), (11, 13), (12, 12)])
+def test_causal_tiles_compute_only_the_keys_their_rows_see(rng, small_tiles, monkeypatch, n_q,
+                                                           n_k):
+    """Row tiles under a causal mask skip the keys after their last row's; the logits, weights
+    and output still equal a dense softmax, with −∞ and 0 in the skipped columns."""
+    q, k, v = problem(rng, n_q=n_q, n_k=n_k)
+    widths = []
+    real_write = tiled.write_logits
+
+    def record(qs, ks, cap, out, *args):
+        widths.append(out.shape[-1])
+        return real_write(qs, ks, cap, out, *args)
+
+    monkeypatch.setattr(tiled, "write_logits", record)
+    res = scaled_dot_product_attention(q, k, v, mask="causal")
+    assert min(widths) < n_k  # some tile really left keys out
+
+    allowed = causal_mask(n_q, n_k)
+    dense = np.where(allowed, q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1]), -np.inf)
+    row_max = np.max(dense, axis=-1, keepdims=True)
+    exps = np.exp(dense - np.where(np.isfinite(row_max), row_max, 0.0))
+    sums = exps.sum(axis=-1, keepdims=True)
+    weights = np.divide(exps, sums, out=np.zeros_like(exps), where=sums > 0)
+    assert np.array_equal(np.isneginf(res.logits), np.broadcast_to(~allowed, res.logits.shape))
+    np.testing.assert_allclose(res.logits[..., allowed], dense[..., allowed], rtol=1e-13)
+    np.testing.assert_allclose(res.weights, weights, rtol=1e-12, atol=1e-15)
+    assert np.all(res.weights[..., ~allowed] == 0.0)
+    np.testing.assert_allclose(res.output, weights @ v, rtol=1e-12, atol=1e-13)
