@@ -15,6 +15,9 @@ no mask, the same thread count for numpy and torch):
 ``fwd+bwd``          forward without weights plus :func:`scaled_dot_product_attention_backward`
                      given that output, against the faster of torch SDPA and eager autograd
                      (forward + ``backward``)
+``causal, no wts``   the output-only call with ``mask="causal"`` against the faster of torch
+                     SDPA (``is_causal=True``) and eager with a boolean mask; no goal, but
+                     the length lab's long sequences are causal
 ``tiny call``        one call at (1, 16, 16): the per-call overhead (validation, plan, checks,
                      dispatch), in µs, against the bare matmuls and torch eager
 
@@ -54,6 +57,7 @@ from engine.core.threads import limit_blas_threads
 
 FORWARD_SIZES = ((1, 1024, 128), (8, 256, 64), (64, 128, 64), (1, 2048, 64))
 BACKWARD_SIZES = ((1, 512, 64), (8, 256, 64))
+CAUSAL_SIZES = ((1, 1024, 64), (1, 2048, 64))
 TINY = (1, 16, 16)
 PAUSE = 0.3  # seconds: lets spinning BLAS / torch worker threads go idle
 _HAS_NEED_WEIGHTS = (
@@ -202,6 +206,37 @@ def torch_times(case: Case, repeats: int, threads: int, backward: bool) -> dict[
     return out
 
 
+def causal_times(case: Case, repeats: int, threads: int) -> dict[str, float]:
+    """Causal output-only medians (seconds): the engine, then torch SDPA and eager if present."""
+    q, k, v = case.q, case.k, case.v
+    time.sleep(PAUSE)
+    with limit_blas_threads(threads):
+        out = {"engine": median_time(lambda: attention.scaled_dot_product_attention(
+            q, k, v, rule="sqrt", mask="causal", need_weights=False), repeats)}
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        return out
+    torch.set_num_threads(threads)
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    n = case.shape[-2]
+    allowed = torch.ones(n, n, dtype=torch.bool).tril()
+    scale = 1.0 / case.shape[-1] ** 0.5
+
+    def eager() -> object:
+        logits = (tq @ tk.transpose(-1, -2) * scale).masked_fill(~allowed, float("-inf"))
+        return torch.softmax(logits, dim=-1) @ tv
+
+    time.sleep(PAUSE)
+    with torch.no_grad():
+        out["sdpa"] = median_time(
+            lambda: F.scaled_dot_product_attention(tq, tk, tv, is_causal=True), repeats)
+        out["eager"] = median_time(eager, repeats)
+    time.sleep(PAUSE)
+    return out
+
+
 def faults_per_call(case: Case, calls: int = 20) -> float | None:
     """Minor page faults per default call (weights returned), after warm-up; None off Unix.
 
@@ -278,6 +313,15 @@ def run(repeats: int, threads: int) -> None:
             )
     for lines in rows.values():
         print("\n".join(lines))
+    for shape in CAUSAL_SIZES:
+        c = causal_times(Case(shape, rng), repeats, threads)
+        best = min(c["sdpa"], c["eager"]) if "sdpa" in c else None
+        label = "x".join(map(str, shape))
+        print(
+            f"{'causal, no wts':<16} {label:<15} {c['engine'] * 1e3:9.3f} "
+            f"{_ratio(c['engine'], best)} {_ratio(c['engine'], c.get('sdpa'))} "
+            f"{_ratio(c['engine'], c.get('eager'))}"
+        )
     for shape in FORWARD_SIZES:
         faults = faults_per_call(Case(shape, rng))
         if faults is not None:
