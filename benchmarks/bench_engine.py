@@ -19,7 +19,9 @@ no mask, the same thread count for numpy and torch):
                      SDPA (``is_causal=True``) and eager with a boolean mask; no goal, but
                      the length lab's long sequences are causal
 ``tiny call``        one call at (1, 16, 16): the per-call overhead (validation, plan, checks,
-                     dispatch), in µs, against the bare matmuls and torch eager
+                     dispatch), in µs, against the bare matmuls and torch eager; its
+                     ``/floor`` is against :func:`tiny_floor`, the numpy calls that any
+                     attention with a finiteness check and weights makes at that size
 
 ``/mm`` is engine time over the time of the matrix products the computation cannot avoid (QKᵀ
 and P·V forward; the backward adds E·V, Eᵀ·G', G'·Vᵀ, dS·K and dSᵀ·Q, with QKᵀ recomputed).
@@ -237,6 +239,28 @@ def causal_times(case: Case, repeats: int, threads: int) -> dict[str, float]:
     return out
 
 
+def tiny_floor(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
+    """The numpy calls any checked float32 attention with weights makes, and nothing else.
+
+    One finiteness check of the inputs, the scaled products, the exponentials with their row
+    sums and a test that they did not overflow, the normalised weights and their product with
+    v. At (1, 16, 16) each call costs about a microsecond, so this is the least a numpy
+    implementation pays per call; the engine's excess over it is its own overhead (validation
+    of shapes, rules and parameters, the plan, the tiles, the result object).
+    """
+    joint = np.concatenate((q.ravel(), k.ravel(), v.ravel()))
+    if np.count_nonzero(np.isfinite(joint)) != joint.size:
+        raise ValueError("inputs are not finite")
+    with np.errstate(over="ignore", invalid="ignore"):
+        weights = np.matmul(q * np.float32(scale), k.swapaxes(-1, -2))
+        np.exp(weights, out=weights)
+        sums = np.add.reduce(weights, axis=-1, keepdims=True)
+    if not np.isfinite(sums.max()):
+        raise ValueError("exp overflowed")
+    weights *= np.reciprocal(sums, out=sums)
+    return np.matmul(weights, v)
+
+
 def faults_per_call(case: Case, calls: int = 20) -> float | None:
     """Minor page faults per default call (weights returned), after warm-up; None off Unix.
 
@@ -329,6 +353,10 @@ def run(repeats: int, threads: int) -> None:
             print(f"{'page faults':<16} {label:<15} {faults:9.1f} per default call")
     case = Case(TINY, rng)
     e = numpy_times(case, repeats, threads, backward=False)
+    with limit_blas_threads(threads):
+        floor = median_time(
+            lambda: tiny_floor(case.q, case.k, case.v, TINY[-1] ** -0.5), repeats
+        )
     t = torch_times(case, repeats, threads, backward=False)
     label = "x".join(map(str, TINY))
     for name, key in (("tiny, weights", "weights"), ("tiny, no weights", "no_weights")):
@@ -338,8 +366,9 @@ def run(repeats: int, threads: int) -> None:
             print(
                 f"{name:<16} {label:<15} {us / 1e3:9.4f} {_ratio(e[key], eager)} "
                 f"{_ratio(e[key], t.get('sdpa'))} {_ratio(e[key], eager)} "
-                f"{_ratio(e[key], e['mm_fwd'])}   ({us:.1f} µs per call, "
-                f"matmuls alone {e['mm_fwd'] * 1e6:.1f} µs)"
+                f"{_ratio(e[key], e['mm_fwd'])} {_ratio(e[key], floor)} "
+                f"{_ratio(floor, eager):>11}   ({us:.1f} µs per call; matmuls alone "
+                f"{e['mm_fwd'] * 1e6:.1f} µs, tiny floor {floor * 1e6:.1f} µs)"
             )
     print()
     if have_torch:
