@@ -261,12 +261,14 @@ def scaled_dot_product_attention_backward(
     yarn_factor: float | None = None,
     memory_budget_bytes: int | None = None,
     output: Any = None,
+    weights: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Analytic gradients of ``sum(output * grad_output)`` with respect to q, k and v.
 
     Parameters are those of :func:`scaled_dot_product_attention`, plus ``grad_output`` with
     exactly the output's shape (..., n_q, d_v). The forward pass is recomputed internally,
-    except for the product ``weights @ v`` when ``output`` is given.
+    except for the product ``weights @ v`` when ``output`` is given, and entirely when
+    ``weights`` is given too.
     Gradients are summed over broadcast leading dimensions, so each has the shape of its input.
     Masked entries receive zero gradient; the QK-norm rule includes the Jacobian of the
     normalisation and the soft-cap rule the tanh derivative.
@@ -277,6 +279,11 @@ def scaled_dot_product_attention_backward(
         Optional: the output of :func:`scaled_dot_product_attention` for the same arguments
         (with or without weights). It saves one of the pass's n×n×d products; it must be that
         output (within float rounding), or the gradients are wrong.
+    weights
+        Optional: the ``weights`` of the same forward call, (..., n_q, n_k). They save the
+        pass's logits and exponentials (an n×n×d product and an exp per logit); like
+        ``output`` they must be that call's, or the gradients are wrong. Ignored by the
+        ``softcap`` rule, whose derivative needs the logits, which are recomputed.
 
     Returns
     -------
@@ -315,6 +322,15 @@ def scaled_dot_product_attention_backward(
                 f"got {output.shape}"
             )
     softcap = plan.rule is ScalingRule.SOFTCAP
+    if weights is not None and not softcap:
+        weights = np.asarray(weights, dtype=plan.dtype)
+        if weights.shape != plan.score_shape:
+            raise ValueError(
+                f"weights must have the logits' shape {plan.score_shape} (..., n_q, n_k), "
+                f"got {weights.shape}"
+            )
+    else:
+        weights = None
     n_mats = 3 if softcap else 2
     # The tiles need far less; the budget keeps the guard of the untiled pass.
     check_memory(
@@ -330,8 +346,10 @@ def scaled_dot_product_attention_backward(
     size = problem.batch_size
     grad_qs = np.empty((size, plan.n_q, plan.d_k), dtype=plan.dtype)
     flat_output = None if output is None else output.reshape(size, plan.n_q, d_v)
+    flat_weights = None if weights is None else weights.reshape(size, plan.n_q, plan.n_k)
     grad_ks, grad_v = tiled.backward(
-        problem, g.reshape(size, plan.n_q, d_v), grad_qs, output=flat_output
+        problem, g.reshape(size, plan.n_q, d_v), grad_qs, output=flat_output,
+        weights=flat_weights,
     )
     # Back to the leading dimensions; broadcast ones are summed below.
     grad_qs = grad_qs.reshape(*plan.batch, plan.n_q, plan.d_k)

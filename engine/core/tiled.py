@@ -191,6 +191,7 @@ def each_tile(
     logits: np.ndarray | None = None,
     exp_into: np.ndarray | None = None,
     keep_tanh: bool = False,
+    known: np.ndarray | None = None,
 ) -> list[_S]:
     """Run ``body(state, scratch, tile, e, inv, tanh)`` on every tile's exponentials.
 
@@ -215,6 +216,10 @@ def each_tile(
         weights path); by default both live in the scratch buffer.
     keep_tanh
         Soft-cap only: pass tanh of the scaled logits to ``body`` (the backward pass needs it).
+    known
+        The (B, n_q, n_k) softmax weights, when a caller already has them (the backward pass
+        given the forward's weights): each tile passes its block, read-only, as ``e`` with
+        ``inv`` = 1, and no logits or exponentials are computed. Not with ``keep_tanh``.
     """
 
     if len(problem.tiles) == 1:
@@ -223,7 +228,7 @@ def each_tile(
         scratch, user = Scratch(problem), make_state()
         tile = problem.tiles[0]
         body(user, scratch, tile, *_tile_exponentials(problem, scratch, tile, logits, exp_into,
-                                                      keep_tanh))
+                                                      keep_tanh, known))
         return [user]
 
     def make() -> tuple[Scratch, _S]:
@@ -232,18 +237,22 @@ def each_tile(
     def run(state: tuple[Scratch, _S], tile: Tile) -> None:
         scratch, user = state
         body(user, scratch, tile, *_tile_exponentials(problem, scratch, tile, logits, exp_into,
-                                                      keep_tanh))
+                                                      keep_tanh, known))
 
     return [user for _, user in run_tiles(run, problem.tiles, work, make)]
 
 
 def _tile_exponentials(
     problem: TiledProblem, scratch: Scratch, tile: Tile, logits: np.ndarray | None,
-    exp_into: np.ndarray | None, keep_tanh: bool,
+    exp_into: np.ndarray | None, keep_tanh: bool, known: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """A tile's exponentials E, 1/rowsum and soft-cap's tanh: see :func:`each_tile`."""
     b0, b1, r0, r1 = tile
     keys = visible_keys(problem.plan, r1)
+    if known is not None:
+        # The later keys' weights are 0 already; the block is the caller's, so not written.
+        block = known[b0:b1, r0:r1, :keys]
+        return block, np.ones((b1 - b0, r1 - r0, 1), dtype=block.dtype), None
     shape = (b1 - b0, r1 - r0, keys)
     lg = scratch.take(0, shape) if logits is None else _visible(logits[b0:b1, r0:r1], keys, -np.inf)
     e = scratch.take(1, shape) if exp_into is None else _visible(exp_into[b0:b1, r0:r1], keys, 0.0)
@@ -305,13 +314,16 @@ def backward(
     grad_output: np.ndarray,
     grad_qs: np.ndarray,
     output: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Gradients with respect to the scaled operands; returns (grad_ks, grad_v).
 
     ``grad_output`` is the (B, n_q, d_v) output gradient G; ∂/∂qs is written into the
     (B, n_q, d_k) ``grad_qs``. For soft-cap the results lack the factor cap of the tanh
     derivative (applied by the caller to n×d matrices). ``output``, the forward's (B, n_q, d_v)
-    output if known, saves recomputing E·V.
+    output if known, saves recomputing E·V; ``weights``, its (B, n_q, n_k) weights if known
+    (not for soft-cap, whose derivative needs the logits), save recomputing the logits and
+    their exponentials: the tiles then use E = the weights and 1/rowsum = 1.
     """
     v = problem.v
     assert v is not None
@@ -361,9 +373,10 @@ def backward(
             acc[1][b0:b1, keys] += np.matmul(e_t, g_s)
             acc[0][b0:b1, keys] += np.matmul(d_t, qs[b0:b1, r0:r1])
 
+    assert weights is None or problem.cap is None, "soft-cap's backward needs the logits"
     parts = each_tile(
         problem, body, partial_sums, work=2 * plan.n_scores * (plan.d_k + d_v),
-        keep_tanh=problem.cap is not None,
+        keep_tanh=problem.cap is not None, known=weights,
     )
     grad_ks, grad_v = parts[0]
     for gk, gv in parts[1:]:

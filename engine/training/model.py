@@ -331,8 +331,10 @@ def loss_and_grad(
         s = np.matmul(per_row, kv_rows.transpose(1, 0, 2, 3).reshape(2 * h, b * p, dk))
         s = s.transpose(1, 0, 2).reshape(r, 2 * hd)
     else:
+        # The forward's output and weights spare the backward its recomputation.
         gq, gk, gv = scaled_dot_product_attention_backward(
-            cache.q, cache.k, cache.v, d_out, mask=pb.mask, **spec.kwargs()
+            cache.q, cache.k, cache.v, d_out, mask=pb.mask, output=cache.out,
+            weights=cache.weights, **spec.kwargs()
         )
         dkv = np.empty((b, t, 2, h, dk), dtype=gq.dtype)
         dkv[:, :, 0] = gk.transpose(0, 2, 1, 3)

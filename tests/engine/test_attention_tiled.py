@@ -175,3 +175,39 @@ def test_causal_tiles_compute_only_the_keys_their_rows_see(rng, small_tiles, mon
     np.testing.assert_allclose(res.weights, weights, rtol=1e-12, atol=1e-15)
     assert np.all(res.weights[..., ~allowed] == 0.0)
     np.testing.assert_allclose(res.output, weights @ v, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("rule", [rule.value for rule in ScalingRule])
+@pytest.mark.parametrize("mask", [None, "causal", "padding"])
+@pytest.mark.parametrize("tiles", ["small", "default"])
+def test_backward_given_the_weights_equals_the_recomputing_backward(rng, monkeypatch, rule, mask,
+                                                                    tiles):
+    """The forward's (read-only) weights replace the backward's logits and exponentials; the
+    gradients do not change, with or without the output, in row tiles and whole entries."""
+    if tiles == "small":
+        monkeypatch.setattr(tiled, "TILE_BYTES", 64 * 8)
+    q, k, v = problem(rng)
+    if mask == "padding":
+        mask = np.arange(11) < 7
+    kw = {"rule": rule, "mask": mask, "temperature": 0.7}
+    res = scaled_dot_product_attention(q, k, v, **kw)
+    assert not res.weights.flags.writeable
+    g = rng.standard_normal(res.output.shape)
+    recomputed = scaled_dot_product_attention_backward(q, k, v, g, **kw)
+    for output in (None, res.output):
+        given = scaled_dot_product_attention_backward(q, k, v, g, weights=res.weights,
+                                                      output=output, **kw)
+        for a, b in zip(given, recomputed, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
+
+
+def test_backward_given_weights_uses_them_and_checks_their_shape(rng):
+    q, k, v = problem(rng)
+    g = rng.standard_normal((2, 3, 13, 4))
+    uniform = np.full((2, 3, 13, 11), 1 / 11)
+    # Uniform weights give dV = Σ_rows G / n_k for every key: the weights were used.
+    _, _, grad_v = scaled_dot_product_attention_backward(q, k, v, g, weights=uniform)
+    np.testing.assert_allclose(grad_v, np.broadcast_to(g.sum(axis=-2, keepdims=True) / 11,
+                                                       grad_v.shape), rtol=1e-12)
+    with pytest.raises(ValueError, match=r"weights must have the logits' shape \(2, 3, 13, 11\)"):
+        scaled_dot_product_attention_backward(q, k, v, g, weights=uniform[..., :5])
