@@ -91,10 +91,10 @@ class Plan:
         return self.mask_off is not None or self.causal_offset is not None
 
     def mask_rows(self, rows: slice, keys: slice = slice(None)) -> np.ndarray | None:
-        """Forbidden entries of query rows ``rows`` and keys ``keys`` (True = masked),
-        broadcastable; None = none.
+        """Forbidden entries (True = masked) of query rows ``rows`` and keys ``keys``; None = none.
 
-        A causal mask is built for this block only, so no n×n mask is ever allocated.
+        Broadcastable to the block. A causal mask is built for this block only, so no n×n mask
+        is ever allocated.
         """
         if self.causal_offset is not None:
             start, stop, _ = rows.indices(self.n_q)

@@ -67,7 +67,6 @@ class TiledProblem:
     qs: np.ndarray  # (B, n_q, d_k) queries with the rule folded in
     ks: np.ndarray  # (B, n_k, d_k) keys (normalised for QK-norm)
     v: np.ndarray | None  # (B, n_k, d_v)
-    cap: float | None  # soft-cap only
     mask_off: np.ndarray | None  # (1 or B, n_q or 1, n_k); None for no mask or causal
     tiles: tuple[Tile, ...]
     tile_elements: int  # entries of the largest tile
@@ -114,7 +113,7 @@ def prepare(plan: Plan) -> TiledProblem:
         else:
             mask_off = _flat(mask_off, plan.batch, size)
     tiles, elements = _tiles(size, plan.n_q, plan.n_k, plan.dtype.itemsize)
-    return TiledProblem(plan, ops, qs, ks, v, ops.cap, mask_off, tiles, elements, size)
+    return TiledProblem(plan, ops, qs, ks, v, mask_off, tiles, elements, size)
 
 
 def scratch_bytes(problem: TiledProblem, buffers: int) -> int:
@@ -164,7 +163,7 @@ def write_tile_logits(
     rows = slice(r0, r1)
     keys = out.shape[-1]
     ks = problem.ks[b0:b1] if keys == problem.plan.n_k else problem.ks[b0:b1, :keys]
-    tanh = write_logits(problem.qs[b0:b1, rows], ks, problem.cap, out, keep_tanh)
+    tanh = write_logits(problem.qs[b0:b1, rows], ks, problem.ops.cap, out, keep_tanh)
     plan = problem.plan
     if plan.causal_offset is not None:
         # The keys before the first row's first forbidden key are visible to every row of the
@@ -373,10 +372,11 @@ def backward(
             acc[1][b0:b1, keys] += np.matmul(e_t, g_s)
             acc[0][b0:b1, keys] += np.matmul(d_t, qs[b0:b1, r0:r1])
 
-    assert weights is None or problem.cap is None, "soft-cap's backward needs the logits"
+    softcap = problem.ops.cap is not None
+    assert weights is None or not softcap, "soft-cap's backward needs the logits"
     parts = each_tile(
         problem, body, partial_sums, work=2 * plan.n_scores * (plan.d_k + d_v),
-        keep_tanh=problem.cap is not None, known=weights,
+        keep_tanh=softcap, known=weights,
     )
     grad_ks, grad_v = parts[0]
     for gk, gv in parts[1:]:
