@@ -15,7 +15,13 @@ import pyqtgraph as pg
 from pyqtgraph.exporters.Exporter import Exporter
 from PySide6.QtCore import QCoreApplication, QEvent, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath, QResizeEvent, QTransform
-from PySide6.QtWidgets import QGraphicsItem, QGraphicsWidget, QStyleOptionGraphicsItem, QWidget
+from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsView,
+    QGraphicsWidget,
+    QStyleOptionGraphicsItem,
+    QWidget,
+)
 
 __all__ = ["MAX_SIZE", "MIN_SIZE", "check_size", "laid_out_at", "paint_scene", "render_image"]
 
@@ -55,7 +61,14 @@ def _deliver_layout(widget: QWidget) -> None:
     # QGraphicsLayouts re-arrange their items on a posted LayoutRequest; deliver those now
     # (targeted delivery, not an event-loop spin), then activate every layout, innermost
     # first (a nested layout activated after its parent leaves the parent's stale geometry).
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+    # Only the scene's own items get theirs: a request pending for the widgets around the
+    # view (a label of the view changed) would let their layout give the view back its
+    # on-screen size in the middle of the export.
+    scene = widget.scene() if isinstance(widget, QGraphicsView) else None
+    if scene is not None:
+        for item in scene.items():
+            if isinstance(item, QGraphicsWidget):
+                QCoreApplication.sendPostedEvents(item, QEvent.Type.LayoutRequest)
     if isinstance(widget, pg.GraphicsView):
         from gui.kit.style import relayout
 

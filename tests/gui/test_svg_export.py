@@ -270,3 +270,45 @@ def test_exports_leave_no_garbage_for_the_cyclic_collector(window, tmp_path):
         if enabled:
             gc.enable()
     assert after == before, f"{after - before} Parameter objects await the cyclic GC"
+
+
+def test_an_export_keeps_its_size_when_the_views_own_layout_is_pending(make_window, tmp_path):
+    """The PNG and the SVG of a view are both laid out at the export size, even when the
+    view's own widget layout has a request pending (a label of the view changed, as when a
+    real head's tokens arrive) and the export's first measuring paint widens an axis.
+
+    Delivering every posted layout request let the view's layout put the plot back to its
+    on-screen size in the middle of the PNG export: the PNG was drawn from that layout,
+    scaled into the image, with other token labels and colour-bar ticks than the SVG.
+    """
+    from engine.analysis.real_head import HeadRef
+    from engine.io.tensors import load_tensors, write_tensors
+
+    rng = np.random.default_rng(5)
+    arrays = {f"layer0.{part}": rng.standard_normal((1, 17, 8)).astype(np.float32)
+              for part in "qk"}
+    tokens = [f"k{i}:v{(7 * i) % 31}" for i in range(17)]
+    tf = load_tensors(write_tensors(tmp_path / "head.npz", arrays, tokens=tokens,
+                                    meta={"causal": True}))
+    window = make_window()
+    window.resize(1400, 900)
+    window.view_tabs.show_view("heatmap")
+    window.controller.set_real_head(HeadRef(tf, 0, 0))
+    assert window.wait_until_settled(20_000) and not window.controller.last_error()
+    view = window.view("heatmap")
+    assert view.export_item().size().width() != WIDTH  # the export must resize it
+    view.layout().invalidate()  # posts a layout request to the view, as a changed label does
+    laid_out = []
+    original = render.paint_scene
+
+    def record(target, painter, width, height, explicit_clips=False):
+        laid_out.append(view.export_item().size().width())
+        return original(target, painter, width, height, explicit_clips)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(render, "paint_scene", record)
+        patch.setattr(svg_export, "paint_scene", record)
+        png, svg, _text = png_and_svg(view, tmp_path)
+    assert laid_out and all(width == WIDTH for width in laid_out), laid_out
+    dark_png, dark_svg = rgb(png).max(axis=-1) < 160, rgb(svg).max(axis=-1) < 160
+    assert agreement(dark_png, dark_svg, radius=2) >= MIN_AGREEMENT
