@@ -104,7 +104,7 @@ def check_all_finite(names: tuple[str, ...], arrays: tuple[np.ndarray, ...]) -> 
         # One isfinite over all of them: isfinite and count_nonzero cost about a microsecond
         # each and a ufunc reduction three, which tiny attention calls notice
         # (benchmarks/bench_engine.py). Only a failure looks at them one by one.
-        joint = np.concatenate([arr.ravel() for arr in arrays]) if len(arrays) > 1 else arrays[0]
+        joint = np.concatenate(arrays, axis=None) if len(arrays) > 1 else arrays[0]
         if np.count_nonzero(np.isfinite(joint)) == joint.size:
             return
     for name, arr in zip(names, arrays, strict=True):
