@@ -33,7 +33,8 @@ import numpy as np
 
 from engine.config import ScalingRule
 from engine.core import tiled
-from engine.core.checks import as_real_array, check_finite
+from engine.core.checks import as_real_array
+from engine.core.checks import check_finite as check_finite_array
 from engine.core.memory import check_memory
 from engine.core.plan import Plan, make_plan
 from engine.core.scaling import normalise_backward
@@ -68,11 +69,13 @@ class AttentionResult:
     logits: np.ndarray | None
 
     def __post_init__(self) -> None:
-        self.output.setflags(write=False)
+        # setflags(False), not setflags(write=False): the method parses keywords the slow way,
+        # and the keyword form cost 0.4 µs per array against 0.2 (a tiny call makes three).
+        self.output.setflags(False)
         if self.weights is not None:
-            self.weights.setflags(write=False)
+            self.weights.setflags(False)
         if self.logits is not None:
-            self.logits.setflags(write=False)
+            self.logits.setflags(False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -96,6 +99,7 @@ def attention_logits(
     ssmax_s: float | None = None,
     yarn_factor: float | None = None,
     memory_budget_bytes: int | None = None,
+    check_finite: bool = True,
 ) -> np.ndarray:
     """Return the (..., n_q, n_k) logits after scaling/capping and masking (masked = −∞).
 
@@ -103,7 +107,7 @@ def attention_logits(
     """
     plan = make_plan(
         q, k, None, rule=rule, mask=mask, temperature=temperature, gain=gain, cap=cap,
-        ssmax_s=ssmax_s, yarn_factor=yarn_factor,
+        ssmax_s=ssmax_s, yarn_factor=yarn_factor, check_finite=check_finite,
     )
     check_memory(
         plan.n_scores * plan.dtype.itemsize + _mask_bytes(plan),
@@ -134,6 +138,7 @@ def scaled_dot_product_attention(
     yarn_factor: float | None = None,
     memory_budget_bytes: int | None = None,
     need_weights: bool = True,
+    check_finite: bool = True,
 ) -> AttentionResult:
     """Scaled dot-product attention ``softmax(mask(scale(q, k))) @ v``.
 
@@ -170,6 +175,12 @@ def scaled_dot_product_attention(
         ``False`` returns the output only (``weights`` and ``logits`` None), computed in
         cache-sized row tiles so that no n×n array is written: memory O(tile · n_k), and
         faster. The output equals the weights path's up to float rounding.
+    check_finite
+        Whether to check that q, k and v hold only finite numbers (the default, as in
+        :func:`scipy.linalg.solve`). ``False`` saves that pass over the inputs, about a sixth
+        of a (1, 16, 16) call, for callers whose inputs are finite by construction; NaN or ±∞
+        in them then gives NaN in the output, or the ValueError of a q·k overflow, instead of
+        a message that names the array.
 
     Returns
     -------
@@ -186,7 +197,7 @@ def scaled_dot_product_attention(
     """
     plan = make_plan(
         q, k, v, rule=rule, mask=mask, temperature=temperature, gain=gain, cap=cap,
-        ssmax_s=ssmax_s, yarn_factor=yarn_factor,
+        ssmax_s=ssmax_s, yarn_factor=yarn_factor, check_finite=check_finite,
     )
     assert plan.v is not None
     output_shape = (*plan.batch, plan.n_q, plan.v.shape[-1])
@@ -262,6 +273,7 @@ def scaled_dot_product_attention_backward(
     memory_budget_bytes: int | None = None,
     output: Any = None,
     weights: Any = None,
+    check_finite: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Analytic gradients of ``sum(output * grad_output)`` with respect to q, k and v.
 
@@ -284,6 +296,8 @@ def scaled_dot_product_attention_backward(
         pass's logits and exponentials (an n×n×d product and an exp per logit); like
         ``output`` they must be that call's, or the gradients are wrong. Ignored by the
         ``softcap`` rule, whose derivative needs the logits, which are recomputed.
+    check_finite
+        As in :func:`scaled_dot_product_attention`; it covers ``grad_output`` too.
 
     Returns
     -------
@@ -303,6 +317,7 @@ def scaled_dot_product_attention_backward(
         ssmax_s=ssmax_s,
         yarn_factor=yarn_factor,
         extra=(g_arr,),
+        check_finite=check_finite,
     )
     assert plan.v is not None
     d_v = plan.v.shape[-1]
@@ -313,7 +328,8 @@ def scaled_dot_product_attention_backward(
             f"got {g_arr.shape}"
         )
     g = np.asarray(g_arr, dtype=plan.dtype)
-    check_finite("grad_output", g)
+    if check_finite:
+        check_finite_array("grad_output", g)
     if output is not None:
         output = np.asarray(output, dtype=plan.dtype)
         if output.shape != out_shape:

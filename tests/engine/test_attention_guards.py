@@ -94,6 +94,51 @@ def test_overflowing_float32_logits_raise():
         scaled_dot_product_attention(q, q, q, rule="none")
 
 
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("mask", [None, "causal"])
+def test_check_finite_false_gives_the_same_results_on_finite_inputs(need_weights, mask):
+    q, k, v = qkv(np.random.default_rng(3), np.float32)
+    checked = scaled_dot_product_attention(q, k, v, mask=mask, need_weights=need_weights)
+    trusted = scaled_dot_product_attention(
+        q, k, v, mask=mask, need_weights=need_weights, check_finite=False
+    )
+    np.testing.assert_array_equal(trusted.output, checked.output)
+    if need_weights:
+        np.testing.assert_array_equal(trusted.weights, checked.weights)
+        np.testing.assert_array_equal(trusted.logits, checked.logits)
+    g = np.ones_like(checked.output)
+    for a, b in zip(
+        scaled_dot_product_attention_backward(q, k, v, g, mask=mask, check_finite=False),
+        scaled_dot_product_attention_backward(q, k, v, g, mask=mask),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(
+        attention_logits(q, k, mask=mask, check_finite=False), attention_logits(q, k, mask=mask)
+    )
+
+
+def test_check_finite_false_skips_only_the_input_check():
+    """Without the check a NaN in v reaches the output; a NaN in q still fails in the softmax."""
+    q, k, v = qkv(np.random.default_rng(4))
+    v[0, 1, 2] = np.nan
+    with pytest.raises(ValueError, match=r"^v contains NaN"):
+        scaled_dot_product_attention(q, k, v)
+    out = scaled_dot_product_attention(q, k, v, check_finite=False).output
+    assert np.isnan(out[0, :, 2]).all() and np.isfinite(out[1]).all()
+    q[1, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="logits contain NaN"):
+        scaled_dot_product_attention(q, k, np.ones_like(v), check_finite=False)
+    q, k, v = qkv(np.random.default_rng(5))
+    g = np.ones((B, NQ, DV))
+    g[0, 0, 0] = np.inf
+    with pytest.raises(ValueError, match=r"^grad_output contains NaN"):
+        scaled_dot_product_attention_backward(q, k, v, g)
+    with np.errstate(invalid="ignore"):  # inf − inf inside: numpy's warning, not the engine's
+        grad_v = scaled_dot_product_attention_backward(q, k, v, g, check_finite=False)[2]
+    assert not np.isfinite(grad_v[0]).all() and np.isfinite(grad_v[1]).all()
+
+
 # ------------------------------------------------------------------------------------------
 # Memory guard
 # ------------------------------------------------------------------------------------------
