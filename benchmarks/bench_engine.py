@@ -21,7 +21,10 @@ no mask, the same thread count for numpy and torch):
 ``tiny call``        one call at (1, 16, 16): the per-call overhead (validation, plan, checks,
                      dispatch), in µs, against the bare matmuls and torch eager; its
                      ``/floor`` is against :func:`tiny_floor`, the numpy calls that any
-                     attention with a finiteness check and weights makes at that size
+                     attention with a finiteness check and weights makes at that size;
+                     ``tiny, trusted`` is the default call with ``check_finite=False`` (for
+                     callers whose inputs are finite by construction), against the floor
+                     without its check
 
 ``/mm`` is engine time over the time of the matrix products the computation cannot avoid (QKᵀ
 and P·V forward; the backward adds Pᵀ·G, G·Vᵀ, dS·K and dSᵀ·Q).
@@ -69,6 +72,9 @@ _HAS_NEED_WEIGHTS = (
 _BACKWARD_TAKES_WEIGHTS = (
     "weights"
     in inspect.signature(attention.scaled_dot_product_attention_backward).parameters
+)
+_HAS_CHECK_FINITE = (
+    "check_finite" in inspect.signature(attention.scaled_dot_product_attention).parameters
 )
 
 
@@ -245,18 +251,22 @@ def causal_times(case: Case, repeats: int, threads: int) -> dict[str, float]:
     return out
 
 
-def tiny_floor(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
+def tiny_floor(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, checked: bool = True
+) -> np.ndarray:
     """The numpy calls any checked float32 attention with weights makes, and nothing else.
 
-    One finiteness check of the inputs, the scaled products, the exponentials with their row
-    sums and a test that they did not overflow, the normalised weights and their product with
-    v. At (1, 16, 16) each call costs about a microsecond, so this is the least a numpy
-    implementation pays per call; the engine's excess over it is its own overhead (validation
-    of shapes, rules and parameters, the plan, the tiles, the result object).
+    One finiteness check of the inputs (unless not ``checked``), the scaled products, the
+    exponentials with their row sums and a test that they did not overflow, the normalised
+    weights and their product with v. At (1, 16, 16) each call costs about a microsecond, so
+    this is the least a numpy implementation pays per call; the engine's excess over it is its
+    own overhead (validation of shapes, rules and parameters, the plan, the tiles, the result
+    object).
     """
-    joint = np.concatenate((q.ravel(), k.ravel(), v.ravel()))
-    if np.count_nonzero(np.isfinite(joint)) != joint.size:
-        raise ValueError("inputs are not finite")
+    if checked:
+        joint = np.concatenate((q, k, v), axis=None)
+        if np.count_nonzero(np.isfinite(joint)) != joint.size:
+            raise ValueError("inputs are not finite")
     with np.errstate(over="ignore", invalid="ignore"):
         weights = np.matmul(q * np.float32(scale), k.swapaxes(-1, -2))
         np.exp(weights, out=weights)
@@ -359,15 +369,22 @@ def run(repeats: int, threads: int) -> None:
             print(f"{'page faults':<16} {label:<15} {faults:9.1f} per default call")
     case = Case(TINY, rng)
     e = numpy_times(case, repeats, threads, backward=False)
+    scale = TINY[-1] ** -0.5
     with limit_blas_threads(threads):
-        floor = median_time(
-            lambda: tiny_floor(case.q, case.k, case.v, TINY[-1] ** -0.5), repeats
-        )
+        floors = {"checked": median_time(
+            lambda: tiny_floor(case.q, case.k, case.v, scale), repeats)}
+        if _HAS_CHECK_FINITE:
+            e["trusted"] = median_time(lambda: attention.scaled_dot_product_attention(
+                case.q, case.k, case.v, rule="sqrt", check_finite=False), repeats)
+            floors["unchecked"] = median_time(
+                lambda: tiny_floor(case.q, case.k, case.v, scale, checked=False), repeats)
     t = torch_times(case, repeats, threads, backward=False)
     label = "x".join(map(str, TINY))
-    for name, key in (("tiny, weights", "weights"), ("tiny, no weights", "no_weights")):
+    for name, key, which in (("tiny, weights", "weights", "checked"),
+                             ("tiny, no weights", "no_weights", "checked"),
+                             ("tiny, trusted", "trusted", "unchecked")):
         if key in e:
-            us = e[key] * 1e6
+            us, floor = e[key] * 1e6, floors[which]
             eager = t.get("eager")
             print(
                 f"{name:<16} {label:<15} {us / 1e3:9.4f} {_ratio(e[key], eager)} "
