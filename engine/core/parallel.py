@@ -18,7 +18,13 @@ from typing import TypeVar
 from engine.core.checks import check_dim
 from engine.core.threads import limit_blas_threads
 
-__all__ = ["MIN_TILES_PER_THREAD", "get_num_threads", "run_tiles", "set_num_threads"]
+__all__ = [
+    "MIN_TILES_PER_THREAD",
+    "get_num_threads",
+    "parallel_pays",
+    "run_tiles",
+    "set_num_threads",
+]
 
 _S = TypeVar("_S")
 _Tile = TypeVar("_Tile")
@@ -64,6 +70,11 @@ def set_num_threads(n: int | None) -> None:
     _num_threads = _default_threads() if n is None else check_dim("n", n)
 
 
+def parallel_pays(work: int) -> bool:
+    """Whether a problem of ``work`` multiply-adds is split over threads by :func:`run_tiles`."""
+    return _num_threads >= 2 and work >= _PARALLEL_MIN_WORK
+
+
 def _get_executor(workers: int) -> ThreadPoolExecutor:
     global _executor, _executor_workers
     with _executor_lock:
@@ -100,12 +111,12 @@ def run_tiles(
     tiles
         The work items, taken in order by whichever thread is free.
     work
-        Multiply-adds of the whole problem: below ``_PARALLEL_MIN_WORK`` it runs serially.
+        Multiply-adds of the whole problem: unless :func:`parallel_pays`, it runs serially.
     make_state
         Returns a new per-thread state.
     """
     threads = min(_num_threads, len(tiles))
-    if threads < 2 or work < _PARALLEL_MIN_WORK or not _parallel_lock.acquire(blocking=False):
+    if threads < 2 or not parallel_pays(work) or not _parallel_lock.acquire(blocking=False):
         state = make_state()
         for tile in tiles:
             fn(state, tile)

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from engine.core.parallel import get_num_threads, run_tiles
+from engine.core.parallel import MIN_TILES_PER_THREAD, get_num_threads, parallel_pays, run_tiles
 from engine.core.plan import Plan
 from engine.core.scaling import RuleOperands, rule_operands, write_logits
 from engine.core.softmax import exp_rows
@@ -85,13 +85,18 @@ def _flat(x: np.ndarray, batch: tuple[int, ...], size: int) -> np.ndarray:
     return x.reshape(size, *x.shape[-2:])
 
 
-def _tiles(entries: int, n_q: int, n_k: int, itemsize: int) -> tuple[tuple[Tile, ...], int]:
+def _tiles(
+    entries: int, n_q: int, n_k: int, itemsize: int, parallel: bool
+) -> tuple[tuple[Tile, ...], int]:
     rows = max(1, TILE_BYTES // (itemsize * n_k))
     if rows >= n_q:
         # Whole (batch, head) entries per tile: one batched matmul, no accumulation over rows.
         per = max(1, rows // n_q)
-        # Leave at least a few tiles per thread, so the threads share the work evenly.
-        per = min(per, max(1, entries // (4 * get_num_threads())))
+        if parallel:
+            # Leave a few tiles per thread, so the threads share the work evenly. A serial
+            # problem keeps one tile: the trainer's 64 entries of 1 × 17 logits in 8 tiles
+            # took 4× as long as in one.
+            per = min(per, max(1, entries // (MIN_TILES_PER_THREAD * get_num_threads())))
         if per >= entries:
             return ((0, entries, 0, n_q),), entries * n_q * n_k
         tiles = tuple((b, min(b + per, entries), 0, n_q) for b in range(0, entries, per))
@@ -115,7 +120,11 @@ def prepare(plan: Plan) -> TiledProblem:
             mask_off = mask_off.reshape(1, *mask_off.shape[-2:])
         else:
             mask_off = _flat(mask_off, plan.batch, size)
-    tiles, elements = _tiles(size, plan.n_q, plan.n_k, plan.dtype.itemsize)
+    # The backward's work (twice the forward's) decides, so that a problem the backward
+    # splits over threads has tiles enough for them.
+    d_v = plan.d_k if v is None else v.shape[-1]
+    parallel = parallel_pays(2 * plan.n_scores * (plan.d_k + d_v))
+    tiles, elements = _tiles(size, plan.n_q, plan.n_k, plan.dtype.itemsize, parallel)
     return TiledProblem(plan, ops, qs, ks, v, mask_off, tiles, elements, size, len(tiles) == 1)
 
 
