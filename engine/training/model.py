@@ -131,50 +131,30 @@ class _Cache:
     oc: np.ndarray  # (B·P, h·d_k) concatenated head outputs
     y: np.ndarray  # (B·P, d_model)
     z: np.ndarray  # (B·P, n_classes)
-    weights: np.ndarray | None = None  # (B, h, P, T) when engine.core.attention ran the forward
-    logits: np.ndarray | None = None
-    exp: np.ndarray | None = None  # fused path: unnormalised exponentials (B, h, P, T)
-    inv: np.ndarray | None = None  # fused path: 1 / row sums (B, h, P, 1)
+    weights: np.ndarray  # (B, h, P, T) attention weights
+    logits: np.ndarray
 
 
-# Rules whose logits are c·q·k with a scalar c. For them the training step uses the small
-# fused attention below instead of engine.core.attention's forward + backward pair, because the
-# public backward must recompute the forward (it only receives q, k, v) and both calls
-# re-validate their inputs (finiteness scans, mask and plan set-up): at the default size
-# (64 × 1 × 17 keys) that was about a third of a training step. The fused code keeps the
-# exponentials from the forward for the backward and does nothing else. QK-norm and soft-cap
-# (non-linear in q, k) always go through engine.core.attention, and evaluation (which reports the
-# weights and logits) always uses engine.core.attention's forward; tests check both paths against
-# finite differences and the fused forward against engine.core.attention.
+# Rules whose logits are c·q·k with a scalar c. For them the training step's backward is the
+# factored one below instead of engine.core.attention's backward: the key and value gradients
+# of every example are reduced onto the rows of the small input table without ever forming
+# the (B, h, T, d_k) gradients, which made the default step (64 × 1 × 17 keys) twice as fast.
+# The forward is engine.core.attention's for every rule. QK-norm and soft-cap (non-linear in
+# q, k) always use its backward; tests check both paths against finite differences and
+# against each other.
 _SCALAR_RULES = frozenset(
     {ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR, ScalingRule.TEMPERATURE}
 )
 
 
-def _fused_forward(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, c: float, mask_off: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """softmax(c·q kᵀ) v; returns (output, unnormalised exponentials, 1/row sums)."""
-    e = np.matmul(q * q.dtype.type(c), k.swapaxes(-1, -2))
-    if mask_off is not None:
-        np.copyto(e, -np.inf, where=mask_off)
-    e -= np.max(e, axis=-1, keepdims=True)  # every scored row has an allowed key
-    np.exp(e, out=e)
-    inv = np.sum(e, axis=-1, keepdims=True)
-    np.reciprocal(inv, out=inv)
-    out = np.matmul(e, v)
-    out *= inv
-    return out, e, inv
-
-
-def _fused_backward(
+def _factored_backward(
     cache: _Cache, g: np.ndarray, c: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gradient of Σ out∘g w.r.t. q, and the factors of the key and value gradients.
 
     Uses rowsum(dP∘P) = rowsum(G∘O) (G the output gradient, O the output). The key and value
-    gradients are sums of P outer products per example, dK = c·dᵀ q and dV = Eᵀ (G/rowsum)
-    with d = (G/rowsum · Vᵀ − δ)∘E; they are returned as those factors, stacked keys first
+    gradients are sums of outer products per example, dK = c·dᵀ q and dV = Pᵀ G with
+    d = (G Vᵀ − δ)∘P (P the weights); they are returned as those factors, stacked keys first
     like the columns of W_KV, so that the caller can reduce them over the batch without ever
     forming the (B, h, T, d_k) gradients (see :func:`_input_side_grads`).
 
@@ -186,22 +166,20 @@ def _fused_backward(
         (B, 2h, P, T) and (B, 2h, P, d_k): the gradient of key (or value) t of head j is
         Σ_p weights[:, j, p, t] · rows[:, j, p].
     """
-    assert cache.exp is not None and cache.inv is not None
-    e, f = cache.exp, cache.q.dtype.type(c)
-    b, h, p, t = e.shape
-    weights = np.empty((b, 2, h, p, t), dtype=e.dtype)
-    rows = np.empty((b, 2, h, p, cache.q.shape[-1]), dtype=e.dtype)
-    np.multiply(g, cache.inv, out=rows[:, 1])  # G / rowsum: the value gradient's rows
-    g_s = rows[:, 1]
-    delta = np.sum(g_s * cache.out, axis=-1, keepdims=True)
+    w, f = cache.weights, cache.q.dtype.type(c)
+    b, h, p, t = w.shape
+    weights = np.empty((b, 2, h, p, t), dtype=w.dtype)
+    rows = np.empty((b, 2, h, p, cache.q.shape[-1]), dtype=w.dtype)
+    rows[:, 1] = g  # the value gradient's rows
+    delta = np.sum(g * cache.out, axis=-1, keepdims=True)
     d = weights[:, 0]
-    np.matmul(g_s, cache.v.swapaxes(-1, -2), out=d)
+    np.matmul(g, cache.v.swapaxes(-1, -2), out=d)
     d -= delta
-    d *= e
+    d *= w
     grad_q = np.matmul(d, cache.k)
     grad_q *= f
     np.multiply(cache.q, f, out=rows[:, 0])
-    weights[:, 1] = e
+    weights[:, 1] = w
     return grad_q, weights.reshape(b, 2 * h, p, t), rows.reshape(b, 2 * h, p, -1)
 
 
@@ -225,9 +203,7 @@ def project_qk(params: ParamSet, pb: PreparedBatch) -> tuple[np.ndarray, np.ndar
     return np.ascontiguousarray(q), np.ascontiguousarray(k)
 
 
-def _forward(
-    params: ParamSet, spec: RuleSpec, pb: PreparedBatch, *, fused: bool = False
-) -> _Cache:
+def _forward(params: ParamSet, spec: RuleSpec, pb: PreparedBatch) -> _Cache:
     # Only the target positions are scored, so only they need queries: the attention runs on
     # (P, T) logits instead of (T, T) (for retrieval P = 1), with the causal mask restricted to
     # those rows (pb.mask).
@@ -250,19 +226,18 @@ def _forward(
     kv5 = kv.reshape(b, t, 2, h, dk)
     k = kv5[:, :, 0].transpose(0, 2, 1, 3)
     v = kv5[:, :, 1].transpose(0, 2, 1, 3)
-    weights = logits = exp = inv = None
-    if fused and spec.rule in _SCALAR_RULES:
-        mask_off = None if pb.mask is None else ~pb.mask
-        out, exp, inv = _fused_forward(q, k, v, spec.scale(dk), mask_off)
-    else:
-        att = scaled_dot_product_attention(q, k, v, mask=pb.mask, **spec.kwargs())
-        out, weights, logits = att.output, att.weights, att.logits
+    # The parameters are finite (the session stops a run whose parameters are not), so the
+    # attention's input check could only find an overflow of these products; the softmax's
+    # own check and the loss find that too, and the check cost as much as the attention.
+    att = scaled_dot_product_attention(q, k, v, mask=pb.mask, check_finite=False,
+                                       **spec.kwargs())
+    out = att.output
     # (B, h, P, d_k) -> (B, P, h, d_k) -> (B·P, h·d_k)
     oc = out.transpose(0, 2, 1, 3).reshape(b * p, dims.hd)
     y = oc @ params["w_o"]
     z = y @ params["w_u"]
     z += params["b_u"]
-    return _Cache(onehot_t, xt, q, k, v, out, oc, y, z, weights, logits, exp, inv)
+    return _Cache(onehot_t, xt, q, k, v, out, oc, y, z, att.weights, att.logits)
 
 
 def _input_side_grads(
@@ -303,11 +278,12 @@ def loss_and_grad(
 ) -> float:
     """Return the mean cross-entropy and write its gradient into ``grads`` (overwritten).
 
-    ``fused=False`` forces engine.core.attention's forward and backward for every rule.
+    ``fused=False`` uses engine.core.attention's backward for every rule, not only for
+    QK-norm and soft-cap.
     """
     dims = params.dims
     b, t, p, h, dk, hd = pb.batch, dims.seq_len, pb.positions.size, dims.heads, dims.d_k, dims.hd
-    cache = _forward(params, spec, pb, fused=fused)
+    cache = _forward(params, spec, pb)
     rows = np.arange(cache.z.shape[0])
     logp = _log_softmax(cache.z)
     value = float(-np.mean(logp[rows, pb.targets], dtype=np.float64))
@@ -321,8 +297,8 @@ def loss_and_grad(
     dy = dz @ params["w_u"].T
     np.matmul(cache.oc.T, dy, out=grads["w_o"])
     d_out = (dy @ params["w_o"].T).reshape(b, p, h, dk).transpose(0, 2, 1, 3)
-    if cache.exp is not None:
-        gq, kv_weights, kv_rows = _fused_backward(cache, d_out, spec.scale(dk))
+    if fused and spec.rule in _SCALAR_RULES:
+        gq, kv_weights, kv_rows = _factored_backward(cache, d_out, spec.scale(dk))
         # s = onehotᵀ·dKV without forming dKV: first each example's key weights per input row
         # (B, 2h, P, R), then one product per head over the batch's B·P query rows.
         r = pb.onehot.shape[1]
@@ -334,7 +310,7 @@ def loss_and_grad(
         # The forward's output and weights spare the backward its recomputation.
         gq, gk, gv = scaled_dot_product_attention_backward(
             cache.q, cache.k, cache.v, d_out, mask=pb.mask, output=cache.out,
-            weights=cache.weights, **spec.kwargs()
+            weights=cache.weights, check_finite=False, **spec.kwargs()
         )
         dkv = np.empty((b, t, 2, h, dk), dtype=gq.dtype)
         dkv[:, :, 0] = gk.transpose(0, 2, 1, 3)
@@ -377,7 +353,6 @@ class EvalResult:
 def evaluate(params: ParamSet, spec: RuleSpec, pb: PreparedBatch) -> EvalResult:
     """Forward ``pb`` and return loss, accuracy and attention statistics."""
     cache = _forward(params, spec, pb)
-    assert cache.weights is not None and cache.logits is not None
     rows = np.arange(cache.z.shape[0])
     logp = _log_softmax(cache.z)
     value = float(-np.mean(logp[rows, pb.targets], dtype=np.float64))
