@@ -55,10 +55,15 @@ def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
         np.exp(logits, out=out)
         s = np.add.reduce(out, axis=-1, keepdims=True)
         # NaN fails both comparisons, and so does a row sum of 0 (a fully masked row). A few
-        # rows are cheaper to check in Python than with two reductions.
-        sums = s.ravel().tolist() if s.size <= 64 else (float(s.min()), float(s.max()))
+        # rows are cheaper to check in Python than with two reductions; but Python's max()
+        # and min() skip a NaN that is not the first item, and their sum does not.
+        if s.size <= 64:
+            sums = s.ravel().tolist()
+            top, bottom = (math.nan if math.isnan(sum(sums)) else max(sums)), min(sums)
+        else:
+            top, bottom = float(s.max()), float(s.min())
         low_sum, high_sum = _SUM_BOUNDS[logits.dtype]
-        if max(sums) <= high_sum and min(sums) >= logits.shape[-1] * low_sum:
+        if top <= high_sum and bottom >= logits.shape[-1] * low_sum:
             # reciprocal, not divide(1.0, s): the same quotient without the Python scalar's
             # conversion, half the cost of the call on a tile of a few rows.
             return np.reciprocal(s, out=s)

@@ -18,7 +18,7 @@ from engine.core.attention import (
 )
 from engine.core.plan import causal_mask
 from engine.core.scaling import scale_factor
-from engine.core.softmax import softmax
+from engine.core.softmax import exp_rows, softmax
 
 RULES = [rule.value for rule in ScalingRule]
 B, NQ, NK, D, DV = 2, 3, 4, 5, 6
@@ -452,3 +452,14 @@ def test_softmax_function():
         softmax(np.ones(3), mask=np.ones(3))
     with pytest.raises(ValueError, match="mask shape"):
         softmax(np.ones(3), mask=np.ones(4, dtype=bool))
+
+
+@pytest.mark.parametrize("rows", [3, 100])  # checked in Python below 64 rows, in numpy above
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_exp_rows_refuses_a_bad_logit_in_any_row(rows, bad):
+    # Python's max() skips a NaN that is not the first item: each row position is tried.
+    for row in range(rows):
+        logits = np.zeros((rows, 4), dtype=np.float32)
+        logits[row, 1] = bad
+        with np.errstate(invalid="ignore", over="ignore"), pytest.raises(ValueError, match="NaN"):
+            exp_rows(logits, np.empty_like(logits))
