@@ -237,7 +237,7 @@ def each_tile(
         ``inv`` = 1, and no logits or exponentials are computed. Not with ``keep_tanh``.
     """
 
-    if len(problem.tiles) == 1:
+    if problem.single:
         # One tile (small problems): no thread pool, no closures; their cost shows in calls of
         # a few microseconds.
         scratch, user = Scratch(problem), make_state()
