@@ -52,8 +52,8 @@ def iter_file_diagnostics(
         with ``rule`` None each layer's own scale and cap (``tf.layer_scale``,
         ``tf.layer_cap``) are used.
     cancel
-        Checked before each head and between blocks of rows inside one (a block is at most
-        2^18 logits); once set, the iteration ends.
+        Checked before each head and before every tile of rows inside one (a tile holds at
+        most :data:`engine.core.tiled.TILE_BYTES` of logits); once set, the iteration ends.
 
     Raises
     ------

@@ -6,8 +6,10 @@ replayed, exactly the logits that rule of :mod:`engine.core.scaling` produces fr
 and k (``none``, ``sqrt``, ``linear``, ``temperature``, ``qk_norm`` with its gain, ``softcap``
 with its cap). With ``causal=True`` query i sees keys 0..i only.
 
-Batch entries are processed one at a time, so only one (n, n) block of logits and one of
-exponentials live at once, whatever the batch size. Every statistic is computed in float64.
+The logits and their exponentials come from the attention kernel
+(:func:`engine.core.tiled.each_tile`), tile by tile: memory stays at a few cache-sized tiles
+whatever n and the batch size, the tiles may run on several threads, and a cancel takes effect
+within one tile. Every statistic is computed in float64.
 
 Entropy has two references: ln n (uniform weights) and the entropy-collapse bound of Zhai et
 al. (2023), the least entropy a softmax row can have for the norm of its centred logits
@@ -19,17 +21,16 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from engine.config import ScalingRule
-from engine.core.moments import RunningMoments
+from engine.core.moments import RunningMoments, block_moments
 from engine.core.plan import make_plan
-from engine.core.scaling import rule_operands, write_logits
-from engine.core.softmax import exp_rows
 from engine.core.stats import SATURATION_THRESHOLD
 from engine.core.theory import zhai_min_entropy_rows
+from engine.core.tiled import Scratch, Tile, each_tile, prepare
 
 __all__ = [
     "NEAR_UNIFORM_ENTROPY_FRACTION",
@@ -213,8 +214,8 @@ def diagnose_head(
                      cap=cap, causal=causal, cancel=None)
 
 
-#: Logits computed at once (rows × n): bounds memory and the time between two cancel checks.
-_BLOCK_ELEMENTS = 1 << 18
+class _Cancelled(Exception):
+    """Raised inside a tile once the caller's cancel event is set."""
 
 
 def _diagnose(
@@ -222,77 +223,83 @@ def _diagnose(
     temperature: float | None, gain: float | None, cap: float | None, causal: bool,
     cancel: threading.Event | None,
 ) -> HeadDiagnostics | None:
-    """:func:`diagnose_head`, row block by row block; None once ``cancel`` is set."""
+    """:func:`diagnose_head`, tile by tile on the attention kernel; None once ``cancel`` is set."""
     q, k = _check_qk(q, k)
     batch, n, d_k = q.shape
     replay = rule is not None
-    # The causal mask is built per row block below, never as an (n, n) array.
     plan = make_plan(
-        q, k, None, rule=rule if replay else ScalingRule.NONE, mask=None,
-        temperature=temperature, gain=gain, cap=cap,
+        q, k, None, rule=rule if replay else ScalingRule.NONE,
+        mask="causal" if causal else None, temperature=temperature, gain=gain, cap=cap,
     )
-    if replay:
-        c = plan.scale
-    else:
+    if not replay:
         c = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
         if not math.isfinite(c):
             raise ValueError(f"scale must be a finite number, got {scale!r}")
-    op_rule = plan.rule
-    if not replay and cap is not None:
-        op_rule = ScalingRule.SOFTCAP  # the file's own cap (validated by make_plan above)
-    ops = rule_operands(op_rule, plan.q, plan.k, scale=c, gain=plan.gain, cap=plan.cap)
-    amplitude = plan.cap if ops.cap is not None else 1.0
-    theory = math.sqrt(d_k) * float(np.std(ops.qs)) * float(np.std(ops.ks)) * amplitude
+        # The file's own scale, and its own cap (validated by make_plan above).
+        plan = replace(plan, rule=ScalingRule.NONE if cap is None else ScalingRule.SOFTCAP,
+                       scale=c)
+    problem = prepare(plan)
+    amplitude = plan.cap if problem.ops.cap is not None else 1.0
+    theory = (math.sqrt(d_k) * float(np.std(problem.ops.qs)) * float(np.std(problem.ops.ks))
+              * amplitude)
 
-    rows_per_block = max(1, min(n, _BLOCK_ELEMENTS // n))
-    logits_buffer = np.empty((rows_per_block, n))
-    expo_buffer = np.empty((rows_per_block, n))
-    keys = np.arange(n)
+    # Per query row, with z = logits − row max (0 where masked) and e = exp(z): S = Σ e, Σ e·z,
+    # Σ z, Σ z² and e_0. The tiles fill their rows; the statistics are taken once at the end,
+    # so they do not depend on the tiling or on which thread ran which tile.
+    rowsum, weighted, z_sum, z_sq, first = (np.empty((batch, n)) for _ in range(5))
+    logit_parts: dict[Tile, tuple[tuple[int, float, float], float]] = {}
+
+    def body(_: None, scratch: Scratch, tile: Tile, e: np.ndarray, __: np.ndarray,
+             ___: np.ndarray | None) -> None:
+        if cancel is not None and cancel.is_set():
+            raise _Cancelled
+        b0, b1, r0, r1 = tile
+        logits = scratch.take(0, e.shape)  # the tile's masked logits, not shifted
+        masked = plan.mask_rows(slice(r0, r1), slice(0, e.shape[-1]))
+        values = logits.ravel() if masked is None else logits[:, ~masked]
+        if not np.isfinite(values).all():  # a product that overflowed to −∞
+            raise ValueError("logits are not finite (q·k overflowed float64); scale q and k down")
+        top = np.max(logits, axis=-1, keepdims=True)
+        # The largest |logit| from the row maxima and the least value: no |x| copy.
+        logit_parts[tile] = (block_moments(values), max(float(np.max(top)),
+                                                        -float(np.min(values))))
+        # z <= 0 with max 0; e = exp(z) (shift=True below), so the largest weight of a row is
+        # exp(0)/S = 1/S exactly.
+        z = np.subtract(logits, top, out=logits)
+        if masked is not None:
+            np.copyto(z, 0.0, where=masked)  # weight 0 there: 0·(−∞) must not be NaN
+        rows = (slice(b0, b1), slice(r0, r1))
+        np.add.reduce(e, axis=-1, out=rowsum[rows])
+        np.einsum("...j,...j->...", e, z, out=weighted[rows])
+        np.add.reduce(z, axis=-1, out=z_sum[rows])
+        np.einsum("...j,...j->...", z, z, out=z_sq[rows])
+        first[rows] = e[..., 0]
+
+    if cancel is not None and cancel.is_set():
+        return None
+    try:
+        # Overflow of q·k is a ValueError: the kernel's for NaN and +∞, the check above for −∞.
+        each_tile(problem, body, lambda: None, work=plan.n_scores * d_k, shift=True)
+    except _Cancelled:
+        return None
     moments = RunningMoments()
-    entropy, p_max_mean, sink, zhai = (RunningMoments() for _ in range(4))
     max_abs = 0.0
-    saturated = 0
-    for b in range(batch):
-        for start in range(0, n, rows_per_block):
-            if cancel is not None and cancel.is_set():
-                return None
-            stop = min(n, start + rows_per_block)
-            logits, expo = logits_buffer[: stop - start], expo_buffer[: stop - start]
-            with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked below
-                write_logits(ops.qs[b, start:stop], ops.ks[b], ops.cap, logits)
-            queries = np.arange(start, stop)
-            masked = keys[None, :] > queries[:, None] if causal else None
-            visible = (queries + 1.0) if causal else np.full(stop - start, float(n))
-            values = logits.ravel() if masked is None else logits[~masked]
-            if not np.isfinite(values).all():
-                raise ValueError(
-                    "logits are not finite (q·k overflowed float64); scale q and k down"
-                )
-            moments.add(values)
-            max_abs = max(max_abs, float(np.max(values)), -float(np.min(values)))  # no |x| copy
-            if masked is not None:
-                np.copyto(logits, -np.inf, where=masked)
-            # Shift by the row maximum: z <= 0 with max 0, so exp never overflows and the
-            # largest weight of a row is exp(0)/rowsum = 1/rowsum exactly.
-            np.subtract(logits, np.max(logits, axis=1, keepdims=True), out=logits)
-            with np.errstate(over="ignore", invalid="ignore"):
-                exp_rows(logits, expo)  # row max 0 lies in its no-shift window: plain exp(z)
-            rowsum = np.sum(expo, axis=1)
-            if masked is not None:
-                np.copyto(logits, 0.0, where=masked)  # weight 0 there: 0·(−∞) must not be NaN
-            # H = −Σ p (z − ln S) = ln S − Σ e·z / S, with e = exp(z), S = Σ e.
-            weighted = np.einsum("ij,ij->i", expo, logits)
-            entropy.add(np.log(rowsum) - weighted / rowsum)
-            # Norm of each row's centred visible logits (masked entries are 0 here).
-            row_sum = np.sum(logits, axis=1)
-            centred_sq = np.einsum("ij,ij->i", logits, logits) - row_sum * row_sum / visible
-            zhai.add(zhai_min_entropy_rows(visible, np.sqrt(np.maximum(centred_sq, 0.0))))
-            p_max = 1.0 / rowsum
-            p_max_mean.add(p_max)
-            saturated += int(np.count_nonzero(p_max > SATURATION_THRESHOLD))
-            sink.add(expo[:, 0] / rowsum)
-    entropy_mean, sink_mass = entropy.mean, sink.mean
-    saturated_share = saturated / (batch * n)
+    for tile in problem.tiles:  # in order: the same sums whatever ran where
+        part, tile_max_abs = logit_parts[tile]
+        moments.merge(*part)
+        max_abs = max(max_abs, tile_max_abs)
+    # H = −Σ p (z − ln S) = ln S − Σ e·z / S.
+    entropy_rows = np.log(rowsum) - weighted / rowsum
+    # Norm of each row's centred visible logits (masked entries of z are 0).
+    visible = np.full(n, float(n))
+    if causal:
+        visible = np.minimum(np.arange(n) + 1.0 + plan.causal_offset, n)
+    centred_sq = z_sq - z_sum * z_sum / visible
+    zhai = zhai_min_entropy_rows(visible, np.sqrt(np.maximum(centred_sq, 0.0)))
+    p_max = 1.0 / rowsum
+    entropy_mean = block_moments(entropy_rows)[1]
+    sink_mass = block_moments(first / rowsum)[1]
+    saturated_share = np.count_nonzero(p_max > SATURATION_THRESHOLD) / (batch * n)
     ln_n = math.log(n)
     flags = []
     if saturated_share > SATURATED_SHARE_FLAG:
@@ -304,10 +311,10 @@ def _diagnose(
     return HeadDiagnostics(
         n=n, d_k=d_k, batch=batch, rule=plan.rule.value if replay else None,
         # A per-row c (log_n / ssmax, causal) is reported as that of the last row (all n keys).
-        scale=float(np.ravel(c)[-1]),
+        scale=float(np.ravel(plan.scale)[-1]),
         causal=bool(causal), logit_std=moments.std, logit_std_theory=theory,
         max_abs_logit=max_abs, entropy_mean=entropy_mean, entropy_uniform=ln_n,
-        entropy_zhai_bound=zhai.mean,
-        p_max_mean=p_max_mean.mean, saturated_share=saturated_share, sink_mass=sink_mass,
+        entropy_zhai_bound=block_moments(zhai)[1],
+        p_max_mean=block_moments(p_max)[1], saturated_share=saturated_share, sink_mass=sink_mass,
         rho=_pearson(q, k), flags=tuple(flags),
     )

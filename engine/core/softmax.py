@@ -16,7 +16,7 @@ import numpy as np
 
 from engine.core.checks import as_real_array, float_dtype
 
-__all__ = ["NO_SHIFT_WINDOW", "exp_rows", "row_reciprocal", "softmax"]
+__all__ = ["NO_SHIFT_WINDOW", "exp_rows", "exp_shifted_rows", "row_reciprocal", "softmax"]
 
 
 def row_reciprocal(s: np.ndarray) -> np.ndarray:
@@ -68,6 +68,27 @@ def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
             # conversion, half the cost of the call on a tile of a few rows.
             return np.reciprocal(s, out=s)
     lo, hi = NO_SHIFT_WINDOW[logits.dtype]
+    m, low, high = _row_maxima(logits)
+    # A fully masked row (max −∞) needs no shift either: exp gives its zeros.
+    if high <= hi and (low >= lo or ((m >= lo) | np.isneginf(m)).all()):
+        np.exp(logits, out=out)
+        return row_reciprocal(np.add.reduce(out, axis=-1, keepdims=True))
+    return _exp_minus(logits, m, out)
+
+
+def exp_shifted_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Write exp(logits − row maximum) into ``out``; return 1/rowsum (keepdims).
+
+    Unlike :func:`exp_rows` the shift is always the row maximum, so the largest exponential of
+    every row is exactly 1 and the row sum is at least 1: statistics of the softmax (entropy,
+    largest weight) use these exact values. A constant row of n gives the sum n exactly. Fully
+    masked rows (all −∞) give zeros and inv = 0. ``logits`` is left unchanged.
+    """
+    return _exp_minus(logits, _row_maxima(logits)[0], out)
+
+
+def _row_maxima(logits: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """The row maxima (keepdims) and their least and largest; raise for NaN or +inf."""
     m = logits.max(axis=-1, keepdims=True)
     low, high = float(m.min()), float(m.max())
     if math.isnan(low) or math.isnan(high) or high == math.inf:
@@ -75,14 +96,15 @@ def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
             f"logits contain NaN or +inf (q·k overflowed {logits.dtype}, or the data is "
             "not finite); scale q and k down or use float64"
         )
-    # A fully masked row (max −∞) needs no shift either: exp gives its zeros.
-    if high <= hi and (low >= lo or ((m >= lo) | np.isneginf(m)).all()):
-        np.exp(logits, out=out)
-    else:
-        # Fully masked rows: shift by 0 so that -inf - (-inf) is never evaluated.
-        m[np.isneginf(m)] = 0.0
-        np.subtract(logits, m, out=out)
-        np.exp(out, out=out)
+    return m, low, high
+
+
+def _exp_minus(logits: np.ndarray, m: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """exp(logits − m) into ``out``, and 1/rowsum; ``m`` (the row maxima) is overwritten."""
+    # Fully masked rows: shift by 0 so that -inf - (-inf) is never evaluated.
+    m[np.isneginf(m)] = 0.0
+    np.subtract(logits, m, out=out)
+    np.exp(out, out=out)
     return row_reciprocal(np.add.reduce(out, axis=-1, keepdims=True))
 
 

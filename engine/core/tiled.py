@@ -34,7 +34,7 @@ import numpy as np
 from engine.core.parallel import MIN_TILES_PER_THREAD, get_num_threads, parallel_pays, run_tiles
 from engine.core.plan import Plan
 from engine.core.scaling import RuleOperands, rule_operands, write_logits
-from engine.core.softmax import exp_rows
+from engine.core.softmax import exp_rows, exp_shifted_rows
 
 __all__ = [
     "TILE_BYTES",
@@ -207,6 +207,7 @@ def each_tile(
     exp_into: np.ndarray | None = None,
     keep_tanh: bool = False,
     known: np.ndarray | None = None,
+    shift: bool = False,
 ) -> list[_S]:
     """Run ``body(state, scratch, tile, e, inv, tanh)`` on every tile's exponentials.
 
@@ -235,6 +236,11 @@ def each_tile(
         The (B, n_q, n_k) softmax weights, when a caller already has them (the backward pass
         given the forward's weights): each tile passes its block, read-only, as ``e`` with
         ``inv`` = 1, and no logits or exponentials are computed. Not with ``keep_tanh``.
+    shift
+        Always subtract each row's maximum before ``exp`` (see
+        :func:`~engine.core.softmax.exp_shifted_rows`): every row's largest exponential is then
+        exactly 1, which statistics of the weights rely on. By default the shift is skipped
+        when the row sums prove it unneeded. The logits' buffer keeps the unshifted logits.
     """
 
     if problem.single:
@@ -243,7 +249,7 @@ def each_tile(
         scratch, user = Scratch(problem), make_state()
         tile = problem.tiles[0]
         body(user, scratch, tile, *_tile_exponentials(problem, scratch, tile, logits, exp_into,
-                                                      keep_tanh, known))
+                                                      keep_tanh, known, shift))
         return [user]
 
     def make() -> tuple[Scratch, _S]:
@@ -252,14 +258,14 @@ def each_tile(
     def run(state: tuple[Scratch, _S], tile: Tile) -> None:
         scratch, user = state
         body(user, scratch, tile, *_tile_exponentials(problem, scratch, tile, logits, exp_into,
-                                                      keep_tanh, known))
+                                                      keep_tanh, known, shift))
 
     return [user for _, user in run_tiles(run, problem.tiles, work, make)]
 
 
 def _tile_exponentials(
     problem: TiledProblem, scratch: Scratch, tile: Tile, logits: np.ndarray | None,
-    exp_into: np.ndarray | None, keep_tanh: bool, known: np.ndarray | None,
+    exp_into: np.ndarray | None, keep_tanh: bool, known: np.ndarray | None, shift: bool,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """A tile's exponentials E, 1/rowsum and soft-cap's tanh: see :func:`each_tile`."""
     b0, b1, r0, r1 = tile
@@ -284,7 +290,7 @@ def _tile_exponentials(
     # Overflow of q·k or of exp is not a warning: exp_rows raises it as a ValueError.
     with np.errstate(over="ignore", invalid="ignore"):
         tanh = write_tile_logits(problem, tile, lg, keep_tanh)
-        inv = exp_rows(lg, e)
+        inv = exp_shifted_rows(lg, e) if shift else exp_rows(lg, e)
     return e, inv, tanh
 
 

@@ -18,7 +18,7 @@ from engine.core.attention import (
 )
 from engine.core.plan import causal_mask
 from engine.core.scaling import scale_factor
-from engine.core.softmax import exp_rows, softmax
+from engine.core.softmax import exp_rows, exp_shifted_rows, softmax
 
 RULES = [rule.value for rule in ScalingRule]
 B, NQ, NK, D, DV = 2, 3, 4, 5, 6
@@ -463,3 +463,34 @@ def test_exp_rows_refuses_a_bad_logit_in_any_row(rows, bad):
         logits[row, 1] = bad
         with np.errstate(invalid="ignore", over="ignore"), pytest.raises(ValueError, match="NaN"):
             exp_rows(logits, np.empty_like(logits))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exp_shifted_rows_gives_one_at_every_argmax(dtype):
+    rng = np.random.default_rng(7)
+    # Rows inside the no-shift window (exp_rows would skip the shift), a constant row, a row
+    # far outside it, and a fully masked one.
+    logits = rng.standard_normal((5, 6)).astype(dtype)
+    logits[1] = 0.3
+    logits[2] *= 400.0
+    logits[3] = -np.inf
+    logits[4, 2:] = -np.inf
+    before = logits.copy()
+    e = np.empty_like(logits)
+    with np.errstate(over="ignore", invalid="ignore"):
+        inv = exp_shifted_rows(logits, e)
+    np.testing.assert_array_equal(logits, before)  # the logits are not touched
+    for row in (0, 1, 2, 4):
+        assert e[row].max() == 1.0
+        assert e[row, np.argmax(logits[row])] == 1.0
+    assert 1.0 / inv[1, 0] == 6.0  # a constant row sums to n exactly
+    assert np.all(e[3] == 0.0) and inv[3, 0] == 0.0
+    assert np.all(e[4, 2:] == 0.0)
+    # exp(z) of |z| up to ~500 carries a relative error of |z| ulps.
+    rtol = 1e-6 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(e * inv, softmax(logits), rtol=rtol)
+    for bad in (np.nan, np.inf):
+        broken = before.copy()
+        broken[0, 1] = bad
+        with np.errstate(over="ignore", invalid="ignore"), pytest.raises(ValueError, match="NaN"):
+            exp_shifted_rows(broken, e)

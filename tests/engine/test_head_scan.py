@@ -10,7 +10,9 @@ import pytest
 from engine.analysis.head_scan import iter_file_diagnostics, replay_head
 from engine.analysis.heads import diagnose_head
 from engine.config import ScalingRule
+from engine.core import tiled
 from engine.core.attention import scaled_dot_product_attention
+from engine.core.parallel import get_num_threads
 from engine.io.tensors import load_tensors, write_tensors
 
 RNG_SEED = 20261201
@@ -132,37 +134,32 @@ def test_the_zhai_bound_is_below_the_entropy_and_attained_by_extremal_rows(causa
     assert uniform.entropy_above_zhai == pytest.approx(0.0, abs=1e-12)
 
 
-def test_a_long_head_is_cancelled_inside_and_diagnosed_in_row_blocks(tmp_path) -> None:
-    """n = 2048: a head is computed in blocks of 128 rows; a cancel set while the first head
-    runs ends the scan before that head is reported, and block results equal one-block ones."""
-    import engine.analysis.heads as heads_module
-
+def test_a_long_head_is_cancelled_inside_and_diagnosed_in_tiles(tmp_path, monkeypatch) -> None:
+    """n = 2048: a head is computed in tiles of rows (32 rows of float64 logits, 512 KiB); a
+    cancel set while the first tile runs ends the scan before that head is reported, at most
+    one more tile per thread is started, and the tiled results equal one-tile ones."""
     rng = np.random.default_rng(RNG_SEED)
     arrays = {f"layer0.{part}": rng.standard_normal((1, 2, 2048, 8)) for part in "qk"}
     tf = load_tensors(write_tensors(tmp_path / "long.npz", arrays, meta={"causal": True}))
     cancel = threading.Event()
     calls = []
-    real_write = heads_module.write_logits
+    real_write = tiled.write_logits
 
     def write_and_cancel(qs, ks, cap, out, *args):
-        calls.append(qs.shape[-2])  # the block's query rows
-        cancel.set()  # as if the user pressed Cancel while the first block was computed
+        calls.append(qs.shape[-2])  # the tile's query rows
+        cancel.set()  # as if the user pressed Cancel while the first tile was computed
         return real_write(qs, ks, cap, out, *args)
 
-    heads_module.write_logits = write_and_cancel
-    try:
+    with monkeypatch.context() as patch:
+        patch.setattr(tiled, "write_logits", write_and_cancel)
         assert list(iter_file_diagnostics(tf, cancel=cancel)) == []
-    finally:
-        heads_module.write_logits = real_write
-    assert calls == [128]
+    assert 1 <= len(calls) <= get_num_threads()
+    assert set(calls) == {tiled.TILE_BYTES // (8 * 2048)}
     q, k = tf.qk(0, 1)
-    blocks = diagnose_head(q, k, causal=True)
-    old_block = heads_module._BLOCK_ELEMENTS
-    heads_module._BLOCK_ELEMENTS = 2048 * 2048  # one block of every row
-    try:
+    tiles = diagnose_head(q, k, causal=True)
+    with monkeypatch.context() as patch:
+        patch.setattr(tiled, "TILE_BYTES", 8 * 2048 * 2048)  # one tile of every row
         whole = diagnose_head(q, k, causal=True)
-    finally:
-        heads_module._BLOCK_ELEMENTS = old_block
     for name in ("logit_std", "max_abs_logit", "entropy_mean", "entropy_zhai_bound",
                  "p_max_mean", "saturated_share", "sink_mass"):
-        assert getattr(blocks, name) == pytest.approx(getattr(whole, name), rel=1e-12)
+        assert getattr(tiles, name) == pytest.approx(getattr(whole, name), rel=1e-12)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import engine.cli.inspect as cli_inspect
 from engine.analysis.heads import diagnose_head
 from engine.cli.inspect import COLUMNS, inspect_command
+from engine.core import parallel
 from engine.core.attention import attention_logits
 from engine.core.stats import SATURATION_THRESHOLD
 from main import build_parser
@@ -144,7 +145,9 @@ def test_causal_mask_counts_only_visible_logits() -> None:
 @pytest.mark.parametrize(
     ("rule", "params"),
     [("none", {}), ("sqrt", {}), ("linear", {}), ("temperature", {"temperature": 3.0}),
-     ("qk_norm", {"gain": 5.0}), ("qk_norm", {}), ("softcap", {"cap": 2.0})],
+     ("qk_norm", {"gain": 5.0}), ("qk_norm", {}), ("softcap", {"cap": 2.0}),
+     # Under the causal mask each row of these has its own c, from the keys it sees.
+     ("log_n", {}), ("ssmax", {})],
 )
 @pytest.mark.parametrize("causal", [False, True])
 def test_replayed_rule_uses_the_engine_logits(rule: str, params: dict, causal: bool) -> None:
@@ -159,8 +162,29 @@ def test_replayed_rule_uses_the_engine_logits(rule: str, params: dict, causal: b
     assert diag.logit_std == pytest.approx(np.std(visible), rel=1e-12)
     assert diag.max_abs_logit == pytest.approx(np.max(np.abs(visible)), rel=1e-14)
     assert diag.p_max_mean == pytest.approx(np.mean(p.max(axis=-1)), rel=1e-12)
+    logp = np.log(np.where(p > 0.0, p, 1.0))  # 0·ln 0 = 0
+    assert diag.entropy_mean == pytest.approx(np.mean(-np.sum(p * logp, axis=-1)), rel=1e-12)
     if rule == "softcap":
         assert diag.max_abs_logit <= params["cap"]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_diagnostics_do_not_depend_on_the_number_of_threads(causal: bool) -> None:
+    """Tiles run on whichever thread is free; their sums are merged in tile order, so one
+    thread and two give the same numbers, to the last bit."""
+    rng = np.random.default_rng(RNG_SEED)
+    q = rng.standard_normal((3, 1024, 16))
+    k = rng.standard_normal((3, 1024, 16))
+    old = parallel.get_num_threads()
+    try:
+        parallel.set_num_threads(1)
+        serial = diagnose_head(q, k, causal=causal)
+        parallel.set_num_threads(2)
+        threaded = diagnose_head(q, k, causal=causal)
+    finally:
+        parallel.set_num_threads(old)
+    assert parallel.parallel_pays(q.shape[0] * 1024 * 1024 * 16)  # the two runs differ
+    assert threaded == serial
 
 
 def test_bad_inputs_are_refused() -> None:
