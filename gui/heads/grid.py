@@ -25,8 +25,8 @@ __all__ = ["HeadsGrid"]
 
 #: Flag -> the letter marking it in a grid cell.
 _FLAG_LETTER = {"saturated": "S", "sink": "K", "near-uniform": "U"}
-#: Replay panels per row.
-_REPLAY_COLUMNS = 3
+#: Pixels between two replay panels, and between a title and the image above it.
+_REPLAY_MARGIN_PX = 8.0
 #: Largest grid for which every cell gets its letters (beyond, only the table lists flags).
 _MAX_MARKED_CELLS = 48 * 48
 
@@ -66,6 +66,8 @@ class HeadsGrid(pg.GraphicsLayoutWidget):
         self.replay_plot = self.addPlot(row=2, col=0, colspan=2)
         self._replay_images: list[pg.ImageItem] = []
         self._replay_titles: list[pg.TextItem] = []
+        self._replay_n = 1
+        self._shown_replays = 0
         self._build_replay()
         self._layers: tuple[int, ...] = ()
         self._values = np.zeros((0, 0))
@@ -153,41 +155,84 @@ class HeadsGrid(pg.GraphicsLayoutWidget):
     # ----------------------------------------------------------------------------- replay
     def show_replay(self, replays: tuple[RuleReplay, ...], title: str) -> None:
         """Show the weights of each replayed rule side by side under ``title``."""
-        n = replays[0].weights.shape[-1] if replays else 1
-        gap, title_room = 0.3 * n, 0.3 * n  # room for each title's two lines
+        self._replay_n = replays[0].weights.shape[-1] if replays else 1
         for index, (image, label) in enumerate(zip(self._replay_images, self._replay_titles,
                                                    strict=True)):
             shown = index < len(replays)
             image.setVisible(shown)
             label.setVisible(shown)
-            if not shown:
-                continue
-            row, column = divmod(index, _REPLAY_COLUMNS)
-            x, y = column * (n + gap), row * (n + title_room) + title_room
-            image.setImage(np.asarray(replays[index].weights), autoLevels=False,
-                           levels=(0.0, 1.0))
-            image.setRect(QRectF(x, y, n, n))
-            label.setPos(x, y)
-            self._title_replay(label, replays[index])
-        rows = math.ceil(len(replays) / _REPLAY_COLUMNS)
-        self.replay_plot.setRange(xRange=(0, _REPLAY_COLUMNS * n + 2 * gap),
-                                  yRange=(0, rows * (n + title_room)), padding=0.02)
+            if shown:
+                image.setImage(np.asarray(replays[index].weights), autoLevels=False,
+                               levels=(0.0, 1.0))
+                self._title_replay(label, replays[index])
+        self._shown_replays = len(replays)
+        self._layout_replay()
         self.replay_title.setText(title)
+
+    def _layout_replay(self) -> None:
+        """Place the shown panels in the replay plot's current size, titles clear of images.
+
+        The titles are text of a fixed pixel size while the images scale with the plot, so the
+        layout is made in pixels (the largest image side for which every panel and its two
+        title lines fit) and converted to the images' units; it is redone when the plot is
+        resized. A fixed room in image units let the titles overlap the row above once nine
+        rules made the panels small.
+        """
+        shown = self._shown_replays
+        width, height = self.replay_plot.vb.width(), self.replay_plot.vb.height()
+        if not shown or width <= 0 or height <= 0:
+            return
+        labels = self._replay_titles[:shown]
+        title_width = max(label.boundingRect().width() for label in labels)
+        title_height = max(label.boundingRect().height() for label in labels)
+
+        def image_side(columns: int) -> float:
+            rows = math.ceil(shown / columns)
+            return min(width / columns, height / rows - title_height) - _REPLAY_MARGIN_PX
+
+        # The number of columns that gives the largest images among those whose titles fit
+        # side by side (one column if none does).
+        fitting = [c for c in range(1, shown + 1) if c * (title_width + _REPLAY_MARGIN_PX) <= width]
+        columns = max(fitting or [1], key=image_side)
+        rows = math.ceil(shown / columns)
+        side = max(8.0, image_side(columns))
+        # Panels as wide as their image or title, the block of them centred.
+        pitch_x = min(width / columns, max(side, title_width) + _REPLAY_MARGIN_PX)
+        left = (width - columns * pitch_x + _REPLAY_MARGIN_PX) / 2
+        pitch_y = side + title_height + _REPLAY_MARGIN_PX
+        n = self._replay_n
+        units = n / side  # image units per pixel
+        for index in range(shown):
+            row, column = divmod(index, columns)
+            x = (left + column * pitch_x) * units
+            y = (row * pitch_y + title_height) * units
+            self._replay_images[index].setRect(QRectF(x, y, n, n))
+            labels[index].setPos(x, y)
+        self.replay_plot.setRange(xRange=(0.0, width * units),
+                                  yRange=(0.0, max(height, rows * pitch_y) * units), padding=0.0)
 
     def clear_replay(self, title: str) -> None:
         """Hide the replay panels and show ``title`` instead."""
         for item in (*self._replay_images, *self._replay_titles):
             item.setVisible(False)
+        self._shown_replays = 0
         self.replay_title.setText(title)
 
     def replay_images(self) -> list[pg.ImageItem]:
         """The replay images shown, in rule order."""
         return [image for image in self._replay_images if image.isVisible()]
 
+    def replay_rects(self) -> list[tuple[QRectF, QRectF]]:
+        """Where each shown panel's title and image are drawn (scene coordinates), in order."""
+        return [(label.sceneBoundingRect(), image.sceneBoundingRect())
+                for label, image in zip(self._replay_titles, self._replay_images, strict=True)
+                if image.isVisible()]
+
     def retitle_replay(self, replays: tuple[RuleReplay, ...]) -> None:
         """Re-title the replay panels in the current language."""
         for label, replay in zip(self._replay_titles, replays, strict=False):
             self._title_replay(label, replay)
+        self._layout_replay()  # the titles' height may differ in another language
 
     def _title_replay(self, label: pg.TextItem, replay: RuleReplay) -> None:
         diag = replay.diagnostics
@@ -208,6 +253,7 @@ class HeadsGrid(pg.GraphicsLayoutWidget):
         plot.setAspectLocked(True)
         plot.hideAxis("left")
         plot.hideAxis("bottom")
+        plot.vb.sigResized.connect(self._layout_replay)
         for _rule in ScalingRule:
             image = pg.ImageItem(axisOrder="row-major")
             image.setColorMap(self._colormap)

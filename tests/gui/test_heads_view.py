@@ -141,3 +141,28 @@ def test_cancel_stops_the_scan_and_keeps_what_arrived(view, tmp_path, qtbot) -> 
     assert 0 < done < 6 * 12
     values = view.grid.grid_values()
     assert np.isfinite(values).sum() == done and np.isnan(values).sum() == 6 * 12 - done
+
+
+@pytest.mark.parametrize("size", [(1200, 760), (700, 900), (900, 560)])
+def test_replay_titles_never_cover_an_image_or_each_other(view, tmp_path, qtbot,
+                                                          size) -> None:
+    """Nine panels, wide, tall or short: each title sits just above its own image, clear of
+    every image and of the other titles, and every panel lies inside the replay plot."""
+    _open(view, planted_file(tmp_path / "planted.npz"))
+    view.choose_head(1, 2)
+    view.wait_idle()
+    view.resize(*size)
+    qtbot.wait(100)  # the layouts settle on posted events
+    rects = view.grid.replay_rects()
+    assert len(rects) == len(ScalingRule)
+    plot_area = view.grid.replay_plot.vb.sceneBoundingRect().adjusted(-0.5, -0.5, 0.5, 0.5)
+    for index, (title, image) in enumerate(rects):
+        assert title.bottom() <= image.top() + 1.0  # above its image ...
+        assert abs(title.left() - image.left()) <= 4.0  # ... and aligned with it
+        assert image.width() >= 20.0  # the weights stay readable
+        assert plot_area.contains(image) and plot_area.contains(title)
+        for other, (other_title, other_image) in enumerate(rects):
+            assert not title.intersects(other_image)
+            if other != index:
+                assert not title.intersects(other_title)
+                assert not image.intersects(other_image)
