@@ -116,9 +116,11 @@ def test_rho_recovers_a_planted_correlation(rho: float) -> None:
     assert diag.rho == pytest.approx(np.corrcoef(q.ravel(), k.ravel())[0, 1], rel=1e-12)
 
 
-def test_causal_mask_counts_only_visible_logits() -> None:
+# n = 600: float64 tiles of 109 rows, each computing only the keys its rows may see.
+@pytest.mark.parametrize("n", [20, 600])
+def test_causal_mask_counts_only_visible_logits(n: int) -> None:
     rng = np.random.default_rng(RNG_SEED)
-    batch, n, d_k = 3, 20, 8
+    batch, d_k = 3, 8
     q = 2.0 * rng.standard_normal((batch, n, d_k))
     k = rng.standard_normal((batch, n, d_k))
     c = 0.7
@@ -134,6 +136,14 @@ def test_causal_mask_counts_only_visible_logits() -> None:
     assert diag.entropy_mean == pytest.approx(np.mean(-np.sum(p * logp, axis=-1)), rel=1e-12)
     assert diag.p_max_mean == pytest.approx(np.mean(p.max(axis=-1)), rel=1e-12)
     assert diag.sink_mass == pytest.approx(np.mean(p[..., 0]), rel=1e-12)
+    # Zhai et al.'s least entropy for row i's m = i + 1 visible logits of centred norm σ.
+    m = np.tile(np.arange(1, n + 1), batch).astype(float)
+    sigma = np.array([np.linalg.norm(logits[b, i, :i + 1] - logits[b, i, :i + 1].mean())
+                      for b in range(batch) for i in range(n)])
+    beta = np.exp(-sigma * np.sqrt(m / np.maximum(m - 1.0, 1.0)))
+    bounds = np.where(m > 1, np.log1p((m - 1.0) * beta)
+                      + sigma * np.sqrt(m * (m - 1.0)) * beta / (1.0 + (m - 1.0) * beta), 0.0)
+    assert diag.entropy_zhai_bound == pytest.approx(np.mean(bounds), rel=1e-10)
     # The mask changes what is counted: the full-matrix std differs.
     full = diagnose_head(q, k, scale=c)
     assert full.logit_std == pytest.approx(np.std(logits), rel=1e-12)
