@@ -292,14 +292,14 @@ def _diagnose(
     entropy_rows = np.log(rowsum) - weighted / rowsum
     # Norm of each row's centred visible logits (masked entries of z are 0).
     visible = np.full(n, float(n))
-    if causal:
+    if plan.causal_offset is not None:  # (a single query sees every key: no mask)
         visible = np.minimum(np.arange(n) + 1.0 + plan.causal_offset, n)
     centred_sq = z_sq - z_sum * z_sum / visible
     zhai = zhai_min_entropy_rows(visible, np.sqrt(np.maximum(centred_sq, 0.0)))
     p_max = 1.0 / rowsum
     entropy_mean = block_moments(entropy_rows)[1]
     sink_mass = block_moments(first / rowsum)[1]
-    saturated_share = np.count_nonzero(p_max > SATURATION_THRESHOLD) / (batch * n)
+    saturated_share = int(np.count_nonzero(p_max > SATURATION_THRESHOLD)) / (batch * n)
     ln_n = math.log(n)
     flags = []
     if saturated_share > SATURATED_SHARE_FLAG:

@@ -361,9 +361,12 @@ def test_inspect_reads_a_real_file_end_to_end(tmp_path, capsys, suffix) -> None:
         q, k = tensors.qk(int(row["layer"]), int(row["head"]))
         expected = diagnose_head(q, k, scale=0.5, causal=True)
         assert float(row["scale"]) == 0.5 and row["causal"] == "1"
-        for column in ("logit_std", "max_abs_logit", "entropy_mean", "p_max_mean",
-                       "sink_mass", "rho"):
+        # Every number is written as a plain float literal (repr of a Python float).
+        for column in ("logit_std", "logit_std_theory", "max_abs_logit", "entropy_mean",
+                       "entropy_uniform", "entropy_zhai_bound", "p_max_mean",
+                       "saturated_share", "sink_mass", "rho"):
             assert float(row[column]) == pytest.approx(getattr(expected, column), rel=1e-9)
+            assert type(getattr(expected, column)) is float
 
 
 def test_the_files_own_cap_equals_the_softcap_replay() -> None:
@@ -400,3 +403,17 @@ def test_inspect_uses_each_layers_own_scale_and_cap(tmp_path) -> None:
     assert float(rows[1]["logit_std"]) == diagnose_head(*tf.qk(1, 0), scale=1.0).logit_std
     capped = diagnose_head(*tf.qk(2, 0), scale=0.5, cap=0.75)
     assert float(rows[2]["max_abs_logit"]) == capped.max_abs_logit <= 0.75
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_head_of_one_token(causal: bool) -> None:
+    """n = 1: one query, one key (no mask to apply): weight 1, entropy 0, the one logit."""
+    q = np.array([[[1.0, 2.0]], [[0.5, -1.0]]])
+    k = np.array([[[3.0, 1.0]], [[2.0, 2.0]]])
+    diag = diagnose_head(q, k, scale=1.0, causal=causal, rule=None)
+    assert (diag.n, diag.batch) == (1, 2)
+    assert diag.p_max_mean == 1.0 and diag.entropy_mean == 0.0 == diag.entropy_zhai_bound
+    assert diag.sink_mass == 1.0 and diag.max_abs_logit == 5.0
+    assert diag.logit_std == pytest.approx(np.std([5.0, -1.0]), rel=1e-15)
+    replayed = diagnose_head(q, k, rule="ssmax", causal=causal)
+    assert replayed.p_max_mean == 1.0
