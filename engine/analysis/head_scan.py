@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.analysis.heads import HeadDiagnostics, _diagnose, diagnose_head
+from engine.analysis.heads import HeadDiagnostics, _diagnose
 from engine.config import ScalingRule
 from engine.core.attention import attention_logits
 from engine.core.softmax import softmax
@@ -79,6 +79,22 @@ def iter_file_diagnostics(
             yield HeadRecord(layer, head, diagnostics)
 
 
+#: Logits per block of rows of a replay's softmax (2 MiB of float64): a cancel waits for one
+#: block, a few milliseconds, instead of the whole n×n softmax (~70 ms at n = 2048).
+_SOFTMAX_BLOCK = 1 << 18
+
+
+def _softmax_rows(logits: np.ndarray, cancel: threading.Event | None) -> np.ndarray | None:
+    """The row softmax of (n_q, n_k) ``logits``, block of rows by block; None once cancelled."""
+    weights = np.empty_like(logits)
+    rows = max(1, _SOFTMAX_BLOCK // logits.shape[-1])
+    for start in range(0, logits.shape[0], rows):
+        if cancel is not None and cancel.is_set():
+            return None
+        weights[start:start + rows] = softmax(logits[start:start + rows])
+    return weights
+
+
 @dataclass(frozen=True, slots=True)
 class RuleReplay:
     """One rule re-applied to a head: its diagnostics (all batch entries) and the (n, n)
@@ -116,7 +132,9 @@ def replay_head(
     rules
         The rules, in the order returned.
     cancel
-        Checked before each rule; once set, the rules done so far are returned.
+        Checked before each rule, between the tiles of its diagnostics and between blocks of
+        rows of its softmax; once set, the rules done so far are returned. (At n = 2048,
+        batch 2, a rule took about 255 ms: 165 in the diagnostics, 70 in the softmax.)
     """
     if not 0 <= batch_entry < q.shape[0]:
         raise ValueError(f"batch entry {batch_entry} is out of range (batch {q.shape[0]})")
@@ -125,10 +143,15 @@ def replay_head(
         if cancel is not None and cancel.is_set():
             break
         params = {"temperature": temperature, "gain": gain, "cap": cap}
-        diagnostics = diagnose_head(q, k, rule=rule, causal=causal, **params)
+        diagnostics = _diagnose(q, k, scale=None, rule=rule, causal=causal, cancel=cancel,
+                                **params)
+        if diagnostics is None:  # cancelled inside
+            break
         logits = attention_logits(q[batch_entry], k[batch_entry], rule=rule,
                                   mask="causal" if causal else None, **params)
-        weights = softmax(logits)
+        weights = _softmax_rows(logits, cancel)
+        if weights is None:
+            break
         weights.flags.writeable = False
         out.append(RuleReplay(ScalingRule(rule), diagnostics, weights))
     return tuple(out)

@@ -78,6 +78,25 @@ def test_replay_weights_are_the_engines_attention_under_each_rule(causal) -> Non
     assert by_rule[ScalingRule.NONE].p_max_mean > by_rule[ScalingRule.SQRT].p_max_mean
 
 
+def test_a_replay_is_cancelled_inside_a_rules_diagnostics(monkeypatch) -> None:
+    """A long head (n = 2048): a cancel set while the first rule's diagnostics run stops them
+    within a tile per thread, and no rule is returned (not even the one being computed)."""
+    rng = np.random.default_rng(RNG_SEED)
+    q, k = rng.standard_normal((1, 2048, 16)), rng.standard_normal((1, 2048, 16))
+    cancel = threading.Event()
+    tiles = []
+    real_write = tiled.write_logits
+
+    def write_and_cancel(qs, ks, cap, out, *args):
+        tiles.append(qs.shape[-2])
+        cancel.set()  # as if the user clicked another head while the first rule ran
+        return real_write(qs, ks, cap, out, *args)
+
+    monkeypatch.setattr(tiled, "write_logits", write_and_cancel)
+    assert replay_head(q, k, causal=True, temperature=8.0, cancel=cancel) == ()
+    assert 1 <= len(tiles) <= get_num_threads()
+
+
 def test_replay_refuses_a_batch_entry_out_of_range() -> None:
     q = np.ones((2, 3, 4))
     with pytest.raises(ValueError, match="batch entry 2"):
