@@ -269,6 +269,8 @@ def _diagnose(
         if masked is not None:
             np.copyto(z, 0.0, where=masked)  # weight 0 there: 0·(−∞) must not be NaN
         rows = (slice(b0, b1), slice(r0, r1))
+        # S itself, not 1/inv from the kernel: ln S and 1/S must be exact for a constant row
+        # (ln n and 1/n), and 1/(1/S) is not S in floating point.
         np.add.reduce(e, axis=-1, out=rowsum[rows])
         np.einsum("...j,...j->...", e, z, out=weighted[rows])
         np.add.reduce(z, axis=-1, out=z_sum[rows])

@@ -66,8 +66,6 @@ class HeadsGrid(pg.GraphicsLayoutWidget):
         self.replay_plot = self.addPlot(row=2, col=0, colspan=2)
         self._replay_images: list[pg.ImageItem] = []
         self._replay_titles: list[pg.TextItem] = []
-        self._replay_n = 1
-        self._shown_replays = 0
         self._build_replay()
         self._layers: tuple[int, ...] = ()
         self._values = np.zeros((0, 0))
@@ -155,7 +153,6 @@ class HeadsGrid(pg.GraphicsLayoutWidget):
     # ----------------------------------------------------------------------------- replay
     def show_replay(self, replays: tuple[RuleReplay, ...], title: str) -> None:
         """Show the weights of each replayed rule side by side under ``title``."""
-        self._replay_n = replays[0].weights.shape[-1] if replays else 1
         for index, (image, label) in enumerate(zip(self._replay_images, self._replay_titles,
                                                    strict=True)):
             shown = index < len(replays)
@@ -165,7 +162,6 @@ class HeadsGrid(pg.GraphicsLayoutWidget):
                 image.setImage(np.asarray(replays[index].weights), autoLevels=False,
                                levels=(0.0, 1.0))
                 self._title_replay(label, replays[index])
-        self._shown_replays = len(replays)
         self._layout_replay()
         self.replay_title.setText(title)
 
@@ -178,7 +174,8 @@ class HeadsGrid(pg.GraphicsLayoutWidget):
         resized. A fixed room in image units let the titles overlap the row above once nine
         rules made the panels small.
         """
-        shown = self._shown_replays
+        images = self.replay_images()
+        shown = len(images)
         width, height = self.replay_plot.vb.width(), self.replay_plot.vb.height()
         if not shown or width <= 0 or height <= 0:
             return
@@ -200,13 +197,13 @@ class HeadsGrid(pg.GraphicsLayoutWidget):
         pitch_x = min(width / columns, max(side, title_width) + _REPLAY_MARGIN_PX)
         left = (width - columns * pitch_x + _REPLAY_MARGIN_PX) / 2
         pitch_y = side + title_height + _REPLAY_MARGIN_PX
-        n = self._replay_n
+        n = images[0].image.shape[-1]
         units = n / side  # image units per pixel
         for index in range(shown):
             row, column = divmod(index, columns)
             x = (left + column * pitch_x) * units
             y = (row * pitch_y + title_height) * units
-            self._replay_images[index].setRect(QRectF(x, y, n, n))
+            images[index].setRect(QRectF(x, y, n, n))
             labels[index].setPos(x, y)
         self.replay_plot.setRange(xRange=(0.0, width * units),
                                   yRange=(0.0, max(height, rows * pitch_y) * units), padding=0.0)
@@ -215,7 +212,6 @@ class HeadsGrid(pg.GraphicsLayoutWidget):
         """Hide the replay panels and show ``title`` instead."""
         for item in (*self._replay_images, *self._replay_titles):
             item.setVisible(False)
-        self._shown_replays = 0
         self.replay_title.setText(title)
 
     def replay_images(self) -> list[pg.ImageItem]:
