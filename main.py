@@ -14,6 +14,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+#: After each multi-threaded matrix product OpenBLAS keeps its idle threads spinning for 2^28
+#: cycles (0.1 s). Engine calls that split their tiles over threads inside that window shared
+#: a core with the spinner and took 1.4-2.5x as long; 2^16 cycles took nothing measurable from
+#: back-to-back products (benchmarks/bench_blas_spin.py). OpenBLAS reads the variable once,
+#: when numpy loads it, so it is set before anything imports numpy; a value the user set wins.
+OPENBLAS_SPIN = ("OPENBLAS_THREAD_TIMEOUT", "16")
+os.environ.setdefault(*OPENBLAS_SPIN)
+
 DISTRIBUTION = "attention-scale-explorer"
 #: Export image sizes accepted by ``export --width/--height`` (gui/kit/export.py renders 16..8192).
 EXPORT_MIN_SIZE, EXPORT_MAX_SIZE = 16, 8192

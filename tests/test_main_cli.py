@@ -214,3 +214,18 @@ def test_tensors_opens_the_window_on_the_heads_tab_and_exits_cleanly(tmp_path: P
     assert result.returncode == 0, result.stderr
     assert "first paint" in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("preset", [None, "20"])
+def test_openblas_spin_is_shortened_before_numpy_loads(preset: str | None) -> None:
+    # OpenBLAS reads the variable once, when numpy loads it: main must set it before that, and
+    # leave a value the user chose.
+    env = {key: value for key, value in os.environ.items() if key != "OPENBLAS_THREAD_TIMEOUT"}
+    if preset is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = preset
+    probe = ("import os, sys, main; "
+             "print('numpy' in sys.modules, os.environ['OPENBLAS_THREAD_TIMEOUT'])")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", preset or "16"]
