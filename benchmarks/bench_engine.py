@@ -29,42 +29,62 @@ no mask, the same thread count for numpy and torch):
 ``/mm`` is engine time over the time of the matrix products the computation cannot avoid (QKᵀ
 and P·V forward; the backward adds Pᵀ·G, G·Vᵀ, dS·K and dSᵀ·Q).
 
-``floor`` is the least any numpy implementation pays: the matrix products (forward: QKᵀ and
-P·V; with the backward also Pᵀ·G, G·Vᵀ, dS·K and dSᵀ·Q, nothing recomputed) plus one float32
-``numpy.exp`` per logit, split over the threads. ``/floor`` is the engine over it, and
-``floor/torch`` that floor over torch's best time: above 1, no numpy code reaches torch at that
-size, because numpy cannot fuse the exponentials into the products as torch's kernels do.
+``floor`` is the least any numpy implementation pays: in cache-sized row tiles over the threads
+(one BLAS thread each), the products Q·Kᵀ and E·V and one float32 ``numpy.exp`` per logit, and
+nothing else (no row maxima, sums or normalisation, no checks); with the backward it adds the
+products Pᵀ·G, G·Vᵀ, dS·K and dSᵀ·Q. ``/floor`` is the engine over it, and ``floor/torch`` that
+floor over torch's best time: above 1, no numpy code reaches torch at that size, because numpy
+cannot fuse the exponentials into the products as torch's kernels do.
+
 Shapes are (batch·heads, n, d). Times depend on the machine and its load (print ``uptime``
 alongside): only ratios from one run mean something, and nothing here asserts absolute times.
 
-OpenBLAS worker threads spin for ~0.1 s after each call, and alternating numpy and torch slows
-both 2–3×, so each library is timed in its own block, warmed up, after a pause.
+The machine's speed drifts (on the 2-core development VM, by up to 2× within seconds), so the
+samples of every timed function of a case are interleaved: sample 1 of each, then sample 2 of
+each, and so on; a drift then slows all of them alike and the ratios keep. Each sample lasts
+at least 20 ms and follows 10 ms of untimed calls of the same function, so that the other
+library's idle worker threads no longer spin when the timing starts: OpenBLAS's spin is
+shortened as in ``main.py`` (``OPENBLAS_THREAD_TIMEOUT``, set before numpy loads), and torch's
+OpenMP threads stopped spinning within 5 ms in measurements. (Pauses between samples instead
+made the first call after each pause up to twice as slow.) numpy functions run with BLAS
+limited to ``--threads``; torch functions run outside that limit (threadpoolctl also reaches
+the BLAS inside torch, whose calls then ran up to 80× slower).
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import inspect
+import math
 import os
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+# Before numpy loads OpenBLAS, which reads it only then: the engine as the app runs it.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "16")
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.core import attention
+from engine.core import attention, tiled
 from engine.core.threads import limit_blas_threads
 
 FORWARD_SIZES = ((1, 1024, 128), (8, 256, 64), (64, 128, 64), (1, 2048, 64))
 BACKWARD_SIZES = ((1, 512, 64), (8, 256, 64))
 CAUSAL_SIZES = ((1, 1024, 64), (1, 2048, 64))
 TINY = (1, 16, 16)
-PAUSE = 0.3  # seconds: lets spinning BLAS / torch worker threads go idle
+#: Each sample times calls for at least this long (seconds).
+MIN_SAMPLE = 20e-3
+#: Untimed calls before each sample, for at least this long (seconds): the other library's
+#: idle threads stop spinning meanwhile, and the CPU is busy, not waking from a pause.
+SAMPLE_WARMUP = 10e-3
 _HAS_NEED_WEIGHTS = (
     "need_weights" in inspect.signature(attention.scaled_dot_product_attention).parameters
 )
@@ -80,26 +100,44 @@ _HAS_CHECK_FINITE = (
 
 STAT: Callable[[list[float]], float] = statistics.median
 
+#: A timed function and whether it is numpy's (run with BLAS limited) or torch's.
+Timed = dict[str, tuple[Callable[[], object], bool]]
 
-def median_time(fn: Callable[[], object], repeats: int, min_sample: float = 2e-3) -> float:
-    """Median (or ``--stat min``) time of one call of ``fn``; samples last ``min_sample`` s.
 
-    Calls for 0.1 s first: thread pools (OpenBLAS, torch's OpenMP) start up and settle.
+def interleaved_times(fns: Timed, repeats: int, threads: int) -> dict[str, float]:
+    """Median (or ``--stat min``) seconds per call of every function, samples interleaved.
+
+    Each function is first called for 0.1 s (thread pools start, caches fill), which sets its
+    calls per sample so that a sample lasts at least :data:`MIN_SAMPLE`. Then ``repeats``
+    times, one sample of each function in turn, each after :data:`SAMPLE_WARMUP` of untimed
+    calls of the same function.
     """
-    start = time.perf_counter()
-    calls = 0
-    while calls < 2 or time.perf_counter() - start < 0.1:
-        fn()
-        calls += 1
-    once = max((time.perf_counter() - start) / calls, 1e-7)
-    loops = max(1, int(min_sample / once))
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(loops):
+
+    def limit(numpy_side: bool) -> contextlib.AbstractContextManager[object]:
+        return limit_blas_threads(threads) if numpy_side else contextlib.nullcontext()
+
+    def call_for(fn: Callable[[], object], seconds: float) -> float:
+        """Call ``fn`` at least twice and for ``seconds``; return the time per call."""
+        start, calls = time.perf_counter(), 0
+        while calls < 2 or time.perf_counter() - start < seconds:
             fn()
-        times.append((time.perf_counter() - start) / loops)
-    return STAT(times)
+            calls += 1
+        return (time.perf_counter() - start) / calls
+
+    loops: dict[str, int] = {}
+    for name, (fn, numpy_side) in fns.items():
+        with limit(numpy_side):
+            loops[name] = max(1, math.ceil(MIN_SAMPLE / max(call_for(fn, 0.1), 1e-7)))
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, (fn, numpy_side) in fns.items():
+            with limit(numpy_side):
+                call_for(fn, SAMPLE_WARMUP)
+                start = time.perf_counter()
+                for _ in range(loops[name]):
+                    fn()
+                samples[name].append((time.perf_counter() - start) / loops[name])
+    return {name: STAT(times) for name, times in samples.items()}
 
 
 class Case:
@@ -112,11 +150,25 @@ class Case:
         )
 
 
-def numpy_times(case: Case, repeats: int, threads: int, backward: bool) -> dict[str, float]:
-    """Engine and bare-matmul medians (seconds) for one case, BLAS limited to ``threads``.
+def floor_tiles(shape: tuple[int, int, int], threads: int) -> list[tuple[int, int, int, int]]:
+    """(b0, b1, r0, r1) tiles of at most the engine's tile size, a few per thread."""
+    entries, n, _ = shape
+    rows = max(1, tiled.TILE_BYTES // (4 * n))
+    if rows < n:
+        return [(b, b + 1, r, min(r + rows, n)) for b in range(entries) for r in range(0, n, rows)]
+    per = max(1, min(rows // n, entries // (4 * threads)))
+    return [(b, min(b + per, entries), 0, n) for b in range(0, entries, per)]
 
-    The limit is held only here: threadpoolctl also reaches the BLAS inside torch, and torch
-    calls made under it ran up to 80× slower.
+
+def numpy_calls(
+    case: Case, threads: int, backward: bool, pool: concurrent.futures.Executor
+) -> Timed:
+    """The engine's calls and the bare numpy work they cannot avoid, for one case.
+
+    ``mm_fwd`` / ``mm_bwd`` are the matrix products. ``floor`` is the least forward any numpy
+    code computes: in cache-sized tiles spread over the ``pool``'s threads (one BLAS thread
+    each, as the engine runs), Q·Kᵀ, one exp per logit, and the product with V; no maximum,
+    no row sums, no normalisation, no checks.
     """
     q, k, v, g = case.q, case.k, case.v, case.g
     k_t, v_t = k.swapaxes(-1, -2), v.swapaxes(-1, -2)
@@ -139,19 +191,24 @@ def numpy_times(case: Case, repeats: int, threads: int, backward: bool) -> dict[
         np.matmul(dp, k)
         np.matmul(dp.swapaxes(-1, -2), q)
 
-    def mm_fwd_bwd() -> None:
-        mm_fwd()
-        mm_bwd_least()
+    tiles = floor_tiles(case.shape, threads)
+    n_k = k.shape[-2]
+    tile_elements = max((b1 - b0) * (r1 - r0) for b0, b1, r0, r1 in tiles) * n_k
+    floor_out = np.empty_like(q)
+    scratch = threading.local()  # one logits buffer per pool thread, reused tile after tile
 
-    logits = np.matmul(q, k_t).reshape(-1, k.shape[-2])
-    exps = np.empty_like(logits)
-    parts = [slice(rows[0], rows[-1] + 1)
-             for rows in np.array_split(np.arange(logits.shape[0]), threads) if rows.size]
-    pool = concurrent.futures.ThreadPoolExecutor(len(parts))
+    def floor_tile(tile: tuple[int, int, int, int]) -> None:
+        b0, b1, r0, r1 = tile
+        if not hasattr(scratch, "buffer"):
+            scratch.buffer = np.empty(tile_elements, np.float32)
+        logits = scratch.buffer[: (b1 - b0) * (r1 - r0) * n_k].reshape(b1 - b0, r1 - r0, n_k)
+        np.matmul(q[b0:b1, r0:r1], k_t[b0:b1], out=logits)
+        np.exp(logits, out=logits)
+        np.matmul(logits, v[b0:b1], out=floor_out[b0:b1, r0:r1])
 
-    def exp_split() -> None:
-        # numpy's exp runs on one core: each thread takes its share of the rows.
-        list(pool.map(lambda rows: np.exp(logits[rows], out=exps[rows]), parts))
+    def floor_fwd() -> None:
+        with limit_blas_threads(1):
+            list(pool.map(floor_tile, tiles))
 
     def fwd_bwd() -> None:
         if _BACKWARD_TAKES_WEIGHTS:
@@ -166,22 +223,18 @@ def numpy_times(case: Case, repeats: int, threads: int, backward: bool) -> dict[
             sdpa(q, k, v, rule="sqrt")
             attention.scaled_dot_product_attention_backward(q, k, v, g, rule="sqrt")
 
-    time.sleep(PAUSE)
-    with limit_blas_threads(threads), pool:
-        out = {"mm_fwd": median_time(mm_fwd, repeats), "weights": median_time(fwd_weights, repeats)}
-        out["exp"] = median_time(exp_split, repeats)
-        out["floor"] = out["mm_fwd"] + out["exp"]
-        if _HAS_NEED_WEIGHTS:
-            out["no_weights"] = median_time(fwd_out, repeats)
-        if backward:
-            out["mm_fwd_bwd"] = median_time(mm_fwd_bwd, repeats)
-            out["fwd_bwd"] = median_time(fwd_bwd, repeats)
-            out["floor_bwd"] = out["floor"] + median_time(mm_bwd_least, repeats)
-    return out
+    fns: Timed = {"mm_fwd": (mm_fwd, True), "weights": (fwd_weights, True),
+                  "floor": (floor_fwd, True)}
+    if _HAS_NEED_WEIGHTS:
+        fns["no_weights"] = (fwd_out, True)
+    if backward:
+        fns["mm_bwd"] = (mm_bwd_least, True)
+        fns["fwd_bwd"] = (fwd_bwd, True)
+    return fns
 
 
-def torch_times(case: Case, repeats: int, threads: int, backward: bool) -> dict[str, float]:
-    """torch SDPA and eager medians (seconds) for one case; empty without torch."""
+def torch_calls(case: Case, threads: int, backward: bool) -> Timed:
+    """torch SDPA and eager for one case, without and with autograd; empty without torch."""
     try:
         import torch
         import torch.nn.functional as F
@@ -208,47 +261,43 @@ def torch_times(case: Case, repeats: int, threads: int, backward: bool) -> dict[
 
         return run
 
-    time.sleep(PAUSE)
-    out = {
-        "sdpa": median_time(no_grad(lambda: F.scaled_dot_product_attention(q, k, v)), repeats),
-        "eager": median_time(no_grad(lambda: eager(q, k, v)), repeats),
+    fns: Timed = {
+        "torch_sdpa": (no_grad(lambda: F.scaled_dot_product_attention(q, k, v)), False),
+        "torch_eager": (no_grad(lambda: eager(q, k, v)), False),
     }
     if backward:
-        out["sdpa_bwd"] = median_time(autograd(F.scaled_dot_product_attention), repeats)
-        out["eager_bwd"] = median_time(autograd(eager), repeats)
-    time.sleep(PAUSE)
-    return out
+        fns["torch_sdpa_bwd"] = (autograd(F.scaled_dot_product_attention), False)
+        fns["torch_eager_bwd"] = (autograd(eager), False)
+    return fns
 
 
-def causal_times(case: Case, repeats: int, threads: int) -> dict[str, float]:
-    """Causal output-only medians (seconds): the engine, then torch SDPA and eager if present."""
+def causal_calls(case: Case) -> Timed:
+    """The engine's causal output-only call, and torch SDPA and eager if present."""
     q, k, v = case.q, case.k, case.v
-    time.sleep(PAUSE)
-    with limit_blas_threads(threads):
-        out = {"engine": median_time(lambda: attention.scaled_dot_product_attention(
-            q, k, v, rule="sqrt", mask="causal", need_weights=False), repeats)}
+    fns: Timed = {"engine": (lambda: attention.scaled_dot_product_attention(
+        q, k, v, rule="sqrt", mask="causal", need_weights=False), True)}
     try:
         import torch
         import torch.nn.functional as F
     except ImportError:
-        return out
-    torch.set_num_threads(threads)
+        return fns
     tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
     n = case.shape[-2]
     allowed = torch.ones(n, n, dtype=torch.bool).tril()
     scale = 1.0 / case.shape[-1] ** 0.5
 
-    def eager() -> object:
-        logits = (tq @ tk.transpose(-1, -2) * scale).masked_fill(~allowed, float("-inf"))
-        return torch.softmax(logits, dim=-1) @ tv
+    def sdpa() -> object:
+        with torch.no_grad():
+            return F.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
 
-    time.sleep(PAUSE)
-    with torch.no_grad():
-        out["sdpa"] = median_time(
-            lambda: F.scaled_dot_product_attention(tq, tk, tv, is_causal=True), repeats)
-        out["eager"] = median_time(eager, repeats)
-    time.sleep(PAUSE)
-    return out
+    def eager() -> object:
+        with torch.no_grad():
+            logits = (tq @ tk.transpose(-1, -2) * scale).masked_fill(~allowed, float("-inf"))
+            return torch.softmax(logits, dim=-1) @ tv
+
+    fns["torch_sdpa"] = (sdpa, False)
+    fns["torch_eager"] = (eager, False)
+    return fns
 
 
 def tiny_floor(
@@ -314,11 +363,19 @@ def run(repeats: int, threads: int) -> None:
     have_torch = True
     shapes = list(dict.fromkeys((*FORWARD_SIZES, *BACKWARD_SIZES)))
     rows: dict[str, list[str]] = {"fwd, no weights": [], "fwd, weights": [], "fwd+bwd": []}
+    pool = concurrent.futures.ThreadPoolExecutor(threads)
     for shape in shapes:
         case = Case(shape, rng)
         backward = shape in BACKWARD_SIZES
-        e = numpy_times(case, repeats, threads, backward)
-        t = torch_times(case, repeats, threads, backward)
+        timed = interleaved_times(
+            {**numpy_calls(case, threads, backward, pool), **torch_calls(case, threads, backward)},
+            repeats, threads)
+        e = {name: x for name, x in timed.items() if not name.startswith("torch_")}
+        t = {name.removeprefix("torch_"): x for name, x in timed.items()
+             if name.startswith("torch_")}
+        if backward:
+            e["mm_fwd_bwd"] = e["mm_fwd"] + e["mm_bwd"]
+            e["floor_bwd"] = e["floor"] + e["mm_bwd"]
         have_torch = have_torch and bool(t)
         sdpa, eager = t.get("sdpa"), t.get("eager")
         best = None if not t else min(t["sdpa"], t["eager"])
@@ -354,13 +411,13 @@ def run(repeats: int, threads: int) -> None:
     for lines in rows.values():
         print("\n".join(lines))
     for shape in CAUSAL_SIZES:
-        c = causal_times(Case(shape, rng), repeats, threads)
-        best = min(c["sdpa"], c["eager"]) if "sdpa" in c else None
+        c = interleaved_times(causal_calls(Case(shape, rng)), repeats, threads)
+        best = min(c["torch_sdpa"], c["torch_eager"]) if "torch_sdpa" in c else None
         label = "x".join(map(str, shape))
         print(
             f"{'causal, no wts':<16} {label:<15} {c['engine'] * 1e3:9.3f} "
-            f"{_ratio(c['engine'], best)} {_ratio(c['engine'], c.get('sdpa'))} "
-            f"{_ratio(c['engine'], c.get('eager'))}"
+            f"{_ratio(c['engine'], best)} {_ratio(c['engine'], c.get('torch_sdpa'))} "
+            f"{_ratio(c['engine'], c.get('torch_eager'))}"
         )
     for shape in FORWARD_SIZES:
         faults = faults_per_call(Case(shape, rng))
@@ -368,17 +425,21 @@ def run(repeats: int, threads: int) -> None:
             label = "x".join(map(str, shape))
             print(f"{'page faults':<16} {label:<15} {faults:9.1f} per default call")
     case = Case(TINY, rng)
-    e = numpy_times(case, repeats, threads, backward=False)
     scale = TINY[-1] ** -0.5
-    with limit_blas_threads(threads):
-        floors = {"checked": median_time(
-            lambda: tiny_floor(case.q, case.k, case.v, scale), repeats)}
-        if _HAS_CHECK_FINITE:
-            e["trusted"] = median_time(lambda: attention.scaled_dot_product_attention(
-                case.q, case.k, case.v, rule="sqrt", check_finite=False), repeats)
-            floors["unchecked"] = median_time(
-                lambda: tiny_floor(case.q, case.k, case.v, scale, checked=False), repeats)
-    t = torch_times(case, repeats, threads, backward=False)
+    fns = numpy_calls(case, threads, False, pool)
+    del fns["floor"]  # a tiny call's floor is tiny_floor, with the checks of any call
+    fns["floor_checked"] = (lambda: tiny_floor(case.q, case.k, case.v, scale), True)
+    if _HAS_CHECK_FINITE:
+        fns["trusted"] = (lambda: attention.scaled_dot_product_attention(
+            case.q, case.k, case.v, rule="sqrt", check_finite=False), True)
+        fns["floor_unchecked"] = (
+            lambda: tiny_floor(case.q, case.k, case.v, scale, checked=False), True)
+    timed = interleaved_times({**fns, **torch_calls(case, threads, False)}, repeats, threads)
+    pool.shutdown()
+    e = {name: x for name, x in timed.items() if not name.startswith("torch_")}
+    t = {name.removeprefix("torch_"): x for name, x in timed.items() if name.startswith("torch_")}
+    floors = {which: e[f"floor_{which}"] for which in ("checked", "unchecked")
+              if f"floor_{which}" in e}
     label = "x".join(map(str, TINY))
     for name, key, which in (("tiny, weights", "weights", "checked"),
                              ("tiny, no weights", "no_weights", "checked"),
