@@ -8,21 +8,21 @@ set it before ``import numpy``.
 
 Run from the repository root::
 
-    python benchmarks/bench_blas_spin.py [--rounds 3]
+    python benchmarks/bench_blas_spin.py [--rounds 3] [--timeout 16]
 
 Each round runs two child processes, one with OpenBLAS's default spin and one with
-``OPENBLAS_THREAD_TIMEOUT=16`` (the variable is read only when OpenBLAS loads, so one process
-cannot measure both). Each child prints, measured in that one process:
+``OPENBLAS_THREAD_TIMEOUT=<--timeout>`` (the variable is read only when OpenBLAS loads, so one
+process cannot measure both). Each child prints, measured in that one process:
 
-* ``after/alone``: a (8, 256, 64) float32 forward (``need_weights=False``, two tile threads)
+* ``after_alone``: a (8, 256, 64) float32 forward (``need_weights=False``, two tile threads)
   right after a two-thread (8, 256, 64) @ (8, 64, 256) product, over the same call alone;
-* ``loop ms``: 50 back-to-back two-thread products of a (2176, 128) by (128, 128) matrix (the
-  trainer's projection size at batch 128), each followed by a small elementwise update: what
-  a shorter spin could cost.
+* ``loop_ms``: 50 two-thread products of a (2176, 128) by a (128, 128) matrix (a projection of
+  128 sequences of 17 tokens at d_model 128), each followed by an elementwise update of its
+  result: a loop of products whose threads a shorter spin might let fall asleep in between.
 
 The last line gives the medians over the rounds: ``spin_after_alone_default=<x>
-spin_after_alone_16=<y> loop_16_over_default=<z>``. Times are printed, never asserted; the
-load average is printed with every round.
+spin_after_alone_<timeout>=<y> loop_<timeout>_over_default=<z>``. Times are printed, never
+asserted; the load average is printed with every round.
 """
 
 from __future__ import annotations
