@@ -277,13 +277,27 @@ def relayout(widget: pg.GraphicsLayoutWidget) -> None:
             item.updateSize()
 
 
+class _CellLegend(pg.LegendItem):
+    """A legend that stays where its layout cell puts it.
+
+    pyqtgraph's ``LegendItem.updateSize`` (run by every ``addItem``, ``removeItem`` and
+    ``clear``) sets the geometry to (0, 0, w, h): a legend in a layout cell jumped to its
+    parent's corner, half its frame outside the scene, until a resize laid the view out again.
+    The views relabel their legends when results arrive, so the screen and every export made
+    before the next resize showed it there. Here the layout is asked to place it again.
+    """
+
+    def updateSize(self) -> None:  # pyqtgraph override
+        self.updateGeometry()
+
+
 def make_legend(col_count: int = 1) -> pg.LegendItem:
     """Return a framed, nearly opaque legend in the shared text size.
 
     Views place legends in their own layout cell (beside or above the plots) rather than
     inside a view box, so that no legend can hide data.
     """
-    legend = pg.LegendItem(
+    legend = _CellLegend(
         pen=pg.mkPen("#999999"),
         brush=pg.mkBrush(255, 255, 255, 235),
         labelTextColor=FOREGROUND,

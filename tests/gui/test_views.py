@@ -535,3 +535,43 @@ def test_reset_view_undoes_a_zoom_on_every_plot(qtbot, results, cls):
     for plot in plots:
         x_range = plot.vb.viewRange()[0]
         assert x_range[1] - x_range[0] > 2e-3  # no longer the tiny zoom window
+
+
+def _frame_edges(image: QImage, top_px: int = 140, run_px: int = 150) -> tuple[int, int]:
+    """First row and column, in the image's top band, crossed by a long line of frame grey.
+
+    The legends' frame (pen #999999, 1 px) is a neutral grey line, or two lighter ones where
+    it is antialiased across pixels; the band above the plots holds nothing else that long and
+    grey. -1 when there is none.
+    """
+    image = image.convertToFormat(QImage.Format.Format_RGB32)
+    width = image.width()
+    pixels = np.frombuffer(image.constBits(), dtype=np.uint8,
+                           count=width * image.height() * 4).reshape(-1, width, 4)
+    band = pixels[:top_px, :, :3].astype(int)
+    grey = ((band >= 140) & (band <= 230)).all(axis=-1) & (np.ptp(band, axis=-1) <= 4)
+
+    def lines(mask: np.ndarray, length: int) -> np.ndarray:
+        sums = np.cumsum(np.pad(mask, ((0, 0), (1, 0))), axis=1)
+        return np.nonzero((sums[:, length:] - sums[:, :-length] == length).any(axis=1))[0]
+
+    rows, cols = lines(grey, run_px), lines(grey.T, 20)
+    return (int(rows[0]) if rows.size else -1), (int(cols[0]) if cols.size else -1)
+
+
+@pytest.mark.parametrize("cls", [SoftmaxView, TemperatureView, CorrelationView, LawsView,
+                                 GradientView], ids=lambda cls: cls.key)
+def test_a_relabelled_legend_keeps_its_place_on_screen_and_in_the_png(qtbot, results, cls,
+                                                                      tmp_path):
+    # Results relabel the legend; pyqtgraph then moved it to its parent's corner, where its
+    # frame's top and left lines fell outside the picture, until a resize laid the view out.
+    view = build(qtbot, cls)
+    view.show()
+    qtbot.waitExposed(view)
+    view.show_results(results)
+    qtbot.wait(50)  # a few frames: the screen shows the layout that the events leave
+    screen = view.export_item().grab().toImage()
+    path = export.export_png(view.export_item(), tmp_path / f"{cls.key}.png", 1000, 700)
+    for name, image in (("screen", screen), ("png", QImage(str(path)))):
+        top, left = _frame_edges(image)
+        assert top >= 2 and left >= 2, f"{name}: legend frame starts at row {top}, col {left}"
