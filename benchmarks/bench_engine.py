@@ -66,14 +66,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-# Before numpy loads OpenBLAS, which reads it only then: the engine as the app runs it.
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "16")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+# The app's OpenBLAS spin, set before numpy loads OpenBLAS (which reads it only then): the
+# engine as the app runs it. Importing main sets it too; saying so here keeps it visible.
+from main import OPENBLAS_SPIN
+
+os.environ.setdefault(*OPENBLAS_SPIN)
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from engine.core import attention, tiled
+from engine.core.plan import make_plan
 from engine.core.threads import limit_blas_threads
 
 FORWARD_SIZES = ((1, 1024, 128), (8, 256, 64), (64, 128, 64), (1, 2048, 64))
@@ -150,23 +154,13 @@ class Case:
         )
 
 
-def floor_tiles(shape: tuple[int, int, int], threads: int) -> list[tuple[int, int, int, int]]:
-    """(b0, b1, r0, r1) tiles of at most the engine's tile size, a few per thread."""
-    entries, n, _ = shape
-    rows = max(1, tiled.TILE_BYTES // (4 * n))
-    if rows < n:
-        return [(b, b + 1, r, min(r + rows, n)) for b in range(entries) for r in range(0, n, rows)]
-    per = max(1, min(rows // n, entries // (4 * threads)))
-    return [(b, min(b + per, entries), 0, n) for b in range(0, entries, per)]
-
-
 def numpy_calls(
     case: Case, threads: int, backward: bool, pool: concurrent.futures.Executor
 ) -> Timed:
     """The engine's calls and the bare numpy work they cannot avoid, for one case.
 
     ``mm_fwd`` / ``mm_bwd`` are the matrix products. ``floor`` is the least forward any numpy
-    code computes: in cache-sized tiles spread over the ``pool``'s threads (one BLAS thread
+    code computes: in the engine's tiles spread over the ``pool``'s threads (one BLAS thread
     each, as the engine runs), Q·Kᵀ, one exp per logit, and the product with V; no maximum,
     no row sums, no normalisation, no checks.
     """
@@ -191,9 +185,10 @@ def numpy_calls(
         np.matmul(dp, k)
         np.matmul(dp.swapaxes(-1, -2), q)
 
-    tiles = floor_tiles(case.shape, threads)
-    n_k = k.shape[-2]
-    tile_elements = max((b1 - b0) * (r1 - r0) for b0, b1, r0, r1 in tiles) * n_k
+    # The engine's own tiles for this call (its thread count decides them, as in the engine).
+    problem = tiled.prepare(make_plan(q, k, v, rule="sqrt", mask=None, temperature=None,
+                                      gain=None, cap=None))
+    tiles, tile_elements, n_k = problem.tiles, problem.tile_elements, k.shape[-2]
     floor_out = np.empty_like(q)
     scratch = threading.local()  # one logits buffer per pool thread, reused tile after tile
 
