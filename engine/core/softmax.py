@@ -16,7 +16,27 @@ import numpy as np
 
 from engine.core.checks import as_real_array, float_dtype
 
-__all__ = ["NO_SHIFT_WINDOW", "exp_rows", "exp_shifted_rows", "row_reciprocal", "softmax"]
+__all__ = [
+    "NO_SHIFT_WINDOW", "exp_rows", "exp_shifted_rows", "row_reciprocal", "row_sums", "softmax",
+]
+
+
+def row_sums(x: np.ndarray) -> np.ndarray:
+    """The sums over the last axis, keeping it (length 1).
+
+    float32 rows of a tile are summed with ``einsum``, 2–3.6× faster than ``numpy.add.reduce``
+    (whose pairwise sum runs row by row) on the development machine. Its float32 error grows
+    faster with the row length (3.6e-7 against 1.5e-7 relative at 2048 keys), still far below
+    float32's other errors in attention. float64 keeps the pairwise sum: it is the dtype
+    chosen for accuracy.
+    """
+    if x.dtype == np.float32 and x.size >= _EINSUM_MIN_SIZE:
+        return np.einsum("...j->...", x)[..., None]
+    return np.add.reduce(x, axis=-1, keepdims=True)
+
+
+# Below this many entries einsum's own set-up costs more than the sum saves.
+_EINSUM_MIN_SIZE = 4096
 
 
 def row_reciprocal(s: np.ndarray) -> np.ndarray:
@@ -53,7 +73,7 @@ def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
     """
     if out is not logits:
         np.exp(logits, out=out)
-        s = np.add.reduce(out, axis=-1, keepdims=True)
+        s = row_sums(out)
         # NaN fails both comparisons, and so does a row sum of 0 (a fully masked row). A few
         # rows are cheaper to check in Python than with two reductions; but Python's max()
         # and min() skip a NaN that is not the first item, and their sum does not.
@@ -72,7 +92,7 @@ def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
     # A fully masked row (max −∞) needs no shift either: exp gives its zeros.
     if high <= hi and (low >= lo or ((m >= lo) | np.isneginf(m)).all()):
         np.exp(logits, out=out)
-        return row_reciprocal(np.add.reduce(out, axis=-1, keepdims=True))
+        return row_reciprocal(row_sums(out))
     return _exp_minus(logits, m, out)
 
 
@@ -105,7 +125,7 @@ def _exp_minus(logits: np.ndarray, m: np.ndarray, out: np.ndarray) -> np.ndarray
     m[np.isneginf(m)] = 0.0
     np.subtract(logits, m, out=out)
     np.exp(out, out=out)
-    return row_reciprocal(np.add.reduce(out, axis=-1, keepdims=True))
+    return row_reciprocal(row_sums(out))
 
 
 def softmax(x: Any, axis: int = -1, mask: Any = None) -> np.ndarray:
