@@ -6,8 +6,8 @@ over the flattened leading dimensions, sized so that its buffers stay in cache
 unnormalised exponentials E and the reciprocal row sums ``inv`` (the softmax is ``E·inv``), and
 hands them to a caller's function, which turns them into outputs, gradients or statistics.
 Unless the caller asks for the full logits and weights, E lives in a per-thread scratch buffer
-that is reused tile after tile: no n×n array is written, memory is O(tile·n_k) per thread, and
-the buffer stays in cache.
+that is reused tile after tile (and kept for later calls): no n×n array is written, memory is
+O(tile·n_k) per thread, and the buffer stays in cache.
 
 Why the kernel is fast:
 
@@ -25,6 +25,7 @@ Why the kernel is fast:
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -134,19 +135,66 @@ def scratch_bytes(problem: TiledProblem, buffers: int) -> int:
     return threads * buffers * problem.tile_elements * problem.plan.dtype.itemsize
 
 
+# Tile buffers outlive the call that allocated them. A fresh 512 KiB buffer per call comes
+# from mmap whenever glibc's threshold happens to lie below it (it moves with the process's
+# history of frees), and then every one of its pages faults on first touch. In fresh
+# processes, output-only calls at the benchmark's sizes took 352 to 1256 page faults each
+# (up to twice their usual time); 21-53 % of them were in these buffers, which are now reused
+# whatever the process allocated before.
+# Below 64 KiB malloc's heap serves them anyway (its mmap threshold starts at 128 KiB); above
+# 2 tiles (a single row of more keys than a tile holds) they are rare and not kept.
+_POOLED_BYTES = (64 << 10, 2 * TILE_BYTES)
+_spare: list[np.ndarray] = []  # uint8 buffers, viewed as the call's dtype
+_spare_lock = threading.Lock()
+
+
+def _borrow(nbytes: int) -> np.ndarray:
+    """The smallest spare uint8 buffer of at least ``nbytes``, or a new one."""
+    if _POOLED_BYTES[0] <= nbytes <= _POOLED_BYTES[1]:
+        with _spare_lock:
+            fits = [i for i, buffer in enumerate(_spare) if buffer.nbytes >= nbytes]
+            if fits:
+                return _spare.pop(min(fits, key=lambda i: _spare[i].nbytes))
+    return np.empty(nbytes, dtype=np.uint8)
+
+
+def _give_back(buffers: list[np.ndarray]) -> None:
+    """Keep ``buffers`` for later calls: three per thread at most (what the backward takes);
+    when the pool is full, a larger buffer replaces the smallest."""
+    with _spare_lock:
+        for buffer in buffers:
+            if not _POOLED_BYTES[0] <= buffer.nbytes <= _POOLED_BYTES[1]:
+                continue
+            if len(_spare) < 3 * get_num_threads():
+                _spare.append(buffer)
+                continue
+            smallest = min(range(len(_spare)), key=lambda i: _spare[i].nbytes)
+            if _spare[smallest].nbytes < buffer.nbytes:
+                _spare[smallest] = buffer
+
+
 class Scratch:
-    """Per-thread tile buffers, allocated on first use and reused for every tile."""
+    """Per-thread tile buffers, taken on first use, reused for every tile and kept after.
+
+    :func:`each_tile` returns them to a pool when the call ends, for the next call.
+    """
 
     def __init__(self, problem: TiledProblem) -> None:
-        self._size = problem.tile_elements
         self._dtype = problem.plan.dtype
+        self._nbytes = problem.tile_elements * self._dtype.itemsize
         self._buffers: list[np.ndarray] = []
 
     def take(self, index: int, shape: tuple[int, ...]) -> np.ndarray:
         """A C-contiguous view of buffer ``index`` with ``shape`` (at most one tile)."""
         while len(self._buffers) <= index:
-            self._buffers.append(np.empty(self._size, dtype=self._dtype))
-        return self._buffers[index][: math.prod(shape)].reshape(shape)
+            self._buffers.append(_borrow(self._nbytes))
+        nbytes = math.prod(shape) * self._dtype.itemsize
+        return self._buffers[index][:nbytes].view(self._dtype).reshape(shape)
+
+    def release(self) -> None:
+        """Return the buffers to the pool; views taken before must no longer be used."""
+        _give_back(self._buffers)
+        self._buffers = []
 
 
 def visible_keys(plan: Plan, stop: int) -> int:
@@ -248,19 +296,31 @@ def each_tile(
         # a few microseconds.
         scratch, user = Scratch(problem), make_state()
         tile = problem.tiles[0]
-        body(user, scratch, tile, *_tile_exponentials(problem, scratch, tile, logits, exp_into,
-                                                      keep_tanh, known, shift))
+        try:
+            body(user, scratch, tile, *_tile_exponentials(problem, scratch, tile, logits,
+                                                          exp_into, keep_tanh, known, shift))
+        finally:
+            scratch.release()
         return [user]
 
+    scratches: list[Scratch] = []  # every thread's, also those of a thread that failed
+
     def make() -> tuple[Scratch, _S]:
-        return Scratch(problem), make_state()
+        scratch = Scratch(problem)
+        scratches.append(scratch)
+        return scratch, make_state()
 
     def run(state: tuple[Scratch, _S], tile: Tile) -> None:
         scratch, user = state
         body(user, scratch, tile, *_tile_exponentials(problem, scratch, tile, logits, exp_into,
                                                       keep_tanh, known, shift))
 
-    return [user for _, user in run_tiles(run, problem.tiles, work, make)]
+    try:
+        # run_tiles returns (or raises) only after every thread has finished.
+        return [user for _, user in run_tiles(run, problem.tiles, work, make)]
+    finally:
+        for scratch in scratches:
+            scratch.release()
 
 
 def _tile_exponentials(

@@ -84,6 +84,26 @@ def test_fully_masked_rows_give_zero_output(rng, small_tiles):
     np.testing.assert_allclose(fast.output, full.output, rtol=1e-12, atol=1e-13)
 
 
+@pytest.mark.parametrize("shape", [(8, 256, 64), (1, 2048, 64)])
+def test_later_calls_reuse_the_tile_buffers(shape, monkeypatch):
+    # A fresh tile buffer per call may come from mmap and fault on every page (see
+    # engine.core.tiled); after a first call, the next allocates only what it returns and the
+    # scaled queries: the output and q·c, each the size of q. One thread: with two, which
+    # threads take tiles (and so buffers) in the first call depends on timing.
+    monkeypatch.setattr(parallel, "_num_threads", 1)
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal(shape).astype(np.float32) for _ in range(3))
+    first = scaled_dot_product_attention(q, k, v, need_weights=False)
+    tracemalloc.start()
+    try:
+        again = scaled_dot_product_attention(q, k, v, need_weights=False)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(again.output, first.output)
+    assert peak < 2.5 * q.nbytes, f"peak {peak} bytes, q has {q.nbytes}"
+
+
 def test_large_logits_are_shifted_and_overflow_is_refused(rng):
     q, k, v = problem(rng, batch=(1,), n_q=70, n_k=70)
     q *= 30.0  # row maxima far outside exp's no-shift window
