@@ -204,7 +204,7 @@ def scaled_dot_product_attention(
     if not need_weights:
         problem = tiled.prepare(plan)
         check_memory(
-            tiled.scratch_bytes(problem, 2) + _mask_bytes(plan),
+            tiled.scratch_bytes(problem, 1) + _mask_bytes(plan),
             lambda: f"attention tiles of {problem.tile_elements} entries ({plan.dtype})",
             memory_budget_bytes,
         )

@@ -17,7 +17,14 @@ import numpy as np
 from engine.core.checks import as_real_array, float_dtype
 
 __all__ = [
-    "NO_SHIFT_WINDOW", "exp_rows", "exp_shifted_rows", "row_reciprocal", "row_sums", "softmax",
+    "NO_SHIFT_WINDOW",
+    "exp_rows",
+    "exp_rows_by_maxima",
+    "exp_shifted_rows",
+    "row_reciprocal",
+    "row_sums",
+    "softmax",
+    "try_exp_unshifted",
 ]
 
 
@@ -63,30 +70,52 @@ def exp_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
     The shift is the row maximum, or 0 when every row maximum lies in the no-shift window; the
     softmax is ``out * inv`` either way. Fully masked rows (all −∞) give zeros and inv = 0.
 
-    When ``out`` is a separate buffer, exp is tried first without finding the row maxima:
-    exp(m) <= S <= n·exp(m) for a row sum S, so S in [n·e^lo, e^hi] proves every maximum m
-    lies in the window, and the pass over the matrix that finds the maxima is saved. Otherwise
-    (or when that proof fails) the maxima decide, as they would have anyway.
+    When ``out`` is a separate buffer, exp is tried first without finding the row maxima
+    (:func:`try_exp_unshifted`); when that proof fails, or ``out`` is ``logits``, the maxima
+    decide (:func:`exp_rows_by_maxima`).
 
     Call inside ``numpy.errstate(over="ignore", invalid="ignore")``: that first exp may
     overflow, which the row sums then detect.
     """
     if out is not logits:
-        np.exp(logits, out=out)
-        s = row_sums(out)
-        # NaN fails both comparisons, and so does a row sum of 0 (a fully masked row). A few
-        # rows are cheaper to check in Python than with two reductions; but Python's max()
-        # and min() skip a NaN that is not the first item, and their sum does not.
-        if s.size <= 64:
-            sums = s.ravel().tolist()
-            top, bottom = (math.nan if math.isnan(sum(sums)) else max(sums)), min(sums)
-        else:
-            top, bottom = float(s.max()), float(s.min())
-        low_sum, high_sum = _SUM_BOUNDS[logits.dtype]
-        if top <= high_sum and bottom >= logits.shape[-1] * low_sum:
-            # reciprocal, not divide(1.0, s): the same quotient without the Python scalar's
-            # conversion, half the cost of the call on a tile of a few rows.
-            return np.reciprocal(s, out=s)
+        inv = try_exp_unshifted(logits, out)
+        if inv is not None:
+            return inv
+    return exp_rows_by_maxima(logits, out)
+
+
+def try_exp_unshifted(logits: np.ndarray, out: np.ndarray) -> np.ndarray | None:
+    """Write exp(logits) into ``out`` (may be ``logits``); return 1/rowsum if no shift was due.
+
+    exp(m) <= S <= n·exp(m) for a row sum S, so S in [n·e^lo, e^hi] proves that every row
+    maximum m lies in the no-shift window: the pass over the matrix that finds the maxima is
+    saved. Otherwise (NaN or +∞ included) ``out`` holds nothing useful and None is returned;
+    if ``out`` is ``logits``, the logits are lost and must be written again. Call inside
+    ``numpy.errstate(over="ignore", invalid="ignore")``.
+    """
+    np.exp(logits, out=out)
+    s = row_sums(out)
+    # NaN fails both comparisons, and so does a row sum of 0 (a fully masked row). A few
+    # rows are cheaper to check in Python than with two reductions; but Python's max()
+    # and min() skip a NaN that is not the first item, and their sum does not.
+    if s.size <= 64:
+        sums = s.ravel().tolist()
+        top, bottom = (math.nan if math.isnan(sum(sums)) else max(sums)), min(sums)
+    else:
+        top, bottom = float(s.max()), float(s.min())
+    low_sum, high_sum = _SUM_BOUNDS[logits.dtype]
+    if top <= high_sum and bottom >= logits.shape[-1] * low_sum:
+        # reciprocal, not divide(1.0, s): the same quotient without the Python scalar's
+        # conversion, half the cost of the call on a tile of a few rows.
+        return np.reciprocal(s, out=s)
+    return None
+
+
+def exp_rows_by_maxima(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """:func:`exp_rows` with the row maxima found first (``out`` may be ``logits``).
+
+    Raises ValueError for NaN or +∞ logits (see :func:`_row_maxima`).
+    """
     lo, hi = NO_SHIFT_WINDOW[logits.dtype]
     m, low, high = _row_maxima(logits)
     # A fully masked row (max −∞) needs no shift either: exp gives its zeros.

@@ -11,9 +11,10 @@ O(tile·n_k) per thread, and the buffer stays in cache.
 
 Why the kernel is fast:
 
-* the logits and their exponentials live in two buffers, so :func:`engine.core.softmax.exp_rows`
-  can try ``exp`` before finding the row maxima and skip that pass whenever the row sums prove
-  no shift was needed (almost always);
+* ``exp`` is tried before the row maxima are found, and that pass is skipped whenever the row
+  sums prove no shift was needed (almost always: :func:`engine.core.softmax.try_exp_unshifted`);
+  unless the caller reads the logits, the exponentials overwrite them in one buffer, and the
+  rare tile whose proof fails writes its logits again;
 * without weights, 1/rowsum is applied to the (rows, d_v) output, not to the (rows, n_k) tile;
 * under a causal mask a tile computes only the keys its rows may see (:func:`visible_keys`):
   the later columns are masked in every row of the tile, so a long causal sequence in row tiles
@@ -35,7 +36,12 @@ import numpy as np
 from engine.core.parallel import MIN_TILES_PER_THREAD, get_num_threads, parallel_pays, run_tiles
 from engine.core.plan import Plan
 from engine.core.scaling import RuleOperands, rule_operands, write_logits
-from engine.core.softmax import exp_rows, exp_shifted_rows
+from engine.core.softmax import (
+    exp_rows,
+    exp_rows_by_maxima,
+    exp_shifted_rows,
+    try_exp_unshifted,
+)
 
 __all__ = [
     "TILE_BYTES",
@@ -183,6 +189,9 @@ class Scratch:
         self._dtype = problem.plan.dtype
         self._nbytes = problem.tile_elements * self._dtype.itemsize
         self._buffers: list[np.ndarray] = []
+        # Set once a tile of this thread needed the row maxima before exp (see
+        # _tile_exponentials): the later tiles then find them first, not after a wasted exp.
+        self.needs_maxima = False
 
     def take(self, index: int, shape: tuple[int, ...]) -> np.ndarray:
         """A C-contiguous view of buffer ``index`` with ``shape`` (at most one tile)."""
@@ -264,9 +273,10 @@ def each_tile(
     problem
         From :func:`prepare`.
     body
-        Receives the thread's ``state`` (from ``make_state``) and :class:`Scratch` (buffers 0
-        and 1 hold the logits and E unless ``logits`` and ``exp_into`` are given; the logits'
-        buffer may be overwritten, others are free), the tile, its unnormalised
+        Receives the thread's ``state`` (from ``make_state``) and :class:`Scratch` (with
+        ``shift``, buffer 0 holds the logits, which may be overwritten, and buffer 1 holds E;
+        otherwise buffer 0 holds E unless ``exp_into`` is given, and buffer 1 is free), the
+        tile, its unnormalised
         exponentials ``e`` (entries, rows, w), ``inv`` = 1/rowsum (entries, rows, 1; 0 for
         fully masked rows) and, with ``keep_tanh`` under soft-cap, the tanh values. ``e``
         covers the first w = :func:`visible_keys` keys: n_k, or fewer under a causal mask,
@@ -335,7 +345,7 @@ def _tile_exponentials(
             return known, np.ones((b1, r1, 1), dtype=known.dtype), None
         shape = (b1, r1, problem.plan.n_k)
         lg = scratch.take(0, shape) if logits is None else logits
-        e = scratch.take(1, shape) if exp_into is None else exp_into
+        e = _exp_buffer(scratch, shape, lg, logits, shift) if exp_into is None else exp_into
     else:
         keys = visible_keys(problem.plan, r1)
         if known is not None:
@@ -345,13 +355,42 @@ def _tile_exponentials(
         shape = (b1 - b0, r1 - r0, keys)
         lg = (scratch.take(0, shape) if logits is None
               else _visible(logits[b0:b1, r0:r1], keys, -np.inf))
-        e = (scratch.take(1, shape) if exp_into is None
+        e = (_exp_buffer(scratch, shape, lg, logits, shift) if exp_into is None
              else _visible(exp_into[b0:b1, r0:r1], keys, 0.0))
     # Overflow of q·k or of exp is not a warning: exp_rows raises it as a ValueError.
     with np.errstate(over="ignore", invalid="ignore"):
         tanh = write_tile_logits(problem, tile, lg, keep_tanh)
-        inv = exp_shifted_rows(lg, e) if shift else exp_rows(lg, e)
+        if shift:
+            inv = exp_shifted_rows(lg, e)
+        elif e is not lg:
+            inv = exp_rows(lg, e)
+        else:
+            # In place: exp is tried first unless an earlier tile of this thread needed the
+            # shift; if the proof fails, the logits are gone and are written again, once.
+            unshifted = None if scratch.needs_maxima else try_exp_unshifted(lg, lg)
+            if unshifted is None:
+                if not scratch.needs_maxima:
+                    scratch.needs_maxima = True
+                    tanh = write_tile_logits(problem, tile, lg, keep_tanh)
+                unshifted = exp_rows_by_maxima(lg, lg)
+            inv = unshifted
     return e, inv, tanh
+
+
+def _exp_buffer(
+    scratch: Scratch, shape: tuple[int, ...], lg: np.ndarray, logits: np.ndarray | None,
+    shift: bool,
+) -> np.ndarray:
+    """Where a tile's exponentials go: over its logits when nobody reads those afterwards.
+
+    One buffer instead of two leaves more of a thread's cache to the operands' blocks (in
+    paired runs an output-only (8, 256, 64) call took 4 % less time; other sizes were the same
+    within the noise). The logits are kept when the caller asked for them or when ``shift`` is
+    set (statistics read them after the exponentials).
+    """
+    if logits is None and not shift:
+        return lg
+    return scratch.take(1, shape)
 
 
 def _visible(block: np.ndarray, keys: int, rest: float) -> np.ndarray:
@@ -426,6 +465,7 @@ def backward(
     qs, ks, g = problem.qs, problem.ks, grad_output
     v_t = v.swapaxes(-1, -2)
     whole_rows = all(r0 == 0 and r1 == plan.n_q for _, _, r0, r1 in problem.tiles)
+    free = 0 if weights is not None else 1
 
     def partial_sums() -> tuple[np.ndarray, np.ndarray]:
         return (np.zeros((size, plan.n_k, plan.d_k), plan.dtype),
@@ -448,7 +488,8 @@ def backward(
         else:
             out = output[b0:b1, r0:r1]
         delta = np.einsum("...i,...i->...", g_s, out)[..., None]
-        d = np.matmul(g_s, v_t[b0:b1, :, keys], out=scratch.take(0, e.shape))  # logits' buffer
+        # A free buffer: E is in buffer 0 unless the caller gave the weights.
+        d = np.matmul(g_s, v_t[b0:b1, :, keys], out=scratch.take(free, e.shape))
         d -= delta
         d *= e
         if tanh is not None:

@@ -116,6 +116,28 @@ def test_large_logits_are_shifted_and_overflow_is_refused(rng):
         scaled_dot_product_attention(huge, huge, huge, rule="none", need_weights=False)
 
 
+@pytest.mark.parametrize("large_rows", [slice(0, 3), slice(8, 13)])
+@pytest.mark.parametrize("rule", ["none", "softcap"])
+def test_tiles_whose_exp_needs_the_shift_write_their_logits_again(
+    rng, small_tiles, large_rows, rule
+):
+    # Without weights, exp overwrites a tile's logits before the row sums can prove that no
+    # shift was due; a tile whose rows leave exp's window (the first tiles, or only later
+    # ones) must write its logits again and match the weights path, forward and backward.
+    q, k, v = problem(rng, batch=(2,))
+    q[:, large_rows] *= 400.0  # row maxima far beyond the no-shift window's 300 (float64)
+    kw = {"rule": rule, "cap": 500.0} if rule == "softcap" else {"rule": rule}
+    full = scaled_dot_product_attention(q, k, v, **kw)
+    fast = scaled_dot_product_attention(q, k, v, need_weights=False, **kw)
+    assert full.weights[:, large_rows].max(-1).min() > 0.99  # those rows really are one-hot
+    np.testing.assert_allclose(fast.output, full.output, rtol=1e-12, atol=1e-13)
+    g = rng.standard_normal(full.output.shape)
+    recomputed = scaled_dot_product_attention_backward(q, k, v, g, **kw)
+    given = scaled_dot_product_attention_backward(q, k, v, g, output=full.output, **kw)
+    for a, b in zip(recomputed, given, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
+
+
 def test_no_weights_never_allocates_an_n_by_n_array():
     n, d = 4096, 16
     rng = np.random.default_rng(1)
