@@ -401,6 +401,27 @@ def _visible(block: np.ndarray, keys: int, rest: float) -> np.ndarray:
     return block[..., :keys]
 
 
+def _scaled_product(
+    e: np.ndarray, inv: np.ndarray, values: np.ndarray, out: np.ndarray
+) -> np.ndarray:
+    """``out`` = (E·V)·inv: the softmax's output with 1/rowsum applied to rows × d_v entries.
+
+    E·V can overflow where the normalised product would not (values near the dtype's limit:
+    before the scaling, E·V may be up to n_k·e^30 times larger); such a tile is redone with E
+    normalised first, as the weights path computes it. ``e`` is left unchanged.
+    """
+    try:
+        with np.errstate(over="raise"):
+            np.matmul(e, values, out=out)
+    except FloatingPointError:
+        # A new array, not e *= inv: the backward pass goes on using E (and it may be the
+        # caller's weights).
+        np.matmul(e * inv, values, out=out)
+        return out
+    out *= inv
+    return out
+
+
 def forward(
     problem: TiledProblem,
     output: np.ndarray,
@@ -432,8 +453,7 @@ def forward(
             e *= inv
             np.matmul(e, values, out=out)
         else:
-            np.matmul(e, values, out=out)
-            out *= inv
+            _scaled_product(e, inv, values, out)
 
     plan = problem.plan
     each_tile(
@@ -483,8 +503,7 @@ def backward(
         # O = (E V)·inv, dV = Eᵀ G', dL = E∘(G' Vᵀ − δ'), δ' = rowsum(G'∘O) = inv·rowsum(G∘O).
         g_s = g[b0:b1, r0:r1] * inv
         if output is None:
-            out = np.matmul(e, v[b0:b1, keys])
-            out *= inv
+            out = _scaled_product(e, inv, v[b0:b1, keys], np.empty_like(g_s))
         else:
             out = output[b0:b1, r0:r1]
         delta = np.einsum("...i,...i->...", g_s, out)[..., None]

@@ -123,12 +123,15 @@ def test_check_finite_false_gives_the_same_results_on_finite_inputs(need_weights
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_one_bad_entry_of_a_large_input_is_found(dtype, layout, bad):
     # Large inputs are checked by summing them (a transposed view by another sum): one
-    # non-finite entry must decide.
+    # non-finite entry must decide, and a finite input whose sum overflows must pass.
     rng = np.random.default_rng(6)
     q, k, v = qkv(rng, dtype, (4, 64, 32), (4, 64, 32), (4, 64, 32))
     if layout == "transposed":
         k = np.ascontiguousarray(k.swapaxes(-1, -2)).swapaxes(-1, -2)
         assert not k.flags.c_contiguous
+    huge = np.full_like(v, np.finfo(dtype).max / 4)  # finite; its sum is +inf
+    output = scaled_dot_product_attention(q, k, huge, need_weights=False).output
+    np.testing.assert_allclose(output, huge, rtol=1e-5)
     k[3, 17, 5] = bad
     with pytest.raises(ValueError, match=r"^k contains NaN or infinite"):
         scaled_dot_product_attention(q, k, v, need_weights=False)
