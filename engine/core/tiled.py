@@ -166,19 +166,14 @@ def _borrow(size: int, dtype: np.dtype) -> np.ndarray:
 
 
 def _give_back(buffers: list[np.ndarray]) -> None:
-    """Keep ``buffers`` for later calls: three per thread at most (what the backward takes);
-    when the pool is full, a larger buffer replaces the smallest."""
+    """Keep ``buffers`` for later calls, two per thread at most (the most a call takes: the
+    recomputing backward's E and dL); the oldest make room for them."""
     kept = [b for b in buffers if _POOLED_BYTES[0] <= b.nbytes <= _POOLED_BYTES[1]]
     if not kept:  # small calls: no lock
         return
     with _spare_lock:
-        for buffer in kept:
-            if len(_spare) < 3 * get_num_threads():
-                _spare.append(buffer)
-                continue
-            smallest = min(range(len(_spare)), key=lambda i: _spare[i].nbytes)
-            if _spare[smallest].nbytes < buffer.nbytes:
-                _spare[smallest] = buffer
+        _spare.extend(kept)
+        del _spare[: max(0, len(_spare) - 2 * get_num_threads())]
 
 
 class Scratch:
