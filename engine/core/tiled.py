@@ -361,15 +361,17 @@ def _tile_exponentials(
         elif e is not lg:
             inv = exp_rows(lg, e)
         else:
-            # In place: exp is tried first unless an earlier tile of this thread needed the
-            # shift; if the proof fails, the logits are gone and are written again, once.
-            unshifted = None if scratch.needs_maxima else try_exp_unshifted(lg, lg)
-            if unshifted is None:
+            # In place: exp is tried first, unless an earlier tile of this thread needed the
+            # shift. When the proof fails the logits are gone: they are written again, and
+            # the thread's later tiles find their maxima first.
+            tried = None if scratch.needs_maxima else try_exp_unshifted(lg, lg)
+            if tried is not None:
+                inv = tried
+            else:
                 if not scratch.needs_maxima:
                     scratch.needs_maxima = True
                     tanh = write_tile_logits(problem, tile, lg, keep_tanh)
-                unshifted = exp_rows_by_maxima(lg, lg)
-            inv = unshifted
+                inv = exp_rows_by_maxima(lg, lg)
     return e, inv, tanh
 
 
@@ -398,7 +400,7 @@ def _visible(block: np.ndarray, keys: int, rest: float) -> np.ndarray:
 
 
 # Tiles of at most this many entries are normalised before the product, which cannot
-# overflow: that costs less than _scaled_product's floating-point error state (1.5 µs).
+# overflow: a copy of E that small costs less than the floating-point error state (1.5 µs).
 _NORMALISE_FIRST = 4096
 
 
@@ -409,16 +411,16 @@ def _scaled_product(
 
     E·V can overflow where the normalised product would not (values near the dtype's limit:
     before the scaling, E·V may be up to n_k·e^30 times larger); such a tile is redone with E
-    normalised first, as the weights path computes it. ``e`` is left unchanged.
+    normalised first, as the weights path computes it; so is every small tile. ``e`` is left
+    unchanged: the backward pass goes on using E, and it may be the caller's weights.
     """
+    if e.size <= _NORMALISE_FIRST:
+        return np.matmul(e * inv, values, out=out)
     try:
         with np.errstate(over="raise"):
             np.matmul(e, values, out=out)
     except FloatingPointError:
-        # A new array, not e *= inv: the backward pass goes on using E (and it may be the
-        # caller's weights).
-        np.matmul(e * inv, values, out=out)
-        return out
+        return np.matmul(e * inv, values, out=out)
     out *= inv
     return out
 
@@ -450,7 +452,7 @@ def forward(
             out = output[b0:b1, r0:r1]
             keys = e.shape[-1]
             values = v[b0:b1] if keys == n_k else v[b0:b1, :keys]
-        if with_weights or e.size <= _NORMALISE_FIRST:
+        if with_weights:
             e *= inv
             np.matmul(e, values, out=out)
         else:
