@@ -43,7 +43,10 @@ class GatedPaint(QObject):
     def paint_later(self, views: Sequence[object]) -> None:
         """Hold the viewports of ``views`` and paint them after the event loop's next pass."""
         if views:
-            self._hold(views)
+            # Gated, so that the budget counts it: the scenes' dirty-item processing is
+            # Python (pyqtgraph's bounding rectangles), about 4 ms of each curves push.
+            with self.gated():
+                self._hold(views)
             self._paint_timer.start()
 
     def close(self) -> None:
@@ -125,8 +128,15 @@ class PushBudget(QObject):
     def request(self) -> None:
         """New results: schedule them now if the budget allows, else when it does."""
         self._waiting = True
-        if self._timer.isActive():
-            return
+        if not self._timer.isActive():
+            self._schedule_when_due()
+
+    def _schedule_when_due(self) -> None:
+        # The cost is read again whenever this runs: results that arrive between a push's
+        # update and its paint see only the update's cost, and the timer they start must not
+        # push before the paint has been paid for too. (Before, a timeout pushed at once: in
+        # benchmarks/bench_train_gui.py the curves, whose paint costs about as much as their
+        # update, took up to 14 % of the time instead of VIEW_SHARE.)
         cost = self._paint.busy_s - self._busy_mark
         wait = self._last_push_at + cost / self._share - time.perf_counter()
         if wait > 0:
@@ -154,7 +164,7 @@ class PushBudget(QObject):
     @Slot()
     def _on_timeout(self) -> None:
         if self._waiting:
-            self._schedule()
+            self._schedule_when_due()
 
 
 def _graphics_views(views: Sequence[object]) -> list[QGraphicsView]:
