@@ -79,10 +79,14 @@ TRAINING_SWITCH_INTERVAL_S = 0.0005
 #: Default minimum interval between two pushes to the training views (10 Hz).
 DEFAULT_PUSH_INTERVAL_MS = 100
 
-#: Largest share of the wall-clock time that pushes to the training views (update and paint,
-#: with the trainer held at its step gate) may take while a job runs. With 6 % the GUI trains
-#: at ~0.9× the engine-only speed or better (benchmarks/bench_train_gui.py); cheap pushes
-#: still come at the push interval, the curves' 30-40 ms ones every ~0.5-0.7 s.
+#: Largest share of the wall-clock time that pushes to the training views (update, scene
+#: work and paint, with the trainer held at its step gate) may take while a job runs. Cheap
+#: pushes still come at the push interval, the curves' 20-40 ms ones 1.3-2 times a second.
+#: A share costs the trainer more than itself: the step in flight when the gate closes waits
+#: for the GIL until the push ends. On the 2-core test machine
+#: (benchmarks/bench_train_gui.py, 8-10 alternating runs per share) 6 % gave the GUI
+#: 0.85-0.88× the engine-only speed, 3 % 0.89-0.91× with the curves updated only 0.6-1 times
+#: a second; the livelier curves were kept.
 VIEW_SHARE = 0.06
 
 
@@ -171,6 +175,10 @@ class TrainController(QObject):
         """True when the current training run has taken a step (its q and k can be written)."""
         snap = self._results.snapshot
         return snap is not None and snap.step > 0
+
+    def views_busy_s(self) -> float:
+        """Seconds the views have held the trainer so far (gated updates and paints)."""
+        return self._paint.busy_s
 
     def step_gate(self) -> threading.Event:
         """The engine's step gate (set except while the GUI thread pushes and paints)."""
