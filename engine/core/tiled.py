@@ -55,9 +55,11 @@ __all__ = [
 
 #: Bytes of one tile of logits (and of its exponentials). Measured on one thread
 #: (benchmarks/bench_engine.py sizes): 256 KiB to 2 MiB were equally fast, smaller tiles up to
-#: 2× slower because the matrix products get too few rows to run at full speed; 512 KiB keeps
-#: the buffers in the shared L3 cache and the memory O(tile·n_k).
-TILE_BYTES = 512 << 10
+#: 2× slower because the matrix products get too few rows to run at full speed. On two
+#: threads larger tiles win, as each tile's numpy calls cost more there: in paired runs 1 MiB
+#: took 0.83-0.91 of 512 KiB's time at (1, 2048, 64) and (1, 4096, 64), and 256 KiB 1.1-1.4.
+#: The memory stays O(tile·n_k).
+TILE_BYTES = 1 << 20
 
 #: (b0, b1, r0, r1): rows r0:r1 of the flattened (batch, head) entries b0:b1.
 Tile = tuple[int, int, int, int]
@@ -96,6 +98,11 @@ def _tiles(
     entries: int, n_q: int, n_k: int, itemsize: int, parallel: bool
 ) -> tuple[tuple[Tile, ...], int]:
     rows = max(1, TILE_BYTES // (itemsize * n_k))
+    threads = get_num_threads()
+    if parallel and entries < threads:
+        # A tile for every thread: all of (1, 512, 64) fits one 1 MiB tile, which one thread
+        # computed up to 10 % slower than two threads half of it each.
+        rows = min(rows, max(1, n_q // math.ceil(threads / entries)))
     if rows >= n_q:
         # Whole (batch, head) entries per tile: one batched matmul, no accumulation over rows.
         per = max(1, rows // n_q)
@@ -103,7 +110,7 @@ def _tiles(
             # Leave a few tiles per thread, so the threads share the work evenly. A serial
             # problem keeps one tile: the trainer's 64 entries of 1 × 17 logits took a third
             # longer in 8 tiles than in one (each tile pays the kernel's Python cost).
-            per = min(per, max(1, entries // (MIN_TILES_PER_THREAD * get_num_threads())))
+            per = min(per, max(1, entries // (MIN_TILES_PER_THREAD * threads)))
         if per >= entries:
             return ((0, entries, 0, n_q),), entries * n_q * n_k
         tiles = tuple((b, min(b + per, entries), 0, n_q) for b in range(0, entries, per))
@@ -141,7 +148,7 @@ def scratch_bytes(problem: TiledProblem, buffers: int) -> int:
     return threads * buffers * problem.tile_elements * problem.plan.dtype.itemsize
 
 
-# Tile buffers outlive the call that allocated them. A fresh 512 KiB buffer per call comes
+# Tile buffers outlive the call that allocated them. A fresh tile buffer per call comes
 # from mmap whenever glibc's threshold happens to lie below it (it moves with the process's
 # history of frees), and then every one of its pages faults on first touch. In fresh
 # processes, output-only calls at the benchmark's sizes took 352 to 1256 page faults each

@@ -11,6 +11,8 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.config import ScalingRule
 from engine.core import parallel, tiled
@@ -253,3 +255,33 @@ def test_backward_given_weights_uses_them_and_checks_their_shape(rng):
                                                        grad_v.shape), rtol=1e-12)
     with pytest.raises(ValueError, match=r"weights must have the logits' shape \(2, 3, 13, 11\)"):
         scaled_dot_product_attention_backward(q, k, v, g, weights=uniform[..., :5])
+
+
+@settings(max_examples=300, deadline=None)
+@given(entries=st.integers(1, 40), n_q=st.integers(1, 700), n_k=st.integers(1, 3000),
+       itemsize=st.sampled_from([4, 8]), threads=st.integers(1, 4), parallel_=st.booleans(),
+       tile_bytes=st.sampled_from([64 * 8, 1 << 14, tiled.TILE_BYTES]))
+def test_tiles_cover_every_row_once_and_give_every_thread_work(
+    entries, n_q, n_k, itemsize, threads, parallel_, tile_bytes
+):
+    old_threads, old_bytes = parallel.get_num_threads(), tiled.TILE_BYTES
+    parallel.set_num_threads(threads)
+    tiled.TILE_BYTES = tile_bytes
+    try:
+        tiles, elements = tiled._tiles(entries, n_q, n_k, itemsize, parallel_)
+    finally:
+        parallel.set_num_threads(old_threads)
+        tiled.TILE_BYTES = old_bytes
+    covered = np.zeros((entries, n_q), dtype=int)
+    for b0, b1, r0, r1 in tiles:
+        assert (r0, r1) == (0, n_q) or b1 == b0 + 1  # whole entries, or rows of one entry
+        covered[b0:b1, r0:r1] += 1
+        assert (b1 - b0) * (r1 - r0) * n_k <= elements  # the scratch buffers hold every tile
+    assert (covered == 1).all()
+    # A tile holds at most tile_bytes of logits, unless one row alone is larger.
+    assert elements * itemsize <= max(tile_bytes, n_k * itemsize)
+    if parallel_:
+        # Every thread has a tile, even when the whole problem fits into one.
+        assert len(tiles) >= min(threads, entries * n_q)
+    elif entries * n_q * n_k * itemsize <= tile_bytes:
+        assert len(tiles) == 1  # a serial problem that fits pays for one tile only

@@ -154,7 +154,7 @@ def test_the_zhai_bound_is_below_the_entropy_and_attained_by_extremal_rows(causa
 
 
 def test_a_long_head_is_cancelled_inside_and_diagnosed_in_tiles(tmp_path, monkeypatch) -> None:
-    """n = 2048: a head is computed in tiles of rows (32 rows of float64 logits, 512 KiB); a
+    """n = 2048: a head is computed in tiles of rows (64 rows of float64 logits, 1 MiB); a
     cancel set while the first tile runs ends the scan before that head is reported, at most
     one more tile per thread is started, and the tiled results equal one-tile ones."""
     rng = np.random.default_rng(RNG_SEED)
