@@ -9,7 +9,10 @@ and evaluations included, no Qt) for as long, and compares the steps per second.
 
 Goals: stall ≤ 30 ms, GUI steps/s ≥ 0.9 × engine-only (:data:`GOAL_RATIO`). Each repeat
 brackets its GUI run with two engine-only runs and takes their mean, so both sides of a ratio
-see the same load; the last line gives the medians over the repeats. Run::
+see the same load; the last line gives the medians over the repeats. Each GUI run also prints
+the share of the time the views held the trainer (the part that
+:data:`gui.train.controller.VIEW_SHARE` budgets) and the GUI thread's CPU share, which say how
+much of the gap the views explain. Run::
 
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_train_gui.py [--seconds 3] [--repeats 5]
         [--view curves]

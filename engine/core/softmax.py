@@ -28,6 +28,10 @@ __all__ = [
 ]
 
 
+# Below this many entries einsum's own set-up costs more than the sum saves.
+_EINSUM_MIN_SIZE = 4096
+
+
 def row_sums(x: np.ndarray) -> np.ndarray:
     """The sums over the last axis, keeping it (length 1).
 
@@ -40,10 +44,6 @@ def row_sums(x: np.ndarray) -> np.ndarray:
     if x.dtype == np.float32 and x.size >= _EINSUM_MIN_SIZE:
         return np.einsum("...j->...", x)[..., None]
     return np.add.reduce(x, axis=-1, keepdims=True)
-
-
-# Below this many entries einsum's own set-up costs more than the sum saves.
-_EINSUM_MIN_SIZE = 4096
 
 
 def row_reciprocal(s: np.ndarray) -> np.ndarray:

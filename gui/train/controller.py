@@ -177,7 +177,7 @@ class TrainController(QObject):
         return snap is not None and snap.step > 0
 
     def views_busy_s(self) -> float:
-        """Seconds the views have held the trainer so far (gated updates and paints)."""
+        """Seconds the views have held the trainer so far (gated updates, scene work, paints)."""
         return self._paint.busy_s
 
     def step_gate(self) -> threading.Event:
