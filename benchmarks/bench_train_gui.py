@@ -40,6 +40,7 @@ os.environ["QT_QPA_PLATFORM"] = "offscreen"
 import numpy as np  # noqa: E402
 from bench_gui import Heartbeat, wait_ms  # noqa: E402  (the 5 ms heartbeat of the explorer)
 
+from engine.core.memory import tune_allocator  # noqa: E402
 from engine.training.trainer import iter_training  # noqa: E402
 from gui.app import create_application  # noqa: E402
 from gui.kit.settings import SETTINGS_DIR_ENV  # noqa: E402
@@ -128,6 +129,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5,
                         help="GUI runs; the last line gives the medians")
     args = parser.parse_args()
+    tune_allocator()  # malloc's thresholds as main.py sets them
 
     os.environ[SETTINGS_DIR_ENV] = tempfile.mkdtemp(prefix="bench-train-gui-settings-")
     app = create_application(headless=True)

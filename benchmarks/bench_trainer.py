@@ -32,6 +32,7 @@ from threadpoolctl import threadpool_info
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.config.train import TrainConfig
+from engine.core.memory import tune_allocator
 from engine.training.session import TrainingSession
 from engine.training.trainer import blas_threads
 
@@ -114,6 +115,7 @@ def main() -> int:
     parser.add_argument("--foreach", action="store_true",
                         help="also time torch's default (foreach, not fused) Adam")
     args = parser.parse_args()
+    tune_allocator()  # malloc's thresholds as main.py sets them
     try:
         import torch
     except ImportError:

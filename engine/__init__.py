@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "causal_mask": "core.plan",
     "get_memory_budget": "core.memory",
     "set_memory_budget": "core.memory",
+    "tune_allocator": "core.memory",
     "attention_logits": "core.attention",
     "check_memory": "core.memory",
     "get_num_threads": "core.parallel",

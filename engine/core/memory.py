@@ -1,19 +1,30 @@
-"""The memory guard: refuse a computation before it allocates more than the budget.
+"""The memory guard, and the C allocator's thresholds.
 
 Every engine function that builds n×n matrices (attention, snapshots, sweeps, training)
 estimates their bytes first and calls :func:`check_memory`, which raises
 :class:`MemoryBudgetError` with a message saying what would not fit and how to make it fit.
+:func:`tune_allocator` makes glibc's malloc keep freed memory for the next step of a
+computation instead of returning it to the system.
 """
 
 from __future__ import annotations
 
+import ctypes
 import numbers
+import os
 from collections.abc import Callable
 from typing import Any
 
 from engine.config import DEFAULT_MEMORY_BUDGET_BYTES
 
-__all__ = ["MemoryBudgetError", "check_memory", "get_memory_budget", "set_memory_budget"]
+__all__ = [
+    "ALLOCATOR_THRESHOLDS",
+    "MemoryBudgetError",
+    "check_memory",
+    "get_memory_budget",
+    "set_memory_budget",
+    "tune_allocator",
+]
 
 
 class MemoryBudgetError(ValueError):
@@ -75,3 +86,49 @@ def check_memory(n_bytes: int, what: str | Callable[[], str], budget: int | None
             f"memory budget of {_format_bytes(limit)} ({limit:,} bytes); use fewer tokens, heads "
             "or batch entries, or raise the budget (memory_budget_bytes / set_memory_budget)"
         )
+
+
+#: (mmap threshold, trim threshold) in bytes set by :func:`tune_allocator`: blocks smaller than
+#: the first come from malloc's heap, and the heap returns free memory at its top to the
+#: system only beyond the second. These are the largest values glibc's own adaptive thresholds
+#: reach (32 MiB, and twice that), which it reaches only after freeing a block that large.
+ALLOCATOR_THRESHOLDS = (32 << 20, 64 << 20)
+# mallopt's parameter numbers (glibc's malloc.h).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+
+
+def tune_allocator() -> bool:
+    """Let glibc's malloc keep the memory each step frees for the next (Linux; once per process).
+
+    By default glibc serves blocks of 128 KiB and more with a fresh ``mmap`` and unmaps them
+    when they are freed, and it returns free memory at the top of its heap to the system
+    beyond 256 KiB. It raises both thresholds only after freeing a block larger than them, so
+    how fast a computation runs depends on what the process freed before. In a new process the
+    trainer's held-out evaluations (every 10 steps by default) took arrays of about 1 MiB from
+    the system and gave them back each time, page-faulting on every page: 321 faults per step
+    against 0.14 with these thresholds (tests/engine/test_allocator.py). Measured on the 2-core
+    development machine, same peak memory: ``main.py train --steps 1000`` took 2.8 s instead
+    of 4.2 s, and engine-only training of the default model ran 1.2-1.7× as many steps per
+    second (pairs of new processes). The cost: up to the trim threshold (64 MiB) of freed
+    memory per malloc arena stays with the process until it needs it again.
+
+    ``main.py`` calls it at start-up, for the window and every headless command alike.
+
+    Returns
+    -------
+    bool
+        True if the thresholds were set (glibc); False where there is no glibc (macOS,
+        Windows, musl), which changes nothing.
+    """
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION"):
+            return False
+        mallopt = ctypes.CDLL(None).mallopt  # the C library the process runs on
+    except (AttributeError, OSError, ValueError):  # no confstr name, no glibc, no mallopt
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    mmap_threshold, trim_threshold = ALLOCATOR_THRESHOLDS
+    return bool(mallopt(_M_MMAP_THRESHOLD, mmap_threshold)) and bool(
+        mallopt(_M_TRIM_THRESHOLD, trim_threshold))
