@@ -58,6 +58,7 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
 
     from engine.config import AttentionConfig, ScalingRule
     from engine.config.train import TrainConfig
+    from engine.core.memory import tune_allocator
     from engine.io.tensors import write_tensors
     from gui.app import create_application
     from gui.kit import export, svg_export
@@ -65,6 +66,7 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
     from gui.kit.resources import sample_tensors_path
     from gui.main_window import MainWindow
 
+    tune_allocator()  # the heap as main.py leaves it for the window
     app = create_application(headless=True)
     if automatic_gc:  # Python's own GC in any thread (the old crash), collecting often
         from gui.kit.qt_lifetime import GuiThreadCollector
