@@ -290,4 +290,9 @@ def cli_entry() -> None:
 
 
 if __name__ == "__main__":
+    # The training process is started with "spawn": in the frozen bundle it runs this program
+    # again, which must then serve as that process instead of parsing its own arguments.
+    import multiprocessing
+
+    multiprocessing.freeze_support()
     sys.exit(run())

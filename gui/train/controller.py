@@ -8,36 +8,23 @@ latest state; a :class:`~gui.kit.jobs.ViewPusher` pushes that state to the *visi
 most every ``push_interval_ms`` (hidden views catch up in :meth:`refresh_view`). A view may
 ask for fewer updates with a ``push_interval_s`` attribute (the probe maps: 5 Hz).
 
-Why so few pushes: the training thread and the GUI thread share the GIL, and pyqtgraph's
-``setData`` and painting are mostly Python. Every millisecond the GUI spends drawing is a
-millisecond the trainer cannot run (benchmarks/bench_train_gui.py): at 25 Hz the curves took
-~40 % of the GIL and training ran at ~0.5× its engine-only speed. Training curves read just as
-well at 10 Hz. Even 10 Hz was too much once the trainer got faster: an update and paint of the
-four curve panels took 30-40 ms (more under load), so the views held the trainer ~45 % of the
-time and the GUI trained at 0.3-0.5× the engine-only speed. So the views also get a time
-budget (:class:`~gui.train.gate.PushBudget`): after a push that took c seconds of update and
-paint, the next waits until c / :data:`VIEW_SHARE` after it.
+The worker thread only relays: the jobs run in a child process
+(:class:`~engine.training.process.TrainingProcess`, one per controller, ended when the worker
+thread ends). The trainer is a Python loop of many small numpy calls; on a thread of this
+process it shared the interpreter lock with the GUI's Python (pyqtgraph's ``setData`` and
+paint code), and even with the views' time budgeted, and the trainer held at a step gate while
+they drew, the GUI trained at 0.82-0.88 of the engine-only speed (benchmarks/bench_train_gui.py,
+2-core machine). In its own process it trains at 0.91-0.99 of that speed.
 
-The step gate: the controller owns a ``threading.Event`` that the engine waits for before each
-optimisation step (``iter_training(step_gate=...)``). A push clears it while it updates the
-views; the paint follows as a second gated block after one pass of the event loop (the
-viewports' updates are disabled in between, so Qt cannot paint the frame ungated first, or
-twice). Why: the trainer's many small numpy calls take the GIL in between the GUI's Python
-(pyqtgraph ``setData`` and paint code), and one 20-30 ms block of update + paint was the worst
-heartbeat stall. Measured with benchmarks/bench_train_gui.py (curves in front, 2-core machine):
-at load 0.5-1 the split paint gave most of the gain (worst stall 46 → 20-23 ms) and the gate's
-own share was within the noise; at load 1.6-5, ten paired runs with and without the gate gave
-median steps ratios 0.80 vs 0.78 (neutral) but median worst stalls 62 vs 75 ms, lower with the
-gate in 7 of 10 pairs, so it stays (:class:`~gui.train.gate.GatedPaint`). Stop and
-shutdown set it again, and the engine honours ``cancel`` while gated: a run is never left
-blocked.
+The views still get a time budget (:class:`~gui.train.budget.PushBudget`): after a push that
+took c seconds of update and paint, the next waits until c / :data:`VIEW_SHARE` after it; the
+paint follows the update after one pass of the event loop (:class:`~gui.train.budget.SplitPaint`),
+so two short stalls of the event loop replace one long one.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from types import MappingProxyType
@@ -46,8 +33,9 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.config.train import TrainConfig
+from engine.training.process import TrainingProcess
 from gui.kit.jobs import JobFailed, ViewPusher, WorkerHost
-from gui.train.gate import GatedPaint, PushBudget
+from gui.train.budget import PushBudget, SplitPaint
 from gui.train.results import TrainResults
 from gui.train.state import GradientHistory, TrainState
 from gui.train.worker import (
@@ -60,33 +48,18 @@ from gui.train.worker import (
 
 __all__ = [
     "DEFAULT_PUSH_INTERVAL_MS",
-    "TRAINING_SWITCH_INTERVAL_S",
     "VIEW_SHARE",
     "TrainController",
 ]
-
-#: Python's GIL switch interval while a training job runs (default 5 ms). The worker is a
-#: CPU-bound Python thread of many small numpy calls; with the default interval the GUI thread
-#: waits up to 5 ms for the GIL after *each* release during a repaint (PySide releases it around
-#: Qt calls). Measured on the loaded 2-core machine while the curves repainted at 30 Hz: a 5 ms
-#: heartbeat's median lateness 76-87 ms with 5 ms, 0.35 ms with 0.5 ms (worst 150 vs 48 ms).
-#: On the idle machine (benchmarks/bench_train_gui.py --switch-interval): at 25 Hz pushes worst
-#: stall 42-46 ms with 0.5 ms against 63-64 ms with 5 ms; at today's 10 Hz no difference beyond
-#: the noise (41-45 ms either way, same steps/s). Kept for the loaded case; restored when the
-#: job ends and in shutdown().
-TRAINING_SWITCH_INTERVAL_S = 0.0005
 
 #: Default minimum interval between two pushes to the training views (10 Hz).
 DEFAULT_PUSH_INTERVAL_MS = 100
 
 #: Largest share of the wall-clock time that pushes to the training views (update, scene
-#: work and paint, with the trainer held at its step gate) may take while a job runs. Cheap
-#: pushes still come at the push interval, the curves' 20-40 ms ones 1.3-2 times a second.
-#: A share costs the trainer more than itself: the step in flight when the gate closes waits
-#: for the GIL until the push ends. On the 2-core test machine
-#: (benchmarks/bench_train_gui.py, 8-10 alternating runs per share) 6 % gave the GUI
-#: 0.85-0.88× the engine-only speed, 3 % 0.89-0.91× with the curves updated only 0.6-1 times
-#: a second; the livelier curves were kept.
+#: work and paint) may take while a job runs. Cheap pushes still come at the push interval, the
+#: curves' 12-40 ms ones 1-2 times a second. The trainer runs in its own process and no longer
+#: waits for them; the budget keeps the event loop free for input, and on a one-core machine
+#: leaves the CPU to training.
 VIEW_SHARE = 0.06
 
 
@@ -127,18 +100,17 @@ class TrainController(QObject):
         # Active (not paused) running time of the current job, for the ETA.
         self._active_s = 0.0
         self._resumed_at = math.nan
-        self._saved_switch_interval: float | None = None
         self.pushes = 0
-        # The step gate, shared with every job's engine generator, and the split paint.
-        self._paint = GatedPaint(self)
+        self._paint = SplitPaint(self)
         self._budget = PushBudget(self._paint, VIEW_SHARE, self._schedule_push, self)
 
         self._pusher = ViewPusher(
             self._views, self.results, _show_results, push_interval_ms, pushed=self._on_pushed,
-            after_push=self._paint.paint_later, guard=self._paint.gated, parent=self,
+            after_push=self._paint.paint_later, guard=self._paint.timed, parent=self,
         )
 
-        worker = TrainWorker()
+        self._process = TrainingProcess()
+        worker = TrainWorker(self._process)
         worker.itemReady.connect(self._on_item)
         worker.failed.connect(self._on_failed)
         self._host = WorkerHost(worker, "train-worker", self)
@@ -177,12 +149,8 @@ class TrainController(QObject):
         return snap is not None and snap.step > 0
 
     def views_busy_s(self) -> float:
-        """Seconds the views have held the trainer so far (gated updates, scene work, paints)."""
+        """Seconds the views have taken so far while jobs ran (updates, scene work, paints)."""
         return self._paint.busy_s
-
-    def step_gate(self) -> threading.Event:
-        """The engine's step gate (set except while the GUI thread pushes and paints)."""
-        return self._paint.gate
 
     # ------------------------------------------------------------------------------ commands
     def start_training(self, config: TrainConfig) -> bool:
@@ -193,8 +161,7 @@ class TrainController(QObject):
         self._results = self._results.replace(
             snapshot=None, grad_steps=np.zeros(0, dtype=int), grad_norms=MappingProxyType({})
         )
-        self._submit(lambda request_id: TrainJob(request_id, TrainJobKind.TRAIN, config,
-                                                  step_gate=self._paint.gate))
+        self._submit(lambda request_id: TrainJob(request_id, TrainJobKind.TRAIN, config))
         return True
 
     def start_lr_sweep(self, config: TrainConfig, lrs: Sequence[float], seeds: int) -> bool:
@@ -204,8 +171,7 @@ class TrainController(QObject):
         self._results = self._results.replace(sweep=None)
         lrs = tuple(float(x) for x in lrs)
         self._submit(lambda request_id: TrainJob(request_id, TrainJobKind.LR_SWEEP, config,
-                                                  lrs=lrs, seeds=int(seeds),
-                                                  step_gate=self._paint.gate))
+                                                  lrs=lrs, seeds=int(seeds)))
         return True
 
     def export_tensors(self, path: str, command: str = "") -> bool:
@@ -246,7 +212,6 @@ class TrainController(QObject):
     @Slot()
     def stop(self) -> None:
         """Cancel the running job (it ends after its current step; results so far stay)."""
-        self._paint.gate.set()  # never needed here; a gated engine honours cancel anyway
         if self.job() is not None and self._state in (TrainState.RUNNING, TrainState.PAUSED):
             self._host.cancel()
             self._set_state(TrainState.STOPPING)
@@ -285,7 +250,7 @@ class TrainController(QObject):
         self._closed = True
         self._budget.discard()
         self._pusher.close()
-        self._paint.close()  # re-enables the viewports a push held and opens the gate
+        self._paint.close()  # re-enables the viewports a push held
         self._host.begin_shutdown()
 
     def shutdown(self, timeout_ms: int = 1000) -> bool:
@@ -298,12 +263,12 @@ class TrainController(QObject):
         """
         self.begin_shutdown()
         stopped = self._host.shutdown(timeout_ms)
-        self._restore_switch_interval()
+        self._process.close()  # the worker thread, its only user, has ended
         return stopped
 
     @Slot()
     def _on_thread_finished(self) -> None:
-        self._restore_switch_interval()
+        self._process.close()  # the worker thread, its only user, has ended
         self.workerStopped.emit()
 
     # -------------------------------------------------------------------------------- private
@@ -319,14 +284,6 @@ class TrainController(QObject):
         self._set_state(TrainState.RUNNING)
         self._progress = (0.0, math.nan)
         self.progressChanged.emit(0.0, math.nan)
-        if self._saved_switch_interval is None:
-            self._saved_switch_interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(TRAINING_SWITCH_INTERVAL_S, self._saved_switch_interval))
-
-    def _restore_switch_interval(self) -> None:
-        if self._saved_switch_interval is not None:
-            sys.setswitchinterval(self._saved_switch_interval)
-            self._saved_switch_interval = None
 
     def _set_state(self, state: TrainState) -> None:
         if state != self._state:
@@ -376,7 +333,6 @@ class TrainController(QObject):
 
     @Slot(object)
     def _on_finished(self, message: TrainJobFinished) -> None:
-        self._restore_switch_interval()
         if self._closed:
             return
         if self._state == TrainState.RUNNING:

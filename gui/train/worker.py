@@ -1,13 +1,12 @@
-"""The training worker: runs one engine generator per job on the training QThread.
+"""The training worker: relays each job to the training process from the training QThread.
 
-A :class:`TrainJob` is immutable apart from its ``threading.Event`` objects, the only
-channel from the GUI thread into a running job: ``cancel`` (Stop) and ``running`` (cleared =
-paused). Pausing never busy-waits: after each item the worker blocks in ``running.wait()``
-while the engine generator stays suspended at its ``yield``; Stop sets ``cancel`` and then
-``running`` so that a paused worker wakes up and returns at once. A third event, shared by all
-jobs of a controller, is passed to the engine as ``step_gate``: the controller clears it briefly
-while it paints the views so that the trainer does not compete for the GIL (the engine still
-honours ``cancel`` while gated).
+The jobs run in a child process (:class:`~engine.training.process.TrainingProcess`), so the
+trainer never competes with the GUI for the interpreter lock. A :class:`TrainJob` is immutable
+apart from its ``threading.Event`` objects, the only channel from the GUI thread into a running
+job: ``cancel`` (Stop) and ``running`` (cleared = paused). The worker passes both on to the
+child while it waits for items; a paused child blocks after its current item with its engine
+generator suspended, and Stop sets ``cancel`` and then ``running`` so that a paused job wakes
+up and ends at once.
 """
 
 from __future__ import annotations
@@ -15,11 +14,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import threading
-from typing import Any
 
 from PySide6.QtCore import Signal
 
 from engine.config.train import TrainConfig
+from engine.training.process import TrainingProcess, export_job, lr_sweep_job, train_job
 from gui.kit.i18n import translate
 from gui.kit.job_worker import JobWorker
 
@@ -70,9 +69,6 @@ class TrainJob:
         Set (from the GUI thread) to stop the job after the current step.
     running
         Cleared to pause the job between two engine yields; set to resume.
-    step_gate
-        Passed to the engine: cleared (by the GUI thread, briefly) holds the next optimisation
-        step; None: never held.
     """
 
     request_id: int
@@ -84,7 +80,6 @@ class TrainJob:
     command: str = ""
     cancel: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False)
     running: threading.Event = dataclasses.field(default_factory=_set_event, compare=False)
-    step_gate: threading.Event | None = dataclasses.field(default=None, compare=False)
 
     def pause(self) -> None:
         """Hold the job at its next yield."""
@@ -119,17 +114,18 @@ class TrainJobFinished:
 
 
 class TrainWorker(JobWorker):
-    """Runs :class:`TrainJob` objects in the thread it was moved to (never touches widgets).
+    """Runs :class:`TrainJob` objects in ``process`` from the thread it was moved to.
 
-    It keeps the session of the last training job, so that an export job (run by the same
-    thread, after training ended) reads parameters that no update is writing.
+    It never touches widgets. The process keeps the session of the last training job, so that
+    an export job (run after training ended) reads parameters that no update is writing.
     """
 
     itemReady = Signal(object)  # TrainItem
 
-    def __init__(self) -> None:
+    def __init__(self, process: TrainingProcess) -> None:
         super().__init__()
-        self._session: Any = None  # TrainingSession of the last TRAIN job (this thread only)
+        self._process = process
+        self._trained = False  # the process holds a session to export (this thread only)
 
     def execute(self, job: TrainJob) -> None:
         """Train (or sweep learning rates, or export), emitting every item as it comes."""
@@ -137,41 +133,31 @@ class TrainWorker(JobWorker):
             self._export(job)
             return
         if job.kind is TrainJobKind.TRAIN:
-            from engine.training.session import TrainingSession
-            from engine.training.trainer import blas_threads, iter_training
-
-            self._session = None  # freed before the new one is allocated
-            with blas_threads(job.config):
-                self._session = TrainingSession(job.config)
-            items = iter_training(job.config, job.cancel, step_gate=job.step_gate,
-                                  session=self._session)
+            self._trained = False
+            request = train_job(job.config)
         else:
-            from engine.training.lr_sweep import iter_lr_sweep
-
-            items = iter_lr_sweep(
-                job.config, job.lrs, job.seeds, job.cancel, step_gate=job.step_gate
-            )
-        try:
-            for item in items:
-                self.itemReady.emit(TrainItem(job.request_id, job.kind, item))
-                # Paused: block here (no polling) with the generator suspended at its yield.
-                job.running.wait()
-                if job.cancel.is_set():
-                    break
-        finally:
-            items.close()
+            request = lr_sweep_job(job.config, job.lrs, job.seeds)
+        # After Stop the process ends the job after its current step and says so: the loop
+        # ends then, with the session kept for an export.
+        for item in self._process.run(request, job.cancel, job.running):
+            if job.kind is TrainJobKind.TRAIN:
+                self._trained = True  # its session exists from the first snapshot on
+            self.itemReady.emit(TrainItem(job.request_id, job.kind, item))
 
     def _export(self, job: TrainJob) -> None:
-        from engine.training.export_qk import write_trained_tensors
-
-        if self._session is None:
-            raise ValueError(translate("TrainTab", "There is no trained model to inspect."))
+        no_model = translate("TrainTab", "There is no trained model to inspect.")
+        if not self._trained:
+            raise ValueError(no_model)
         try:
-            path = write_trained_tensors(job.path, self._session, command=job.command)
+            for path in self._process.run(export_job(job.path, job.command), job.cancel,
+                                          job.running):
+                self.itemReady.emit(TrainItem(job.request_id, job.kind, str(path)))
+        except (LookupError, ChildProcessError):  # the process that trained it has ended
+            self._trained = False
+            raise ValueError(no_model) from None
         except OSError as exc:
             raise ValueError(translate("TrainTab", "Could not write {0}: {1}").format(
                 job.path, exc.strerror or exc)) from None
-        self.itemReady.emit(TrainItem(job.request_id, job.kind, str(path)))
 
     def finished_message(self, job: TrainJob, completed: bool) -> TrainJobFinished:
         """The end of ``job``."""

@@ -9,8 +9,8 @@ import pytest
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QVBoxLayout, QWidget
 
 from engine.config.train import TrainConfig
+from gui.train.budget import PushBudget, SplitPaint
 from gui.train.controller import VIEW_SHARE, TrainController
-from gui.train.gate import GatedPaint, PushBudget
 from gui.train.state import TrainState
 
 LONG = TrainConfig(rules=("none", "sqrt"), d_k=16, d_model=32, n=8, vocab=16, batch=32,
@@ -65,7 +65,7 @@ def test_a_slow_view_gets_its_share_and_the_final_state(slow, qtbot):
 def test_the_budget_counts_a_paint_that_comes_after_newer_results(qtbot):
     # A push is an update and, one pass of the event loop later, a paint. Results that arrive
     # in between see only the update's cost; the push they wait for must still pay for both.
-    paint = GatedPaint()
+    paint = SplitPaint()
     share = 0.1
     pushes: list[float] = []
     budget = PushBudget(paint, share, lambda: pushes.append(time.perf_counter()))
@@ -73,10 +73,10 @@ def test_the_budget_counts_a_paint_that_comes_after_newer_results(qtbot):
     assert len(pushes) == 1  # nothing spent yet: at once
     budget.pushed()
     started = time.perf_counter()
-    with paint.gated():  # the push's update
+    with paint.timed():  # the push's update
         time.sleep(0.01)
     budget.request()  # newer results, before the paint
-    with paint.gated():  # the paint
+    with paint.timed():  # the paint
         time.sleep(0.04)
     spent = paint.busy_s
     qtbot.waitUntil(lambda: len(pushes) == 2, timeout=5000)
@@ -86,7 +86,7 @@ def test_the_budget_counts_a_paint_that_comes_after_newer_results(qtbot):
 
 def test_the_scene_work_before_the_paint_counts_as_the_views_time(qtbot):
     # Between a push's update and its paint the scenes take in their changes (pyqtgraph's
-    # Python runs there too): that holds the trainer like the rest of the push, and counts.
+    # Python runs there too): that is the views' time like the rest of the push, and counts.
     view = QWidget()
     graphics = QGraphicsView(QGraphicsScene(view))
     QVBoxLayout(view).addWidget(graphics)
@@ -94,10 +94,9 @@ def test_the_scene_work_before_the_paint_counts_as_the_views_time(qtbot):
     view.show()
     qtbot.waitExposed(view)
     rect = graphics.scene().addRect(0, 0, 10, 10)
-    paint = GatedPaint()
+    paint = SplitPaint()
     rect.setRect(0, 0, 20, 20)  # a change for the scene to take in
     paint.paint_later([view])
     assert paint.busy_s > 0
-    assert paint.gate.is_set()  # the trainer runs on until the paint
     assert not graphics.viewport().updatesEnabled()
     qtbot.waitUntil(lambda: graphics.viewport().updatesEnabled(), timeout=2000)

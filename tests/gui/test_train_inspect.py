@@ -3,6 +3,9 @@ where (``tensorsWritten``). The save dialog is replaced by a stub returning a ch
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -109,6 +112,21 @@ def test_unwritable_path_shows_a_message_and_keeps_the_run(tab, qtbot, dialog, t
     with qtbot.waitSignal(tab.tensorsWritten, timeout=30_000) as signal:
         assert tab.inspect_trained(tmp_path / "again")
     assert signal.args[0] == str(tmp_path / "again.npz") and load_tensors(signal.args[0])
+
+
+def test_a_training_process_that_died_is_reported_when_inspecting(tab, qtbot, dialog):
+    # The trained model lives in the training process: killed after the run (by the system,
+    # say), there is nothing to write, and the message says so instead of naming a bug.
+    _train(tab)
+    (child,) = [p for p in multiprocessing.active_children() if p.name == "attention-training"]
+    os.kill(child.pid, signal.SIGKILL)
+    child.join(5)
+    with qtbot.waitSignal(tab.controller.errorOccurred, timeout=30_000):
+        tab.panel.inspect_button.click()
+    assert tab.wait_until_idle(10_000)
+    assert "no trained model" in tab.panel.error_text()
+    _train(tab)  # a new process trains the next run
+    assert tab.controller.results().snapshot.step == SMALL.steps
 
 
 def test_a_stopped_run_can_be_inspected_reset_disables(tab, qtbot, dialog, tmp_path):

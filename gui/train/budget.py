@@ -1,36 +1,32 @@
-"""The Train tab's step gate and split paint: view updates hold the trainer's next step.
+"""The Train tab's split paint and push budget: the views' time, measured and bounded.
 
-The trainer (a Python thread of many small numpy calls) and the GUI thread share the GIL. While
-the GUI updates or paints the training views, the engine waits before its next optimisation
-step (``iter_training(step_gate=...)`` waits while the gate is cleared, honouring ``cancel``).
-A push updates the views inside :meth:`GatedPaint.gated`; :meth:`GatedPaint.paint_later` holds
-the viewports it changed and paints them in a second gated block after one pass of the event
-loop, so two short stalls replace one long one.
+A push updates the views inside :meth:`SplitPaint.timed`; :meth:`SplitPaint.paint_later` holds
+the viewports it changed and paints them in a second timed block after one pass of the event
+loop, so two short stalls of the event loop replace one long one. :class:`PushBudget` spaces
+the pushes so that those blocks take at most a share of the time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer, Slot
 from PySide6.QtWidgets import QGraphicsView, QWidget
 
-__all__ = ["GatedPaint", "PushBudget"]
+__all__ = ["PushBudget", "SplitPaint"]
 
 
-class GatedPaint(QObject):
-    """Owns the step gate (a ``threading.Event``, set except inside a gated block)."""
+class SplitPaint(QObject):
+    """Paints the views a push changed one event-loop pass after it, and times both."""
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.gate = threading.Event()
-        self.gate.set()
         self._closed = False
-        #: Seconds spent in gated blocks so far (view updates and paints): the GUI's share of
+        self._depth = 0  # nesting of timed blocks: only the outermost counts
+        #: Seconds spent in timed blocks so far (view updates and paints): the GUI's share of
         #: the time, which the controller keeps within a budget.
         self.busy_s = 0.0
         # Viewports updated by the last push, their updates disabled until the paint timer.
@@ -43,25 +39,24 @@ class GatedPaint(QObject):
     def paint_later(self, views: Sequence[object]) -> None:
         """Hold the viewports of ``views`` and paint them after the event loop's next pass."""
         if views:
-            # Gated, so that the budget counts it: the scenes' dirty-item processing is
-            # Python (pyqtgraph's bounding rectangles), about 4 ms of each curves push.
-            with self.gated():
+            # Timed, so that the budget counts it: the scenes' dirty-item processing is
+            # Python (pyqtgraph's bounding rectangles), 1-3 ms of each curves push.
+            with self.timed():
                 self._hold(views)
             self._paint_timer.start()
 
     def close(self) -> None:
-        """Re-enable every held viewport, paint nothing more and open the gate for good."""
+        """Re-enable every held viewport and paint nothing more."""
         self._closed = True
         self._paint_held()
-        self.gate.set()
 
     def _hold(self, views: Sequence[object]) -> None:
         """Let the scenes of ``views`` take in their changes now, painting nothing yet.
 
         In Qt 6.10 a scene's queued dirty-item processing paints the window synchronously: left
-        to the event loop it would paint ungated, right after the push. With the viewport's
-        updates disabled it only records the change; :meth:`_paint_held` enables them again
-        (which schedules a full update) and delivers the paint.
+        to the event loop it would paint at once, right after the push, and untimed. With the
+        viewport's updates disabled it only records the change; :meth:`_paint_held` enables
+        them again (which schedules a full update) and delivers the paint.
         """
         for graphics in _graphics_views(views):
             viewport = graphics.viewport()
@@ -73,27 +68,30 @@ class GatedPaint(QObject):
                 QCoreApplication.sendPostedEvents(scene, QEvent.Type.MetaCall)
 
     @contextlib.contextmanager
-    def gated(self) -> Iterator[None]:
-        """Hold the trainer's next step while the body updates or paints views."""
-        if not self.gate.is_set():  # nested: the outer block sets it again
-            yield
+    def timed(self) -> Iterator[None]:
+        """Count the time of the body (views' updates or paints) in :attr:`busy_s`."""
+        self._depth += 1
+        if self._depth > 1:  # nested: the outer block counts it
+            try:
+                yield
+            finally:
+                self._depth -= 1
             return
-        self.gate.clear()
         start = time.perf_counter()
         try:
             yield
         finally:
             self.busy_s += time.perf_counter() - start
-            self.gate.set()
+            self._depth -= 1
 
     @Slot()
     def _paint_held(self) -> None:
-        """Paint the viewports held by the last push, with the step gate closed."""
+        """Paint the viewports held by the last push, in a timed block."""
         held, self._held = self._held, []
         self._paint_timer.stop()
         if not held:
             return
-        with self.gated():
+        with self.timed():
             for viewport in held:
                 viewport.setUpdatesEnabled(True)  # never leave a viewport frozen
             if self._closed:
@@ -106,20 +104,20 @@ class GatedPaint(QObject):
 class PushBudget(QObject):
     """Spaces the pushes to the views so that they take at most ``share`` of the wall time.
 
-    A push (update and paint) that took c seconds inside ``paint``'s gated blocks lets the
+    A push (update and paint) that took c seconds inside ``paint``'s timed blocks lets the
     next one start c / ``share`` after it; results that come sooner wait for a single-shot
     timer, and newer ones only replace them. ``schedule`` hands the latest results to the
     pusher (GUI thread).
     """
 
-    def __init__(self, paint: GatedPaint, share: float, schedule: Callable[[], None],
+    def __init__(self, paint: SplitPaint, share: float, schedule: Callable[[], None],
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._paint = paint
         self._share = share
         self._schedule = schedule
         self._last_push_at = -math.inf
-        self._busy_mark = 0.0  # the gate's busy time when the last push began
+        self._busy_mark = 0.0  # the paint's busy time when the last push began
         self._waiting = False  # results newer than the last push exist
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -145,13 +143,13 @@ class PushBudget(QObject):
             self._schedule()
 
     def pushed(self) -> None:
-        """A push begins (its gated update and paint count from here on)."""
+        """A push begins (its timed update and paint count from here on)."""
         self._last_push_at = time.perf_counter()
         self._busy_mark = self._paint.busy_s
         self._waiting = False
 
     def settle(self) -> None:
-        """The job ended: schedule waiting results at once (there is no trainer to slow)."""
+        """The job ended: schedule waiting results at once (the run's last state shows)."""
         self._timer.stop()
         if self._waiting:
             self._schedule()

@@ -1,0 +1,287 @@
+"""Training jobs in a child process, so that a GUI and the trainer never share one interpreter lock.
+
+The trainer is a Python loop of many small numpy calls; run on a thread of the GUI's process it
+takes the interpreter lock thousands of times a second, and every millisecond the GUI spends in
+Python (pyqtgraph's updates and paints) is one it cannot train. Measured with
+``benchmarks/bench_train_gui.py`` on the 2-core development machine (the Train tab's default
+model, curves in front, three alternating runs of each): the GUI trained at medians of
+0.84-0.88 of the engine-only speed with the trainer on a thread, and 0.91-0.99 with it in a
+child process. The child takes about 50 MB and 0.35 s to start.
+
+:class:`TrainingProcess` starts its child on first use with the "spawn" method (forking a
+process that runs Qt's threads is unsafe) and keeps it for the next jobs, so that an export
+reads the session of the last training run where it was trained. A job is a tuple
+(:func:`train_job`, :func:`lr_sweep_job`, :func:`export_job`); the child answers with its
+items, then ``("done", None)`` or ``("error", exception)``. Stop and Pause are two
+``multiprocessing`` events, set by :meth:`TrainingProcess.run` from the caller's
+``threading`` events while it waits for items (every :data:`POLL_S`). A paused child blocks
+after its current item, with its generator suspended.
+
+The child exits when its pipe closes (:meth:`TrainingProcess.close`, or the parent's end);
+it is a daemon process, so it never outlives the parent either.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import io
+import pickle
+import threading
+import traceback
+import types
+from collections.abc import Iterator
+from multiprocessing import get_context
+from typing import Any
+
+__all__ = [
+    "POLL_S",
+    "TrainingProcess",
+    "export_job",
+    "lr_sweep_job",
+    "train_job",
+]
+
+#: How often :meth:`TrainingProcess.run` passes Stop and Pause on while it waits (seconds).
+POLL_S = 0.01
+#: How long :meth:`TrainingProcess.close` waits for the child before it kills it (seconds).
+CLOSE_WAIT_S = 2.0
+
+_CONTEXT = get_context("spawn")
+
+
+def train_job(config: Any) -> tuple[str, tuple[Any, ...]]:
+    """Train ``config`` (a :class:`~engine.config.train.TrainConfig`); items: snapshots."""
+    return ("train", (config,))
+
+
+def lr_sweep_job(config: Any, lrs: tuple[float, ...], seeds: int) -> tuple[str, tuple[Any, ...]]:
+    """Sweep learning rates (:func:`~engine.training.lr_sweep.iter_lr_sweep`)."""
+    return ("lr_sweep", (config, tuple(lrs), seeds))
+
+
+def export_job(path: str, command: str) -> tuple[str, tuple[Any, ...]]:
+    """Write the last trained session's tensors to ``path``; the one item is the path written.
+
+    Raises LookupError (from :meth:`TrainingProcess.run`) when the child trained nothing yet.
+    """
+    return ("export", (path, command))
+
+
+# Snapshots hold read-only mappings (types.MappingProxyType), which pickle cannot take.
+def _mapping_proxy(items: dict[Any, Any]) -> types.MappingProxyType[Any, Any]:
+    return types.MappingProxyType(items)
+
+
+def _reduce_mapping_proxy(proxy: types.MappingProxyType[Any, Any]) -> tuple[Any, ...]:
+    return _mapping_proxy, (dict(proxy),)
+
+
+_DISPATCH = copyreg.dispatch_table.copy()
+_DISPATCH[types.MappingProxyType] = _reduce_mapping_proxy
+
+
+def _dumps(message: object) -> bytes:
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _DISPATCH
+    pickler.dump(message)
+    return buffer.getvalue()
+
+
+class TrainingProcess:
+    """One child process that runs training jobs one at a time (use from one thread).
+
+    :meth:`run` starts the child if needed; :meth:`close` ends it. Not thread-safe: the
+    caller's worker thread runs the jobs, and closes it after its last job.
+    """
+
+    def __init__(self) -> None:
+        self._process: Any = None
+        self._conn: Any = None
+        self._cancel: Any = None
+        self._running: Any = None
+
+    def is_alive(self) -> bool:
+        """Whether the child process runs."""
+        return self._process is not None and self._process.is_alive()
+
+    def run(
+        self, job: tuple[str, tuple[Any, ...]], cancel: threading.Event,
+        running: threading.Event,
+    ) -> Iterator[object]:
+        """Run ``job`` in the child and yield its items as they come.
+
+        Parameters
+        ----------
+        job
+            From :func:`train_job`, :func:`lr_sweep_job` or :func:`export_job`.
+        cancel
+            Set: the child stops after its current step (the generator then ends).
+        running
+            Cleared: the child pauses after its current item; set: it goes on.
+
+        Raises
+        ------
+        Exception
+            The exception the job raised in the child (its class and message).
+        ChildProcessError
+            If the child process ended before the job did.
+        """
+        self._start()
+        self._cancel.clear()
+        self._running.set()
+        paused = False
+        ended = False
+        try:
+            self._conn.send_bytes(_dumps(job))
+            while True:
+                if cancel.is_set():
+                    self._cancel.set()
+                    self._running.set()
+                elif paused != (not running.is_set()):
+                    paused = not paused
+                    if paused:
+                        self._running.clear()
+                    else:
+                        self._running.set()
+                if not self._conn.poll(POLL_S):
+                    if not self._process.is_alive():
+                        raise EOFError
+                    continue
+                tag, payload = pickle.loads(self._conn.recv_bytes())
+                if tag == "item":
+                    yield payload
+                    continue
+                ended = True
+                if tag == "error":
+                    raise payload
+                return
+        except (EOFError, OSError) as exc:
+            if ended:
+                raise  # the job's own OSError (e.g. a file it could not write)
+            ended = True
+            self._process.join(CLOSE_WAIT_S)  # for its exit code
+            code = self._process.exitcode
+            self.close()
+            raise ChildProcessError(
+                f"the training process ended unexpectedly (exit code {code})") from exc
+        finally:
+            if not ended:
+                # The caller stopped reading: stop the job and wait for its end, so that the
+                # next job's replies are not mixed with this one's.
+                self._drain()
+
+    def close(self) -> None:
+        """End the child (waiting at most :data:`CLOSE_WAIT_S`, then killing it)."""
+        process, conn = self._process, self._conn
+        self._process = self._conn = None
+        if process is None:
+            return
+        self._cancel.set()
+        self._running.set()
+        try:
+            conn.send_bytes(_dumps(("quit", ())))
+        except OSError:
+            pass  # it has gone already
+        conn.close()
+        process.join(CLOSE_WAIT_S)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        process.close()
+
+    def _start(self) -> None:
+        if self._process is not None and self._process.is_alive():
+            return
+        if self._process is not None:
+            self.close()
+        parent, child = _CONTEXT.Pipe()
+        self._cancel, self._running = _CONTEXT.Event(), _CONTEXT.Event()
+        process = _CONTEXT.Process(
+            target=_serve, args=(child, self._cancel, self._running),
+            name="attention-training", daemon=True,
+        )
+        process.start()
+        child.close()
+        self._process, self._conn = process, parent
+
+    def _drain(self) -> None:
+        self._cancel.set()
+        self._running.set()
+        try:
+            while self._conn.poll(CLOSE_WAIT_S):
+                tag, _ = pickle.loads(self._conn.recv_bytes())
+                if tag != "item":
+                    return
+        except (EOFError, OSError):
+            pass
+        self.close()  # no end within the wait: a fresh child for the next job
+
+
+def _serve(conn: Any, cancel: Any, running: Any) -> None:
+    """The child's loop: one job at a time, until "quit" or the pipe closes."""
+    from engine.core.memory import tune_allocator
+
+    tune_allocator()
+    session: Any = None
+    while True:
+        try:
+            kind, args = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            return
+        if kind == "quit":
+            return
+        try:
+            if kind == "train":
+                session = None  # freed before the new one is allocated
+            items, session = _job_items(kind, args, cancel, session)
+            try:
+                for item in items:
+                    conn.send_bytes(_dumps(("item", item)))
+                    running.wait()  # paused: blocks here, the generator suspended
+                    if cancel.is_set():
+                        break
+            finally:
+                items.close()
+            reply: tuple[str, object] = ("done", None)
+        except (BrokenPipeError, EOFError):
+            return  # the parent has gone
+        except Exception as exc:
+            if not isinstance(exc, (ValueError, OSError, LookupError)):
+                traceback.print_exc()  # a bug: its traceback goes to the parent's stderr
+            reply = ("error", exc)
+        try:
+            data = _dumps(reply)
+        except Exception:  # an exception that does not pickle: keep its class name and text
+            error = reply[1]
+            data = _dumps(("error", RuntimeError(f"{type(error).__name__}: {error}")))
+        try:
+            conn.send_bytes(data)
+        except OSError:
+            return
+
+
+def _job_items(kind: str, args: tuple[Any, ...], cancel: Any, session: Any) -> tuple[Any, Any]:
+    """The generator of one job, and the session to keep for the next."""
+    if kind == "train":
+        from engine.training.session import TrainingSession
+        from engine.training.trainer import blas_threads, iter_training
+
+        (config,) = args
+        with blas_threads(config):
+            session = TrainingSession(config)
+        return iter_training(config, cancel, session=session), session
+    if kind == "lr_sweep":
+        from engine.training.lr_sweep import iter_lr_sweep
+
+        config, lrs, seeds = args
+        return iter_lr_sweep(config, lrs, seeds, cancel), session
+    if kind == "export":
+        from engine.training.export_qk import write_trained_tensors
+
+        if session is None:
+            raise LookupError("no training run to export")
+        path, command = args
+        written = str(write_trained_tensors(path, session, command=command))
+        return (item for item in (written,)), session
+    raise ValueError(f"unknown training job {kind!r}")
