@@ -12,10 +12,13 @@ child process. The child takes about 50 MB and 0.35 s to start.
 process that runs Qt's threads is unsafe) and keeps it for the next jobs, so that an export
 reads the session of the last training run where it was trained. A job is a tuple
 (:func:`train_job`, :func:`lr_sweep_job`, :func:`export_job`); the child answers with its
-items, then ``("done", None)`` or ``("error", exception)``. Stop and Pause are two
-``multiprocessing`` events, set by :meth:`TrainingProcess.run` from the caller's
-``threading`` events while it waits for items (every :data:`POLL_S`). A paused child blocks
-after its current item, with its generator suspended.
+items, then ``("done", None)`` or ``("error", exception)``. Stop and Pause are two flags in
+shared memory, set by :meth:`TrainingProcess.run` from the caller's ``threading`` events
+while it waits for items (every :data:`POLL_S`); a paused child waits after its current item,
+its generator suspended, looking at the flags every :data:`POLL_S`. They are plain bytes, not
+``multiprocessing.Event``: an event's lock, held by a child at the moment it is killed, is
+never released, and the parent's next ``set()`` then blocked for ever (seen in one of four
+runs of the test that kills the child).
 
 The child exits when its pipe closes (:meth:`TrainingProcess.close`, or the parent's end);
 it is a daemon process, so it never outlives the parent either.
@@ -24,9 +27,11 @@ it is a daemon process, so it never outlives the parent either.
 from __future__ import annotations
 
 import copyreg
+import ctypes
 import io
 import pickle
 import threading
+import time
 import traceback
 import types
 from collections.abc import Iterator
@@ -41,7 +46,8 @@ __all__ = [
     "train_job",
 ]
 
-#: How often :meth:`TrainingProcess.run` passes Stop and Pause on while it waits (seconds).
+#: How often :meth:`TrainingProcess.run` passes Stop and Pause on while it waits, and a paused
+#: child looks whether it may go on (seconds).
 POLL_S = 0.01
 #: How long :meth:`TrainingProcess.close` waits for the child before it kills it (seconds).
 CLOSE_WAIT_S = 2.0
@@ -76,6 +82,16 @@ def _reduce_mapping_proxy(proxy: types.MappingProxyType[Any, Any]) -> tuple[Any,
     return _mapping_proxy, (dict(proxy),)
 
 
+class _Flag:
+    """A byte of shared memory with ``is_set()``, as the engine's ``cancel`` arguments need."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def is_set(self) -> bool:
+        return bool(self._value.value)
+
+
 _DISPATCH = copyreg.dispatch_table.copy()
 _DISPATCH[types.MappingProxyType] = _reduce_mapping_proxy
 
@@ -98,8 +114,8 @@ class TrainingProcess:
     def __init__(self) -> None:
         self._process: Any = None
         self._conn: Any = None
-        self._cancel: Any = None
-        self._running: Any = None
+        self._cancel: Any = None  # shared flags (ctypes bools) of the current child
+        self._paused: Any = None
 
     def is_alive(self) -> bool:
         """Whether the child process runs."""
@@ -128,22 +144,18 @@ class TrainingProcess:
             If the child process ended before the job did.
         """
         self._start()
-        self._cancel.clear()
-        self._running.set()
+        self._cancel.value = False
+        self._paused.value = False
         paused = False
         ended = False
         try:
             self._conn.send_bytes(_dumps(job))
             while True:
                 if cancel.is_set():
-                    self._cancel.set()
-                    self._running.set()
+                    self._cancel.value = True
                 elif paused != (not running.is_set()):
                     paused = not paused
-                    if paused:
-                        self._running.clear()
-                    else:
-                        self._running.set()
+                    self._paused.value = paused
                 if not self._conn.poll(POLL_S):
                     if not self._process.is_alive():
                         raise EOFError
@@ -177,8 +189,7 @@ class TrainingProcess:
         self._process = self._conn = None
         if process is None:
             return
-        self._cancel.set()
-        self._running.set()
+        self._cancel.value = True
         try:
             conn.send_bytes(_dumps(("quit", ())))
         except OSError:
@@ -196,9 +207,10 @@ class TrainingProcess:
         if self._process is not None:
             self.close()
         parent, child = _CONTEXT.Pipe()
-        self._cancel, self._running = _CONTEXT.Event(), _CONTEXT.Event()
+        self._cancel = _CONTEXT.RawValue(ctypes.c_bool, False)
+        self._paused = _CONTEXT.RawValue(ctypes.c_bool, False)
         process = _CONTEXT.Process(
-            target=_serve, args=(child, self._cancel, self._running),
+            target=_serve, args=(child, self._cancel, self._paused),
             name="attention-training", daemon=True,
         )
         process.start()
@@ -206,8 +218,7 @@ class TrainingProcess:
         self._process, self._conn = process, parent
 
     def _drain(self) -> None:
-        self._cancel.set()
-        self._running.set()
+        self._cancel.value = True
         try:
             while self._conn.poll(CLOSE_WAIT_S):
                 tag, _ = pickle.loads(self._conn.recv_bytes())
@@ -218,11 +229,12 @@ class TrainingProcess:
         self.close()  # no end within the wait: a fresh child for the next job
 
 
-def _serve(conn: Any, cancel: Any, running: Any) -> None:
+def _serve(conn: Any, cancel_value: Any, paused: Any) -> None:
     """The child's loop: one job at a time, until "quit" or the pipe closes."""
     from engine.core.memory import tune_allocator
 
     tune_allocator()
+    cancel = _Flag(cancel_value)
     session: Any = None
     while True:
         try:
@@ -238,7 +250,8 @@ def _serve(conn: Any, cancel: Any, running: Any) -> None:
             try:
                 for item in items:
                     conn.send_bytes(_dumps(("item", item)))
-                    running.wait()  # paused: blocks here, the generator suspended
+                    while paused.value and not cancel.is_set():  # the generator suspended
+                        time.sleep(POLL_S)
                     if cancel.is_set():
                         break
             finally:

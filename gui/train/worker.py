@@ -4,7 +4,7 @@ The jobs run in a child process (:class:`~engine.training.process.TrainingProces
 trainer never competes with the GUI for the interpreter lock. A :class:`TrainJob` is immutable
 apart from its ``threading.Event`` objects, the only channel from the GUI thread into a running
 job: ``cancel`` (Stop) and ``running`` (cleared = paused). The worker passes both on to the
-child while it waits for items; a paused child blocks after its current item with its engine
+child while it waits for items; a paused child waits after its current item with its engine
 generator suspended, and Stop sets ``cancel`` and then ``running`` so that a paused job wakes
 up and ends at once.
 """
