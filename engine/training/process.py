@@ -20,8 +20,9 @@ its generator suspended, looking at the flags every :data:`POLL_S`. They are pla
 never released, and the parent's next ``set()`` then blocked for ever (seen in one of four
 runs of the test that kills the child).
 
-The child exits when its pipe closes (:meth:`TrainingProcess.close`, or the parent's end);
-it is a daemon process, so it never outlives the parent either.
+The child exits when its pipe closes (:meth:`TrainingProcess.close`, or the parent's end),
+and when a paused child finds its parent gone; it is a daemon process, so a parent that exits
+normally also ends it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import time
 import traceback
 import types
 from collections.abc import Iterator
-from multiprocessing import get_context
+from multiprocessing import get_context, parent_process
 from typing import Any
 
 __all__ = [
@@ -235,6 +236,7 @@ def _serve(conn: Any, cancel_value: Any, paused: Any) -> None:
 
     tune_allocator()
     cancel = _Flag(cancel_value)
+    parent = parent_process()
     session: Any = None
     while True:
         try:
@@ -250,7 +252,9 @@ def _serve(conn: Any, cancel_value: Any, paused: Any) -> None:
             try:
                 for item in items:
                     conn.send_bytes(_dumps(("item", item)))
-                    while paused.value and not cancel.is_set():  # the generator suspended
+                    # Paused, the generator suspended; a parent that died meanwhile (killed,
+                    # say) ends the wait, and the next send ends this process.
+                    while paused.value and not cancel.is_set() and parent.is_alive():
                         time.sleep(POLL_S)
                     if cancel.is_set():
                         break

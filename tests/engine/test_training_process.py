@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +26,24 @@ from engine.training.trainer import iter_training
 SMALL = TrainConfig(rules=("none", "sqrt"), d_k=8, d_model=16, n=6, vocab=8, batch=16,
                     steps=40, lr=0.01, eval_size=32, snapshot_every=5)
 LONG = SMALL.replace(steps=1_000_000)
+ROOT = Path(__file__).resolve().parents[2]
+
+# A parent that pauses a long run, prints its child's pid, and waits to be killed.
+_PAUSING_PARENT = """
+import sys, threading, time
+from engine.config.train import TrainConfig
+from engine.training.process import TrainingProcess, train_job
+if __name__ == "__main__":
+    training = TrainingProcess()
+    cancel, running = threading.Event(), threading.Event()
+    running.set()
+    items = training.run(train_job(TrainConfig(d_k=8, d_model=16, steps=10**6)), cancel, running)
+    next(items)
+    running.clear()
+    next(items)  # passes the pause on
+    print(training._process.pid, flush=True)
+    time.sleep(60)
+"""
 
 
 @pytest.fixture
@@ -123,3 +144,28 @@ def test_a_child_that_dies_fails_the_job_and_a_new_child_takes_the_next(process)
     with pytest.raises(ChildProcessError, match="ended unexpectedly"):
         list(items)
     assert list(process.run(train_job(SMALL), *_events()))[-1].step == SMALL.steps
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting to be reaped is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_paused_child_ends_when_its_parent_is_killed(tmp_path):
+    script = tmp_path / "parent.py"
+    script.write_text(_PAUSING_PARENT)
+    parent = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE,
+                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    child = int(parent.stdout.readline())
+    assert _running(child)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while _running(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(child)
