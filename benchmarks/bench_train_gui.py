@@ -94,7 +94,7 @@ def gui_run(window, config, seconds: float, view: str) -> dict[str, float]:
         "median_stall_ms": float(np.median(lateness)),
         "beats": float(lateness.size),
         "push_hz": pushes / (t1 - t0),
-        # Where the GUI's cost comes from: the views' gated update and paint (the budget's
+        # Where the GUI's cost comes from: the views' timed update and paint (the budget's
         # share), and all the CPU time of the GUI thread (heartbeat and result handling too).
         "held_share": held / (t1 - t0),
         "gui_cpu_share": gui_cpu / (t1 - t0),

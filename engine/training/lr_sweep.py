@@ -111,8 +111,9 @@ def iter_lr_sweep(
     stable_ratio
         In (0, 1]; see :mod:`engine.training.lr_results`.
     step_gate
-        Optional "may step" flag waited for before each optimisation step: a GUI clears it
-        while it paints so the sweep does not compete for the interpreter lock. ``cancel`` is
+        Optional "may step" flag waited for before each optimisation step: a GUI sweeping on
+        one of its threads can clear it while it paints, so the sweep does not compete for the
+        interpreter lock. ``cancel`` is
         still honoured while it is cleared (:func:`engine.training.trainer.wait_for_gate`).
 
     Yields

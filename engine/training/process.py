@@ -122,6 +122,11 @@ class TrainingProcess:
         """Whether the child process runs."""
         return self._process is not None and self._process.is_alive()
 
+    @property
+    def pid(self) -> int | None:
+        """The child's process id, or None before the first job and after :meth:`close`."""
+        return None if self._process is None else self._process.pid
+
     def run(
         self, job: tuple[str, tuple[Any, ...]], cancel: threading.Event,
         running: threading.Event,

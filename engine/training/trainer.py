@@ -58,10 +58,10 @@ def wait_for_gate(
 ) -> bool:
     """Block while ``step_gate`` is cleared; False if ``cancel`` got set meanwhile.
 
-    A GUI clears the gate while it updates and paints its views so that the training thread
-    does not compete with it for the interpreter lock (the trainer is many small numpy calls,
-    each taking the GIL). The wait polls ``cancel`` every 10 ms, so Stop still ends a gated run
-    promptly even if the gate were never set again.
+    A GUI that trains on one of its own threads can clear the gate while it updates and paints
+    its views, so that the training thread does not compete with it for the interpreter lock
+    (the trainer is many small numpy calls, each taking the GIL). The wait polls ``cancel``
+    every 10 ms, so Stop still ends a gated run promptly even if the gate were never set again.
     """
     if step_gate is None:
         return True
@@ -87,10 +87,11 @@ def iter_training(
     cancel
         When set, the generator returns after the current step (no further snapshot).
     step_gate
-        Optional "may step" flag, waited for before each optimisation step: a GUI clears it
-        while it paints so the trainer does not compete for the interpreter lock, and sets it
-        again afterwards. ``cancel`` is still honoured while the gate is cleared (see
-        :func:`wait_for_gate`). None: never wait.
+        Optional "may step" flag, waited for before each optimisation step: a GUI training on
+        one of its threads can clear it while it paints, so the trainer does not compete for
+        the interpreter lock, and set it again afterwards (this app trains in a child process
+        instead: :mod:`engine.training.process`). ``cancel`` is still honoured while the gate
+        is cleared (see :func:`wait_for_gate`). None: never wait.
     session
         A new :class:`TrainingSession` of ``config`` to train (step 0), kept by the caller to
         read the trained parameters afterwards (:meth:`TrainingSession.trained_runs`); None:

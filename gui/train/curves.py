@@ -65,7 +65,7 @@ class TrainCurvesView(TrainView):
             plot.setDownsampling(auto=True, mode="peak")
             # The left axis keeps its width while a run's loss falls through the decades: a
             # width change re-lays out the plot and repaints its column later, outside the
-            # controller's gated paint (measured: a quarter of the pushes were followed by such
+            # controller's timed paint (measured: a quarter of the pushes were followed by such
             # a 25-55 ms repaint). Room for a wide tick label is reserved up front (wider than
             # "1e-07" of the log plots) and the axis may grow but never shrink.
             axis = plot.getAxis("left")

@@ -41,7 +41,7 @@ if __name__ == "__main__":
     next(items)
     running.clear()
     next(items)  # passes the pause on
-    print(training._process.pid, flush=True)
+    print(training.pid, flush=True)
     time.sleep(60)
 """
 
@@ -140,7 +140,7 @@ def test_a_reader_that_stops_early_leaves_the_next_job_clean(process):
 def test_a_child_that_dies_fails_the_job_and_a_new_child_takes_the_next(process):
     items = process.run(train_job(LONG), *_events())
     next(items)
-    os.kill(process._process.pid, 9)
+    os.kill(process.pid, 9)
     with pytest.raises(ChildProcessError, match="ended unexpectedly"):
         list(items)
     assert list(process.run(train_job(SMALL), *_events()))[-1].step == SMALL.steps
