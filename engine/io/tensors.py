@@ -342,20 +342,30 @@ def write_tensors(
     -------
     Path
         The written path.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be written (missing folder, no permission, disk full).
     """
     path = Path(path)
     # np.ascontiguousarray would turn a 0-d string (JSON text) into a 1-d array: copy instead.
     data = {name: np.array(a, order="C", copy=None) for name, a in arrays.items()}
     meta_text = None if meta is None else json.dumps(dict(meta))
     if path.suffix == ".safetensors":
-        from safetensors.numpy import save_file
+        from safetensors.numpy import save
 
         text = {"format_version": str(FORMAT_VERSION)}
         if tokens is not None:
             text["tokens"] = json.dumps(list(tokens))
         if meta_text is not None:
             text["meta"] = meta_text
-        save_file(data, str(path), metadata=text)
+        # Serialised here and written by Python: safetensors' own save_file reports a missing
+        # or read-only folder as a SafetensorError, which callers that catch OSError (the
+        # window's export, the train command) would not recognise.
+        blob = save(data, metadata=text)
+        with path.open("wb") as fh:
+            fh.write(blob)
     elif path.suffix == ".npz":
         if tokens is not None:
             data["tokens"] = np.array(list(tokens), dtype=np.str_)

@@ -366,6 +366,14 @@ def test_memory_guard_refuses_a_head_too_large(tmp_path) -> None:
         set_memory_budget(old)
 
 
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
+def test_writer_reports_an_unwritable_path_as_oserror(tmp_path, suffix) -> None:
+    with pytest.raises(FileNotFoundError) as missing:
+        write_tensors(tmp_path / "no" / f"x{suffix}", BASE)
+    assert missing.value.strerror == "No such file or directory"
+    assert not (tmp_path / "no").exists()
+
+
 def test_writer_refuses_other_suffixes(tmp_path) -> None:
     with pytest.raises(ValueError, match=r"\.npz or \.safetensors"):
         write_tensors(tmp_path / "x.pt", BASE)
