@@ -337,6 +337,8 @@ def write_tensors(
 
     The format follows the suffix of ``path``. Nothing is validated beyond what the containers
     need, so tests can write deliberately broken files; read back with :func:`load_tensors`.
+    A ``.safetensors`` file is assembled in memory before it is written (one more copy of the
+    arrays while it is written).
 
     Returns
     -------
