@@ -71,18 +71,13 @@ class SplitPaint(QObject):
     def timed(self) -> Iterator[None]:
         """Count the time of the body (views' updates or paints) in :attr:`busy_s`."""
         self._depth += 1
-        if self._depth > 1:  # nested: the outer block counts it
-            try:
-                yield
-            finally:
-                self._depth -= 1
-            return
         start = time.perf_counter()
         try:
             yield
         finally:
-            self.busy_s += time.perf_counter() - start
             self._depth -= 1
+            if self._depth == 0:  # a nested block is counted by the outer one
+                self.busy_s += time.perf_counter() - start
 
     @Slot()
     def _paint_held(self) -> None:

@@ -125,7 +125,6 @@ class TrainWorker(JobWorker):
     def __init__(self, process: TrainingProcess) -> None:
         super().__init__()
         self._process = process
-        self._trained = False  # the process holds a session to export (this thread only)
 
     def execute(self, job: TrainJob) -> None:
         """Train (or sweep learning rates, or export), emitting every item as it comes."""
@@ -133,28 +132,22 @@ class TrainWorker(JobWorker):
             self._export(job)
             return
         if job.kind is TrainJobKind.TRAIN:
-            self._trained = False
             request = train_job(job.config)
         else:
             request = lr_sweep_job(job.config, job.lrs, job.seeds)
         # After Stop the process ends the job after its current step and says so: the loop
         # ends then, with the session kept for an export.
         for item in self._process.run(request, job.cancel, job.running):
-            if job.kind is TrainJobKind.TRAIN:
-                self._trained = True  # its session exists from the first snapshot on
             self.itemReady.emit(TrainItem(job.request_id, job.kind, item))
 
     def _export(self, job: TrainJob) -> None:
-        no_model = translate("TrainTab", "There is no trained model to inspect.")
-        if not self._trained:
-            raise ValueError(no_model)
         try:
             for path in self._process.run(export_job(job.path, job.command), job.cancel,
                                           job.running):
                 self.itemReady.emit(TrainItem(job.request_id, job.kind, str(path)))
-        except (LookupError, ChildProcessError):  # the process that trained it has ended
-            self._trained = False
-            raise ValueError(no_model) from None
+        except (LookupError, ChildProcessError):  # no session: none trained, or its process died
+            raise ValueError(
+                translate("TrainTab", "There is no trained model to inspect.")) from None
         except OSError as exc:
             raise ValueError(translate("TrainTab", "Could not write {0}: {1}").format(
                 job.path, exc.strerror or exc)) from None
