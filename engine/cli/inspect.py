@@ -15,7 +15,8 @@ from typing import IO, Any
 
 from engine.analysis.head_scan import iter_file_diagnostics
 from engine.analysis.heads import HeadDiagnostics
-from engine.cli.output import open_output
+from engine.cli.output import open_output, output_error
+from engine.io.files import check_output_not_input
 from engine.io.tensors import TensorFileError, load_tensors
 
 __all__ = ["COLUMNS", "inspect_command", "report_row"]
@@ -63,11 +64,14 @@ def inspect_command(args: argparse.Namespace) -> int:
 
     ``args`` carries the attributes defined by ``main.build_parser``'s ``inspect`` parser:
     ``file``, ``rule`` (None = the file's own scale), ``temperature``, ``gain``, ``cap``,
-    ``out`` (``-`` = stdout) and ``quiet``. A file that cannot be read or diagnosed gives a
-    one-line message on stderr and exit code 2.
+    ``out`` (``-`` = stdout) and ``quiet``. A file that cannot be read or diagnosed, an
+    ``--out`` that is the input (or inside an input folder), or an ``--out`` that cannot be
+    written gives a one-line message on stderr and exit code 2; ``--out`` then stays as it was.
     """
     progress = None if args.quiet else sys.stderr
     try:
+        if args.out != "-":
+            check_output_not_input(args.out, [args.file])
         tf = load_tensors(args.file)
     except (TensorFileError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -81,6 +85,13 @@ def inspect_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # the disk filled up: the old --out file is left as it was
+        if args.out == "-":
+            raise  # stdout closed by its reader (BrokenPipeError): main.run ends quietly
+        if progress is not None:
+            progress.write("\n")
+        print(f"error: {output_error(args.out, exc)}", file=sys.stderr)
+        return 2
     except (TensorFileError, ValueError) as exc:  # a head that is bad, or a replay parameter
         if progress is not None:
             progress.write("\n")

@@ -1,24 +1,39 @@
-"""The ``--out`` stream of the commands that write a CSV (``sweep``, ``inspect``)."""
+"""The ``--out`` stream of the commands that write a CSV (``sweep``, ``inspect``, ``lr-sweep``)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from typing import TextIO
 
-__all__ = ["open_output"]
+from engine.io.files import atomic_output, describe_os_error
+
+__all__ = ["open_output", "output_error"]
+
+
+def output_error(path: str, exc: OSError, option: str = "--out") -> str:
+    """The one-line message for an output that could not be written."""
+    return f"cannot write {option} {path!r}: {describe_os_error(exc)}"
 
 
 def open_output(stack: contextlib.ExitStack, path: str) -> TextIO | None:
-    """Return the stream ``--out path`` names: stdout for ``-``, else the file, closed by ``stack``.
+    """Return the stream ``--out path`` names: stdout for ``-``, else a file closed by ``stack``.
 
-    Returns ``None`` after printing ``error: cannot write --out …`` on stderr when the file
-    cannot be opened; the caller then exits with status 2.
+    The file is written beside ``path`` and renamed onto it when ``stack`` closes without an
+    exception, so a failure half-way (a full disk, a bad head) leaves an existing file as it
+    was and nothing behind. Returns ``None`` after printing ``error: cannot write --out …``
+    on stderr when the file cannot be created; the caller then exits with status 2. A write
+    that fails later raises ``OSError``; report it with :func:`output_error`.
     """
     if path == "-":
         return sys.stdout
+    if os.path.isdir(path):
+        print(f"error: cannot write --out {path!r}: it is a folder; name a file",
+              file=sys.stderr)
+        return None
     try:
-        return stack.enter_context(open(path, "w", newline="", encoding="utf-8"))
+        return stack.enter_context(atomic_output(path, "w"))
     except OSError as exc:
-        print(f"error: cannot write --out {path!r}: {exc}", file=sys.stderr)
+        print(f"error: {output_error(path, exc)}", file=sys.stderr)
         return None

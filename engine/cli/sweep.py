@@ -12,7 +12,7 @@ from typing import IO
 
 from engine.analysis.sweep import iter_sweep, write_sweep_csv
 from engine.cli.options import field_values
-from engine.cli.output import open_output
+from engine.cli.output import open_output, output_error
 from engine.config import SweepConfig
 from engine.core.parallel import get_num_threads
 
@@ -131,24 +131,37 @@ def sweep_command(args: argparse.Namespace) -> int:
             if bar is not None:
                 bar.point()
 
+    interrupted = False
     try:
         with contextlib.ExitStack() as stack:
             out = open_output(stack, args.out)
             if out is None:
                 return 2
-            write_sweep_csv(points(), out)
-    except KeyboardInterrupt:
+            try:
+                write_sweep_csv(points(), out)
+            except KeyboardInterrupt:
+                interrupted = True  # the finished points are kept: the file is completed
+    except KeyboardInterrupt:  # a second Ctrl-C while the file was being completed
+        interrupted, written = True, 0
+    except ValueError as exc:  # e.g. MemoryBudgetError for huge sample counts
+        if bar is not None:
+            bar.finish()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the disk filled up: the old --out file is left as it was
+        if args.out == "-":
+            raise  # stdout closed by its reader (BrokenPipeError): main.run ends quietly
+        if bar is not None:
+            bar.finish()
+        print(f"error: {output_error(args.out, exc)}", file=sys.stderr)
+        return 2
+    if interrupted:
         if bar is not None:
             bar.finish()
         print(
             f"interrupted: wrote {written} of {total} points to {out_name}", file=sys.stderr
         )
         return 130
-    except ValueError as exc:  # e.g. MemoryBudgetError for huge sample counts
-        if bar is not None:
-            bar.finish()
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     if bar is not None:
         bar.finish()
     return 0

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import TextIO
 
 from engine.cli.options import field_values, option_fields
+from engine.cli.output import output_error
 from engine.config.train import TrainConfig
+from engine.io.files import probe_output
 
 __all__ = ["lr_sweep_command", "train_command", "train_command_line"]
 
@@ -100,14 +102,10 @@ def _check_tensors_out(path: str) -> str:
     target = Path(path)
     if target.suffix not in (".npz", ".safetensors"):
         return f"--tensors-out {path!r}: the file name must end in .npz or .safetensors"
-    existed = target.exists()
     try:
-        with target.open("ab"):
-            pass
+        probe_output(target)
     except OSError as exc:
-        return f"cannot write --tensors-out {path!r}: {exc.strerror}"
-    if not existed:
-        target.unlink()  # an interrupted run must not leave an empty file behind
+        return output_error(path, exc, "--tensors-out")
     return ""
 
 
@@ -119,8 +117,8 @@ def _write_tensors(session: object, config: TrainConfig, path: str, quiet: bool)
     command += " " + shlex.join(["--tensors-out", path])
     try:
         written = write_trained_tensors(path, session, command=command)  # type: ignore[arg-type]
-    except OSError as exc:
-        return f"cannot write --tensors-out {path!r}: {exc.strerror}"
+    except OSError as exc:  # an existing file is left as it was (engine.io.files)
+        return output_error(path, exc, "--tensors-out")
     except ValueError as exc:
         return f"--tensors-out: {exc}"
     if not quiet:
@@ -259,10 +257,9 @@ def lr_sweep_command(args: argparse.Namespace) -> int:
     out_path = args.out
     if out_path != "-":
         try:
-            with open(out_path, "a", encoding="utf-8"):
-                pass
+            probe_output(out_path)
         except OSError as exc:
-            return _error(f"cannot write --out {out_path!r}: {exc.strerror}")
+            return _error(output_error(out_path, exc))
     progress = _Progress(sys.stderr, args.quiet)
     result = first.result
     item = first
@@ -283,7 +280,10 @@ def lr_sweep_command(args: argparse.Namespace) -> int:
         write_lr_sweep_csv(result, sys.stdout)
         report = sys.stderr
     else:
-        write_lr_sweep_csv(result, out_path)
+        try:
+            write_lr_sweep_csv(result, out_path)
+        except OSError as exc:  # an existing file is left as it was (engine.io.files)
+            return _error(output_error(out_path, exc))
         report = sys.stdout
     print(f"largest stable learning rate per rule (no seed diverged and mean final held-out "
           f"loss < {result.stable_ratio:g} × initial loss), d_k {config.d_k}:", file=report)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from engine.core.memory import MemoryBudgetError, check_memory
+from engine.io.files import atomic_output, write_bytes_atomic
 from engine.io.readers import Source, TensorFileError, decode_json_array, open_source
 
 __all__ = ["FORMAT_VERSION", "TensorFile", "TensorFileError", "load_tensors", "write_tensors"]
@@ -338,7 +339,8 @@ def write_tensors(
     The format follows the suffix of ``path``. Nothing is validated beyond what the containers
     need, so tests can write deliberately broken files; read back with :func:`load_tensors`.
     A ``.safetensors`` file is assembled in memory before it is written (one more copy of the
-    arrays while it is written).
+    arrays while it is written). The file is written beside ``path`` and renamed onto it when
+    complete: a failed write leaves an existing file unchanged and no fragment behind.
 
     Returns
     -------
@@ -365,15 +367,13 @@ def write_tensors(
         # Serialised here and written by Python: safetensors' own save_file reports a missing
         # or read-only folder as a SafetensorError, which callers that catch OSError (the
         # window's export, the train command) would not recognise.
-        blob = save(data, metadata=text)
-        with path.open("wb") as fh:
-            fh.write(blob)
+        write_bytes_atomic(path, save(data, metadata=text))
     elif path.suffix == ".npz":
         if tokens is not None:
             data["tokens"] = np.array(list(tokens), dtype=np.str_)
         if meta_text is not None:
             data["meta"] = np.array(meta_text)
-        with path.open("wb") as fh:
+        with atomic_output(path, "wb") as fh:
             np.savez(fh, **data)  # type: ignore[arg-type]
     else:
         raise ValueError(f"{path.name}: write .npz or .safetensors (got suffix {path.suffix!r})")

@@ -22,6 +22,7 @@ import numpy as np
 
 from engine.config import ScalingRule
 from engine.config.train import TrainConfig
+from engine.io.files import atomic_output
 
 __all__ = [
     "DEFAULT_STABLE_RATIO",
@@ -212,9 +213,12 @@ def _fmt(value: float | int | str) -> float | int | str:
 
 
 def write_lr_sweep_csv(result: LrSweepResult, file: IO[str] | str) -> None:
-    """Write :func:`lr_sweep_table` (one CSV row per (rule, lr)) to a path or an open file."""
+    """Write :func:`lr_sweep_table` (one CSV row per (rule, lr)) to a path or an open file.
+
+    A path is written whole or not at all (:func:`engine.io.files.atomic_output`).
+    """
     if isinstance(file, str):
-        with open(file, "w", newline="", encoding="utf-8") as fh:
+        with atomic_output(file, "w") as fh:
             write_lr_sweep_csv(result, fh)
         return
     header, rows = lr_sweep_table(result)

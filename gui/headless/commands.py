@@ -65,6 +65,25 @@ def check_output_folder(folder: str | Path, *, allow_files: bool = True) -> str:
     return ""
 
 
+#: What ``export`` writes into its folder: an input of the same kind there could be replaced.
+_EXPORTED_SUFFIXES = (".png", ".svg", ".csv", ".json")
+
+
+def _input_in_output(folder: str, inputs: list[str | None]) -> str:
+    """"" unless an input file lies in ``folder`` where an exported file could replace it."""
+    out = Path(folder).resolve()
+    for given in inputs:
+        if given is None:
+            continue
+        source = Path(given).resolve()
+        if source == out or source in out.parents:
+            return f"{folder} is the input {given} or lies inside it; export into another folder"
+        if source.parent == out and source.suffix in _EXPORTED_SUFFIXES:
+            return (f"{folder} holds the input {given}, which the export could replace; "
+                    "export into another folder")
+    return ""
+
+
 def parse_head(tensors: str | None, head: str | None, batch: int | None) -> Any:
     """The ``HeadRef`` of ``export --tensors FILE --head L,H [--batch B]`` (``None`` without
     ``--tensors``), checked against the file and the explorer's limits.
@@ -137,7 +156,9 @@ def export_command(args: Any) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    problem = check_output_folder(args.out, allow_files=bool(getattr(args, "force", False)))
+    problem = (check_output_folder(args.out, allow_files=bool(getattr(args, "force", False)))
+               or _input_in_output(args.out, [getattr(args, "session", None),
+                                              getattr(args, "tensors", None)]))
     if problem:
         print(f"error: --out: {problem}", file=sys.stderr)
         return 2

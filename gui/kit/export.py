@@ -7,17 +7,23 @@ Rendering is :mod:`gui.kit.render` (raster) and :mod:`gui.kit.svg_export` (vecto
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import math
 import os
+import shutil
+import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyqtgraph as pg
+from PySide6.QtCore import QBuffer, QIODevice
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
+from engine.io.files import describe_os_error, write_bytes_atomic
 from gui.kit.plot_view import PlotView
 from gui.kit.render import render_image
 from gui.kit.svg_export import export_svg
@@ -33,26 +39,45 @@ __all__ = [
 
 
 def export_png(item: Any, path: str | os.PathLike[str], width: int, height: int) -> Path:
-    """Write ``item`` as a ``width × height`` PNG to ``path`` and return the path."""
+    """Write ``item`` as a ``width × height`` PNG to ``path`` and return the path.
+
+    The file appears whole or not at all (:func:`engine.io.files.write_bytes_atomic`).
+
+    Raises
+    ------
+    OSError
+        Naming ``path`` and the system's reason (disk full, no permission, missing folder).
+    """
     path = Path(path)
     image = render_image(item, width, height)
-    if not image.save(str(path), "PNG"):
-        raise OSError(f"could not write PNG to {path}")
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    if not image.save(buffer, "PNG"):
+        raise OSError(f"could not encode the PNG for {path}")
+    _write_file(path, bytes(buffer.data().data()))
     return path
 
+
+def _write_file(path: Path, data: bytes) -> None:
+    try:
+        write_bytes_atomic(path, data)
+    except OSError as exc:
+        raise OSError(f"could not write {path}: {describe_os_error(exc)}") from exc
 
 
 def export_csv(header: Sequence[str], rows: Iterable[Sequence[Any]],
                path: str | os.PathLike[str]) -> Path:
-    """Write a CSV file with ``header`` and ``rows`` (NaN written as an empty cell)."""
+    """Write a CSV file with ``header`` and ``rows`` (NaN written as an empty cell).
+
+    The file appears whole or not at all; an ``OSError`` names ``path``.
+    """
     path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(list(header))
-        for row in rows:
-            writer.writerow(
-                ["" if isinstance(v, float) and math.isnan(v) else v for v in row]
-            )
+    handle = io.StringIO(newline="")
+    writer = csv.writer(handle)
+    writer.writerow(list(header))
+    for row in rows:
+        writer.writerow(["" if isinstance(v, float) and math.isnan(v) else v for v in row])
+    _write_file(path, handle.getvalue().encode("utf-8"))
     return path
 
 
@@ -98,19 +123,41 @@ def export_all(views: Iterable[PlotView], folder: str | os.PathLike[str], sessio
     -------
     list of Path
         Every file written.
+
+    Raises
+    ------
+    OSError
+        If any file cannot be written. Everything is first written to a hidden folder inside
+        ``folder`` and moved into place only when all files are complete, so a failed export
+        (a full disk half-way) changes no file in ``folder`` and leaves nothing behind.
     """
     from gui.kit.session import save_session
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    for view in views:
-        written.extend(export_view(view, folder, width, height))
-    if session is not None:
-        path = folder / "session.json"
-        save_session(path, session)
-        written.append(path)
-    return written
+    try:
+        staging = Path(tempfile.mkdtemp(dir=folder, prefix=".export-", suffix=".part"))
+    except OSError as exc:
+        raise OSError(f"could not write into {folder}: {describe_os_error(exc)}") from exc
+    try:
+        staged: list[Path] = []
+        try:
+            for view in views:
+                staged.extend(export_view(view, staging, width, height))
+            if session is not None:
+                save_session(staging / "session.json", session)
+                staged.append(staging / "session.json")
+        except OSError as exc:  # name the file the user asked for, not its staged copy
+            raise OSError(str(exc).replace(str(staging), str(folder))) from exc
+        written = []
+        for path in staged:
+            target = folder / path.name
+            os.replace(path, target)  # a rename within one folder: needs no free space
+            written.append(target)
+        return written
+    finally:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(staging)
 
 
 def image_stats(image: QImage | str | os.PathLike[str]) -> dict[str, float]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import AttentionConfig
+from engine.io.files import describe_os_error, write_bytes_atomic
 
 __all__ = ["SESSION_APP", "SESSION_VERSION", "VIEW_KEYS", "Session", "SessionError",
            "TensorsChoice", "load_session", "save_session"]
@@ -196,11 +197,22 @@ class Session:
 
 
 def save_session(path: str | os.PathLike[str], session: Session) -> None:
-    """Write ``session`` to ``path`` as UTF-8 JSON (atomically, via a temporary file)."""
+    """Write ``session`` to ``path`` as UTF-8 JSON.
+
+    The file appears whole or not at all: a failed write (disk full) leaves an existing
+    session unchanged and no temporary file behind.
+
+    Raises
+    ------
+    OSError
+        Naming ``path`` and the system's reason.
+    """
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(session.to_dict(), indent=2, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    data = json.dumps(session.to_dict(), indent=2, ensure_ascii=False).encode("utf-8")
+    try:
+        write_bytes_atomic(path, data)
+    except OSError as exc:
+        raise OSError(f"could not write {path}: {describe_os_error(exc)}") from exc
 
 
 def load_session(path: str | os.PathLike[str]) -> Session:

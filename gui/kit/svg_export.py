@@ -18,6 +18,7 @@ from PySide6.QtCore import QBuffer, QIODevice, QRectF, QSize
 from PySide6.QtGui import QFont, QFontInfo, QGuiApplication, QImage, QPainter, QRawFont
 from PySide6.QtSvg import QSvgGenerator
 
+from engine.io.files import describe_os_error, write_bytes_atomic
 from gui.kit.render import MAX_SIZE, MIN_SIZE, check_size, laid_out_at, paint_scene
 
 __all__ = ["SceneSvgExporter", "export_svg", "install_svg_exporter", "render_svg"]
@@ -138,7 +139,7 @@ class SceneSvgExporter(Exporter):
         data = _svg_document(self.item, width, height)
         if toBytes:
             return data
-        Path(fileName).write_bytes(data)  # type: ignore[arg-type]
+        write_bytes_atomic(fileName, data)  # type: ignore[arg-type]
         return None
 
 
@@ -160,7 +161,7 @@ def export_svg(item: Any, path: str | os.PathLike[str], width: int = 1200,
     path = Path(path)
     data = render_svg(item, width, height)
     try:
-        path.write_bytes(data)
+        write_bytes_atomic(path, data)
     except OSError as exc:
-        raise OSError(f"could not write SVG to {path}: {exc}") from exc
+        raise OSError(f"could not write {path}: {describe_os_error(exc)}") from exc
     return path

@@ -1,0 +1,221 @@
+"""Safe file handling: outputs that appear whole or not at all, and inputs that cannot hang.
+
+Every file the program writes (CSV, tensor files, images, sessions) goes through
+:func:`atomic_output` or :func:`write_bytes_atomic`: the data is written to a temporary file
+in the destination's folder and renamed over the destination only once it is complete, so a
+full disk or an interrupted run leaves the old file as it was and no fragment behind.
+:func:`check_output_not_input` refuses an output path that would overwrite an input.
+:func:`check_regular_file` and :func:`read_text_limited` keep FIFOs, devices and endless files
+(``/dev/zero``) from blocking or filling memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = [
+    "OutputIsInputError",
+    "atomic_output",
+    "check_output_not_input",
+    "check_regular_file",
+    "describe_os_error",
+    "probe_output",
+    "read_text_limited",
+    "write_bytes_atomic",
+]
+
+
+class OutputIsInputError(ValueError):
+    """An output path names a file (or lies in a folder) that the same command reads."""
+
+
+def describe_os_error(exc: OSError) -> str:
+    """The system's reason of ``exc`` without the path Python appends (``"No space left…"``)."""
+    return exc.strerror or str(exc)
+
+
+def _umask_mode() -> int:
+    # mkstemp creates 0600; a finished output gets the mode an ordinary open() would give it.
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+@contextlib.contextmanager
+def atomic_output(
+    path: str | os.PathLike[str],
+    mode: str = "w",
+    *,
+    encoding: str | None = "utf-8",
+    newline: str | None = "",
+) -> Iterator[IO[Any]]:
+    """Open a temporary file beside ``path``; on success rename it onto ``path``.
+
+    Parameters
+    ----------
+    path
+        The destination. Its folder must exist.
+    mode
+        ``"w"`` (text) or ``"wb"`` (binary).
+    encoding, newline
+        As for :func:`open` in text mode (ignored in binary mode).
+
+    Yields
+    ------
+    file object
+        Write the whole content to it. If the block raises (a full disk, an interrupt, a bad
+        value found half-way), the temporary file is removed and ``path`` is left unchanged.
+
+    Raises
+    ------
+    OSError
+        If the temporary file cannot be created, written, flushed or renamed.
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
+    target = Path(path)
+    descriptor, temp_name = tempfile.mkstemp(
+        dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.",
+        suffix=".part")
+    temp = Path(temp_name)
+    handle: IO[Any] | None = None
+    try:
+        os.chmod(descriptor, _umask_mode())
+        if mode == "wb":
+            handle = os.fdopen(descriptor, "wb")
+        else:
+            handle = os.fdopen(descriptor, "w", encoding=encoding, newline=newline)
+        with handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        if handle is None:  # the file object owns (and has closed) the descriptor otherwise
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+def probe_output(path: str | os.PathLike[str]) -> None:
+    """Check, before long work starts, that ``path`` can be written; touch nothing.
+
+    A temporary file is created in the destination's folder and removed again (permission
+    bits lie for root and on some network mounts); ``path`` itself is neither created nor
+    changed.
+
+    Raises
+    ------
+    OSError
+        If ``path`` is a folder, or its folder is missing, read-only or full.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "it is a folder; name a file", str(target))
+    with tempfile.NamedTemporaryFile(dir=target.parent if str(target.parent) else ".",
+                                     prefix=f".{target.name}.", suffix=".probe"):
+        pass
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` through :func:`atomic_output`; return the path."""
+    with atomic_output(path, "wb") as handle:
+        handle.write(data)
+    return Path(path)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def check_output_not_input(
+    output: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str] | None],
+    *, option: str = "--out",
+) -> None:
+    """Refuse an ``output`` that is one of ``inputs`` or lies inside an input folder.
+
+    The same file reached through another name (a hard link, a symlink, ``./x``) counts.
+
+    Raises
+    ------
+    OutputIsInputError
+        With a message naming both.
+    """
+    out = Path(output)
+    out_id = _identity(out)
+    parents = {_identity(parent) for parent in Path(os.path.abspath(out)).parents}
+    for given in inputs:
+        if given is None:
+            continue
+        source = Path(given)
+        source_id = _identity(source)
+        if source_id is None:
+            continue
+        if source_id == out_id:
+            raise OutputIsInputError(
+                f"{option} {str(out)!r} is the input {str(source)!r}: writing it would destroy "
+                "the input; choose another file")
+        if source.is_dir() and source_id in parents:
+            raise OutputIsInputError(
+                f"{option} {str(out)!r} lies inside the input folder {str(source)!r}; "
+                "write it elsewhere")
+
+
+def check_regular_file(path: str | os.PathLike[str], what: str = "file") -> os.stat_result:
+    """Return the status of ``path`` if it is a regular file; else raise ``OSError``.
+
+    A FIFO, socket or device would block a reader forever or never end; they are refused
+    before anything opens them.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    OSError
+        If it is not a regular file (``strerror`` says what it is).
+    """
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a folder" if stat.S_ISDIR(info.st_mode)
+                else "a FIFO (named pipe)" if stat.S_ISFIFO(info.st_mode)
+                else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
+                else "a socket" if stat.S_ISSOCK(info.st_mode) else "not a regular file")
+        raise OSError(0, f"{kind}, not a regular {what}", str(path))
+    return info
+
+
+def read_text_limited(path: str | os.PathLike[str], limit: int, what: str = "file") -> str:
+    """Read a regular UTF-8 text file of at most ``limit`` bytes.
+
+    The size is checked before and while reading, so files whose size the system reports as 0
+    (``/proc``) or that grow while read still stop at ``limit``.
+
+    Raises
+    ------
+    OSError
+        If the path is not a regular file, cannot be read, or holds more than ``limit`` bytes.
+    UnicodeDecodeError
+        If the bytes are not UTF-8.
+    """
+    info = check_regular_file(path, what)
+    if info.st_size > limit:
+        raise OSError(0, f"{info.st_size} bytes is more than a {what} may hold "
+                      f"({limit} bytes)", str(path))
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(0, f"more than a {what} may hold ({limit} bytes)", str(path))
+    return data.decode("utf-8")
