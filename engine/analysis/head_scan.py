@@ -8,6 +8,7 @@ replay.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,10 +18,12 @@ import numpy as np
 from engine.analysis.heads import HeadDiagnostics, _diagnose
 from engine.config import ScalingRule
 from engine.core.attention import attention_logits
+from engine.core.memory import check_memory, get_memory_budget
 from engine.core.softmax import softmax
 from engine.io.tensors import TensorFile
 
-__all__ = ["HeadRecord", "RuleReplay", "iter_file_diagnostics", "replay_head"]
+__all__ = ["HeadRecord", "RuleReplay", "check_replay_memory", "iter_file_diagnostics",
+           "replay_head"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,25 @@ def _softmax_rows(logits: np.ndarray, cancel: threading.Event | None) -> np.ndar
     return weights
 
 
+def check_replay_memory(n_q: int, n_k: int, rules: int) -> None:
+    """Refuse a replay whose (n_q, n_k) weight maps would not fit in the memory budget.
+
+    :func:`replay_head` keeps one float64 map per rule and builds one logit matrix (plus one
+    softmax block) at a time; all of them are counted, not one map alone.
+
+    Raises
+    ------
+    MemoryBudgetError
+        Naming the sizes and the largest n that would fit.
+    """
+    maps = rules + 1  # the kept weights of every rule, and the logits being turned into them
+    budget = get_memory_budget()
+    largest = math.isqrt(max(budget - _SOFTMAX_BLOCK * 8, 0) // (8 * maps))
+    check_memory(maps * n_q * n_k * 8 + _SOFTMAX_BLOCK * 8,
+                 lambda: f"the replay of one head under {rules} rules ({maps} float64 maps of "
+                 f"{n_q}×{n_k}; n ≤ {largest} fits)")
+
+
 @dataclass(frozen=True, slots=True)
 class RuleReplay:
     """One rule re-applied to a head: its diagnostics (all batch entries) and the (n, n)
@@ -138,6 +160,7 @@ def replay_head(
     """
     if not 0 <= batch_entry < q.shape[0]:
         raise ValueError(f"batch entry {batch_entry} is out of range (batch {q.shape[0]})")
+    check_replay_memory(q.shape[1], k.shape[1], len(rules))
     out = []
     for rule in rules:
         if cancel is not None and cancel.is_set():

@@ -182,3 +182,25 @@ def test_a_long_head_is_cancelled_inside_and_diagnosed_in_tiles(tmp_path, monkey
     for name in ("logit_std", "max_abs_logit", "entropy_mean", "entropy_zhai_bound",
                  "p_max_mean", "saturated_share", "sink_mass"):
         assert getattr(tiles, name) == pytest.approx(getattr(whole, name), rel=1e-12)
+
+
+def test_replay_counts_every_rules_map_against_the_budget() -> None:
+    """A 44 KB file of q, k (1, 11000, 1) once took 45 s and 9.8 GB: one map per rule is
+    kept, and only one was counted. Now all are, before anything is allocated."""
+    import resource
+    import time
+
+    from engine.core.memory import MemoryBudgetError, get_memory_budget
+
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((1, 11_000, 1))
+    k = rng.standard_normal((1, 11_000, 1))
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    start = time.monotonic()
+    with pytest.raises(MemoryBudgetError, match=r"9 rules \(10 float64 maps of 11000×11000; "
+                       r"n ≤ \d+ fits\)"):
+        replay_head(q, k, causal=False, temperature=8.0)
+    assert time.monotonic() - start < 5
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - peak_before
+    assert grown < get_memory_budget()
+    assert len(replay_head(q[:, :256], k[:, :256], causal=True, temperature=8.0)) == 9
