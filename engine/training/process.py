@@ -31,6 +31,7 @@ import copyreg
 import ctypes
 import io
 import pickle
+import signal
 import threading
 import time
 import traceback
@@ -103,6 +104,19 @@ def _dumps(message: object) -> bytes:
     pickler.dispatch_table = _DISPATCH
     pickler.dump(message)
     return buffer.getvalue()
+
+
+def _exit_text(code: int | None) -> str:
+    """Why the child ended, in words: a signal's name (SIGKILL: often the system out of
+    memory) or its exit code."""
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        cause = ", often the system running out of memory" if -code == signal.SIGKILL else ""
+        return f"the training process was ended by {name}{cause}"
+    return f"the training process ended unexpectedly (exit code {code})"
 
 
 class TrainingProcess:
@@ -181,8 +195,7 @@ class TrainingProcess:
             self._process.join(CLOSE_WAIT_S)  # for its exit code
             code = self._process.exitcode
             self.close()
-            raise ChildProcessError(
-                f"the training process ended unexpectedly (exit code {code})") from exc
+            raise ChildProcessError(_exit_text(code)) from exc
         finally:
             if not ended:
                 # The caller stopped reading: stop the job and wait for its end, so that the

@@ -137,8 +137,14 @@ class TrainWorker(JobWorker):
             request = lr_sweep_job(job.config, job.lrs, job.seeds)
         # After Stop the process ends the job after its current step and says so: the loop
         # ends then, with the session kept for an export.
-        for item in self._process.run(request, job.cancel, job.running):
-            self.itemReady.emit(TrainItem(job.request_id, job.kind, item))
+        try:
+            for item in self._process.run(request, job.cancel, job.running):
+                self.itemReady.emit(TrainItem(job.request_id, job.kind, item))
+        except ChildProcessError as exc:  # killed from outside, e.g. by the system out of memory
+            raise ValueError(translate(
+                "TrainTab", "The training process stopped unexpectedly ({0}). Start the run "
+                "again; if it stops again, fewer tokens, a smaller batch or a smaller model "
+                "need less memory.").format(exc)) from None
 
     def _export(self, job: TrainJob) -> None:
         try:

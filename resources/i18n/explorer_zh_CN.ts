@@ -4,38 +4,38 @@
 <context>
     <name>CorrelationView</name>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="83"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="85"/>
         <source>q–k correlation</source>
         <extracomment>(rule, key suffix in the engine&apos;s correlation_rms result) of the rules shown.</extracomment>
         <translation>q–k 相关性</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="87"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="89"/>
         <source>RMS of c·q·k</source>
         <translation>c·q·k 的均方根 (RMS)</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="91"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="93"/>
         <source>{0} Monte Carlo</source>
         <translation>{0} 蒙特卡洛</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="111"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="113"/>
         <source>k = ρq + √(1−ρ²)ξ with ρ = {0}</source>
         <translation>k = ρq + √(1−ρ²)ξ，ρ = {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="116"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="118"/>
         <source>At ρ = 0, 1/√d&lt;sub&gt;k&lt;/sub&gt; keeps the RMS at 1 for every d&lt;sub&gt;k&lt;/sub&gt;; 1/d&lt;sub&gt;k&lt;/sub&gt; shrinks it like 1/√d&lt;sub&gt;k&lt;/sub&gt; (too flat).</source>
         <translation>ρ = 0 时，1/√d&lt;sub&gt;k&lt;/sub&gt; 对任意 d&lt;sub&gt;k&lt;/sub&gt; 都使 RMS 保持为 1；1/d&lt;sub&gt;k&lt;/sub&gt; 则使其按 1/√d&lt;sub&gt;k&lt;/sub&gt; 缩小（分布过于平坦）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="122"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="124"/>
         <source>At ρ ≠ 0, q·k grows like ρ·d&lt;sub&gt;k&lt;/sub&gt;: under 1/√d&lt;sub&gt;k&lt;/sub&gt; the RMS grows like |ρ|·√d&lt;sub&gt;k&lt;/sub&gt;, while 1/d&lt;sub&gt;k&lt;/sub&gt; keeps it bounded (→ |ρ| = {0}), as μP prescribes.</source>
         <translation>ρ ≠ 0 时，q·k 按 ρ·d&lt;sub&gt;k&lt;/sub&gt; 增长：在 1/√d&lt;sub&gt;k&lt;/sub&gt; 下 RMS 按 |ρ|·√d&lt;sub&gt;k&lt;/sub&gt; 增长，而 1/d&lt;sub&gt;k&lt;/sub&gt; 使其保持有界（→ |ρ| = {0}），正如 μP 所规定。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="129"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="131"/>
         <source>1/√d&lt;sub&gt;k&lt;/sub&gt; normalises independent q, k (ρ = 0); 1/d&lt;sub&gt;k&lt;/sub&gt; normalises correlated ones (ρ ≠ 0).</source>
         <translation>1/√d&lt;sub&gt;k&lt;/sub&gt; 归一化相互独立的 q、k（ρ = 0）；1/d&lt;sub&gt;k&lt;/sub&gt; 归一化相关的 q、k（ρ ≠ 0）。</translation>
     </message>
@@ -43,38 +43,38 @@
 <context>
     <name>GradientView</name>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="216"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="217"/>
         <source>Gradients</source>
         <extracomment>(panel key, SweepPoint prefix): the two gradient quantities. Widths (px) from which the three panels stand in three or two columns; below the second they stack. Each threshold lies above that arrangement&apos;s minimum width, so the choice cannot flip back and forth as the scroll area resizes the view.</extracomment>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="222"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="223"/>
         <source>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. scaled logits)</source>
         <translation>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt;（对缩放后的 logit）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="226"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="227"/>
         <source>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. raw q·k)</source>
         <translation>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt;（对原始 q·k）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="231"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="232"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="232"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="233"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="238"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="239"/>
         <source>Lines: median over query rows; bands: 10–90 % of rows.&lt;br&gt;Measured against the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate d&lt;sub&gt;k&lt;/sub&gt;; it collapses only once the softmax saturates (large d&lt;sub&gt;k&lt;/sub&gt;).</source>
         <translation>曲线：各查询行的中位数；色带：10–90 % 的行。&lt;br&gt;相对于原始 q·k 而言，不缩放规则（c = 1）在中等 d&lt;sub&gt;k&lt;/sub&gt; 下梯度更大；只有当 softmax 饱和（d&lt;sub&gt;k&lt;/sub&gt; 很大）时梯度才会坍缩。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="343"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="344"/>
         <source>Stars: this head ({0}), median over its query rows; bars: 10–90 % of its rows.</source>
         <translation>标记：此头（{0}），其各查询行的中位数；误差条：其 10–90 % 的行。</translation>
     </message>
@@ -85,7 +85,7 @@
         <location filename="../../gui/heads/grid.py" line="120"/>
         <location filename="../../gui/heads/table.py" line="26"/>
         <source>layer</source>
-        <extracomment>Flag -&gt; the letter marking it in a grid cell. Replay panels per row. Largest grid for which every cell gets its letters (beyond, only the table lists flags).
+        <extracomment>Flag -&gt; the letter marking it in a grid cell. Pixels between two replay panels, and between a title and the image above it. Largest grid for which every cell gets its letters (beyond, only the table lists flags).
 ----------
 Role holding the value a column sorts by (numbers as numbers, not as text).</extracomment>
         <translation>层</translation>
@@ -97,7 +97,7 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/grid.py" line="195"/>
+        <location filename="../../gui/heads/grid.py" line="236"/>
         <source>H {0} · p̄max {1}</source>
         <translation>H {0} · p̄max {1}</translation>
     </message>
@@ -411,58 +411,58 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
 <context>
     <name>HistogramView</name>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="34"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="35"/>
         <source>n/a</source>
         <extracomment>Points of the overlaid Gaussian density curve.</extracomment>
         <translation>不适用</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="35"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="36"/>
         <source>{0}: Var empirical = {1}, theory = {2}</source>
         <translation>{0}：经验方差 Var = {1}，理论值 = {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="42"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="43"/>
         <source>{0}: mean = {1}, Var = {2} (empirical)</source>
         <translation>{0}：均值 = {1}，方差 = {2}（经验值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="95"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="96"/>
         <source>Logit histogram</source>
         <translation>Logit 直方图</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="99"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="100"/>
         <source>Common logit axis</source>
         <translation>统一 logit 坐标轴</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="101"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="102"/>
         <source>Show both rules on one logit scale to compare their spread</source>
         <translation>在同一 logit 刻度上显示两种规则，以比较其分布宽度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="106"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="107"/>
         <source>logit s = c·q·k</source>
         <translation>logit s = c·q·k</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="107"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="108"/>
         <source>probability density</source>
         <translation>概率密度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="128"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="129"/>
         <source>Dashed: the Gaussian of the same mean and variance as the head&apos;s logits (every unmasked pair), for comparison only: real q and k follow no variance law.</source>
         <translation>虚线：与此头 logit（所有未掩码的对）均值和方差相同的高斯分布，只用于比较：真实的 q 和 k 不符合任何方差定律。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="134"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="135"/>
         <source>Dashed: Gaussian N(0, Var&lt;sub&gt;theory&lt;/sub&gt;), Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c² for independent tokens; both variances are over pairs i ≠ j.</source>
         <translation>虚线：高斯分布 N(0, Var&lt;sub&gt;theory&lt;/sub&gt;)，对相互独立的词元，Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c²；两种方差均在 i ≠ j 的配对上计算。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="141"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="142"/>
         <source>With ρ ≠ 0, key i is correlated with query i: those diagonal logits (mean c·ρ·d&lt;sub&gt;k&lt;/sub&gt;) form the extra tail (right for ρ &gt; 0, left for ρ &amp;lt; 0).</source>
         <translation>ρ ≠ 0 时，键 i 与查询 i 相关：这些对角线 logit（均值 c·ρ·d&lt;sub&gt;k&lt;/sub&gt;）形成额外的尾部（ρ &gt; 0 时在右侧，ρ &amp;lt; 0 时在左侧）。</translation>
     </message>
@@ -470,58 +470,58 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
 <context>
     <name>LawsView</name>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="111"/>
+        <location filename="../../gui/explorer/views/laws.py" line="113"/>
         <source>Scaling laws</source>
         <extracomment>(SweepPoint field, log y) per panel, in layout order.</extracomment>
         <translation>缩放规律</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="116"/>
+        <location filename="../../gui/explorer/views/laws.py" line="118"/>
         <source>Logit variance</source>
         <translation>Logit 方差</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="116"/>
+        <location filename="../../gui/explorer/views/laws.py" line="118"/>
         <source>Var(s)</source>
         <translation>方差 Var(s)</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="118"/>
+        <location filename="../../gui/explorer/views/laws.py" line="120"/>
         <source>Mean row entropy</source>
         <translation>行平均熵</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="119"/>
+        <location filename="../../gui/explorer/views/laws.py" line="121"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="121"/>
+        <location filename="../../gui/explorer/views/laws.py" line="123"/>
         <source>Mean largest weight</source>
         <translation>平均最大权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="123"/>
+        <location filename="../../gui/explorer/views/laws.py" line="125"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="124"/>
+        <location filename="../../gui/explorer/views/laws.py" line="126"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="166"/>
+        <location filename="../../gui/explorer/views/laws.py" line="168"/>
         <source>  Sweep running: {0} of {1} points.</source>
         <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="169"/>
+        <location filename="../../gui/explorer/views/laws.py" line="171"/>
         <source>Markers: Monte Carlo (n = {0}); dashed: closed-form variance (d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c² at ρ = 0). Dotted line: current d&lt;sub&gt;k&lt;/sub&gt; = {1}.</source>
         <translation>标记：蒙特卡洛（n = {0}）；虚线：闭式方差（ρ = 0 时为 d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c²）。点线：当前 d&lt;sub&gt;k&lt;/sub&gt; = {1}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="243"/>
+        <location filename="../../gui/explorer/views/laws.py" line="245"/>
         <source>theory</source>
         <translation>理论值</translation>
     </message>
@@ -529,53 +529,53 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
 <context>
     <name>LengthView</name>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="84"/>
+        <location filename="../../gui/explorer/views/length.py" line="86"/>
         <source>Length</source>
         <extracomment>Colours of the toy&apos;s two curves (the rules they stand for: 1/√d_k&apos;s blue, SSMax&apos;s wine). SweepPoint field per panel, in layout order (the toy is the fourth panel). Half-width of the error bars in standard errors (a 95 % interval).</extracomment>
         <translation>长度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="89"/>
+        <location filename="../../gui/explorer/views/length.py" line="91"/>
         <source>Mean row entropy</source>
         <translation>行平均熵</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="90"/>
+        <location filename="../../gui/explorer/views/length.py" line="92"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="91"/>
+        <location filename="../../gui/explorer/views/length.py" line="93"/>
         <source>Mean largest weight</source>
         <translation>平均最大权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="92"/>
+        <location filename="../../gui/explorer/views/length.py" line="94"/>
         <source>Entropy / ln n (1 = uniform)</source>
         <translation>熵 / ln n（1 为均匀）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="94"/>
+        <location filename="../../gui/explorer/views/length.py" line="96"/>
         <source>SSMax toy: logits −2, one +3</source>
         <translation>SSMax 示例：除一个 logit 为 +3 外均为 −2</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="95"/>
+        <location filename="../../gui/explorer/views/length.py" line="97"/>
         <source>weight of the +3 logit</source>
         <translation>+3 logit 的权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="102"/>
+        <location filename="../../gui/explorer/views/length.py" line="104"/>
         <source>iid rows of n Gaussian logits at the current d_k: with a fixed scale (1/√d_k, YaRN) the softmax disperses as n grows (p_max → 0, entropy → ln n); ln n/√d_k and SSMax s·ln n/√d_k keep it focused. Toy (Nakanishi 2025, Fig. 1): softmax&apos;s e³/(e³ + (n−1)e⁻²) → 0, SSMax&apos;s 1/(1 + (n−1)·n^(−5s)) → 1.</source>
         <translation>当前 d_k 下由 n 个独立同分布高斯 logit 组成的行：缩放固定时（1/√d_k、YaRN），softmax 随 n 增大而分散（p_max → 0，熵 → ln n）；ln n/√d_k 与 SSMax s·ln n/√d_k 使其保持集中。示例（Nakanishi 2025，图 1）：softmax 的 e³/(e³ + (n−1)e⁻²) → 0，SSMax 的 1/(1 + (n−1)·n^(−5s)) → 1。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="136"/>
+        <location filename="../../gui/explorer/views/length.py" line="139"/>
         <source>Lines: Monte Carlo means over iid rows (d&lt;sub&gt;k&lt;/sub&gt; = {0}, up to {1} rows per point, fewer at large n), bars: 95 % intervals (±1.96 standard errors). SSMax s = {2}, YaRN f = {3}.</source>
         <translation>曲线：独立同分布行的蒙特卡洛均值（d&lt;sub&gt;k&lt;/sub&gt; = {0}，每点最多 {1} 行，n 大时行数下降），误差棒：95 % 区间（±1.96 个标准误）。SSMax s = {2}，YaRN f = {3}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="144"/>
+        <location filename="../../gui/explorer/views/length.py" line="147"/>
         <source>  Sweep running: {0} of {1} points.</source>
         <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
     </message>
@@ -1203,100 +1203,100 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>PrecisionView</name>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="132"/>
+        <location filename="../../gui/explorer/views/precision.py" line="134"/>
         <source>Precision</source>
         <translation>数值精度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="136"/>
+        <location filename="../../gui/explorer/views/precision.py" line="138"/>
         <source>Format:</source>
         <translation>格式：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="137"/>
+        <location filename="../../gui/explorer/views/precision.py" line="139"/>
         <source>Number format of the logits, exponentials, row sum and weights (computed in float32 and rounded to it after every step)</source>
         <translation>logit、指数、行和与权重的数值格式（以 float32 计算，每一步后取为该格式最近的值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="140"/>
+        <location filename="../../gui/explorer/views/precision.py" line="142"/>
         <source>Softmax:</source>
         <translation>Softmax：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="141"/>
+        <location filename="../../gui/explorer/views/precision.py" line="143"/>
         <location filename="../../gui/tour/content.py" line="134"/>
         <source>max subtracted (stable)</source>
         <translation>减去最大值（稳定）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="142"/>
+        <location filename="../../gui/explorer/views/precision.py" line="144"/>
         <location filename="../../gui/tour/content.py" line="132"/>
         <source>naive exp(z)</source>
         <translation>直接 exp(z)（不减最大值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="143"/>
+        <location filename="../../gui/explorer/views/precision.py" line="145"/>
         <source>Subtract the row maximum before exp (stable) or not (naive)</source>
         <translation>在 exp 之前减去行最大值（稳定）或不减</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="146"/>
+        <location filename="../../gui/explorer/views/precision.py" line="148"/>
         <source>Rows that overflow</source>
         <translation>超出范围的行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="147"/>
+        <location filename="../../gui/explorer/views/precision.py" line="149"/>
         <source>share of rows</source>
         <translation>行的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="149"/>
+        <location filename="../../gui/explorer/views/precision.py" line="151"/>
         <source>Weight error</source>
         <translation>权重误差</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="150"/>
+        <location filename="../../gui/explorer/views/precision.py" line="152"/>
         <source>mean per-row max|Δp|</source>
         <translation>每行 max|Δp| 的均值</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="152"/>
+        <location filename="../../gui/explorer/views/precision.py" line="154"/>
         <source>Largest logit</source>
         <translation>最大 logit</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="153"/>
+        <location filename="../../gui/explorer/views/precision.py" line="155"/>
         <source>mean row max|z|</source>
         <translation>每行 max|z| 的均值</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="158"/>
+        <location filename="../../gui/explorer/views/precision.py" line="160"/>
         <location filename="../../gui/tour/content.py" line="136"/>
         <source>only the logits rounded</source>
         <translation>只有 logit 取为该格式</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="229"/>
+        <location filename="../../gui/explorer/views/precision.py" line="231"/>
         <source>largest {0}: {1:.6g}</source>
         <translation>{0} 最大值：{1:.6g}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="232"/>
+        <location filename="../../gui/explorer/views/precision.py" line="234"/>
         <source>ln {0:.6g} ≈ {1:.3g}: naive exp overflows</source>
         <translation>ln {0:.6g} ≈ {1:.3g}：不减最大值时 exp 超出范围</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="239"/>
+        <location filename="../../gui/explorer/views/precision.py" line="241"/>
         <source>n = {0}, q and k ~ N(0, 1); weight errors over the first ≤ {3} of {1} rows per point, against the float64 max-subtracted softmax. Rows that overflow have no error. Right: dashed, the largest {2} value; dotted, its logarithm, above which exp overflows unless the row maximum is subtracted.</source>
         <translation>n = {0}，q 与 k ~ N(0, 1)；权重误差取每个点 {1} 行中的前 ≤ {3} 行，相对于 float64 减最大值的 softmax。超出范围的行不计误差。右图：虚线为 {2} 的最大值；点线为它的对数，不减行最大值时 logit 超过它 exp 就超出范围。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="247"/>
+        <location filename="../../gui/explorer/views/precision.py" line="249"/>
         <source> bfloat16 keeps float32&apos;s range (3.4·10³⁸).</source>
         <translation> bfloat16 与 float32 的范围相同（3.4·10³⁸）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="250"/>
+        <location filename="../../gui/explorer/views/precision.py" line="252"/>
         <source>  Sweep running.</source>
         <translation>  扫描进行中。</translation>
     </message>
@@ -1411,33 +1411,33 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>SoftmaxView</name>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="69"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="70"/>
         <source>Softmax of one row</source>
         <extracomment>Head whose row is shown (the per-row statistics of the legend belong to this head).</extracomment>
         <translation>单行 Softmax</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="75"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="76"/>
         <source>key index j</source>
         <translation>键索引 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="76"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="77"/>
         <source>attention weight p&lt;sub&gt;j&lt;/sub&gt;</source>
         <translation>注意力权重 p&lt;sub&gt;j&lt;/sub&gt;</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="78"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="79"/>
         <source>uniform</source>
         <translation>均匀分布</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="119"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="120"/>
         <source>Query row i = {0} (head 1), n = {1} keys</source>
         <translation>查询行 i = {0}（头 1），n = {1} 个键</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="123"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="124"/>
         <source>Query row i = {0} ({1}), n = {2} keys</source>
         <translation>查询行 i = {0}（{1}），n = {2} 个键</translation>
     </message>
@@ -1476,53 +1476,53 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TemperatureView</name>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="125"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="126"/>
         <source>Temperature</source>
         <extracomment>Range of the temperature slider (log scale) and spin box. Slider resolution: steps over the three decades of the range.</extracomment>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="129"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="130"/>
         <source>Temperature T:</source>
         <translation>温度 T：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="131"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="132"/>
         <source>Temperature T (log scale, 0.1 to 100)</source>
         <translation>温度 T（对数刻度，0.1 到 100）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="132"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="133"/>
         <source>Temperature T</source>
         <translation>温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="134"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="135"/>
         <source>Set T to √d_k: softmax(z/T) then equals the 1/√d_k rule</source>
         <translation>将 T 设为 √d_k：此时 softmax(z/T) 与 1/√d_k 规则相同</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="139"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="140"/>
         <source>key index j</source>
         <translation>键索引 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="140"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="141"/>
         <source>attention weight p&lt;sub&gt;j&lt;/sub&gt;</source>
         <translation>注意力权重 p&lt;sub&gt;j&lt;/sub&gt;</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="143"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="144"/>
         <source>Dividing by T = √d&lt;sub&gt;k&lt;/sub&gt; is the 1/√d&lt;sub&gt;k&lt;/sub&gt; rule, forward and backward: ∂softmax(z/T)/∂z = J(p&lt;sub&gt;T&lt;/sub&gt;)/T. Small T sharpens, large T flattens the row.</source>
         <translation>除以 T = √d&lt;sub&gt;k&lt;/sub&gt; 就是 1/√d&lt;sub&gt;k&lt;/sub&gt; 规则，前向与反向传播均如此：∂softmax(z/T)/∂z = J(p&lt;sub&gt;T&lt;/sub&gt;)/T。T 小则行分布更尖锐，T 大则更平坦。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="185"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="186"/>
         <source>Query row i = {0} (head 1), T = {1}, √d&lt;sub&gt;k&lt;/sub&gt; = {2}</source>
         <translation>查询行 i = {0}（头 1），T = {1}，√d&lt;sub&gt;k&lt;/sub&gt; = {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="189"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="190"/>
         <source>Query row i = {0} ({1}), T = {2}, √d&lt;sub&gt;k&lt;/sub&gt; = {3}</source>
         <translation>查询行 i = {0}（{1}），T = {2}，√d&lt;sub&gt;k&lt;/sub&gt; = {3}</translation>
     </message>
@@ -1550,37 +1550,37 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>下一步（Alt+→）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="329"/>
+        <location filename="../../gui/tour/panel.py" line="328"/>
         <source>Step {0} / {1}</source>
         <translation>第 {0} / {1} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="334"/>
+        <location filename="../../gui/tour/panel.py" line="333"/>
         <source>Look at:</source>
         <translation>请看：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="335"/>
+        <location filename="../../gui/tour/panel.py" line="334"/>
         <source>Try it yourself:</source>
         <translation>动手试试：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="350"/>
+        <location filename="../../gui/tour/panel.py" line="349"/>
         <source>Engine says:</source>
         <translation>引擎计算结果：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="353"/>
+        <location filename="../../gui/tour/panel.py" line="352"/>
         <source>could not compute: {0}</source>
         <translation>无法计算：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="357"/>
+        <location filename="../../gui/tour/panel.py" line="356"/>
         <source>computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="364"/>
+        <location filename="../../gui/tour/panel.py" line="363"/>
         <source>claim {0}</source>
         <translation>论断 {0}</translation>
     </message>
@@ -2098,12 +2098,17 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/worker.py" line="168"/>
+        <location filename="../../gui/train/worker.py" line="144"/>
+        <source>The training process stopped unexpectedly ({0}). Start the run again; if it stops again, fewer tokens, a smaller batch or a smaller model need less memory.</source>
+        <translation>训练进程意外停止（{0}）。请重新开始运行；如果再次停止，减小词元数、批大小或模型规模可以降低内存占用。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/worker.py" line="156"/>
         <source>There is no trained model to inspect.</source>
         <translation>没有可检查的训练模型。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/worker.py" line="172"/>
+        <location filename="../../gui/train/worker.py" line="158"/>
         <source>Could not write {0}: {1}</source>
         <translation>无法保存 {0}：{1}</translation>
     </message>
