@@ -11,10 +11,16 @@ The logits and their exponentials come from the attention kernel
 whatever n and the batch size, the tiles may run on several threads, and a cancel takes effect
 within one tile. Every statistic is computed in float64.
 
-Entropy has two references: ln n (uniform weights) and the entropy-collapse bound of Zhai et
-al. (2023), the least entropy a softmax row can have for the norm of its centred logits
-(:func:`engine.core.theory.zhai_min_entropy`). The bound is computed per query row from that
-row's own logits over its visible keys; a row near it is as peaked as its logit spread allows.
+Every reference is that of the keys a row sees: under the causal mask row i sees i + 1 keys,
+so its uniform entropy is ln(i + 1) and its uniform weight on key 0 is 1/(i + 1). Entropy has
+two references: the uniform one, and the floor at the row's logit norm, the least entropy a
+softmax row can have for the norm of its centred logits (the extremal bound of Zhai et al.
+2023, :func:`engine.core.theory.zhai_min_entropy`, taken at the row's own logits; their
+theorem bounds entropy through ‖W_Kᵀ W_Q‖₂, which q and k alone do not give). A row near the
+floor is as peaked as its logit spread allows.
+
+The flags and their thresholds are :data:`FLAG_THRESHOLDS`, documented there with the reason
+for each value.
 """
 
 from __future__ import annotations
@@ -33,22 +39,46 @@ from engine.core.theory import zhai_min_entropy_rows
 from engine.core.tiled import Scratch, Tile, each_tile, prepare
 
 __all__ = [
+    "FLAGS",
+    "FLAG_THRESHOLDS",
     "NEAR_UNIFORM_ENTROPY_FRACTION",
     "SATURATED_SHARE_FLAG",
+    "SHARP_ENTROPY_FRACTION",
     "SINK_MASS_FLAG",
     "SINK_UNIFORM_FACTOR",
     "HeadDiagnostics",
     "diagnose_head",
 ]
 
-#: Flag "saturated" when more than this share of the rows (over batch entries) is saturated.
+# The flags' thresholds, in one place. "Healthy" below means q and k with independent N(0, 1)
+# components at the model's c = 1/√d_k: logits of variance 1, whose mean row entropy is about
+# ln m − 1/2 for m visible keys, i.e. 0.85-0.92 of the uniform entropy for n = 32..512
+# (tests/engine/test_head_faults.py measures the false-flag rate on 1,000 such heads).
+
+#: "saturated": more than this share of the rows that see two or more keys has p_max > 0.99
+#: (``SATURATION_THRESHOLD``): the head is one-hot for most queries, its gradient vanishes.
 SATURATED_SHARE_FLAG = 0.5
-#: Flag "sink" when the mean weight on key 0 exceeds this ...
+#: "sharp": mean entropy below this fraction of the uniform entropy, without being saturated.
+#: A healthy head sits at 0.85-0.92; q or k grown ×6 (logit std 6) sits at 0.19-0.24.
+SHARP_ENTROPY_FRACTION = 0.5
+#: "sink": mean weight on key 0 above this ...
 SINK_MASS_FLAG = 0.5
-#: ... and also exceeds this many times the uniform weight 1/n.
+#: ... and above this many times its uniform value (the mean of 1/m over the rows).
 SINK_UNIFORM_FACTOR = 5.0
-#: Flag "near-uniform" when the mean row entropy exceeds this fraction of ln n.
+#: "near-uniform": mean entropy above this fraction of the uniform entropy. Healthy heads stay
+#: below 0.93 up to n = 512; q or k shrunk ×10 reach 0.999.
 NEAR_UNIFORM_ENTROPY_FRACTION = 0.95
+
+#: The flags, in the order a head lists them.
+FLAGS = ("saturated", "sharp", "sink", "near-uniform")
+#: Every flag's threshold by name (for documentation and the window's tooltips).
+FLAG_THRESHOLDS = {
+    "saturated_share": SATURATED_SHARE_FLAG,
+    "sharp_entropy_fraction": SHARP_ENTROPY_FRACTION,
+    "sink_mass": SINK_MASS_FLAG,
+    "sink_uniform_factor": SINK_UNIFORM_FACTOR,
+    "near_uniform_entropy_fraction": NEAR_UNIFORM_ENTROPY_FRACTION,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,21 +99,27 @@ class HeadDiagnostics:
     logit_std, max_abs_logit
         Population standard deviation and largest magnitude of the unmasked logits.
     logit_std_theory
-        The √d_k law's prediction of ``logit_std`` from the spread of q and k.
+        The √d_k law's prediction of ``logit_std`` from the spread of q and k (NaN when the
+        scale differs by row, as for ``log_n`` / ``ssmax`` under the causal mask).
     entropy_mean
         Mean row entropy of the softmax weights, in nats.
     entropy_uniform
-        ln n, the entropy of uniform weights over n keys.
-    entropy_zhai_bound
+        The mean over rows of ln m (m: the keys the row sees): the entropy of uniform weights;
+        ln n without a mask.
+    entropy_floor_at_norm
         Mean over query rows of the least entropy a row with the same centred-logit norm can
-        have (Zhai et al. 2023); ``entropy_mean`` is never below it.
+        have (the extremal bound of Zhai et al. 2023 at the row's own logits);
+        ``entropy_mean`` is never below it.
     p_max_mean, saturated_share, sink_mass
-        Mean largest weight, share of rows with largest weight > ``SATURATION_THRESHOLD``, mean
-        weight on key 0.
+        Mean largest weight, share of the rows that see two or more keys whose largest weight
+        exceeds ``SATURATION_THRESHOLD``, mean weight on key 0.
+    sink_uniform
+        The mean over rows of 1/m: ``sink_mass`` of uniform weights (1/n without a mask).
     rho
-        Pearson correlation of q and k flattened (NaN when either is constant).
+        Correlation of matching q and k components, each centred over the tokens first (NaN
+        when q or k does not vary over the tokens).
     flags
-        Subset of ("saturated", "sink", "near-uniform"), in that order.
+        Subset of :data:`FLAGS` ("saturated", "sharp", "sink", "near-uniform"), in that order.
     """
 
     n: int
@@ -97,10 +133,11 @@ class HeadDiagnostics:
     max_abs_logit: float
     entropy_mean: float
     entropy_uniform: float
-    entropy_zhai_bound: float
+    entropy_floor_at_norm: float
     p_max_mean: float
     saturated_share: float
     sink_mass: float
+    sink_uniform: float
     rho: float
     flags: tuple[str, ...]
 
@@ -112,14 +149,15 @@ class HeadDiagnostics:
         return self.logit_std / theory if theory > 0 else math.nan
 
     @property
-    def entropy_above_zhai(self) -> float:
-        """``entropy_mean − entropy_zhai_bound`` (nats, ≥ 0): 0 when every row is as peaked as
-        the norm of its logits allows."""
-        return self.entropy_mean - self.entropy_zhai_bound
+    def entropy_above_floor(self) -> float:
+        """``entropy_mean − entropy_floor_at_norm`` (nats, ≥ 0): 0 when every row is as peaked
+        as the norm of its logits allows."""
+        return self.entropy_mean - self.entropy_floor_at_norm
 
     @property
     def entropy_fraction(self) -> float:
-        """``entropy_mean / ln n``: 0 for one-hot rows, 1 for uniform ones (NaN at n = 1)."""
+        """``entropy_mean / entropy_uniform``: 0 for one-hot rows, 1 for uniform ones over the
+        keys each row sees (NaN at n = 1)."""
         return self.entropy_mean / self.entropy_uniform if self.entropy_uniform > 0 else math.nan
 
 
@@ -137,12 +175,19 @@ def _check_qk(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return q, k
 
 
-def _pearson(x: np.ndarray, y: np.ndarray) -> float:
-    """Pearson correlation of two flattened arrays; NaN when either has zero variance."""
-    xc = x.ravel() - x.mean()
-    yc = y.ravel() - y.mean()
-    denom = math.sqrt(float(xc @ xc) * float(yc @ yc))
-    return float(xc @ yc) / denom if denom > 0 else math.nan
+def _component_correlation(q: np.ndarray, k: np.ndarray) -> float:
+    """Correlation of matching components of (batch, n, d) q and k, each component centred
+    over the tokens of its batch entry first; NaN when q or k does not vary over the tokens.
+
+    This is the explorer's ρ (k = ρq + √(1−ρ²)ξ per component): a mean direction shared by
+    every q and k (q_i = μ + e_i, k_i = μ + f_i) is not a correlation of q and k and is
+    removed by the centring, where a pooled Pearson correlation would count it.
+    """
+    qc = q - q.mean(axis=1, keepdims=True)
+    kc = k - k.mean(axis=1, keepdims=True)
+    cross = float(np.einsum("bnd,bnd->", qc, kc))
+    denom = math.sqrt(float(np.einsum("bnd,bnd->", qc, qc)) * float(np.einsum("bnd,bnd->", kc, kc)))
+    return cross / denom if denom > 0 else math.nan
 
 
 def diagnose_head(
@@ -190,19 +235,22 @@ def diagnose_head(
           entries, and a = 1 except for ``softcap``, where a = cap and the law predicts the
           spread *before* the cap (the cap only shrinks it). It is the std of a sum of d_k
           products of independent zero-mean components; it ignores the mean of q and k and
-          their correlation, which is why it is a reference, not an identity.
-        * ``entropy_mean``: mean of −Σ_j p_ij ln p_ij (nats); ``entropy_uniform`` = ln n;
-          ``entropy_zhai_bound``: mean of the rows' Zhai bounds H_min(m_i, ‖z_i − z̄_i‖₂),
-          with m_i the row's visible keys and z_i its logits over them.
-        * ``p_max_mean``: mean of max_j p_ij; ``saturated_share``: share of rows with
-          max_j p_ij > ``SATURATION_THRESHOLD``; ``sink_mass``: mean of p_i0.
-        * ``rho``: Pearson correlation between q and k flattened over batch, rows and
-          components (component m of query i paired with component m of key i), i.e. the
-          correlation of matching components. NaN if q or k is constant.
-        * ``flags``: "saturated" if saturated_share > ``SATURATED_SHARE_FLAG``; "sink" if
-          sink_mass > ``SINK_MASS_FLAG`` and > ``SINK_UNIFORM_FACTOR``/n; "near-uniform" if
-          entropy_mean > ``NEAR_UNIFORM_ENTROPY_FRACTION``·ln n. The references 1/n and ln n
-          are those of uniform weights over all n keys, also under the causal mask.
+          their correlation, which is why it is a reference, not an identity. It uses the
+          head's own spread of q and k, so a q or k grown by a factor grows the law too: the
+          ratio tests the law's form, not the size of the logits. NaN when c differs by row.
+        * ``entropy_mean``: mean of −Σ_j p_ij ln p_ij (nats); ``entropy_uniform``: mean of
+          ln m_i, with m_i the keys row i sees; ``entropy_floor_at_norm``: mean of the rows'
+          floors H_min(m_i, ‖z_i − z̄_i‖₂), z_i the row's logits over its visible keys.
+        * ``p_max_mean``: mean of max_j p_ij; ``saturated_share``: share of the rows with
+          m_i ≥ 2 whose max_j p_ij > ``SATURATION_THRESHOLD``; ``sink_mass``: mean of p_i0,
+          ``sink_uniform`` the mean of 1/m_i.
+        * ``rho``: the correlation of component m of query i with component m of key i over
+          batch, rows and components, each component centred over the tokens first.
+        * ``flags`` (thresholds: :data:`FLAG_THRESHOLDS`): "saturated" if saturated_share >
+          ``SATURATED_SHARE_FLAG``; "sharp" if not saturated and entropy_mean <
+          ``SHARP_ENTROPY_FRACTION``·entropy_uniform; "sink" if sink_mass >
+          ``SINK_MASS_FLAG`` and > ``SINK_UNIFORM_FACTOR``·sink_uniform; "near-uniform" if
+          entropy_mean > ``NEAR_UNIFORM_ENTROPY_FRACTION``·entropy_uniform.
 
     Raises
     ------
@@ -292,31 +340,43 @@ def _diagnose(
         max_abs = max(max_abs, tile_max_abs)
     # H = −Σ p (z − ln S) = ln S − Σ e·z / S.
     entropy_rows = np.log(rowsum) - weighted / rowsum
-    # Norm of each row's centred visible logits (masked entries of z are 0).
+    # The keys each row sees: every reference below is that of uniform weights over them.
     visible = np.full(n, float(n))
     if plan.causal_offset is not None:  # (a single query sees every key: no mask)
         visible = np.minimum(np.arange(n) + 1.0 + plan.causal_offset, n)
+    # Norm of each row's centred visible logits (masked entries of z are 0).
     centred_sq = z_sq - z_sum * z_sum / visible
-    zhai = zhai_min_entropy_rows(visible, np.sqrt(np.maximum(centred_sq, 0.0)))
+    floor = zhai_min_entropy_rows(visible, np.sqrt(np.maximum(centred_sq, 0.0)))
     p_max = 1.0 / rowsum
     entropy_mean = block_moments(entropy_rows)[1]
+    masked = plan.causal_offset is not None
+    entropy_uniform = block_moments(np.log(visible))[1] if masked else math.log(n)
     sink_mass = block_moments(first / rowsum)[1]
-    saturated_share = int(np.count_nonzero(p_max > SATURATION_THRESHOLD)) / (batch * n)
-    ln_n = math.log(n)
+    sink_uniform = block_moments(1.0 / visible)[1] if masked else 1.0 / n
+    # A row that sees one key is one-hot whatever the head does: it says nothing of saturation.
+    choosing = visible >= 2
+    rows = int(np.count_nonzero(choosing)) * batch
+    saturated = (p_max[:, choosing] if rows else p_max) > SATURATION_THRESHOLD
+    saturated_share = int(np.count_nonzero(saturated)) / (rows or batch * n)
     flags = []
     if saturated_share > SATURATED_SHARE_FLAG:
         flags.append("saturated")
-    if sink_mass > SINK_MASS_FLAG and sink_mass > SINK_UNIFORM_FACTOR / n:
+    elif entropy_mean < SHARP_ENTROPY_FRACTION * entropy_uniform:
+        flags.append("sharp")
+    if sink_mass > SINK_MASS_FLAG and sink_mass > SINK_UNIFORM_FACTOR * sink_uniform:
         flags.append("sink")
-    if entropy_mean > NEAR_UNIFORM_ENTROPY_FRACTION * ln_n:
+    if entropy_mean > NEAR_UNIFORM_ENTROPY_FRACTION * entropy_uniform:
         flags.append("near-uniform")
+    scales = np.ravel(plan.scale)
     return HeadDiagnostics(
         n=n, d_k=d_k, batch=batch, rule=plan.rule.value if replay else None,
         # A per-row c (log_n / ssmax, causal) is reported as that of the last row (all n keys).
-        scale=float(np.ravel(plan.scale)[-1]),
-        causal=bool(causal), logit_std=moments.std, logit_std_theory=theory,
-        max_abs_logit=max_abs, entropy_mean=entropy_mean, entropy_uniform=ln_n,
-        entropy_zhai_bound=block_moments(zhai)[1],
+        scale=float(scales[-1]),
+        causal=bool(causal), logit_std=moments.std,
+        # With c varying by row the logits mix spreads: no single law predicts their std.
+        logit_std_theory=theory if np.all(scales == scales[0]) else math.nan,
+        max_abs_logit=max_abs, entropy_mean=entropy_mean, entropy_uniform=entropy_uniform,
+        entropy_floor_at_norm=block_moments(floor)[1],
         p_max_mean=block_moments(p_max)[1], saturated_share=saturated_share, sink_mass=sink_mass,
-        rho=_pearson(q, k), flags=tuple(flags),
+        sink_uniform=sink_uniform, rho=_component_correlation(q, k), flags=tuple(flags),
     )

@@ -24,7 +24,7 @@ __all__ = ["COLUMNS", "inspect_command", "report_row"]
 #: The CSV columns, in order.
 COLUMNS = (
     "layer", "head", "n", "d_k", "rule", "scale", "causal", "logit_std", "logit_std_theory",
-    "max_abs_logit", "entropy_mean", "entropy_uniform", "entropy_zhai_bound", "p_max_mean",
+    "max_abs_logit", "entropy_mean", "entropy_uniform", "entropy_floor_at_norm", "p_max_mean",
     "saturated_share", "sink_mass", "rho", "flags",
 )
 
@@ -34,7 +34,7 @@ def report_row(layer: int, head: int, diag: HeadDiagnostics) -> list[Any]:
     return [
         layer, head, diag.n, diag.d_k, diag.rule or "file", repr(diag.scale), int(diag.causal),
         repr(diag.logit_std), repr(diag.logit_std_theory), repr(diag.max_abs_logit),
-        repr(diag.entropy_mean), repr(diag.entropy_uniform), repr(diag.entropy_zhai_bound),
+        repr(diag.entropy_mean), repr(diag.entropy_uniform), repr(diag.entropy_floor_at_norm),
         repr(diag.p_max_mean), repr(diag.saturated_share), repr(diag.sink_mass), repr(diag.rho),
         ";".join(diag.flags),
     ]

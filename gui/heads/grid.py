@@ -24,7 +24,7 @@ from gui.kit.i18n import translate
 __all__ = ["HeadsGrid"]
 
 #: Flag -> the letter marking it in a grid cell.
-_FLAG_LETTER = {"saturated": "S", "sink": "K", "near-uniform": "U"}
+_FLAG_LETTER = {"saturated": "S", "sharp": "P", "sink": "K", "near-uniform": "U"}
 #: Pixels between two replay panels, and between a title and the image above it.
 _REPLAY_MARGIN_PX = 8.0
 #: Largest grid for which every cell gets its letters (beyond, only the table lists flags).
@@ -89,7 +89,9 @@ class HeadsGrid(pg.GraphicsLayoutWidget):
         finite = values[np.isfinite(values)]
         levels = metric.levels
         if levels is None:
-            low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+            # From 0: heads of nearly equal value must not look different.
+            low, high = ((min(0.0, float(finite.min())), float(finite.max())) if finite.size
+                         else (0.0, 1.0))
             levels = (low, high if high > low else low + 1.0)
         self.grid_image.setImage(values, autoLevels=False, levels=levels)
         self.colorbar.setLevels(levels)

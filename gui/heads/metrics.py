@@ -14,7 +14,8 @@ __all__ = ["FLAG_TEXT", "METRICS", "Metric", "flag_text", "metric_by_key"]
 @dataclasses.dataclass(frozen=True)
 class Metric:
     """One diagnostic: its attribute of :class:`HeadDiagnostics`, its label (marked for
-    translation in the ``HeadsView`` context) and its colour range (None: the data's range)."""
+    translation in the ``HeadsView`` context) and its colour range (None: from 0, or the
+    data's least value if negative, to the data's largest)."""
 
     key: str
     label: str
@@ -35,37 +36,48 @@ class Metric:
         return translate("HeadsView", self.tooltip)
 
 
+#: The first is the grid's default colour: every flag shows in it (saturated and sharp heads
+#: near 0, near-uniform ones near 1, a sink pulls a head's entropy down).
 METRICS: tuple[Metric, ...] = (
-    Metric("logit_std_ratio", QT_TRANSLATE_NOOP("HeadsView", "logit std ÷ √d_k law"),
-           QT_TRANSLATE_NOOP("HeadsView", "std of c·q·k over the unmasked logits, divided by "
-                             "the law's √d_k·σ(c·q)·σ(k); 1 means the head follows the law"),
-           None),
+    Metric("entropy_fraction", QT_TRANSLATE_NOOP("HeadsView", "entropy ÷ uniform"),
+           QT_TRANSLATE_NOOP("HeadsView", "mean row entropy divided by that of uniform weights "
+                             "over the keys each row sees (ln n without a mask; row i of a "
+                             "causal head sees i + 1 keys): 0 one-hot, 1 uniform"), (0.0, 1.0)),
+    Metric("logit_std", QT_TRANSLATE_NOOP("HeadsView", "logit std"),
+           QT_TRANSLATE_NOOP("HeadsView", "std of the unmasked logits at the model's own scale "
+                             "(about 1 for a healthy head at 1/√d_k; a grown q or k shows "
+                             "here)"), None),
     Metric("max_abs_logit", QT_TRANSLATE_NOOP("HeadsView", "max |logit|"),
            QT_TRANSLATE_NOOP("HeadsView", "largest unmasked |c·q·k| over all rows and batch "
                              "entries"), None),
-    Metric("entropy_fraction", QT_TRANSLATE_NOOP("HeadsView", "entropy ÷ ln n"),
-           QT_TRANSLATE_NOOP("HeadsView", "mean row entropy divided by ln n: 0 one-hot, "
-                             "1 uniform"), (0.0, 1.0)),
-    Metric("entropy_above_zhai", QT_TRANSLATE_NOOP("HeadsView", "entropy − Zhai bound"),
-           QT_TRANSLATE_NOOP("HeadsView", "mean row entropy minus the least entropy a row "
-                             "with the same logit norm ‖z − z̄‖ can have (Zhai et al. 2023), "
-                             "in nats; 0: rows as peaked as their logits allow"), None),
     Metric("p_max_mean", QT_TRANSLATE_NOOP("HeadsView", "mean p_max"),
            QT_TRANSLATE_NOOP("HeadsView", "mean over query rows of the largest weight"),
            (0.0, 1.0)),
     Metric("saturated_share", QT_TRANSLATE_NOOP("HeadsView", "saturated share"),
-           QT_TRANSLATE_NOOP("HeadsView", "share of query rows with p_max > 0.99"),
-           (0.0, 1.0)),
+           QT_TRANSLATE_NOOP("HeadsView", "share of the query rows that see two or more keys "
+                             "with p_max > 0.99"), (0.0, 1.0)),
     Metric("sink_mass", QT_TRANSLATE_NOOP("HeadsView", "sink mass"),
            QT_TRANSLATE_NOOP("HeadsView", "mean weight on token 0"), (0.0, 1.0)),
+    Metric("logit_std_ratio", QT_TRANSLATE_NOOP("HeadsView", "logit std ÷ √d_k law"),
+           QT_TRANSLATE_NOOP("HeadsView", "std of c·q·k over the unmasked logits, divided by "
+                             "the law's √d_k·σ(c·q)·σ(k) from the head's own spread of q and "
+                             "k: tests whether the logits are sums of independent products "
+                             "(1: they are), not whether they are large: a grown q or k grows "
+                             "the law too"), (0.0, 2.0)),
+    Metric("entropy_above_floor", QT_TRANSLATE_NOOP("HeadsView", "entropy − floor at norm"),
+           QT_TRANSLATE_NOOP("HeadsView", "mean row entropy minus the least entropy a row "
+                             "with the same logit norm ‖z − z̄‖ can have (the extremal bound "
+                             "of Zhai et al. 2023), in nats; 0: rows as peaked as their "
+                             "logits allow"), None),
     Metric("rho", QT_TRANSLATE_NOOP("HeadsView", "ρ(q, k)"),
-           QT_TRANSLATE_NOOP("HeadsView", "correlation of matching q and k components, "
-                             "estimated from the data"), (-1.0, 1.0)),
+           QT_TRANSLATE_NOOP("HeadsView", "correlation of matching q and k components, each "
+                             "centred over the tokens first (the explorer's ρ)"), (-1.0, 1.0)),
 )
 
 #: Flag -> its name in the table (marked for translation).
 FLAG_TEXT: dict[str, str] = {
     "saturated": QT_TRANSLATE_NOOP("HeadsView", "saturated"),
+    "sharp": QT_TRANSLATE_NOOP("HeadsView", "sharp"),
     "sink": QT_TRANSLATE_NOOP("HeadsView", "sink"),
     "near-uniform": QT_TRANSLATE_NOOP("HeadsView", "near-uniform"),
 }

@@ -54,7 +54,9 @@ def flagged_text(records: tuple[HeadRecord, ...], *, done: bool) -> str:
     text = translate("HeadsView", "Flagged heads ({0}): {1}").format(len(flagged), shown)
     if more > 0:
         text += " " + translate("HeadsView", "and {0} more (sort the flags column).").format(more)
-    return text + " " + translate("HeadsView", "Grid letters: S saturated, K sink, U near-uniform.")
+    # On a line of its own: run on after the list, the legend read as one more flagged head.
+    return text + "\n" + translate(
+        "HeadsView", "Grid letters: S saturated, P sharp, K sink, U near-uniform.")
 
 
 def replay_title(message: ReplayReady) -> str:

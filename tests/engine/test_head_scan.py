@@ -137,8 +137,8 @@ def test_the_zhai_bound_is_below_the_entropy_and_attained_by_extremal_rows(causa
     for scale in (0.1, 1.0, 8.0):
         q, k = scale * rng.standard_normal((2, 16, 8)), rng.standard_normal((2, 16, 8))
         d = diagnose_head(q, k, causal=causal)
-        assert d.entropy_zhai_bound <= d.entropy_mean + 1e-12
-        assert d.entropy_above_zhai == d.entropy_mean - d.entropy_zhai_bound
+        assert d.entropy_floor_at_norm <= d.entropy_mean + 1e-12
+        assert d.entropy_above_floor == d.entropy_mean - d.entropy_floor_at_norm
     # Keys: key 0 along e_0, every other key 0: each query e_0·a scores a on key 0, 0 elsewhere.
     n, a = 12, 3.0
     k = np.zeros((1, n, 4))
@@ -147,10 +147,10 @@ def test_the_zhai_bound_is_below_the_entropy_and_attained_by_extremal_rows(causa
     q[0, :, 0] = a
     d = diagnose_head(q, k, scale=1.0)
     sigma = a * np.sqrt((n - 1) / n)  # norm of the centred row (a, 0, …, 0)
-    assert d.entropy_zhai_bound == pytest.approx(zhai_min_entropy(n, sigma), rel=1e-12)
-    assert d.entropy_mean == pytest.approx(d.entropy_zhai_bound, rel=1e-12)
+    assert d.entropy_floor_at_norm == pytest.approx(zhai_min_entropy(n, sigma), rel=1e-12)
+    assert d.entropy_mean == pytest.approx(d.entropy_floor_at_norm, rel=1e-12)
     uniform = diagnose_head(q, np.ones((1, n, 4)), scale=1.0, causal=causal)
-    assert uniform.entropy_above_zhai == pytest.approx(0.0, abs=1e-12)
+    assert uniform.entropy_above_floor == pytest.approx(0.0, abs=1e-12)
 
 
 def test_a_long_head_is_cancelled_inside_and_diagnosed_in_tiles(tmp_path, monkeypatch) -> None:
@@ -179,7 +179,7 @@ def test_a_long_head_is_cancelled_inside_and_diagnosed_in_tiles(tmp_path, monkey
     with monkeypatch.context() as patch:
         patch.setattr(tiled, "TILE_BYTES", 8 * 2048 * 2048)  # one tile of every row
         whole = diagnose_head(q, k, causal=True)
-    for name in ("logit_std", "max_abs_logit", "entropy_mean", "entropy_zhai_bound",
+    for name in ("logit_std", "max_abs_logit", "entropy_mean", "entropy_floor_at_norm",
                  "p_max_mean", "saturated_share", "sink_mass"):
         assert getattr(tiles, name) == pytest.approx(getattr(whole, name), rel=1e-12)
 

@@ -113,7 +113,9 @@ def test_rho_recovers_a_planted_correlation(rho: float) -> None:
     k = rho * q + math.sqrt(1 - rho**2) * rng.standard_normal(q.shape)
     diag = diagnose_head(q, k)
     assert diag.rho == pytest.approx(rho, abs=5.0 * (1 - rho**2) / math.sqrt(q.size) + 1e-9)
-    assert diag.rho == pytest.approx(np.corrcoef(q.ravel(), k.ravel())[0, 1], rel=1e-12)
+    centred_q, centred_k = (a - a.mean(axis=1, keepdims=True) for a in (q, k))
+    assert diag.rho == pytest.approx(
+        np.corrcoef(centred_q.ravel(), centred_k.ravel())[0, 1], rel=1e-12)
 
 
 # n = 600: float64 tiles of 109 rows, each computing only the keys its rows may see.
@@ -143,7 +145,7 @@ def test_causal_mask_counts_only_visible_logits(n: int) -> None:
     beta = np.exp(-sigma * np.sqrt(m / np.maximum(m - 1.0, 1.0)))
     bounds = np.where(m > 1, np.log1p((m - 1.0) * beta)
                       + sigma * np.sqrt(m * (m - 1.0)) * beta / (1.0 + (m - 1.0) * beta), 0.0)
-    assert diag.entropy_zhai_bound == pytest.approx(np.mean(bounds), rel=1e-10)
+    assert diag.entropy_floor_at_norm == pytest.approx(np.mean(bounds), rel=1e-10)
     # The mask changes what is counted: the full-matrix std differs.
     full = diagnose_head(q, k, scale=c)
     assert full.logit_std == pytest.approx(np.std(logits), rel=1e-12)
@@ -363,7 +365,7 @@ def test_inspect_reads_a_real_file_end_to_end(tmp_path, capsys, suffix) -> None:
         assert float(row["scale"]) == 0.5 and row["causal"] == "1"
         # Every number is written as a plain float literal (repr of a Python float).
         for column in ("logit_std", "logit_std_theory", "max_abs_logit", "entropy_mean",
-                       "entropy_uniform", "entropy_zhai_bound", "p_max_mean",
+                       "entropy_uniform", "entropy_floor_at_norm", "p_max_mean",
                        "saturated_share", "sink_mass", "rho"):
             assert float(row[column]) == pytest.approx(getattr(expected, column), rel=1e-9)
             assert type(getattr(expected, column)) is float
@@ -412,7 +414,7 @@ def test_a_head_of_one_token(causal: bool) -> None:
     k = np.array([[[3.0, 1.0]], [[2.0, 2.0]]])
     diag = diagnose_head(q, k, scale=1.0, causal=causal, rule=None)
     assert (diag.n, diag.batch) == (1, 2)
-    assert diag.p_max_mean == 1.0 and diag.entropy_mean == 0.0 == diag.entropy_zhai_bound
+    assert diag.p_max_mean == 1.0 and diag.entropy_mean == 0.0 == diag.entropy_floor_at_norm
     assert diag.sink_mass == 1.0 and diag.max_abs_logit == 5.0
     assert diag.logit_std == pytest.approx(np.std([5.0, -1.0]), rel=1e-15)
     replayed = diagnose_head(q, k, rule="ssmax", causal=causal)

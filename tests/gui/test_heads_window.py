@@ -144,8 +144,9 @@ def test_help_open_sample_tensors_shows_the_shipped_trained_heads(window) -> Non
     header, rows = view.data_table()
     flagged = {(row[header.index("layer")], row[header.index("head")]):
                row[header.index("flags")] for row in rows}
-    # The sample's unscaled run (layer 0) saturates; QK-norm (layer 2) does not.
-    assert flagged[(0, 0)] == "saturated" and flagged[(2, 0)] == ""
+    # The sample's unscaled run (layer 0) saturates; QK-norm (layer 2), trained to retrieve
+    # one token, is sharp (entropy 0.2 of uniform) but not one-hot.
+    assert flagged[(0, 0)] == "saturated" and flagged[(2, 0)] == "sharp"
     assert "L0 H0 (saturated)" in view.flagged_text()
     layer_names = [view.table.model().index(row, 0).data() for row in range(3)]
     assert layer_names[0].startswith("0 · ") and "none" in layer_names[0].lower()
