@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from engine.core.memory import MemoryBudgetError, check_memory
-from engine.io.files import atomic_output, write_bytes_atomic
+from engine.io.files import atomic_output, describe_os_error, write_bytes_atomic
 from engine.io.readers import Source, TensorFileError, decode_json_array, open_source
 
 __all__ = ["FORMAT_VERSION", "TensorFile", "TensorFileError", "load_tensors", "write_tensors"]
@@ -35,6 +36,18 @@ __all__ = ["FORMAT_VERSION", "TensorFile", "TensorFileError", "load_tensors", "w
 FORMAT_VERSION = 1
 
 _ALLOWED_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+# Bounds on what a file may declare, checked before anything is read: a small file can
+# claim gigabytes of text (a 1 MB `tokens` declared 2^28 long took 3.2 GB), and a long layer
+# name was drawn into every label (100,000 characters: 5.4 GB in the window).
+#: Largest ``meta`` (and JSON ``tokens``) text, in bytes.
+MAX_JSON_BYTES = 1 << 20
+#: Longest token, and longest layer name, in characters.
+MAX_TOKEN_CHARS = 1000
+MAX_NAME_CHARS = 200
+#: Largest |scale| and cap: logits c·q·k stay far from float64's range for any finite
+#: float32 q and k (real models use c ≈ 0.02-1 and caps of 30-50).
+MAX_SCALE = MAX_CAP = 1e6
 _LAYER_NAME = re.compile(r"^layer(\d+)\.([qkv])$")
 
 
@@ -72,6 +85,10 @@ class TensorFile:
     dtype: str
     tokens: tuple[str, ...] | None
     meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    # The reader load_tensors opened: heads are read through it, not by re-opening the file
+    # (which re-parsed every array header per head: 25 s for a file of 500 tiny layers).
+    _source: Source | None = field(default=None, repr=False, compare=False)
+    _identity: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def scale(self) -> float:
@@ -124,9 +141,29 @@ class TensorFile:
         if not 0 <= head < self.heads:
             raise TensorFileError(f"head {head} is out of range (the file has {self.heads})")
         _check_head_memory(self.batch, self.n, self.d_k)
-        _, source = open_source(self.path)
-        return (_read_head(source, f"layer{layer}.q", head, self.batch),
-                _read_head(source, f"layer{layer}.k", head, self.batch))
+        source = self._source
+        if source is None or _identity(self.path) != self._identity:
+            # Replaced on disk since it was opened: read what the file holds now.
+            _, source = open_source(self.path)
+        try:
+            return (_read_head(source, f"layer{layer}.q", head, self.batch),
+                    _read_head(source, f"layer{layer}.k", head, self.batch))
+        except OSError as exc:  # the file changed or vanished since it was opened
+            raise TensorFileError(
+                f"{self.path.name}: cannot read layer {layer}, head {head}: "
+                f"{describe_os_error(exc)}") from exc
+        except TensorFileError as exc:
+            raise _named(self.path, exc) from exc
+
+
+def _identity(path: Path) -> tuple[int, ...] | None:
+    """What changes when a file is rewritten or replaced (a folder: its .npy files)."""
+    try:
+        files = sorted(path.glob("*.npy")) if path.is_dir() else [path]
+        return tuple(v for f in files for st in [f.stat()]
+                     for v in (st.st_ino, st.st_size, st.st_mtime_ns))
+    except OSError:
+        return None
 
 
 def _check_head_memory(batch: int, n: int, d_k: int) -> None:
@@ -230,6 +267,14 @@ def _check_geometry(
 
 
 def _json_field(source: Source, key: str) -> Any:
+    if key in source.info:
+        shape, dtype = source.info[key]
+        size = math.prod(shape) * dtype.itemsize
+    else:
+        size = len(source.text.get(key, "").encode("utf-8"))
+    if size > MAX_JSON_BYTES:
+        raise TensorFileError(f"array '{key}': {size} bytes of JSON text, more than "
+                              f"{MAX_JSON_BYTES} bytes")
     try:
         if key in source.info:
             return decode_json_array(key, source.read_all(key))
@@ -237,6 +282,11 @@ def _json_field(source: Source, key: str) -> Any:
             return json.loads(source.text[key])
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise TensorFileError(f"array '{key}': not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise TensorFileError(f"array '{key}': JSON nested too deeply") from None
+    except ValueError:  # Python reads integers of at most sys.get_int_max_str_digits()
+        raise TensorFileError(f"array '{key}': its JSON holds an integer of more than "
+                              f"{sys.get_int_max_str_digits()} digits") from None
     return None
 
 
@@ -244,8 +294,19 @@ def _parse_tokens(source: Source, n: int) -> tuple[str, ...] | None:
     if "tokens" in source.info:
         shape, dtype = source.info["tokens"]
         if dtype.kind in "US" and len(shape) == 1:
+            if shape[0] != n:  # before reading: the declared length may be huge
+                raise TensorFileError(f"array 'tokens': {shape[0]} tokens, but n = {n}")
+            chars = dtype.itemsize // (4 if dtype.kind == "U" else 1)
+            if chars > MAX_TOKEN_CHARS:
+                raise TensorFileError(f"array 'tokens': tokens of up to {chars} characters; "
+                                      f"at most {MAX_TOKEN_CHARS} are read")
             arr = source.read_all("tokens")
-            tokens: Any = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in arr]
+            try:
+                tokens: Any = [t.decode("utf-8") if isinstance(t, bytes) else str(t)
+                               for t in arr]
+            except UnicodeDecodeError as exc:
+                raise TensorFileError(f"array 'tokens': not UTF-8 text ({exc.reason} at byte "
+                                      f"{exc.start})") from None
         else:
             tokens = _json_field(source, "tokens")
     else:
@@ -256,6 +317,10 @@ def _parse_tokens(source: Source, n: int) -> tuple[str, ...] | None:
         raise TensorFileError("array 'tokens': expected a list of strings")
     if len(tokens) != n:
         raise TensorFileError(f"array 'tokens': {len(tokens)} tokens, but n = {n}")
+    longest = max(map(len, tokens), default=0)
+    if longest > MAX_TOKEN_CHARS:
+        raise TensorFileError(f"array 'tokens': a token of {longest} characters; at most "
+                              f"{MAX_TOKEN_CHARS} are read")
     return tuple(tokens)
 
 
@@ -265,8 +330,8 @@ def _parse_meta(source: Source) -> Mapping[str, Any]:
         return MappingProxyType({})
     if not isinstance(meta, dict):
         raise TensorFileError(f"array 'meta': expected a JSON object, got {type(meta).__name__}")
-    _check_number(meta, "scale", "'scale'", positive=False)
-    _check_number(meta, "cap", "'cap'", positive=True)
+    _check_number(meta, "scale", "'scale'", positive=False, limit=MAX_SCALE)
+    _check_number(meta, "cap", "'cap'", positive=True, limit=MAX_CAP)
     layers = meta.get("layers")
     if layers is not None:
         if not isinstance(layers, dict):
@@ -274,19 +339,29 @@ def _parse_meta(source: Source) -> Mapping[str, Any]:
         for key, entry in layers.items():
             if not isinstance(entry, dict):
                 raise TensorFileError(f"array 'meta': 'layers.{key}' must be an object")
-            _check_number(entry, "scale", f"'layers.{key}.scale'", positive=False)
-            _check_number(entry, "cap", f"'layers.{key}.cap'", positive=True)
+            _check_number(entry, "scale", f"'layers.{key}.scale'", positive=False,
+                          limit=MAX_SCALE)
+            _check_number(entry, "cap", f"'layers.{key}.cap'", positive=True, limit=MAX_CAP)
+            name = entry.get("name")
+            if name is not None and len(str(name)) > MAX_NAME_CHARS:
+                raise TensorFileError(f"array 'meta': 'layers.{key}.name' has "
+                                      f"{len(str(name))} characters; at most {MAX_NAME_CHARS}")
     return MappingProxyType(meta)
 
 
-def _check_number(owner: Mapping[str, Any], key: str, label: str, *, positive: bool) -> None:
+def _check_number(owner: Mapping[str, Any], key: str, label: str, *, positive: bool,
+                  limit: float) -> None:
     value = owner.get(key)
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise TensorFileError(f"array 'meta': {label} must be a finite number, got {value!r}")
+        raise TensorFileError(f"array 'meta': {label} must be a finite number, got "
+                              f"{str(value)[:40]}")
     if positive and value <= 0:
         raise TensorFileError(f"array 'meta': {label} must be > 0, got {value!r}")
+    if abs(value) > limit:
+        raise TensorFileError(f"array 'meta': {label} = {value:g} is beyond ±{limit:g}, "
+                              "far outside what a model uses")
 
 
 def load_tensors(path: str | Path, *, check_finite: bool = True) -> TensorFile:
@@ -313,18 +388,33 @@ def load_tensors(path: str | Path, *, check_finite: bool = True) -> TensorFile:
         not a JSON object, or one head too large for the memory budget.
     """
     path = Path(path)
-    fmt, source = open_source(path)
-    layers = _parse_layers(source)
-    batch, heads, n, d_k, dtype = _check_geometry(source, layers)
-    tokens = _parse_tokens(source, n)
-    meta = _parse_meta(source)
-    _check_head_memory(batch, n, d_k)
-    if check_finite:
-        for parts in layers.values():
-            for name in (parts["q"], parts["k"]):
-                _check_finite(source, name, heads)
+    identity = _identity(path)
+    try:
+        fmt, source = open_source(path)
+        layers = _parse_layers(source)
+        batch, heads, n, d_k, dtype = _check_geometry(source, layers)
+        tokens = _parse_tokens(source, n)
+        meta = _parse_meta(source)
+        _check_head_memory(batch, n, d_k)
+        if check_finite:
+            for parts in layers.values():
+                for name in (parts["q"], parts["k"]):
+                    _check_finite(source, name, heads)
+    except TensorFileError as exc:
+        raise _named(path, exc) from exc
+    except OSError as exc:  # a read that failed after the file was opened
+        raise TensorFileError(f"{path.name}: cannot read it: {describe_os_error(exc)}") from exc
     return TensorFile(path=path, format=fmt, layers=tuple(sorted(layers)), heads=heads, n=n,
-                      d_k=d_k, batch=batch, dtype=dtype, tokens=tokens, meta=meta)
+                      d_k=d_k, batch=batch, dtype=dtype, tokens=tokens, meta=meta,
+                      _source=source, _identity=identity)
+
+
+def _named(path: Path, exc: TensorFileError) -> TensorFileError:
+    """``exc`` with the file's name in front, unless the message already starts with it."""
+    text = str(exc)
+    if text.startswith((f"{path.name}:", f"{path}:")):
+        return exc
+    return TensorFileError(f"{path.name}: {text}")
 
 
 def write_tensors(

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import AttentionConfig
-from engine.io.files import describe_os_error, write_bytes_atomic
+from engine.io.files import describe_os_error, read_text_limited, write_bytes_atomic
 
 __all__ = ["SESSION_APP", "SESSION_VERSION", "VIEW_KEYS", "Session", "SessionError",
            "TensorsChoice", "load_session", "save_session"]
@@ -42,6 +42,10 @@ VIEW_KEYS = ("heatmap", "softmax", "histogram", "laws", "gradients", "temperatur
 _MAX_INT_DIGITS = 18
 #: Error messages quote the offending value; keep them to one readable line.
 _MAX_MESSAGE = 300
+
+
+#: Largest session file read, in bytes (a session is a few KB).
+MAX_SESSION_BYTES = 1 << 20
 
 
 class SessionError(ValueError):
@@ -227,9 +231,12 @@ def load_session(path: str | os.PathLike[str]) -> Session:
     """
     name = Path(path).name
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SessionError(_short(f"cannot read {path}: {exc}")) from None
+        # Bounded, and only a regular file: `--session /dev/zero` read forever, a FIFO blocked.
+        text = read_text_limited(path, MAX_SESSION_BYTES, "session file")
+    except OSError as exc:
+        raise SessionError(_short(f"cannot read {path}: {describe_os_error(exc)}")) from None
+    except UnicodeDecodeError as exc:
+        raise SessionError(_short(f"cannot read {path}: not UTF-8 text ({exc.reason})")) from None
     try:
         data = json.loads(text, parse_int=_parse_int)
         return Session.from_dict(data)
