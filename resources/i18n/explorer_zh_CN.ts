@@ -82,7 +82,7 @@
 <context>
     <name>HeadsView</name>
     <message>
-        <location filename="../../gui/heads/grid.py" line="120"/>
+        <location filename="../../gui/heads/grid.py" line="122"/>
         <location filename="../../gui/heads/table.py" line="26"/>
         <source>layer</source>
         <extracomment>Flag -&gt; the letter marking it in a grid cell. Pixels between two replay panels, and between a title and the image above it. Largest grid for which every cell gets its letters (beyond, only the table lists flags).
@@ -91,55 +91,51 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>层</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/grid.py" line="121"/>
+        <location filename="../../gui/heads/grid.py" line="123"/>
         <location filename="../../gui/heads/table.py" line="27"/>
         <source>head</source>
         <translation>头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/grid.py" line="236"/>
+        <location filename="../../gui/heads/grid.py" line="238"/>
         <source>H {0} · p̄max {1}</source>
         <translation>H {0} · p̄max {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="39"/>
+        <location filename="../../gui/heads/metrics.py" line="61"/>
         <source>logit std ÷ √d_k law</source>
         <translation>logit 标准差 ÷ √d_k 定律</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="40"/>
-        <source>std of c·q·k over the unmasked logits, divided by the law&apos;s √d_k·σ(c·q)·σ(k); 1 means the head follows the law</source>
-        <translation>未遮蔽 logit c·q·k 的标准差除以定律预测的 √d_k·σ(c·q)·σ(k)；等于 1 表示该头符合定律</translation>
-    </message>
-    <message>
-        <location filename="../../gui/heads/metrics.py" line="43"/>
+        <location filename="../../gui/heads/metrics.py" line="50"/>
         <source>max |logit|</source>
         <translation>最大 |logit|</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="44"/>
+        <location filename="../../gui/heads/metrics.py" line="51"/>
         <source>largest unmasked |c·q·k| over all rows and batch entries</source>
         <translation>所有行与批次条目中未遮蔽 |c·q·k| 的最大值</translation>
     </message>
     <message>
+        <location filename="../../gui/heads/metrics.py" line="42"/>
+        <source>entropy ÷ uniform</source>
+        <extracomment>The first is the grid&apos;s default colour: every flag shows in it (saturated and sharp heads near 0, near-uniform ones near 1, a sink pulls a head&apos;s entropy down).</extracomment>
+        <translation>熵 ÷ 均匀熵</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="43"/>
+        <source>mean row entropy divided by that of uniform weights over the keys each row sees (ln n without a mask; row i of a causal head sees i + 1 keys): 0 one-hot, 1 uniform</source>
+        <translation>行平均熵除以各行可见键上均匀权重的熵（无遮蔽时为 ln n；因果头的第 i 行可见 i + 1 个键）：0 为独热，1 为均匀</translation>
+    </message>
+    <message>
         <location filename="../../gui/heads/metrics.py" line="46"/>
-        <source>entropy ÷ ln n</source>
-        <translation>熵 ÷ ln n</translation>
+        <source>logit std</source>
+        <translation>logit 标准差</translation>
     </message>
     <message>
         <location filename="../../gui/heads/metrics.py" line="47"/>
-        <source>mean row entropy divided by ln n: 0 one-hot, 1 uniform</source>
-        <translation>行平均熵除以 ln n：0 为独热，1 为均匀</translation>
-    </message>
-    <message>
-        <location filename="../../gui/heads/metrics.py" line="49"/>
-        <source>entropy − Zhai bound</source>
-        <translation>熵 − Zhai 下界</translation>
-    </message>
-    <message>
-        <location filename="../../gui/heads/metrics.py" line="50"/>
-        <source>mean row entropy minus the least entropy a row with the same logit norm ‖z − z̄‖ can have (Zhai et al. 2023), in nats; 0: rows as peaked as their logits allow</source>
-        <translation>行平均熵减去具有相同 logit 范数 ‖z − z̄‖ 的行所能达到的最小熵（Zhai 等，2023），单位 nat；0 表示各行已尖锐到其 logit 所允许的极限</translation>
+        <source>std of the unmasked logits at the model&apos;s own scale (about 1 for a healthy head at 1/√d_k; a grown q or k shows here)</source>
+        <translation>模型自身缩放下未遮蔽 logit 的标准差（1/√d_k 下健康的头约为 1；q 或 k 变大会在此显示）</translation>
     </message>
     <message>
         <location filename="../../gui/heads/metrics.py" line="53"/>
@@ -158,8 +154,13 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
     </message>
     <message>
         <location filename="../../gui/heads/metrics.py" line="57"/>
-        <source>share of query rows with p_max &gt; 0.99</source>
-        <translation>p_max &gt; 0.99 的查询行占比</translation>
+        <source>share of the query rows that see two or more keys with p_max &gt; 0.99</source>
+        <translation>可见两个及以上键的查询行中 p_max &gt; 0.99 的占比</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="73"/>
+        <source>correlation of matching q and k components, each centred over the tokens first (the explorer&apos;s ρ)</source>
+        <translation>q 与 k 对应分量的相关系数，各分量先在词元上中心化（即探索器中的 ρ）</translation>
     </message>
     <message>
         <location filename="../../gui/heads/metrics.py" line="59"/>
@@ -172,28 +173,43 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>第 0 个词元上的平均权重</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="61"/>
+        <location filename="../../gui/heads/metrics.py" line="62"/>
+        <source>std of c·q·k over the unmasked logits, divided by the law&apos;s √d_k·σ(c·q)·σ(k) from the head&apos;s own spread of q and k: tests whether the logits are sums of independent products (1: they are), not whether they are large: a grown q or k grows the law too</source>
+        <translation>未遮蔽 logit c·q·k 的标准差除以由该头自身 q、k 分布得到的定律预测 √d_k·σ(c·q)·σ(k)：检验 logit 是否为独立乘积之和（1 表示是），而不是其大小：q 或 k 变大时定律预测也随之变大</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="67"/>
+        <source>entropy − floor at norm</source>
+        <translation>熵 − 范数下的最小熵</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="68"/>
+        <source>mean row entropy minus the least entropy a row with the same logit norm ‖z − z̄‖ can have (the extremal bound of Zhai et al. 2023), in nats; 0: rows as peaked as their logits allow</source>
+        <translation>行平均熵减去具有相同 logit 范数 ‖z − z̄‖ 的行所能达到的最小熵（Zhai 等 2023 的极值界），单位 nat；0 表示各行已尖锐到其 logit 所允许的极限</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="72"/>
         <source>ρ(q, k)</source>
         <translation>ρ(q, k)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="62"/>
-        <source>correlation of matching q and k components, estimated from the data</source>
-        <translation>由数据估计的 q 与 k 对应分量的相关系数</translation>
-    </message>
-    <message>
-        <location filename="../../gui/heads/metrics.py" line="68"/>
+        <location filename="../../gui/heads/metrics.py" line="79"/>
         <source>saturated</source>
         <extracomment>Flag -&gt; its name in the table (marked for translation).</extracomment>
         <translation>饱和</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="69"/>
+        <location filename="../../gui/heads/metrics.py" line="80"/>
+        <source>sharp</source>
+        <translation>尖锐</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/metrics.py" line="81"/>
         <source>sink</source>
         <translation>汇聚</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="70"/>
+        <location filename="../../gui/heads/metrics.py" line="82"/>
         <source>near-uniform</source>
         <translation>近均匀</translation>
     </message>
@@ -344,12 +360,12 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>另有 {0} 个（按标记列排序查看）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="57"/>
-        <source>Grid letters: S saturated, K sink, U near-uniform.</source>
-        <translation>网格字母：S 饱和，K 汇聚，U 近均匀。</translation>
+        <location filename="../../gui/heads/texts.py" line="58"/>
+        <source>Grid letters: S saturated, P sharp, K sink, U near-uniform.</source>
+        <translation>网格字母：S 饱和，P 尖锐，K 汇聚，U 近均匀。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="62"/>
+        <location filename="../../gui/heads/texts.py" line="64"/>
         <source>Layer {0}, head {1}, batch entry {2}: every rule on the same real q and k (colour: weight p from 0 to 1, as in the explorer)</source>
         <translation>第 {0} 层第 {1} 头，批次条目 {2}：同一组真实 q、k 上的每种规则（颜色：权重 p，0 到 1，与探索器相同）</translation>
     </message>
