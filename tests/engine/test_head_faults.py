@@ -92,7 +92,7 @@ def test_false_flag_rate_on_1000_healthy_heads() -> None:
     rng = np.random.default_rng(7)
     flagged = []
     for index in range(1000):
-        n = int(round(2 ** rng.uniform(5, 9)))
+        n = round(2 ** rng.uniform(5, 9))
         d_k = int(rng.choice([16, 32, 64, 128]))
         q = rng.standard_normal((1, n, d_k))
         k = rng.standard_normal((1, n, d_k))
