@@ -11,6 +11,20 @@ A file is a ``.npz`` archive, a ``.safetensors`` file or a folder of ``NAME.npy`
 In a ``.safetensors`` file, ``tokens`` and ``meta`` are JSON strings in the file's
 ``__metadata__``. :func:`load_tensors` checks the whole file head by head and returns a
 :class:`TensorFile` whose :meth:`TensorFile.qk` reads one head at a time.
+
+A hostile file is refused with one :class:`TensorFileError` whose message starts with the
+file's name, before it costs more time or memory than its size warrants (the containers'
+limits are listed in :mod:`engine.io.readers`). What it declares is bounded too:
+
+* ``tokens``: exactly n of them (checked on the declared shape, before they are read), each at
+  most :data:`MAX_TOKEN_CHARS` characters, valid UTF-8;
+* ``meta`` and JSON ``tokens``: at most :data:`MAX_JSON_BYTES` of JSON, nested less deep than
+  Python's recursion limit, integers within Python's digit limit;
+* a layer name (``meta["layers"][L]["name"]``) longer than :data:`MAX_NAME_CHARS` is refused,
+  not cut: a cut name could make two layers look alike, and the file's author can shorten it;
+* ``scale`` (c) and ``cap``: finite, |c| ≤ :data:`MAX_SCALE`, and a cap within the explorer's
+  own cap range (:data:`CAP_RANGE`, that of :class:`engine.config.AttentionConfig`), so that
+  the model's rule can always be shown in the explorer.
 """
 
 from __future__ import annotations
@@ -19,7 +33,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -27,9 +41,10 @@ from typing import Any
 
 import numpy as np
 
+from engine.config import AttentionConfig
 from engine.core.memory import MemoryBudgetError, check_memory
 from engine.io.files import atomic_output, describe_os_error, write_bytes_atomic
-from engine.io.readers import Source, TensorFileError, decode_json_array, open_source
+from engine.io.readers import Source, TensorFileError, decode_json_array, open_source, shown
 
 __all__ = ["FORMAT_VERSION", "TensorFile", "TensorFileError", "load_tensors", "write_tensors"]
 
@@ -45,9 +60,14 @@ MAX_JSON_BYTES = 1 << 20
 #: Longest token, and longest layer name, in characters.
 MAX_TOKEN_CHARS = 1000
 MAX_NAME_CHARS = 200
-#: Largest |scale| and cap: logits c·q·k stay far from float64's range for any finite
-#: float32 q and k (real models use c ≈ 0.02-1 and caps of 30-50).
-MAX_SCALE = MAX_CAP = 1e6
+#: Largest |scale|: logits c·q·k stay far from float64's range for any finite float32 q and k
+#: (real models use c ≈ 0.02-1).
+MAX_SCALE = 1e6
+#: The caps a file may declare: the explorer's cap range (real models use 30-50). A cap of
+#: 1e308 passed the old check (finite, > 0) and failed later, when the Heads tab showed the
+#: model's own rule in the explorer: AttentionConfig refused "cap must be in [1e-06, 1e+06]";
+#: a cap of 1e-300 overflowed the diagnostics (q·c/cap squared).
+CAP_RANGE = (float(AttentionConfig.FIELDS["cap"].low), float(AttentionConfig.FIELDS["cap"].high))
 _LAYER_NAME = re.compile(r"^layer(\d+)\.([qkv])$")
 
 
@@ -86,9 +106,9 @@ class TensorFile:
     tokens: tuple[str, ...] | None
     meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     # The reader load_tensors opened: heads are read through it, not by re-opening the file
-    # (which re-parsed every array header per head: 25 s for a file of 500 tiny layers).
+    # (which re-parsed every array header per head: 25 s for a file of 500 tiny layers). It is
+    # replaced by a fresh one when the file changes on disk.
     _source: Source | None = field(default=None, repr=False, compare=False)
-    _identity: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def scale(self) -> float:
@@ -130,40 +150,51 @@ class TensorFile:
 
         Only that head is read from the file (memory-mapped, sliced or sought to).
 
+        A file rewritten or replaced since it was opened is opened again and read as it is
+        now, if its q and k still have this file's geometry.
+
         Raises
         ------
         TensorFileError
-            If ``layer`` or ``head`` is not in the file, the head holds NaN/inf, or the pair
-            would exceed the memory budget.
+            Starting with the file's name: if ``layer`` or ``head`` is not in the file, the
+            head holds NaN/inf, the pair would exceed the memory budget, or the file has
+            changed shape or can no longer be read.
         """
-        if layer not in self.layers:
-            raise TensorFileError(f"layer {layer} is not in the file (layers: {self.layers})")
-        if not 0 <= head < self.heads:
-            raise TensorFileError(f"head {head} is out of range (the file has {self.heads})")
-        _check_head_memory(self.batch, self.n, self.d_k)
-        source = self._source
-        if source is None or _identity(self.path) != self._identity:
-            # Replaced on disk since it was opened: read what the file holds now.
-            _, source = open_source(self.path)
         try:
-            return (_read_head(source, f"layer{layer}.q", head, self.batch),
-                    _read_head(source, f"layer{layer}.k", head, self.batch))
+            if layer not in self.layers:
+                raise TensorFileError(
+                    f"layer {layer} is not in the file (layers: {self.layers})")
+            if not 0 <= head < self.heads:
+                raise TensorFileError(
+                    f"head {head} is out of range (the file has {self.heads})")
+            _check_head_memory(self.batch, self.n, self.d_k)
+            names = (f"layer{layer}.q", f"layer{layer}.k")
+            source = self._current_source(names)
+            return (_read_head(source, names[0], head, self.batch),
+                    _read_head(source, names[1], head, self.batch))
         except OSError as exc:  # the file changed or vanished since it was opened
             raise TensorFileError(
-                f"{self.path.name}: cannot read layer {layer}, head {head}: "
+                f"{shown(self.path.name)}: cannot read layer {layer}, head {head}: "
                 f"{describe_os_error(exc)}") from exc
         except TensorFileError as exc:
             raise _named(self.path, exc) from exc
 
-
-def _identity(path: Path) -> tuple[int, ...] | None:
-    """What changes when a file is rewritten or replaced (a folder: its .npy files)."""
-    try:
-        files = sorted(path.glob("*.npy")) if path.is_dir() else [path]
-        return tuple(v for f in files for st in [f.stat()]
-                     for v in (st.st_ino, st.st_size, st.st_mtime_ns))
-    except OSError:
-        return None
+    def _current_source(self, names: Sequence[str]) -> Source:
+        """The kept reader, or a fresh one if the files holding ``names`` have changed."""
+        source = self._source
+        if source is not None and source.unchanged(names):
+            return source
+        _, source = open_source(self.path)
+        for name in names:
+            shape, dtype = source.info.get(name, ((), np.dtype(np.uint8)))
+            geometry = (1, *shape) if len(shape) == 3 else tuple(shape)
+            if geometry != (self.batch, self.heads, self.n, self.d_k) or dtype.name != self.dtype:
+                raise TensorFileError(
+                    f"array '{name}': the file has changed since it was opened "
+                    f"(now {shape if name in source.info else 'missing'}); open it again")
+        # Kept for the next heads (a frozen dataclass: the reader is a cache, not a value).
+        object.__setattr__(self, "_source", source)
+        return source
 
 
 def _check_head_memory(batch: int, n: int, d_k: int) -> None:
@@ -174,19 +205,23 @@ def _check_head_memory(batch: int, n: int, d_k: int) -> None:
         raise TensorFileError(str(exc)) from exc
 
 
+def _count_bad(raw: np.ndarray) -> int:
+    # In the stored dtype: casting a signalling NaN (any bit pattern may be stored) to float64
+    # raises the "invalid value" floating-point warning.
+    return int(np.count_nonzero(~np.isfinite(raw)))
+
+
 def _read_head(source: Source, name: str, head: int, batch: int) -> np.ndarray:
     raw = source.read_head(name, head)
-    out = np.asarray(raw, dtype=np.float64).reshape((batch, *raw.shape[-2:]))
-    bad = int(np.count_nonzero(~np.isfinite(out)))
+    bad = _count_bad(raw)
     if bad:
         raise TensorFileError(f"array '{name}': head {head} holds {bad} NaN/inf values")
-    return out
+    return np.asarray(raw, dtype=np.float64).reshape((batch, *raw.shape[-2:]))
 
 
 def _check_finite(source: Source, name: str, heads: int) -> None:
     # Head by head, so the scan of a large array never holds more than one head.
-    bad = {h: int(np.count_nonzero(~np.isfinite(source.read_head(name, h).astype(np.float64))))
-           for h in range(heads)}
+    bad = {h: _count_bad(source.read_head(name, h)) for h in range(heads)}
     bad = {h: count for h, count in bad.items() if count}
     if bad:
         raise TensorFileError(
@@ -203,7 +238,7 @@ def _parse_layers(source: Source) -> dict[int, dict[str, str]]:
         match = _LAYER_NAME.match(name)
         if match is None:
             raise TensorFileError(
-                f"array '{name}': unexpected name; expected layer{{L}}.q, layer{{L}}.k, "
+                f"array '{shown(name, 80)}': unexpected name; expected layer{{L}}.q, layer{{L}}.k, "
                 "layer{L}.v, tokens or meta"
             )
         layers.setdefault(int(match.group(1)), {})[match.group(2)] = name
@@ -280,10 +315,13 @@ def _json_field(source: Source, key: str) -> Any:
             return decode_json_array(key, source.read_all(key))
         if key in source.text:
             return json.loads(source.text[key])
+    except TensorFileError:  # raised by the reader (a ValueError too): already clear
+        raise
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise TensorFileError(f"array '{key}': not valid JSON: {exc}") from exc
     except RecursionError:
-        raise TensorFileError(f"array '{key}': JSON nested too deeply") from None
+        raise TensorFileError(f"array '{key}': JSON nested too deeply (more than Python's "
+                              f"recursion limit, {sys.getrecursionlimit()})") from None
     except ValueError:  # Python reads integers of at most sys.get_int_max_str_digits()
         raise TensorFileError(f"array '{key}': its JSON holds an integer of more than "
                               f"{sys.get_int_max_str_digits()} digits") from None
@@ -330,8 +368,8 @@ def _parse_meta(source: Source) -> Mapping[str, Any]:
         return MappingProxyType({})
     if not isinstance(meta, dict):
         raise TensorFileError(f"array 'meta': expected a JSON object, got {type(meta).__name__}")
-    _check_number(meta, "scale", "'scale'", positive=False, limit=MAX_SCALE)
-    _check_number(meta, "cap", "'cap'", positive=True, limit=MAX_CAP)
+    _check_number(meta, "scale", "'scale'", bounds=(-MAX_SCALE, MAX_SCALE))
+    _check_number(meta, "cap", "'cap'", bounds=CAP_RANGE)
     layers = meta.get("layers")
     if layers is not None:
         if not isinstance(layers, dict):
@@ -339,29 +377,36 @@ def _parse_meta(source: Source) -> Mapping[str, Any]:
         for key, entry in layers.items():
             if not isinstance(entry, dict):
                 raise TensorFileError(f"array 'meta': 'layers.{key}' must be an object")
-            _check_number(entry, "scale", f"'layers.{key}.scale'", positive=False,
-                          limit=MAX_SCALE)
-            _check_number(entry, "cap", f"'layers.{key}.cap'", positive=True, limit=MAX_CAP)
+            label = f"'layers.{key[:20]}{'…' if len(key) > 20 else ''}"
+            _check_number(entry, "scale", f"{label}.scale'", bounds=(-MAX_SCALE, MAX_SCALE))
+            _check_number(entry, "cap", f"{label}.cap'", bounds=CAP_RANGE)
             name = entry.get("name")
             if name is not None and len(str(name)) > MAX_NAME_CHARS:
-                raise TensorFileError(f"array 'meta': 'layers.{key}.name' has "
-                                      f"{len(str(name))} characters; at most {MAX_NAME_CHARS}")
+                raise TensorFileError(f"array 'meta': {label}.name' has {len(str(name))} "
+                                      f"characters; at most {MAX_NAME_CHARS} are allowed")
     return MappingProxyType(meta)
 
 
-def _check_number(owner: Mapping[str, Any], key: str, label: str, *, positive: bool,
-                  limit: float) -> None:
+def _check_number(owner: Mapping[str, Any], key: str, label: str, *,
+                  bounds: tuple[float, float]) -> None:
     value = owner.get(key)
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    try:  # an int too large for a float (1e400 written out) is not finite either
+        finite = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(
+            value)
+    except OverflowError:
+        finite = False
+    if not finite:
+        text = json.dumps(value)
         raise TensorFileError(f"array 'meta': {label} must be a finite number, got "
-                              f"{str(value)[:40]}")
-    if positive and value <= 0:
+                              f"{text if len(text) <= 40 else text[:39] + '…'}")
+    low, high = bounds
+    if low > 0 and value <= 0:
         raise TensorFileError(f"array 'meta': {label} must be > 0, got {value!r}")
-    if abs(value) > limit:
-        raise TensorFileError(f"array 'meta': {label} = {value:g} is beyond ±{limit:g}, "
-                              "far outside what a model uses")
+    if not low <= value <= high:
+        raise TensorFileError(f"array 'meta': {label} = {value:g} is outside {low:g}..{high:g}, "
+                              "far from what a model uses")
 
 
 def load_tensors(path: str | Path, *, check_finite: bool = True) -> TensorFile:
@@ -388,14 +433,13 @@ def load_tensors(path: str | Path, *, check_finite: bool = True) -> TensorFile:
         not a JSON object, or one head too large for the memory budget.
     """
     path = Path(path)
-    identity = _identity(path)
     try:
         fmt, source = open_source(path)
         layers = _parse_layers(source)
         batch, heads, n, d_k, dtype = _check_geometry(source, layers)
+        _check_head_memory(batch, n, d_k)  # first: it bounds n, and so the tokens read next
         tokens = _parse_tokens(source, n)
         meta = _parse_meta(source)
-        _check_head_memory(batch, n, d_k)
         if check_finite:
             for parts in layers.values():
                 for name in (parts["q"], parts["k"]):
@@ -403,18 +447,19 @@ def load_tensors(path: str | Path, *, check_finite: bool = True) -> TensorFile:
     except TensorFileError as exc:
         raise _named(path, exc) from exc
     except OSError as exc:  # a read that failed after the file was opened
-        raise TensorFileError(f"{path.name}: cannot read it: {describe_os_error(exc)}") from exc
+        raise TensorFileError(f"{shown(path.name)}: cannot read it: {describe_os_error(exc)}"
+                              ) from exc
     return TensorFile(path=path, format=fmt, layers=tuple(sorted(layers)), heads=heads, n=n,
                       d_k=d_k, batch=batch, dtype=dtype, tokens=tokens, meta=meta,
-                      _source=source, _identity=identity)
+                      _source=source)
 
 
 def _named(path: Path, exc: TensorFileError) -> TensorFileError:
     """``exc`` with the file's name in front, unless the message already starts with it."""
     text = str(exc)
-    if text.startswith((f"{path.name}:", f"{path}:")):
+    if text.startswith((f"{shown(path.name)}:", f"{shown(path)}:", f"{shown(repr(str(path)))}:")):
         return exc
-    return TensorFileError(f"{path.name}: {text}")
+    return TensorFileError(f"{shown(path.name)}: {text}")
 
 
 def write_tensors(
