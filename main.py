@@ -58,23 +58,46 @@ def _size(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's help, with every option's default: "(default: X)" is appended to its help
+    unless the help names the default itself or there is none to show (a flag, no value)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (not action.option_strings or "default" in text or action.default is None
+                or action.default is False or action.default == argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+#: The UI languages of ``--lang`` (gui.kit.i18n.LANGUAGES; listed here so that ``--help`` and
+#: the headless commands' parsing need no Qt; tests/test_main_cli.py keeps the two equal).
+UI_LANGUAGES = ("en", "zh_CN")
+
+
+def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
     """Return the command-line parser of every entry point.
+
+    ``prog`` is the program's name in the usage lines: ``attention-explorer`` (the window's
+    entry point and ``python main.py``) or ``attention-scale`` (the console script).
 
     Every parser has ``allow_abbrev=False``: with abbreviations ``lr-sweep --seed 0`` silently
     meant ``--seeds 0``. The options that set config fields come from the fields' declarations
     (``engine.config``); only the command-specific ones (output, progress) are listed here.
+    Every option has a help text, and the help shows its default (:class:`_HelpFormatter`).
     """
     from engine.cli.options import add_field_options
     from engine.config import ScalingRule, SweepConfig, TrainConfig
 
     parser = argparse.ArgumentParser(
-        prog="attention-explorer",
+        prog=prog,
         description="See and test why scaled dot-product attention divides logits by √d_k. "
-        "Only the plain program (optionally with --session or --headless) opens the explorer "
-        "window; none of the COMMANDs opens a window: sweep, train, lr-sweep and inspect print "
-        "or write results, export renders offscreen to files.",
+        "Only the plain program (optionally with --session, --tensors and --lang) opens the "
+        "explorer window and runs until you close it; --headless builds it offscreen, checks "
+        "it and exits. None of the COMMANDs opens a window: sweep, train, lr-sweep and inspect "
+        "print or write results, export renders offscreen to files.",
         allow_abbrev=False,
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     parser.add_argument(
@@ -90,15 +113,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--headless",
         action="store_true",
-        help="use Qt's offscreen platform (no display needed)",
+        help="check that the window starts, without a display: build it on Qt's offscreen "
+        "platform, open --session and --tensors, wait for the explorer's results and the "
+        "Heads tab's diagnosis, print what arrived and exit (0, or 1 with the reason)",
     )
+    lang_help = ("UI language of the window (also with --headless and --self-test) and of "
+                 "export's images, for this run (en: English, zh_CN: Simplified Chinese; "
+                 "default: the one chosen in View › Language, else the system's); the saved "
+                 "choice stays as it is")
+    parser.add_argument("--lang", choices=UI_LANGUAGES, default=None, help=lang_help)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     sweep = sub.add_parser(
         "sweep",
         allow_abbrev=False,
+        formatter_class=_HelpFormatter,
         help="Monte Carlo sweep of attention statistics to CSV (engine only, no Qt)",
-        description="Sweep one parameter and write one CSV row per (value, rule).",
+        description="Sweep one parameter and write one CSV row per (value, rule): logit "
+        "mean and variance, mean entropy and p_max, quantiles of ‖∂p/∂s‖_F, the saturated "
+        "share and, with --dtype, the overflow share and weight error (engine only, no Qt; "
+        "progress on stderr).",
     )
     add_field_options(sweep, SweepConfig)
     sweep.add_argument("--out", default="-", help="CSV file to write ('-' for stdout)")
@@ -108,8 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_field_options(train_common, TrainConfig)
     train_common.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
-    train = sub.add_parser("train", parents=[train_common], allow_abbrev=False,
-                           help="train tiny attention models side by side (engine only)")
+    train = sub.add_parser(
+        "train", parents=[train_common], allow_abbrev=False, formatter_class=_HelpFormatter,
+        help="train tiny attention models side by side (engine only)",
+        description="Train a one-layer attention model once per scaling rule (same initial "
+        "weights, same batches, only the rule differs) and print the final training and "
+        "held-out loss, accuracy, attention entropy and largest |logit| per rule (engine "
+        "only, no Qt; progress on stderr).")
     add_field_options(train, TrainConfig, "train")
     train.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     train.add_argument("--tensors-out", metavar="FILE", default=None,
@@ -117,14 +156,19 @@ def build_parser() -> argparse.ArgumentParser:
                        "set as a tensor file (.npz or .safetensors; layer i = rule i), for "
                        "'inspect'")
 
-    lr_sweep = sub.add_parser("lr-sweep", parents=[train_common], allow_abbrev=False,
-                              help="final held-out loss per rule over learning rates and seeds")
-    lr_sweep.add_argument("--lrs", default="0.001,0.003,0.01,0.03,0.1")
+    lr_sweep = sub.add_parser(
+        "lr-sweep", parents=[train_common], allow_abbrev=False, formatter_class=_HelpFormatter,
+        help="final held-out loss per rule over learning rates and seeds",
+        description="Train every rule at every learning rate of --lrs with seeds 0..N-1, write "
+        "the final held-out loss per (rule, learning rate) as CSV and print the largest stable "
+        "learning rate of each rule (engine only, no Qt; progress on stderr).")
+    lr_sweep.add_argument("--lrs", default="0.001,0.003,0.01,0.03,0.1",
+                          help="comma-separated learning rates")
     lr_sweep.add_argument("--seeds", type=int, default=3, help="number of seeds (0..N-1)")
     lr_sweep.add_argument("--out", default="-", help="CSV file to write ('-' for stdout)")
 
     export = sub.add_parser(
-        "export", allow_abbrev=False,
+        "export", allow_abbrev=False, formatter_class=_HelpFormatter,
         help="render every view offscreen to a folder (no window opens)",
         description="Render every view (PNG, SVG, CSV) and session.json offscreen into DIR. "
         "The Train views show a short demo run and learning-rate sweep (their captions say "
@@ -144,8 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="layer and head of --tensors to show (as `inspect` lists them)")
     export.add_argument("--batch", type=int, metavar="B",
                         help="batch entry of --tensors (default 0)")
+    # SUPPRESS: without it here, a --lang given before "export" would be reset to None.
+    export.add_argument("--lang", choices=UI_LANGUAGES, default=argparse.SUPPRESS, help=lang_help)
     inspect = sub.add_parser(
-        "inspect", allow_abbrev=False,
+        "inspect", allow_abbrev=False, formatter_class=_HelpFormatter,
         help="diagnose every head of a q/k tensor file to CSV (engine only, no Qt)",
         description="Read the q and k of every (layer, head) from FILE and write one CSV row "
         "per head: logit spread against the √d_k law, entropy, p_max, saturation, sink mass, "
@@ -154,9 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("file", metavar="FILE", help="tensor file (.npz, .safetensors or a "
                          "folder of .npy files)")
     inspect.add_argument("--rule", choices=[rule.value for rule in ScalingRule], default=None,
-                         help="replay this scaling rule instead of the file's own scale")
+                         help="replay this scaling rule instead of the file's own scale "
+                         "(default: the file's meta.scale, else 1/√d_k)")
     inspect.add_argument("--temperature", type=float, default=None,
-                         help="T for --rule temperature")
+                         help="T for --rule temperature (default √d_k)")
     inspect.add_argument("--gain", type=float, default=None,
                          help="QK-norm gain for --rule qk_norm (default √d_k)")
     inspect.add_argument("--cap", type=float, default=None,
@@ -219,14 +266,14 @@ def _check_tensors(path: str) -> str:
     return ""
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the program; return the process exit code."""
+def main(argv: Sequence[str] | None = None, prog: str = "attention-explorer") -> int:
+    """Run the program (``prog`` names it in the usage lines); return the exit code."""
     from engine.core.memory import tune_allocator
 
     # Before the first large arrays: training in a new process ran up to 1.7x faster with it.
     tune_allocator()
     words = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(_join_option_values(words))
+    args = build_parser(prog).parse_args(_join_option_values(words))
     if args.command == "sweep":
         from engine.cli.sweep import sweep_command
 
@@ -262,12 +309,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if problem:
             print(f"error: --tensors: {problem}", file=sys.stderr)
             return 2
+    if args.headless:
+        from gui.headless.startup_check import headless_command
+
+        return headless_command(args)
     from gui.app import run_app
 
     return run_app(args)
 
 
-def run(argv: Sequence[str] | None = None) -> int:
+def run(argv: Sequence[str] | None = None, prog: str = "attention-explorer") -> int:
     """Run :func:`main`, ending quietly when the reader of stdout goes away (``| head``).
 
     Python's recipe (docs: "Note on SIGPIPE"): point stdout at devnull so that the flush at
@@ -275,7 +326,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     killed by SIGPIPE would.
     """
     try:
-        code = main(argv)
+        code = main(argv, prog)
         sys.stdout.flush()  # a pending write fails here, not in the interpreter's exit
         return code
     except BrokenPipeError:
@@ -285,8 +336,8 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def cli_entry() -> None:
-    """Console-script entry point."""
-    sys.exit(run())
+    """Console-script entry point (``attention-scale``)."""
+    sys.exit(run(prog="attention-scale"))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,34 @@ def use_offscreen() -> None:
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 
+# What Qt's offscreen platform plugin logs when a main window with docks is shown: it has no
+# window manager to pass size hints to. It says nothing about the program.
+OFFSCREEN_NOISE = "This plugin does not support propagateSizeHints()"
+_handler_state: dict[str, object] = {}
+
+
+def quiet_offscreen_warnings() -> None:
+    """Keep the output of a headless command to its own lines: drop :data:`OFFSCREEN_NOISE`.
+
+    Installs a Qt message handler (once) that forwards every other message as Qt would print
+    it (``qFormatLogMessage``) to stderr, or to the handler installed before.
+    """
+    if "previous" in _handler_state:
+        return
+    from PySide6.QtCore import qFormatLogMessage, qInstallMessageHandler
+
+    def handler(mode: Any, context: Any, message: str) -> None:
+        if message == OFFSCREEN_NOISE:
+            return
+        previous = _handler_state.get("previous")
+        if callable(previous):
+            previous(mode, context, message)
+        else:
+            print(qFormatLogMessage(mode, context, message), file=sys.stderr, flush=True)
+
+    _handler_state["previous"] = qInstallMessageHandler(handler)
+
+
 def tune_allocator() -> bool:
     """Keep freed array memory in the process (glibc only); return True when applied.
 
@@ -95,7 +123,8 @@ def check_resources() -> None:
                                 f"{i18n_dir() / f'{CATALOGUE}_{code}.qm'}: Qt could not load it")
 
 
-def create_application(argv: list[str] | None = None, *, headless: bool = False) -> Any:
+def create_application(argv: list[str] | None = None, *, headless: bool = False,
+                       language: str | None = None) -> Any:
     """Return the QApplication (created on first call) with options and translator set.
 
     Parameters
@@ -104,6 +133,10 @@ def create_application(argv: list[str] | None = None, *, headless: bool = False)
         Arguments for Qt (default ``sys.argv[:1]``: our own flags are parsed by argparse).
     headless
         Use the offscreen platform (only effective before the application exists).
+    language
+        The UI language for this run (``--lang``; a key of :data:`gui.kit.i18n.LANGUAGES`),
+        instead of the one saved in the settings, which stays as it was. ``None``: the saved
+        one (or the system's). Only effective when the application is created.
     """
     if headless:
         use_offscreen()
@@ -122,7 +155,7 @@ def create_application(argv: list[str] | None = None, *, headless: bool = False)
         # Before anything else reads them: a damaged installation stops here with a message
         # (ResourceError), while no window and no worker thread exist yet.
         check_resources()
-        set_language(resolve_language(open_settings().get("ui/language")), app)
+        set_language(language or resolve_language(open_settings().get("ui/language")), app)
         from PySide6.QtGui import QPixmapCache
 
         # Plot axes cache their grid as pixmaps (gui.kit.style.style_plot); Qt's default
@@ -141,23 +174,25 @@ def run_app(args: Any) -> int:
     Parameters
     ----------
     args
-        Parsed command line (``headless``, ``session`` and ``tensors`` are used).
+        Parsed command line (``session``, ``tensors`` and ``lang`` are used; ``main.py
+        --headless`` goes to :mod:`gui.headless.startup_check` instead).
 
     Returns
     -------
     int
         The process exit code.
     """
-    headless = bool(getattr(args, "headless", False))
-    if not headless and not has_display() and not os.environ.get("QT_QPA_PLATFORM"):
-        print("No display found (DISPLAY/WAYLAND_DISPLAY unset). Use --headless, "
-              "'export --out DIR' or '--self-test DIR' to run without a display.",
+    if not has_display() and not os.environ.get("QT_QPA_PLATFORM"):
+        print("No display found (DISPLAY/WAYLAND_DISPLAY unset), so the window cannot open. "
+              "Without a display: 'export --out DIR' renders every view to files, "
+              "'--self-test DIR' drives and checks the whole window, and '--headless' checks "
+              "that the window starts (with --session/--tensors) and exits.",
               file=sys.stderr)
         return 2
     from gui.kit.resources import ResourceError
 
     try:
-        app = create_application(headless=headless)
+        app = create_application(language=getattr(args, "lang", None))
         from gui.main_window import MainWindow
 
         window = MainWindow()  # stops its worker threads itself when it cannot be built
@@ -176,17 +211,24 @@ def run_app(args: Any) -> int:
             _report_first_paint_and_close(window)
         return int(app.exec())
     finally:
-        # Already done by closeEvent on a normal exit; stops the threads on any other way out.
-        from shiboken6 import isValid
+        dispose_window(window)
 
-        if isValid(window):
-            window.shutdown()
-            window.deleteLater()
-        del window
-        from gui.kit.qt_lifetime import release_qt_objects
 
-        # Free every Qt object now, on this thread, not in the interpreter's teardown after Qt's.
-        release_qt_objects()
+def dispose_window(window: Any) -> None:
+    """Stop ``window``'s threads and free every Qt object now, on this thread.
+
+    Already done by closeEvent on a normal exit; this also stops the threads on any other way
+    out, and frees the objects before the interpreter's teardown, which would come after Qt's.
+    """
+    from shiboken6 import isValid
+
+    if isValid(window):
+        window.shutdown()
+        window.deleteLater()
+    del window
+    from gui.kit.qt_lifetime import release_qt_objects
+
+    release_qt_objects()
 
 
 def report_startup_error(error: BaseException) -> None:

@@ -194,6 +194,17 @@ class MainWindow(QMainWindow):
             view_menu.addAction(action)
             self.view_actions.append(action)
         view_menu.addSeparator()
+        # The top-level tabs, like the explorer views: Alt+1 explorer, Alt+2 Train, Alt+3 Heads
+        # (Ctrl+1…9 are the nine explorer views).
+        self.mode_actions: list[QAction] = []
+        for index in range(self.mode_tabs.count()):
+            action = QAction(self)
+            action.setShortcut(f"Alt+{index + 1}")
+            action.setData(index)
+            action.triggered.connect(self._on_mode_action)
+            view_menu.addAction(action)
+            self.mode_actions.append(action)
+        view_menu.addSeparator()
         view_menu.addAction(self.parameter_dock.toggleViewAction())
         view_menu.addSeparator()
         self.language = LanguageMenu(view_menu, self.settings)
@@ -221,6 +232,8 @@ class MainWindow(QMainWindow):
             action.setText(self._view_by_key(str(action.data())).title())
         self.view_tabs.retranslate_ui()
         self.mode_tabs.retranslate_ui()
+        for action in self.mode_actions:  # after the tabs: their (translated) titles
+            action.setText(self.mode_tabs.tabText(int(action.data())))
         self.files.update_title()
         self.status.retranslate_ui()
 
@@ -292,12 +305,31 @@ class MainWindow(QMainWindow):
             self.train_tab.panel.set_config(config)
         if lr_sweep is not None:
             self.train_tab.panel.set_sweep_settings(*lr_sweep)
+
+    def train_settings(self) -> tuple[TrainConfig | None, tuple[tuple[float, ...], int] | None]:
+        """The Train tab's configuration and learning-rate sweep (``None`` where invalid)."""
+        panel = self.train_tab.panel
+        try:
+            config: TrainConfig | None = panel.config()
+        except ValueError:
+            config = None
+        try:
+            sweep: tuple[tuple[float, ...], int] | None = panel.sweep_settings()
+        except ValueError:
+            sweep = None
+        return config, sweep
     # --- end of the TourHost block ---
 
     @Slot()
     def reset_current_view(self) -> None:
         """View > Reset view: auto-range the plots of the view in front."""
         self.current_view().reset_view()
+
+    @Slot()
+    def _on_mode_action(self) -> None:
+        action = self.sender()
+        if isinstance(action, QAction):
+            self.mode_tabs.setCurrentIndex(int(action.data()))
 
     @Slot()
     def _on_view_action(self) -> None:

@@ -29,8 +29,32 @@ def test_help_lists_every_subcommand() -> None:
     assert result.returncode == 0, result.stderr
     for command in ("sweep", "train", "lr-sweep", "export", "inspect", "--self-test", "--version"):
         assert command in result.stdout
-    # Says which invocation opens a window (only the plain program).
-    assert "none of the COMMANDs opens a window" in " ".join(result.stdout.split())
+    # Says which invocation opens a window (only the plain program) and that --headless ends.
+    text = " ".join(result.stdout.split())
+    assert "None of the COMMANDs opens a window" in text
+    assert "--headless builds it offscreen, checks it and exits" in text
+
+
+def test_the_console_script_calls_itself_attention_scale() -> None:
+    probe = "import sys, main; sys.argv = ['attention-scale', '--help']; main.cli_entry()"
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: attention-scale ")
+    assert "attention-explorer" not in result.stdout
+
+
+def test_lang_offers_the_ui_languages() -> None:
+    import main
+    from gui.kit.i18n import LANGUAGES
+
+    assert main.UI_LANGUAGES == tuple(LANGUAGES)
+    parser = build_parser()
+    assert parser.parse_args(["--lang", "zh_CN"]).lang == "zh_CN"
+    assert parser.parse_args(["--lang", "zh_CN", "export", "--out", "x"]).lang == "zh_CN"
+    assert parser.parse_args(["export", "--out", "x", "--lang", "en"]).lang == "en"
+    result = run_main("--lang", "fr")
+    assert result.returncode == 2 and "invalid choice: 'fr'" in result.stderr
 
 
 def test_parser_rejects_unknown_command() -> None:

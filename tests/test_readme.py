@@ -1,12 +1,14 @@
-"""The README's promises: its Python code blocks run and print what it says, and it names the
-system libraries Qt's X11 (xcb) platform plugin needs."""
+"""The README's promises: its Python code blocks and its console commands run and print what it
+says, and it names the system libraries Qt's X11 (xcb) platform plugin needs."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
 import io
+import math
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -38,6 +40,46 @@ def test_readme_python_block_prints_what_the_readme_says(code: str, expected: st
         exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
     if expected is not None:
         assert out.getvalue() == expected
+
+
+#: Each ```console block: ``$ command`` lines, each followed by the output it prints.
+CONSOLE = [body for lang, body in BLOCKS if lang == "console"]
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def _commands(block: str) -> list[tuple[str, str]]:
+    runs: list[tuple[str, str]] = []
+    for line in block.splitlines(keepends=True):
+        if line.startswith("$ "):
+            runs.append((line[2:].strip(), ""))
+        else:
+            assert runs, f"console block output before its command: {line!r}"
+            runs[-1] = (runs[-1][0], runs[-1][1] + line)
+    return runs
+
+
+def _same_output(printed: str, promised: str) -> bool:
+    """Equal text, numbers to 1e-9 relative (the last bits of a float may differ by BLAS)."""
+    if _NUMBER.sub("#", printed) != _NUMBER.sub("#", promised):
+        return False
+    pairs = zip(_NUMBER.findall(printed), _NUMBER.findall(promised), strict=True)
+    return all(math.isclose(float(a), float(b), rel_tol=1e-9) for a, b in pairs)
+
+
+def test_the_readme_has_a_console_block() -> None:
+    assert CONSOLE and all(_commands(block) for block in CONSOLE)
+
+
+@pytest.mark.skipif(shutil.which("cut") is None, reason="the README's commands use cut")
+@pytest.mark.parametrize("block", CONSOLE, ids=[f"console{i}" for i in range(len(CONSOLE))])
+def test_readme_console_block_prints_what_the_readme_says(block: str) -> None:
+    for command, promised in _commands(block):
+        assert command.startswith("python main.py "), command
+        line = shlex.quote(sys.executable) + command.removeprefix("python")
+        done = subprocess.run(line, shell=True, cwd=ROOT, capture_output=True, text=True,
+                              timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+        assert _same_output(done.stdout, promised), (command, done.stdout)
 
 
 def _debian_package(soname: str) -> str:

@@ -16,6 +16,7 @@ from typing import IO, Any
 from engine.analysis.head_scan import iter_file_diagnostics
 from engine.analysis.heads import HeadDiagnostics
 from engine.cli.output import open_output, output_error
+from engine.cli.progress import Progress
 from engine.io.files import check_output_not_input
 from engine.io.tensors import TensorFileError, load_tensors
 
@@ -48,15 +49,14 @@ def _write_report(
     total = len(tf.layers) * tf.heads
     records = iter_file_diagnostics(tf, rule=args.rule, temperature=args.temperature,
                                     gain=args.gain, cap=args.cap)
+    shown = None if progress is None else Progress(progress)
     for i, record in enumerate(records, 1):
         writer.writerow(report_row(record.layer, record.head, record.diagnostics))
-        if progress is not None:
-            progress.write(f"\rinspect: {i}/{total} heads "
-                           f"(layer {record.layer}, head {record.head})")
-            progress.flush()
-    if progress is not None:
-        progress.write("\n")
-        progress.flush()
+        if shown is not None:
+            shown.update(i / total, f"inspect: {i}/{total} heads (layer {record.layer}, head "
+                         f"{record.head})", done=i == total)
+    if shown is not None:
+        shown.end()
 
 
 def inspect_command(args: argparse.Namespace) -> int:

@@ -2,8 +2,9 @@
 
 Every option of ``main.py sweep``, ``train`` and ``lr-sweep`` that sets a config field comes
 from that field's :class:`~engine.config.base.Cli` declaration: flags, help, choices, and the
-dataclass default; the value type is the field's. :func:`field_values` reads them back by
-field name, so a new declared option needs no change here or in the commands.
+dataclass default; the value type is the field's, and a number's help ends with the range the
+engine accepts (``main.py``'s help formatter adds the default). :func:`field_values` reads them
+back by field name, so a new declared option needs no change here or in the commands.
 """
 
 from __future__ import annotations
@@ -55,6 +56,19 @@ def _default(field: BoundField) -> Any:
     return value
 
 
+def _range_text(field: BoundField) -> str:
+    """`` (range 1..1024)`` for a number field with a declared range, else ""."""
+    low, high = field.spec.low, field.spec.high
+    if field.kind not in (int, float) or low is None or high is None:
+        return ""
+    return f" (range {_number(low)}..{_number(high)})"
+
+
+def _number(value: float) -> str:
+    """``8192``, ``10000000``, ``1e-06``, ``0.5``: whole numbers without an exponent."""
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else f"{value:g}"
+
+
 def add_field_options(
     parser: argparse.ArgumentParser, cls: type[JsonConfig], command: str | None = None
 ) -> None:
@@ -64,7 +78,7 @@ def add_field_options(
         assert cli is not None
         kwargs: dict[str, Any] = {"dest": field.name}
         if cli.help is not None:
-            kwargs["help"] = cli.help
+            kwargs["help"] = cli.help + _range_text(field)
         if cli.required:
             kwargs["required"] = True
         else:

@@ -6,20 +6,19 @@ import argparse
 import contextlib
 import math
 import sys
-import time
 from collections.abc import Iterator
 from typing import IO
 
 from engine.analysis.sweep import iter_sweep, write_sweep_csv
 from engine.cli.options import field_values
 from engine.cli.output import open_output, output_error
+from engine.cli.progress import Progress
 from engine.config import SweepConfig
 from engine.core.parallel import get_num_threads
 
 __all__ = ["parse_values", "sweep_command"]
 
 _BAR_WIDTH = 30
-_BAR_INTERVAL_S = 0.1
 
 
 def parse_values(text: str) -> tuple[float, ...]:
@@ -71,37 +70,32 @@ def _build_config(args: argparse.Namespace) -> SweepConfig:
 
 
 class _ProgressBar:
-    """A one-line text bar on a stream, redrawn with ``\\r`` at most every 0.1 s."""
+    """A text bar of the rows done and the points written (:class:`engine.cli.progress.Progress`:
+    redrawn on a terminal, one line per tenth elsewhere; 100 % once every point is written)."""
 
     def __init__(self, stream: IO[str], total_points: int) -> None:
-        self.stream = stream
+        self.progress = Progress(stream)
         self.total_points = total_points
         self.points = 0
-        self._last = 0.0
         self._fraction = 0.0
 
     def rows(self, done: int, total: int) -> None:
         self._fraction = done / total if total else 1.0
-        now = time.monotonic()
-        if now - self._last >= _BAR_INTERVAL_S:
-            self._last = now
-            self.draw()
+        self.draw()
 
     def point(self) -> None:
         self.points += 1
         self.draw()
 
     def draw(self) -> None:
-        filled = round(self._fraction * _BAR_WIDTH)
+        done = self.points == self.total_points
+        filled = round(Progress.percent(self._fraction, done) / 100 * _BAR_WIDTH)
         bar = "#" * filled + "." * (_BAR_WIDTH - filled)
-        self.stream.write(
-            f"\r[{bar}] {self._fraction:4.0%}  {self.points}/{self.total_points} points"
-        )
-        self.stream.flush()
+        self.progress.update(self._fraction, f"[{bar}]  {self.points}/{self.total_points} points",
+                             done=done)
 
     def finish(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
+        self.progress.end()
 
 
 def sweep_command(args: argparse.Namespace) -> int:

@@ -14,13 +14,12 @@ import json
 import math
 import shlex
 import sys
-import time
 from enum import StrEnum
 from pathlib import Path
-from typing import TextIO
 
 from engine.cli.options import field_values, option_fields
 from engine.cli.output import output_error
+from engine.cli.progress import Progress
 from engine.config.train import TrainConfig
 from engine.io.files import probe_output
 
@@ -131,32 +130,12 @@ def _num(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-class _Progress:
-    """Throttled one-line progress on stderr."""
-
-    def __init__(self, stream: TextIO, quiet: bool) -> None:
-        self.stream = stream
-        self.quiet = quiet
-        self.last = 0.0
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
-
-    def show(self, text: str, force: bool = False) -> None:
-        if self.quiet:
-            return
-        now = time.perf_counter()
-        if not force and now - self.last < (0.2 if self.tty else 2.0):
-            return
-        self.last = now
-        if self.tty:
-            self.stream.write("\r\x1b[K" + text)
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
-
-    def end(self) -> None:
-        if not self.quiet and self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
+def _loss_text(loss: float, diverged: bool) -> str:
+    """A rule's training loss in the progress line: "–" before its first evaluation (NaN then
+    means "not measured yet", not divergence)."""
+    if diverged:
+        return f"{loss:.3f} (diverged)"
+    return f"{loss:.3f}" if math.isfinite(loss) else "–"
 
 
 def train_command(args: argparse.Namespace) -> int:
@@ -174,18 +153,17 @@ def train_command(args: argparse.Namespace) -> int:
         problem = _check_tensors_out(tensors_out)
         if problem:
             return _error(problem)
-    progress = _Progress(sys.stderr, args.quiet)
+    progress = Progress(sys.stderr, args.quiet)
     last = None
     try:
         with blas_threads(config):
             session = TrainingSession(config)
         for snap in iter_training(config, session=session):
             last = snap
-            losses = "  ".join(
-                f"{rule.value} {st.train_loss:.3f}" + (" (diverged)" if st.diverged else "")
-                for rule, st in snap.rules.items()
-            )
-            progress.show(f"step {snap.step}/{snap.total_steps}  {losses}", force=snap.done)
+            losses = "  ".join(f"{rule.value} {_loss_text(st.train_loss, st.diverged)}"
+                               for rule, st in snap.rules.items())
+            progress.update(snap.step / snap.total_steps,
+                            f"step {snap.step}/{snap.total_steps}  {losses}", done=snap.done)
     except KeyboardInterrupt:
         progress.end()
         return _error("interrupted")
@@ -260,21 +238,21 @@ def lr_sweep_command(args: argparse.Namespace) -> int:
             probe_output(out_path)
         except OSError as exc:
             return _error(output_error(out_path, exc))
-    progress = _Progress(sys.stderr, args.quiet)
+    progress = Progress(sys.stderr, args.quiet)
     result = first.result
     item = first
     try:
         while result is None:
-            progress.show(
-                f"run {item.done_runs}/{item.total_runs} (lr {item.lr:g}, seed {item.seed}, "
-                f"step {item.step}/{item.steps})  {100 * item.fraction:.0f}%"
-            )
+            progress.update(
+                item.fraction,
+                f"{item.done_runs}/{item.total_runs} runs done; lr {item.lr:g}, seed "
+                f"{item.seed}: step {item.step}/{item.steps}")
             item = next(sweep)
             result = item.result
     except KeyboardInterrupt:
         progress.end()
         return _error("interrupted")
-    progress.show(f"run {item.total_runs}/{item.total_runs}  100%", force=True)
+    progress.update(1.0, f"{item.total_runs}/{item.total_runs} runs done", done=True)
     progress.end()
     if out_path == "-":
         write_lr_sweep_csv(result, sys.stdout)

@@ -68,7 +68,8 @@ SWEEP_FIELDS: dict[str, FieldSpec] = {
     # The std of the unscaled logits has no row in the explorer: its range is declared here.
     "logit_std": FieldSpec(0.0, 1e6),
     "samples": _shared("samples", Cli(("--samples",), "query rows per point")),
-    "seed": _shared("seed", Cli(("--seed",))),
+    "seed": _shared("seed", Cli(("--seed",), "seed of the random q and k (a seed gives the same "
+                                             "CSV on every run)")),
     "temperature": _shared("temperature", Cli(
         ("--temperature",), "temperature for the temperature rule (default √d_k)")),
     "gain": _shared("gain", Cli(("--gain",), "QK-norm gain (default √d_k)")),

@@ -75,13 +75,15 @@ TRAIN_FIELDS: dict[str, FieldSpec] = {
         "combo", group="model", choices={
             TaskKind.RETRIEVAL: QT_TRANSLATE_NOOP("TrainPanel", "retrieval (key → value lookup)"),
             TaskKind.COPY_BACK: QT_TRANSLATE_NOOP("TrainPanel", "copy back (token k places back)"),
-        }), cli=Cli(("--task",), "synthetic task")),
+        }), cli=Cli(("--task",), "synthetic task: retrieval (n key/value pairs and a query key; "
+                   "answer its value) or copy_back (the token --offset places back)",
+                   choices=True)),
     "rules": FieldSpec(
         gui=Gui(QT_TRANSLATE_NOOP("TrainPanel", "Rules"), widget="custom", group="model"),
         cli=Cli(("--rules",), RULES_HELP)),
     "d_k": _shared("d_k", Gui(
         "d_k", QT_TRANSLATE_NOOP("TrainPanel", "Head dimension d_k (width of q and k)."),
-        high=1024, group="model"), Cli(("--d-k",))),
+        high=1024, group="model"), Cli(("--d-k",), "head dimension d_k (width of q and k)")),
     "d_model": _shared("d_model", Gui(
         "d_model", QT_TRANSLATE_NOOP("TrainPanel", "Model width d_model; 'auto' uses d_k × heads."),
         high=1024, group="model",
@@ -90,11 +92,12 @@ TRAIN_FIELDS: dict[str, FieldSpec] = {
     "heads": _shared("heads", Gui(
         QT_TRANSLATE_NOOP("TrainPanel", "Heads"),
         QT_TRANSLATE_NOOP("TrainPanel", "Number of attention heads."),
-        high=16, group="model"), Cli(("--heads",))),
+        high=16, group="model"), Cli(("--heads",), "attention heads")),
     "n": FieldSpec(2, 1024, "tokens", Gui(
         "n", QT_TRANSLATE_NOOP(
             "TrainPanel", "Retrieval: number of key/value pairs; copy back: sequence length."),
-        high=256, group="model"), Cli(("--n",), "sequence length")),
+        high=256, group="model"),
+        Cli(("--n",), "retrieval: key/value pairs; copy_back: sequence length")),
     "vocab": FieldSpec(2, 4096, "symbols", Gui(
         QT_TRANSLATE_NOOP("TrainPanel", "Vocabulary"),
         QT_TRANSLATE_NOOP(
@@ -114,25 +117,28 @@ TRAIN_FIELDS: dict[str, FieldSpec] = {
         QT_TRANSLATE_NOOP("TrainPanel", "Adam (β = 0.9, 0.999) or plain SGD."),
         "combo", group="training",
         choices={OptimizerKind.ADAM: "Adam", OptimizerKind.SGD: "SGD"}),
-        cli=Cli(("--optimizer",), choices=True, after="steps")),
+        cli=Cli(("--optimizer",), "optimiser: Adam (β = 0.9, 0.999) or plain SGD", choices=True,
+                after="steps")),
     "lr": FieldSpec(1e-8, 100.0, "", Gui(
         QT_TRANSLATE_NOOP("TrainPanel", "Learning rate"),
         QT_TRANSLATE_NOOP(
             "TrainPanel", "Learning rate of the training run (arrows step 1, 2, 3, 5 × 10^k)."),
-        "log_spin", group="training"), Cli(("--lr",), commands=("train",))),
+        "log_spin", group="training"), Cli(("--lr",), "learning rate", commands=("train",))),
     "batch": FieldSpec(1, 65_536, "examples", Gui(
         QT_TRANSLATE_NOOP("TrainPanel", "Batch"),
         QT_TRANSLATE_NOOP("TrainPanel", "Training examples per step."),
-        high=1024, group="training"), Cli(("--batch",))),
+        high=1024, group="training"), Cli(("--batch",), "training examples per step")),
     "steps": FieldSpec(1, 10_000_000, "steps", Gui(
         QT_TRANSLATE_NOOP("TrainPanel", "Steps"),
         QT_TRANSLATE_NOOP("TrainPanel", "Optimiser steps per run."),
-        high=100_000, group="training"), Cli(("--steps",))),
+        high=100_000, group="training"), Cli(("--steps",), "optimiser steps per run")),
     "seed": _shared("seed", Gui(
         QT_TRANSLATE_NOOP("TrainPanel", "Seed"),
         QT_TRANSLATE_NOOP(
             "TrainPanel", "Seed of the initial weights, the batches and the held-out set."),
-        high=1_000_000, group="training"), Cli(("--seed",), commands=("train",))),
+        high=1_000_000, group="training"),
+        Cli(("--seed",), "seed of the initial weights, the batches and the held-out set",
+            commands=("train",))),
     "init_std": _shared("init_std", Gui(
         QT_TRANSLATE_NOOP("TrainPanel", "Init std"),
         QT_TRANSLATE_NOOP(

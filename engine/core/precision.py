@@ -1,11 +1,15 @@
 """Attention weights in low precision: overflow counts and the error against float64.
 
 Formats: float64, float32, float16, bfloat16 and float8 e4m3 (``ml_dtypes.bfloat16``,
-``ml_dtypes.float8_e4m3fn``; the latter has no infinity: values beyond ±448 become NaN).
+``ml_dtypes.float8_e4m3fn``; the latter has no infinity: ml_dtypes' cast turns values beyond
+±448 into NaN, where PyTorch's ``float8_e4m3fn`` cast saturates them to ±448).
 
 How every operation is rounded (round to nearest even, the cast of numpy / ml_dtypes). Let
-``F`` be the format and ``W`` the *work* type: float64 for float64, float32 otherwise (kernels
-compute in float32 and store in the low format):
+``F`` be the format and ``W`` the *work* type: float64 for float64, float32 otherwise. Each
+operation computes in ``W`` and stores its result in ``F``, as eager code on float16 / bfloat16
+tensors does. Fused attention kernels (FlashAttention, PyTorch's SDPA) keep the scores, the
+exponentials and the row sums in float32 instead: ``rounding="all"`` does not describe them,
+and ``rounding="logits"`` describes eager code that rounds only the logits.
 
 * q and k (float64 inputs) are cast to ``F``; the scale c is cast to ``W``.
 * ``order="fold_q"``: ``q' = F(W(q)·c)``, then the logits ``z = F(W(q')·W(k)ᵀ)``: the matmul

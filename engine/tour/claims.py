@@ -353,9 +353,13 @@ def number_pattern(value: float) -> re.Pattern[str]:
     """A regex matching ``value`` written as a stand-alone decimal (e.g. ``64``, ``0.0156``).
 
     The number must not be part of a longer number: ``64`` matches in "variance ≈ 64." but not
-    in "0.64" or "640".
+    in "0.64" or "640". Below 10⁻⁶ it is written as ``1e-12``.
     """
-    text = f"{value:.10f}".rstrip("0").rstrip(".")
+    if value != 0 and abs(value) < 1e-6:
+        mantissa, exponent = f"{value:e}".split("e")
+        text = f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+    else:
+        text = f"{value:.10f}".rstrip("0").rstrip(".")
     if text in ("", "-"):
         text = "0"
     return re.compile(rf"(?<![\d.]){re.escape(text)}(?!\d|\.\d)")

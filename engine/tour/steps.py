@@ -1,7 +1,8 @@
 """The guided tour's steps: their configuration, their structure, and UI names in their texts.
 
 A step (``resources/tour/tour.json``) names a view, sets :class:`~engine.config.AttentionConfig`
-fields and states claims (:mod:`engine.tour.claims`).
+fields and states claims (:mod:`engine.tour.claims`); its optional ``formulas`` and ``given``
+account for the numbers of its texts that no claim computes (:mod:`engine.tour.prose`).
 """
 
 from __future__ import annotations
@@ -85,4 +86,22 @@ def validate_tour(tour: Mapping[str, Any], views: Sequence[str] | None = None) -
             raise ValueError(f"step {step_id!r} needs a non-empty 'claims' list")
         for claim in claims:
             validate_claim(claim)
+        _validate_prose_numbers(step, step_id)
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float)
+
+
+def _validate_prose_numbers(step: Mapping[str, Any], step_id: str) -> None:
+    """Check the form of a step's ``formulas`` and ``given`` (:mod:`engine.tour.prose`)."""
+    formulas = step.get("formulas", [])
+    if not isinstance(formulas, list) or not all(
+            isinstance(f, Mapping) and set(f) == {"value", "expr"} and _is_number(f["value"])
+            and isinstance(f["expr"], str) for f in formulas):
+        raise ValueError(f"step {step_id!r}: 'formulas' must be a list of "
+                         "{\"value\": number, \"expr\": text}")
+    given = step.get("given", [])
+    if not isinstance(given, list) or not all(_is_number(x) for x in given):
+        raise ValueError(f"step {step_id!r}: 'given' must be a list of numbers")
 

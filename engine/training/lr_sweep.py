@@ -33,7 +33,8 @@ class LrSweepProgress:
     """Progress of :func:`iter_lr_sweep`.
 
     ``done_runs`` of ``total_runs`` (lr, seed) runs are finished; ``step`` is the step of the
-    current run. ``result`` is set on the last item only.
+    current run (``steps`` on the item that reports a run finished, which ``done_runs`` already
+    counts). ``result`` is set on the last item only.
     """
 
     done_runs: int
@@ -48,8 +49,9 @@ class LrSweepProgress:
 
     @property
     def fraction(self) -> float:
-        """Overall progress in [0, 1]."""
-        return min(1.0, (self.done_runs + self.step / self.steps) / self.total_runs)
+        """Overall progress in [0, 1] (a finished run counts once, not also by its steps)."""
+        running = self.step / self.steps if self.step < self.steps else 0.0
+        return min(1.0, (self.done_runs + running) / self.total_runs)
 
 
 def _check_lrs(lrs: Sequence[float]) -> tuple[float, ...]:

@@ -25,10 +25,18 @@ MIN_COLORS = 16
 MIN_NON_BACKGROUND = 0.02
 
 
-def _prepare(offscreen: bool) -> Any:
-    from gui.app import create_application
+def _prepare(offscreen: bool, language: str | None = None) -> Any:
+    """The application for a command, in ``language`` (``--lang``) when given; the saved
+    language setting is not changed."""
+    from gui.app import create_application, quiet_offscreen_warnings
 
-    return create_application(headless=offscreen)
+    app = create_application(headless=offscreen, language=language)
+    if language:  # also when the application already existed (tests run commands in-process)
+        from gui.kit.i18n import set_language
+
+        set_language(language, app)
+    quiet_offscreen_warnings()  # the commands print their own lines only
+    return app
 
 
 def _close(window: Any) -> bool:
@@ -162,7 +170,7 @@ def export_command(args: Any) -> int:
     if problem:
         print(f"error: --out: {problem}", file=sys.stderr)
         return 2
-    _app = _prepare(offscreen=True)
+    _app = _prepare(offscreen=True, language=getattr(args, "lang", None))
     from gui.headless.train_demo import run_headless_demo
     from gui.main_window import MainWindow
 
@@ -295,7 +303,8 @@ def self_test_command(args: Any) -> int:
     if problem:  # before any window opens: the export at the end would fail
         print(f"error: --self-test: {problem}", file=sys.stderr)
         return 2
-    _app = _prepare(offscreen=bool(getattr(args, "headless", False)) or not has_display())
+    _app = _prepare(offscreen=bool(getattr(args, "headless", False)) or not has_display(),
+                    language=getattr(args, "lang", None))
     from gui.kit.session import load_session
     from gui.main_window import MainWindow
 

@@ -8,7 +8,7 @@ content is read by :mod:`gui.tour.content`; the window is steered only through
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu
 
 from gui.kit.i18n import translate
@@ -41,6 +41,11 @@ class _TourDock(QDockWidget):
             self.retranslate_ui()
         super().changeEvent(event)
 
+    def closeEvent(self, event: QCloseEvent) -> None:  # Qt override
+        """The tour ends: the settings its steps changed outside the explorer come back."""
+        self.panel.end_tour()
+        super().closeEvent(event)
+
 
 class _TourLifetime(QObject):
     """Stops the panel's claim thread with the window: destroying a running QThread aborts.
@@ -68,7 +73,9 @@ def install_tour(window: QMainWindow, menu: QMenu) -> tuple[QDockWidget, QAction
 
     ``window`` must also be a :class:`~gui.tour.host.TourHost` (the steps steer it through
     that interface only). Triggering the action shows the dock and applies the current step;
-    the panel's claim thread is stopped when the window closes or is deleted.
+    *Finish* on the last step or the dock's close button ends the tour (the Train tab's
+    settings come back); the panel's claim thread is stopped when the window closes or is
+    deleted.
     """
     action = QAction(window)
     action.setShortcuts([QKeySequence("F1"), QKeySequence("Ctrl+G")])
@@ -86,6 +93,7 @@ def install_tour(window: QMainWindow, menu: QMenu) -> tuple[QDockWidget, QAction
         panel.start()
 
     action.triggered.connect(open_tour)
+    panel.finished.connect(dock.close)
     menu.addAction(action)
     window.installEventFilter(_TourLifetime(panel, dock))
     return dock, action

@@ -15,7 +15,8 @@ class TourHost(Protocol):
     """The narrow interface between the tour and the main window.
 
     A step applies its explorer and training settings, brings a view forward and frames it;
-    the tour reads nothing else of the window.
+    the tour reads nothing else of the window but the Train tab's settings, to put them back
+    when the tour moves on.
     """
 
     def apply_explorer_config(self, config: AttentionConfig,
@@ -27,6 +28,11 @@ class TourHost(Protocol):
                              lr_sweep: tuple[tuple[float, ...], int] | None = None) -> None:
         """Put a training configuration and a learning-rate sweep ``(lrs, seeds)`` into the
         Train tab (``None``: leave that part as it is)."""
+
+    def train_settings(self) -> tuple[TrainConfig | None, tuple[tuple[float, ...], int] | None]:
+        """The Train tab's configuration and learning-rate sweep, as
+        :meth:`apply_train_settings` takes them back (``None`` for a part whose input is
+        invalid now: it cannot be put back)."""
 
     def show_view(self, key: str) -> bool:
         """Bring the view ``key`` to the front; False when there is no such view."""

@@ -56,10 +56,17 @@ class TourPanel(QWidget):
         The index of the step now shown (after its settings were applied).
     claimsEvaluated(int)
         The engine numbers of step ``index`` are shown.
+    finished()
+        *Finish* on the last step was pressed (the dock closes; the next start is step 1).
+
+    A step that fills the Train tab changes the user's settings there; they are kept when the
+    step is applied and put back when the tour moves on to a step that does not set them, or
+    ends (:meth:`end_tour`).
     """
 
     stepChanged = Signal(int)
     claimsEvaluated = Signal(int)
+    finished = Signal()
 
     def __init__(self, window: TourHost | None = None, data: TourData | None = None,
                  parent: QWidget | None = None) -> None:
@@ -77,6 +84,8 @@ class TourPanel(QWidget):
         self._latest_id = -1  # request id of the newest evaluation; older results are dropped
         self._job_index = -1  # step index of that evaluation
         self._highlight = Highlight()
+        # The Train tab's (config, lr sweep) before a step replaced them; None: nothing to undo.
+        self._saved_train: tuple[Any, Any] | None = None
 
         self.counter_label = QLabel()
         self.counter_label.setObjectName("tourCounter")
@@ -102,7 +111,7 @@ class TourPanel(QWidget):
         self.next_button.setObjectName("tourNext")
         self.next_button.setDefault(True)
         self.back_button.clicked.connect(self.previous_step)
-        self.next_button.clicked.connect(self.next_step)
+        self.next_button.clicked.connect(self._on_next_clicked)
 
         content = QWidget()
         column = QVBoxLayout(content)
@@ -180,6 +189,27 @@ class TourPanel(QWidget):
             self.go_to(self._index + 1)
 
     @Slot()
+    def finish(self) -> None:
+        """End the tour from its last step: put the user's settings back, start over next time,
+        and emit :attr:`finished` (the dock closes)."""
+        self.end_tour()
+        self._index = 0
+        self.finished.emit()
+
+    def end_tour(self) -> None:
+        """Put back what the steps changed outside the explorer (the Train tab's settings);
+        idempotent. Called when the tour is closed or finished."""
+        self._highlight.stop()
+        self._restore_train_settings()
+
+    @Slot()
+    def _on_next_clicked(self) -> None:
+        if self._index + 1 < self.step_count():
+            self.next_step()
+        else:
+            self.finish()
+
+    @Slot()
     def previous_step(self) -> None:
         """Go to the previous step (no-op on the first one)."""
         if self._index > 0:
@@ -233,9 +263,7 @@ class TourPanel(QWidget):
     def retranslate_ui(self) -> None:
         """Set the chrome texts in the current language and re-render the step."""
         self.back_button.setText(translate("TourPanel", "◀ Back"))
-        self.next_button.setText(translate("TourPanel", "Next ▶"))
         self.back_button.setToolTip(translate("TourPanel", "Previous step (Alt+Left)"))
-        self.next_button.setToolTip(translate("TourPanel", "Next step (Alt+Right)"))
         self.back_button.setShortcut(QKeySequence("Alt+Left"))
         self.next_button.setShortcut(QKeySequence("Alt+Right"))
         self._render()
@@ -263,7 +291,11 @@ class TourPanel(QWidget):
         sweep = step.get("lr_sweep")
         lr_sweep = (tuple(float(x) for x in sweep["lrs"]), int(sweep["seeds"])) if sweep else None
         if train is not None or lr_sweep is not None:
+            if self._saved_train is None:  # the user's own, not a previous step's
+                self._saved_train = window.train_settings()
             window.apply_train_settings(train, lr_sweep)
+        else:
+            self._restore_train_settings()
         shown = window.show_view(str(step["view"]))
         if not shown and "fallback_view" in step:
             shown = window.show_view(str(step["fallback_view"]))
@@ -271,6 +303,11 @@ class TourPanel(QWidget):
             target = window.current_view()
             if isinstance(target, QWidget):
                 self._highlight.flash(target)
+
+    def _restore_train_settings(self) -> None:
+        saved, self._saved_train = self._saved_train, None
+        if saved is not None and self._window is not None and not self._closed:
+            self._window.apply_train_settings(*saved)
 
     def _evaluate(self) -> None:
         index = self._index
@@ -327,7 +364,13 @@ class TourPanel(QWidget):
         self.counter_label.setText(
             translate("TourPanel", "Step {0} / {1}").format(self._index + 1, self.step_count()))
         self.back_button.setEnabled(self._index > 0)
-        self.next_button.setEnabled(self._index + 1 < self.step_count())
+        last = self._index + 1 >= self.step_count()
+        # The last step's button ends the tour (and puts back the settings steps changed).
+        self.next_button.setText(translate("TourPanel", "Finish") if last
+                                 else translate("TourPanel", "Next ▶"))
+        self.next_button.setToolTip(
+            translate("TourPanel", "End the tour (Alt+Right)") if last
+            else translate("TourPanel", "Next step (Alt+Right)"))
         self.title_label.setText(expand_ui_refs(str(text.get("title", "")), translate))
         # translate() calls stay outside f-strings so that pyside6-lupdate extracts them.
         look_head = html_escape(translate("TourPanel", "Look at:"))

@@ -30,14 +30,9 @@ from gui.train.state import TrainState
 
 __all__ = ["TRAIN_RULES", "TrainPanel", "parse_lrs"]
 
-#: Rules offered for training (temperature T = √d_k would duplicate 1/√d_k).
-TRAIN_RULES: tuple[ScalingRule, ...] = (
-    ScalingRule.NONE,
-    ScalingRule.SQRT,
-    ScalingRule.LINEAR,
-    ScalingRule.QK_NORM,
-    ScalingRule.SOFTCAP,
-)
+#: Rules offered for training: every rule ``main.py train --rules`` accepts (the Train tab has no
+#: T, gain or cap controls: they take the defaults, T = √d_k, gain √d_k, cap 50).
+TRAIN_RULES: tuple[ScalingRule, ...] = tuple(ScalingRule)
 
 
 def parse_lrs(text: str) -> tuple[float, ...]:
@@ -203,6 +198,20 @@ class TrainPanel(QWidget):
             ),
             ScalingRule.SOFTCAP: translate(
                 "TrainPanel", "1/√d_k, then cap·tanh(s/cap) with cap = 50."
+            ),
+            ScalingRule.TEMPERATURE: translate(
+                "TrainPanel", "Divide the logits by a temperature T (here T = √d_k: the same "
+                "model as 1/√d_k)."
+            ),
+            ScalingRule.LOG_N: translate(
+                "TrainPanel", "Multiply the 1/√d_k logits by ln n, n the keys a row sees."
+            ),
+            ScalingRule.SSMAX: translate(
+                "TrainPanel", "Scalable-Softmax: the 1/√d_k logits times s·ln n (s = 0.43)."
+            ),
+            ScalingRule.YARN: translate(
+                "TrainPanel", "YaRN's temperature: the 1/√d_k logits times (0.1·ln f + 1)² "
+                "(f = 4)."
             ),
         }
         for rule, box in self.rule_boxes.items():

@@ -687,7 +687,7 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="214"/>
+        <location filename="../../gui/main_window.py" line="225"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -802,7 +802,7 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="219"/>
+        <location filename="../../gui/main_window.py" line="230"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -911,12 +911,12 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="312"/>
+        <location filename="../../gui/main_window.py" line="344"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="313"/>
+        <location filename="../../gui/main_window.py" line="345"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -940,7 +940,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="391"/>
+        <location filename="../../gui/main_window.py" line="423"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
@@ -1240,13 +1240,13 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
     <message>
         <location filename="../../gui/explorer/views/precision.py" line="143"/>
-        <location filename="../../gui/tour/content.py" line="134"/>
+        <location filename="../../gui/tour/content.py" line="135"/>
         <source>max subtracted (stable)</source>
         <translation>减去最大值（稳定）</translation>
     </message>
     <message>
         <location filename="../../gui/explorer/views/precision.py" line="144"/>
-        <location filename="../../gui/tour/content.py" line="132"/>
+        <location filename="../../gui/tour/content.py" line="133"/>
         <source>naive exp(z)</source>
         <translation>直接 exp(z)（不减最大值）</translation>
     </message>
@@ -1287,7 +1287,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
     <message>
         <location filename="../../gui/explorer/views/precision.py" line="160"/>
-        <location filename="../../gui/tour/content.py" line="136"/>
+        <location filename="../../gui/tour/content.py" line="137"/>
         <source>only the logits rounded</source>
         <translation>只有 logit 取为该格式</translation>
     </message>
@@ -1479,12 +1479,12 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>Startup</name>
     <message>
-        <location filename="../../gui/app.py" line="210"/>
+        <location filename="../../gui/app.py" line="252"/>
         <source>Attention Scale Explorer cannot start</source>
         <translation>注意力缩放探索器无法启动</translation>
     </message>
     <message>
-        <location filename="../../gui/app.py" line="211"/>
+        <location filename="../../gui/app.py" line="253"/>
         <source>A file the program needs is missing or cannot be read. Reinstall the program.</source>
         <translation>程序所需的一个文件不存在或无法读取。请重新安装本程序。</translation>
     </message>
@@ -1546,57 +1546,67 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TourPanel</name>
     <message>
-        <location filename="../../gui/tour/panel.py" line="235"/>
+        <location filename="../../gui/tour/panel.py" line="265"/>
         <source>◀ Back</source>
         <translation>◀ 上一步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="236"/>
+        <location filename="../../gui/tour/panel.py" line="370"/>
         <source>Next ▶</source>
         <translation>下一步 ▶</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="237"/>
+        <location filename="../../gui/tour/panel.py" line="266"/>
         <source>Previous step (Alt+Left)</source>
         <translation>上一步（Alt+←）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="238"/>
+        <location filename="../../gui/tour/panel.py" line="373"/>
         <source>Next step (Alt+Right)</source>
         <translation>下一步（Alt+→）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="328"/>
+        <location filename="../../gui/tour/panel.py" line="365"/>
         <source>Step {0} / {1}</source>
         <translation>第 {0} / {1} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="333"/>
+        <location filename="../../gui/tour/panel.py" line="369"/>
+        <source>Finish</source>
+        <translation>完成</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour/panel.py" line="372"/>
+        <source>End the tour (Alt+Right)</source>
+        <translation>结束导览（Alt+→）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/tour/panel.py" line="376"/>
         <source>Look at:</source>
         <translation>请看：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="334"/>
+        <location filename="../../gui/tour/panel.py" line="377"/>
         <source>Try it yourself:</source>
         <translation>动手试试：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="349"/>
+        <location filename="../../gui/tour/panel.py" line="392"/>
         <source>Engine says:</source>
         <translation>引擎计算结果：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="352"/>
+        <location filename="../../gui/tour/panel.py" line="395"/>
         <source>could not compute: {0}</source>
         <translation>无法计算：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="356"/>
+        <location filename="../../gui/tour/panel.py" line="399"/>
         <source>computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="363"/>
+        <location filename="../../gui/tour/panel.py" line="406"/>
         <source>claim {0}</source>
         <translation>论断 {0}</translation>
     </message>
@@ -1708,23 +1718,23 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TrainPanel</name>
     <message>
-        <location filename="../../gui/train/panel.py" line="53"/>
+        <location filename="../../gui/train/panel.py" line="48"/>
         <source>the learning-rate list is empty</source>
-        <extracomment>Rules offered for training (temperature T = √d_k would duplicate 1/√d_k).</extracomment>
+        <extracomment>Rules offered for training: every rule ``main.py train --rules`` accepts (the Train tab has no T, gain or cap controls: they take the defaults, T = √d_k, gain √d_k, cap 50).</extracomment>
         <translation>学习率列表为空</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="61"/>
+        <location filename="../../gui/train/panel.py" line="56"/>
         <source>learning rates: {0!r} is not a number</source>
         <translation>学习率：{0!r} 不是数字</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="65"/>
+        <location filename="../../gui/train/panel.py" line="60"/>
         <source>learning rates must be in [{0:g}, {1:g}], got {2}</source>
         <translation>学习率必须在 [{0:g}, {1:g}] 范围内，实际为 {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="71"/>
+        <location filename="../../gui/train/panel.py" line="66"/>
         <source>learning rates must not repeat a value</source>
         <translation>学习率不能有重复值</translation>
     </message>
@@ -1744,237 +1754,257 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>检索：n 个键/值对和一个查询键；输出与之配对的值（需要在 n 个键中的一个上形成尖锐的注意力）。回溯复制：输出向前第 k 个位置的词元（因果掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="194"/>
+        <location filename="../../gui/train/panel.py" line="189"/>
         <source>No scaling: logits q·k with variance ≈ d_k at init.</source>
         <translation>不缩放：logit 为 q·k，初始化时方差 ≈ d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="197"/>
+        <location filename="../../gui/train/panel.py" line="192"/>
         <source>Divide the logits by √d_k (the Transformer rule).</source>
         <translation>将 logit 除以 √d_k（Transformer 的规则）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="200"/>
+        <location filename="../../gui/train/panel.py" line="195"/>
         <source>Divide the logits by d_k (μP).</source>
         <translation>将 logit 除以 d_k（μP）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="201"/>
+        <location filename="../../gui/train/panel.py" line="196"/>
         <source>Normalise q and k to unit length, times a gain (default √d_k).</source>
         <translation>将 q 和 k 归一化为单位长度，再乘以增益（默认 √d_k）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="204"/>
+        <location filename="../../gui/train/panel.py" line="199"/>
         <source>1/√d_k, then cap·tanh(s/cap) with cap = 50.</source>
         <translation>先乘 1/√d_k，再取 cap·tanh(s/cap)，cap = 50。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="83"/>
+        <location filename="../../engine/config/train.py" line="85"/>
         <source>Head dimension d_k (width of q and k).</source>
         <translation>头维度 d_k（q 和 k 的宽度）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="86"/>
+        <location filename="../../engine/config/train.py" line="88"/>
         <source>Model width d_model; &apos;auto&apos; uses d_k × heads.</source>
         <translation>模型宽度 d_model；“自动”取 d_k × 头数。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="88"/>
+        <location filename="../../engine/config/train.py" line="90"/>
         <source>auto (d_k × heads)</source>
         <translation>自动（d_k × 头数）</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="92"/>
+        <location filename="../../engine/config/train.py" line="94"/>
         <source>Number of attention heads.</source>
         <translation>注意力头数。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="95"/>
+        <location filename="../../engine/config/train.py" line="97"/>
         <source>Retrieval: number of key/value pairs; copy back: sequence length.</source>
         <translation>检索：键/值对的个数；回溯复制：序列长度。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="100"/>
+        <location filename="../../engine/config/train.py" line="103"/>
         <source>Distinct symbols; chance loss is ln(vocab). Retrieval needs vocab ≥ n.</source>
         <translation>不同符号的个数；随机水平损失为 ln(vocab)。检索任务要求 vocab ≥ n。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="108"/>
+        <location filename="../../engine/config/train.py" line="111"/>
         <source>Copy back: distance k to the copied token (k &lt; n).</source>
         <translation>回溯复制：到被复制词元的距离 k（k &lt; n）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="125"/>
+        <location filename="../../engine/config/train.py" line="129"/>
         <source>Training examples per step.</source>
         <translation>每步的训练样本数。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="129"/>
+        <location filename="../../engine/config/train.py" line="133"/>
         <source>Optimiser steps per run.</source>
         <translation>每次运行的优化步数。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="170"/>
+        <location filename="../../engine/config/train.py" line="176"/>
         <source>Divergence factor</source>
         <translation>发散倍数</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="171"/>
+        <location filename="../../engine/config/train.py" line="177"/>
         <source>A run is marked diverged when its training loss exceeds this multiple of its initial held-out loss (or the loss, gradients or weights become non-finite).</source>
         <translation>当一次运行的训练损失超过其初始留出集损失的这一倍数（或损失、梯度或权重变为非有限值）时，将其标记为发散。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="120"/>
+        <location filename="../../engine/config/train.py" line="124"/>
         <source>Learning rate of the training run (arrows step 1, 2, 3, 5 × 10^k).</source>
         <translation>训练运行的学习率（箭头按 1、2、3、5 × 10^k 步进）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="114"/>
+        <location filename="../../engine/config/train.py" line="117"/>
         <source>Adam (β = 0.9, 0.999) or plain SGD.</source>
         <translation>Adam（β = 0.9, 0.999）或普通 SGD。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="133"/>
+        <location filename="../../engine/config/train.py" line="137"/>
         <source>Seed of the initial weights, the batches and the held-out set.</source>
         <translation>初始权重、批次和留出集的随机种子。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="144"/>
+        <location filename="../../engine/config/train.py" line="150"/>
         <source>auto (1/√d_model)</source>
         <translation>自动（1/√d_model）</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="138"/>
+        <location filename="../../engine/config/train.py" line="144"/>
         <source>Standard deviation of the W_Q, W_K, W_V entries at init. Auto: 1/√d_model, so q and k components have unit variance and unscaled logits variance d_k.</source>
         <translation>初始化时 W_Q、W_K、W_V 权重的标准差。自动：1/√d_model，使 q 和 k 的分量方差为 1，不缩放的 logit 方差为 d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="154"/>
+        <location filename="../../engine/config/train.py" line="160"/>
         <source>off</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="149"/>
+        <location filename="../../engine/config/train.py" line="155"/>
         <source>Clip the global gradient norm to this value before each optimiser step (off: no clipping).</source>
         <translation>每个优化步之前把全局梯度范数截断到此值（关闭：不截断）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="158"/>
+        <location filename="../../engine/config/train.py" line="164"/>
         <source>Examples in the fixed held-out set (drawn from the seed); example 0 is the probe whose attention is shown.</source>
         <translation>固定留出集中的样本数（由随机种子决定）；样本 0 是显示其注意力的探针。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="212"/>
+        <location filename="../../gui/train/panel.py" line="221"/>
         <source>Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread).</source>
         <translation>学习率扫描：每个学习率使用种子 0…N−1（取均值和离散范围）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="218"/>
+        <location filename="../../gui/train/panel.py" line="227"/>
         <source>Learning-rate sweep: comma-separated learning rates.</source>
         <translation>学习率扫描：以逗号分隔的学习率。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="221"/>
+        <location filename="../../gui/train/panel.py" line="230"/>
         <source>Start</source>
         <translation>开始</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="222"/>
+        <location filename="../../gui/train/panel.py" line="231"/>
         <source>Train the checked rules side by side (Ctrl+T).</source>
         <translation>并排训练勾选的规则（Ctrl+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="223"/>
+        <location filename="../../gui/train/panel.py" line="232"/>
         <source>Run lr sweep</source>
         <translation>运行学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="224"/>
+        <location filename="../../gui/train/panel.py" line="233"/>
         <source>Train every rule at every listed learning rate and seed; plot the final held-out loss (Ctrl+L).</source>
         <translation>以列出的每个学习率和种子训练每种规则；绘制最终留出集损失（Ctrl+L）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="229"/>
+        <location filename="../../gui/train/panel.py" line="238"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="230"/>
+        <location filename="../../gui/train/panel.py" line="239"/>
         <source>Hold the run between two steps (Ctrl+P).</source>
         <translation>在两步之间暂停运行（Ctrl+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="231"/>
+        <location filename="../../gui/train/panel.py" line="240"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="232"/>
+        <location filename="../../gui/train/panel.py" line="241"/>
         <source>Continue a paused run (Ctrl+Shift+P).</source>
         <translation>继续已暂停的运行（Ctrl+Shift+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="233"/>
+        <location filename="../../gui/train/panel.py" line="242"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="234"/>
+        <location filename="../../gui/train/panel.py" line="243"/>
         <source>End the run now; the curves so far stay (Ctrl+Shift+T).</source>
         <translation>立即结束运行；已有曲线会保留（Ctrl+Shift+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="235"/>
+        <location filename="../../gui/train/panel.py" line="244"/>
         <source>Reset</source>
         <translation>重置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="236"/>
+        <location filename="../../gui/train/panel.py" line="245"/>
         <source>Stop and clear all curves and the sweep (Ctrl+Shift+X).</source>
         <translation>停止并清除所有曲线和扫描结果（Ctrl+Shift+X）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="137"/>
+        <location filename="../../engine/config/train.py" line="143"/>
         <source>Init std</source>
         <translation>初始标准差</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="148"/>
+        <location filename="../../engine/config/train.py" line="154"/>
         <source>Clip norm</source>
         <translation>梯度截断</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="157"/>
+        <location filename="../../engine/config/train.py" line="163"/>
         <source>Held-out size</source>
         <translation>留出集大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="351"/>
+        <location filename="../../gui/train/panel.py" line="360"/>
         <source>%p% — stopping</source>
         <translation>%p% — 正在停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="357"/>
+        <location filename="../../gui/train/panel.py" line="366"/>
         <source>idle</source>
         <translation>空闲</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="251"/>
+        <location filename="../../gui/train/panel.py" line="260"/>
         <source>Progress of the run or sweep, with the estimated time left (pauses excluded).</source>
         <translation>运行或扫描的进度，以及预计剩余时间（不含暂停）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="237"/>
+        <location filename="../../gui/train/panel.py" line="202"/>
+        <source>Divide the logits by a temperature T (here T = √d_k: the same model as 1/√d_k).</source>
+        <translation>把 logits 除以温度 T（这里 T = √d_k：与 1/√d_k 是同一个模型）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="206"/>
+        <source>Multiply the 1/√d_k logits by ln n, n the keys a row sees.</source>
+        <translation>把 1/√d_k 的 logits 乘以 ln n，n 为该行看到的 key 数。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="209"/>
+        <source>Scalable-Softmax: the 1/√d_k logits times s·ln n (s = 0.43).</source>
+        <translation>Scalable-Softmax：1/√d_k 的 logits 乘以 s·ln n（s = 0.43）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="212"/>
+        <source>YaRN&apos;s temperature: the 1/√d_k logits times (0.1·ln f + 1)² (f = 4).</source>
+        <translation>YaRN 的温度：1/√d_k 的 logits 乘以 (0.1·ln f + 1)²（f = 4）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/panel.py" line="246"/>
         <source>Inspect trained model</source>
         <translation>检查训练后的模型</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="238"/>
+        <location filename="../../gui/train/panel.py" line="247"/>
         <source>Write every rule&apos;s trained q and k on the held-out set to a tensor file (layer i = rule i) and inspect its heads. Available once a run has trained and nothing runs (Ctrl+Shift+I).</source>
         <translation>将每条规则训练后在留出集上的 q 和 k 保存为数组文件（第 i 层 = 第 i 条规则）并检查各个头。训练过且没有任务运行时可用（Ctrl+Shift+I）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="256"/>
+        <location filename="../../gui/train/panel.py" line="265"/>
         <source>Task and model</source>
         <translation>任务与模型</translation>
     </message>
@@ -1985,102 +2015,102 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>任务</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="80"/>
+        <location filename="../../engine/config/train.py" line="82"/>
         <source>Rules</source>
         <translation>规则</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="91"/>
+        <location filename="../../engine/config/train.py" line="93"/>
         <source>Heads</source>
         <translation>头数</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="99"/>
+        <location filename="../../engine/config/train.py" line="102"/>
         <source>Vocabulary</source>
         <translation>词表大小</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="107"/>
+        <location filename="../../engine/config/train.py" line="110"/>
         <source>Copy offset k</source>
         <translation>复制偏移 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="257"/>
+        <location filename="../../gui/train/panel.py" line="266"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="113"/>
+        <location filename="../../engine/config/train.py" line="116"/>
         <source>Optimiser</source>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="119"/>
+        <location filename="../../engine/config/train.py" line="123"/>
         <source>Learning rate</source>
         <translation>学习率</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="124"/>
+        <location filename="../../engine/config/train.py" line="128"/>
         <source>Batch</source>
         <translation>批大小</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="128"/>
+        <location filename="../../engine/config/train.py" line="132"/>
         <source>Steps</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../engine/config/train.py" line="132"/>
+        <location filename="../../engine/config/train.py" line="136"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="258"/>
+        <location filename="../../gui/train/panel.py" line="267"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="260"/>
+        <location filename="../../gui/train/panel.py" line="269"/>
         <source>Learning rates</source>
         <translation>学习率列表</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="261"/>
+        <location filename="../../gui/train/panel.py" line="270"/>
         <source>Seeds</source>
         <translation>种子数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="349"/>
+        <location filename="../../gui/train/panel.py" line="358"/>
         <source>%p% — paused</source>
         <translation>%p% — 已暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="353"/>
+        <location filename="../../gui/train/panel.py" line="362"/>
         <source>%p% — writing q and k</source>
         <translation>%p% — 正在保存 q 和 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="355"/>
+        <location filename="../../gui/train/panel.py" line="364"/>
         <source>%p% — done</source>
         <translation>%p% — 已完成</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="357"/>
+        <location filename="../../gui/train/panel.py" line="366"/>
         <source>%p% — stopped</source>
         <translation>%p% — 已停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="360"/>
+        <location filename="../../gui/train/panel.py" line="369"/>
         <source>%p% — {0} left</source>
         <translation>%p% — 剩余 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="386"/>
+        <location filename="../../gui/train/panel.py" line="395"/>
         <source>{0} s</source>
         <translation>{0} 秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="387"/>
+        <location filename="../../gui/train/panel.py" line="396"/>
         <source>{0} min {1:02d} s</source>
         <translation>{0} 分 {1:02d} 秒</translation>
     </message>

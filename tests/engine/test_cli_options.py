@@ -35,7 +35,11 @@ def test_each_declared_option_is_in_the_parser_as_declared(command, cls) -> None
         cli = field.spec.cli
         action = actions.pop(field.name)
         assert tuple(action.option_strings) == cli.flags
-        assert action.help == cli.help
+        assert action.help.startswith(cli.help), field.name
+        low, high = field.spec.low, field.spec.high
+        if field.kind in (int, float) and low is not None and high is not None:
+            assert action.help.endswith(f"..{high:.0f})" if float(high).is_integer()
+                                        else f"..{high:g})"), field.name
         if not cli.required:
             default = field.default
             if isinstance(default, tuple):
@@ -44,6 +48,45 @@ def test_each_declared_option_is_in_the_parser_as_declared(command, cls) -> None
     # lr and seed are train-only (lr-sweep sweeps them); nothing else sets a field.
     assert ("lr" in actions) is False and ("seed" in actions) is False
     assert set(actions) <= {"help", "out", "quiet", "json", "lrs", "seeds", "tensors_out"}
+
+
+def _all_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    found = {parser.prog: parser}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found.update(_all_parsers(sub))
+    return found
+
+
+def test_every_command_and_option_explains_itself() -> None:
+    # A description per subcommand; a help, the default and the choices per option.
+    parsers = _all_parsers(build_parser())
+    assert len(parsers) == 6
+    for prog, parser in parsers.items():
+        assert parser.description, prog
+        text = " ".join(parser.format_help().split())
+        for action in parser._actions:
+            if not action.option_strings or isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help and action.help.strip(), (prog, action.option_strings)
+            if action.default not in (None, False, argparse.SUPPRESS) and not isinstance(
+                    action, argparse._VersionAction):
+                assert "default" in " ".join(action.help.split()) or (
+                    f"(default: {action.default})" in text), (prog, action.option_strings)
+            if action.choices:
+                assert "{" + ",".join(map(str, action.choices)) + "}" in text, action.dest
+    train = " ".join(parsers["attention-explorer train"].format_help().split())
+    assert "--task {retrieval,copy_back}" in train
+    for option, default in (("--d-k", "64"), ("--steps", "500"), ("--lr", "0.01")):
+        assert f"(default: {default})" in train.split(option + " ")[2], option
+    lr_sweep = " ".join(parsers["attention-explorer lr-sweep"].format_help().split())
+    assert "(default: 0.001,0.003,0.01,0.03,0.1)" in lr_sweep and "(default: 3)" in lr_sweep
+
+
+def test_the_console_script_names_itself() -> None:
+    assert build_parser("attention-scale").format_usage().startswith("usage: attention-scale ")
+    assert build_parser().format_usage().startswith("usage: attention-explorer ")
 
 
 def test_train_options_keep_their_established_order() -> None:

@@ -61,7 +61,6 @@ def test_train_text_summary():
     ("args", "word"),
     [
         (("train", "--rules", "none,bogus"), "rules"),
-        (("train", "--task", "sorting"), "task"),
         (("train", "--steps", "0"), "steps"),
         (("train", "--lr", "-1"), "lr"),
         (("train", "--n", "64", "--d-k", "8"), "vocab"),
@@ -77,6 +76,14 @@ def test_bad_input_exits_2_with_error(args, word):
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: ") and word in proc.stderr
     assert proc.stdout == ""
+
+
+def test_an_unknown_task_is_refused_with_the_choices():
+    # --task lists its choices, so argparse refuses another with its usage line.
+    proc = _run("train", "--task", "sorting")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "argument --task: invalid choice: 'sorting'" in proc.stderr
+    assert "retrieval" in proc.stderr and "copy_back" in proc.stderr
 
 
 def test_lr_sweep_writes_csv(tmp_path):

@@ -28,6 +28,13 @@ from engine.tour.claims import (
     validate_claim,
 )
 from engine.tour.evaluate import evaluate_claim, evaluate_claims, evaluate_quantity
+from engine.tour.prose import (
+    check_formulas,
+    formula_value,
+    prose_numbers,
+    setup_numbers,
+    unchecked_numbers,
+)
 from engine.tour.steps import UI_REF, expand_ui_refs, step_config, validate_tour
 
 TOUR_DIR = Path(__file__).resolve().parents[2] / "resources" / "tour"
@@ -93,16 +100,75 @@ def test_ui_references_are_well_formed(lang):
             assert not re.search(r"[{}]", UI_REF.sub("", part)), (step_id, part)
 
 
+def _written(prose: str) -> list[float]:
+    return [value for number in prose_numbers(prose) for value in number.values]
+
+
 @pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("step", STEPS, ids=STEP_IDS)
 def test_prose_states_the_claimed_numbers(step, lang):
-    prose = _prose(lang, step["id"])
+    written = _written(_prose(lang, step["id"]))
     for claim in step["claims"]:
         for number in claim_numbers(claim):
-            assert number_pattern(number).search(prose), (
+            assert any(math.isclose(number, w, rel_tol=1e-9, abs_tol=1e-15) for w in written), (
                 f"{lang} text of step {step['id']!r} does not state {number:g} "
                 f"(claim {describe_target(claim)})"
             )
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@pytest.mark.parametrize("step", STEPS, ids=STEP_IDS)
+def test_every_number_of_the_prose_is_checked(step, lang):
+    # The other direction: a number the text states is a claim the engine evaluates, a value
+    # of the step's set-up, a formula checked below, or one of the step's few "given" numbers
+    # (years, published sizes, constants inside formulas).
+    unchecked = unchecked_numbers(step, _prose(lang, step["id"]))
+    assert not unchecked, (
+        f"{lang} text of step {step['id']!r} states {unchecked} but no claim evaluates them "
+        "(add a claim, or a formula / given entry if the app does not compute it)"
+    )
+
+
+@pytest.mark.parametrize("step", STEPS, ids=STEP_IDS)
+def test_formulas_and_given_numbers_are_true_and_used(step):
+    assert check_formulas(step) == []
+    written = {w for lang in LANGUAGES for w in _written(_prose(lang, step["id"]))}
+    extra = [*(f["value"] for f in step.get("formulas", [])), *step.get("given", [])]
+    for number in extra:
+        # No stale entry: each one is written in at least one language, and none repeats a
+        # number that a claim or the set-up already checks.
+        assert any(math.isclose(number, w, rel_tol=1e-9) for w in written), (step["id"], number)
+    claimed = {x for claim in step["claims"] for x in claim_numbers(claim)}
+    given = set(step.get("given", []))
+    assert not given & (claimed | setup_numbers(step)), (step["id"], given & claimed)
+
+
+def test_prose_numbers_read_numbers_as_written():
+    def values(text):
+        return [n.values for n in prose_numbers(text)]
+
+    assert values("≈ 0.16 % of 600000 rows") == [(0.16, 0.0016), (600000.0,)]
+    assert values("3.8·10⁻³, 2^20, 2²⁰, 10⁻⁴ and 1e-12") == [
+        (pytest.approx(0.0038),), (1048576.0,), (1048576.0,), (pytest.approx(1e-4),),
+        (pytest.approx(1e-12),)]
+    # Digits of names are no numbers; Chinese around a number is fine.
+    assert values("float16, e4m3, ViT-22B, W_Q, n^(−5s)") == []
+    assert values("在 2000 行上，d_k = 64。") == [(2000.0,), (64.0,)]
+    step = {"settings": {"d_k": 64}, "claims": [
+        {"quantity": "logit_var", "rule": "none", "at": {"d_k": 256}, "approx": 256}],
+        "formulas": [{"value": 8, "expr": "sqrt(64)"}], "given": [2022]}
+    assert unchecked_numbers(step, "d_k = 64: 256, √64 = 8 (2022); 65") == ["65"]
+
+
+def test_formula_values():
+    assert formula_value("exp(4) / (exp(4) + 63)") == pytest.approx(0.4643, abs=1e-4)
+    assert formula_value("2 ** 15 / 64 - sqrt(16) + log(e)") == 509
+    for bad in ("__import__('os')", "open('x')", "[1]", "1 if 1 else 2", "x"):
+        with pytest.raises(ValueError):
+            formula_value(bad)
+    assert check_formulas({"formulas": [{"value": 4.16, "expr": "log(64)"}]}) == []
+    assert check_formulas({"formulas": [{"value": 4.15, "expr": "log(64)"}]})  # 4.1589
+    assert check_formulas({"formulas": [{"value": 2.9, "expr": "sqrt(2 * log(64))"}]}) == []
 
 
 @pytest.mark.parametrize("step", STEPS, ids=STEP_IDS)
@@ -153,10 +219,11 @@ def test_step_texts_match_their_settings():
     backward = by_id["backward"]
     assert (backward.d_k, ScalingRule(backward.rule)) == (64, ScalingRule.SQRT)
     assert STEP_IDS.index("backward") == STEP_IDS.index("gradients") + 1
-    # The lab steps: "2000 rows of n = 64 keys", "d_k = 64"; SSMax's s = 0.43 and YaRN's f = 4;
+    # The lab steps: "20000 rows of n = 64 keys", "d_k = 64"; SSMax's s = 0.43 and YaRN's f = 4;
     # they follow the logit-bounding steps and come before training.
     half = by_id["half_precision"]
-    assert (half.d_k, half.n_tokens, half.samples) == (64, 64, 2000)
+    assert (half.d_k, half.n_tokens, half.samples) == (64, 64, 20000)
+    assert by_id["saturation"].samples == by_id["answer"].samples == 20000
     long = by_id["long_context"]
     assert (long.d_k, long.ssmax_s, long.yarn_factor) == (64, 0.43, 4.0)
     assert STEP_IDS.index("half_precision") == STEP_IDS.index("softcap") + 1
@@ -327,3 +394,7 @@ def test_validate_tour_rejects_bad_tours():
         validate_tour({"steps": [{**step, "settings": {"d_k": 0}}]})
     with pytest.raises(ValueError, match="claims"):
         validate_tour({"steps": [{**step, "claims": []}]})
+    with pytest.raises(ValueError, match="'given' must be a list of numbers"):
+        validate_tour({"steps": [{**step, "given": ["1"]}]})
+    with pytest.raises(ValueError, match="'formulas' must be a list"):
+        validate_tour({"steps": [{**step, "formulas": [{"value": 1}]}]})

@@ -89,7 +89,7 @@ def test_stable_softmax_removes_the_overflow_not_the_rounding():
 def test_bf16_logit_rounding_error_matches_ml_dtypes():
     # Only the logits rounded to bfloat16 (ml_dtypes), softmax in float64: the engine's mean
     # per-row max|Δp| over the same rows, to rounding.
-    for rule, c, expected in (("none", 1.0, 3.8e-3), ("sqrt", 1 / 8, 3.9e-4)):
+    for rule, c, expected in (("none", 1.0, 3.8e-3), ("sqrt", 1 / 8, 4.0e-4)):
         z = _sweep_logits(CONFIG, c)
         zb = z.astype(ml_dtypes.bfloat16).astype(np.float64)
         mine = float(np.mean(np.abs(_softmax(zb) - _softmax(z)).max(axis=-1)))

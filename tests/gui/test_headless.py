@@ -1,9 +1,14 @@
-"""Headless commands: ``export --out DIR`` and ``--self-test DIR`` (run in-process)."""
+"""Headless commands: ``export --out DIR``, ``--self-test DIR`` and ``--headless`` (run
+in-process, and as a user runs them in a subprocess where their output or their end matters)."""
 
 from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -117,10 +122,76 @@ def test_run_app_opens_session_and_saves_settings_on_close(qapp, tmp_path, isola
         window.close()
 
     QTimer.singleShot(0, close_when_settled)
-    assert main(["--headless", "--session", str(session)]) == 0
+    # The plain program (offscreen here: conftest sets QT_QPA_PLATFORM) runs until closed.
+    assert main(["--session", str(session)]) == 0
     assert seen == [(SMALL, "gradients")]
     settings = open_settings()
     assert settings.get("session/last_path") == str(session)
     assert AttentionConfig.from_json(settings.get("attention/config")) == SMALL
     assert settings.get("window/current_view") == "gradients"
     assert settings.get("window/temperature") == 4.0
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(args: list[str], settings: Path, timeout: float = 180) -> subprocess.CompletedProcess:
+    from gui.kit.settings import SETTINGS_DIR_ENV
+
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env[SETTINGS_DIR_ENV] = str(settings)
+    return subprocess.run([sys.executable, str(ROOT / "main.py"), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_headless_checks_the_window_and_ends(tmp_path, isolated_settings):
+    """``--headless`` without a display: builds the window offscreen, opens the session and the
+    tensor file, reports what arrived and exits (the timeout proves that it ends)."""
+    from gui.kit.resources import sample_tensors_path
+
+    session = tmp_path / "start.json"
+    save_session(session, Session(SMALL, current_view="gradients", temperature=4.0))
+    done = _run(["--headless", "--session", str(session), "--tensors",
+                 str(sample_tensors_path()), "--lang", "zh_CN"], isolated_settings)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "window built on Qt's offscreen platform, UI language 简体中文 (zh_CN)"
+    assert lines[1].startswith("explorer results in ")
+    assert "session start.json: opened, explorer view gradients" in lines
+    assert "tensors trained_heads.npz: 3 heads diagnosed (3 layers × 1), 3 flagged" in lines
+    assert lines[-1].startswith("closed in ")
+    assert done.stderr == ""  # nothing but the check's own lines (no Qt plugin noise)
+    assert not any(isolated_settings.iterdir()), "a check must not write the settings"
+
+
+def test_headless_reports_a_problem_with_exit_1(tmp_path, isolated_settings):
+    import numpy as np
+
+    bad = tmp_path / "nan_heads.npz"
+    q = np.ones((1, 4, 8), dtype=np.float32)
+    k = q.copy()
+    k[0, 1, 2] = np.nan  # the file opens; the Heads tab refuses its values
+    np.savez(bad, **{"layer0.q": q, "layer0.k": k})
+    done = _run(["--headless", "--tensors", str(bad)], isolated_settings)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.startswith("error: ") and "nan_heads.npz" in done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].startswith("closed in ")
+
+
+def test_without_a_display_the_window_explains_the_commands_that_need_none(isolated_settings):
+    done = _run([], isolated_settings, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    message = " ".join(done.stderr.split())
+    assert message.startswith("No display found")
+    for command in ("'export --out DIR'", "'--self-test DIR'", "'--headless' checks"):
+        assert command in message
+
+
+def test_export_prints_only_its_own_lines(tmp_path, isolated_settings):
+    done = _run(["export", "--out", str(tmp_path / "out"), "--width", "320", "--height", "240",
+                 "--lang", "zh_CN"], isolated_settings)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no "This plugin does not support propagateSizeHints()"
+    assert all(Path(line).parent == tmp_path / "out" for line in done.stdout.splitlines())
+    assert not any(isolated_settings.iterdir())

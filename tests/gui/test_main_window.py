@@ -261,3 +261,30 @@ def test_worker_error_is_shown_and_keeps_old_results(window, qtbot):
     assert window.controller.results() is before
     assert "Error" in window.status.label.text()
     assert SMALL_CONFIG == before.config
+
+
+def test_train_and_heads_have_menu_entries_and_shortcuts(window):
+    # Like the explorer views (Ctrl+1…9): Alt+1, Alt+2, Alt+3 bring each top-level tab forward.
+    from PySide6.QtGui import QKeySequence
+
+    pages = [window.explorer_page, window.train_tab, window.heads.view]
+    view_menu = window.menus["view"].actions()
+    for index, page in enumerate(pages):
+        action = window.mode_actions[index]
+        assert action in view_menu
+        assert action.shortcut() == QKeySequence(f"Alt+{index + 1}")
+        assert action.text() == window.mode_tabs.tabText(index)
+        action.trigger()
+        assert window.mode_tabs.currentWidget() is page
+    assert [a.text() for a in window.mode_actions] == ["Explorer", "Train", "Heads"]
+
+
+def test_the_train_tab_offers_every_rule_the_command_line_accepts(window):
+    from engine.config import ScalingRule
+
+    boxes = window.train_tab.panel.rule_boxes
+    assert list(boxes) == list(ScalingRule)
+    assert all(box.text() and box.toolTip() for box in boxes.values())
+    for box in boxes.values():
+        box.setChecked(True)
+    assert window.train_tab.panel.config().rules == tuple(ScalingRule)

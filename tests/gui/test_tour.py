@@ -73,13 +73,45 @@ def test_open_next_back_and_step_settings(tour, qtbot):
     assert window.controller.temperature() == steps[index]["view_temperature"]
     assert window.current_view().key == "temperature"
 
-    # The last step disables Next; there is nothing beyond it.
+    # The last step's button finishes the tour: the dock closes; the next start is step 1.
     panel.go_to(panel.step_count() - 1)
-    assert not panel.next_button.isEnabled() and panel.back_button.isEnabled()
+    assert panel.next_button.isEnabled() and panel.back_button.isEnabled()
+    assert panel.next_button.text() == "Finish"
     panel.next_step()
     assert panel.step_index() == panel.step_count() - 1
     with pytest.raises(ValueError, match="step index"):
         panel.go_to(panel.step_count())
+    panel.next_button.click()
+    assert not window.tour_dock.isVisible() and panel.step_index() == 0
+    window.tour_action.trigger()
+    assert window.tour_dock.isVisible() and panel.step_index() == 0
+    assert panel.next_button.text().startswith("Next")
+
+
+def test_a_step_that_fills_the_train_tab_puts_the_settings_back(tour):
+    window, panel = tour
+    train = window.train_tab.panel
+    mine = train.config().replace(d_k=32, steps=200)
+    train.set_config(mine)
+    train.set_sweep_settings((0.002, 0.02), 4)
+    step = _steps()[_index("learning_rate")]
+    # The learning-rate step shows its own settings (1 seed) ...
+    panel.go_to(_index("learning_rate"))
+    assert train.sweep_settings()[1] == step["lr_sweep"]["seeds"] == 1
+    assert train.config().d_k == step["train_settings"]["d_k"]
+    # ... and moving on to a step that sets none brings the user's back,
+    panel.go_to(_index("answer"))
+    assert train.config() == mine and train.sweep_settings() == ((0.002, 0.02), 4)
+    # as does ending the tour there, by Finish or by closing the dock.
+    panel.go_to(_index("learning_rate"))
+    panel.finish()
+    assert not window.tour_dock.isVisible()
+    assert train.config() == mine and train.sweep_settings() == ((0.002, 0.02), 4)
+    window.tour_action.trigger()
+    panel.go_to(_index("learning_rate"))
+    window.tour_dock.close()
+    assert train.config() == mine and train.sweep_settings() == ((0.002, 0.02), 4)
+    panel.shutdown()  # the learning-rate claims train in the background
 
 
 # After a switch to Chinese the offscreen FreeType engine sometimes logs this for one glyph of
@@ -184,7 +216,10 @@ def test_claim_context_names_what_distinguishes_each_claim(qapp):
         assert len(set(contexts)) == len(contexts), (step["id"], contexts)
     saturation = _steps()[_index("saturation")]
     texts = [claim_context(c, step_config(saturation["settings"])) for c in saturation["claims"]]
-    assert "none, s = 2.9" in texts[-2] and "p_max > 0.5" in texts[3]
+    assert "none, s = 2.9" in texts[-2]
+    share = next(i for i, c in enumerate(saturation["claims"])
+                 if c["quantity"] == "sweep_p_max_share")
+    assert "p_max > 0.5" in texts[share]
     lr_step = _steps()[_index("learning_rate")]
     assert claim_context(lr_step["claims"][-1], step_config(lr_step["settings"])) == (
         "none, d_k = 256, d_model = 64, lr = 0.003")
