@@ -81,6 +81,17 @@ def atomic_output(
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
     target = Path(path)
+    try:
+        special = not stat.S_ISREG(os.stat(target).st_mode)
+    except OSError:
+        special = False  # missing: created below
+    if special:
+        # A device or FIFO (`--out /dev/null`) is written as it is: renaming a file over it
+        # would replace the device itself.
+        with open(target, mode, **({} if mode == "wb" else
+                                   {"encoding": encoding, "newline": newline})) as handle:
+            yield handle
+        return
     descriptor, temp_name = tempfile.mkstemp(
         dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.",
         suffix=".part")

@@ -202,3 +202,16 @@ def test_sweep_to_a_folder_is_one_clear_error(tmp_path: Path) -> None:
                     str(tmp_path))
     assert proc.returncode == 2
     assert_one_line_error(proc, "folder")
+
+
+def test_an_output_to_a_device_writes_to_it_and_leaves_it_a_device(tmp_path: Path) -> None:
+    """`sweep --out /dev/null` once renamed a regular file over /dev/null."""
+    import stat
+
+    with atomic_output(os.devnull) as handle:
+        handle.write("discarded")
+    write_bytes_atomic(os.devnull, b"discarded")
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    proc = run_main("sweep", "--values", "2", "--samples", "20", "--quiet", "--out", os.devnull)
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
