@@ -41,11 +41,16 @@ def describe_os_error(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def _umask_mode() -> int:
-    # mkstemp creates 0600; a finished output gets the mode an ordinary open() would give it.
-    mask = os.umask(0)
+def _read_umask() -> int:
+    # os.umask can only be read by setting it: done once, at import, because while it is 0 a
+    # file another thread creates would get mode 0666.
+    mask = os.umask(0o022)
     os.umask(mask)
-    return 0o666 & ~mask
+    return mask
+
+
+#: mkstemp creates 0600; a finished output gets the mode an ordinary open() would give it.
+_OUTPUT_MODE = 0o666 & ~_read_umask()
 
 
 @contextlib.contextmanager
@@ -98,7 +103,7 @@ def atomic_output(
     temp = Path(temp_name)
     handle: IO[Any] | None = None
     try:
-        os.chmod(descriptor, _umask_mode())
+        os.chmod(descriptor, _OUTPUT_MODE)
         if mode == "wb":
             handle = os.fdopen(descriptor, "wb")
         else:

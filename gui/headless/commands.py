@@ -79,13 +79,17 @@ _EXPORTED_SUFFIXES = (".png", ".svg", ".csv", ".json")
 
 def _input_in_output(folder: str, inputs: list[str | None]) -> str:
     """"" unless an input file lies in ``folder`` where an exported file could replace it."""
+    from engine.io.files import OutputIsInputError, check_output_not_input
+
+    try:
+        check_output_not_input(folder, inputs)  # the folder is an input, or lies inside one
+    except OutputIsInputError as exc:
+        return str(exc)
     out = Path(folder).resolve()
     for given in inputs:
         if given is None:
             continue
         source = Path(given).resolve()
-        if source == out or source in out.parents:
-            return f"{folder} is the input {given} or lies inside it; export into another folder"
         if source.parent == out and source.suffix in _EXPORTED_SUFFIXES:
             return (f"{folder} holds the input {given}, which the export could replace; "
                     "export into another folder")
