@@ -15,15 +15,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.analysis.head_weights import (
+    NeedsQK,
+    diagnose_weights,
+    logit_factors,
+    replay_weights_map,
+)
 from engine.analysis.heads import HeadDiagnostics, _diagnose
 from engine.config import ScalingRule
 from engine.core.attention import attention_logits
 from engine.core.memory import check_memory, get_memory_budget
 from engine.core.softmax import softmax
-from engine.io.tensors import TensorFile
+from engine.io.tensors import TensorFile, TensorFileError
 
-__all__ = ["HeadRecord", "RuleReplay", "check_replay_memory", "iter_file_diagnostics",
-           "replay_head"]
+__all__ = ["HeadRecord", "RuleReplay", "check_replay_memory", "check_weights_rule",
+           "iter_file_diagnostics", "replay_file_head", "replay_head"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,28 +64,56 @@ def iter_file_diagnostics(
         Checked before each head and before every tile of rows inside one (a tile holds at
         most :data:`engine.core.tiled.TILE_BYTES` of logits); once set, the iteration ends.
 
+    A file of attention weights only (``tf.kind == "weights"``) is diagnosed with
+    :func:`engine.analysis.head_weights.diagnose_weights`: a ``rule`` that needs q and k
+    (QK-norm, soft-cap) raises :class:`~engine.analysis.head_weights.NeedsQK` before any head
+    is read.
+
     Raises
     ------
     ValueError
         Prefixed with ``layer L head H:`` when a head cannot be diagnosed (a
         :class:`~engine.io.tensors.TensorFileError` when it cannot be read).
     """
+    if tf.kind == "weights" and rule is not None:  # refused at once, not at the first head
+        check_weights_rule(tf, rule, temperature=temperature)
     for layer in tf.layers:
         for head in range(tf.heads):
             if cancel is not None and cancel.is_set():
                 return
-            q, k = tf.qk(layer, head)
             try:
-                diagnostics = _diagnose(
-                    q, k, scale=tf.layer_scale(layer), rule=rule, temperature=temperature,
-                    gain=gain, cap=cap if rule is not None else tf.layer_cap(layer),
-                    causal=tf.causal, cancel=cancel,
-                )
+                if tf.kind == "weights":
+                    scores = tf.scores(layer, head)
+                    diagnostics = diagnose_weights(
+                        tf.weights(layer, head) if scores is None else scores,
+                        is_logits=scores is not None, causal=tf.causal, rule=rule,
+                        file_scale=tf.layer_scale(layer), d_k=tf.d_k, temperature=temperature,
+                        cancel=cancel)
+                else:
+                    q, k = tf.qk(layer, head)
+                    diagnostics = _diagnose(
+                        q, k, scale=tf.layer_scale(layer), rule=rule, temperature=temperature,
+                        gain=gain, cap=cap if rule is not None else tf.layer_cap(layer),
+                        causal=tf.causal, cancel=cancel,
+                    )
+            except TensorFileError:
+                raise
             except ValueError as exc:
                 raise ValueError(f"layer {layer} head {head}: {exc}") from None
             if diagnostics is None:  # cancelled inside the head (a long one)
                 return
             yield HeadRecord(layer, head, diagnostics)
+
+
+def check_weights_rule(tf: TensorFile, rule: ScalingRule | str,
+                       temperature: float | None = None) -> None:
+    """Raise :class:`~engine.analysis.head_weights.NeedsQK` (naming the file) if ``rule``
+    cannot be replayed on the weights of ``tf``."""
+    try:
+        logit_factors(rule, file_scale=tf.scale, d_k=tf.d_k, visible=np.ones(1),
+                      temperature=temperature)
+    except NeedsQK as exc:
+        raise NeedsQK(f"{tf.path.name}: {exc}", exc.needs) from None
 
 
 #: Logits per block of rows of a replay's softmax (2 MiB of float64): a cancel waits for one
@@ -120,11 +154,17 @@ def check_replay_memory(n_q: int, n_k: int, rules: int) -> None:
 @dataclass(frozen=True, slots=True)
 class RuleReplay:
     """One rule re-applied to a head: its diagnostics (all batch entries) and the (n, n)
-    attention weights of the shown batch entry (read-only; masked entries 0)."""
+    attention weights of the shown batch entry (read-only; masked entries 0).
+
+    A rule that the head's file cannot replay (QK-norm on attention weights) has no
+    diagnostics and no weights, and ``missing`` says what it needs: ``"q_and_k"``, ``"d_k"``
+    or ``"scale"`` (:class:`~engine.analysis.head_weights.NeedsQK`); it is ``""`` otherwise.
+    """
 
     rule: ScalingRule
-    diagnostics: HeadDiagnostics
-    weights: np.ndarray
+    diagnostics: HeadDiagnostics | None
+    weights: np.ndarray | None
+    missing: str = ""
 
 
 def replay_head(
@@ -175,6 +215,54 @@ def replay_head(
         weights = _softmax_rows(logits, cancel)
         if weights is None:
             break
+        weights.flags.writeable = False
+        out.append(RuleReplay(ScalingRule(rule), diagnostics, weights))
+    return tuple(out)
+
+
+def replay_file_head(
+    tf: TensorFile,
+    layer: int,
+    head: int,
+    *,
+    batch_entry: int = 0,
+    temperature: float,
+    gain: float | None = None,
+    cap: float | None = None,
+    rules: tuple[ScalingRule, ...] = tuple(ScalingRule),
+    cancel: threading.Event | None = None,
+) -> tuple[RuleReplay, ...]:
+    """:func:`replay_head` on head ``head`` of ``layer`` of ``tf``, read from the file.
+
+    From a file of attention weights, the rules that multiply the logits are replayed exactly
+    (:mod:`engine.analysis.head_weights`); the others come back with ``missing`` set.
+    """
+    if tf.kind != "weights":
+        q, k = tf.qk(layer, head)
+        if cancel is not None and cancel.is_set():
+            return ()
+        return replay_head(q, k, causal=tf.causal, batch_entry=batch_entry,
+                           temperature=temperature, gain=gain, cap=cap, rules=rules,
+                           cancel=cancel)
+    if not 0 <= batch_entry < tf.batch:
+        raise ValueError(f"batch entry {batch_entry} is out of range (batch {tf.batch})")
+    check_replay_memory(tf.n, tf.n, len(rules))
+    scores = tf.scores(layer, head)
+    rows = tf.weights(layer, head) if scores is None else scores
+    params = {"causal": tf.causal, "is_logits": scores is not None,
+              "file_scale": tf.layer_scale(layer), "d_k": tf.d_k, "temperature": temperature}
+    out = []
+    for rule in rules:
+        if cancel is not None and cancel.is_set():
+            break
+        try:
+            diagnostics = diagnose_weights(rows, rule=rule, cancel=cancel, **params)
+        except NeedsQK as exc:
+            out.append(RuleReplay(ScalingRule(rule), None, None, missing=exc.needs))
+            continue
+        if diagnostics is None:
+            break
+        weights = replay_weights_map(rows[batch_entry], rule=rule, **params)
         weights.flags.writeable = False
         out.append(RuleReplay(ScalingRule(rule), diagnostics, weights))
     return tuple(out)

@@ -42,12 +42,14 @@ __all__ = [
     "FLAGS",
     "FLAG_THRESHOLDS",
     "NEAR_UNIFORM_ENTROPY_FRACTION",
+    "NEEDS_LOGITS",
     "SATURATED_SHARE_FLAG",
     "SHARP_ENTROPY_FRACTION",
     "SINK_MASS_FLAG",
     "SINK_UNIFORM_FACTOR",
     "HeadDiagnostics",
     "diagnose_head",
+    "head_flags",
 ]
 
 # The flags' thresholds, in one place. "Healthy" below means q and k with independent N(0, 1)
@@ -120,6 +122,11 @@ class HeadDiagnostics:
         when q or k does not vary over the tokens).
     flags
         Subset of :data:`FLAGS` ("saturated", "sharp", "sink", "near-uniform"), in that order.
+    source
+        What they were computed from: ``"qk"`` (queries and keys), ``"scores"`` (logits only:
+        ``rho`` and ``logit_std_theory`` are NaN) or ``"weights"`` (attention weights only:
+        every statistic of the logits' size is NaN as well, see
+        :data:`NEEDS_LOGITS`).
     """
 
     n: int
@@ -140,6 +147,7 @@ class HeadDiagnostics:
     sink_uniform: float
     rho: float
     flags: tuple[str, ...]
+    source: str = "qk"
 
     @property
     def logit_std_ratio(self) -> float:
@@ -159,6 +167,29 @@ class HeadDiagnostics:
         """``entropy_mean / entropy_uniform``: 0 for one-hot rows, 1 for uniform ones over the
         keys each row sees (NaN at n = 1)."""
         return self.entropy_mean / self.entropy_uniform if self.entropy_uniform > 0 else math.nan
+
+
+def head_flags(*, saturated_share: float, entropy_mean: float, entropy_uniform: float,
+               sink_mass: float, sink_uniform: float) -> tuple[str, ...]:
+    """The flags of a head from its statistics (see :func:`diagnose_head`), in
+    :data:`FLAGS` order."""
+    flags = []
+    if saturated_share > SATURATED_SHARE_FLAG:
+        flags.append("saturated")
+    elif entropy_mean < SHARP_ENTROPY_FRACTION * entropy_uniform:
+        flags.append("sharp")
+    if sink_mass > SINK_MASS_FLAG and sink_mass > SINK_UNIFORM_FACTOR * sink_uniform:
+        flags.append("sink")
+    if entropy_mean > NEAR_UNIFORM_ENTROPY_FRACTION * entropy_uniform:
+        flags.append("near-uniform")
+    return tuple(flags)
+
+
+#: The diagnostics that need the logits' size, which attention weights alone do not give
+#: (a softmax row is the same for logits z and z + any constant): NaN from weights. From
+#: logits without q and k, ``rho`` and ``logit_std_theory`` are NaN.
+NEEDS_LOGITS = ("logit_std", "max_abs_logit", "logit_std_theory", "entropy_floor_at_norm",
+                "rho")
 
 
 def _check_qk(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -358,15 +389,9 @@ def _diagnose(
     rows = int(np.count_nonzero(choosing)) * batch
     saturated = (p_max[:, choosing] if rows else p_max) > SATURATION_THRESHOLD
     saturated_share = int(np.count_nonzero(saturated)) / (rows or batch * n)
-    flags = []
-    if saturated_share > SATURATED_SHARE_FLAG:
-        flags.append("saturated")
-    elif entropy_mean < SHARP_ENTROPY_FRACTION * entropy_uniform:
-        flags.append("sharp")
-    if sink_mass > SINK_MASS_FLAG and sink_mass > SINK_UNIFORM_FACTOR * sink_uniform:
-        flags.append("sink")
-    if entropy_mean > NEAR_UNIFORM_ENTROPY_FRACTION * entropy_uniform:
-        flags.append("near-uniform")
+    flags = head_flags(saturated_share=saturated_share, entropy_mean=entropy_mean,
+                       entropy_uniform=entropy_uniform, sink_mass=sink_mass,
+                       sink_uniform=sink_uniform)
     scales = np.ravel(plan.scale)
     return HeadDiagnostics(
         n=n, d_k=d_k, batch=batch, rule=plan.rule.value if replay else None,
@@ -378,5 +403,5 @@ def _diagnose(
         max_abs_logit=max_abs, entropy_mean=entropy_mean, entropy_uniform=entropy_uniform,
         entropy_floor_at_norm=block_moments(floor)[1],
         p_max_mean=block_moments(p_max)[1], saturated_share=saturated_share, sink_mass=sink_mass,
-        sink_uniform=sink_uniform, rho=_component_correlation(q, k), flags=tuple(flags),
+        sink_uniform=sink_uniform, rho=_component_correlation(q, k), flags=flags,
     )

@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import math
 import sys
 from typing import IO, Any
 
-from engine.analysis.head_scan import iter_file_diagnostics
+from engine.analysis.head_scan import check_weights_rule, iter_file_diagnostics
 from engine.analysis.heads import HeadDiagnostics
 from engine.cli.output import open_output, output_error
 from engine.cli.progress import Progress
@@ -26,18 +27,23 @@ __all__ = ["COLUMNS", "inspect_command", "report_row"]
 COLUMNS = (
     "layer", "head", "n", "d_k", "rule", "scale", "causal", "logit_std", "logit_std_theory",
     "max_abs_logit", "entropy_mean", "entropy_uniform", "entropy_floor_at_norm", "p_max_mean",
-    "saturated_share", "sink_mass", "rho", "flags",
+    "saturated_share", "sink_mass", "rho", "flags", "source",
 )
 
 
+def _number(value: float) -> str:
+    # Exactly, by repr; empty where there is no number (what a file of weights cannot give,
+    # the law where c differs by row): spreadsheets and pandas read an empty cell as missing.
+    return repr(value) if math.isfinite(value) else ""
+
+
 def report_row(layer: int, head: int, diag: HeadDiagnostics) -> list[Any]:
-    """One CSV row of the report (values as in :data:`COLUMNS`; floats exactly, by repr)."""
+    """One CSV row of the report (values as in :data:`COLUMNS`; floats exactly, by repr, and
+    empty where the file does not give them; ``d_k`` empty when unknown)."""
     return [
-        layer, head, diag.n, diag.d_k, diag.rule or "file", repr(diag.scale), int(diag.causal),
-        repr(diag.logit_std), repr(diag.logit_std_theory), repr(diag.max_abs_logit),
-        repr(diag.entropy_mean), repr(diag.entropy_uniform), repr(diag.entropy_floor_at_norm),
-        repr(diag.p_max_mean), repr(diag.saturated_share), repr(diag.sink_mass), repr(diag.rho),
-        ";".join(diag.flags),
+        layer, head, diag.n, diag.d_k or "", diag.rule or "file", _number(diag.scale),
+        int(diag.causal), *(_number(getattr(diag, key)) for key in COLUMNS[7:17]),
+        ";".join(diag.flags), diag.source,
     ]
 
 
@@ -73,6 +79,8 @@ def inspect_command(args: argparse.Namespace) -> int:
         if args.out != "-":
             check_output_not_input(args.out, [args.file])
         tf = load_tensors(args.file)
+        if tf.kind == "weights" and args.rule is not None:
+            check_weights_rule(tf, args.rule, temperature=args.temperature)
     except (TensorFileError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -146,6 +146,11 @@ class Source(Protocol):
         """Return a whole (small) array, e.g. ``tokens`` or ``meta``."""
         ...
 
+    def read_part(self, name: str, index: tuple[int, ...]) -> np.ndarray:
+        """Return ``array[index]`` for integer indices of the leading axes (a contiguous
+        block of a C-order array: one layer of a stacked array, one batch entry)."""
+        ...
+
     def unchanged(self, names: Iterable[str]) -> bool:
         """Whether the files holding ``names`` are still those opened (same inode, size and
         modification time): False once one was rewritten, replaced or removed."""
@@ -230,11 +235,12 @@ class _NpyFolder:
     link that leads out of the folder is refused rather than followed silently.
     """
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, single: Path | None = None) -> None:
         self.text: dict[str, str] = {}
         self.arrays: dict[str, np.ndarray] = {}
         self._stamps: dict[str, tuple[Path, Stamp]] = {}
-        files = sorted(folder.glob("*.npy"))
+        # A single .npy file (one stacked array of attention weights) is its own folder.
+        files = [single] if single is not None else sorted(folder.glob("*.npy"))
         _check_count(".npy files", len(files))
         inside = folder.resolve()
         for file in files:
@@ -244,7 +250,7 @@ class _NpyFolder:
             except (OSError, RuntimeError) as exc:  # RuntimeError: a symbolic link loop
                 raise TensorFileError(f"{label}: a symbolic link that cannot be followed "
                                       f"({' '.join(str(exc).split())})") from None
-            if file.is_symlink() and inside not in target.parents:
+            if single is None and file.is_symlink() and inside not in target.parents:
                 raise TensorFileError(
                     f"{label}: a symbolic link to {shown(target)}, outside the folder; copy "
                     "the file into the folder instead")
@@ -283,6 +289,9 @@ class _NpyFolder:
     def read_all(self, name: str) -> np.ndarray:
         _check_whole_read(name, *self.info[name])
         return np.array(self.arrays[name]).view(self.info[name][1])
+
+    def read_part(self, name: str, index: tuple[int, ...]) -> np.ndarray:
+        return np.array(self.arrays[name][index]).view(self.info[name][1])
 
 
 #: What zipfile raises for members it cannot unpack: encrypted (RuntimeError), an unknown
@@ -528,6 +537,16 @@ class _Npz:
             flat = self._read(name, 0, math.prod(shape), fh)
         return flat.reshape(shape, order="F" if self._layout[name].fortran else "C")
 
+    def read_part(self, name: str, index: tuple[int, ...]) -> np.ndarray:
+        shape, _ = self.info[name]
+        if self._layout[name].fortran:
+            return np.ascontiguousarray(self._whole_array(name)[index])
+        rest = shape[len(index):]
+        block = math.prod(rest)
+        start = int(np.ravel_multi_index(index, shape[:len(index)])) * block if index else 0
+        with self._member(name) as fh:
+            return self._read(name, start, block, fh).reshape(rest)
+
 
 class _Safetensors:
     """A ``.safetensors`` file read through ``safe_open(framework="np")``, slice by slice.
@@ -608,6 +627,10 @@ class _Safetensors:
         with self._reader() as f:
             return self._fix(name, f.get_tensor(name))
 
+    def read_part(self, name: str, index: tuple[int, ...]) -> np.ndarray:
+        with self._reader() as f:
+            return self._fix(name, f.get_slice(name)[index])
+
 
 #: What zipfile raises for a damaged directory: BadZipFile mostly, and for some damage a bare
 #: ValueError, OverflowError, struct.error or UnicodeDecodeError (a member name flagged UTF-8).
@@ -661,10 +684,8 @@ def open_source(path: Path) -> tuple[str, Source]:
             except _ARCHIVE_ERRORS as exc:
                 raise TensorFileError(f"{shown(path.name)}: damaged or truncated .npz archive: "
                                       f"{' '.join(str(exc).split())}") from exc
-        if magic == b"\x93NUM":
-            raise TensorFileError(
-                f"{shown(path.name)}: a single .npy file; put one .npy per array in a folder, "
-                "or use .npz")
+        if magic == b"\x93NUM":  # one array: only a stack of attention weights is one
+            return "npy", _NpyFolder(path.parent, single=path)
         if _looks_like_safetensors(path):
             return "safetensors", _Safetensors(path)
     except OSError as exc:

@@ -231,6 +231,7 @@ class _FakeTensorFile:
     causal: bool = False
     tokens: tuple[str, ...] | None = None
     meta: dict = field(default_factory=dict)
+    kind: str = "qk"
 
     @property
     def heads(self) -> int:

@@ -1,0 +1,248 @@
+"""Diagnostics and rule replays of a head known only by its attention weights (no Qt).
+
+Files of attention weights (Hugging Face's ``output_attentions``, TransformerLens'
+``hook_pattern``) or of logits (``hook_attn_scores``) have no q and k. From weights p the
+entropy, p_max, saturated share, sink mass and the flags follow exactly, and so does every
+rule that multiplies a row's logits by a constant: softmax(a·z) ∝ p^a, because the logits z of a
+row are ln p up to a constant the softmax discards. A rule's factor relative to the model's own
+scale c is a = c'/c (temperature, log_n, ssmax, yarn, and none, sqrt, linear). What depends on
+the logits' size does not follow from weights (:data:`engine.analysis.heads.NEEDS_LOGITS`:
+logit std, max |logit|, the floor at the logits' norm, ρ) and neither do rules that are not a
+multiple of the logits (QK-norm, soft-cap): they need q and k. From logits, the logit std,
+max |logit| and the floor follow too.
+
+Everything is computed in float64, a block of rows at a time.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+
+from engine.analysis.heads import HeadDiagnostics, head_flags
+from engine.config import ScalingRule
+from engine.core.moments import RunningMoments, block_moments
+from engine.core.scaling import length_scales, parse_rule, scale_factor
+from engine.core.stats import SATURATION_THRESHOLD
+from engine.core.theory import zhai_min_entropy_rows
+
+__all__ = ["MULTIPLICATIVE_RULES", "NeedsQK", "diagnose_weights", "logit_factors",
+           "replay_weights_map"]
+
+#: The rules that multiply a row's logits by a constant: replayed exactly from weights.
+MULTIPLICATIVE_RULES = tuple(r for r in ScalingRule
+                             if r not in (ScalingRule.QK_NORM, ScalingRule.SOFTCAP))
+#: Of those, the ones whose factor relative to 1/√d_k does not involve d_k.
+_FREE_OF_D_K = (ScalingRule.SQRT, ScalingRule.LOG_N, ScalingRule.SSMAX, ScalingRule.YARN)
+#: Rows per block: a cancel waits for one block; memory stays at a few blocks of rows.
+_BLOCK_ENTRIES = 1 << 18
+
+
+class NeedsQK(ValueError):
+    """A rule that the weights of a file cannot replay; ``needs`` says what it needs:
+    ``"q_and_k"``, ``"d_k"`` or ``"scale"`` (a positive model scale)."""
+
+    def __init__(self, message: str, needs: str) -> None:
+        super().__init__(message)
+        self.needs = needs
+
+
+def logit_factors(
+    rule: ScalingRule | str | None,
+    *,
+    file_scale: float,
+    d_k: int,
+    visible: np.ndarray,
+    temperature: float | None = None,
+) -> tuple[np.ndarray, float]:
+    """The factor a by which ``rule`` multiplies each row's logits, relative to the model's.
+
+    Parameters
+    ----------
+    rule
+        The rule to replay, or None for the model's own logits (a = 1).
+    file_scale
+        The model's own c (NaN when the file does not say and d_k is unknown: then c is taken
+        to be 1/√d_k, the convention of every model this app reads).
+    d_k
+        The key dimension, 0 when unknown.
+    visible
+        The keys each row sees (for ``log_n`` / ``ssmax``).
+    temperature
+        For the temperature rule.
+
+    Returns
+    -------
+    (factors, scale)
+        a per row, and the rule's c of the last row (``file_scale`` without a rule).
+
+    Raises
+    ------
+    NeedsQK
+        For QK-norm and soft-cap (not a multiple of the logits), and for a rule whose factor
+        needs d_k when the file does not give it.
+    """
+    if rule is None:
+        return np.ones(len(visible)), file_scale
+    rule = parse_rule(rule)
+    if rule not in MULTIPLICATIVE_RULES:
+        raise NeedsQK(f"rule {rule.value!r} needs q and k: it is not a multiple of the logits, "
+                      "and this file holds attention weights only", "q_and_k")
+    if d_k > 0:
+        own = file_scale if math.isfinite(file_scale) else 1.0 / math.sqrt(d_k)
+        dim = d_k
+    elif not math.isfinite(file_scale) and rule in _FREE_OF_D_K:
+        own, dim = 1.0, 1  # c'/c with c = 1/√d_k: d_k cancels
+    else:
+        raise NeedsQK(f"rule {rule.value!r} needs d_k, which the file does not give (add "
+                      '"d_k" to its meta)', "d_k")
+    if own <= 0:
+        raise NeedsQK(f"the file's scale is {own:g}: a replay needs a scale > 0", "scale")
+    if rule.length_dependent:
+        scales = length_scales(rule, dim, visible)
+    else:
+        scales = np.full(len(visible), scale_factor(rule, dim, temperature=temperature))
+    factors = scales / own
+    last = float(scales[-1]) if d_k > 0 else math.nan
+    return factors, last
+
+
+def _visible(n: int, causal: bool) -> np.ndarray:
+    return np.arange(1.0, n + 1.0) if causal else np.full(n, float(n))
+
+
+def _scaled_rows(values: np.ndarray, is_logits: bool, factors: np.ndarray) -> np.ndarray:
+    """a·z for a block of rows, z = ln p (−inf where p = 0) or the logits (masked: −inf).
+
+    A factor of 0 (log_n's c for a row that sees one key) makes every logit 0, as the
+    engine's a·q·k = 0 does: 0·(−inf) is taken as 0, not NaN (the mask is applied after).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.array(values, dtype=np.float64) if is_logits else np.log(values)
+        z *= factors[:, None]
+    return np.nan_to_num(z, nan=0.0, posinf=np.inf, neginf=-np.inf)
+
+
+def diagnose_weights(
+    rows: np.ndarray,
+    *,
+    causal: bool,
+    is_logits: bool = False,
+    rule: ScalingRule | str | None = None,
+    file_scale: float = math.nan,
+    d_k: int = 0,
+    temperature: float | None = None,
+    cancel: threading.Event | None = None,
+) -> HeadDiagnostics | None:
+    """Diagnose one head from its weights (or logits), as the model had them or under a rule.
+
+    Parameters
+    ----------
+    rows
+        (batch, n, n): attention weights (rows ≥ 0 summing to 1; 0 above the diagonal of a
+        causal head), or logits with ``is_logits`` (masked entries −inf).
+    causal
+        Row i sees keys 0..i.
+    rule, file_scale, d_k, temperature
+        A rule to replay (see :func:`logit_factors`); None: the model's own weights.
+    cancel
+        Checked between blocks of rows; None is returned once it is set.
+
+    Returns
+    -------
+    HeadDiagnostics
+        The statistics of :func:`engine.analysis.heads.diagnose_head` with the same
+        definitions and flags; ``source`` is ``"weights"`` or ``"scores"``, and the
+        statistics of :data:`engine.analysis.heads.NEEDS_LOGITS` are NaN when they cannot be
+        computed (from weights: all of them; from logits: ``rho`` and ``logit_std_theory``).
+
+    Raises
+    ------
+    NeedsQK
+        For a rule the weights cannot replay.
+    """
+    rows = np.asarray(rows)
+    if rows.ndim != 3 or rows.shape[-1] != rows.shape[-2] or min(rows.shape) < 1:
+        raise ValueError(f"weights must have shape (batch, n, n); got {rows.shape}")
+    batch, n, _ = rows.shape
+    visible = _visible(n, causal)
+    factors, scale = logit_factors(rule, file_scale=file_scale, d_k=d_k, visible=visible,
+                                   temperature=temperature)
+    stats = {name: np.empty((batch, n)) for name in ("entropy", "p_max", "sink", "floor")}
+    moments = RunningMoments()
+    max_abs = 0.0
+    block = max(1, _BLOCK_ENTRIES // n)
+    for b in range(batch):
+        for r0 in range(0, n, block):
+            if cancel is not None and cancel.is_set():
+                return None
+            r1 = min(n, r0 + block)
+            z = _scaled_rows(rows[b, r0:r1], is_logits, factors[r0:r1])
+            if causal:
+                z[np.arange(r1 - r0)[:, None] + r0 < np.arange(n)[None, :]] = -np.inf
+            finite = np.isfinite(z)
+            top = np.max(z, axis=-1, keepdims=True)
+            shifted = z - top
+            e = np.exp(shifted)
+            total = e.sum(axis=-1)
+            weighted = np.einsum("ij,ij->i", e, np.where(finite, shifted, 0.0))
+            stats["entropy"][b, r0:r1] = np.log(total) - weighted / total
+            stats["p_max"][b, r0:r1] = 1.0 / total
+            stats["sink"][b, r0:r1] = e[:, 0] / total
+            if is_logits:
+                values = z[finite]
+                moments.merge(*block_moments(values))
+                max_abs = max(max_abs, float(np.max(np.abs(values))))
+                kept = np.where(finite, z, 0.0)
+                count = finite.sum(axis=-1)
+                centred_sq = (kept * kept).sum(axis=-1) - kept.sum(axis=-1) ** 2 / count
+                stats["floor"][b, r0:r1] = zhai_min_entropy_rows(
+                    count.astype(np.float64), np.sqrt(np.maximum(centred_sq, 0.0)))
+    entropy_mean = block_moments(stats["entropy"])[1]
+    entropy_uniform = block_moments(np.log(visible))[1]
+    sink_mass = block_moments(stats["sink"])[1]
+    sink_uniform = block_moments(1.0 / visible)[1]
+    choosing = visible >= 2
+    p_max = stats["p_max"]
+    chosen = p_max[:, choosing] if choosing.any() else p_max
+    saturated_share = int(np.count_nonzero(chosen > SATURATION_THRESHOLD)) / chosen.size
+    flags = head_flags(saturated_share=saturated_share, entropy_mean=entropy_mean,
+                       entropy_uniform=entropy_uniform, sink_mass=sink_mass,
+                       sink_uniform=sink_uniform)
+    nan = math.nan
+    return HeadDiagnostics(
+        n=n, d_k=d_k, batch=batch, rule=None if rule is None else parse_rule(rule).value,
+        scale=scale, causal=causal,
+        logit_std=moments.std if is_logits else nan, logit_std_theory=nan,
+        max_abs_logit=max_abs if is_logits else nan, entropy_mean=entropy_mean,
+        entropy_uniform=entropy_uniform,
+        entropy_floor_at_norm=block_moments(stats["floor"])[1] if is_logits else nan,
+        p_max_mean=block_moments(p_max)[1], saturated_share=saturated_share,
+        sink_mass=sink_mass, sink_uniform=sink_uniform, rho=nan, flags=flags,
+        source="scores" if is_logits else "weights",
+    )
+
+
+def replay_weights_map(
+    rows: np.ndarray,
+    *,
+    causal: bool,
+    is_logits: bool = False,
+    rule: ScalingRule | str,
+    file_scale: float = math.nan,
+    d_k: int = 0,
+    temperature: float | None = None,
+) -> np.ndarray:
+    """The (n, n) weights of one batch entry ``rows`` (n, n) under ``rule``: p^a / Σ p^a row by
+    row, from weights, or softmax(a·z) from logits. Raises :class:`NeedsQK` as
+    :func:`logit_factors`."""
+    n = rows.shape[-1]
+    factors, _ = logit_factors(rule, file_scale=file_scale, d_k=d_k,
+                               visible=_visible(n, causal), temperature=temperature)
+    z = _scaled_rows(rows, is_logits, factors)
+    if causal:
+        z[np.triu(np.ones((n, n), dtype=bool), k=1)] = -np.inf
+    e = np.exp(z - np.max(z, axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
