@@ -128,6 +128,7 @@ class MainWindow(QMainWindow):
         self._build_central()
         self._build_dock()
         self.status = StatusLine(self.statusBar(), self.controller)
+        self._follow_tab_status()
         self._build_menus()
 
         self.panel.configChanged.connect(self.controller.set_config)
@@ -163,6 +164,19 @@ class MainWindow(QMainWindow):
         self.mode_tabs.add_page(self.heads.view, QT_TRANSLATE_NOOP("MainWindow", "Heads"))
         self.mode_tabs.currentChanged.connect(self.view_tabs.refresh_shown)
         self.setCentralWidget(self.mode_tabs)
+
+    def _follow_tab_status(self) -> None:
+        """The status bar states what the tab in front is doing (each tab its own state)."""
+        status = self.status
+        tabs = {self.train_tab: "train", self.heads.view: "heads"}
+        for tab, key in tabs.items():
+            tab.statusChanged.connect(lambda text, key=key: status.set_tab_text(key, text))
+            status.set_tab_text(key, tab.status_line())
+        status.set_tab_cancel("train", self.train_tab.controller.stop)
+        status.set_tab_cancel("heads", self.heads.view.controller.cancel)
+        self.mode_tabs.currentChanged.connect(
+            lambda _index: status.set_tab(tabs.get(self.mode_tabs.currentWidget(),
+                                                   status.EXPLORER)))
 
     def _build_dock(self) -> None:
         self.parameter_dock = QDockWidget(self)

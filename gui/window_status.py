@@ -1,4 +1,9 @@
-"""The explorer's status bar: what the computation is doing, its progress and a Cancel button."""
+"""The window's status bar: what the tab in front is doing.
+
+For the Explorer, the state of its computation, its progress and a Cancel button; the Train
+and Heads tabs report their own state (:meth:`StatusLine.set_tab_text`), so the bar never shows
+the explorer's parameters or sweep progress while another tab is in front.
+"""
 
 from __future__ import annotations
 
@@ -23,9 +28,16 @@ class StatusLine(QObject):
         The :class:`~gui.explorer.controller.ExplorerController` whose state is shown.
     """
 
+    #: The tab whose state the bar shows while it is in front (the others: set_tab_text).
+    EXPLORER = "explorer"
+
     def __init__(self, bar: QStatusBar, controller: Any) -> None:
         super().__init__(bar)
         self.controller = controller
+        self._tab = self.EXPLORER
+        self._tab_texts: dict[str, str] = {}
+        self._tab_cancels: dict[str, Any] = {}
+        self._explorer_text = ""
         self.label = QLabel()
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
@@ -45,6 +57,40 @@ class StatusLine(QObject):
     def show_message(self, text: str) -> None:
         """Show ``text`` (already translated) until the next state change."""
         self.label.setText(text)
+        self.label.setToolTip(text)
+
+    def set_tab(self, tab: str) -> None:
+        """Show the state of ``tab`` (:data:`EXPLORER` or a key given to set_tab_text)."""
+        self._tab = tab
+        explorer = tab == self.EXPLORER
+        if not explorer:
+            self.progress.setVisible(False)
+            self.cancel_button.setVisible(False)
+            self.show_message(self._tab_texts.get(tab, ""))
+            return
+        self.cancel_button.setVisible(self.controller.is_busy())
+        self._restate()
+
+    def set_tab_text(self, tab: str, text: str) -> None:
+        """The state line of ``tab`` (shown at once if it is in front)."""
+        self._tab_texts[tab] = text
+        if self._tab == tab:
+            self.show_message(text)
+
+    def set_tab_cancel(self, tab: str, cancel: Any) -> None:
+        """What Esc (the Cancel action) calls while ``tab`` is in front."""
+        self._tab_cancels[tab] = cancel
+
+    def text(self) -> str:
+        """The line shown."""
+        return self.label.text()
+
+    def _explorer(self, text: str, tooltip: str | None = None) -> None:
+        """The explorer's state line (shown while it is in front)."""
+        self._explorer_text = text
+        if self._tab == self.EXPLORER:
+            self.label.setText(text)
+            self.label.setToolTip(tooltip if tooltip is not None else text)
 
     def retranslate_ui(self) -> None:
         """Set the widgets' texts and re-state the status in the current language."""
@@ -57,18 +103,26 @@ class StatusLine(QObject):
         """Re-state the status line in the current language (from the controller's state)."""
         controller = self.controller
         if controller.is_busy():
-            self.label.setText(translate("MainWindow", "Computing…"))
+            self._explorer(translate("MainWindow", "Computing…"))
         elif controller.results() is not None and not controller.last_error():
             self._on_results_shown(controller.results())
         elif not controller.last_error():
-            self.label.setText(translate("MainWindow", "Ready"))
+            self._explorer(translate("MainWindow", "Ready"))
+        elif self._tab == self.EXPLORER:
+            self._explorer(translate("MainWindow", "Error: {0}").format(controller.last_error()),
+                           controller.last_error())
 
     @Slot()
     def cancel(self) -> None:
         """Cancel the running computation (Esc, the Cancel button); the results so far stay."""
+        if self._tab != self.EXPLORER:
+            cancel = self._tab_cancels.get(self._tab)
+            if cancel is not None:
+                cancel()
+            return
         if self.controller.is_busy():
             self.controller.cancel()
-            self.label.setText(
+            self._explorer(
                 translate("MainWindow", "Cancelled; showing the results computed so far"))
 
     @Slot(int, int)
@@ -78,30 +132,29 @@ class StatusLine(QObject):
             return
         self.progress.setRange(0, total)
         self.progress.setValue(done)
-        self.progress.setVisible(done < total)
+        self.progress.setVisible(done < total and self._tab == self.EXPLORER)
 
     @Slot(bool)
     def _on_busy_changed(self, busy: bool) -> None:
-        self.cancel_button.setVisible(busy)
+        self.cancel_button.setVisible(busy and self._tab == self.EXPLORER)
         if busy:
-            self.label.setText(translate("MainWindow", "Computing…"))
+            self._explorer(translate("MainWindow", "Computing…"))
             return
         self.progress.setVisible(False)
         # The last push of a job can arrive while it still counts as busy (a σ change reuses
         # the sweep, so no later push follows): restate the results here or "Computing…"
         # stayed with the process idle. A "Cancelled" or error message is left as it is.
-        if self.label.text() == translate("MainWindow", "Computing…"):
+        if self._explorer_text == translate("MainWindow", "Computing…"):
             self._restate()
 
     @Slot(str)
     def _on_error(self, message: str) -> None:
-        self.label.setText(translate("MainWindow", "Error: {0}").format(message))
-        self.label.setToolTip(message)
+        self._explorer(translate("MainWindow", "Error: {0}").format(message), message)
 
     @Slot(object)
     def _on_results_shown(self, results: Any) -> None:
         if not self.controller.is_busy() and not self.controller.last_error():
             config = results.config
-            self.label.setText(
+            self._explorer(
                 translate("MainWindow", "n = {0}, d_k = {1}, h = {2}, rule {3}").format(
                     config.n_tokens, config.d_k, config.heads, config.rule.label))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gui.kit.i18n import translate
+from gui.kit.style import layer_name
 
 __all__ = ["MAX_TOKEN_CHARS", "head_label", "short_token"]
 
@@ -16,8 +17,8 @@ def head_label(ref: Any, *, with_file: bool = True) -> str:
     """E.g. "model.npz · layer 3 · head 5" (+ " · batch 2" when the file has a batch) in the
     current language; ``ref`` is an ``engine.analysis.real_head.HeadRef``."""
     text = translate("RealHead", "layer {0} · head {1}").format(ref.layer, ref.head)
-    name = ref.file.layer_name(ref.layer)
-    if name != f"layer {ref.layer}":
+    name = layer_name(ref.file, ref.layer)
+    if name != layer_name(None, ref.layer):
         text = translate("RealHead", "layer {0} ({1}) · head {2}").format(
             ref.layer, name, ref.head)
     if ref.file.batch > 1:

@@ -45,7 +45,7 @@ def check_sample_tensors(window: Any, timeout_ms: int) -> tuple[list[str], str]:
     if not view.wait_idle(timeout_ms) or not window.wait_until_settled(timeout_ms):
         return [line], "sample tensors: the chosen head did not show in time"
     real = window.controller.results().real_head
-    replayed = len(view.grid.replay_images())
+    replayed = len(view.replays())
     if real is None or (real.ref.layer, real.ref.head) != (chosen.layer, chosen.head):
         return [line], "sample tensors: the explorer does not show the chosen head"
     if replayed != len(ScalingRule):

@@ -4,9 +4,12 @@ Two :class:`~gui.kit.jobs.WorkerHost` threads: one scans the file (open, check, 
 head), one replays the selected head under every rule, so picking a head while a large file is
 still being scanned does not cancel the scan. In each, a newer request supersedes the older one.
 A file that cannot be opened leaves the file shown before (and its diagnostics) in place.
+Every error message names the file it is about.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal, Slot
 
@@ -43,7 +46,8 @@ class HeadsController(QObject):
     busyChanged(bool)
         A scan or a replay is running.
     errorOccurred(str)
-        A user-facing message (a file that cannot be read, a head that cannot be diagnosed).
+        A user-facing message (a file that cannot be read, a head that cannot be diagnosed),
+        starting with the file's name.
     workerStopped()
         Both threads have ended.
     """
@@ -64,6 +68,7 @@ class HeadsController(QObject):
         self._scan_id = -1
         self._replay_id = -1
         self._pending_path = ""
+        self._pending_params = self._params
         self._selected: tuple[int, int, int] | None = None
         self._busy = False
         self._closed = False
@@ -94,6 +99,10 @@ class HeadsController(QObject):
         """The rule and parameters of the diagnostics and the replay."""
         return self._params
 
+    def pending_path(self) -> str:
+        """The file being opened ("" when none is)."""
+        return self._pending_path
+
     def selected(self) -> tuple[int, int, int] | None:
         """The selected (layer, head, batch entry), or None."""
         return self._selected
@@ -111,11 +120,13 @@ class HeadsController(QObject):
         return all(host.wait_stopped(timeout_ms) for host in self._hosts)
 
     # ------------------------------------------------------------------------------ requests
-    def open_file(self, path: str) -> None:
-        """Open and diagnose ``path``; the file shown stays until the new one has opened."""
+    def open_file(self, path: str, params: RuleParams | None = None) -> None:
+        """Open and diagnose ``path`` (under ``params``, default the current ones); the file
+        shown, and its parameters, stay until the new one has opened."""
         if self._closed:
             return
         self._pending_path = str(path)
+        self._pending_params = params if params is not None else self._params
         self._scan_host.request(self._scan_job)
         self._set_busy(True)
 
@@ -124,6 +135,7 @@ class HeadsController(QObject):
         if self._closed or params == self._params:
             return
         self._params = params
+        self._pending_params = params
         if self._tensor_file is not None or self._pending_path:
             self._scan_host.request(self._scan_job)
             self._request_replay()
@@ -161,7 +173,8 @@ class HeadsController(QObject):
         self._scan_id = request_id
         reuse = None if self._pending_path else self._tensor_file
         path = self._pending_path or (str(reuse.path) if reuse is not None else "")
-        return ScanJob(request_id, path, reuse, self._params)
+        params = self._pending_params if self._pending_path else self._params
+        return ScanJob(request_id, path, reuse, params)
 
     def _request_replay(self) -> None:
         if self._selected is None or self._tensor_file is None:
@@ -179,6 +192,8 @@ class HeadsController(QObject):
     def _on_opened(self, message: FileOpened) -> None:
         if self._closed or message.request_id != self._scan_id:
             return
+        if self._pending_path:
+            self._params = self._pending_params
         self._pending_path = ""
         new_file = message.tensor_file is not self._tensor_file
         self._tensor_file = message.tensor_file
@@ -208,13 +223,18 @@ class HeadsController(QObject):
     @Slot(object)
     def _on_scan_failed(self, message: JobFailed) -> None:
         if not self._closed and message.request_id == self._scan_id:
+            shown = self._tensor_file
+            path = self._pending_path or (str(shown.path) if shown is not None else "")
             self._pending_path = ""  # the file shown stays; later scans re-use it
-            self.errorOccurred.emit(message.message)
+            self._pending_params = self._params
+            self.errorOccurred.emit(_naming(path, message.message))
 
     @Slot(object)
     def _on_replay_failed(self, message: JobFailed) -> None:
         if not self._closed and message.request_id == self._replay_id:
-            self.errorOccurred.emit(message.message)
+            shown = self._tensor_file
+            self.errorOccurred.emit(
+                _naming(str(shown.path) if shown is not None else "", message.message))
 
     @Slot(object)
     def _on_finished(self, message: HeadsJobFinished) -> None:
@@ -230,3 +250,11 @@ class HeadsController(QObject):
         if busy != self._busy:
             self._busy = busy
             self.busyChanged.emit(busy)
+
+
+def _naming(path: str, message: str) -> str:
+    """``message`` starting with the name of the file it is about (once)."""
+    name = Path(path).name
+    if not name or message.startswith(name) or name in message.split(":", 1)[0]:
+        return message
+    return f"{name}: {message}"

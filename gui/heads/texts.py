@@ -1,17 +1,32 @@
 """The Heads tab's texts made from the engine's objects: the file line, its tooltip, the
-flagged heads and the replay's title (translated in the ``HeadsView`` context)."""
+layer names, the flagged heads, the replay's title, the exported figure's header and the status
+line (translated in the ``HeadsView`` context)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from engine.analysis.head_scan import HeadRecord
 from engine.io.tensors import TensorFile
 from gui.heads.metrics import flag_text
-from gui.heads.worker import ReplayReady
+from gui.heads.worker import ReplayReady, RuleParams
+from gui.kit import style
 from gui.kit.i18n import translate
+from gui.kit.style import layer_name
 
-__all__ = ["file_text", "flagged_text", "meta_tooltip", "replay_title"]
+__all__ = ["export_header", "file_text", "flagged_text", "layer_names", "logits_text",
+           "meta_tooltip", "replay_title", "status_line"]
+
+
+def missing_text(needs: str) -> str:
+    """Why a rule or a number is missing for a file (``needs`` as in
+    :class:`engine.analysis.head_weights.NeedsQK`), translated."""
+    if needs == "d_k":
+        return translate("HeadsView", "needs d_k (meta \"d_k\")")
+    if needs == "scale":
+        return translate("HeadsView", "needs a scale > 0")
+    return translate("HeadsView", "needs q and k")
 
 
 def file_text(tf: TensorFile) -> str:
@@ -23,9 +38,19 @@ def file_text(tf: TensorFile) -> str:
     parts = [f"<b>{tf.path.name}</b>"]
     if model:
         parts.append(str(model))
-    parts.append(translate("HeadsView", "{0} layers × {1} heads, n = {2}, d_k = {3}, "
-                           "batch {4}, {5}").format(len(tf.layers), tf.heads, tf.n, tf.d_k,
-                                                    tf.batch, tf.dtype))
+    if tf.kind == "weights":
+        parts.append(translate("HeadsView", "{0} layers × {1} heads, n = {2}, batch {3}, {4}"
+                               ).format(len(tf.layers), tf.heads, tf.n, tf.batch, tf.dtype))
+        parts.append(translate("HeadsView", "logits only (no q and k)") if tf.has_logits
+                     else translate("HeadsView", "attention weights only (no q and k)"))
+    else:
+        parts.append(translate("HeadsView", "{0} layers × {1} heads, n = {2}, d_k = {3}, "
+                               "batch {4}, {5}").format(len(tf.layers), tf.heads, tf.n, tf.d_k,
+                                                        tf.batch, tf.dtype))
+    if tf.kv_heads != tf.heads:
+        parts.append(translate("HeadsView", "grouped-query: {0} key heads").format(tf.kv_heads))
+    if tf.layout == "transformer_lens":
+        parts.append(translate("HeadsView", "TransformerLens cache"))
     parts.append(translate("HeadsView", "causal") if tf.causal
                  else translate("HeadsView", "not causal"))
     if isinstance(where, str) and where:
@@ -54,13 +79,69 @@ def flagged_text(records: tuple[HeadRecord, ...], *, done: bool) -> str:
     text = translate("HeadsView", "Flagged heads ({0}): {1}").format(len(flagged), shown)
     if more > 0:
         text += " " + translate("HeadsView", "and {0} more (sort the flags column).").format(more)
-    # On a line of its own: run on after the list, the legend read as one more flagged head.
-    return text + "\n" + translate(
-        "HeadsView", "Grid letters: S saturated, P sharp, K sink, U near-uniform.")
+    return text
+
+
+def layer_names(tf: TensorFile) -> dict[int, str]:
+    """Each layer's label for the table: its index, and its readable name when it has one."""
+    names = {}
+    for layer in tf.layers:
+        name = layer_name(tf, layer)
+        names[layer] = str(layer) if name == layer_name(None, layer) else f"{layer} · {name}"
+    return names
+
+
+def logits_text(params: RuleParams) -> str:
+    """What the diagnostics are of: the file's own scale, or the rule re-applied."""
+    if params.rule is None:
+        return translate("HeadsView", "logits: the file's own scale")
+    return translate("HeadsView", "logits: {0} re-applied").format(style.rule_name(params.rule))
+
+
+def export_header(tf: TensorFile | None, params: RuleParams,
+                  replay: ReplayReady | None) -> str:
+    """The exported figure's first line: file, logits and the replayed head's batch entry."""
+    if tf is None:
+        return translate("HeadsView", "No tensor file open.")
+    parts = [f"<b>{tf.path.name}</b>", logits_text(params)]
+    if replay is not None:
+        parts.append(translate("HeadsView", "replay: layer {0}, head {1}, batch entry {2}")
+                     .format(replay.layer, replay.head, replay.batch_entry))
+    return " · ".join(parts)
+
+
+def status_line(tf: TensorFile | None, pending: str, diagnosed: int, busy: bool, error: str,
+                replay: ReplayReady | None) -> str:
+    """The window's status line while the Heads tab is in front."""
+    if pending:
+        return translate("HeadsView", "Opening {0}…").format(Path(pending).name)
+    if error:
+        return error
+    if tf is None:
+        return translate("HeadsView", "No tensor file open")
+    total = len(tf.layers) * tf.heads
+    if busy and diagnosed < total:
+        return translate("HeadsView", "{0}: diagnosing, {1}/{2} heads").format(
+            tf.path.name, diagnosed, total)
+    if busy:
+        return translate("HeadsView", "{0}: replaying the selected head").format(tf.path.name)
+    if diagnosed < total:
+        return translate("HeadsView", "{0}: stopped after {1}/{2} heads").format(
+            tf.path.name, diagnosed, total)
+    text = translate("HeadsView", "{0}: {1} heads diagnosed").format(tf.path.name, total)
+    if replay is not None:
+        text += " · " + translate("HeadsView", "replayed layer {0}, head {1}").format(
+            replay.layer, replay.head)
+    return text
 
 
 def replay_title(message: ReplayReady) -> str:
     """The title above the replayed rules of one head."""
+    if message.tensor_file.kind == "weights":
+        return translate("HeadsView", "Layer {0}, head {1}, batch entry {2}: the rules that "
+                         "multiply the logits, replayed exactly from the file's weights (colour: "
+                         "weight p from 0 to 1)").format(message.layer, message.head,
+                                                         message.batch_entry)
     return translate("HeadsView", "Layer {0}, head {1}, batch entry {2}: every rule on the "
                      "same real q and k (colour: weight p from 0 to 1, as in the explorer)"
                      ).format(message.layer, message.head, message.batch_entry)

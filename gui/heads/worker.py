@@ -15,7 +15,12 @@ import time
 
 from PySide6.QtCore import Signal
 
-from engine.analysis.head_scan import HeadRecord, RuleReplay, iter_file_diagnostics, replay_head
+from engine.analysis.head_scan import (
+    HeadRecord,
+    RuleReplay,
+    iter_file_diagnostics,
+    replay_file_head,
+)
 from engine.config import ScalingRule
 from engine.core.threads import limit_blas_threads
 from engine.io.tensors import TensorFile, load_tensors
@@ -161,11 +166,8 @@ class HeadsWorker(JobWorker):
 
     def _replay(self, job: ReplayJob) -> None:
         tf = job.tensor_file
-        q, k = tf.qk(job.layer, job.head)
-        if job.cancel.is_set():
-            return
-        replays = replay_head(q, k, causal=tf.causal, batch_entry=job.batch_entry,
-                              cancel=job.cancel, **job.params.keywords())
+        replays = replay_file_head(tf, job.layer, job.head, batch_entry=job.batch_entry,
+                                   cancel=job.cancel, **job.params.keywords())
         if not job.cancel.is_set():
             self.replayReady.emit(ReplayReady(job.request_id, tf, job.layer, job.head,
                                               job.batch_entry, replays))

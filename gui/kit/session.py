@@ -23,11 +23,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from engine.config import AttentionConfig
+from engine.config import AttentionConfig, ScalingRule
 from engine.io.files import describe_os_error, read_text_limited, write_bytes_atomic
 
-__all__ = ["SESSION_APP", "SESSION_VERSION", "VIEW_KEYS", "Session", "SessionError",
-           "TensorsChoice", "load_session", "save_session"]
+__all__ = ["SESSION_APP", "SESSION_VERSION", "VIEW_KEYS", "LogitsChoice", "Session",
+           "SessionError", "TensorsChoice", "load_session", "save_session"]
 
 SESSION_APP = "attention-scale-explorer"
 SESSION_VERSION = 1
@@ -85,13 +85,50 @@ def _parse_int(text: str) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
+class LogitsChoice:
+    """The Heads tab's logits: ``rule`` None for the file's own scale, else a rule's value
+    re-applied to every head; the temperature, QK-norm gain (None: √d_k) and soft-cap."""
+
+    rule: str | None = None
+    temperature: float = 8.0
+    gain: float | None = None
+    cap: float = 50.0
+
+    @classmethod
+    def from_dict(cls, data: Any) -> LogitsChoice:
+        """Validate the session's ``tensors.logits`` object."""
+        if not isinstance(data, dict):
+            raise SessionError("'tensors.logits' must be an object")
+        rule = data.get("rule")
+        if rule is not None and rule not in {r.value for r in ScalingRule}:
+            raise SessionError(f"unknown tensors.logits.rule {_quote(rule)}; expected null or "
+                               "one of " + ", ".join(r.value for r in ScalingRule))
+        values: dict[str, float | None] = {}
+        for key, default in (("temperature", 8.0), ("gain", None), ("cap", 50.0)):
+            value = data.get(key, default)
+            if value is None and key == "gain":
+                values[key] = None
+                continue
+            spec = AttentionConfig.FIELDS[key]
+            if (isinstance(value, bool) or not isinstance(value, int | float)
+                    or not _finite(value) or not spec.low <= value <= spec.high):
+                raise SessionError(f"tensors.logits.{key} must be a number in "
+                                   f"[{spec.low:g}, {spec.high:g}], got {_quote(value)}")
+            values[key] = float(value)
+        return cls(rule=rule, temperature=float(values["temperature"] or 8.0),
+                   gain=values["gain"], cap=float(values["cap"] or 50.0))
+
+
+@dataclasses.dataclass(frozen=True)
 class TensorsChoice:
-    """The tensor file of the Heads tab and the (layer, head, batch entry) chosen in it."""
+    """The tensor file of the Heads tab, the (layer, head, batch entry) chosen in it and the
+    logits its heads are diagnosed with."""
 
     path: str
     layer: int | None = None
     head: int | None = None
     batch_entry: int = 0
+    logits: LogitsChoice = LogitsChoice()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form."""
@@ -116,8 +153,10 @@ class TensorsChoice:
             values[key] = value
         if (values["layer"] is None) != (values["head"] is None):
             raise SessionError("tensors.layer and tensors.head must both be given or both null")
+        logits = data.get("logits")
         return cls(path=path, layer=values["layer"], head=values["head"],
-                   batch_entry=int(values["batch_entry"] or 0))
+                   batch_entry=int(values["batch_entry"] or 0),
+                   logits=LogitsChoice() if logits is None else LogitsChoice.from_dict(logits))
 
 
 @dataclasses.dataclass(frozen=True)

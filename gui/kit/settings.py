@@ -33,6 +33,10 @@ DEFAULTS: dict[str, Any] = {
     "export/height": 800,
     "export/last_dir": "",
     "tensors/last_dir": "",
+    # The Heads tab: rules whose replayed maps show ("" = the default four) and the table's
+    # hidden columns ("default" = gui.heads.table.DEFAULT_HIDDEN_COLUMNS).
+    "heads/replay_rules": "",
+    "heads/hidden_columns": "default",
     # "" follows the system locale; otherwise a key of gui.kit.i18n.LANGUAGES ("en", "zh_CN").
     "ui/language": "",
 }

@@ -12,6 +12,8 @@ pyqtgraph configuration is, because dark-on-white survives projectors and export
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -42,6 +44,7 @@ __all__ = [
     "axis_label_html",
     "font",
     "label_plot",
+    "layer_name",
     "log_axis_items",
     "make_label",
     "make_layout_widget",
@@ -168,6 +171,27 @@ RULE_WORDS: tuple[str, ...] = (
     QT_TRANSLATE_NOOP("ScalingRule", "ln n/√d_k"),
     QT_TRANSLATE_NOOP("ScalingRule", "SSMax"),
 )
+
+
+def layer_name(file: Any, layer: int) -> str:
+    """The readable name of ``layer`` of an ``engine.io.tensors.TensorFile`` (``file`` None:
+    the name of a layer that has none, "layer L"), in the current language.
+
+    The mini-trainer names each layer by the id of the rule it was trained with ("none",
+    "qk_norm", and ``meta.layers[L].rule`` says so): shown as "trained with QK-norm".
+    """
+    plain = translate("RealHead", "layer {0}").format(layer)
+    if file is None:
+        return plain
+    name = file.layer_name(layer)
+    if name == f"layer {layer}":
+        return plain
+    layers = file.meta.get("layers")
+    entry = layers.get(str(layer)) if isinstance(layers, Mapping) else None
+    rule = entry.get("rule") if isinstance(entry, Mapping) else None
+    if isinstance(rule, str) and name == rule and rule in {r.value for r in ScalingRule}:
+        return translate("RealHead", "trained with {0}").format(rule_name(rule))
+    return name
 
 
 def rule_name(rule: ScalingRule | str) -> str:

@@ -60,9 +60,12 @@ class TrainTab(QWidget):
     -------
     tensorsWritten(str)
         "Inspect trained model" wrote the trained q and k to this tensor file.
+    statusChanged(str)
+        :meth:`status_line` has changed (the window's status bar shows it).
     """
 
     tensorsWritten = Signal(str)
+    statusChanged = Signal(str)
 
     def __init__(
         self,
@@ -119,9 +122,45 @@ class TrainTab(QWidget):
         self.controller.stateChanged.connect(self._on_state_changed)
         self.controller.progressChanged.connect(p.set_progress)
         self.controller.errorOccurred.connect(p.show_error)
+        self.controller.errorOccurred.connect(self._on_error)
         self.controller.resultsShown.connect(self._on_results_shown)
         self.view_tabs.currentChanged.connect(self._on_view_tab_changed)
+        self._status = ""
+        self._error = ""
         self.retranslate_ui()
+        self._update_status()
+
+    def status_line(self) -> str:
+        """What the tab is doing, for the window's status bar (translated)."""
+        return self._status
+
+    def _update_status(self) -> None:
+        state = self.controller.state()
+        progress = self.panel.status_label.text().split("\n")[0]
+        words = {
+            TrainState.RUNNING: translate("TrainTab", "Training"),
+            TrainState.PAUSED: translate("TrainTab", "Paused"),
+            TrainState.STOPPING: translate("TrainTab", "Stopping after this step"),
+            TrainState.EXPORTING: translate("TrainTab", "Writing the trained q and k"),
+        }
+        if state == TrainState.RUNNING and progress:
+            text = progress  # "Training: step 120 of 300, 95 steps/s"
+        elif state in words:
+            text = words[state] + (f" · {progress}" if progress else "")
+        elif self._error:
+            text = translate("TrainTab", "Error: {0}").format(self._error)
+        elif progress:
+            text = translate("TrainTab", "Done") + f" · {progress}"
+        else:
+            text = translate("TrainTab", "Ready: press Start to train")
+        if text != self._status:
+            self._status = text
+            self.statusChanged.emit(text)
+
+    @Slot(str)
+    def _on_error(self, message: str) -> None:
+        self._error = message
+        self._update_status()
 
     # --------------------------------------------------------------------------- translation
     def retranslate_ui(self) -> None:
@@ -132,6 +171,8 @@ class TrainTab(QWidget):
         results = self.controller.results()
         if results.snapshot is not None or results.sweep is not None:
             self._on_results_shown(results)
+        self._status = ""  # re-worded in the new language
+        self._update_status()
 
     def changeEvent(self, event: QEvent) -> None:  # Qt override
         """Re-translate when the application's language changes."""
@@ -261,11 +302,16 @@ class TrainTab(QWidget):
         self.panel.show_error("")
         self.panel.status_label.setText("")
         self.panel.reset_progress()
+        self._error = ""
+        self._update_status()
 
     @Slot(object)
     def _on_state_changed(self, state: TrainState) -> None:
         self.panel.set_trained(self.controller.has_trained_model())
         self.panel.set_state(state)
+        if state == TrainState.RUNNING:
+            self._error = ""
+        self._update_status()
 
     @Slot(object)
     def _on_results_shown(self, results: Any) -> None:
@@ -288,6 +334,7 @@ class TrainTab(QWidget):
             lines.append(translate("TrainTab", "Wrote {0}").format(Path(self._written).name))
         self.panel.set_trained(self.controller.has_trained_model())
         self.panel.status_label.setText("\n".join(lines))
+        self._update_status()
 
     @Slot(int)
     def _on_view_tab_changed(self, index: int) -> None:

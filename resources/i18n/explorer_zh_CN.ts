@@ -82,22 +82,37 @@
 <context>
     <name>HeadsView</name>
     <message>
-        <location filename="../../gui/heads/grid.py" line="122"/>
-        <location filename="../../gui/heads/table.py" line="26"/>
+        <location filename="../../gui/heads/grid.py" line="110"/>
+        <location filename="../../gui/heads/table.py" line="31"/>
         <source>layer</source>
-        <extracomment>Flag -&gt; the letter marking it in a grid cell. Pixels between two replay panels, and between a title and the image above it. Largest grid for which every cell gets its letters (beyond, only the table lists flags).
-----------
-Role holding the value a column sorts by (numbers as numbers, not as text).</extracomment>
+        <extracomment>Flag -&gt; the letter marking it in a grid cell. Largest grid for which every cell gets its letters (beyond, only the table lists flags).</extracomment>
         <translation>层</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/grid.py" line="123"/>
-        <location filename="../../gui/heads/table.py" line="27"/>
+        <location filename="../../gui/heads/grid.py" line="111"/>
+        <location filename="../../gui/heads/table.py" line="32"/>
         <source>head</source>
         <translation>头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/grid.py" line="238"/>
+        <location filename="../../gui/heads/grid.py" line="158"/>
+        <location filename="../../gui/heads/grid.py" line="180"/>
+        <source>Click a head to replay it under every rule</source>
+        <translation>点击一个头，在每种规则下重放它</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/replay.py" line="185"/>
+        <source>key j</source>
+        <extracomment>The rules shown until the user picks others: the three fixed scales and QK-norm, the four the tab&apos;s question is about (is the model&apos;s scale the right one, and what would the others do). Most maps in one row (more rules wrap to a second row). Least width of a map&apos;s column (its two-line title), and the room its axes and title take beside and above the map, in pixels.</extracomment>
+        <translation>键 j</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/replay.py" line="186"/>
+        <source>query i</source>
+        <translation>查询 i</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/replay.py" line="197"/>
         <source>H {0} · p̄max {1}</source>
         <translation>H {0} · p̄max {1}</translation>
     </message>
@@ -214,158 +229,295 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>近均匀</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/table.py" line="78"/>
+        <location filename="../../gui/heads/table.py" line="30"/>
         <source>flags</source>
+        <extracomment>Role holding the value a column sorts by (numbers as numbers, not as text).</extracomment>
         <translation>标记</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="163"/>
+        <location filename="../../gui/heads/table.py" line="94"/>
+        <source>The head&apos;s faults (README, &quot;Your own q and k&quot;: the thresholds); right-click a header to hide or show columns</source>
+        <extracomment>The columns hidden until the user shows them: the law&apos;s ratio, the distance to the entropy floor and max |logit| read only with the README at hand; the others fit 1024 px beside the grid.</extracomment>
+        <translation>该头的问题（阈值见 README“Your own q and k”）；右键点击表头可隐藏或显示列</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="231"/>
         <source>Heads</source>
         <extracomment>Interval of the grid/table refresh while diagnostics stream in (the GUI stays responsive).</extracomment>
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="167"/>
+        <location filename="../../gui/heads/view.py" line="235"/>
         <source>Colour by</source>
         <translation>着色依据</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="168"/>
+        <location filename="../../gui/heads/view.py" line="236"/>
         <source>Logits</source>
         <translation>Logit</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="169"/>
+        <location filename="../../gui/heads/view.py" line="237"/>
         <source>gain</source>
         <translation>增益</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="170"/>
+        <location filename="../../gui/heads/view.py" line="238"/>
         <source>cap</source>
         <translation>上限</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="173"/>
+        <location filename="../../gui/heads/view.py" line="241"/>
         <source>batch entry</source>
         <translation>批次条目</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="174"/>
+        <location filename="../../gui/heads/view.py" line="242"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="175"/>
+        <location filename="../../gui/heads/view.py" line="243"/>
         <source>√d_k</source>
         <translation>√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="176"/>
+        <location filename="../../gui/heads/view.py" line="244"/>
         <source>The diagnostic that colours the grid</source>
         <translation>为网格着色的诊断量</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="177"/>
+        <location filename="../../gui/heads/view.py" line="245"/>
         <source>The logits diagnosed: the file&apos;s own scale c (meta.scale, default 1/√d_k), or a scaling rule re-applied to the same q and k</source>
         <translation>被诊断的 logit：文件自身的缩放 c（meta.scale，默认 1/√d_k），或在同一组 q、k 上重新应用的缩放规则</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="180"/>
+        <location filename="../../gui/heads/view.py" line="248"/>
         <source>Temperature T of the rule 1/T</source>
         <translation>规则 1/T 的温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="181"/>
+        <location filename="../../gui/heads/view.py" line="249"/>
         <source>QK-norm gain g (√d_k: the default)</source>
         <translation>QK-norm 增益 g（√d_k：默认值）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="182"/>
+        <location filename="../../gui/heads/view.py" line="250"/>
         <source>Soft-cap value: cap·tanh(c·q·k/cap)</source>
         <translation>软上限值：cap·tanh(c·q·k/cap)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="183"/>
+        <location filename="../../gui/heads/view.py" line="251"/>
         <source>Batch entry whose attention weights the replay shows (the diagnostics average over all entries)</source>
         <translation>重放显示其注意力权重的批次条目（诊断量对所有条目取平均）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="186"/>
-        <source>Click a head to replay it under every rule and show it in the explorer&apos;s views; click a header to sort</source>
-        <translation>点击一个头：在每种规则下重放它，并在探索器视图中显示；点击表头排序</translation>
+        <location filename="../../gui/heads/view.py" line="254"/>
+        <source>Click a head to replay it under every rule and show it in the explorer&apos;s views; click a header to sort, right-click one to hide or show columns</source>
+        <translation>点击一个头，在每种规则下重放它并在探索器的视图中显示；点击表头排序，右键点击表头隐藏或显示列</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="190"/>
+        <location filename="../../gui/heads/view.py" line="258"/>
+        <source>Click a rule&apos;s map to open it in the explorer (that head, that rule)</source>
+        <translation>点击某个规则的图，在探索器中打开（该头、该规则）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="261"/>
+        <source>Replay rules</source>
+        <translation>重放规则</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="262"/>
+        <source>The rules whose attention maps are shown for the selected head (every rule is replayed and exported to CSV)</source>
+        <translation>为所选头显示注意力图的规则（每种规则都会重放并导出到 CSV）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="268"/>
         <source>file&apos;s own scale</source>
         <translation>文件自身的缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="293"/>
+        <location filename="../../gui/heads/view.py" line="382"/>
+        <source>Logits reset to the file&apos;s own scale (were {0}) for the new file.</source>
+        <translation>新文件的 logits 已重置为文件自身的缩放（之前为 {0}）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="473"/>
+        <source>Default columns</source>
+        <translation>默认列</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="496"/>
+        <source>The explorer needs q and k; this file holds attention weights only, so its replay stays in this tab.</source>
+        <translation>探索器需要 q 和 k；此文件只有注意力权重，所以它的重放留在本页。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="526"/>
         <source>The file has no layer {0} head {1} batch entry {2}.</source>
         <translation>文件中没有第 {0} 层第 {1} 头批次条目 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="304"/>
-        <source>No tensor file open. File › Open tensors… (Ctrl+Shift+O), drop a .npz, .safetensors or .npy folder on the window, or Help › Open sample tensors.</source>
-        <translation>尚未打开张量文件。使用 文件 › 打开张量…（Ctrl+Shift+O），把 .npz、.safetensors 或 .npy 文件夹拖到窗口上，或使用 帮助 › 打开示例张量。</translation>
+        <location filename="../../gui/heads/view.py" line="537"/>
+        <source>No tensor file open. File › Open tensors… (Ctrl+Shift+O), drop a .npz, .safetensors or .npy file (or a folder of .npy files) on the window, or Help › Open sample tensors.</source>
+        <translation>未打开张量文件。文件 › 打开张量…（Ctrl+Shift+O），把 .npz、.safetensors 或 .npy 文件（或 .npy 文件夹）拖到窗口上，或 帮助 › 打开示例张量。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="327"/>
+        <location filename="../../gui/heads/view.py" line="560"/>
         <source>Click a head to replay it under every scaling rule.</source>
         <translation>点击一个头，在每种缩放规则下重放它。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="337"/>
+        <location filename="../../gui/heads/view.py" line="569"/>
         <source>{0}/{1} heads</source>
         <translation>{0}/{1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="353"/>
+        <location filename="../../gui/heads/view.py" line="586"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
         <location filename="../../gui/heads/texts.py" line="26"/>
+        <source>needs d_k (meta &quot;d_k&quot;)</source>
+        <translation>需要 d_k（meta &quot;d_k&quot;）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="28"/>
+        <source>needs a scale &gt; 0</source>
+        <translation>需要大于 0 的缩放</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="29"/>
+        <source>needs q and k</source>
+        <translation>需要 q 和 k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="42"/>
+        <source>{0} layers × {1} heads, n = {2}, batch {3}, {4}</source>
+        <translation>{0} 层 × {1} 头，n = {2}，批次 {3}，{4}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="44"/>
+        <source>logits only (no q and k)</source>
+        <translation>只有 logits（无 q 和 k）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="45"/>
+        <source>attention weights only (no q and k)</source>
+        <translation>只有注意力权重（无 q 和 k）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="47"/>
         <source>{0} layers × {1} heads, n = {2}, d_k = {3}, batch {4}, {5}</source>
         <translation>{0} 层 × {1} 头，n = {2}，d_k = {3}，批次 {4}，{5}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="29"/>
+        <location filename="../../gui/heads/texts.py" line="51"/>
+        <source>grouped-query: {0} key heads</source>
+        <translation>分组查询：{0} 个键头</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="53"/>
+        <source>TransformerLens cache</source>
+        <translation>TransformerLens 缓存</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="54"/>
         <source>causal</source>
         <translation>因果</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="30"/>
+        <location filename="../../gui/heads/texts.py" line="55"/>
         <source>not causal</source>
         <translation>非因果</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="49"/>
+        <location filename="../../gui/heads/texts.py" line="74"/>
         <source>Flagged heads: none.</source>
         <translation>被标记的头：没有。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="50"/>
+        <location filename="../../gui/heads/texts.py" line="75"/>
         <source>Flagged heads: none so far.</source>
         <translation>被标记的头：目前没有。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="54"/>
+        <location filename="../../gui/heads/texts.py" line="79"/>
         <source>Flagged heads ({0}): {1}</source>
         <translation>被标记的头（{0}）：{1}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="56"/>
+        <location filename="../../gui/heads/texts.py" line="81"/>
         <source>and {0} more (sort the flags column).</source>
         <translation>另有 {0} 个（按标记列排序查看）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="58"/>
+        <location filename="../../gui/heads/texts.py" line="97"/>
+        <source>logits: the file&apos;s own scale</source>
+        <translation>logits：文件自身的缩放</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="98"/>
+        <source>logits: {0} re-applied</source>
+        <translation>logits：重新应用 {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="105"/>
+        <source>No tensor file open.</source>
+        <translation>未打开张量文件。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="108"/>
+        <source>replay: layer {0}, head {1}, batch entry {2}</source>
+        <translation>重放：第 {0} 层，头 {1}，批次条目 {2}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="117"/>
+        <source>Opening {0}…</source>
+        <translation>正在打开 {0}…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="121"/>
+        <source>No tensor file open</source>
+        <translation>未打开张量文件</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="124"/>
+        <source>{0}: diagnosing, {1}/{2} heads</source>
+        <translation>{0}：正在诊断，{1}/{2} 个头</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="127"/>
+        <source>{0}: replaying the selected head</source>
+        <translation>{0}：正在重放所选的头</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="129"/>
+        <source>{0}: stopped after {1}/{2} heads</source>
+        <translation>{0}：在 {1}/{2} 个头后停止</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="131"/>
+        <source>{0}: {1} heads diagnosed</source>
+        <translation>{0}：已诊断 {1} 个头</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="133"/>
+        <source>replayed layer {0}, head {1}</source>
+        <translation>已重放第 {0} 层，头 {1}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="141"/>
+        <source>Layer {0}, head {1}, batch entry {2}: the rules that multiply the logits, replayed exactly from the file&apos;s weights (colour: weight p from 0 to 1)</source>
+        <translation>第 {0} 层第 {1} 头，批次条目 {2}：乘以 logits 的各规则，由文件中的权重精确重放（颜色：权重 p，0 到 1）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="270"/>
         <source>Grid letters: S saturated, P sharp, K sink, U near-uniform.</source>
         <translation>网格字母：S 饱和，P 尖锐，K 汇聚，U 近均匀。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="64"/>
+        <location filename="../../gui/heads/texts.py" line="145"/>
         <source>Layer {0}, head {1}, batch entry {2}: every rule on the same real q and k (colour: weight p from 0 to 1, as in the explorer)</source>
         <translation>第 {0} 层第 {1} 头，批次条目 {2}：同一组真实 q、k 上的每种规则（颜色：权重 p，0 到 1，与探索器相同）</translation>
     </message>
@@ -672,37 +824,38 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>高度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="160"/>
+        <location filename="../../gui/main_window.py" line="161"/>
         <source>Explorer</source>
         <translation>探索</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="161"/>
+        <location filename="../../gui/main_window.py" line="162"/>
         <source>Train</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="163"/>
+        <location filename="../../gui/main_window.py" line="164"/>
         <source>Heads</source>
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="225"/>
+        <location filename="../../gui/main_window.py" line="239"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="51"/>
+        <location filename="../../gui/window_status.py" line="97"/>
         <source>sweep %v/%m</source>
+        <extracomment>The tab whose state the bar shows while it is in front (the others: set_tab_text).</extracomment>
         <translation>扫描 %v/%m</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="52"/>
+        <location filename="../../gui/window_status.py" line="98"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="53"/>
+        <location filename="../../gui/window_status.py" line="99"/>
         <source>Stop the running computation (Esc)</source>
         <translation>停止正在进行的计算（Esc）</translation>
     </message>
@@ -802,7 +955,7 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="230"/>
+        <location filename="../../gui/main_window.py" line="244"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -812,14 +965,14 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="60"/>
-        <location filename="../../gui/window_status.py" line="87"/>
-        <location filename="../../gui/window_status.py" line="93"/>
+        <location filename="../../gui/window_status.py" line="106"/>
+        <location filename="../../gui/window_status.py" line="141"/>
+        <location filename="../../gui/window_status.py" line="147"/>
         <source>Computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="64"/>
+        <location filename="../../gui/window_status.py" line="110"/>
         <source>Ready</source>
         <translation>就绪</translation>
     </message>
@@ -830,7 +983,6 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
     </message>
     <message>
         <location filename="../../gui/window_files.py" line="124"/>
-        <location filename="../../gui/window_heads.py" line="142"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
@@ -906,17 +1058,17 @@ Role holding the value a column sorts by (numbers as numbers, not as text).</ext
         <translation>已将“{0}”复制到剪贴板</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="72"/>
+        <location filename="../../gui/window_status.py" line="126"/>
         <source>Cancelled; showing the results computed so far</source>
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="344"/>
+        <location filename="../../gui/main_window.py" line="358"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="345"/>
+        <location filename="../../gui/main_window.py" line="359"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -925,12 +1077,13 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 观察并验证缩放点积注意力为何要将 logit 除以 √d_k：原始分数 q·k 的方差为 d_k·σ⁴，随着 d_k 增大，它会使 softmax 饱和并让梯度消失。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="98"/>
+        <location filename="../../gui/window_status.py" line="112"/>
+        <location filename="../../gui/window_status.py" line="152"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="106"/>
+        <location filename="../../gui/window_status.py" line="159"/>
         <source>n = {0}, d_k = {1}, h = {2}, rule {3}</source>
         <translation>n = {0}，d_k = {1}，h = {2}，规则 {3}</translation>
     </message>
@@ -940,38 +1093,33 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="423"/>
+        <location filename="../../gui/main_window.py" line="437"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="66"/>
-        <source>Opening {0}…</source>
-        <extracomment>File suffixes the window accepts as tensor files (a folder of .npy files is accepted too).</extracomment>
-        <translation>正在打开 {0}…</translation>
-    </message>
-    <message>
-        <location filename="../../gui/window_heads.py" line="75"/>
+        <location filename="../../gui/window_heads.py" line="78"/>
         <source>Open tensors</source>
+        <extracomment>File suffixes the window accepts as tensor files (a folder of .npy files is accepted too; a single .npy file holds a stack of attention weights).</extracomment>
         <translation>打开张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="76"/>
-        <source>Tensor files (*.npz *.safetensors);;All files (*)</source>
-        <translation>张量文件 (*.npz *.safetensors);;所有文件 (*)</translation>
+        <location filename="../../gui/window_heads.py" line="79"/>
+        <source>Tensor files (*.npz *.safetensors *.npy);;All files (*)</source>
+        <translation>张量文件 (*.npz *.safetensors *.npy);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="106"/>
+        <location filename="../../gui/window_heads.py" line="112"/>
         <source>Tensor file not found</source>
         <translation>找不到张量文件</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="107"/>
+        <location filename="../../gui/window_heads.py" line="113"/>
         <source>The session&apos;s tensor file {0} was not found (moved or deleted?). The rest of the session is open; open the file again with File › Open tensors…</source>
         <translation>未找到会话的张量文件 {0}（已移动或删除？）。会话的其余部分已打开；请用 文件 › 打开张量… 重新打开该文件。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="133"/>
+        <location filename="../../gui/window_heads.py" line="142"/>
         <source>Tensor file problem</source>
         <translation>张量文件问题</translation>
     </message>
@@ -1379,47 +1527,57 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>RealHead</name>
     <message>
-        <location filename="../../gui/explorer/head_text.py" line="18"/>
+        <location filename="../../gui/explorer/head_text.py" line="19"/>
         <source>layer {0} · head {1}</source>
         <extracomment>Tokens longer than this are cut (with &quot;…&quot;) so that one long token cannot eat the axis.</extracomment>
         <translation>第 {0} 层 · 头 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/head_text.py" line="21"/>
+        <location filename="../../gui/explorer/head_text.py" line="22"/>
         <source>layer {0} ({1}) · head {2}</source>
         <translation>第 {0} 层（{1}）· 头 {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/head_text.py" line="24"/>
+        <location filename="../../gui/explorer/head_text.py" line="25"/>
         <source>batch {0}</source>
         <translation>批次 {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/style.py" line="183"/>
+        <source>layer {0}</source>
+        <translation>第 {0} 层</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/style.py" line="193"/>
+        <source>trained with {0}</source>
+        <translation>用 {0} 训练</translation>
     </message>
 </context>
 <context>
     <name>ScalingRule</name>
     <message>
-        <location filename="../../gui/kit/style.py" line="165"/>
+        <location filename="../../gui/kit/style.py" line="168"/>
         <source>none</source>
         <extracomment>Plot background and text colours (light theme, chosen for projectors and PNG export). Muted grey for theory curves and reference lines that belong to no single rule. Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with the &quot;none&quot; rule, so the highlight uses a saturated magenta that viridis never contains). Perceptually uniform colormap for probabilities in [0, 1]. Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection). Display order of rules in legends and tables (the enum order: none, 1/√d_k, 1/d_k, ...). Options of curves with one point per key (up to n = 8192, redrawn on every change). Antialiased pens wider than one pixel go through Qt&apos;s general stroker: ~7 ms per 256-point curve, against ~0.6 ms without antialiasing (measured offscreen), so these curves are drawn aliased; at one point per key their steps hide the jaggies. Rows longer than this are drawn without markers (they would merge into a band). The rule labels that are words (engine.config&apos;s ``ScalingRule.label``), marked for extraction; the math labels 1/√d_k, 1/d_k, 1/T and YaRN read the same in every language (ln n/√d_k and SSMax hold lower-case letter pairs, so they are listed for completeness).</extracomment>
         <translation>不缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="166"/>
+        <location filename="../../gui/kit/style.py" line="169"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="167"/>
+        <location filename="../../gui/kit/style.py" line="170"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="168"/>
+        <location filename="../../gui/kit/style.py" line="171"/>
         <source>ln n/√d_k</source>
         <translation>ln n/√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="169"/>
+        <location filename="../../gui/kit/style.py" line="172"/>
         <source>SSMax</source>
         <translation>SSMax</translation>
     </message>
@@ -2118,28 +2276,63 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>TrainTab</name>
     <message>
-        <location filename="../../gui/train/tab.py" line="188"/>
-        <source>Save the trained q and k</source>
+        <location filename="../../gui/train/tab.py" line="141"/>
+        <source>Training</source>
         <extracomment>The file name the Inspect button offers (in the last export folder). A small model for driving the buttons in the self-test (a step takes well under 1 ms).</extracomment>
+        <translation>训练中</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="142"/>
+        <source>Paused</source>
+        <translation>已暂停</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="143"/>
+        <source>Stopping after this step</source>
+        <translation>本步后停止</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="144"/>
+        <source>Writing the trained q and k</source>
+        <translation>正在写入训练后的 q 和 k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="151"/>
+        <source>Error: {0}</source>
+        <translation>错误：{0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="153"/>
+        <source>Done</source>
+        <translation>完成</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="155"/>
+        <source>Ready: press Start to train</source>
+        <translation>就绪：按“开始”训练</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="229"/>
+        <source>Save the trained q and k</source>
         <translation>保存训练后的 q 和 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="190"/>
+        <location filename="../../gui/train/tab.py" line="231"/>
         <source>Tensor files (*.npz *.safetensors)</source>
         <translation>q/k 数组文件 (*.npz *.safetensors)</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="277"/>
+        <location filename="../../gui/train/tab.py" line="323"/>
         <source>Training: step {0} of {1}, {2:.0f} steps/s</source>
         <translation>训练中：第 {0} / {1} 步，{2:.0f} 步/秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="283"/>
+        <location filename="../../gui/train/tab.py" line="329"/>
         <source>Sweep: {0} of {1} runs</source>
         <translation>扫描：{0} / {1} 次运行</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="288"/>
+        <location filename="../../gui/train/tab.py" line="334"/>
         <source>Wrote {0}</source>
         <translation>已保存 {0}</translation>
     </message>

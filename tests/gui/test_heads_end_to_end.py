@@ -18,6 +18,9 @@ from engine.io.tensors import load_tensors
 from gui.kit.export import image_stats
 from gui.kit.resources import sample_tensors_path
 
+#: A session's logits choice when the heads are diagnosed at the file's own scale.
+OWN_SCALE = {"rule": None, "temperature": 8.0, "gain": None, "cap": 50.0}
+
 
 def _click_table_row(view, row: int) -> None:
     table = view.table
@@ -31,13 +34,13 @@ def test_sample_flagged_head_replayed_with_qk_norm_and_exported(window, make_win
     heads = window.heads.view
     assert heads.wait_idle()
     model = heads.table.model()
-    flags_column = model.columnCount() - 1
+    keys = model.sourceModel().column_keys()
     flagged_rows = [row for row in range(model.rowCount())
-                    if model.index(row, flags_column).data()]
+                    if model.index(row, keys.index("flags")).data()]
     assert flagged_rows, heads.flagged_text()
     row = flagged_rows[0]
-    layer = int(model.index(row, 0).data().split(" ")[0])
-    head = int(model.index(row, 1).data())
+    layer = int(model.index(row, keys.index("layer")).data().split(" ")[0])
+    head = int(model.index(row, keys.index("head")).data())
 
     _click_table_row(heads, row)  # the user clicks the flagged head
     assert heads.wait_idle()
@@ -45,8 +48,9 @@ def test_sample_flagged_head_replayed_with_qk_norm_and_exported(window, make_win
     tf = load_tensors(sample_tensors_path())
     ref = HeadRef(tf, layer, head, 0)
     assert window.controller.real_head() == ref
-    # The replay beside the grid shows every rule on that head.
-    assert len(heads.grid.replay_images()) == len(ScalingRule)
+    # Every rule is replayed on that head; the maps of the four default rules show.
+    assert [r.rule for r in heads.replays()] == list(ScalingRule)
+    assert len(heads.replay.panel.replay_images()) == 4
     # Back on the explorer page (a tab click), the heatmap in front already shows the head:
     # it was hidden when the head arrived and catches up when its page is shown.
     heatmap = next(view for view in window.views if view.key == "heatmap")
@@ -85,7 +89,7 @@ def test_sample_flagged_head_replayed_with_qk_norm_and_exported(window, make_win
     assert {r["rule"] for r in heatmap_rows} == {"qk_norm", "none"}
     session = json.loads(written["session.json"].read_text(encoding="utf-8"))
     assert session["tensors"] == {"path": str(sample_tensors_path()), "layer": layer,
-                                  "head": head, "batch_entry": 0}
+                                  "head": head, "batch_entry": 0, "logits": OWN_SCALE}
 
     # Reopening the session brings back the file, the head and the explorer's real q and k.
     other = make_window()

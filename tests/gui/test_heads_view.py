@@ -15,6 +15,7 @@ from engine.analysis.head_scan import iter_file_diagnostics, replay_head
 from engine.config import ScalingRule
 from engine.io.tensors import load_tensors, write_tensors
 from gui.heads.metrics import METRICS, metric_by_key
+from gui.heads.replay import DEFAULT_REPLAY_RULES
 from gui.heads.view import HeadsView
 
 RNG_SEED = 20261201
@@ -53,6 +54,10 @@ def _open(view, path):
     assert view.wait_idle(30_000)
 
 
+def _column(view, key):
+    return view.table.model().sourceModel().column_keys().index(key)
+
+
 def test_grid_table_and_flags_show_the_engines_diagnostics(view, tmp_path) -> None:
     path = planted_file(tmp_path / "planted.npz")
     _open(view, path)
@@ -75,10 +80,12 @@ def test_grid_table_and_flags_show_the_engines_diagnostics(view, tmp_path) -> No
 
 def test_sorting_the_table_by_p_max_puts_the_saturated_head_first(view, tmp_path) -> None:
     _open(view, planted_file(tmp_path / "planted.npz"))
-    column = 2 + [m.key for m in METRICS].index("p_max_mean")
+    column = _column(view, "p_max_mean")
     view.table.sortByColumn(column, Qt.SortOrder.DescendingOrder)
     model = view.table.model()
-    assert (model.index(0, 0).data(), model.index(0, 1).data()) == ("1", "2")
+    assert (model.index(0, _column(view, "layer")).data(),
+            model.index(0, _column(view, "head")).data()) == ("1", "2")
+    assert model.index(0, 0).data() == "saturated"  # the flags come first
     values = [float(model.index(row, column).data()) for row in range(model.rowCount())]
     assert values == sorted(values, reverse=True)
 
@@ -86,6 +93,7 @@ def test_sorting_the_table_by_p_max_puts_the_saturated_head_first(view, tmp_path
 def test_clicking_a_head_replays_every_rule_on_its_real_q_and_k(view, tmp_path, qtbot) -> None:
     path = planted_file(tmp_path / "planted.npz")
     _open(view, path)
+    view.set_replay_rules(tuple(ScalingRule))
     view._batch.setValue(1)
     with qtbot.waitSignal(view.headChosen) as chosen:
         view.choose_head(1, 2)
@@ -93,16 +101,19 @@ def test_clicking_a_head_replays_every_rule_on_its_real_q_and_k(view, tmp_path, 
     view.wait_idle()
     q, k = load_tensors(path).qk(1, 2)
     expected = replay_head(q, k, causal=True, batch_entry=1, temperature=8.0, cap=50.0)
-    images = view.grid.replay_images()
+    images = view.replay.panel.replay_images()
     assert len(images) == len(ScalingRule)
     for image, replay in zip(images, expected, strict=True):
         np.testing.assert_array_equal(image.image, replay.weights)
     header, rows = view.data_table()
-    replay_rows = [row for row in rows if row[1] == "replay batch 1"]
+    replay_rows = [row for row in rows if row[1] == "replay"]
     assert [row[header.index("rule")] for row in replay_rows] == [r.value for r in ScalingRule]
+    assert {row[header.index("batch_entry")] for row in replay_rows} == {1}
     selected = [row for row in rows if row[1] == "heads" and row[-1] == 1]
-    assert [(row[2], row[3]) for row in selected] == [(1, 2)]
-    assert view.table.selectionModel().selectedRows()[0].data() == "1"
+    assert [(row[header.index("layer")], row[header.index("head")]) for row in selected] == [
+        (1, 2)]
+    chosen_row = view.table.selectionModel().selectedRows(_column(view, "layer"))[0]
+    assert chosen_row.data() == "1"
 
 
 def test_a_replayed_rule_rediagnoses_every_head(view, tmp_path) -> None:
@@ -143,24 +154,25 @@ def test_cancel_stops_the_scan_and_keeps_what_arrived(view, tmp_path, qtbot) -> 
     assert np.isfinite(values).sum() == done and np.isnan(values).sum() == 6 * 12 - done
 
 
-@pytest.mark.parametrize("size", [(1200, 760), (700, 900), (900, 560)])
+@pytest.mark.parametrize(("size", "rules"), [((1200, 760), 9), ((700, 900), 9),
+                                             ((900, 560), 4), ((700, 500), 4)])
 def test_replay_titles_never_cover_an_image_or_each_other(view, tmp_path, qtbot,
-                                                          size) -> None:
-    """Nine panels, wide, tall or short: each title sits just above its own image, clear of
-    every image and of the other titles, and every panel lies inside the replay plot."""
+                                                          size, rules) -> None:
+    """Nine maps wide or tall, the four default ones short: no title covers an image or
+    another title, no two images overlap, and every map stays inside the replay widget."""
     _open(view, planted_file(tmp_path / "planted.npz"))
+    view.set_replay_rules(tuple(ScalingRule)[:rules] if rules == 9 else DEFAULT_REPLAY_RULES)
     view.choose_head(1, 2)
     view.wait_idle()
     view.resize(*size)
     qtbot.wait(100)  # the layouts settle on posted events
-    rects = view.grid.replay_rects()
-    assert len(rects) == len(ScalingRule)
-    plot_area = view.grid.replay_plot.vb.sceneBoundingRect().adjusted(-0.5, -0.5, 0.5, 0.5)
+    rects = view.replay.panel.replay_rects()
+    assert len(rects) == rules
+    area = view.replay.sceneRect().adjusted(-0.5, -0.5, 0.5, 0.5)
     for index, (title, image) in enumerate(rects):
-        assert title.bottom() <= image.top() + 1.0  # above its image ...
-        assert abs(title.left() - image.left()) <= 4.0  # ... and aligned with it
+        assert title.bottom() <= image.top() + 1.0  # above its image
         assert image.width() >= 20.0  # the weights stay readable
-        assert plot_area.contains(image) and plot_area.contains(title)
+        assert area.contains(image) and area.contains(title)
         for other, (other_title, other_image) in enumerate(rects):
             assert not title.intersects(other_image)
             if other != index:

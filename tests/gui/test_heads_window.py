@@ -11,6 +11,9 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 from gui.kit.export import image_stats
 from tests.gui.test_heads_view import planted_file
 
+#: A session's logits choice when the heads are diagnosed at the file's own scale.
+OWN_SCALE = {"rule": None, "temperature": 8.0, "gain": None, "cap": 50.0}
+
 
 def _visible_boxes() -> list[QMessageBox]:
     return [w for w in QApplication.topLevelWidgets()
@@ -88,7 +91,7 @@ def test_the_session_remembers_the_tensor_file(window, make_window, tmp_path) ->
     assert window.files.save_session_to(session)
     data = json.loads(session.read_text(encoding="utf-8"))
     assert data["tensors"] == {"path": str(path), "layer": None, "head": None,
-                               "batch_entry": 0}
+                               "batch_entry": 0, "logits": OWN_SCALE}
     assert data["view"]["current_view"] == "heads"
     other = make_window()
     assert other.files.open_session(session)
@@ -123,7 +126,7 @@ def test_export_all_includes_the_heads_tab_once_a_file_is_open(window, tmp_path)
     assert {"heads.png", "heads.svg", "heads.csv"} <= set(written)
     assert image_stats(written["heads.png"])["colors"] > 50
     rows = written["heads.csv"].read_text(encoding="utf-8").splitlines()
-    assert rows[0].startswith("file,table,layer,head") and len(rows) == 1 + 6
+    assert rows[0].startswith("file,table,batch_entry,layer,head") and len(rows) == 1 + 6
 
 
 def test_closing_while_a_large_file_is_diagnosed_exits_cleanly(make_window, tmp_path,
@@ -148,8 +151,11 @@ def test_help_open_sample_tensors_shows_the_shipped_trained_heads(window) -> Non
     # one token, is sharp (entropy 0.2 of uniform) but not one-hot.
     assert flagged[(0, 0)] == "saturated" and flagged[(2, 0)] == "sharp"
     assert "L0 H0 (saturated)" in view.flagged_text()
-    layer_names = [view.table.model().index(row, 0).data() for row in range(3)]
-    assert layer_names[0].startswith("0 · ") and "none" in layer_names[0].lower()
+    column = view.table.model().sourceModel().column_keys().index("layer")
+    layer_names = [view.table.model().index(row, column).data() for row in range(3)]
+    # Readable names, not the trainer's rule ids ("0 · none").
+    assert layer_names == ["0 · trained with none", "1 · trained with 1/√d_k",
+                           "2 · trained with QK-norm"]
 
 
 def test_inspect_trained_model_opens_its_file_in_the_heads_tab(window, tmp_path,
