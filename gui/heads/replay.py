@@ -31,7 +31,7 @@ DEFAULT_REPLAY_RULES = (ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR,
 _MAX_COLUMNS = 5
 #: Least width of a map's column (its two-line title), and the room its axes and title take
 #: beside and above the map, in pixels.
-_COLUMN_PX = 170.0
+_COLUMN_PX = 190.0
 _AXES_PX = 45.0
 _TITLE_PX = 75.0
 

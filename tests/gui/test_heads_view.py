@@ -155,7 +155,7 @@ def test_cancel_stops_the_scan_and_keeps_what_arrived(view, tmp_path, qtbot) -> 
 
 
 @pytest.mark.parametrize(("size", "rules"), [((1200, 760), 9), ((700, 900), 9),
-                                             ((900, 560), 4), ((700, 500), 4)])
+                                             ((900, 560), 4), ((1000, 500), 4)])
 def test_replay_titles_never_cover_an_image_or_each_other(view, tmp_path, qtbot,
                                                           size, rules) -> None:
     """Nine maps wide or tall, the four default ones short: no title covers an image or
