@@ -1,8 +1,8 @@
 """Attention Scale Explorer: start the window, or run a headless command.
 
 ``python main.py`` opens the explorer window; ``python main.py --help`` lists the headless
-subcommands. Headless engine commands (``sweep``, ``train``, ``lr-sweep``, ``inspect``) never
-import Qt.
+subcommands. Headless engine commands (``sweep``, ``train``, ``lr-sweep``, ``inspect``,
+``capture``) never import Qt.
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
         description="See and test why scaled dot-product attention divides logits by √d_k. "
         "Only the plain program (optionally with --session, --tensors and --lang) opens the "
         "explorer window and runs until you close it; --headless builds it offscreen, checks "
-        "it and exits. None of the COMMANDs opens a window: sweep, train, lr-sweep and inspect "
-        "print or write results, export renders offscreen to files.",
+        "it and exits. None of the COMMANDs opens a window: sweep, train, lr-sweep, inspect and "
+        "capture print or write results, export renders offscreen to files.",
         allow_abbrev=False,
         formatter_class=_HelpFormatter,
     )
@@ -211,6 +211,30 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
     inspect.add_argument("--out", required=True, help="CSV file to write ('-' for stdout)")
     inspect.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
+    capture = sub.add_parser(
+        "capture", allow_abbrev=False, formatter_class=_HelpFormatter,
+        help="run a Hugging Face model folder or a GGUF file on a text and write its q and k "
+        "(engine only, no Qt, no PyTorch)",
+        description="Run MODEL (a Hugging Face folder with config.json, model.safetensors and "
+        "tokenizer.json, or a .gguf file) on a text with numpy and write, per layer, the q and "
+        "k that enter its attention logits (after rotary embedding and QK-norm, grouped keys "
+        "repeated per query head) with the tokens and the model's own scale, soft-cap and mask "
+        "to a tensor file that inspect, export --tensors and the Heads tab read.")
+    capture.add_argument("model", metavar="MODEL", help="Hugging Face model folder or .gguf "
+                         "file")
+    text = capture.add_mutually_exclusive_group(required=True)
+    text.add_argument("--text", help="the text to run the model on")
+    text.add_argument("--text-file", metavar="FILE", help="read the text from this UTF-8 file")
+    capture.add_argument("--out", required=True, metavar="FILE",
+                         help="tensor file to write (.npz or .safetensors)")
+    capture.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                         help="keep only the first N tokens (default: the whole text, up to "
+                         "the model's positions)")
+    capture.add_argument("--layers", metavar="L,…",
+                         help="layers to keep, e.g. 0,3,5-7 (default: all)")
+    capture.add_argument("--with-v", action="store_true", help="also write each layer's v")
+    capture.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
     size_range = f"{EXPORT_MIN_SIZE}..{EXPORT_MAX_SIZE}"
     export.add_argument("--width", type=_size, default=1200,
                         help=f"image width in pixels ({size_range}, default 1200)")
@@ -290,6 +314,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "attention-explorer") ->
         from engine.cli.inspect import inspect_command
 
         return inspect_command(args)
+    if args.command == "capture":
+        from engine.cli.capture import capture_command
+
+        return capture_command(args)
     if args.command == "export":
         from gui.headless.commands import export_command
 

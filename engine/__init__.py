@@ -81,6 +81,11 @@ _EXPORTS: dict[str, str] = {
     "lr_sweep_table": "training.lr_results",
     "run_lr_sweep": "training.lr_sweep",
     "write_lr_sweep_csv": "training.lr_results",
+    # real models (models: open a Hugging Face folder or a GGUF file, capture q and k)
+    "open_model": "models",
+    "Model": "models",
+    "Capture": "models",
+    "ModelError": "models",
 }
 
 __all__ = sorted(_EXPORTS)

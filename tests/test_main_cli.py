@@ -27,7 +27,8 @@ def run_main(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str
 def test_help_lists_every_subcommand() -> None:
     result = run_main("--help")
     assert result.returncode == 0, result.stderr
-    for command in ("sweep", "train", "lr-sweep", "export", "inspect", "--self-test", "--version"):
+    for command in ("sweep", "train", "lr-sweep", "export", "inspect", "capture", "--self-test",
+                    "--version"):
         assert command in result.stdout
     # Says which invocation opens a window (only the plain program) and that --headless ends.
     text = " ".join(result.stdout.split())
@@ -95,7 +96,7 @@ def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParse
 
 def test_no_parser_accepts_abbreviations() -> None:
     parsers = _all_parsers(build_parser())
-    assert len(parsers) == 6  # the program and sweep, train, lr-sweep, export, inspect
+    assert len(parsers) == 7  # the program and sweep, train, lr-sweep, export, inspect, capture
     assert all(not p.allow_abbrev for p in parsers)
     # With abbreviations, `lr-sweep --seed 0` silently became `--seeds 0`.
     result = run_main("lr-sweep", "--seed", "0", "--steps", "1")

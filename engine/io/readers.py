@@ -63,6 +63,7 @@ __all__ = [
     "MAX_HEADER_BYTES",
     "MAX_RATIO",
     "ArrayInfo",
+    "MemorySource",
     "Source",
     "TensorFileError",
     "decode_json_array",
@@ -292,6 +293,31 @@ class _NpyFolder:
 
     def read_part(self, name: str, index: tuple[int, ...]) -> np.ndarray:
         return np.array(self.arrays[name][index]).view(self.info[name][1])
+
+
+class MemorySource:
+    """Arrays already in memory (a capture from a model), read like a file's arrays."""
+
+    def __init__(self, arrays: dict[str, np.ndarray], text: dict[str, str]) -> None:
+        self.arrays = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
+        for arr in self.arrays.values():
+            arr.flags.writeable = False
+        self.info: dict[str, ArrayInfo] = {name: (a.shape, a.dtype)
+                                           for name, a in self.arrays.items()}
+        self.text = dict(text)
+
+    def unchanged(self, names: Iterable[str]) -> bool:
+        return True
+
+    def read_head(self, name: str, head: int) -> np.ndarray:
+        arr = self.arrays[name]
+        return np.array(arr[_head_index(arr.ndim, head)])
+
+    def read_all(self, name: str) -> np.ndarray:
+        return np.array(self.arrays[name])
+
+    def read_part(self, name: str, index: tuple[int, ...]) -> np.ndarray:
+        return np.array(self.arrays[name][index])
 
 
 #: What zipfile raises for members it cannot unpack: encrypted (RuntimeError), an unknown

@@ -65,10 +65,17 @@ import numpy as np
 from engine.config import AttentionConfig
 from engine.core.memory import MemoryBudgetError, check_memory
 from engine.io.files import atomic_output, describe_os_error, write_bytes_atomic
-from engine.io.readers import Source, TensorFileError, decode_json_array, open_source, shown
+from engine.io.readers import (
+    MemorySource,
+    Source,
+    TensorFileError,
+    decode_json_array,
+    open_source,
+    shown,
+)
 
 __all__ = ["FORMAT_VERSION", "LayerArrays", "TensorFile", "TensorFileError", "load_tensors",
-           "write_tensors"]
+           "tensors_from_arrays", "write_tensors"]
 
 FORMAT_VERSION = 1
 
@@ -865,6 +872,27 @@ def load_tensors(path: str | Path, *, check_finite: bool = True) -> TensorFile:
     path = Path(path)
     try:
         fmt, source = open_source(path)
+    except TensorFileError as exc:
+        raise _named(path, exc) from exc
+    return _open_checked(path, fmt, source, check_finite)
+
+
+def tensors_from_arrays(name: str, arrays: Mapping[str, np.ndarray], *,
+                        tokens: Sequence[str] | None = None,
+                        meta: Mapping[str, Any] | None = None) -> TensorFile:
+    """A :class:`TensorFile` of arrays in memory (named ``name``, with no file behind it),
+    checked as :func:`load_tensors` checks a file: what a capture from a model opens in the
+    Heads tab before it is saved."""
+    text = {}
+    if tokens is not None:
+        text["tokens"] = json.dumps(list(tokens))
+    if meta is not None:
+        text["meta"] = json.dumps(dict(meta))
+    return _open_checked(Path(name), "memory", MemorySource(dict(arrays), text), True)
+
+
+def _open_checked(path: Path, fmt: str, source: Source, check_finite: bool) -> TensorFile:
+    try:
         geometry = _describe(source)
         # First: it bounds n, and so the tokens read next.
         _check_head_memory(geometry.batch, geometry.n, geometry.d_k)

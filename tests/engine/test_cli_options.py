@@ -62,7 +62,7 @@ def _all_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
 def test_every_command_and_option_explains_itself() -> None:
     # A description per subcommand; a help, the default and the choices per option.
     parsers = _all_parsers(build_parser())
-    assert len(parsers) == 6
+    assert len(parsers) == 7
     for prog, parser in parsers.items():
         assert parser.description, prog
         text = " ".join(parser.format_help().split())

@@ -1,0 +1,238 @@
+"""The forward passes, in numpy float32, that compute what each layer's attention sees.
+
+Each pass follows its Hugging Face ``transformers`` implementation (eager attention) step by
+step, so the captured q and k are the ones that enter the model's logits: after the rotary
+embedding and any QK-norm, with grouped-query keys repeated to their query heads. Only the
+layers up to the last one asked for are run, each layer's weights converted to float32 only
+while it runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.models.spec import ModelSpec
+from engine.models.weights import ModelError, WeightStore
+
+__all__ = ["CaptureCancelled", "LayerCapture", "erf", "run_forward"]
+
+
+class CaptureCancelled(Exception):
+    """Raised between two steps of a forward pass when its ``cancelled`` callback says so."""
+
+
+@dataclass(frozen=True)
+class LayerCapture:
+    """q, k (and v) of one layer, each (heads, n, head_dim) float32; k and v repeated per
+    query head."""
+
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray | None
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function, to an absolute error below 1.2e-7 (Numerical Recipes' erfc
+    Chebyshev fit), in float64: numpy has none, and BERT's GELU needs the exact one."""
+    z = np.abs(x.astype(np.float64))
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (
+        0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (
+            1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    erfc = t * np.exp(poly)
+    return np.where(x >= 0, 1.0 - erfc, erfc - 1.0)
+
+
+def _activation(name: str) -> Callable[[np.ndarray], np.ndarray]:
+    def gelu(x: np.ndarray) -> np.ndarray:
+        return (0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))).astype(np.float32)
+
+    def gelu_tanh(x: np.ndarray) -> np.ndarray:
+        inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
+        return 0.5 * x * (1.0 + np.tanh(inner))
+
+    def silu(x: np.ndarray) -> np.ndarray:
+        # x·σ(x) written with tanh: exp(-x) would overflow for very negative x.
+        return x * (0.5 + 0.5 * np.tanh(0.5 * x))
+
+    table = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh,
+             "gelu_fast": gelu_tanh, "silu": silu, "swish": silu}
+    if name not in table:
+        raise ModelError(f"the activation '{name}' is not supported; supported: "
+                         f"{', '.join(table)}")
+    return table[name]
+
+
+def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    var = np.mean(centred * centred, axis=-1, keepdims=True)
+    return centred / np.sqrt(var + np.float32(eps)) * w + b
+
+
+def _rms_norm(x: np.ndarray, w: np.ndarray, eps: float, plus_one: bool = False) -> np.ndarray:
+    var = np.mean(x * x, axis=-1, keepdims=True)
+    y = x / np.sqrt(var + np.float32(eps))
+    return y * (np.float32(1.0) + w if plus_one else w)
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _heads(x: np.ndarray, count: int, dim: int) -> np.ndarray:
+    """(n, count·dim) → (count, n, dim)."""
+    return np.ascontiguousarray(x.reshape(x.shape[0], count, dim).transpose(1, 0, 2))
+
+
+def _rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    half = x.shape[-1] // 2
+    rotated = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    return x * cos + rotated * sin
+
+
+class _Layer:
+    """The float32 weights of one layer, read by short names."""
+
+    def __init__(self, store: WeightStore, names: Callable[[str], str]) -> None:
+        self._store, self._names = store, names
+
+    def __call__(self, short: str) -> np.ndarray:
+        return self._store.get(self._names(short))
+
+    def optional(self, short: str) -> np.ndarray | None:
+        name = self._names(short)
+        return self._store.get(name) if name in self._store.names else None
+
+
+def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    y = x @ w.T
+    return y if b is None else y + b
+
+
+def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: float | None,
+            causal: bool) -> np.ndarray:
+    """softmax(c·q·kᵀ [soft-capped], masked) v for (heads, n, d) inputs; returns (n, heads·d)."""
+    z = (q @ k.transpose(0, 2, 1)) * np.float32(scale)
+    if cap is not None:
+        z = np.float32(cap) * np.tanh(z / np.float32(cap))
+    if causal:
+        n = z.shape[-1]
+        z = np.where(np.tri(n, dtype=bool), z, np.float32(-np.inf))
+    out = _softmax(z) @ v
+    return out.transpose(1, 0, 2).reshape(q.shape[1], -1)
+
+
+def _check(cancelled: Callable[[], bool] | None) -> None:
+    if cancelled is not None and cancelled():
+        raise CaptureCancelled
+
+
+def run_forward(
+    spec: ModelSpec,
+    store: WeightStore,
+    names: Callable[[int, str], str],
+    ids: np.ndarray,
+    layers: Sequence[int],
+    *,
+    keep_v: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> dict[int, LayerCapture]:
+    """Run ``spec``'s model on token ids ``ids`` and return q, k (and v) of ``layers``.
+
+    ``names(layer, short)`` gives the store's name of a weight (``layer`` −1 for the weights
+    outside the layers); ``progress(done, total)`` is called after each layer and
+    ``cancelled()`` is polled between the steps (raising :class:`CaptureCancelled`).
+    """
+    wanted = sorted(set(layers))
+    last = wanted[-1]
+    n = len(ids)
+    act = _activation(spec.activation)
+    top = _Layer(store, lambda short: names(-1, short))
+    x = store.rows(names(-1, "embed"), ids)
+    if spec.family == "bert":
+        x = x + store.rows(names(-1, "pos"), np.arange(n))
+        type_name = names(-1, "type")
+        if type_name in store.names:
+            x = x + store.rows(type_name, np.zeros(n, dtype=np.int64))
+        x = _layer_norm(x, top("embed_norm.w"), top("embed_norm.b"), spec.eps)
+    elif spec.family == "gpt2":
+        x = x + store.rows(names(-1, "pos"), np.arange(n))
+    elif spec.family == "gemma2":
+        x = x * np.float32(spec.hidden ** 0.5)
+    cos = sin = None
+    if spec.rope_theta is not None:
+        inv = spec.rope_inverse_frequencies()
+        angles = np.arange(n, dtype=np.float64)[:, None] * inv[None, :]
+        angles = np.concatenate([angles, angles], axis=-1)
+        cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+    group = spec.heads // spec.kv_heads
+    hd = spec.head_dim
+    out: dict[int, LayerCapture] = {}
+    for i in range(last + 1):
+        _check(cancelled)
+        w = _Layer(store, lambda short, i=i: names(i, short))
+        if spec.family == "bert":
+            q = _heads(_linear(x, w("q.w"), w("q.b")), spec.heads, hd)
+            k = _heads(_linear(x, w("k.w"), w("k.b")), spec.heads, hd)
+            v = _heads(_linear(x, w("v.w"), w("v.b")), spec.heads, hd)
+        elif spec.family == "gpt2":
+            h = _layer_norm(x, w("norm1.w"), w("norm1.b"), spec.eps)
+            qkv = h @ w("qkv.w") + w("qkv.b")  # Conv1D: (in, 3·hidden), no transpose
+            width = spec.heads * hd
+            q, k, v = (_heads(qkv[:, j * width:(j + 1) * width], spec.heads, hd)
+                       for j in range(3))
+        else:
+            plus_one = spec.family == "gemma2"
+            h = _rms_norm(x, w("norm1.w"), spec.eps, plus_one)
+            q = _heads(_linear(h, w("q.w"), w.optional("q.b")), spec.heads, hd)
+            k = _heads(_linear(h, w("k.w"), w.optional("k.b")), spec.kv_heads, hd)
+            v = _heads(_linear(h, w("v.w"), w.optional("v.b")), spec.kv_heads, hd)
+            if spec.qk_norm:
+                q = _rms_norm(q, w("q_norm.w"), spec.eps)
+                k = _rms_norm(k, w("k_norm.w"), spec.eps)
+            assert cos is not None and sin is not None
+            q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+            if group > 1:
+                k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)
+        if i in wanted:
+            out[i] = LayerCapture(q=q, k=k, v=v if keep_v else None)
+        if i == last:
+            if progress is not None:
+                progress(i + 1, last + 1)
+            break
+        _check(cancelled)
+        attended = _attend(q, k, v, spec.scales[i], spec.cap, spec.causal)
+        if spec.family == "bert":
+            x = _layer_norm(_linear(attended, w("o.w"), w("o.b")) + x, w("norm1.w"),
+                            w("norm1.b"), spec.eps)
+            inner = act(_linear(x, w("up.w"), w("up.b")))
+            x = _layer_norm(_linear(inner, w("down.w"), w("down.b")) + x, w("norm2.w"),
+                            w("norm2.b"), spec.eps)
+        elif spec.family == "gpt2":
+            x = x + attended @ w("o.w") + w("o.b")
+            h = _layer_norm(x, w("norm2.w"), w("norm2.b"), spec.eps)
+            x = x + act(h @ w("up.w") + w("up.b")) @ w("down.w") + w("down.b")
+        elif spec.family == "gemma2":
+            h = _linear(attended, w("o.w"), None)
+            x = x + _rms_norm(h, w("post_attn_norm.w"), spec.eps, True)
+            h = _rms_norm(x, w("pre_ff_norm.w"), spec.eps, True)
+            h = _linear(act(_linear(h, w("gate.w"), None)) * _linear(h, w("up.w"), None),
+                        w("down.w"), None)
+            x = x + _rms_norm(h, w("post_ff_norm.w"), spec.eps, True)
+        else:
+            x = x + _linear(attended, w("o.w"), w.optional("o.b"))
+            h = _rms_norm(x, w("norm2.w"), spec.eps)
+            h = act(_linear(h, w("gate.w"), None)) * _linear(h, w("up.w"), None)
+            x = x + _linear(h, w("down.w"), None)
+        x = x.astype(np.float32, copy=False)
+        if progress is not None:
+            progress(i + 1, last + 1)
+    return out
