@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-MAX_BYTES=180000000  # the onedir bundle must stay ≤ 180 MB (measured: ~169 MB)
+MAX_BYTES=185000000  # the onedir bundle must stay ≤ 185 MB (measured: ~184 MB with tokenizers and gguf)
 
 fail() {
     echo "build_bundle: FAILED: $*" >&2
