@@ -110,6 +110,10 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
     parser.add_argument("--tensors", metavar="FILE",
                         help="open this tensor file (.npz, .safetensors or a folder of .npy) "
                         "in the Heads tab at start")
+    parser.add_argument("--model", metavar="PATH",
+                        help="a Hugging Face model folder or a .gguf file: open File › Open "
+                        "model… for it at start (with --self-test: capture from it and "
+                        "diagnose its heads as part of the test)")
     parser.add_argument(
         "--headless",
         action="store_true",
@@ -322,6 +326,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "attention-explorer") ->
         from gui.headless.commands import export_command
 
         return export_command(args)
+    if getattr(args, "model", None) and not os.path.exists(args.model):
+        print(f"error: --model: {args.model}: no such file or folder", file=sys.stderr)
+        return 2
     if args.self_test:
         from gui.headless.commands import self_test_command
 

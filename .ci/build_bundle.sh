@@ -39,11 +39,14 @@ echo "build_bundle: built in $((SECONDS - start)) s"
 [ -x "$bundle/attention-explorer" ] || fail "no executable at $bundle/attention-explorer"
 
 echo "build_bundle: running the frozen self-test offscreen"
+# --model: the frozen program also tokenizes, dequantizes and runs a real (tiny) GGUF file.
 if ! QT_QPA_PLATFORM=offscreen "$bundle/attention-explorer" --self-test "$work/self-test" \
+        --model "$PWD/tests/fixtures/models/tiny-llama.gguf" \
         >"$work/self-test.log" 2>&1; then
     cat "$work/self-test.log" >&2
     fail "the frozen program's self-test failed (output above)"
 fi
+grep "model capture" "$work/self-test.log" || fail "the self-test did not capture from the model"
 tail -n 1 "$work/self-test.log"
 
 size=$(du -sb "$bundle" | cut -f1)

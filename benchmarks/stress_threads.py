@@ -4,7 +4,8 @@ Each cycle drives the real main window (offscreen) the way an impatient user doe
 explorer parameters while sweeps run, starts and stops training runs and learning-rate sweeps at
 random moments, steps through the guided tour (whose claims run on their own thread), opens the
 sample tensor file in the Heads tab and picks heads while it is diagnosed (the explorer then
-shows real q, k), switches
+shows real q, k), captures from a tiny model (File › Open model…) and cancels or supersedes
+the capture, switches
 the interface language while the explorer computes, exports
 a random view to PNG or SVG, forces ``gc.collect()`` on the GUI thread at random points (also
 from timers that fire in the middle of a wait), and now and then closes the window mid-work and
@@ -78,6 +79,8 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
     out = Path(tempfile.mkdtemp(prefix="stress-export-"))
     base = AttentionConfig(n_tokens=32, d_k=16, d_model=16, samples=400)
     stress_rng = np.random.default_rng(seed)
+    fixtures = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "models"
+    models = [str(fixtures / "tiny-llama"), str(fixtures / "tiny-llama.gguf")]
     big = write_tensors(  # large enough that a scan is still running when heads are picked
         out / "big.npz", {f"layer{layer}.{part}": stress_rng.standard_normal((6, 192, 32))
                           for layer in range(4) for part in "qk"}, meta={"causal": True})
@@ -162,6 +165,17 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
             if rng.random() < 0.3:
                 window.controller.set_real_head(None)
             del heads
+        if rng.random() < 0.4:  # File › Open model…: a capture, cancelled, superseded or not
+            dialog = window.heads.open_model(rng.choice(models))
+            dialog.set_values(text="The quick brown fox jumps over the lazy dog. "
+                              * rng.randrange(1, 4))
+            for _ in range(rng.randrange(1, 3)):
+                dialog.findChild(object, "capture_button").click()
+                pause(rng.randrange(0, 60))
+            if rng.random() < 0.4:
+                dialog.findChild(object, "close_button").click()  # Cancel while it runs
+            pause(rng.randrange(0, 80))
+            del dialog
         if rng.random() < 0.3:  # switch the language while the explorer computes
             window.controller.set_config(base.replace(seed=rng.randrange(1000)))
             window.language.set_language(rng.choice(("zh_CN", "en")))

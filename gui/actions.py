@@ -92,6 +92,16 @@ FILE_MENU: tuple[ActionSpec | None, ...] = (
                status_tip=QT_TRANSLATE_NOOP(
                    "MainWindow", "Open a model's q and k (.npz, .safetensors) and diagnose "
                    "every head")),
+    ActionSpec("open_model", QT_TRANSLATE_NOOP("MainWindow", "Open &model…"),
+               "heads.ask_open_model", "Ctrl+M",
+               status_tip=QT_TRANSLATE_NOOP(
+                   "MainWindow", "Run a Hugging Face model folder or a GGUF file on a text and "
+                   "diagnose every head (no PyTorch needed)")),
+    ActionSpec("save_capture", QT_TRANSLATE_NOOP("MainWindow", "Save capt&ured tensors…"),
+               "heads.ask_save_capture",
+               status_tip=QT_TRANSLATE_NOOP(
+                   "MainWindow", "Write the q and k captured from a model as .npz or "
+                   ".safetensors")),
     SEPARATOR,
     ActionSpec("export_png", QT_TRANSLATE_NOOP("MainWindow", "Export current view as &PNG…"),
                "files.ask_export_png", "Ctrl+E"),

@@ -206,6 +206,9 @@ def run_app(args: Any) -> int:
         tensors = getattr(args, "tensors", None)
         if tensors:
             window.heads.open_tensors(tensors)
+        model = getattr(args, "model", None)
+        if model:
+            window.heads.open_model(model)
         window.show()
         if os.environ.get(EXIT_AFTER_SHOW_ENV, "") not in ("", "0"):
             _report_first_paint_and_close(window)

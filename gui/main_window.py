@@ -228,6 +228,8 @@ class MainWindow(QMainWindow):
 
         self.tour_dock, self.tour_action = install_tour(self, self.menus["help"])
         menu_table.build_menu(self.menus["help"], menu_table.HELP_MENU, self, self.menu_actions)
+        self.heads.install_samples_menu(self.menus["help"], self.menu_actions["about"])
+        self.heads.update_actions()
         self.retranslate_ui()
 
     # ----------------------------------------------------------------------------- language
@@ -242,6 +244,7 @@ class MainWindow(QMainWindow):
         for specs in (menu_table.FILE_MENU, menu_table.VIEW_MENU, menu_table.HELP_MENU):
             menu_table.retranslate_actions(specs, self.menu_actions)
         self.language.menu.setTitle(translate("MainWindow", "&Language"))
+        self.heads.retranslate_ui()
         for action in self.view_actions:
             action.setText(self._view_by_key(str(action.data())).title())
         self.view_tabs.retranslate_ui()

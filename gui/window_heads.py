@@ -1,5 +1,6 @@
-"""The window's part of the Heads tab: opening tensor files (menu, drag and drop, sample),
-showing a chosen head (and a chosen rule) in the explorer, and keeping the tab's choices."""
+"""The window's part of the Heads tab: opening tensor files and models (menu, drag and drop,
+samples), saving a capture, showing a chosen head (and a chosen rule) in the explorer, and
+keeping the tab's choices."""
 
 from __future__ import annotations
 
@@ -8,23 +9,43 @@ import os
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, Slot
-from PySide6.QtGui import QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtCore import QEvent, QObject, Qt, Slot
+from PySide6.QtGui import QAction, QDragEnterEvent, QDropEvent, QGuiApplication
+from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QMessageBox
 
 from engine.analysis.real_head import HeadRef
 from engine.config import AttentionConfig, ScalingRule
+from engine.io.files import describe_os_error
+from engine.models import SampleModel, sample_models
+from gui.heads.capture_dialog import CaptureDialog
+from gui.heads.capture_worker import CaptureReady
 from gui.heads.view import HeadsView
 from gui.heads.worker import RuleParams
 from gui.kit.i18n import translate
 from gui.kit.session import LogitsChoice, TensorsChoice
 from gui.window_files import show_warning
 
-__all__ = ["TENSOR_SUFFIXES", "WindowHeads"]
+__all__ = ["TENSOR_SUFFIXES", "WindowHeads", "model_path_of", "sample_title", "tensor_path_of"]
 
-#: File suffixes the window accepts as tensor files (a folder of .npy files is accepted too;
-#: a single .npy file holds a stack of attention weights).
+# File suffixes the window accepts as tensor files (a folder of .npy files is accepted too;
+# a single .npy file holds a stack of attention weights).
 TENSOR_SUFFIXES = (".npz", ".safetensors", ".npy")
+
+
+def is_model_path(path: str | os.PathLike[str]) -> bool:
+    """True for a .gguf file or a folder with a config.json (a Hugging Face model)."""
+    path = Path(path)
+    if path.is_dir():
+        return (path / "config.json").is_file()
+    return path.suffix.lower() == ".gguf"
+
+
+def model_path_of(urls: list[Any]) -> str:
+    """The first local model folder or .gguf file among dropped ``urls`` ("" if none)."""
+    for url in urls:
+        if url.isLocalFile() and is_model_path(url.toLocalFile()):
+            return url.toLocalFile()
+    return ""
 
 
 def tensor_path_of(urls: list[Any]) -> str:
@@ -33,9 +54,17 @@ def tensor_path_of(urls: list[Any]) -> str:
         if not url.isLocalFile():
             continue
         path = url.toLocalFile()
+        if is_model_path(path):
+            continue
         if Path(path).suffix.lower() in TENSOR_SUFFIXES or os.path.isdir(path):
             return path
     return ""
+
+
+def sample_title(sample: SampleModel) -> str:
+    """The menu text of a sample model: its name, architecture, layers and heads."""
+    return translate("MainWindow", "{0} ({1}, {2} layers × {3} heads)").format(
+        sample.name, sample.architecture, sample.layers, sample.heads)
 
 
 class WindowHeads(QObject):
@@ -58,6 +87,12 @@ class WindowHeads(QObject):
         self.view.headChosen.connect(self._on_head_chosen)
         self.view.ruleChosen.connect(self._on_rule_chosen)
         self.view.preferencesChanged.connect(self._save_preferences)
+        controller = self.view.controller
+        controller.captureReady.connect(self._on_captured)
+        controller.captureFailed.connect(self._on_capture_failed)
+        controller.fileOpened.connect(self.update_actions)
+        self._capture_dialog: CaptureDialog | None = None
+        self._samples_menu: QMenu | None = None
         # Train tab › Inspect trained model: the file it wrote opens here.
         window.train_tab.tensorsWritten.connect(self._on_tensors_written)
         window.setAcceptDrops(True)
@@ -88,10 +123,106 @@ class WindowHeads(QObject):
 
         self.open_tensors(sample_tensors_path())
 
+    @Slot()
+    def ask_open_model(self) -> None:
+        """File › Open model…: the capture dialog, with the model used last."""
+        self.open_model("")
+
+    def open_model(self, path: str | os.PathLike[str]) -> CaptureDialog:
+        """Show the capture dialog for the model at ``path`` ("" for the one used last)."""
+        dialog = self.capture_dialog()
+        if path:
+            dialog.set_values(path=str(path))
+        dialog.show()
+        dialog.activateWindow()
+        return dialog
+
+    def capture_dialog(self) -> CaptureDialog:
+        """The capture dialog (made on first use, filled with the choices used last)."""
+        if self._capture_dialog is None:
+            settings = self._window.settings
+            dialog = CaptureDialog(self._window)
+            dialog.set_values(path=settings.get("model/last_path"),
+                              max_tokens=settings.get("model/max_tokens"),
+                              layers=settings.get("model/layers"))
+            if settings.get("model/text"):
+                dialog.set_values(text=settings.get("model/text"))
+            controller = self.view.controller
+            dialog.captureRequested.connect(self._on_capture_requested)
+            dialog.cancelRequested.connect(controller.cancel_capture)
+            controller.captureProgress.connect(dialog.show_progress)
+            controller.captureBusyChanged.connect(dialog.set_busy)
+            self._capture_dialog = dialog
+        return self._capture_dialog
+
+    def install_samples_menu(self, menu: QMenu, before: QAction | None) -> QMenu:
+        """Help › Open sample model: the real models installed as packages (filled each time
+        it opens, so a package installed meanwhile shows), and how to install the others."""
+        samples = QMenu(menu)
+        samples.setObjectName("sample_models_menu")
+        samples.aboutToShow.connect(self._fill_samples_menu)
+        menu.insertMenu(before, samples) if before is not None else menu.addMenu(samples)
+        self._samples_menu = samples
+        self.retranslate_ui()
+        return samples
+
+    def retranslate_ui(self) -> None:
+        """Texts of the window's parts this object owns."""
+        if self._samples_menu is not None:
+            self._samples_menu.setTitle(translate("MainWindow", "Open sample &model"))
+            self._samples_menu.menuAction().setStatusTip(translate(
+                "MainWindow", "Real models installed as Python packages: capture their heads"))
+            self._fill_samples_menu()
+
+    @Slot()
+    def ask_save_capture(self) -> None:
+        """File › Save captured tensors…: write the capture shown as .npz or .safetensors,
+        then show the written file (so that a session refers to it)."""
+        capture = self.view.controller.unsaved_capture()
+        if capture is None:
+            return
+        settings = self._window.settings
+        folder = settings.get("tensors/last_dir") or str(Path.home())
+        stem = capture.capture.name.split("/")[-1].replace(" (captured)", "")
+        suggested = str(Path(folder) / (_safe_stem(stem) + ".npz"))
+        path, chosen = QFileDialog.getSaveFileName(
+            self._window, translate("MainWindow", "Save captured tensors"), suggested,
+            translate("MainWindow", "NumPy archive (*.npz);;safetensors (*.safetensors)"))
+        if not path:
+            return
+        if Path(path).suffix.lower() not in (".npz", ".safetensors"):
+            path += ".safetensors" if "safetensors" in chosen else ".npz"
+        self.save_capture(path)
+
+    def save_capture(self, path: str | os.PathLike[str]) -> bool:
+        """Write the capture shown to ``path`` and show the written file; False (with a
+        message) when nothing could be written."""
+        controller = self.view.controller
+        capture = controller.unsaved_capture()
+        if capture is None:
+            return False
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        try:
+            written = capture.capture.save(path)
+        except OSError as exc:
+            show_warning(self._window, translate("MainWindow", "Not saved"),
+                         translate("MainWindow", "The captured tensors were not saved to {0}: "
+                                   "{1}. The capture is still open.").format(
+                                       path, describe_os_error(exc)))
+            return False
+        finally:
+            QApplication.restoreOverrideCursor()
+        self._window.settings.set("tensors/last_dir", str(Path(written).parent))
+        controller.mark_capture_saved()
+        self.update_actions()
+        self.view.open_file(written, select=controller.selected(), params=controller.params())
+        return True
+
     def choice(self) -> TensorsChoice | None:
-        """The tensor file shown and the head chosen, for the session file."""
+        """The tensor file shown and the head chosen, for the session file (none for a
+        capture not saved yet: a session names files)."""
         tensor_file = self.view.controller.tensor_file()
-        if tensor_file is None:
+        if tensor_file is None or tensor_file.format == "memory":
             return None
         params = self.view.logits_params()
         logits = LogitsChoice(params.rule.value if params.rule is not None else None,
@@ -128,18 +259,92 @@ class WindowHeads(QObject):
         if watched is self._window and event.type() in (QEvent.Type.DragEnter,
                                                         QEvent.Type.Drop):
             assert isinstance(event, QDragEnterEvent | QDropEvent)
-            path = tensor_path_of(event.mimeData().urls()) if event.mimeData().hasUrls() else ""
-            if not path:
+            urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
+            model = model_path_of(urls)
+            path = "" if model else tensor_path_of(urls)
+            if not (model or path):
                 return False
             event.acceptProposedAction()
             if event.type() == QEvent.Type.Drop:
-                self.open_tensors(path)
+                if model:
+                    self.open_model(model)
+                else:
+                    self.open_tensors(path)
             return True
         return super().eventFilter(watched, event)
 
     @Slot(str)
     def _on_error(self, message: str) -> None:
         show_warning(self._window, translate("MainWindow", "Tensor file problem"), message)
+
+    @Slot(str, str, int, str, bool)
+    def _on_capture_requested(self, path: str, text: str, max_tokens: int, layers: str,
+                              keep_v: bool) -> None:
+        settings = self._window.settings
+        settings.set("model/last_path", path)
+        settings.set("model/max_tokens", max_tokens)
+        settings.set("model/layers", layers)
+        settings.set("model/text", text if len(text) <= 4000 else "")
+        self.view.capture_model(path, text, max_tokens=max_tokens, layers=layers,
+                                keep_v=keep_v)
+
+    @Slot(object)
+    def _on_captured(self, message: CaptureReady) -> None:
+        if self._capture_dialog is not None:
+            self._capture_dialog.accept()
+        self._window.mode_tabs.setCurrentWidget(self.view)
+
+    @Slot(str)
+    def _on_capture_failed(self, message: str) -> None:
+        dialog = self._capture_dialog
+        if dialog is not None and dialog.isVisible():
+            dialog.show_error(message)
+        else:
+            show_warning(self._window, translate("MainWindow", "Model problem"), message)
+
+    @Slot()
+    @Slot(object)
+    def update_actions(self, *_args: object) -> None:
+        """Enable File › Save captured tensors… while an unsaved capture is shown."""
+        action = self._window.menu_actions.get("save_capture")
+        if action is not None:
+            action.setEnabled(self.view.controller.unsaved_capture() is not None)
+
+    @Slot()
+    def _fill_samples_menu(self) -> None:
+        menu = self._samples_menu
+        if menu is None:
+            return
+        menu.clear()
+        for sample, path in sample_models():
+            title = sample_title(sample)
+            if path is not None:
+                action = menu.addAction(title)
+                action.setStatusTip(translate("MainWindow", "{0} ({1} MB): {2}").format(
+                    sample.description, sample.size_mb, path))
+                action.triggered.connect(lambda _=False, p=str(path): self.open_model(p))
+            else:
+                action = menu.addAction(translate("MainWindow", "{0} — not installed…"
+                                                  ).format(title))
+                action.setStatusTip(sample.pip_command)
+                action.triggered.connect(
+                    lambda _=False, s=sample: self._show_install(sample_title(s), s.pip_command,
+                                                                 s.size_mb))
+
+    def _show_install(self, title: str, command: str, size_mb: int) -> None:
+        box = QMessageBox(QMessageBox.Icon.Information,
+                          translate("MainWindow", "Sample model not installed"),
+                          translate("MainWindow", "{0} is not installed. Install it ({1} MB) "
+                                    "into the Python environment the app runs in, then choose "
+                                    "it again from Help › Open sample model:").format(title,
+                                                                                       size_mb)
+                          + f"\n\n{command}", QMessageBox.StandardButton.Ok, self._window)
+        copy = box.addButton(translate("MainWindow", "Copy command"),
+                             QMessageBox.ButtonRole.ActionRole)
+        copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(command))
+        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
 
     @Slot(str)
     def _on_tensors_written(self, path: str) -> None:
@@ -189,3 +394,9 @@ class WindowHeads(QObject):
                                                                      tensor_file.d_k):
             window.panel.set_config(config)
             window.controller.set_config(config)
+
+
+def _safe_stem(name: str) -> str:
+    """``name`` usable as a file name on every system."""
+    kept = "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip("._")
+    return kept or "captured"

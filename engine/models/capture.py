@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.core.memory import check_memory
+from engine.core.memory import check_memory, get_memory_budget
 from engine.io.readers import shown
 from engine.io.tensors import TensorFile, tensors_from_arrays, write_tensors
 from engine.models.forward import CaptureCancelled, LayerCapture, run_forward
@@ -267,7 +267,7 @@ class Model:
                              "these weights")
         need = self.estimate_bytes(n, len(chosen), keep_v)
         fits = n
-        while fits > 1 and self.estimate_bytes(fits, len(chosen), keep_v) > _budget():
+        while fits > 1 and self.estimate_bytes(fits, len(chosen), keep_v) > get_memory_budget():
             fits = fits * 3 // 4
         check_memory(need, lambda: f"capturing {len(chosen)} layers of {self.name} at "
                      f"n = {n} (at most about {fits} tokens fit)")
@@ -292,12 +292,6 @@ class Model:
             meta["cap"] = spec.cap
         return Capture(layers=MappingProxyType(captured), tokens=tokens, token_ids=tuple(ids),
                        meta=MappingProxyType(meta), name=f"{self.name} (captured)")
-
-
-def _budget() -> int:
-    from engine.core.memory import get_memory_budget
-
-    return get_memory_budget()
 
 
 def _read_config(folder: Path) -> dict[str, Any]:
@@ -370,7 +364,9 @@ def open_model(path: str | Path) -> Model:
     label = shown(path.name)
     spec = spec_from_gguf(gguf.metadata, label)
     tokenizer = gguf_tokenizer(gguf.metadata, label)
-    name = str(gguf.metadata.get("general.name") or path.stem)
+    # The file's own name: converters write general.name as they please ("Smollm2 135M 8k
+    # Lc100K Mix1 Ep2" for SmolLM2-135M-Instruct), while the file is what the user chose.
+    name = path.stem
     return Model(path, name, spec, _GgufLlamaStore(gguf, spec), _gguf_names, tokenizer, "gguf",
                  gguf.types)
 

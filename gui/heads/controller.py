@@ -1,20 +1,29 @@
 """The Heads view's controller: the open tensor file, its streamed diagnostics, the replay.
 
-Two :class:`~gui.kit.jobs.WorkerHost` threads: one scans the file (open, check, diagnose every
+Three :class:`~gui.kit.jobs.WorkerHost` threads: one scans the file (open, check, diagnose every
 head), one replays the selected head under every rule, so picking a head while a large file is
-still being scanned does not cancel the scan. In each, a newer request supersedes the older one.
+still being scanned does not cancel the scan, and one runs a model on a text to capture its q
+and k (the capture then opens like a file). In each, a newer request supersedes the older one.
 A file that cannot be opened leaves the file shown before (and its diagnostics) in place.
 Every error message names the file it is about.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.analysis.head_scan import HeadRecord
 from engine.io.tensors import TensorFile
+from gui.heads.capture_worker import (
+    CaptureFinished,
+    CaptureJob,
+    CaptureProgress,
+    CaptureReady,
+    CaptureWorker,
+)
 from gui.heads.worker import (
     FileOpened,
     HeadsJobFinished,
@@ -48,8 +57,17 @@ class HeadsController(QObject):
     errorOccurred(str)
         A user-facing message (a file that cannot be read, a head that cannot be diagnosed),
         starting with the file's name.
+    captureProgress(int, int, str)
+        Layers of the running capture done, layers to capture, the model's name ("" before
+        it has opened).
+    captureReady(object)
+        A :class:`~gui.heads.capture_worker.CaptureReady`; its tensor file is being opened.
+    captureFailed(str)
+        A capture could not run (the message names the model or the input to change).
+    captureBusyChanged(bool)
+        A capture is running.
     workerStopped()
-        Both threads have ended.
+        Every thread has ended.
     """
 
     fileOpened = Signal(object)
@@ -58,6 +76,10 @@ class HeadsController(QObject):
     replayReady = Signal(object)
     busyChanged = Signal(bool)
     errorOccurred = Signal(str)
+    captureProgress = Signal(int, int, str)
+    captureReady = Signal(object)
+    captureFailed = Signal(str)
+    captureBusyChanged = Signal(bool)
     workerStopped = Signal()
 
     def __init__(self, parent: QObject | None = None) -> None:
@@ -68,7 +90,11 @@ class HeadsController(QObject):
         self._scan_id = -1
         self._replay_id = -1
         self._pending_path = ""
+        self._pending_file: TensorFile | None = None
         self._pending_params = self._params
+        self._capture_id = -1
+        self._capture: CaptureReady | None = None
+        self._capture_params = self._params
         self._selected: tuple[int, int, int] | None = None
         self._busy = False
         self._closed = False
@@ -85,6 +111,14 @@ class HeadsController(QObject):
             host.workerStopped.connect(self._on_worker_stopped)
             self._hosts.append(host)
         self._scan_host, self._replay_host = self._hosts
+        capture_worker = CaptureWorker()
+        capture_worker.progressed.connect(self._on_capture_progress)
+        capture_worker.captured.connect(self._on_captured)
+        capture_worker.failed.connect(self._on_capture_failed)
+        self._capture_host = WorkerHost(capture_worker, "heads-capture", self)
+        self._capture_host.jobFinished.connect(self._on_capture_finished)
+        self._capture_host.workerStopped.connect(self._on_worker_stopped)
+        self._hosts.append(self._capture_host)
 
     # ----------------------------------------------------------------------------- accessors
     def tensor_file(self) -> TensorFile | None:
@@ -108,8 +142,19 @@ class HeadsController(QObject):
         return self._selected
 
     def is_busy(self) -> bool:
-        """True while a scan or a replay runs or waits."""
-        return any(host.is_busy() for host in self._hosts)
+        """True while a scan or a replay runs or waits (a capture is :meth:`is_capturing`)."""
+        return self._scan_host.is_busy() or self._replay_host.is_busy()
+
+    def is_capturing(self) -> bool:
+        """True while a capture runs or waits."""
+        return self._capture_host.is_busy()
+
+    def unsaved_capture(self) -> CaptureReady | None:
+        """The capture shown when it has not been saved to a file, else None."""
+        capture = self._capture
+        if capture is None or capture.tensor_file is not self._tensor_file:
+            return None
+        return capture
 
     def is_running(self) -> bool:
         """True while either worker thread is alive."""
@@ -120,12 +165,15 @@ class HeadsController(QObject):
         return all(host.wait_stopped(timeout_ms) for host in self._hosts)
 
     # ------------------------------------------------------------------------------ requests
-    def open_file(self, path: str, params: RuleParams | None = None) -> None:
+    def open_file(self, path: str, params: RuleParams | None = None,
+                  tensor_file: TensorFile | None = None) -> None:
         """Open and diagnose ``path`` (under ``params``, default the current ones); the file
-        shown, and its parameters, stay until the new one has opened."""
+        shown, and its parameters, stay until the new one has opened. ``tensor_file`` is one
+        already open (a capture's) to show under the name ``path``."""
         if self._closed:
             return
         self._pending_path = str(path)
+        self._pending_file = tensor_file
         self._pending_params = params if params is not None else self._params
         self._scan_host.request(self._scan_job)
         self._set_busy(True)
@@ -149,9 +197,36 @@ class HeadsController(QObject):
         self._request_replay()
         self._set_busy(True)
 
+    def capture_model(self, path: str, text: str, *, max_tokens: int | None = None,
+                      layers: str = "", keep_v: bool = False,
+                      params: RuleParams | None = None) -> None:
+        """Run the model at ``path`` on ``text`` and open what it captured, diagnosed under
+        ``params`` (default the current ones); a newer capture supersedes a running one."""
+        if self._closed:
+            return
+        # One core stays with the GUI thread; the rest run the model's matrix products.
+        threads = max(1, (os.cpu_count() or 2) - 1)
+        self._capture_params = params if params is not None else self._params
+
+        def make(request_id: int) -> CaptureJob:
+            self._capture_id = request_id
+            return CaptureJob(request_id, str(path), text, max_tokens, layers, keep_v, threads)
+
+        self._capture_host.request(make)
+        self.captureBusyChanged.emit(True)
+
+    def mark_capture_saved(self) -> None:
+        """The capture shown has been written to a file (it is no longer unsaved)."""
+        self._capture = None
+
+    @Slot()
+    def cancel_capture(self) -> None:
+        """Stop the running capture (nothing it computed is shown)."""
+        self._capture_host.cancel()
+
     @Slot()
     def cancel(self) -> None:
-        """Stop the scan and the replay (the diagnostics received so far stay)."""
+        """Stop the scan, the replay and a capture (the diagnostics received so far stay)."""
         for host in self._hosts:
             host.cancel()
 
@@ -171,7 +246,7 @@ class HeadsController(QObject):
     # -------------------------------------------------------------------------------- private
     def _scan_job(self, request_id: int) -> ScanJob:
         self._scan_id = request_id
-        reuse = None if self._pending_path else self._tensor_file
+        reuse = self._pending_file if self._pending_path else self._tensor_file
         path = self._pending_path or (str(reuse.path) if reuse is not None else "")
         params = self._pending_params if self._pending_path else self._params
         return ScanJob(request_id, path, reuse, params)
@@ -195,6 +270,7 @@ class HeadsController(QObject):
         if self._pending_path:
             self._params = self._pending_params
         self._pending_path = ""
+        self._pending_file = None
         new_file = message.tensor_file is not self._tensor_file
         self._tensor_file = message.tensor_file
         self._records = ()
@@ -226,6 +302,7 @@ class HeadsController(QObject):
             shown = self._tensor_file
             path = self._pending_path or (str(shown.path) if shown is not None else "")
             self._pending_path = ""  # the file shown stays; later scans re-use it
+            self._pending_file = None
             self._pending_params = self._params
             self.errorOccurred.emit(_naming(path, message.message))
 
@@ -235,6 +312,29 @@ class HeadsController(QObject):
             shown = self._tensor_file
             self.errorOccurred.emit(
                 _naming(str(shown.path) if shown is not None else "", message.message))
+
+    @Slot(object)
+    def _on_capture_progress(self, message: CaptureProgress) -> None:
+        if not self._closed and message.request_id == self._capture_id:
+            self.captureProgress.emit(message.done, message.total, message.model)
+
+    @Slot(object)
+    def _on_captured(self, message: CaptureReady) -> None:
+        if self._closed or message.request_id != self._capture_id:
+            return
+        self._capture = message
+        self.captureReady.emit(message)
+        self.open_file(message.capture.name, self._capture_params, message.tensor_file)
+
+    @Slot(object)
+    def _on_capture_failed(self, message: JobFailed) -> None:
+        if not self._closed and message.request_id == self._capture_id:
+            self.captureFailed.emit(message.message)
+
+    @Slot(object)
+    def _on_capture_finished(self, message: CaptureFinished) -> None:
+        if not self._closed and not self._capture_host.is_busy():
+            self.captureBusyChanged.emit(False)
 
     @Slot(object)
     def _on_finished(self, message: HeadsJobFinished) -> None:

@@ -50,15 +50,17 @@ class HeadsFigure(pg.GraphicsLayoutWidget):
         rules: tuple[ScalingRule, ...],
         replays: tuple[RuleReplay, ...],
         replay_title: str,
+        tokens: tuple[str, ...] | None = None,
     ) -> None:
         """Draw the tab's state: ``header``, the grid (layers, heads, records, metric) with
-        ``selection`` (row, head) outlined, and ``replays`` of the picked ``rules``."""
+        ``selection`` (row, head) outlined, and ``replays`` of the picked ``rules`` (with the
+        file's ``tokens`` on their axes)."""
         self.header.setText(header)
         self.grid.show_grid(*grid)
         self.grid.label_axes()
         self.grid.set_selection(*selection)
         self.replay.set_rules(rules)
         if replays:
-            self.replay.show_replay(replays, replay_title)
+            self.replay.show_replay(replays, replay_title, tokens)
         else:
             self.replay.clear_replay(replay_title)

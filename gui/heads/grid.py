@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Signal
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QFontMetricsF, QPainter
 from PySide6.QtWidgets import QGraphicsRectItem
 
 from engine.analysis.head_scan import HeadRecord
@@ -19,12 +20,72 @@ from gui.heads.metrics import Metric
 from gui.kit import style
 from gui.kit.i18n import translate
 
-__all__ = ["FLAG_LETTER", "GridPanel", "HeadsGrid"]
+__all__ = ["FLAG_LETTER", "FlagLetters", "GridPanel", "HeadsGrid"]
 
 #: Flag -> the letter marking it in a grid cell.
 FLAG_LETTER = {"saturated": "S", "sharp": "P", "sink": "K", "near-uniform": "U"}
 #: Largest grid for which every cell gets its letters (beyond, only the table lists flags).
 _MAX_MARKED_CELLS = 48 * 48
+
+
+class FlagLetters(pg.GraphicsObject):
+    """The flag letters of every flagged cell, painted by one item at a fixed pixel size.
+
+    One text item per cell cost 3–5 ms each to create: a 270-head model, 200 of them flagged,
+    held the GUI thread for half a second while its diagnostics streamed in.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._cells: list[tuple[int, int, str]] = []
+        self._rect = QRectF()
+        self._font = style.font(style.TEXT_PT, bold=True)
+
+    def set_cells(self, cells: list[tuple[int, int, str]], heads: int, rows: int) -> None:
+        """Draw ``letters`` in each (row, head, letters) of a grid of ``rows`` × ``heads``."""
+        self.prepareGeometryChange()
+        self._cells = list(cells)
+        self._rect = QRectF(0.0, 0.0, float(max(heads, 1)), float(max(rows, 1)))
+        self.update()
+
+    def cells(self) -> list[tuple[int, int, str]]:
+        """The (row, head, letters) drawn."""
+        return list(self._cells)
+
+    def boundingRect(self) -> QRectF:  # Qt override
+        return QRectF(self._rect)
+
+    def paint(self, painter: QPainter, *_args: object) -> None:  # Qt override
+        if not self._cells:
+            return
+        to_device = painter.transform()
+        metrics = QFontMetricsF(self._font)
+        height = metrics.height()
+        painter.save()
+        painter.resetTransform()  # letters keep their size however the grid is scaled
+        painter.setFont(self._font)
+        painter.setPen(QColor("#ffffff"))
+        fill = QColor(0, 0, 0, 140)
+        cell = to_device.mapRect(QRectF(0.0, 0.0, 1.0, 1.0))
+        widest = max(metrics.horizontalAdvance(letters) for _r, _h, letters in self._cells)
+        fits = cell.height() >= height and cell.width() >= widest + 4.0
+        # Cells too small for letters (30 layers in 200 px) get a dot: letters would overlap
+        # their neighbours and hide the colours; the table names the flags.
+        dot = max(2.0, min(cell.width(), cell.height()) / 3.0)
+        for row, head, letters in self._cells:
+            centre = to_device.map(QPointF(head + 0.5, row + 0.5))
+            if not fits:  # white on a dark rim: seen on the yellow and the purple cells
+                rim = dot + 2.0
+                painter.fillRect(QRectF(centre.x() - rim / 2, centre.y() - rim / 2, rim, rim),
+                                 QColor(0, 0, 0))
+                painter.fillRect(QRectF(centre.x() - dot / 2, centre.y() - dot / 2, dot, dot),
+                                 QColor("#ffffff"))
+                continue
+            width = metrics.horizontalAdvance(letters) + 4.0
+            box = QRectF(centre.x() - width / 2, centre.y() - height / 2, width, height)
+            painter.fillRect(box, fill)
+            painter.drawText(box, Qt.AlignmentFlag.AlignCenter, letters)
+        painter.restore()
 
 
 class GridPanel(pg.GraphicsLayout):
@@ -54,7 +115,9 @@ class GridPanel(pg.GraphicsLayout):
         self._selection.setZValue(10)
         self._selection.setVisible(False)
         self.grid_plot.addItem(self._selection)
-        self._markers: list[pg.TextItem] = []
+        self._letters = FlagLetters()
+        self._letters.setZValue(5)
+        self.grid_plot.addItem(self._letters)
         self._layers: tuple[int, ...] = ()
         self._values = np.zeros((0, 0))
         self.label_axes()
@@ -84,7 +147,8 @@ class GridPanel(pg.GraphicsLayout):
         self.grid_image.setImage(values, autoLevels=False, levels=levels)
         self.colorbar.setLevels(levels)
         self.colorbar.getAxis("left").setLabel(style.axis_label_html(metric.text()))
-        self._show_markers(flagged if values.size <= _MAX_MARKED_CELLS else [])
+        self._letters.set_cells(flagged if values.size <= _MAX_MARKED_CELLS else [], heads,
+                                len(layers))
         self.grid_plot.setRange(xRange=(0, max(heads, 1)), yRange=(0, max(len(layers), 1)),
                                 padding=0)
         self._label_ticks(layers, heads)
@@ -95,7 +159,7 @@ class GridPanel(pg.GraphicsLayout):
 
     def marker_texts(self) -> list[tuple[float, float, str]]:
         """The flag letters drawn in the grid: (x, y, text) per flagged cell."""
-        return [(m.pos().x(), m.pos().y(), m.toPlainText()) for m in self._markers]
+        return [(head + 0.5, row + 0.5, letters) for row, head, letters in self._letters.cells()]
 
     def set_selection(self, row: int | None, head: int | None) -> None:
         """Outline the cell (row, head), or nothing."""
@@ -118,18 +182,6 @@ class GridPanel(pg.GraphicsLayout):
             [[(row + 0.5, str(layer)) for row, layer in enumerate(layers)][::step_y]])
         self.grid_plot.getAxis("bottom").setTicks(
             [[(head + 0.5, str(head)) for head in range(heads)][::step_x]])
-
-    def _show_markers(self, flagged: list[tuple[int, int, str]]) -> None:
-        for marker in self._markers:
-            self.grid_plot.removeItem(marker)
-        self._markers = []
-        for row, head, letters in flagged:
-            marker = pg.TextItem(letters, color="#ffffff", anchor=(0.5, 0.5),
-                                 fill=pg.mkBrush(0, 0, 0, 140))
-            marker.setFont(style.font(style.TEXT_PT, bold=True))
-            marker.setPos(head + 0.5, row + 0.5)
-            self.grid_plot.addItem(marker)
-            self._markers.append(marker)
 
     def cell_at(self, scene_pos: QPointF) -> tuple[int, int] | None:
         """The (layer, head) drawn at ``scene_pos``, or None."""

@@ -10,6 +10,7 @@ enough to show a single sink column (a one-column sink at n = 128 is 1/128 of th
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -20,6 +21,7 @@ from engine.config import ScalingRule
 from gui.heads.texts import missing_text
 from gui.kit import style
 from gui.kit.i18n import translate
+from gui.kit.token_axis import TokenAxis
 
 __all__ = ["DEFAULT_REPLAY_RULES", "ReplayPanel", "ReplayView"]
 
@@ -49,6 +51,7 @@ class ReplayPanel(pg.GraphicsLayout):
         self._placed: list[ScalingRule] = []
         self._rules: tuple[ScalingRule, ...] = DEFAULT_REPLAY_RULES
         self._replays: tuple[RuleReplay, ...] = ()
+        self._tokens: tuple[str, ...] | None = None
         self._columns = 0
         self._room = (0.0, 0.0)
 
@@ -63,15 +66,19 @@ class ReplayPanel(pg.GraphicsLayout):
         """The rules whose maps are shown once a head is replayed."""
         return self._rules
 
-    def show_replay(self, replays: tuple[RuleReplay, ...], title: str) -> None:
-        """Show the weights of the replayed rules that are picked, under ``title``."""
+    def show_replay(self, replays: tuple[RuleReplay, ...], title: str,
+                    tokens: Sequence[str] | None = None) -> None:
+        """Show the weights of the replayed rules that are picked, under ``title``, with
+        ``tokens`` (the file's) on the axes, else positions."""
         self._replays = replays
+        self._tokens = None if tokens is None else tuple(tokens)
         self.title.setText(title)
         self._place()
 
     def clear_replay(self, title: str) -> None:
         """Hide the maps and show ``title`` instead."""
         self._replays = ()
+        self._tokens = None
         self.title.setText(title)
         self._place()
 
@@ -111,7 +118,8 @@ class ReplayPanel(pg.GraphicsLayout):
     def _plot(self, rule: ScalingRule) -> pg.PlotItem:
         # Made on first use: nine plots built up front cost ~130 ms of every window's start.
         if rule not in self._plots:
-            plot = pg.PlotItem()
+            plot = pg.PlotItem(axisItems={"bottom": TokenAxis("bottom"),
+                                          "left": TokenAxis("left")})
             style.style_plot(plot, grid=False)
             plot.setMenuEnabled(False)
             plot.hideButtons()
@@ -170,6 +178,10 @@ class ReplayPanel(pg.GraphicsLayout):
             n_q, n_k = weights.shape
             image.setImage(weights, autoLevels=False, levels=(0.0, 1.0))
             image.setRect(QRectF(0.0, 0.0, float(n_k), float(n_q)))
+            tokens = self._tokens if self._tokens is not None and len(self._tokens) == n_k \
+                else None
+            for name in ("bottom", "left"):
+                self._plots[rule].getAxis(name).set_tokens(tokens)
             self._plots[rule].setRange(xRange=(0, n_k), yRange=(0, n_q), padding=0.0)
             self._label(rule)
 

@@ -55,6 +55,9 @@ def file_text(tf: TensorFile) -> str:
                  else translate("HeadsView", "not causal"))
     if isinstance(where, str) and where:
         parts.append(where if len(where) <= 80 else where[:79] + "…")
+    if tf.format == "memory":
+        parts.append(translate("HeadsView", "captured, not saved (File › Save captured "
+                               "tensors…)"))
     return " · ".join(parts)
 
 

@@ -268,7 +268,8 @@ class HeadsView(PlotView):
         _fill_combo(self._rule, [(translate("HeadsView", "file's own scale"), None)]
                     + [(style.rule_name(rule), rule) for rule in ScalingRule])
         self._legend.setText(translate(
-            "HeadsView", "Grid letters: S saturated, P sharp, K sink, U near-uniform."))
+            "HeadsView", "Grid letters: S saturated, P sharp, K sink, U near-uniform (a dot where "
+            "a cell is too small for letters)."))
         self._model.retranslate()
         self._apply_hidden_columns()
         self.grid.label_axes()
@@ -297,7 +298,8 @@ class HeadsView(PlotView):
         title = replay_title(replay) if replay is not None else ""
         self._figure.show_state(
             export_header(tf, self.controller.params(), replay), grid, selection,
-            self.replay.panel.rules(), replay.replays if replay is not None else (), title)
+            self.replay.panel.rules(), replay.replays if replay is not None else (), title,
+            replay.tensor_file.tokens if replay is not None else None)
         return self._figure
 
     def reset_view(self) -> None:
@@ -373,17 +375,28 @@ class HeadsView(PlotView):
         silently; the tab says when it was reset.
         """
         self._pending_select = select
+        self.controller.open_file(str(path), self._params_for_new_file(params))
+        self._update_status()
+
+    def capture_model(self, path: str | Path, text: str, *, max_tokens: int | None = None,
+                      layers: str = "", keep_v: bool = False) -> None:
+        """Run the model at ``path`` on ``text`` (on the capture worker) and open its q and k
+        here, at the model's own scale; ``layers`` as typed ("0,2,5-7", "" for all)."""
+        self._pending_select = None
+        self.controller.capture_model(str(path), text, max_tokens=max_tokens, layers=layers,
+                                      keep_v=keep_v, params=self._params_for_new_file(None))
+
+    def _params_for_new_file(self, params: RuleParams | None) -> RuleParams:
         self._error = ""
         self._logits_note = ""
+        if params is not None:
+            return params
         current = self.controller.params()
-        if params is None:
-            params = RuleParams(None, current.temperature, current.gain, current.cap)
-            if current.rule is not None:
-                self._logits_note = translate(
-                    "HeadsView", "Logits reset to the file's own scale (were {0}) for the "
-                    "new file.").format(style.rule_name(current.rule))
-        self.controller.open_file(str(path), params)
-        self._update_status()
+        if current.rule is not None:
+            self._logits_note = translate(
+                "HeadsView", "Logits reset to the file's own scale (were {0}) for the "
+                "new file.").format(style.rule_name(current.rule))
+        return RuleParams(None, current.temperature, current.gain, current.cap)
 
     def status_line(self) -> str:
         """What the tab is doing, for the window's status bar (translated)."""
@@ -535,9 +548,11 @@ class HeadsView(PlotView):
         tf = self.controller.tensor_file()
         if tf is None:
             self._file_label.setText(translate(
-                "HeadsView", "No tensor file open. File › Open tensors… (Ctrl+Shift+O), drop a "
-                ".npz, .safetensors or .npy file (or a folder of .npy files) on the window, or "
-                "Help › Open sample tensors."))
+                "HeadsView", "No tensor file open. File › Open model… (Ctrl+M) runs a Hugging "
+                "Face model folder or a GGUF file on your text; File › Open tensors… "
+                "(Ctrl+Shift+O) opens a .npz, .safetensors or .npy file (or a folder of .npy "
+                "files). Both can be dropped on the window; Help › Open sample tensors and Open "
+                "sample model have examples."))
             self.replay.panel.clear_replay("")
             return
         records = self.controller.records()
@@ -578,7 +593,8 @@ class HeadsView(PlotView):
     @Slot(object)
     def _on_replay(self, message: ReplayReady) -> None:
         self._replay = message
-        self.replay.panel.show_replay(message.replays, replay_title(message))
+        self.replay.panel.show_replay(message.replays, replay_title(message),
+                                      message.tensor_file.tokens)
         self._update_status()
 
     @Slot(str)

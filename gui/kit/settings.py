@@ -33,6 +33,12 @@ DEFAULTS: dict[str, Any] = {
     "export/height": 800,
     "export/last_dir": "",
     "tensors/last_dir": "",
+    # File › Open model…: the model, text ("" = the default sentence), max tokens and layers
+    # used last.
+    "model/last_path": "",
+    "model/text": "",
+    "model/max_tokens": 128,
+    "model/layers": "",
     # The Heads tab: rules whose replayed maps show ("" = the default four) and the table's
     # hidden columns ("default" = gui.heads.table.DEFAULT_HIDDEN_COLUMNS).
     "heads/replay_rules": "",

@@ -2,6 +2,165 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN" sourcelanguage="en">
 <context>
+    <name>CaptureDialog</name>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="177"/>
+        <source>{0}/{1} layers</source>
+        <extracomment>The sentence the text box starts with (the one the README&apos;s SmolLM2 figures were made on). The largest &quot;Max tokens&quot; the dialog offers (the model&apos;s own positions bound it further).</extracomment>
+        <translation>{0}/{1} 层</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="180"/>
+        <source>Running {0}…</source>
+        <translation>正在运行 {0}…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="189"/>
+        <source>Opening the model…</source>
+        <translation>正在打开模型…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="196"/>
+        <source>Not captured: {0}</source>
+        <translation>未捕获：{0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="214"/>
+        <source>Open model</source>
+        <translation>打开模型</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="215"/>
+        <source>&amp;Model:</source>
+        <translation>模型(&amp;M)：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="217"/>
+        <source>a Hugging Face model folder or a .gguf file</source>
+        <translation>Hugging Face 模型文件夹或 .gguf 文件</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="219"/>
+        <source>A folder with config.json, model.safetensors (or a sharded model.safetensors.index.json) and tokenizer.json, or a GGUF file of the llama architecture. Weights stay on disk, memory-mapped; no PyTorch is needed.</source>
+        <translation>含 config.json、model.safetensors（或分片的 model.safetensors.index.json）和 tokenizer.json 的文件夹，或 llama 架构的 GGUF 文件。权重留在磁盘上、以内存映射读取；不需要 PyTorch。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="223"/>
+        <source>&amp;Folder…</source>
+        <translation>文件夹(&amp;F)…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="224"/>
+        <source>&amp;GGUF file…</source>
+        <translation>GGUF 文件(&amp;G)…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="225"/>
+        <source>&amp;Text:</source>
+        <translation>文本(&amp;T)：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="227"/>
+        <source>The text the model reads, tokenized with its own tokenizer (special tokens added as the model does).</source>
+        <translation>模型读取的文本，用模型自己的分词器切分（按模型的默认方式添加特殊 token）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="229"/>
+        <source>Load te&amp;xt file…</source>
+        <translation>载入文本文件(&amp;X)…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="230"/>
+        <source>&amp;Default sentence</source>
+        <translation>默认句子(&amp;D)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="231"/>
+        <source>Max &amp;tokens:</source>
+        <translation>最多 token 数(&amp;K)：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="233"/>
+        <source>A longer text is cut to its first tokens; memory and time grow with n².</source>
+        <translation>更长的文本只保留前面的 token；内存和时间随 n² 增长。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="235"/>
+        <source>&amp;Layers:</source>
+        <translation>层(&amp;L)：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="237"/>
+        <source>all (or e.g. 0,2,5-7)</source>
+        <translation>全部（或例如 0,2,5-7）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="238"/>
+        <source>Layers whose q and k are kept; empty keeps every layer.</source>
+        <translation>保留其 q 和 k 的层；留空则保留所有层。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="240"/>
+        <source>Also keep &amp;v</source>
+        <translation>同时保留 &amp;v</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="241"/>
+        <source>Store the values too (the file grows by half); the Heads tab needs q and k only.</source>
+        <translation>也保存 value（文件增大一半）；注意力头标签页只需要 q 和 k。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="244"/>
+        <source>&amp;Capture</source>
+        <translation>捕获(&amp;C)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="245"/>
+        <source>Run the model on the text and open every head in the Heads tab</source>
+        <translation>在文本上运行模型，并在注意力头标签页中打开每个头</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="251"/>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="252"/>
+        <source>Close</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="269"/>
+        <source>{0}: no such file or folder</source>
+        <translation>{0}：没有这个文件或文件夹</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="292"/>
+        <source>Hugging Face model folder</source>
+        <translation>Hugging Face 模型文件夹</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="299"/>
+        <source>GGUF model file</source>
+        <translation>GGUF 模型文件</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="300"/>
+        <source>GGUF files (*.gguf);;All files (*)</source>
+        <translation>GGUF 文件 (*.gguf);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="307"/>
+        <source>Text file</source>
+        <translation>文本文件</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="308"/>
+        <source>Text files (*.txt *.md);;All files (*)</source>
+        <translation>文本文件 (*.txt *.md);;所有文件 (*)</translation>
+    </message>
+</context>
+<context>
     <name>CorrelationView</name>
     <message>
         <location filename="../../gui/explorer/views/correlation.py" line="85"/>
@@ -82,37 +241,37 @@
 <context>
     <name>HeadsView</name>
     <message>
-        <location filename="../../gui/heads/grid.py" line="110"/>
+        <location filename="../../gui/heads/grid.py" line="174"/>
         <location filename="../../gui/heads/table.py" line="31"/>
         <source>layer</source>
         <extracomment>Flag -&gt; the letter marking it in a grid cell. Largest grid for which every cell gets its letters (beyond, only the table lists flags).</extracomment>
         <translation>层</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/grid.py" line="111"/>
+        <location filename="../../gui/heads/grid.py" line="175"/>
         <location filename="../../gui/heads/table.py" line="32"/>
         <source>head</source>
         <translation>头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/grid.py" line="158"/>
-        <location filename="../../gui/heads/grid.py" line="180"/>
+        <location filename="../../gui/heads/grid.py" line="210"/>
+        <location filename="../../gui/heads/grid.py" line="232"/>
         <source>Click a head to replay it under every rule</source>
         <translation>点击一个头，在每种规则下重放它</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/replay.py" line="185"/>
+        <location filename="../../gui/heads/replay.py" line="197"/>
         <source>key j</source>
         <extracomment>The rules shown until the user picks others: the three fixed scales and QK-norm, the four the tab&apos;s question is about (is the model&apos;s scale the right one, and what would the others do). Most maps in one row (more rules wrap to a second row). Least width of a map&apos;s column (its two-line title), and the room its axes and title take beside and above the map, in pixels.</extracomment>
         <translation>键 j</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/replay.py" line="186"/>
+        <location filename="../../gui/heads/replay.py" line="198"/>
         <source>query i</source>
         <translation>查询 i</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/replay.py" line="197"/>
+        <location filename="../../gui/heads/replay.py" line="209"/>
         <source>H {0} · p̄max {1}</source>
         <translation>H {0} · p̄max {1}</translation>
     </message>
@@ -337,42 +496,47 @@
         <translation>文件自身的缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="382"/>
+        <location filename="../../gui/heads/view.py" line="270"/>
+        <source>Grid letters: S saturated, P sharp, K sink, U near-uniform (a dot where a cell is too small for letters).</source>
+        <translation>网格字母：S 饱和，P 尖锐，K 汇聚，U 近均匀（格子太小放不下字母时显示一个点）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/view.py" line="396"/>
         <source>Logits reset to the file&apos;s own scale (were {0}) for the new file.</source>
         <translation>新文件的 logits 已重置为文件自身的缩放（之前为 {0}）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="473"/>
+        <location filename="../../gui/heads/view.py" line="486"/>
         <source>Default columns</source>
         <translation>默认列</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="496"/>
+        <location filename="../../gui/heads/view.py" line="509"/>
         <source>The explorer needs q and k; this file holds attention weights only, so its replay stays in this tab.</source>
         <translation>探索器需要 q 和 k；此文件只有注意力权重，所以它的重放留在本页。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="526"/>
+        <location filename="../../gui/heads/view.py" line="539"/>
         <source>The file has no layer {0} head {1} batch entry {2}.</source>
         <translation>文件中没有第 {0} 层第 {1} 头批次条目 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="537"/>
-        <source>No tensor file open. File › Open tensors… (Ctrl+Shift+O), drop a .npz, .safetensors or .npy file (or a folder of .npy files) on the window, or Help › Open sample tensors.</source>
-        <translation>未打开张量文件。文件 › 打开张量…（Ctrl+Shift+O），把 .npz、.safetensors 或 .npy 文件（或 .npy 文件夹）拖到窗口上，或 帮助 › 打开示例张量。</translation>
+        <location filename="../../gui/heads/view.py" line="550"/>
+        <source>No tensor file open. File › Open model… (Ctrl+M) runs a Hugging Face model folder or a GGUF file on your text; File › Open tensors… (Ctrl+Shift+O) opens a .npz, .safetensors or .npy file (or a folder of .npy files). Both can be dropped on the window; Help › Open sample tensors and Open sample model have examples.</source>
+        <translation>未打开张量文件。文件 › 打开模型…（Ctrl+M）在你的文本上运行 Hugging Face 模型文件夹或 GGUF 文件；文件 › 打开张量…（Ctrl+Shift+O）打开 .npz、.safetensors 或 .npy 文件（或 .npy 文件的文件夹）。两者都可以拖放到窗口上；帮助 › 打开示例张量 和 打开示例模型 提供了例子。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="560"/>
+        <location filename="../../gui/heads/view.py" line="575"/>
         <source>Click a head to replay it under every scaling rule.</source>
         <translation>点击一个头，在每种缩放规则下重放它。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="569"/>
+        <location filename="../../gui/heads/view.py" line="584"/>
         <source>{0}/{1} heads</source>
         <translation>{0}/{1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="586"/>
+        <location filename="../../gui/heads/view.py" line="602"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
@@ -432,92 +596,92 @@
         <translation>非因果</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="74"/>
+        <location filename="../../gui/heads/texts.py" line="59"/>
+        <source>captured, not saved (File › Save captured tensors…)</source>
+        <translation>已捕获，未保存（文件 › 保存捕获的张量…）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="77"/>
         <source>Flagged heads: none.</source>
         <translation>被标记的头：没有。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="75"/>
+        <location filename="../../gui/heads/texts.py" line="78"/>
         <source>Flagged heads: none so far.</source>
         <translation>被标记的头：目前没有。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="79"/>
+        <location filename="../../gui/heads/texts.py" line="82"/>
         <source>Flagged heads ({0}): {1}</source>
         <translation>被标记的头（{0}）：{1}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="81"/>
+        <location filename="../../gui/heads/texts.py" line="84"/>
         <source>and {0} more (sort the flags column).</source>
         <translation>另有 {0} 个（按标记列排序查看）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="97"/>
+        <location filename="../../gui/heads/texts.py" line="100"/>
         <source>logits: the file&apos;s own scale</source>
         <translation>logits：文件自身的缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="98"/>
+        <location filename="../../gui/heads/texts.py" line="101"/>
         <source>logits: {0} re-applied</source>
         <translation>logits：重新应用 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="105"/>
+        <location filename="../../gui/heads/texts.py" line="108"/>
         <source>No tensor file open.</source>
         <translation>未打开张量文件。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="108"/>
+        <location filename="../../gui/heads/texts.py" line="111"/>
         <source>replay: layer {0}, head {1}, batch entry {2}</source>
         <translation>重放：第 {0} 层，头 {1}，批次条目 {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="117"/>
+        <location filename="../../gui/heads/texts.py" line="120"/>
         <source>Opening {0}…</source>
         <translation>正在打开 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="121"/>
+        <location filename="../../gui/heads/texts.py" line="124"/>
         <source>No tensor file open</source>
         <translation>未打开张量文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="124"/>
+        <location filename="../../gui/heads/texts.py" line="127"/>
         <source>{0}: diagnosing, {1}/{2} heads</source>
         <translation>{0}：正在诊断，{1}/{2} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="127"/>
+        <location filename="../../gui/heads/texts.py" line="130"/>
         <source>{0}: replaying the selected head</source>
         <translation>{0}：正在重放所选的头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="129"/>
+        <location filename="../../gui/heads/texts.py" line="132"/>
         <source>{0}: stopped after {1}/{2} heads</source>
         <translation>{0}：在 {1}/{2} 个头后停止</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="131"/>
+        <location filename="../../gui/heads/texts.py" line="134"/>
         <source>{0}: {1} heads diagnosed</source>
         <translation>{0}：已诊断 {1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="133"/>
+        <location filename="../../gui/heads/texts.py" line="136"/>
         <source>replayed layer {0}, head {1}</source>
         <translation>已重放第 {0} 层，头 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="141"/>
+        <location filename="../../gui/heads/texts.py" line="144"/>
         <source>Layer {0}, head {1}, batch entry {2}: the rules that multiply the logits, replayed exactly from the file&apos;s weights (colour: weight p from 0 to 1)</source>
         <translation>第 {0} 层第 {1} 头，批次条目 {2}：乘以 logits 的各规则，由文件中的权重精确重放（颜色：权重 p，0 到 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="270"/>
-        <source>Grid letters: S saturated, P sharp, K sink, U near-uniform.</source>
-        <translation>网格字母：S 饱和，P 尖锐，K 汇聚，U 近均匀。</translation>
-    </message>
-    <message>
-        <location filename="../../gui/heads/texts.py" line="145"/>
+        <location filename="../../gui/heads/texts.py" line="148"/>
         <source>Layer {0}, head {1}, batch entry {2}: every rule on the same real q and k (colour: weight p from 0 to 1, as in the explorer)</source>
         <translation>第 {0} 层第 {1} 头，批次条目 {2}：同一组真实 q、k 上的每种规则（颜色：权重 p，0 到 1，与探索器相同）</translation>
     </message>
@@ -839,7 +1003,7 @@
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="239"/>
+        <location filename="../../gui/main_window.py" line="241"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -890,57 +1054,77 @@
         <translation>打开模型的 q 和 k（.npz、.safetensors）并诊断每个头</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="96"/>
+        <location filename="../../gui/actions.py" line="95"/>
+        <source>Open &amp;model…</source>
+        <translation>打开模型(&amp;M)…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/actions.py" line="97"/>
+        <source>Run a Hugging Face model folder or a GGUF file on a text and diagnose every head (no PyTorch needed)</source>
+        <translation>在一段文本上运行 Hugging Face 模型文件夹或 GGUF 文件，并诊断每个头（不需要 PyTorch）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/actions.py" line="100"/>
+        <source>Save capt&amp;ured tensors…</source>
+        <translation>保存捕获的张量(&amp;U)…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/actions.py" line="102"/>
+        <source>Write the q and k captured from a model as .npz or .safetensors</source>
+        <translation>把从模型捕获的 q 和 k 写成 .npz 或 .safetensors</translation>
+    </message>
+    <message>
+        <location filename="../../gui/actions.py" line="106"/>
         <source>Export current view as &amp;PNG…</source>
         <translation>将当前视图导出为 &amp;PNG…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="98"/>
+        <location filename="../../gui/actions.py" line="108"/>
         <source>Export current view as S&amp;VG…</source>
         <translation>将当前视图导出为 S&amp;VG…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="100"/>
+        <location filename="../../gui/actions.py" line="110"/>
         <source>Export &amp;all…</source>
         <translation>全部导出(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="103"/>
+        <location filename="../../gui/actions.py" line="113"/>
         <source>&amp;Copy current plot</source>
         <translation>复制当前图表(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="106"/>
+        <location filename="../../gui/actions.py" line="116"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="112"/>
+        <location filename="../../gui/actions.py" line="122"/>
         <source>&amp;Reset view</source>
         <translation>重置视图(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="114"/>
+        <location filename="../../gui/actions.py" line="124"/>
         <source>Show current view &amp;side by side</source>
         <translation>并排显示当前视图(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="116"/>
+        <location filename="../../gui/actions.py" line="126"/>
         <source>&amp;Cancel computation</source>
         <translation>取消计算(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="122"/>
+        <location filename="../../gui/actions.py" line="132"/>
         <source>Open &amp;sample tensors</source>
         <translation>打开示例张量(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="124"/>
+        <location filename="../../gui/actions.py" line="134"/>
         <source>Heads of the mini-trainer&apos;s models, shipped with the program</source>
         <translation>随程序附带的迷你训练器模型的注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="126"/>
+        <location filename="../../gui/actions.py" line="136"/>
         <source>&amp;About</source>
         <translation>关于(&amp;A)</translation>
     </message>
@@ -955,7 +1139,7 @@
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="244"/>
+        <location filename="../../gui/main_window.py" line="246"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -1063,12 +1247,12 @@
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="358"/>
+        <location filename="../../gui/main_window.py" line="361"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="359"/>
+        <location filename="../../gui/main_window.py" line="362"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -1093,35 +1277,99 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="437"/>
+        <location filename="../../gui/main_window.py" line="440"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="78"/>
+        <location filename="../../gui/window_heads.py" line="66"/>
+        <source>{0} ({1}, {2} layers × {3} heads)</source>
+        <translation>{0}（{1}，{2} 层 × {3} 个头）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="113"/>
         <source>Open tensors</source>
-        <extracomment>File suffixes the window accepts as tensor files (a folder of .npy files is accepted too; a single .npy file holds a stack of attention weights).</extracomment>
         <translation>打开张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="79"/>
+        <location filename="../../gui/window_heads.py" line="114"/>
         <source>Tensor files (*.npz *.safetensors *.npy);;All files (*)</source>
         <translation>张量文件 (*.npz *.safetensors *.npy);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="112"/>
+        <location filename="../../gui/window_heads.py" line="173"/>
+        <source>Open sample &amp;model</source>
+        <translation>打开示例模型(&amp;M)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="174"/>
+        <source>Real models installed as Python packages: capture their heads</source>
+        <translation>以 Python 包安装的真实模型：捕获它们的头</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="189"/>
+        <source>Save captured tensors</source>
+        <translation>保存捕获的张量</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="190"/>
+        <source>NumPy archive (*.npz);;safetensors (*.safetensors)</source>
+        <translation>NumPy 归档 (*.npz);;safetensors (*.safetensors)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="208"/>
+        <source>Not saved</source>
+        <translation>未保存</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="209"/>
+        <source>The captured tensors were not saved to {0}: {1}. The capture is still open.</source>
+        <translation>捕获的张量未能保存到 {0}：{1}。捕获结果仍然打开着。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="243"/>
         <source>Tensor file not found</source>
         <translation>找不到张量文件</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="113"/>
+        <location filename="../../gui/window_heads.py" line="244"/>
         <source>The session&apos;s tensor file {0} was not found (moved or deleted?). The rest of the session is open; open the file again with File › Open tensors…</source>
         <translation>未找到会话的张量文件 {0}（已移动或删除？）。会话的其余部分已打开；请用 文件 › 打开张量… 重新打开该文件。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="142"/>
+        <location filename="../../gui/window_heads.py" line="278"/>
         <source>Tensor file problem</source>
         <translation>张量文件问题</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="303"/>
+        <source>Model problem</source>
+        <translation>模型问题</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="323"/>
+        <source>{0} ({1} MB): {2}</source>
+        <translation>{0}（{1} MB）：{2}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="327"/>
+        <source>{0} — not installed…</source>
+        <translation>{0} — 未安装…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="336"/>
+        <source>Sample model not installed</source>
+        <translation>示例模型未安装</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="337"/>
+        <source>{0} is not installed. Install it ({1} MB) into the Python environment the app runs in, then choose it again from Help › Open sample model:</source>
+        <translation>{0} 未安装。请把它（{1} MB）安装到运行本程序的 Python 环境中，然后再从 帮助 › 打开示例模型 中选择它：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="342"/>
+        <source>Copy command</source>
+        <translation>复制命令</translation>
     </message>
 </context>
 <context>
@@ -1527,18 +1775,17 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>RealHead</name>
     <message>
-        <location filename="../../gui/explorer/head_text.py" line="19"/>
+        <location filename="../../gui/explorer/head_text.py" line="15"/>
         <source>layer {0} · head {1}</source>
-        <extracomment>Tokens longer than this are cut (with &quot;…&quot;) so that one long token cannot eat the axis.</extracomment>
         <translation>第 {0} 层 · 头 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/head_text.py" line="22"/>
+        <location filename="../../gui/explorer/head_text.py" line="18"/>
         <source>layer {0} ({1}) · head {2}</source>
         <translation>第 {0} 层（{1}）· 头 {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/head_text.py" line="25"/>
+        <location filename="../../gui/explorer/head_text.py" line="21"/>
         <source>batch {0}</source>
         <translation>批次 {0}</translation>
     </message>
@@ -1637,12 +1884,12 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>Startup</name>
     <message>
-        <location filename="../../gui/app.py" line="252"/>
+        <location filename="../../gui/app.py" line="255"/>
         <source>Attention Scale Explorer cannot start</source>
         <translation>注意力缩放探索器无法启动</translation>
     </message>
     <message>
-        <location filename="../../gui/app.py" line="253"/>
+        <location filename="../../gui/app.py" line="256"/>
         <source>A file the program needs is missing or cannot be read. Reinstall the program.</source>
         <translation>程序所需的一个文件不存在或无法读取。请重新安装本程序。</translation>
     </message>

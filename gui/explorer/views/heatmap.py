@@ -15,12 +15,12 @@ from PySide6.QtCore import QEvent, QPointF, QRectF
 from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QWidget
 
 from engine.config import ScalingRule
-from gui.explorer.head_text import head_label, short_token
+from gui.explorer.head_text import head_label
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
-from gui.explorer.views.token_axis import TokenAxis
 from gui.kit import style
 from gui.kit.i18n import translate
+from gui.kit.token_axis import TokenAxis, short_token
 
 if TYPE_CHECKING:
     from engine.analysis.experiment import AttentionSnapshot

@@ -9,13 +9,13 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
 from engine.config import ScalingRule
-from gui.explorer.head_text import head_label, short_token
+from gui.explorer.head_text import head_label
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
-from gui.explorer.views.token_axis import TokenAxis
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.steady_range import SteadyViewBox
+from gui.kit.token_axis import TokenAxis, short_token
 
 if TYPE_CHECKING:
     from engine.analysis.experiment import AttentionSnapshot

@@ -9,12 +9,20 @@ from typing import Any
 import pyqtgraph as pg
 from PySide6.QtGui import QFontMetricsF
 
-from gui.explorer.head_text import short_token
-
-__all__ = ["TokenAxis"]
+__all__ = ["MAX_TOKEN_CHARS", "TokenAxis", "short_token"]
 
 #: Pixels between two neighbouring token labels.
 _GAP_PX = 8.0
+#: Tokens longer than this are cut (with "…") so that one long token cannot eat the axis.
+MAX_TOKEN_CHARS = 12
+
+
+def short_token(token: str) -> str:
+    """``token`` made printable on an axis: whitespace shown, cut to MAX_TOKEN_CHARS."""
+    shown = token.replace("\n", "↵").replace("\t", "⇥")
+    if not shown.strip():
+        shown = "␣" * max(len(shown), 1)
+    return shown if len(shown) <= MAX_TOKEN_CHARS else shown[:MAX_TOKEN_CHARS - 1] + "…"
 
 
 class TokenAxis(pg.AxisItem):

