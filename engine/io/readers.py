@@ -50,7 +50,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol
 
-import ml_dtypes
 import numpy as np
 from safetensors import SafetensorError, safe_open
 
@@ -122,6 +121,14 @@ def _stamp_now(path: Path) -> Stamp | None:
         return None
 
 
+def bfloat16() -> np.dtype:
+    """``ml_dtypes.bfloat16``, imported on first use: importing ml_dtypes 0.7 takes up to
+    1.4 s here, most of a model capture's cold start when no file holds bfloat16."""
+    import ml_dtypes
+
+    return np.dtype(ml_dtypes.bfloat16)
+
+
 def to_bfloat16(dtype: np.dtype) -> np.dtype:
     """Map numpy's stand-in for bfloat16 (a 2-byte void, what ``np.save`` writes) to bfloat16.
 
@@ -129,7 +136,7 @@ def to_bfloat16(dtype: np.dtype) -> np.dtype:
     comes back as ``|V2``. Any other dtype is returned unchanged.
     """
     if dtype.kind == "V" and dtype.itemsize == 2 and dtype.names is None:
-        return np.dtype(ml_dtypes.bfloat16)
+        return bfloat16()
     return dtype
 
 
@@ -583,7 +590,7 @@ class _Safetensors:
     """
 
     _DTYPES: ClassVar[dict[str, Any]] = {
-        "F16": np.float16, "BF16": ml_dtypes.bfloat16, "F32": np.float32, "F64": np.float64,
+        "F16": np.float16, "BF16": "bfloat16", "F32": np.float32, "F64": np.float64,
         "U8": np.uint8, "I8": np.int8, "I16": np.int16, "I32": np.int32, "I64": np.int64,
         "U16": np.uint16, "U32": np.uint32, "U64": np.uint64, "BOOL": np.bool_,
     }
@@ -610,7 +617,8 @@ class _Safetensors:
                     raise TensorFileError(
                         f"array '{name}': unsupported dtype {code}; use F16, BF16, F32 or F64"
                     )
-                self.info[name] = (tuple(sl.get_shape()), np.dtype(self._DTYPES[code]))
+                dtype = bfloat16() if code == "BF16" else np.dtype(self._DTYPES[code])
+                self.info[name] = (tuple(sl.get_shape()), dtype)
 
     @contextmanager
     def _open(self) -> Iterator[Any]:

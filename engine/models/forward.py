@@ -81,9 +81,11 @@ def _rms_norm(x: np.ndarray, w: np.ndarray, eps: float, plus_one: bool = False) 
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(axis=-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
+    """Softmax over the last axis, in place (``z`` is a scratch array of the caller's)."""
+    z -= z.max(axis=-1, keepdims=True)
+    np.exp(z, out=z)
+    z /= z.sum(axis=-1, keepdims=True)
+    return z
 
 
 def _heads(x: np.ndarray, count: int, dim: int) -> np.ndarray:
@@ -119,12 +121,14 @@ def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
 def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: float | None,
             causal: bool) -> np.ndarray:
     """softmax(c·q·kᵀ [soft-capped], masked) v for (heads, n, d) inputs; returns (n, heads·d)."""
-    z = (q @ k.transpose(0, 2, 1)) * np.float32(scale)
+    z = q @ k.transpose(0, 2, 1)
+    z *= np.float32(scale)
     if cap is not None:
-        z = np.float32(cap) * np.tanh(z / np.float32(cap))
-    if causal:
-        n = z.shape[-1]
-        z = np.where(np.tri(n, dtype=bool), z, np.float32(-np.inf))
+        z /= np.float32(cap)
+        np.tanh(z, out=z)
+        z *= np.float32(cap)
+    if causal:  # the future keys: -inf, weight 0 (in place; a new array per layer cost 10 %)
+        z[:, ~np.tri(z.shape[-1], dtype=bool)] = -np.inf
     out = _softmax(z) @ v
     return out.transpose(1, 0, 2).reshape(q.shape[1], -1)
 
