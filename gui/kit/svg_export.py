@@ -39,6 +39,68 @@ def _pixelated(tag: re.Match[str]) -> str:
 _FONT = re.compile(r'font-family="([^"]*)" font-size="([0-9.]+)"')
 
 
+# A style group of QSvgGenerator's output: its opening tag (with a matrix) and its body, up
+# to the next closing tag (the generator does not nest style groups).
+_MATRIX_GROUP = re.compile(
+    r'(<g\b[^>]*?)\stransform="matrix\(([^)]*)\)"([^>]*>)((?:(?!<g\b).)*?)(</g>)', re.DOTALL)
+_PATH = re.compile(r'<(?:path|polyline|polygon)\b[^>]*\b(?:d|points)="([^"]*)"[^>]*/>')
+_RECT = re.compile(r'<rect\b([^>]*)/>')
+_RECT_NUMBERS = re.compile(r'\b(x|y|width|height)="(-?[0-9.]+(?:e[-+]?[0-9]+)?)"')
+_NUMBER_PAIR = re.compile(r"(-?[0-9.]+(?:e[-+]?[0-9]+)?),(-?[0-9.]+(?:e[-+]?[0-9]+)?)")
+
+
+def _flatten_group(match: re.Match[str]) -> str:
+    """Write a style group's paths in final coordinates, its transform dropped.
+
+    ``QSvgGenerator`` writes a curve in data coordinates under the view's scaling matrix (e.g.
+    ``matrix(114.8,0,0,-30.3,…)``) with ``vector-effect="non-scaling-stroke"``, so that its pen
+    keeps its width. librsvg ignores that vector effect and strokes with the scaled pen: every
+    curve became a band tens of pixels wide, markers got outlines eight times too thick. In final
+    coordinates the transform is the identity and every viewer strokes the same line. Groups
+    that hold anything but paths, polylines and (under an axis-aligned matrix) rectangles, such
+    as text and images, keep their transform.
+    """
+    start, matrix, end, body, close = match.groups()
+    try:
+        a, b, c, d, e, f = (float(v) for v in matrix.split(","))
+    except ValueError:
+        return match.group(0)
+    if (a, b, c, d, e, f) == (1.0, 0.0, 0.0, 1.0, 0.0, 0.0):
+        return match.group(0)
+    shapes = _PATH.sub("", body)
+    if b == 0.0 and c == 0.0:  # an axis-aligned rectangle stays one under this matrix
+        shapes = _RECT.sub("", shapes)
+    if shapes.strip() or not (_PATH.search(body) or _RECT.search(body)):
+        return match.group(0)  # not only paths, polylines and rectangles
+    if re.search(r'\bd="[^"]*[HVSTAmlhvcsqtaz]', body):
+        return match.group(0)  # a command whose numbers are not plain x,y pairs
+
+    def point(pair: re.Match[str]) -> str:
+        x, y = float(pair.group(1)), float(pair.group(2))
+        return f"{a * x + c * y + e:.6g},{b * x + d * y + f:.6g}"
+
+    def path(tag: re.Match[str]) -> str:
+        whole = tag.group(0)
+        return whole.replace(f'="{tag.group(1)}"', f'="{_NUMBER_PAIR.sub(point, tag.group(1))}"',
+                             1)
+
+    def rect(tag: re.Match[str]) -> str:
+        box = {key: float(value) for key, value in _RECT_NUMBERS.findall(tag.group(1))}
+        x0, y0 = a * box.get("x", 0.0) + e, d * box.get("y", 0.0) + f
+        x1 = x0 + a * box.get("width", 0.0)
+        y1 = y0 + d * box.get("height", 0.0)
+        placed = {"x": min(x0, x1), "y": min(y0, y1), "width": abs(x1 - x0),
+                  "height": abs(y1 - y0)}
+        others = _RECT_NUMBERS.sub("", tag.group(1)).rstrip()
+        numbers = " ".join(f'{key}="{value:.6g}"' for key, value in placed.items())
+        return f"<rect{others} {numbers}/>"
+
+    body = _PATH.sub(path, body)
+    if b == 0.0 and c == 0.0:
+        body = _RECT.sub(rect, body)
+    return f"{start}{end}{body}{close}"
+
+
 def _font_as_painted(match: re.Match[str], cache: dict[tuple[str, str], str]) -> str:
     """Write the family and pixel size Qt really painted with, not the ones requested.
 
@@ -109,6 +171,7 @@ def _svg_document(target: Any, width: int, height: int, title: str = "") -> byte
     buffer.close()
     text = bytes(buffer.data().data()).decode("utf-8")
     text = _IMAGE_TAG.sub(_pixelated, text)
+    text = _MATRIX_GROUP.sub(_flatten_group, text)
     fonts: dict[tuple[str, str], str] = {}
     text = _FONT.sub(lambda m: _font_as_painted(m, fonts), text)
     return text.encode("utf-8")

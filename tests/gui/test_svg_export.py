@@ -157,6 +157,53 @@ def test_axes_ticks_and_text_are_where_the_png_has_them(exported, key, record_pr
         assert "<image" not in text
 
 
+#: Set by .ci/run, which installs librsvg2-bin: there a missing rsvg-convert fails the test.
+REQUIRE_RENDERERS_ENV = "ASE_REQUIRE_SVG_RENDERERS"
+_GROUP = re.compile(r'<g\b[^>]*\btransform="matrix\(([^)]*)\)"[^>]*>((?:(?!<g\b).)*?)</g>',
+                    re.DOTALL)
+
+
+@pytest.mark.parametrize("key", ALL_KEYS)
+def test_no_shape_is_stroked_under_a_scaling_transform(exported, key):
+    """Shapes carry final coordinates: librsvg strokes a non-scaling stroke under a group's
+    matrix with the scaled pen (every curve of the laws view became a filled band)."""
+    _png, _svg, text = exported[key]
+    scaled = []
+    for matrix, body in _GROUP.findall(text):
+        a, b, c, d, _e, _f = (float(v) for v in matrix.split(","))
+        if (a, b, c, d) == (1.0, 0.0, 0.0, 1.0):
+            continue
+        if re.search(r"<(path|polyline|polygon|rect)\b", body):
+            scaled.append(matrix)
+    assert scaled == []
+
+
+@pytest.mark.parametrize("key", ALL_KEYS)
+def test_librsvg_draws_what_the_png_shows(exported, key, tmp_path, record_property):
+    """The SVG as GNOME's viewers and LaTeX pipelines draw it (librsvg's rsvg-convert)."""
+    import os
+    import shutil
+    import subprocess
+
+    tool = shutil.which("rsvg-convert")
+    if tool is None:
+        if os.environ.get(REQUIRE_RENDERERS_ENV):
+            pytest.fail(f"{REQUIRE_RENDERERS_ENV} is set but rsvg-convert is missing "
+                        "(apt-get install librsvg2-bin)")
+        pytest.skip("rsvg-convert not installed (apt-get install librsvg2-bin)")
+    png, _svg, text = exported[key]
+    source, drawn = tmp_path / f"{key}.svg", tmp_path / f"{key}-rsvg.png"
+    source.write_text(text, encoding="utf-8")
+    subprocess.run([tool, "-w", str(WIDTH), "-h", str(HEIGHT), "-b", "white", str(source),
+                    "-o", str(drawn)], check=True, capture_output=True, timeout=60)
+    rendered = QImage(str(drawn))
+    assert (rendered.width(), rendered.height()) == (WIDTH, HEIGHT)
+    figure = agreement(coloured(rgb(png)), coloured(rgb(rendered)))
+    record_property("rsvg_png_agreement", round(figure, 4))
+    print(f"\n{key}: librsvg/PNG coloured-pixel agreement within {RADIUS_PX} px = {figure:.3f}")
+    assert figure >= MIN_AGREEMENT
+
+
 @pytest.mark.parametrize("key", ["heatmap", "train_probe"])
 def test_heatmap_svg_embeds_an_unsmoothed_image(exported, key):
     png, svg, text = exported[key]
