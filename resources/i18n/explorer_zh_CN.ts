@@ -689,53 +689,53 @@
 <context>
     <name>HeatmapView</name>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="101"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="103"/>
         <source>Attention weights</source>
         <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden. RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not because attention chose 0).</extracomment>
         <translation>注意力权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="249"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="253"/>
         <source>key j</source>
         <translation>键 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="249"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="253"/>
         <source>query i</source>
         <translation>查询 i</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="259"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="264"/>
         <source>head {0}</source>
         <translation>头 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="267"/>
-        <source>Pairs: {0} | none (c = 1). Rows: query i, columns: key j. Outlined: query row {1}. Colour: p = softmax weight.</source>
-        <translation>成对显示：{0} | 不缩放（c = 1）。行：查询 i，列：键 j。框出：查询行 {1}。颜色：p = softmax 权重。</translation>
+        <location filename="../../gui/explorer/views/heatmap.py" line="273"/>
+        <source>Pairs: {0} | {1}. Rows: query i, columns: key j. Outlined: query row {2}. Colour: p = softmax weight.</source>
+        <translation>成对显示：{0} | {1}。行：查询 i，列：键 j。框出：查询行 {2}。颜色：p = softmax 权重。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="274"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="280"/>
         <source>Grey: masked keys (the model&apos;s mask).</source>
         <translation>填充格：被掩码的键（模型自身的掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="279"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="285"/>
         <source>Heads not shown: {0}.</source>
         <translation>未显示的头：{0} 个。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="319"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="325"/>
         <source>Hover over a cell to read head, i, j, logit, p.</source>
         <translation>将鼠标悬停在单元格上可读取头、i、j、logit 和 p。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="329"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="335"/>
         <source>masked</source>
         <translation>已掩码</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="332"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="338"/>
         <source>{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}</source>
         <translation>{0}：头 {1}，查询 i = {2}，键 j = {3}，logit = {4}，p = {5}</translation>
     </message>
@@ -759,44 +759,59 @@
         <translation>{0}：均值 = {1}，方差 = {2}（经验值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="96"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="105"/>
         <source>Logit histogram</source>
         <translation>Logit 直方图</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="100"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="109"/>
         <source>Common logit axis</source>
         <translation>统一 logit 坐标轴</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="102"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="111"/>
         <source>Show both rules on one logit scale to compare their spread</source>
         <translation>在同一 logit 刻度上显示两种规则，以比较其分布宽度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="107"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="116"/>
         <source>logit s = c·q·k</source>
         <translation>logit s = c·q·k</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="108"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="117"/>
         <source>probability density</source>
         <translation>概率密度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="129"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="138"/>
         <source>Dashed: the Gaussian of the same mean and variance as the head&apos;s logits (every unmasked pair), for comparison only: real q and k follow no variance law.</source>
         <translation>虚线：与此头 logit（所有未掩码的对）均值和方差相同的高斯分布，只用于比较：真实的 q 和 k 不符合任何方差定律。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="135"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="144"/>
         <source>Dashed: Gaussian N(0, Var&lt;sub&gt;theory&lt;/sub&gt;), Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c² for independent tokens; both variances are over pairs i ≠ j.</source>
         <translation>虚线：高斯分布 N(0, Var&lt;sub&gt;theory&lt;/sub&gt;)，对相互独立的词元，Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c²；两种方差均在 i ≠ j 的配对上计算。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="142"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="151"/>
         <source>With ρ ≠ 0, key i is correlated with query i: those diagonal logits (mean c·ρ·d&lt;sub&gt;k&lt;/sub&gt;) form the extra tail (right for ρ &gt; 0, left for ρ &amp;lt; 0).</source>
         <translation>ρ ≠ 0 时，键 i 与查询 i 相关：这些对角线 logit（均值 c·ρ·d&lt;sub&gt;k&lt;/sub&gt;）形成额外的尾部（ρ &gt; 0 时在右侧，ρ &amp;lt; 0 时在左侧）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/histogram.py" line="225"/>
+        <source>−cap</source>
+        <translation>−上限</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/histogram.py" line="226"/>
+        <source>+cap</source>
+        <translation>+上限</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/histogram.py" line="242"/>
+        <source>|s| &amp;lt; cap = {0}</source>
+        <translation>|s| &amp;lt; 上限 = {0}</translation>
     </message>
 </context>
 <context>
@@ -1297,12 +1312,12 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>张量文件 (*.npz *.safetensors *.npy);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="173"/>
+        <location filename="../../gui/window_heads.py" line="172"/>
         <source>Open sample &amp;model</source>
         <translation>打开示例模型(&amp;M)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="174"/>
+        <location filename="../../gui/window_heads.py" line="173"/>
         <source>Real models installed as Python packages: capture their heads</source>
         <translation>以 Python 包安装的真实模型：捕获它们的头</translation>
     </message>

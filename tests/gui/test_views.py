@@ -161,6 +161,23 @@ def test_heatmap_images_are_the_snapshot_weights(qtbot, results):
     assert (rect.top(), rect.height(), rect.width()) == (CONFIG.query_row, 1.0, CONFIG.n_tokens)
 
 
+def test_heatmap_with_rule_none_compares_it_with_sqrt_not_with_itself(qtbot, engine_parts):
+    view = build(qtbot, HeatmapView)
+    results = make_results(engine_parts, config=CONFIG.replace(rule=ScalingRule.NONE))
+    view.show_results(results)
+    snap = results.snapshot
+    images = view.panel_images()
+    for head in range(CONFIG.heads):
+        chosen, partner = images[2 * head], images[2 * head + 1]
+        np.testing.assert_array_equal(chosen.image, snap.rules[ScalingRule.NONE].weights[head])
+        np.testing.assert_array_equal(partner.image, snap.rules[ScalingRule.SQRT].weights[head])
+    titles = [image.getViewBox().parentItem().titleLabel.text for image in images]
+    assert style.rule_name(ScalingRule.SQRT) in titles[1]
+    assert style.rule_name(ScalingRule.NONE) in titles[0]
+    rules_in_table = {row[0] for row in view.data_table()[1]}
+    assert rules_in_table == {"none", "sqrt"}
+
+
 def test_heatmap_rebuilds_grid_only_when_heads_change(qtbot, engine_parts, results):
     view = build(qtbot, HeatmapView)
     view.show_results(results)
@@ -319,6 +336,19 @@ def test_histogram_prints_engine_variances_and_overlays_theory(qtbot, results):
     _header, rows = view.data_table()
     assert len(rows) == 2 * (edges.size - 1)
     assert rows[0][4] == results.snapshot.rules[ScalingRule.NONE].logit_var_empirical
+
+
+def test_histogram_of_soft_cap_marks_plus_and_minus_cap(qtbot, engine_parts):
+    view = build(qtbot, HistogramView)
+    config = CONFIG.replace(rule=ScalingRule.SOFTCAP, cap=2.0)
+    snapshot = run_experiment(config, rules=tuple(ScalingRule))
+    view.show_results(make_results(engine_parts, config=config, snapshot=snapshot))
+    assert view.panel_rules() == [ScalingRule.NONE, ScalingRule.SOFTCAP]
+    assert view.cap_markers() == [[], [-2.0, 2.0]]
+    logits = np.asarray(snapshot.rules[ScalingRule.SOFTCAP].logits)
+    assert np.abs(logits).max() < 2.0  # what the lines bound
+    view.show_results(make_results(engine_parts))  # back to 1/√d_k: no cap lines
+    assert view.cap_markers() == [[], []]
 
 
 def test_histogram_with_causal_mask_ignores_masked_logits(qtbot, results):

@@ -1,4 +1,5 @@
-"""Attention weights P per head: the compared rule next to "none", one shared colour bar.
+"""Attention weights P per head: the compared rule next to "none" (or "none" next to 1/√d_k
+when "none" is the rule chosen), one shared colour bar.
 
 For a real head (a tensor file's q, k) the panels are titled with the head, the axes carry
 the file's tokens and masked cells (a causal model's future keys) are drawn grey.
@@ -40,7 +41,7 @@ class _Panel:
     def __init__(self, plot: pg.PlotItem, head: int, column: int) -> None:
         self.plot = plot
         self.head = head
-        self.column = column  # 0: compared rule, 1: "none"
+        self.column = column  # 0: compared rule, 1: its partner ("none", or 1/√d_k)
         self.image = pg.ImageItem(axisOrder="row-major")
         plot.addItem(self.image)
         # Grey over masked cells (real heads only); transparent elsewhere.
@@ -57,7 +58,8 @@ class _Panel:
 
 
 class HeatmapView(ExplorerView):
-    """Attention weights of every head under the compared rule (left) and "none" (right).
+    """Attention weights of every head under the compared rule (left) and "none" (right; 1/√d_k
+    when the compared rule is "none").
 
     A shared viridis colour bar maps p ∈ [0, 1]; the selected query row is outlined; hovering
     shows (head, i, j, logit, p) read from the engine's snapshot.
@@ -119,7 +121,9 @@ class HeatmapView(ExplorerView):
         if compare not in snapshot.rules:
             compare = ScalingRule(snapshot.config.rule)
         self._snapshot = snapshot
-        self._rules = (compare, ScalingRule.NONE)
+        # The chosen rule next to no scaling; no scaling itself next to 1/√d_k, not to itself.
+        partner = ScalingRule.SQRT if compare is ScalingRule.NONE else ScalingRule.NONE
+        self._rules = (compare, partner)
         weights = [snapshot.rules[rule].weights for rule in self._rules]
         heads, n = weights[0].shape[0], weights[0].shape[-1]
         self._heads_total = heads
@@ -173,7 +177,7 @@ class HeatmapView(ExplorerView):
 
     # -- internals ----------------------------------------------------------------------------
     def panel_images(self) -> list[pg.ImageItem]:
-        """Return the image items in grid order (head-major; compared rule before "none")."""
+        """Return the image items in grid order (head-major; compared rule before its partner)."""
         return [panel.image for panel in self._panels]
 
     def hover_text(self) -> str:
@@ -251,8 +255,9 @@ class HeatmapView(ExplorerView):
             style.label_plot(panel.plot, left=left, bottom=bottom)
 
     def _update_titles(self) -> None:
-        compare, none = self._rules
-        names = (style.rule_name(compare), style.rule_name(none))
+        compare, _partner = self._rules
+        names = tuple(style.rule_name(rule) + (" (c = 1)" if rule is ScalingRule.NONE else "")
+                      for rule in self._rules)
         for panel in self._panels:
             rule = self._rules[panel.column]
             color = style.RULE_COLORS[rule]
@@ -260,15 +265,16 @@ class HeatmapView(ExplorerView):
             if self._real is not None:
                 head_text = head_label(self._real.ref, with_file=False)  # type: ignore[attr-defined]
             panel.plot.setTitle(
-                f'{head_text} · <span style="color:{color}"><b>{names[panel.column]}</b></span>',
+                f'{head_text} · <span style="color:{color}"><b>'
+                f'{style.rule_name(rule)}</b></span>',
                 color=style.FOREGROUND,
                 size=f"{style.TEXT_PT}pt",
             )
         note = translate(
             "HeatmapView",
-            "Pairs: {0} | none (c = 1). Rows: query i, columns: key j. Outlined: query row {1}. "
+            "Pairs: {0} | {1}. Rows: query i, columns: key j. Outlined: query row {2}. "
             "Colour: p = softmax weight.",
-        ).format(names[0], self._query_row)
+        ).format(names[0], names[1], self._query_row)
         if self._real is not None and np.isneginf(
                 self._snapshot.rules[compare].logits).any():  # type: ignore[union-attr]
             note += " " + translate("HeatmapView", "Grey: masked keys (the model's mask).")

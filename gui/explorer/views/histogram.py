@@ -55,6 +55,15 @@ class _Panel:
         )
         self.plot.addItem(self.hist)
         self.plot.addItem(self.density)
+        # Soft-capping bounds every logit to (−cap, cap): the bounds are drawn where it applies.
+        self.cap_lines = []
+        for _bound in range(2):
+            line = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen(
+                style.THEORY_COLOR, width=1.5, style=pg.QtCore.Qt.PenStyle.DotLine),
+                label="cap", labelOpts={"position": 0.92, "color": style.FOREGROUND})
+            line.setVisible(False)
+            self.plot.addItem(line, ignoreBounds=True)
+            self.cap_lines.append(line)
         self.label = style.make_label(size=style.LABEL_PT)
         widget.addItem(self.label, row=1, col=col)
         self.rule: ScalingRule | None = None
@@ -178,6 +187,11 @@ class HistogramView(ExplorerView):
         """Return the dashed Gaussian curve of each panel (for tests)."""
         return [panel.density for panel in self._panels]
 
+    def cap_markers(self) -> list[list[float]]:
+        """The ±cap lines drawn in each panel (empty where the rule does not cap)."""
+        return [[line.value() for line in panel.cap_lines if line.isVisible()]
+                for panel in self._panels]
+
     def panel_rules(self) -> list[ScalingRule | None]:
         """Return the rule shown in each panel."""
         return [panel.rule for panel in self._panels]
@@ -203,6 +217,13 @@ class HistogramView(ExplorerView):
             counts, edges = np.histogram(logits, bins=BINS, range=(low, high), density=True)
         else:
             counts, edges = np.zeros(0), np.zeros(1)
+        capped = rule is ScalingRule.SOFTCAP
+        for sign, line in zip((-1, 1), panel.cap_lines, strict=True):
+            line.setVisible(capped)
+            if capped:
+                line.setValue(sign * float(snapshot.config.cap))
+                line.label.setFormat(translate("HistogramView", "−cap") if sign < 0
+                                     else translate("HistogramView", "+cap"))
         panel.rule, panel.edges, panel.counts = rule, edges, counts
         panel.empirical, panel.theory = empirical, theory
         panel.hist.setData(edges, counts)
@@ -217,7 +238,9 @@ class HistogramView(ExplorerView):
         color = style.RULE_COLORS[rule]
         panel.plot.setTitle(
             f'<span style="color:{color}"><b>{style.rule_name(rule)}</b></span>'
-            f"  (c = {float(view.scale):.4g})",
+            f"  (c = {float(view.scale):.4g}"
+            + (", " + translate("HistogramView", "|s| &lt; cap = {0}").format(
+                f"{float(snapshot.config.cap):.4g}") + ")" if capped else ")"),
             color=style.FOREGROUND,
             size=f"{style.TITLE_PT}pt",
         )
