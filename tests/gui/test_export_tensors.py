@@ -46,10 +46,12 @@ def test_export_renders_the_views_of_the_chosen_head(qapp, tmp_path, tensor_path
     assert config.rule is ScalingRule.NONE
     snap = run_experiment(config, ALL_RULES, real_head=load_head(ref))
     with (out / "heatmap.csv").open(encoding="utf-8") as handle:
-        rows = [row for row in csv.DictReader(handle) if row["rule"] == "none"]
-    # Rule "none" is compared with "none": the CSV lists both (equal) panels.
-    assert len(rows) == 2 * N * N
-    logits = np.array([float(row["logit"]) for row in rows[:N * N]]).reshape(N, N)
+        table = list(csv.DictReader(handle))
+    rows = [row for row in table if row["rule"] == "none"]
+    # Rule "none" is compared with 1/√d_k (not with itself): the CSV lists both panels.
+    assert len(rows) == N * N
+    assert len([row for row in table if row["rule"] == "sqrt"]) == N * N
+    logits = np.array([float(row["logit"]) for row in rows]).reshape(N, N)
     np.testing.assert_allclose(logits, snap.rules[ScalingRule.NONE].logits[0], rtol=1e-12)
     assert np.isneginf(logits[0, 1:]).all()  # causal
 
