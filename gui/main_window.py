@@ -51,8 +51,9 @@ class MainWindow(QMainWindow):
     start
         Submit the first request immediately.
     persist
-        Save geometry, configuration and session path to ``settings`` on close (the headless
-        commands pass False so that they never change the user's settings).
+        Save geometry, configuration and session path to ``settings`` on close, and remember
+        choices made in the window there; False (the headless commands) works on a copy in
+        memory, so that they never change the user's settings.
 
     Attributes
     ----------
@@ -106,7 +107,10 @@ class MainWindow(QMainWindow):
         from gui.explorer.views import ALL_VIEWS
 
         self.setObjectName("MainWindow")
-        self.settings = settings or open_settings()
+        settings = settings or open_settings()
+        # Not persisting: every choice the window remembers (exports' folder, the capture
+        # dialog's text, …) goes to a copy in memory, so headless runs leave no trace.
+        self.settings = settings if persist else settings.detached()
         session_path = self.settings.get("session/last_path") if restore else ""
         if config is None:
             if restore:
@@ -154,7 +158,7 @@ class MainWindow(QMainWindow):
         # has its own control panel and worker thread.
         from gui.train import TrainTab
 
-        self.train_tab = TrainTab()
+        self.train_tab = TrainTab(settings=self.settings)
         from gui.window_heads import WindowHeads
 
         self.mode_tabs = ModeTabs()

@@ -65,8 +65,12 @@ def check_model_capture(window: Any, path: str, timeout_ms: int) -> tuple[list[s
     from PySide6.QtCore import QDeadlineTimer
     from PySide6.QtWidgets import QApplication
 
+    from gui.heads.capture_dialog import DEFAULT_TEXT
+
     view = window.heads.view
     dialog = window.heads.open_model(path)
+    # The same capture on every machine, whatever the dialog remembers from the user's runs.
+    dialog.set_values(text=DEFAULT_TEXT, max_tokens=128, layers="", keep_v=False)
     failed: list[str] = []
     view.controller.captureFailed.connect(failed.append)
     dialog.findChild(object, "capture_button").click()
@@ -89,4 +93,13 @@ def check_model_capture(window: Any, path: str, timeout_ms: int) -> tuple[list[s
             f"heads diagnosed, {flagged} flagged")
     if len(records) != len(tf.layers) * tf.heads:
         return [line], "model capture: expected every head diagnosed"
-    return [line], ""
+    # A chosen head fills the tab's maps (and so the exported heads.png), as a user would.
+    chosen = next((r for r in records if r.diagnostics.flags), records[0])
+    view.choose_head(chosen.layer, chosen.head)
+    if not view.wait_idle(max(int(deadline.remainingTime()), 1)) \
+            or not window.wait_until_settled(max(int(deadline.remainingTime()), 1)):
+        return [line], "model capture: the chosen head did not show in time"
+    real = window.controller.results().real_head
+    if real is None or (real.ref.layer, real.ref.head) != (chosen.layer, chosen.head):
+        return [line], "model capture: the explorer does not show the chosen head"
+    return [line, f"explorer shows {real.label}"], ""

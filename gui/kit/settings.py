@@ -63,13 +63,29 @@ class Settings:
         The underlying store (from :func:`open_settings`).
     """
 
-    def __init__(self, qsettings: QSettings) -> None:
+    def __init__(self, qsettings: QSettings | None) -> None:
         self._qs = qsettings
+        # ``None``: values live in this dict only (see :meth:`detached`).
+        self._memory: dict[str, Any] = {}
 
-    @property
-    def qsettings(self) -> QSettings:
-        """The wrapped ``QSettings`` object."""
-        return self._qs
+    def detached(self) -> Settings:
+        """A copy in memory: reads see the stored values, writes never reach the disk.
+
+        Headless commands and the start-up check work on one, because they promise never
+        to change the user's settings, however deep in the window a choice is remembered.
+        """
+        copy = Settings(None)
+        if self._qs is not None:
+            copy._memory = {key: self._qs.value(key) for key in DEFAULTS
+                            if self._qs.contains(key)}
+        else:
+            copy._memory = dict(self._memory)
+        return copy
+
+    def _raw(self, key: str, default: Any) -> Any:
+        if self._qs is None:
+            return self._memory.get(key, default)
+        return self._qs.value(key, default)
 
     def get(self, key: str) -> Any:
         """Return the value of ``key`` converted to the type of its default.
@@ -77,7 +93,7 @@ class Settings:
         A stored value that cannot be converted yields the default instead of raising.
         """
         default = DEFAULTS[key]
-        value = self._qs.value(key, default)
+        value = self._raw(key, default)
         if value is None:
             return default
         try:
@@ -97,15 +113,22 @@ class Settings:
         """Store ``value`` under ``key`` (which must have a registered default)."""
         if key not in DEFAULTS:
             raise KeyError(f"unknown settings key {key!r}")
-        self._qs.setValue(key, value)
+        if self._qs is None:
+            self._memory[key] = value
+        else:
+            self._qs.setValue(key, value)
 
     def sync(self) -> None:
-        """Write pending changes to disk."""
-        self._qs.sync()
+        """Write pending changes to disk (nothing to do for a detached copy)."""
+        if self._qs is not None:
+            self._qs.sync()
 
     def clear(self) -> None:
         """Remove every stored value (defaults apply again)."""
-        self._qs.clear()
+        if self._qs is None:
+            self._memory.clear()
+        else:
+            self._qs.clear()
 
 
 def open_settings() -> Settings:

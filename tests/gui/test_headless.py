@@ -103,6 +103,34 @@ def test_self_test_passes_and_reports(qapp, tmp_path, capsys, isolated_settings)
     assert not any(isolated_settings.iterdir())
 
 
+def test_self_test_captures_a_model_without_using_or_changing_saved_choices(
+        qapp, tmp_path, capsys, isolated_settings):
+    from gui.heads.capture_dialog import DEFAULT_TEXT
+    from gui.kit.settings import open_settings
+    from tests.engine.test_models import FIXTURES
+
+    settings = open_settings()
+    settings.set("model/text", "an old text " * 40)
+    settings.set("model/max_tokens", 3)
+    settings.set("model/layers", "1")
+    settings.set("export/last_dir", "/somewhere/else")
+    settings.sync()
+    ini = next(isolated_settings.iterdir())
+    before = ini.read_bytes()
+    code = main(["--self-test", str(tmp_path / "st"), "--model",
+                 str(FIXTURES / "tiny-llama")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    line = next(line for line in out.splitlines() if "model capture" in line)
+    # The dialog's own defaults, not the 3 tokens and layer 1 saved above.
+    from engine.models import open_model
+    expected = len(open_model(FIXTURES / "tiny-llama").tokenize(DEFAULT_TEXT, 128)[0])
+    assert f": {expected} tokens" in line, line
+    # After the capture the explorer shows one of its heads (so heads.png is not empty).
+    assert "explorer shows tiny-llama" in out
+    assert ini.read_bytes() == before
+
+
 def test_run_app_opens_session_and_saves_settings_on_close(qapp, tmp_path, isolated_settings):
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
