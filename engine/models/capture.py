@@ -26,7 +26,14 @@ from engine.io.readers import shown
 from engine.io.tensors import TensorFile, tensors_from_arrays, write_tensors
 from engine.models.forward import CaptureCancelled, LayerCapture, run_forward
 from engine.models.spec import ModelSpec, spec_from_gguf, spec_from_hf_config
-from engine.models.tokenize import Tokenizer, gguf_tokenizer, hf_tokenizer
+from engine.models.tokenize import (
+    Encoded,
+    Tokenizer,
+    TokenizerSource,
+    check_gguf_vocabulary,
+    check_hf_tokenizer,
+    gguf_tokenizer,
+)
 from engine.models.weights import GgufFile, ModelError, SafetensorsWeights, WeightStore
 
 __all__ = ["Capture", "CaptureCancelled", "Model", "ModelError", "open_model"]
@@ -154,10 +161,15 @@ class Model:
     """A model opened for capturing: its spec, weights (memory-mapped) and tokenizer."""
 
     def __init__(self, path: Path, name: str, spec: ModelSpec, store: WeightStore,
-                 names: Callable[[int, str], str], tokenizer: Tokenizer, fmt: str,
-                 weight_types: Sequence[str]) -> None:
+                 names: Callable[[int, str], str], tokenizer: TokenizerSource, fmt: str,
+                 weight_types: Sequence[str],
+                 build_tokenizer: Callable[[], Tokenizer] | None = None) -> None:
         self.path, self.name, self.spec = path, name, spec
-        self._store, self._names, self.tokenizer = store, names, tokenizer
+        self._build_tokenizer = build_tokenizer or tokenizer.build
+        self._store, self._names = store, names
+        #: Where the tokenizer comes from (it is built when first used, see :attr:`tokenizer`).
+        self.tokenizer_source = tokenizer
+        self._tokenizer: Tokenizer | None = None
         #: "huggingface" or "gguf".
         self.format = fmt
         #: The stored types of the weights (F32, BF16, Q4_1, …).
@@ -167,6 +179,13 @@ class Model:
     @property
     def label(self) -> str:
         return shown(self.path.name)
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The model's tokenizer, built on first use (raises :class:`ModelError`)."""
+        if self._tokenizer is None:
+            self._tokenizer = self._build_tokenizer()
+        return self._tokenizer
 
     def _check_weights(self) -> None:
         spec = self.spec
@@ -212,21 +231,42 @@ class Model:
     def tokenize(self, text: str, max_tokens: int | None = None) -> tuple[list[int], bool]:
         """Token ids of ``text`` (cut to ``max_tokens``, keeping the first ones) and whether
         it was cut."""
-        if not text.strip():
-            raise ModelError("the text is empty: type or paste a text to run the model on")
-        ids = self.tokenizer.encode(text)
-        if not ids:
-            raise ModelError("the text gives no tokens")
+        encoded = self.encode(text, max_tokens, self.tokenizer.encode_text)
+        return list(encoded.ids), encoded.total > len(encoded.ids)
+
+    def token_limit(self, max_tokens: int | None = None) -> int:
+        """How many of a text's tokens to keep: ``max_tokens``, and one more than the model's
+        positions without it (so that a text too long is recognised)."""
         if max_tokens is not None and max_tokens < 1:
             raise ModelError(f"max tokens must be ≥ 1, got {max_tokens}")
-        limit = self.spec.max_positions
-        if max_tokens is not None and max_tokens < len(ids):
-            return ids[:max_tokens], True
-        if len(ids) > limit:
-            raise ModelError(f"the text has {len(ids):,} tokens, more than the {limit:,} "
-                             f"positions {self.name} reads; shorten it or set max tokens "
-                             f"≤ {limit:,}")
-        return ids, False
+        return max_tokens if max_tokens is not None else self.spec.max_positions + 1
+
+    def encode(self, text: str, max_tokens: int | None,
+               tokenize: Callable[[str, int], Encoded | None]) -> Encoded:
+        """``text``'s tokens by ``tokenize(text, limit)``, checked: not empty, within the
+        model's positions unless ``max_tokens`` cuts it.
+
+        Raises
+        ------
+        ModelError
+            An empty text, one without tokens, or one longer than the model's positions.
+        CaptureCancelled
+            When ``tokenize`` returned None (it was cancelled).
+        """
+        if not text.strip():
+            raise ModelError("the text is empty: type or paste a text to run the model on")
+        limit = self.token_limit(max_tokens)
+        encoded = tokenize(text, limit)
+        if encoded is None:
+            raise CaptureCancelled()
+        if not encoded.ids:
+            raise ModelError("the text gives no tokens")
+        positions = self.spec.max_positions
+        if len(encoded.ids) > positions:
+            raise ModelError(f"the text has {encoded.total:,} tokens, more than the "
+                             f"{positions:,} positions {self.name} reads; shorten it or set "
+                             f"max tokens ≤ {positions:,}")
+        return encoded
 
     def capture(
         self,
@@ -237,8 +277,12 @@ class Model:
         keep_v: bool = False,
         progress: Callable[[int, int], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
+        tokenize: Callable[[str, int], Encoded | None] | None = None,
     ) -> Capture:
         """Run the model on ``text`` and return q and k of ``layers`` (default: all).
+
+        ``tokenize(text, limit)`` replaces the model's tokenizer in this process, e.g. by
+        :meth:`TokenizerProcess.encode` of :attr:`tokenizer_source` (the window does that).
 
         Raises
         ------
@@ -256,7 +300,8 @@ class Model:
         if bad:
             raise ModelError(f"layer {bad[0]} does not exist: {self.name} has layers "
                              f"0–{spec.layers - 1}")
-        ids, cut = self.tokenize(text, max_tokens)
+        encoded = self.encode(text, max_tokens, tokenize or self.tokenizer.encode_text)
+        ids, cut = list(encoded.ids), encoded.total > len(encoded.ids)
         n = len(ids)
         if spec.sliding_window is not None and n > spec.sliding_window:
             raise ModelError(f"{n} tokens are more than the sliding window of "
@@ -273,7 +318,7 @@ class Model:
                      f"n = {n} (at most about {fits} tokens fit)")
         captured = run_forward(spec, self._store, self._names, np.asarray(ids, dtype=np.int64),
                                chosen, keep_v=keep_v, progress=progress, cancelled=cancelled)
-        tokens = tuple(self.tokenizer.token_texts(ids))
+        tokens = encoded.tokens
         layer_meta = {}
         for layer in chosen:
             entry: dict[str, Any] = {"scale": spec.scales[layer]}
@@ -285,7 +330,7 @@ class Model:
             "format": self.format, "weights": list(self.weight_types), "where": WHERE,
             "scale": spec.scales[chosen[0]], "scale_rule": spec.scale_note,
             "causal": spec.causal, "kv_heads": spec.kv_heads, "d_k": spec.head_dim,
-            "token_ids": list(ids), "truncated": cut, "tokenizer": self.tokenizer.source,
+            "token_ids": list(ids), "truncated": cut, "tokenizer": self.tokenizer_source.kind,
             "layers": layer_meta,
         }
         if spec.cap is not None:
@@ -351,7 +396,7 @@ def open_model(path: str | Path) -> Model:
         label = shown(path.name)
         spec = spec_from_hf_config(config, label)
         store = SafetensorsWeights(_safetensors_files(path))
-        tokenizer = hf_tokenizer(path)
+        tokenizer = TokenizerSource.of("tokenizer.json", check_hf_tokenizer(path))
         name = str(config.get("_name_or_path") or path.name)
         if not name or name in (".", "") or name.startswith("/"):
             name = path.name
@@ -363,12 +408,13 @@ def open_model(path: str | Path) -> Model:
     gguf = GgufFile(path)
     label = shown(path.name)
     spec = spec_from_gguf(gguf.metadata, label)
-    tokenizer = gguf_tokenizer(gguf.metadata, label)
+    check_gguf_vocabulary(gguf.metadata, label)
+    tokenizer = TokenizerSource.of("GGUF vocabulary", path)
     # The file's own name: converters write general.name as they please ("Smollm2 135M 8k
     # Lc100K Mix1 Ep2" for SmolLM2-135M-Instruct), while the file is what the user chose.
     name = path.stem
     return Model(path, name, spec, _GgufLlamaStore(gguf, spec), _gguf_names, tokenizer, "gguf",
-                 gguf.types)
+                 gguf.types, build_tokenizer=lambda: gguf_tokenizer(gguf.metadata, label))
 
 
 def layers_text(text: str, count: int) -> list[int]:

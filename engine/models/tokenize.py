@@ -1,17 +1,28 @@
 """The model's own tokenizer: ``tokenizer.json`` of a Hugging Face folder, or the vocabulary
-in a GGUF file's metadata, both run by the ``tokenizers`` library."""
+in a GGUF file's metadata, both run by the ``tokenizers`` library.
+
+Building one takes 0.1 s inside ``tokenizers`` with Python's interpreter lock held (its
+constructors never release it), which would freeze every other Python thread of a window for
+as long. A :class:`TokenizerSource` is therefore small and picklable, and
+:class:`TokenizerProcess` builds and runs tokenizers in a helper process.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Mapping, Sequence
+import itertools
+import multiprocessing
+import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from engine.io.readers import shown
 from engine.models.weights import ModelError
 
-__all__ = ["GGUF_TOKENIZERS", "Tokenizer", "gguf_tokenizer", "hf_tokenizer"]
+__all__ = ["GGUF_TOKENIZERS", "Encoded", "Tokenizer", "TokenizerProcess", "TokenizerSource",
+           "check_gguf_vocabulary", "check_hf_tokenizer", "gguf_tokenizer", "hf_tokenizer"]
 
 #: ``tokenizer.ggml.model`` values whose vocabulary this app can rebuild.
 GGUF_TOKENIZERS = ("gpt2",)
@@ -46,15 +57,194 @@ class Tokenizer:
         """Each id decoded on its own, special tokens kept (``[CLS]``, ``<|im_start|>``)."""
         return [self._backend.decode([int(i)], skip_special_tokens=False) for i in ids]
 
+    def encode_text(self, text: str, limit: int | None = None) -> Encoded:
+        """The ids of ``text`` (the first ``limit`` of them) with their token strings."""
+        ids = self.encode(text)
+        kept = ids if limit is None else ids[: max(limit, 0)]
+        return Encoded(tuple(kept), tuple(self.token_texts(kept)), len(ids))
+
+
+@dataclasses.dataclass(frozen=True)
+class Encoded:
+    """A text's tokens: the first ids (all, or as many as were asked for), each decoded on
+    its own, and how many tokens the whole text has."""
+
+    ids: tuple[int, ...]
+    tokens: tuple[str, ...]
+    total: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerSource:
+    """Where a model's tokenizer comes from, as plain data (it crosses process boundaries).
+
+    Attributes
+    ----------
+    kind
+        ``"tokenizer.json"`` (a Hugging Face folder's file) or ``"GGUF vocabulary"``.
+    path
+        That file.
+    stamp
+        Its size and modification time: a changed file is built anew.
+    """
+
+    kind: str
+    path: str
+    stamp: tuple[int, int]
+
+    @classmethod
+    def of(cls, kind: str, path: Path) -> TokenizerSource:
+        """The source ``kind`` read from ``path`` as it is now."""
+        try:
+            info = os.stat(path)
+            stamp = (info.st_size, info.st_mtime_ns)
+        except OSError:
+            stamp = (-1, -1)
+        return cls(kind, str(path), stamp)
+
+    def build(self) -> Tokenizer:
+        """Read the file and build the tokenizer (raises :class:`ModelError`)."""
+        return _build(self)
+
+
+def _build(source: TokenizerSource) -> Tokenizer:
+    path = Path(source.path)
+    if source.kind == "tokenizer.json":
+        return hf_tokenizer(path.parent)
+    from engine.models.weights import GgufFile
+
+    return gguf_tokenizer(GgufFile(path).metadata, shown(path.name))
+
+
+@functools.lru_cache(maxsize=4)
+def _cached(source: TokenizerSource) -> Tokenizer:
+    return _build(source)
+
+
+def _serve(connection: Any) -> None:
+    """The helper process: answer ``(request, source, text, limit)`` until the pipe closes."""
+    while True:
+        try:
+            request, source, text, limit = connection.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            answer: tuple[str, Any] = ("ok", _cached(source).encode_text(text, limit))
+        except ModelError as exc:
+            answer = ("error", str(exc))
+        except Exception as exc:  # reported to the caller, which shows it
+            answer = ("error", f"the tokenizer failed: {type(exc).__name__}: {exc}")
+        connection.send((request, answer))
+
+
+class _HelperDied(Exception):
+    pass
+
+
+class TokenizerProcess:
+    """Tokenize in a helper process that keeps the tokenizers it built.
+
+    Start-up costs about 0.4 s once (a fresh interpreter importing ``tokenizers``); after
+    that, a text of a model already seen takes a pipe round trip. The process is a daemon,
+    so it ends with the program even when :meth:`close` was not called.
+    """
+
+    def __init__(self) -> None:
+        self._process: Any = None
+        self._connection: Any = None
+        self._requests = itertools.count()
+
+    def encode(self, source: TokenizerSource, text: str, limit: int | None = None,
+               cancelled: Callable[[], bool] | None = None) -> Encoded | None:
+        """The tokens of ``text``; ``None`` once ``cancelled()`` returned True (checked every
+        50 ms while waiting).
+
+        Raises
+        ------
+        ModelError
+            The tokenizer cannot be built or run, or the helper process ended.
+        """
+        for attempt in (1, 2):
+            try:
+                return self._ask(source, text, limit, cancelled)
+            except _HelperDied as died:
+                self.close()
+                # Once more in a fresh process (the helper may have been killed between two
+                # texts); a helper that dies on this text twice is reported.
+                if attempt == 2:
+                    raise ModelError(f"the tokenizer's helper process ended ({died})") from None
+        raise AssertionError("unreachable")
+
+    def _ask(self, source: TokenizerSource, text: str, limit: int | None,
+             cancelled: Callable[[], bool] | None) -> Encoded | None:
+        connection = self._start()
+        request = next(self._requests)
+        try:
+            connection.send((request, source, text, limit))
+        except OSError as exc:
+            raise _HelperDied(str(exc)) from exc
+        while True:
+            if cancelled is not None and cancelled():
+                return None  # its answer, when it comes, is skipped by the next request
+            if connection.poll(0.05):
+                try:
+                    answered, (status, payload) = connection.recv()
+                except (EOFError, OSError) as exc:
+                    raise _HelperDied(str(exc) or type(exc).__name__) from exc
+                if answered != request:
+                    continue
+                if status == "error":
+                    raise ModelError(payload)
+                return payload
+            if not self._process.is_alive():
+                raise _HelperDied(f"exit code {self._process.exitcode}")
+
+    @property
+    def pid(self) -> int | None:
+        """The helper process's id while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    def close(self) -> None:
+        """End the helper process (a later :meth:`encode` starts a new one)."""
+        process, connection = self._process, self._connection
+        self._process = self._connection = None
+        if connection is not None:
+            connection.close()
+        if process is not None:
+            process.join(0.5)
+            if process.is_alive():
+                process.terminate()
+                process.join(1.0)
+
+    def _start(self) -> Any:
+        if self._process is not None and self._process.is_alive():
+            return self._connection
+        self.close()
+        # "spawn": forking a process that runs Qt and BLAS threads is unsafe.
+        context = multiprocessing.get_context("spawn")
+        ours, theirs = context.Pipe()
+        process = context.Process(target=_serve, args=(theirs,), daemon=True,
+                                  name="tokenizer")
+        process.start()
+        theirs.close()
+        self._process, self._connection = process, ours
+        return ours
+
+
+def check_hf_tokenizer(folder: Path) -> Path:
+    """The folder's ``tokenizer.json``, if there is one (else :class:`ModelError`)."""
+    path = folder / "tokenizer.json"
+    if not path.is_file():
+        raise ModelError(f"{shown(folder.name)}: no tokenizer.json in the folder (the model's "
+                         "fast tokenizer, which the app runs to turn a text into tokens)")
+    return path
+
 
 def hf_tokenizer(folder: Path) -> Tokenizer:
     """The ``tokenizer.json`` of a Hugging Face model folder."""
     from tokenizers import Tokenizer as Backend
 
-    path = folder / "tokenizer.json"
-    if not path.is_file():
-        raise ModelError(f"{shown(folder.name)}: no tokenizer.json in the folder (the model's "
-                         "fast tokenizer, which the app runs to turn a text into tokens)")
+    path = check_hf_tokenizer(folder)
     try:
         backend = Backend.from_file(str(path))
     except Exception as exc:  # tokenizers raises its own Exception subclass
@@ -82,11 +272,9 @@ def _byte_alphabet() -> Mapping[int, str]:
     return table
 
 
-def gguf_tokenizer(metadata: Mapping[str, Any], label: str) -> Tokenizer:
-    """Rebuild a GGUF file's byte-level BPE vocabulary (``tokenizer.ggml.model`` ``gpt2``)."""
-    from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers, processors
-    from tokenizers import Tokenizer as Backend
-
+def check_gguf_vocabulary(metadata: Mapping[str, Any], label: str) -> tuple[list, list]:
+    """The GGUF vocabulary's tokens and merges, if this app can rebuild it (else
+    :class:`ModelError`)."""
     kind = metadata.get("tokenizer.ggml.model")
     if kind not in GGUF_TOKENIZERS:
         raise ModelError(f"{label}: the GGUF tokenizer {kind!r} is not supported; supported: "
@@ -95,6 +283,15 @@ def gguf_tokenizer(metadata: Mapping[str, Any], label: str) -> Tokenizer:
     merges = metadata.get("tokenizer.ggml.merges")
     if not isinstance(tokens, list) or not isinstance(merges, list):
         raise ModelError(f"{label}: the GGUF metadata lacks the vocabulary or its merges")
+    return tokens, merges
+
+
+def gguf_tokenizer(metadata: Mapping[str, Any], label: str) -> Tokenizer:
+    """Rebuild a GGUF file's byte-level BPE vocabulary (``tokenizer.ggml.model`` ``gpt2``)."""
+    from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers, processors
+    from tokenizers import Tokenizer as Backend
+
+    tokens, merges = check_gguf_vocabulary(metadata, label)
     alphabet = set(_byte_alphabet().values())
     spell = _byte_alphabet()
     vocab = {}

@@ -1,10 +1,11 @@
 """The worker that opens a model and captures its q and k for the Heads tab.
 
 A :class:`CaptureJob` opens the model folder or GGUF file (the opened model is kept while its
-path and modification time stay the same, so a second text does not read the tokenizer and the
-weights' headers again), runs it layer by layer, reporting :class:`CaptureProgress` after each
-one, and ends with a :class:`CaptureReady` holding the capture and its checked tensor file.
-Cancelling takes effect between two layers.
+path and modification time stay the same, so a second text does not read the weights' headers
+again), tokenizes the text in a helper process (building a tokenizer holds Python's
+interpreter lock for 0.1 s, which would freeze the window), runs the model layer by layer,
+reporting :class:`CaptureProgress` after each one, and ends with a :class:`CaptureReady`
+holding the capture and its checked tensor file. Cancelling takes effect between two layers.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from PySide6.QtCore import Signal
 from engine.core.threads import limit_blas_threads
 from engine.io.tensors import TensorFile
 from engine.models import Capture, CaptureCancelled, Model, layers_text, open_model
+from engine.models.tokenize import TokenizerProcess
 from gui.kit.job_worker import JobWorker
 
 __all__ = ["CaptureFinished", "CaptureJob", "CaptureProgress", "CaptureReady", "CaptureWorker"]
@@ -78,6 +80,7 @@ class CaptureWorker(JobWorker):
         super().__init__()
         self._model: Model | None = None
         self._model_key: tuple[str, int] | None = None
+        self._tokenizer = TokenizerProcess()  # started by the first capture
 
     def execute(self, job: CaptureJob) -> None:
         """Open the model (or re-use it), capture, and emit the result."""
@@ -94,9 +97,11 @@ class CaptureWorker(JobWorker):
         # The threads the user allows (the GUI thread keeps a core on a two-core machine).
         with limit_blas_threads(job.threads):
             try:
-                capture = model.capture(job.text, max_tokens=job.max_tokens, layers=layers,
-                                        keep_v=job.keep_v, progress=progress,
-                                        cancelled=job.cancel.is_set)
+                capture = model.capture(
+                    job.text, max_tokens=job.max_tokens, layers=layers, keep_v=job.keep_v,
+                    progress=progress, cancelled=job.cancel.is_set,
+                    tokenize=lambda text, limit: self._tokenizer.encode(
+                        model.tokenizer_source, text, limit, job.cancel.is_set))
             except CaptureCancelled:
                 return
         tensor_file = capture.tensor_file()
@@ -106,6 +111,10 @@ class CaptureWorker(JobWorker):
     def finished_message(self, job: CaptureJob, completed: bool) -> CaptureFinished:
         """The end of ``job``."""
         return CaptureFinished(job.request_id, completed)
+
+    def release(self) -> None:
+        """End the tokenizer's helper process."""
+        self._tokenizer.close()
 
     def _open(self, path: str) -> Model:
         try:

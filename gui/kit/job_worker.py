@@ -55,3 +55,7 @@ class JobWorker(QObject):
     def finished_message(self, job: Any, completed: bool) -> object:
         """The :attr:`finished` payload of ``job`` (``completed``: ran to its end)."""
         raise NotImplementedError
+
+    def release(self) -> None:
+        """Free what the worker holds outside Python objects (a helper process); called on
+        the GUI thread once the worker's thread has ended, just before it is deleted."""

@@ -208,6 +208,9 @@ class WorkerHost(QObject):
             return
         # ``finished`` is emitted at the very end of the thread: this wait returns at once.
         self._thread.wait()
+        release = getattr(worker, "release", None)
+        if release is not None:
+            release()
         shiboken6.delete(worker)
 
 
