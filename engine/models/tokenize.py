@@ -104,21 +104,17 @@ class TokenizerSource:
 
     def build(self) -> Tokenizer:
         """Read the file and build the tokenizer (raises :class:`ModelError`)."""
-        return _build(self)
+        path = Path(self.path)
+        if self.kind == "tokenizer.json":
+            return hf_tokenizer(path.parent)
+        from engine.models.weights import GgufFile
 
-
-def _build(source: TokenizerSource) -> Tokenizer:
-    path = Path(source.path)
-    if source.kind == "tokenizer.json":
-        return hf_tokenizer(path.parent)
-    from engine.models.weights import GgufFile
-
-    return gguf_tokenizer(GgufFile(path).metadata, shown(path.name))
+        return gguf_tokenizer(GgufFile(path).metadata, shown(path.name))
 
 
 @functools.lru_cache(maxsize=4)
 def _cached(source: TokenizerSource) -> Tokenizer:
-    return _build(source)
+    return source.build()
 
 
 def _serve(connection: Any) -> None:
