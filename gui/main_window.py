@@ -383,6 +383,18 @@ class MainWindow(QMainWindow):
                    timeout_ms)
         return self._settled(require_sweep)
 
+    def wait_until_current(self, timeout_ms: int = 30_000) -> bool:
+        """Run a local event loop until the views show the latest settings' fast results
+        (the sweeps may go on) or an error; False on timeout."""
+        controller = self.controller
+
+        def current() -> bool:
+            return bool(controller.last_error()) or controller.shows_current()
+
+        wait_until(current, (controller.resultsShown, controller.busyChanged,
+                             controller.errorOccurred), timeout_ms)
+        return current()
+
     def _settled(self, require_sweep: bool) -> bool:
         controller = self.controller
         results = controller.results()

@@ -145,6 +145,15 @@ class ExplorerController(QObject):
         """True when no job runs or waits and the latest results have been pushed."""
         return not self.is_busy() and not self._pusher.is_pending()
 
+    def shows_current(self) -> bool:
+        """True when the views show the fast results (everything but the sweeps) of the
+        latest configuration and temperature; the sweeps may still be running."""
+        results = self._results
+        return (not self._input.is_pending() and results is not None
+                and results.config == self._config
+                and self._applied_temperature_id == self._temperature_id
+                and not self._pusher.is_pending())
+
     def is_running(self) -> bool:
         """True while the worker thread is alive."""
         return self._host.is_running()

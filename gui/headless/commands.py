@@ -328,7 +328,7 @@ def self_test_command(args: Any) -> int:
             before = window.controller.results()
             t0 = time.perf_counter()
             action()
-            settled = window.wait_until_settled(RESULT_TIMEOUT_MS, require_sweep=False)
+            settled = window.wait_until_current(RESULT_TIMEOUT_MS)
             results = window.controller.results()
             reason = ""
             if not settled:
