@@ -151,8 +151,10 @@ def qt_session(qapp):
     Python's cyclic GC otherwise frees pyqtgraph's Qt objects in whatever thread allocates,
     worker threads included (gui/kit/qt_lifetime.py explains the crashes that caused).
     """
+    from gui.app import favour_the_gui_thread
     from gui.kit.qt_lifetime import install_gui_thread_collector
 
+    favour_the_gui_thread()  # as create_application does for the program
     return install_gui_thread_collector(qapp)
 
 
