@@ -18,7 +18,7 @@ from gui.explorer.source_bar import SourceBar, connect_real_head
 from gui.explorer.views.base import ExplorerView
 from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
 from gui.kit.plot_view import PlotView
-from gui.kit.qt_lifetime import wait_until
+from gui.kit.qt_lifetime import collect_young_soon, wait_until
 from gui.kit.settings import Settings, open_settings
 from gui.view_tabs import ViewTabs
 from gui.window_files import WindowFiles
@@ -125,6 +125,8 @@ class MainWindow(QMainWindow):
             config, temperature=temperature, views=self.views, parent=self,
             **(controller_options or {}),
         )
+        # The window is built once its first results are shown: its objects can age then.
+        self.controller.resultsShown.connect(self._on_first_results)
         self._closing = False
         self._close_pending = False
         self._persist = persist
@@ -382,6 +384,11 @@ class MainWindow(QMainWindow):
                    (controller.resultsShown, controller.busyChanged, controller.errorOccurred),
                    timeout_ms)
         return self._settled(require_sweep)
+
+    @Slot(object)
+    def _on_first_results(self, _results: object) -> None:
+        self.controller.resultsShown.disconnect(self._on_first_results)
+        collect_young_soon()
 
     def wait_until_current(self, timeout_ms: int = 30_000) -> bool:
         """Run a local event loop until the views show the latest settings' fast results

@@ -82,6 +82,17 @@ class CaptureWorker(JobWorker):
         self._model_key: tuple[str, int] | None = None
         self._tokenizer = TokenizerProcess()  # started by the first capture
 
+    def warm_up(self) -> None:
+        """Import what a capture needs besides the engine (``gguf`` and what it imports).
+
+        Run when the window starts, in this thread: during the first capture the import held
+        the interpreter lock long enough to pause the window for 60-70 ms.
+        """
+        try:
+            import gguf  # noqa: F401
+        except ImportError:
+            pass  # the capture of a GGUF file says what is missing
+
     def execute(self, job: CaptureJob) -> None:
         """Open the model (or re-use it), capture, and emit the result."""
         model = self._open(job.path)

@@ -56,6 +56,10 @@ class JobWorker(QObject):
         """The :attr:`finished` payload of ``job`` (``completed``: ran to its end)."""
         raise NotImplementedError
 
+    def warm_up(self) -> None:
+        """Prepare in the worker's thread as soon as it starts (default: nothing); a job
+        submitted meanwhile waits until this returns."""
+
     def release(self) -> None:
         """Free what the worker holds outside Python objects (a helper process); called on
         the GUI thread once the worker's thread has ended, just before it is deleted."""

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import shiboken6
-from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 
 __all__ = ["Job", "JobFailed", "Throttle", "ViewPusher", "WorkerHost"]
 
@@ -96,6 +96,9 @@ class WorkerHost(QObject):
         worker.moveToThread(self._thread)
         self._worker: QObject | None = worker
         self._thread.finished.connect(self._on_thread_finished)
+        warm_up = getattr(worker, "warm_up", None)
+        if warm_up is not None:  # runs in the new thread: the worker already lives there
+            self._thread.started.connect(warm_up, Qt.ConnectionType.DirectConnection)
         self._thread.start()
 
     # ----------------------------------------------------------------------------- accessors

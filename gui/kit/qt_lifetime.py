@@ -92,6 +92,18 @@ class GuiThreadCollector(QObject):
         return self._timer.isActive()
 
     @Slot()
+    def collect_young(self) -> None:
+        """Collect generations 0 and 1 now (GUI thread only).
+
+        Call it once the window is built: its tens of thousands of long-lived objects then
+        reach the oldest generation, which is collected rarely, instead of waiting in the
+        middle one until a young collection walks them all (measured: 38 ms for 74k objects,
+        in the middle of a model capture).
+        """
+        gc.collect(1)
+        self.collections[1] += 1
+
+    @Slot()
     def collect_due(self) -> None:
         """Collect the oldest generation whose count passed its threshold (GUI thread only).
 
@@ -134,6 +146,15 @@ def install_gui_thread_collector(app: QCoreApplication) -> GuiThreadCollector:
     collector = GuiThreadCollector(parent=app)
     collector.start()
     return collector
+
+
+def collect_young_soon() -> None:
+    """Have the application's :class:`GuiThreadCollector` (if it runs) collect the young
+    generations once the current event is handled (see :meth:`GuiThreadCollector.collect_young`)."""
+    app = QCoreApplication.instance()
+    collector = app.findChild(GuiThreadCollector) if app is not None else None
+    if collector is not None and collector.is_active():
+        QTimer.singleShot(0, collector, collector.collect_young)
 
 
 def release_qt_objects(rounds: int = 3) -> None:

@@ -201,3 +201,33 @@ def test_view_pusher_pushes_the_latest_to_visible_views_and_catches_up_hidden_on
     assert hidden.shown == [49] and not pusher.is_stale(hidden)
     pusher.close()
     pusher.deleteLater()
+
+
+class WarmingWorker(SleepWorker):
+    """Records the thread of its warm-up and whether a job had started by then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.warmed_in: str | None = None
+        self.runs_when_warmed: list[int] | None = None
+
+    def warm_up(self) -> None:
+        time.sleep(0.05)  # long enough for a job submitted at once to be waiting
+        self.warmed_in = threading.current_thread().name
+        self.runs_when_warmed = list(self.runs)
+
+
+def test_warm_up_runs_in_the_worker_thread_before_the_first_job(qapp):
+    worker = WarmingWorker()
+    made_host = WorkerHost(worker, "warming-worker")
+    done: list[Done] = []
+    made_host.jobFinished.connect(done.append)
+    try:
+        made_host.request(lambda request_id: SleepJob(request_id, 0.0))
+        assert wait_until(lambda: bool(done), (made_host.jobFinished,), 5_000)
+        assert worker.warmed_in not in (None, threading.main_thread().name)
+        assert worker.runs_when_warmed == []  # the job waited for the warm-up
+        assert worker.runs == [done[0].request_id]
+    finally:
+        assert made_host.shutdown(1000)
+        made_host.deleteLater()
