@@ -120,6 +120,7 @@ class GridPanel(pg.GraphicsLayout):
         self.grid_plot.addItem(self._letters)
         self._layers: tuple[int, ...] = ()
         self._values = np.zeros((0, 0))
+        self._axes_shown: tuple[object, ...] = ()  # (layers, heads, metric text) last labelled
         self.label_axes()
 
     # ------------------------------------------------------------------------------- grid
@@ -145,13 +146,19 @@ class GridPanel(pg.GraphicsLayout):
                          else (0.0, 1.0))
             levels = (low, high if high > low else low + 1.0)
         self.grid_image.setImage(values, autoLevels=False, levels=levels)
-        self.colorbar.setLevels(levels)
-        self.colorbar.getAxis("left").setLabel(style.axis_label_html(metric.text()))
+        if tuple(levels) != tuple(self.colorbar.levels()):
+            self.colorbar.setLevels(levels)
         self._letters.set_cells(flagged if values.size <= _MAX_MARKED_CELLS else [], heads,
                                 len(layers))
-        self.grid_plot.setRange(xRange=(0, max(heads, 1)), yRange=(0, max(len(layers), 1)),
-                                padding=0)
-        self._label_ticks(layers, heads)
+        # Streamed diagnostics call this several times a second with the same geometry: each
+        # axis given its label, range or ticks again redraws itself (~5 ms each).
+        axes = (layers, heads, metric.text())
+        if axes != self._axes_shown:
+            self._axes_shown = axes
+            self.colorbar.getAxis("left").setLabel(style.axis_label_html(metric.text()))
+            self.grid_plot.setRange(xRange=(0, max(heads, 1)),
+                                    yRange=(0, max(len(layers), 1)), padding=0)
+            self._label_ticks(layers, heads)
 
     def grid_values(self) -> np.ndarray:
         """The grid's values (rows: layers in file order; NaN: not diagnosed yet)."""

@@ -79,12 +79,12 @@ class ReplayPanel(pg.GraphicsLayout):
         """Hide the maps and show ``title`` instead."""
         self._replays = ()
         self._tokens = None
-        self.title.setText(title)
+        self._set_title(title)
         self._place()
 
     def retitle(self, title: str) -> None:
         """Set the title and the maps' titles and axes in the current language."""
-        self.title.setText(title)
+        self._set_title(title)
         for rule in self._placed:
             self._label(rule)
 
@@ -154,6 +154,12 @@ class ReplayPanel(pg.GraphicsLayout):
         best = max(side(c) for c in options)
         # Among equally good choices, the fewest columns (rows of equal length read better).
         return min(c for c in options if side(c) >= best - 0.5)
+
+    def _set_title(self, title: str) -> None:
+        # The Heads tab re-titles on every batch of streamed diagnostics; setting a label
+        # re-lays out and repaints every map and axis of the panel even when nothing changed.
+        if title != self.title.text:
+            self.title.setText(title)
 
     def _place(self, force: bool = False) -> None:
         by_rule = {replay.rule: replay for replay in self._replays}
