@@ -39,23 +39,15 @@ DEFAULT_HIDDEN_COLUMNS = ("max_abs_logit", "logit_std_ratio", "entropy_above_flo
 _RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 
 
-def _prototype(right: bool) -> QStandardItem:
-    item = QStandardItem()
+def _item(text: str, sort_value: Any, right: bool = True) -> QStandardItem:
+    # Built by the Python constructor, never by ``clone()``: an item made in C++ has no wrapper
+    # class to tell Shiboken when the model deletes it, and its stale entry made a later
+    # pyqtgraph item at the same address crash (tests/gui/test_lifetime.py).
+    item = QStandardItem(text)
+    item.setData(sort_value, SORT_ROLE)
     item.setEditable(False)
     if right:
         item.setTextAlignment(_RIGHT)
-    return item
-
-
-# Cloning a read-only, aligned item costs one call into Qt instead of three: the rows arrive
-# while the diagnosis still runs, and each costs the GUI thread ~12 items.
-_PROTOTYPES = {True: _prototype(True), False: _prototype(False)}
-
-
-def _item(text: str, sort_value: Any, right: bool = True) -> QStandardItem:
-    item = _PROTOTYPES[right].clone()
-    item.setText(text)
-    item.setData(sort_value, SORT_ROLE)
     return item
 
 

@@ -86,6 +86,30 @@ def test_the_app_hands_the_interpreter_lock_over_within_a_millisecond(qapp):
         sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
 
 
+def test_the_heads_table_leaves_no_wrapper_of_an_item_it_deleted(qapp):
+    """Rows the table replaces are deleted by Qt; their Python wrappers must know it.
+
+    Items built in C++ (``QStandardItem.clone()``) have no wrapper class that tells Shiboken
+    when the model deletes them: their wrappers stayed "valid", mapped to freed memory, and a
+    pyqtgraph item later allocated at such an address died twice (a segfault in
+    ``BindingManager::releaseWrapper``, 2 in 8 stress runs of seed 2).
+    """
+    from engine.analysis.head_scan import iter_file_diagnostics
+    from engine.io.tensors import load_tensors
+    from gui.heads.table import HeadsTableModel
+    from gui.kit.resources import sample_tensors_path
+
+    records = tuple(iter_file_diagnostics(load_tensors(sample_tensors_path())))[:4]
+    model = HeadsTableModel()
+    model.set_records(records, {})
+    shown = [model.item(row, column) for row in range(model.rowCount())
+             for column in range(model.columnCount())]
+    assert shown and all(shiboken6.isValid(item) for item in shown)
+    model.set_records(records[1:], {})  # not a continuation: every row is replaced
+    assert model.rowCount() == len(records) - 1
+    assert not any(shiboken6.isValid(item) for item in shown)
+
+
 def test_waiting_for_results_leaves_no_qt_objects_behind(window):
     children_before = len(window.findChildren(QObject))
     loops_before, timers_before = _wrappers_of(QEventLoop), _wrappers_of(QTimer)
