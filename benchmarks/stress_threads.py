@@ -5,7 +5,7 @@ explorer parameters while sweeps run, starts and stops training runs and learnin
 random moments, steps through the guided tour (whose claims run on their own thread), opens the
 sample tensor file in the Heads tab and picks heads while it is diagnosed (the explorer then
 shows real q, k), captures from a tiny model (File › Open model…) and cancels or supersedes
-the capture, switches
+the capture, saves it, switches
 the interface language while the explorer computes, exports
 a random view to PNG or SVG, forces ``gc.collect()`` on the GUI thread at random points (also
 from timers that fire in the middle of a wait), and now and then closes the window mid-work and
@@ -176,6 +176,9 @@ def run_child(cycles: int, seed: int, automatic_gc: bool = False) -> int:
                 dialog.findChild(object, "close_button").click()  # Cancel while it runs
             pause(rng.randrange(0, 80))
             del dialog
+            if rng.random() < 0.5:  # Save captured tensors… (on a worker), if one is shown
+                window.heads.save_capture(out / f"capture-{cycle}.npz")
+                pause(rng.randrange(0, 40))
         if rng.random() < 0.3:  # switch the language while the explorer computes
             window.controller.set_config(base.replace(seed=rng.randrange(1000)))
             window.language.set_language(rng.choice(("zh_CN", "en")))

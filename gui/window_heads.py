@@ -11,11 +11,10 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, Slot
 from PySide6.QtGui import QAction, QDragEnterEvent, QDropEvent, QGuiApplication
-from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QMessageBox
+from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
 from engine.analysis.real_head import HeadRef
 from engine.config import AttentionConfig, ScalingRule
-from engine.io.files import describe_os_error
 from engine.models import SampleModel, sample_models
 from gui.heads.capture_dialog import CaptureDialog
 from gui.heads.capture_worker import CaptureReady
@@ -90,6 +89,8 @@ class WindowHeads(QObject):
         controller = self.view.controller
         controller.captureReady.connect(self._on_captured)
         controller.captureFailed.connect(self._on_capture_failed)
+        controller.captureSaved.connect(self._on_capture_saved)
+        controller.captureSaveFailed.connect(self._on_capture_save_failed)
         controller.fileOpened.connect(self.update_actions)
         self._capture_dialog: CaptureDialog | None = None
         self._samples_menu: QMenu | None = None
@@ -195,28 +196,34 @@ class WindowHeads(QObject):
         self.save_capture(path)
 
     def save_capture(self, path: str | os.PathLike[str]) -> bool:
-        """Write the capture shown to ``path`` and show the written file; False (with a
-        message) when nothing could be written."""
-        controller = self.view.controller
-        capture = controller.unsaved_capture()
-        if capture is None:
+        """Start writing the capture shown to ``path`` (on a worker: the window stays live);
+        the written file is then shown, or a message says why it was not written. False when
+        there is no unsaved capture."""
+        if not self.view.controller.save_capture(str(path)):
             return False
-        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
-        try:
-            written = capture.capture.save(path)
-        except OSError as exc:
-            show_warning(self._window, translate("MainWindow", "Not saved"),
-                         translate("MainWindow", "The captured tensors were not saved to {0}: "
-                                   "{1}. The capture is still open.").format(
-                                       path, describe_os_error(exc)))
-            return False
-        finally:
-            QApplication.restoreOverrideCursor()
-        self._window.settings.set("tensors/last_dir", str(Path(written).parent))
-        controller.mark_capture_saved()
+        self._window.statusBar().showMessage(
+            translate("MainWindow", "Saving the captured tensors to {0}…").format(path))
         self.update_actions()
-        self.view.open_file(written, select=controller.selected(), params=controller.params())
         return True
+
+    @Slot(str, bool)
+    def _on_capture_saved(self, written: str, shown: bool) -> None:
+        controller = self.view.controller
+        self._window.statusBar().showMessage(
+            translate("MainWindow", "Captured tensors saved to {0}").format(written), 5000)
+        self._window.settings.set("tensors/last_dir", str(Path(written).parent))
+        self.update_actions()
+        if shown:  # show it from its file now, so that a session can name it
+            self.view.open_file(written, select=controller.selected(),
+                                params=controller.params())
+
+    @Slot(str, str)
+    def _on_capture_save_failed(self, path: str, reason: str) -> None:
+        self._window.statusBar().clearMessage()
+        self.update_actions()
+        show_warning(self._window, translate("MainWindow", "Not saved"),
+                     translate("MainWindow", "The captured tensors were not saved to {0}: "
+                               "{1}. The capture is still open.").format(path, reason))
 
     def choice(self) -> TensorsChoice | None:
         """The tensor file shown and the head chosen, for the session file (none for a
@@ -305,10 +312,13 @@ class WindowHeads(QObject):
     @Slot()
     @Slot(object)
     def update_actions(self, *_args: object) -> None:
-        """Enable File › Save captured tensors… while an unsaved capture is shown."""
+        """Enable File › Save captured tensors… while an unsaved capture is shown and no
+        write of it runs."""
         action = self._window.menu_actions.get("save_capture")
         if action is not None:
-            action.setEnabled(self.view.controller.unsaved_capture() is not None)
+            controller = self.view.controller
+            action.setEnabled(controller.unsaved_capture() is not None
+                              and not controller.is_saving())
 
     @Slot()
     def _fill_samples_menu(self) -> None:

@@ -23,6 +23,9 @@ from gui.heads.capture_worker import (
     CaptureProgress,
     CaptureReady,
     CaptureWorker,
+    Saved,
+    SaveJob,
+    SaveWorker,
 )
 from gui.heads.worker import (
     FileOpened,
@@ -66,6 +69,11 @@ class HeadsController(QObject):
         A capture could not run (the message names the model or the input to change).
     captureBusyChanged(bool)
         A capture is running.
+    captureSaved(str, bool)
+        The capture was written to this path; True if it is the capture shown (which is then
+        no longer unsaved), False if another file or capture is shown by now.
+    captureSaveFailed(str, str)
+        The path that could not be written and why.
     workerStopped()
         Every thread has ended.
     """
@@ -80,6 +88,8 @@ class HeadsController(QObject):
     captureReady = Signal(object)
     captureFailed = Signal(str)
     captureBusyChanged = Signal(bool)
+    captureSaved = Signal(str, bool)
+    captureSaveFailed = Signal(str, str)
     workerStopped = Signal()
 
     def __init__(self, parent: QObject | None = None) -> None:
@@ -119,6 +129,13 @@ class HeadsController(QObject):
         self._capture_host.jobFinished.connect(self._on_capture_finished)
         self._capture_host.workerStopped.connect(self._on_worker_stopped)
         self._hosts.append(self._capture_host)
+        save_worker = SaveWorker()
+        save_worker.saved.connect(self._on_saved)
+        save_worker.failed.connect(self._on_save_failed)
+        self._save_host = WorkerHost(save_worker, "heads-save", self)
+        self._save_host.workerStopped.connect(self._on_worker_stopped)
+        self._save_id, self._save_path, self._saving = -1, "", False
+        self._hosts.append(self._save_host)
 
     # ----------------------------------------------------------------------------- accessors
     def tensor_file(self) -> TensorFile | None:
@@ -215,9 +232,25 @@ class HeadsController(QObject):
         self._capture_host.request(make)
         self.captureBusyChanged.emit(True)
 
-    def mark_capture_saved(self) -> None:
-        """The capture shown has been written to a file (it is no longer unsaved)."""
-        self._capture = None
+    def save_capture(self, path: str) -> bool:
+        """Write the unsaved capture shown to ``path`` on a worker; :attr:`captureSaved` or
+        :attr:`captureSaveFailed` follows. False (and nothing starts) without one or while
+        another write runs (one file at a time: a second click must not queue a second copy)."""
+        if self._closed or self._capture is None or self._saving:
+            return False
+        capture = self._capture.capture
+
+        def make(request_id: int) -> SaveJob:
+            self._save_id, self._save_path = request_id, str(path)
+            return SaveJob(request_id, capture, str(path))
+
+        self._saving = True
+        self._save_host.request(make)
+        return True
+
+    def is_saving(self) -> bool:
+        """True while a capture is being written."""
+        return self._saving
 
     @Slot()
     def cancel_capture(self) -> None:
@@ -330,6 +363,25 @@ class HeadsController(QObject):
     def _on_capture_failed(self, message: JobFailed) -> None:
         if not self._closed and message.request_id == self._capture_id:
             self.captureFailed.emit(message.message)
+
+    @Slot(object)
+    def _on_saved(self, message: Saved) -> None:
+        if self._closed or message.request_id != self._save_id:
+            return
+        self._saving = False
+        if message.error:
+            self.captureSaveFailed.emit(message.path, message.error)
+            return
+        shown = self._capture is not None and self._capture.capture is message.capture
+        if shown:
+            self._capture = None  # the capture shown is in a file now
+        self.captureSaved.emit(message.path, shown)
+
+    @Slot(object)
+    def _on_save_failed(self, message: JobFailed) -> None:
+        if not self._closed and message.request_id == self._save_id:
+            self._saving = False
+            self.captureSaveFailed.emit(self._save_path, message.message)
 
     @Slot(object)
     def _on_capture_finished(self, message: CaptureFinished) -> None:

@@ -423,15 +423,21 @@ class HeadsView(PlotView):
         return self._flagged.text()
 
     def wait_idle(self, timeout_ms: int = 30_000) -> bool:
-        """Run a local event loop until no scan or replay runs and the grid is up to date."""
+        """Run a local event loop until no scan, replay or save of a capture runs and the grid
+        is up to date."""
         from gui.kit.qt_lifetime import wait_until
 
         controller = self.controller
         signals = (controller.busyChanged, controller.recordsChanged, controller.replayReady,
-                   controller.errorOccurred)
-        wait_until(lambda: not controller.is_busy(), signals, timeout_ms)
+                   controller.errorOccurred, controller.captureSaved,
+                   controller.captureSaveFailed)
+
+        def idle() -> bool:
+            return not controller.is_busy() and not controller.is_saving()
+
+        wait_until(idle, signals, timeout_ms)
         self._refresh()
-        return not controller.is_busy()
+        return idle()
 
     # ------------------------------------------------------------------------------- private
     def _params(self) -> RuleParams:

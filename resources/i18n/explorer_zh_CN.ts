@@ -241,37 +241,37 @@
 <context>
     <name>HeadsView</name>
     <message>
-        <location filename="../../gui/heads/grid.py" line="174"/>
+        <location filename="../../gui/heads/grid.py" line="181"/>
         <location filename="../../gui/heads/table.py" line="31"/>
         <source>layer</source>
         <extracomment>Flag -&gt; the letter marking it in a grid cell. Largest grid for which every cell gets its letters (beyond, only the table lists flags).</extracomment>
         <translation>层</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/grid.py" line="175"/>
+        <location filename="../../gui/heads/grid.py" line="182"/>
         <location filename="../../gui/heads/table.py" line="32"/>
         <source>head</source>
         <translation>头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/grid.py" line="210"/>
-        <location filename="../../gui/heads/grid.py" line="232"/>
+        <location filename="../../gui/heads/grid.py" line="217"/>
+        <location filename="../../gui/heads/grid.py" line="239"/>
         <source>Click a head to replay it under every rule</source>
         <translation>点击一个头，在每种规则下重放它</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/replay.py" line="197"/>
+        <location filename="../../gui/heads/replay.py" line="203"/>
         <source>key j</source>
         <extracomment>The rules shown until the user picks others: the three fixed scales and QK-norm, the four the tab&apos;s question is about (is the model&apos;s scale the right one, and what would the others do). Most maps in one row (more rules wrap to a second row). Least width of a map&apos;s column (its two-line title), and the room its axes and title take beside and above the map, in pixels.</extracomment>
         <translation>键 j</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/replay.py" line="198"/>
+        <location filename="../../gui/heads/replay.py" line="204"/>
         <source>query i</source>
         <translation>查询 i</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/replay.py" line="209"/>
+        <location filename="../../gui/heads/replay.py" line="215"/>
         <source>H {0} · p̄max {1}</source>
         <translation>H {0} · p̄max {1}</translation>
     </message>
@@ -394,7 +394,7 @@
         <translation>标记</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/table.py" line="94"/>
+        <location filename="../../gui/heads/table.py" line="97"/>
         <source>The head&apos;s faults (README, &quot;Your own q and k&quot;: the thresholds); right-click a header to hide or show columns</source>
         <extracomment>The columns hidden until the user shows them: the law&apos;s ratio, the distance to the entropy floor and max |logit| read only with the README at hand; the others fit 1024 px beside the grid.</extracomment>
         <translation>该头的问题（阈值见 README“Your own q and k”）；右键点击表头可隐藏或显示列</translation>
@@ -506,37 +506,37 @@
         <translation>新文件的 logits 已重置为文件自身的缩放（之前为 {0}）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="486"/>
+        <location filename="../../gui/heads/view.py" line="492"/>
         <source>Default columns</source>
         <translation>默认列</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="509"/>
+        <location filename="../../gui/heads/view.py" line="515"/>
         <source>The explorer needs q and k; this file holds attention weights only, so its replay stays in this tab.</source>
         <translation>探索器需要 q 和 k；此文件只有注意力权重，所以它的重放留在本页。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="539"/>
+        <location filename="../../gui/heads/view.py" line="545"/>
         <source>The file has no layer {0} head {1} batch entry {2}.</source>
         <translation>文件中没有第 {0} 层第 {1} 头批次条目 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="550"/>
+        <location filename="../../gui/heads/view.py" line="556"/>
         <source>No tensor file open. File › Open model… (Ctrl+M) runs a Hugging Face model folder or a GGUF file on your text; File › Open tensors… (Ctrl+Shift+O) opens a .npz, .safetensors or .npy file (or a folder of .npy files). Both can be dropped on the window; Help › Open sample tensors and Open sample model have examples.</source>
         <translation>未打开张量文件。文件 › 打开模型…（Ctrl+M）在你的文本上运行 Hugging Face 模型文件夹或 GGUF 文件；文件 › 打开张量…（Ctrl+Shift+O）打开 .npz、.safetensors 或 .npy 文件（或 .npy 文件的文件夹）。两者都可以拖放到窗口上；帮助 › 打开示例张量 和 打开示例模型 提供了例子。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="575"/>
+        <location filename="../../gui/heads/view.py" line="581"/>
         <source>Click a head to replay it under every scaling rule.</source>
         <translation>点击一个头，在每种缩放规则下重放它。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="584"/>
+        <location filename="../../gui/heads/view.py" line="590"/>
         <source>{0}/{1} heads</source>
         <translation>{0}/{1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="602"/>
+        <location filename="../../gui/heads/view.py" line="608"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
@@ -1003,22 +1003,22 @@
         <translation>高度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="161"/>
+        <location filename="../../gui/main_window.py" line="167"/>
         <source>Explorer</source>
         <translation>探索</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="162"/>
+        <location filename="../../gui/main_window.py" line="168"/>
         <source>Train</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="164"/>
+        <location filename="../../gui/main_window.py" line="170"/>
         <source>Heads</source>
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="241"/>
+        <location filename="../../gui/main_window.py" line="247"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -1154,7 +1154,7 @@
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="246"/>
+        <location filename="../../gui/main_window.py" line="252"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -1262,12 +1262,12 @@
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="361"/>
+        <location filename="../../gui/main_window.py" line="367"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="362"/>
+        <location filename="../../gui/main_window.py" line="368"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -1292,97 +1292,107 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="440"/>
+        <location filename="../../gui/main_window.py" line="463"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="66"/>
+        <location filename="../../gui/window_heads.py" line="65"/>
         <source>{0} ({1}, {2} layers × {3} heads)</source>
         <translation>{0}（{1}，{2} 层 × {3} 个头）</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="113"/>
+        <location filename="../../gui/window_heads.py" line="114"/>
         <source>Open tensors</source>
         <translation>打开张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="114"/>
+        <location filename="../../gui/window_heads.py" line="115"/>
         <source>Tensor files (*.npz *.safetensors *.npy);;All files (*)</source>
         <translation>张量文件 (*.npz *.safetensors *.npy);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="172"/>
+        <location filename="../../gui/window_heads.py" line="173"/>
         <source>Open sample &amp;model</source>
         <translation>打开示例模型(&amp;M)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="173"/>
+        <location filename="../../gui/window_heads.py" line="174"/>
         <source>Real models installed as Python packages: capture their heads</source>
         <translation>以 Python 包安装的真实模型：捕获它们的头</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="189"/>
+        <location filename="../../gui/window_heads.py" line="190"/>
         <source>Save captured tensors</source>
         <translation>保存捕获的张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="190"/>
+        <location filename="../../gui/window_heads.py" line="191"/>
         <source>NumPy archive (*.npz);;safetensors (*.safetensors)</source>
         <translation>NumPy 归档 (*.npz);;safetensors (*.safetensors)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="208"/>
+        <location filename="../../gui/window_heads.py" line="205"/>
+        <source>Saving the captured tensors to {0}…</source>
+        <translation>正在把捕获的张量保存到 {0}…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="213"/>
+        <source>Captured tensors saved to {0}</source>
+        <translation>捕获的张量已保存到 {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="224"/>
         <source>Not saved</source>
         <translation>未保存</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="209"/>
+        <location filename="../../gui/window_heads.py" line="225"/>
         <source>The captured tensors were not saved to {0}: {1}. The capture is still open.</source>
         <translation>捕获的张量未能保存到 {0}：{1}。捕获结果仍然打开着。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="243"/>
+        <location filename="../../gui/window_heads.py" line="250"/>
         <source>Tensor file not found</source>
         <translation>找不到张量文件</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="244"/>
+        <location filename="../../gui/window_heads.py" line="251"/>
         <source>The session&apos;s tensor file {0} was not found (moved or deleted?). The rest of the session is open; open the file again with File › Open tensors…</source>
         <translation>未找到会话的张量文件 {0}（已移动或删除？）。会话的其余部分已打开；请用 文件 › 打开张量… 重新打开该文件。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="278"/>
+        <location filename="../../gui/window_heads.py" line="285"/>
         <source>Tensor file problem</source>
         <translation>张量文件问题</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="303"/>
+        <location filename="../../gui/window_heads.py" line="310"/>
         <source>Model problem</source>
         <translation>模型问题</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="323"/>
+        <location filename="../../gui/window_heads.py" line="333"/>
         <source>{0} ({1} MB): {2}</source>
         <translation>{0}（{1} MB）：{2}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="327"/>
+        <location filename="../../gui/window_heads.py" line="337"/>
         <source>{0} — not installed…</source>
         <translation>{0} — 未安装…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="336"/>
+        <location filename="../../gui/window_heads.py" line="346"/>
         <source>Sample model not installed</source>
         <translation>示例模型未安装</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="337"/>
+        <location filename="../../gui/window_heads.py" line="347"/>
         <source>{0} is not installed. Install it ({1} MB) into the Python environment the app runs in, then choose it again from Help › Open sample model:</source>
         <translation>{0} 未安装。请把它（{1} MB）安装到运行本程序的 Python 环境中，然后再从 帮助 › 打开示例模型 中选择它：</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="342"/>
+        <location filename="../../gui/window_heads.py" line="352"/>
         <source>Copy command</source>
         <translation>复制命令</translation>
     </message>
@@ -1899,12 +1909,13 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>Startup</name>
     <message>
-        <location filename="../../gui/app.py" line="255"/>
+        <location filename="../../gui/app.py" line="270"/>
         <source>Attention Scale Explorer cannot start</source>
+        <extracomment>How long a thread may keep the interpreter lock while another waits (CPython: 5 ms).</extracomment>
         <translation>注意力缩放探索器无法启动</translation>
     </message>
     <message>
-        <location filename="../../gui/app.py" line="256"/>
+        <location filename="../../gui/app.py" line="271"/>
         <source>A file the program needs is missing or cannot be read. Reinstall the program.</source>
         <translation>程序所需的一个文件不存在或无法读取。请重新安装本程序。</translation>
     </message>

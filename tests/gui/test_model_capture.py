@@ -92,15 +92,43 @@ def test_save_captured_tensors_writes_the_app_format_and_shows_the_file(
     assert "captured, not saved" not in heads.status_text()
 
 
+def test_saving_runs_on_a_worker_and_closing_meanwhile_still_writes_the_whole_file(
+        qtbot, make_window, tmp_path) -> None:
+    window = make_window()
+    _capture(qtbot, window, TINY_LLAMA)
+    heads = window.heads.view
+    assert heads.wait_idle()
+    shown = heads.controller.tensor_file()
+    out = tmp_path / "tiny.npz"
+    assert window.heads.save_capture(out)
+    # The call only starts the write: the window says so and still shows the capture.
+    assert window.statusBar().currentMessage().startswith("Saving the captured tensors")
+    assert "captured, not saved" in heads.status_text()
+    # One write at a time: the menu item is off and a second request starts nothing.
+    assert not window.menu_actions["save_capture"].isEnabled()
+    assert not window.heads.save_capture(tmp_path / "second.npz")
+    window.close()
+    window.shutdown()  # waits for the write: closing must not lose it
+    saved = load_tensors(out)
+    for layer in shown.layers:
+        np.testing.assert_array_equal(saved.qk(layer, 0)[1], shown.qk(layer, 0)[1])
+    assert not (tmp_path / "second.npz").exists()
+
+
 def test_a_capture_that_cannot_be_saved_says_why_and_stays_open(qtbot, window,
                                                                 tmp_path) -> None:
     _capture(qtbot, window, TINY_LLAMA)
     assert window.heads.view.wait_idle()
-    assert not window.heads.save_capture(tmp_path / "no such folder" / "x.npz")
-    boxes = [w for w in QApplication.topLevelWidgets()
-             if isinstance(w, QMessageBox) and w.isVisible()]
-    assert boxes and "not saved" in boxes[-1].text() and "still open" in boxes[-1].text()
-    for box in boxes:
+    assert window.heads.save_capture(tmp_path / "no such folder" / "x.npz")  # on a worker
+
+    def boxes() -> list[QMessageBox]:
+        return [w for w in QApplication.topLevelWidgets()
+                if isinstance(w, QMessageBox) and w.isVisible()]
+
+    qtbot.waitUntil(lambda: bool(boxes()), timeout=10_000)
+    text = boxes()[-1].text()
+    assert "not saved" in text and "still open" in text and "no such folder" in text
+    for box in boxes():
         box.close()
     assert window.menu_actions["save_capture"].isEnabled()
     assert window.heads.view.controller.unsaved_capture() is not None
