@@ -130,7 +130,10 @@ def _serve(connection: Any) -> None:
             answer = ("error", str(exc))
         except Exception as exc:  # reported to the caller, which shows it
             answer = ("error", f"the tokenizer failed: {type(exc).__name__}: {exc}")
-        connection.send((request, answer))
+        try:
+            connection.send((request, answer))
+        except OSError:  # the app closed its end meanwhile (a window closed mid-text)
+            return
 
 
 class _HelperDied(Exception):

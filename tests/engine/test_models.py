@@ -293,6 +293,21 @@ def test_the_tokenizer_process_reports_problems_and_skips_cancelled_answers(
         open_model(FIXTURES / "tiny-llama").capture("x", tokenize=lambda t, limit: None)
 
 
+def test_the_tokenizer_helper_ends_quietly_when_the_app_hangs_up_mid_text() -> None:
+    """Closing the window while a text is tokenized closes the pipe before the answer is sent:
+    the helper must end, not print a BrokenPipeError traceback into the user's terminal."""
+    import multiprocessing
+
+    from engine.models.tokenize import _serve
+
+    ours, theirs = multiprocessing.Pipe()
+    source = open_model(FIXTURES / "tiny-llama").tokenizer_source
+    ours.send((0, source, "a text nobody waits for", None))
+    ours.close()
+    _serve(theirs)  # answers into the closed pipe and returns (it raised BrokenPipeError)
+    theirs.close()
+
+
 def test_a_tokenizer_process_that_died_is_started_again() -> None:
     import signal
 
