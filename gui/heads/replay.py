@@ -119,9 +119,8 @@ class ReplayPanel(pg.GraphicsLayout):
         # Made on first use: nine plots built up front cost ~130 ms of every window's start.
         if rule not in self._plots:
             plot = pg.PlotItem(axisItems={"bottom": TokenAxis("bottom"),
-                                          "left": TokenAxis("left")})
+                                          "left": TokenAxis("left")}, enableMenu=False)
             style.style_plot(plot, grid=False)
-            plot.setMenuEnabled(False)
             plot.hideButtons()
             plot.setMouseEnabled(x=False, y=False)
             plot.invertY(True)  # query 0 at the top, as in the explorer's heatmap

@@ -222,10 +222,10 @@ class HeatmapView(ExplorerView):
             r, pc = divmod(head, pair_cols)
             for column in range(2):
                 # Token axes: numbers for random q, k, a real head's tokens when it has them.
+                # No context menu: built without one instead of building and dropping it.
                 plot = self._widget.addPlot(row=r, col=2 * pc + column, axisItems={
-                    "bottom": TokenAxis("bottom"), "left": TokenAxis("left")})
+                    "bottom": TokenAxis("bottom"), "left": TokenAxis("left")}, enableMenu=False)
                 style.style_plot(plot, grid=False)
-                plot.setMenuEnabled(False)
                 plot.hideButtons()
                 # No aspect lock: cells may be oblong, but every panel fills its grid cell.
                 plot.invertY(True)  # matrix convention: query 0 at the top
