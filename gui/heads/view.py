@@ -535,6 +535,7 @@ class HeadsView(PlotView):
         self._batch.setEnabled(tf.batch > 1)
         self.grid.set_selection(None, None)
         self._refresh()
+        self.replay.panel.prepare()  # a head will be picked next: have its maps ready
         select, self._pending_select = self._pending_select, None
         if select is not None:
             layer, head, batch_entry = select
