@@ -73,9 +73,9 @@ class ReplayPanel(pg.GraphicsLayout):
         return self._rules
 
     def prepare(self) -> None:
-        """Build the maps of the picked rules that do not exist yet, one per turn of the event
-        loop, so that the first replay only fills them: a map costs the GUI thread ~8 ms to
-        build, and four built inside the first replay paused the window 40-70 ms."""
+        """Build the maps of the picked rules that do not exist yet, one every
+        :data:`_PREPARE_GAP_MS`, so that the first replay only fills them: a map costs the GUI
+        thread ~8 ms to build, and four built inside the first replay paused the window ~70 ms."""
         if not self._preparing and any(rule not in self._plots for rule in self._rules):
             self._preparing = True
             QTimer.singleShot(_PREPARE_GAP_MS, self, self._prepare_next)
