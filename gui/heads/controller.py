@@ -134,7 +134,7 @@ class HeadsController(QObject):
         save_worker.failed.connect(self._on_save_failed)
         self._save_host = WorkerHost(save_worker, "heads-save", self)
         self._save_host.workerStopped.connect(self._on_worker_stopped)
-        self._save_id, self._save_path, self._saving = -1, "", False
+        self._saving = False  # from the request until its Saved (the host's own busy lasts longer)
         self._hosts.append(self._save_host)
 
     # ----------------------------------------------------------------------------- accessors
@@ -239,13 +239,8 @@ class HeadsController(QObject):
         if self._closed or self._capture is None or self._saving:
             return False
         capture = self._capture.capture
-
-        def make(request_id: int) -> SaveJob:
-            self._save_id, self._save_path = request_id, str(path)
-            return SaveJob(request_id, capture, str(path))
-
         self._saving = True
-        self._save_host.request(make)
+        self._save_host.request(lambda request_id: SaveJob(request_id, capture, str(path)))
         return True
 
     def is_saving(self) -> bool:
@@ -366,7 +361,7 @@ class HeadsController(QObject):
 
     @Slot(object)
     def _on_saved(self, message: Saved) -> None:
-        if self._closed or message.request_id != self._save_id:
+        if self._closed:
             return
         self._saving = False
         if message.error:
@@ -379,9 +374,10 @@ class HeadsController(QObject):
 
     @Slot(object)
     def _on_save_failed(self, message: JobFailed) -> None:
-        if not self._closed and message.request_id == self._save_id:
+        job = self._save_host.running()  # one write at a time: the one that failed
+        if not self._closed and job is not None:
             self._saving = False
-            self.captureSaveFailed.emit(self._save_path, message.message)
+            self.captureSaveFailed.emit(job.path, message.message)
 
     @Slot(object)
     def _on_capture_finished(self, message: CaptureFinished) -> None:
