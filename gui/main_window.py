@@ -16,6 +16,7 @@ from gui.explorer.controller import ExplorerController
 from gui.explorer.panel import ParameterPanel
 from gui.explorer.source_bar import SourceBar, connect_real_head
 from gui.explorer.views.base import ExplorerView
+from gui.kit.activation import ignore_window_activation
 from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
 from gui.kit.plot_view import PlotView
 from gui.kit.qt_lifetime import collect_young_soon, wait_until
@@ -136,6 +137,8 @@ class MainWindow(QMainWindow):
         self.status = StatusLine(self.statusBar(), self.controller)
         self._follow_tab_status()
         self._build_menus()
+        # A dialog opening over the window must not repaint every plot (gui/kit/activation.py).
+        ignore_window_activation(self)
 
         self.panel.configChanged.connect(self.controller.set_config)
         connect_real_head(self.controller, self.panel, self.source_bar)
