@@ -44,10 +44,17 @@ _PREPARE_GAP_MS = 60
 
 
 class ReplayPanel(pg.GraphicsLayout):
-    """A title and one attention map per shown rule."""
+    """A title and one attention map per shown rule; :attr:`filled` once every map shown has
+    its replay (progressive panels fill one map per event)."""
 
-    def __init__(self) -> None:
+    filled = Signal()
+
+    def __init__(self, *, progressive: bool = False) -> None:
         super().__init__()
+        #: Fill one map per event (the tab's panel): four maps of n = 512 filled and first
+        #: painted in one event held the window 40-55 ms; an exported figure fills at once.
+        self._progressive = progressive
+        self._fill_queue: list[ScalingRule] = []
         self.title = style.make_label()
         self.addItem(self.title, row=0, col=0, colspan=_MAX_COLUMNS)
         self._colormap = pg.colormap.get(style.HEATMAP_COLORMAP)
@@ -143,6 +150,9 @@ class ReplayPanel(pg.GraphicsLayout):
             plot = pg.PlotItem(axisItems={"bottom": TokenAxis("bottom"),
                                           "left": TokenAxis("left")}, enableMenu=False)
             style.style_plot(plot, grid=False)
+            policy = plot.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)  # the layout stays put while maps appear
+            plot.setSizePolicy(policy)
             plot.hideButtons()
             plot.setMouseEnabled(x=False, y=False)
             plot.invertY(True)  # query 0 at the top, as in the explorer's heatmap
@@ -191,26 +201,54 @@ class ReplayPanel(pg.GraphicsLayout):
             columns = self._columns_for(len(wanted))
             for index, rule in enumerate(wanted):
                 row, column = divmod(index, columns)
-                self.addItem(self._plot(rule), row=1 + row, col=column)
+                plot = self._plot(rule)
+                # Placed maps appear as they are filled: placed, laid out and first painted
+                # together, four maps held the window ~30 ms before any was filled.
+                plot.setVisible(not self._progressive)
+                self.addItem(plot, row=1 + row, col=column)
             self._placed = wanted
             self._columns = columns
-        for rule in wanted:
-            image = self._images[rule]
-            if by_rule[rule].weights is None:  # the file cannot replay it: no map, a reason
-                image.clear()
-                self._plots[rule].setRange(xRange=(0, 1), yRange=(0, 1), padding=0.0)
-                self._label(rule)
-                continue
-            weights = np.asarray(by_rule[rule].weights)
-            n_q, n_k = weights.shape
-            image.setImage(weights, autoLevels=False, levels=(0.0, 1.0))
-            image.setRect(QRectF(0.0, 0.0, float(n_k), float(n_q)))
-            tokens = self._tokens if self._tokens is not None and len(self._tokens) == n_k \
-                else None
-            for name in ("bottom", "left"):
-                self._plots[rule].getAxis(name).set_tokens(tokens)
-            self._plots[rule].setRange(xRange=(0, n_k), yRange=(0, n_q), padding=0.0)
+        first_fill = not self._fill_queue
+        self._fill_queue = list(wanted)
+        if not self._progressive:
+            while self._fill_queue:
+                self._fill(self._fill_queue.pop(0))
+        elif self._fill_queue and first_fill:
+            self._fill_next()
+
+    def is_filling(self) -> bool:
+        """True while maps of the replay shown are still to be filled (one per event)."""
+        return bool(self._fill_queue)
+
+    def _fill_next(self) -> None:
+        if self._fill_queue:
+            self._fill(self._fill_queue.pop(0))
+        if self._fill_queue:
+            QTimer.singleShot(1, self, self._fill_next)
+        else:
+            self.filled.emit()
+
+    def _fill(self, rule: ScalingRule) -> None:
+        by_rule = {replay.rule: replay for replay in self._replays}
+        if rule not in self._placed or rule not in by_rule:
+            return
+        image = self._images[rule]
+        self._plots[rule].setVisible(True)
+        if by_rule[rule].weights is None:  # the file cannot replay it: no map, a reason
+            image.clear()
+            self._plots[rule].setRange(xRange=(0, 1), yRange=(0, 1), padding=0.0)
             self._label(rule)
+            return
+        weights = np.asarray(by_rule[rule].weights)
+        n_q, n_k = weights.shape
+        image.setImage(weights, autoLevels=False, levels=(0.0, 1.0))
+        image.setRect(QRectF(0.0, 0.0, float(n_k), float(n_q)))
+        tokens = self._tokens if self._tokens is not None and len(self._tokens) == n_k \
+            else None
+        for name in ("bottom", "left"):
+            self._plots[rule].getAxis(name).set_tokens(tokens)
+        self._plots[rule].setRange(xRange=(0, n_k), yRange=(0, n_q), padding=0.0)
+        self._label(rule)
 
     def _label(self, rule: ScalingRule) -> None:
         plot = self._plots[rule]
@@ -254,7 +292,7 @@ class ReplayView(pg.GraphicsLayoutWidget):
     def __init__(self) -> None:
         super().__init__()
         self.setBackground(style.BACKGROUND)
-        self.panel = ReplayPanel()
+        self.panel = ReplayPanel(progressive=True)
         self.ci.addItem(self.panel, row=0, col=0)
         self.scene().sigMouseClicked.connect(self._on_clicked)
 

@@ -424,16 +424,18 @@ class HeadsView(PlotView):
 
     def wait_idle(self, timeout_ms: int = 30_000) -> bool:
         """Run a local event loop until no scan, replay or save of a capture runs and the grid
-        is up to date."""
+        and the replay's maps are up to date."""
         from gui.kit.qt_lifetime import wait_until
 
         controller = self.controller
+        panel = self.replay.panel
         signals = (controller.busyChanged, controller.recordsChanged, controller.replayReady,
                    controller.errorOccurred, controller.captureSaved,
-                   controller.captureSaveFailed)
+                   controller.captureSaveFailed, panel.filled)
 
         def idle() -> bool:
-            return not controller.is_busy() and not controller.is_saving()
+            return (not controller.is_busy() and not controller.is_saving()
+                    and not panel.is_filling())
 
         wait_until(idle, signals, timeout_ms)
         self._refresh()

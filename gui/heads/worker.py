@@ -40,6 +40,8 @@ __all__ = [
 
 #: Longest time between two streamed batches of head diagnostics.
 BATCH_SECONDS = 0.1
+#: Time left to the GUI thread to show a file before its scan starts.
+FIRST_PAINT_S = 0.08
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +153,10 @@ class HeadsWorker(JobWorker):
         if job.cancel.is_set():
             return
         self.opened.emit(FileOpened(job.request_id, tensor_file, job.params))
+        # The window shows the new file (grid, table, status) on the next events; a scan started
+        # at once competes with that first paint for the interpreter and stretched it from
+        # ~25 ms to 30-57 ms (benchmarks/bench_heads_gui.py). The scan starts a moment later.
+        job.cancel.wait(FIRST_PAINT_S)
         params = job.params
         batch: list[HeadRecord] = []
         last = time.perf_counter()

@@ -178,3 +178,23 @@ def test_replay_titles_never_cover_an_image_or_each_other(view, tmp_path, qtbot,
             if other != index:
                 assert not title.intersects(other_title)
                 assert not image.intersects(other_image)
+
+
+def test_the_tab_shows_a_replays_maps_one_per_event_and_all_by_idle(view, tmp_path,
+                                                                   qtbot) -> None:
+    path = planted_file(tmp_path / "planted.npz")
+    _open(view, path)
+    panel = view.replay.panel
+    with qtbot.waitSignal(view.controller.replayReady, timeout=30_000):
+        view.choose_head(1, 2)
+    # Right after the replay arrives the first map is drawn and the others are still hidden.
+    visible = [image.parentItem() is not None and image.isVisible()
+               for image in panel.replay_images()]
+    assert panel.is_filling() and visible[0] and not all(visible)
+    assert view.wait_idle()
+    q, k = load_tensors(path).qk(1, 2)
+    expected = {r.rule: r for r in replay_head(q, k, causal=True, temperature=8.0, cap=50.0)}
+    assert not panel.is_filling()
+    for image, replay in zip(panel.replay_images(), panel.shown(), strict=True):
+        assert image.isVisible()
+        np.testing.assert_array_equal(image.image, expected[replay.rule].weights)
