@@ -25,6 +25,8 @@ os.environ.setdefault(*OPENBLAS_SPIN)
 DISTRIBUTION = "attention-scale-explorer"
 #: Export image sizes accepted by ``export --width/--height`` (gui/kit/export.py renders 16..8192).
 EXPORT_MIN_SIZE, EXPORT_MAX_SIZE = 16, 8192
+#: What ``export --formats`` can write (gui.kit.export.FORMATS; this module must not load Qt).
+EXPORT_FORMATS = ("png", "svg", "pdf", "csv")
 #: Exit code after the reader of stdout went away (128 + SIGPIPE, as the shell reports it).
 EXIT_BROKEN_PIPE = 141
 
@@ -56,6 +58,18 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"{value} is outside {EXPORT_MIN_SIZE}..{EXPORT_MAX_SIZE} pixels")
     return value
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    """argparse type of ``--formats``: comma-separated names out of :data:`EXPORT_FORMATS`."""
+    chosen = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",")
+                                 if part.strip()))
+    unknown = [f for f in chosen if f not in EXPORT_FORMATS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"unknown format {', '.join(unknown) or '(none given)'}: choose from "
+            f"{','.join(EXPORT_FORMATS)}")
+    return chosen
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -174,7 +188,7 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
     export = sub.add_parser(
         "export", allow_abbrev=False, formatter_class=_HelpFormatter,
         help="render every view offscreen to a folder (no window opens)",
-        description="Render every view (PNG, SVG, CSV) and session.json offscreen into DIR. "
+        description="Render every view (PNG, SVG, PDF, CSV) and session.json offscreen into DIR. "
         "The Train views show a short demo run and learning-rate sweep (their captions say "
         "which d_k, seeds and steps).")
     export.add_argument("--out", required=True, metavar="DIR",
@@ -244,6 +258,9 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
                         help=f"image width in pixels ({size_range}, default 1200)")
     export.add_argument("--height", type=_size, default=800,
                         help=f"image height in pixels ({size_range}, default 800)")
+    export.add_argument("--formats", type=_formats, default=EXPORT_FORMATS, metavar="F,…",
+                        help=f"files to write per view, any of {','.join(EXPORT_FORMATS)} "
+                        f"(default all)")
     return parser
 
 

@@ -77,7 +77,7 @@ MENU_TITLES: dict[str, str] = {
 }
 
 _EXPORT_ALL_TIP = QT_TRANSLATE_NOOP(
-    "MainWindow", "PNG, SVG and CSV of every view plus the session, into one folder")
+    "MainWindow", "PNG, SVG, PDF and CSV of every view plus the session, into one folder")
 
 FILE_MENU: tuple[ActionSpec | None, ...] = (
     ActionSpec("open", QT_TRANSLATE_NOOP("MainWindow", "&Open session…"),
@@ -107,6 +107,10 @@ FILE_MENU: tuple[ActionSpec | None, ...] = (
                "files.ask_export_png", "Ctrl+E"),
     ActionSpec("export_svg", QT_TRANSLATE_NOOP("MainWindow", "Export current view as S&VG…"),
                "files.ask_export_svg", "Ctrl+Shift+E"),
+    ActionSpec("export_pdf", QT_TRANSLATE_NOOP("MainWindow", "Export current view as P&DF…"),
+               "files.ask_export_pdf", "Ctrl+Alt+E",
+               status_tip=QT_TRANSLATE_NOOP(
+                   "MainWindow", "A one-page vector PDF of the view in front, for papers")),
     ActionSpec("export_all", QT_TRANSLATE_NOOP("MainWindow", "Export &all…"),
                "files.ask_export_all", "Ctrl+Shift+A",
                status_tip=_EXPORT_ALL_TIP),

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from gui.kit import export
 from gui.kit.i18n import translate
+from gui.kit.pdf_export import export_pdf
 from gui.kit.session import Session, SessionError, load_session, save_session
 from gui.kit.svg_export import export_svg
 
@@ -143,24 +144,29 @@ class WindowFiles(QObject):
 
     # ------------------------------------------------------------------------------- exports
     def export_current(self, path: str | os.PathLike[str], width: int, height: int) -> Path:
-        """Export the current view to ``path`` (PNG or SVG by suffix)."""
+        """Export the current view to ``path`` (PNG, SVG or PDF by suffix)."""
         self._window.controller.refresh_views()
         item = self._window.current_view().export_item()
-        if str(path).lower().endswith(".svg"):
+        suffix = str(path).lower().rsplit(".", 1)[-1]
+        if suffix == "svg":
             return export_svg(item, path, width, height)
+        if suffix == "pdf":
+            return export_pdf(item, path, width, height)
         return export.export_png(item, path, width, height)
 
     def export_everything(self, folder: str | os.PathLike[str], width: int = 1200,
-                          height: int = 800) -> list[Path]:
-        """Export every view (PNG, SVG, CSV), the training views, the Heads tab (when a file is
-        open) and the session JSON."""
+                          height: int = 800,
+                          formats: tuple[str, ...] = export.FORMATS) -> list[Path]:
+        """Export every view (PNG, SVG, PDF, CSV: ``formats``), the training views, the Heads
+        tab (when a file is open) and the session JSON."""
         window = self._window
         window.controller.refresh_views()
         window.train_tab.refresh_views()
         views = [*window.views, *window.train_tab.views]
         if window.heads.view.controller.tensor_file() is not None:
             views.append(window.heads.view)  # the Heads tab, once a file is open
-        return export.export_all(views, folder, self.current_session(), width, height)
+        return export.export_all(views, folder, self.current_session(), width, height,
+                                 formats)
 
     # ----------------------------------------------------------------- menu slots (dialogs)
     @Slot()
@@ -200,6 +206,11 @@ class WindowFiles(QObject):
     def ask_export_svg(self) -> None:
         """File > Export current view as SVG."""
         self._export_dialog("svg", translate("MainWindow", "SVG images (*.svg)"))
+
+    @Slot()
+    def ask_export_pdf(self) -> None:
+        """File > Export current view as PDF."""
+        self._export_dialog("pdf", translate("MainWindow", "PDF documents (*.pdf)"))
 
     @Slot()
     def ask_export_all(self) -> None:

@@ -74,7 +74,7 @@ def check_output_folder(folder: str | Path, *, allow_files: bool = True) -> str:
 
 
 #: What ``export`` writes into its folder: an input of the same kind there could be replaced.
-_EXPORTED_SUFFIXES = (".png", ".svg", ".csv", ".json")
+_EXPORTED_SUFFIXES = (".png", ".svg", ".pdf", ".csv", ".json")
 
 
 def _input_in_output(folder: str, inputs: list[str | None]) -> str:
@@ -202,8 +202,8 @@ def export_command(args: Any) -> int:
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 1
-        return _write_and_list(
-            lambda: window.files.export_everything(args.out, int(args.width), int(args.height)))
+        return _write_and_list(lambda: window.files.export_everything(
+            args.out, int(args.width), int(args.height), formats=_formats_of(args)))
     finally:
         _close(window)
 
@@ -215,7 +215,14 @@ def _export_head_views(window: Any, args: Any) -> int:
     window.controller.refresh_views()
     return _write_and_list(lambda: export.export_all(
         window.views, args.out, window.files.current_session(), int(args.width),
-        int(args.height)))
+        int(args.height), formats=_formats_of(args)))
+
+
+def _formats_of(args: Any) -> tuple[str, ...]:
+    """``--formats`` of the export command (every format when a caller has none)."""
+    from gui.kit import export
+
+    return tuple(getattr(args, "formats", None) or export.FORMATS)
 
 
 def _write_and_list(write: Any) -> int:
@@ -396,6 +403,10 @@ def self_test_command(args: Any) -> int:
             elif path.suffix == ".svg":
                 text = path.read_text(encoding="utf-8", errors="replace")
                 reason = "" if "<svg" in text and len(text) > 2000 else f"{path.name}: empty SVG"
+            elif path.suffix == ".pdf":
+                data = path.read_bytes()
+                reason = ("" if data.startswith(b"%PDF") and b"/Page" in data
+                          and len(data) > 2000 else f"{path.name}: empty PDF")
             elif path.suffix == ".csv":
                 rows = path.read_text(encoding="utf-8").splitlines()
                 reason = "" if len(rows) >= 2 else f"{path.name}: no data rows"

@@ -1,8 +1,9 @@
-"""Export views to PNG, SVG, CSV and the clipboard (always on the GUI thread).
+"""Export views to PNG, SVG, PDF, CSV and the clipboard (always on the GUI thread).
 
 Everything here needs only the :class:`~gui.kit.plot_view.PlotView` interface of a view
 (``key``, ``export_item()``, ``data_table()``), so explorer and training views export alike.
-Rendering is :mod:`gui.kit.render` (raster) and :mod:`gui.kit.svg_export` (vector).
+Rendering is :mod:`gui.kit.render` (raster), :mod:`gui.kit.svg_export` and
+:mod:`gui.kit.pdf_export` (vector).
 """
 
 from __future__ import annotations
@@ -24,11 +25,14 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
 from engine.io.files import describe_os_error, write_bytes_atomic
+from gui.kit.pdf_export import export_pdf
 from gui.kit.plot_view import PlotView
 from gui.kit.render import render_image
 from gui.kit.svg_export import export_svg
 
 __all__ = [
+    "FORMATS",
+    "check_formats",
     "copy_to_clipboard",
     "export_all",
     "export_csv",
@@ -36,6 +40,10 @@ __all__ = [
     "export_view",
     "image_stats",
 ]
+
+
+#: What an export of a view can write, in the order written: images, then the data.
+FORMATS = ("png", "svg", "pdf", "csv")
 
 
 def export_png(item: Any, path: str | os.PathLike[str], width: int, height: int) -> Path:
@@ -88,9 +96,21 @@ def copy_to_clipboard(item: Any, width: int, height: int) -> QImage:
     return image
 
 
+def check_formats(formats: Sequence[str]) -> tuple[str, ...]:
+    """``formats`` as a tuple of :data:`FORMATS` entries; ValueError naming an unknown one
+    (or none given)."""
+    chosen = tuple(dict.fromkeys(f.strip().lower() for f in formats if f.strip()))
+    unknown = [f for f in chosen if f not in FORMATS]
+    if unknown or not chosen:
+        raise ValueError(f"unknown export format {', '.join(unknown) or '(none given)'}: "
+                         f"choose from {', '.join(FORMATS)}")
+    return chosen
+
+
 def export_view(view: PlotView, folder: str | os.PathLike[str], width: int, height: int,
-                formats: Sequence[str] = ("png", "svg", "csv")) -> list[Path]:
-    """Export one view as ``<key>.png``, ``<key>.svg`` and ``<key>.csv`` into ``folder``."""
+                formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Export one view as ``<key>.<format>`` for each of ``formats`` into ``folder``."""
+    formats = check_formats(formats)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
@@ -98,6 +118,8 @@ def export_view(view: PlotView, folder: str | os.PathLike[str], width: int, heig
         written.append(export_png(view.export_item(), folder / f"{view.key}.png", width, height))
     if "svg" in formats:
         written.append(export_svg(view.export_item(), folder / f"{view.key}.svg", width, height))
+    if "pdf" in formats:
+        written.append(export_pdf(view.export_item(), folder / f"{view.key}.pdf", width, height))
     if "csv" in formats:
         header, rows = view.data_table()
         written.append(export_csv(header, rows, folder / f"{view.key}.csv"))
@@ -105,8 +127,9 @@ def export_view(view: PlotView, folder: str | os.PathLike[str], width: int, heig
 
 
 def export_all(views: Iterable[PlotView], folder: str | os.PathLike[str], session: Any = None,
-               width: int = 1200, height: int = 800) -> list[Path]:
-    """Export every view (PNG, SVG, CSV) and the session JSON into ``folder``.
+               width: int = 1200, height: int = 800,
+               formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Export every view (PNG, SVG, PDF, CSV: ``formats``) and the session JSON into ``folder``.
 
     Parameters
     ----------
@@ -118,6 +141,8 @@ def export_all(views: Iterable[PlotView], folder: str | os.PathLike[str], sessio
         A :class:`gui.kit.session.Session` written as ``session.json``, or ``None``.
     width, height
         Image size in pixels.
+    formats
+        The files written per view (:data:`FORMATS`).
 
     Returns
     -------
@@ -133,6 +158,7 @@ def export_all(views: Iterable[PlotView], folder: str | os.PathLike[str], sessio
     """
     from gui.kit.session import save_session
 
+    formats = check_formats(formats)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     try:
@@ -143,7 +169,7 @@ def export_all(views: Iterable[PlotView], folder: str | os.PathLike[str], sessio
         staged: list[Path] = []
         try:
             for view in views:
-                staged.extend(export_view(view, staging, width, height))
+                staged.extend(export_view(view, staging, width, height, formats))
             if session is not None:
                 save_session(staging / "session.json", session)
                 staged.append(staging / "session.json")

@@ -23,7 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["MAX_SIZE", "MIN_SIZE", "check_size", "laid_out_at", "paint_scene", "render_image"]
+__all__ = ["MAX_SIZE", "MIN_SIZE", "check_size", "laid_out_at", "paint_scene", "paint_vector",
+           "render_image"]
 
 #: Smallest and largest export width or height in pixels.
 MIN_SIZE, MAX_SIZE = 16, 8192
@@ -134,6 +135,17 @@ def _background(scene: Any) -> QColor:
     if brush.style() == Qt.BrushStyle.NoBrush:
         colour.setAlpha(0)
     return colour
+
+
+def paint_vector(target: Any, device: Any, width: int, height: int) -> None:
+    """Paint ``target`` onto a vector ``device`` (SVG generator, PDF writer) with explicit clips.
+
+    The painter is ended even when painting fails, so the device's output stays closed."""
+    painter = QPainter(device)
+    try:
+        paint_scene(target, painter, width, height, explicit_clips=True)
+    finally:
+        painter.end()
 
 
 def paint_scene(target: Any, painter: QPainter, width: int, height: int,

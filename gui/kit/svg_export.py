@@ -15,11 +15,11 @@ from xml.sax.saxutils import escape
 
 from pyqtgraph.exporters.Exporter import Exporter
 from PySide6.QtCore import QBuffer, QIODevice, QRectF, QSize
-from PySide6.QtGui import QFont, QFontInfo, QGuiApplication, QImage, QPainter, QRawFont
+from PySide6.QtGui import QFont, QFontInfo, QGuiApplication, QImage, QRawFont
 from PySide6.QtSvg import QSvgGenerator
 
 from engine.io.files import describe_os_error, write_bytes_atomic
-from gui.kit.render import MAX_SIZE, MIN_SIZE, check_size, laid_out_at, paint_scene
+from gui.kit.render import MAX_SIZE, MIN_SIZE, check_size, laid_out_at, paint_vector
 
 __all__ = ["SceneSvgExporter", "export_svg", "install_svg_exporter", "render_svg"]
 
@@ -163,11 +163,7 @@ def _svg_document(target: Any, width: int, height: int, title: str = "") -> byte
     generator.setResolution(QImage(1, 1, QImage.Format.Format_ARGB32).logicalDpiX())
     if title:
         generator.setTitle(title)
-    painter = QPainter(generator)
-    try:
-        paint_scene(target, painter, width, height, explicit_clips=True)
-    finally:
-        painter.end()
+    paint_vector(target, generator, width, height)
     buffer.close()
     text = bytes(buffer.data().data()).decode("utf-8")
     text = _IMAGE_TAG.sub(_pixelated, text)

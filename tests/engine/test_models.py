@@ -34,6 +34,7 @@ from engine.models import (
 )
 from engine.models.forward import erf
 from engine.models.tokenize import TokenizerProcess
+from tests.optional_tools import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "models"
@@ -115,10 +116,7 @@ def sample_model_path(package: str) -> Path:
     for sample, path in sample_models():
         if sample.package == package:
             if path is None:
-                if os.environ.get(REQUIRE_SAMPLES_ENV):
-                    pytest.fail(f"{REQUIRE_SAMPLES_ENV} is set but {sample.distribution} is "
-                                f"not installed ({sample.pip_command})")
-                pytest.skip(f"{sample.pip_command} to run this test")
+                missing(REQUIRE_SAMPLES_ENV, sample.distribution, sample.pip_command)
             return path
     raise AssertionError(package)
 

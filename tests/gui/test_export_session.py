@@ -78,7 +78,7 @@ def test_export_needs_only_the_plot_view_interface(qtbot, tmp_path):
     view = _LinePlot()
     qtbot.addWidget(view)
     written = export.export_all([view], tmp_path, None, 320, 200)
-    assert [p.name for p in written] == ["line.png", "line.svg", "line.csv"]
+    assert [p.name for p in written] == ["line.png", "line.svg", "line.pdf", "line.csv"]
     stats = export.image_stats(tmp_path / "line.png")
     assert (stats["width"], stats["height"]) == (320, 200)
     assert stats["non_background"] > 0.005  # the red line and the axes are drawn

@@ -24,6 +24,7 @@ from gui.heads.replay import DEFAULT_REPLAY_RULES
 from gui.heads.worker import RuleParams
 from gui.kit import i18n
 from gui.kit.resources import sample_tensors_path
+from tests.gui.pixels import agreement, chromium_image, coloured, pdf_to_image, rgb, rsvg_image
 from tests.gui.test_heads_view import planted_file
 from tests.gui.test_heads_window import _close_boxes, _visible_boxes
 
@@ -170,6 +171,15 @@ def test_every_export_names_the_file_the_rule_and_the_batch_entry(window, tmp_pa
     assert QImage(str(written["heads.png"])).width() == 1200
     svg = written["heads.svg"].read_text(encoding="utf-8")
     assert "planted.npz" in svg and "batch entry 1" in svg
+    # The vector files as other viewers draw them: the grid, the maps and the letters where
+    # the PNG has them.
+    png = coloured(rgb(QImage(str(written["heads.png"]))))
+    for renderer, drawn in (("librsvg", rsvg_image(written["heads.svg"], 1200, 800)),
+                            ("chromium", chromium_image(written["heads.svg"], 1200, 800)),
+                            ("poppler", pdf_to_image(written["heads.pdf"], 1200, 800))):
+        figure = agreement(png, coloured(rgb(drawn)))
+        print(f"heads: {renderer}/PNG coloured-pixel agreement within 3 px = {figure:.3f}")
+        assert figure >= 0.9, renderer
     rows = list(csv.DictReader(written["heads.csv"].open(encoding="utf-8")))
     assert {r["file"] for r in rows} == {str(tmp_path / "planted.npz")}
     assert {r["rule"] for r in rows if r["table"] == "heads"} == {"linear"}
