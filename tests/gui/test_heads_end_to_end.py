@@ -59,7 +59,8 @@ def test_sample_flagged_head_replayed_with_qk_norm_and_exported(window, make_win
     head_weights = window.controller.results().snapshot.rules[ScalingRule.NONE].weights[0]
     # "none" is on the right of the rule chosen, or on the left when it is the rule chosen.
     column = 0 if window.controller.config().rule == ScalingRule.NONE else 1
-    np.testing.assert_array_equal(heatmap.panel_images()[column].image, head_weights)
+    np.testing.assert_array_equal(heatmap.panel_images()[column].image,
+                                  heatmap.shown_values(head_weights))
     assert window.source_bar.isVisible()
 
     # In the explorer, the user replays QK-norm on the real q and k.
@@ -69,9 +70,11 @@ def test_sample_flagged_head_replayed_with_qk_norm_and_exported(window, make_win
     results = window.controller.results()
     assert results.config.rule is ScalingRule.QK_NORM and results.real_head.ref == ref
     expected = run_experiment(results.config, ALL_RULES, real_head=load_head(ref))
-    shown = window.view("heatmap").panel_images()
-    np.testing.assert_array_equal(shown[0].image, expected.rules[ScalingRule.QK_NORM].weights[0])
-    np.testing.assert_array_equal(shown[1].image, expected.rules[ScalingRule.NONE].weights[0])
+    shown = heatmap.panel_images()
+    np.testing.assert_array_equal(
+        shown[0].image, heatmap.shown_values(expected.rules[ScalingRule.QK_NORM].weights[0]))
+    np.testing.assert_array_equal(
+        shown[1].image, heatmap.shown_values(expected.rules[ScalingRule.NONE].weights[0]))
     # QK-norm bounds the logits by the gain √d_k: the saturated head spreads out.
     qk_norm = expected.rules[ScalingRule.QK_NORM]
     assert np.nanmax(np.abs(qk_norm.logits[np.isfinite(qk_norm.logits)])) <= np.sqrt(tf.d_k)

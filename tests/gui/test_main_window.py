@@ -19,10 +19,13 @@ def _heatmap_matches(window) -> None:
     results = window.controller.results()
     snapshot = results.snapshot
     expected = run_experiment(results.config, rules=ALL_RULES)
-    images = window.view("heatmap").panel_images()
+    heatmap = window.view("heatmap")
+    images = heatmap.panel_images()
     # Panels: the compared rule first, then "none" (head 1).
-    np.testing.assert_array_equal(images[0].image, expected.rules[results.config.rule].weights[0])
-    np.testing.assert_array_equal(images[1].image, expected.rules[ScalingRule.NONE].weights[0])
+    np.testing.assert_array_equal(
+        images[0].image, heatmap.shown_values(expected.rules[results.config.rule].weights[0]))
+    np.testing.assert_array_equal(
+        images[1].image, heatmap.shown_values(expected.rules[ScalingRule.NONE].weights[0]))
     np.testing.assert_array_equal(snapshot.rules[ScalingRule.NONE].weights,
                                   expected.rules[ScalingRule.NONE].weights)
 
@@ -185,7 +188,7 @@ def test_menus_are_built_and_translated_from_the_action_table(window):
     assert view_head == [window.menu_actions[s.name] for s in table.VIEW_MENU]
     assert entries(window.menus["help"])[-1] is window.menu_actions["about"]
     assert window.menu_actions["side"].isCheckable()
-    assert window.menu_actions["export_all"].statusTip().startswith("PNG, SVG and CSV")
+    assert window.menu_actions["export_all"].statusTip().startswith("PNG, SVG, PDF and CSV")
     try:
         assert window.language.set_language("zh_CN")
         assert window.menus["file"].title() == "文件(&F)"

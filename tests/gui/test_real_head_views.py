@@ -67,8 +67,10 @@ def test_a_real_head_fills_every_view_and_back_to_random_restores(make_window, t
     heatmap = window.view("heatmap")
     images = heatmap.panel_images()
     assert len(images) == 2
-    np.testing.assert_array_equal(images[0].image, snap.rules[ScalingRule.TEMPERATURE].weights[0])
-    np.testing.assert_array_equal(images[1].image, snap.rules[ScalingRule.NONE].weights[0])
+    np.testing.assert_array_equal(
+        images[0].image, heatmap.shown_values(snap.rules[ScalingRule.TEMPERATURE].weights[0]))
+    np.testing.assert_array_equal(
+        images[1].image, heatmap.shown_values(snap.rules[ScalingRule.NONE].weights[0]))
     # Masked (future) keys are drawn grey: the overlay covers exactly the upper triangle.
     overlay = heatmap.masked_cells()[0]
     assert overlay is not None
@@ -141,8 +143,9 @@ def test_every_rule_of_the_combo_replays_on_the_real_head(make_window, tensor_fi
     results = window.controller.results()
     assert results.config.rule is rule and results.real_head.ref == ref
     expected = run_experiment(results.config, ALL_RULES, real_head=load_head(ref))
-    images = window.view("heatmap").panel_images()
-    np.testing.assert_array_equal(images[0].image, expected.rules[rule].weights[0])
+    heatmap = window.view("heatmap")
+    np.testing.assert_array_equal(heatmap.panel_images()[0].image,
+                                  heatmap.shown_values(expected.rules[rule].weights[0]))
     assert (results.config.n_tokens, results.config.d_k) == (N, D_K)
 
 

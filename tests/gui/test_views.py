@@ -153,9 +153,11 @@ def test_heatmap_images_are_the_snapshot_weights(qtbot, results):
     assert len(images) == 2 * CONFIG.heads
     for head in range(CONFIG.heads):
         compared, none = images[2 * head], images[2 * head + 1]
-        np.testing.assert_array_equal(compared.image, snap.rules[ScalingRule.SQRT].weights[head])
-        np.testing.assert_array_equal(none.image, snap.rules[ScalingRule.NONE].weights[head])
-        assert tuple(compared.levels) == (0.0, 1.0)
+        np.testing.assert_array_equal(compared.image,
+                                      view.shown_values(snap.rules[ScalingRule.SQRT].weights[head]))
+        np.testing.assert_array_equal(none.image,
+                                      view.shown_values(snap.rules[ScalingRule.NONE].weights[head]))
+        assert tuple(compared.levels) == view.colour_levels()
     # The selected query row is outlined.
     rect = view._panels[0].row_box.rect()
     assert (rect.top(), rect.height(), rect.width()) == (CONFIG.query_row, 1.0, CONFIG.n_tokens)
@@ -169,8 +171,10 @@ def test_heatmap_with_rule_none_compares_it_with_sqrt_not_with_itself(qtbot, eng
     images = view.panel_images()
     for head in range(CONFIG.heads):
         chosen, partner = images[2 * head], images[2 * head + 1]
-        np.testing.assert_array_equal(chosen.image, snap.rules[ScalingRule.NONE].weights[head])
-        np.testing.assert_array_equal(partner.image, snap.rules[ScalingRule.SQRT].weights[head])
+        np.testing.assert_array_equal(chosen.image,
+                                      view.shown_values(snap.rules[ScalingRule.NONE].weights[head]))
+        np.testing.assert_array_equal(partner.image,
+                                      view.shown_values(snap.rules[ScalingRule.SQRT].weights[head]))
     titles = [image.getViewBox().parentItem().titleLabel.text for image in images]
     assert style.rule_name(ScalingRule.SQRT) in titles[1]
     assert style.rule_name(ScalingRule.NONE) in titles[0]
@@ -186,14 +190,15 @@ def test_heatmap_rebuilds_grid_only_when_heads_change(qtbot, engine_parts, resul
     view.show_results(results.replace(config=CONFIG.replace(rule=ScalingRule.LINEAR)))
     assert view.panel_images() == first_images
     np.testing.assert_array_equal(
-        first_images[0].image, results.snapshot.rules[ScalingRule.LINEAR].weights[0]
-    )
+        first_images[0].image,
+        view.shown_values(results.snapshot.rules[ScalingRule.LINEAR].weights[0]))
     four = CONFIG.replace(heads=4, d_model=64)
     snap4 = run_experiment(four, rules=(ScalingRule.SQRT,))
     view.show_results(results.replace(config=four, snapshot=snap4))
     images = view.panel_images()
     assert len(images) == 8
-    np.testing.assert_array_equal(images[6].image, snap4.rules[ScalingRule.SQRT].weights[3])
+    np.testing.assert_array_equal(images[6].image,
+                                  view.shown_values(snap4.rules[ScalingRule.SQRT].weights[3]))
     one = CONFIG.replace(heads=1, d_model=16)
     view.show_results(results.replace(config=one, snapshot=run_experiment(one)))
     assert len(view.panel_images()) == 2

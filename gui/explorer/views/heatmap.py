@@ -1,6 +1,10 @@
 """Attention weights P per head: the compared rule next to "none" (or "none" next to 1/√d_k
 when "none" is the rule chosen), one shared colour bar.
 
+The colour scale is a choice: log₁₀ p (the default: a row spread over n keys sits at
+log₁₀(1/n), far from the one-hot rows of no scaling, at any n), linear p, or p divided by each
+map's largest weight. Two colour maps: viridis and cividis (made for colour-vision deficiency).
+
 For a real head (a tensor file's q, k) the panels are titled with the head, the axes carry
 the file's tokens and masked cells (a causal model's future keys) are drawn grey.
 """
@@ -8,12 +12,13 @@ the file's tokens and masked cells (a causal model's future keys) are drawn grey
 from __future__ import annotations
 
 import math
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF
-from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QWidget
+from PySide6.QtWidgets import QComboBox, QGraphicsRectItem, QHBoxLayout, QLabel, QWidget
 
 from engine.config import ScalingRule
 from gui.explorer.head_text import head_label
@@ -26,13 +31,28 @@ from gui.kit.token_axis import TokenAxis, short_token
 if TYPE_CHECKING:
     from engine.analysis.experiment import AttentionSnapshot
 
-__all__ = ["MAX_HEADS_SHOWN", "HeatmapView"]
+__all__ = ["COLOUR_MAPS", "LOG_DECADES_BELOW_UNIFORM", "MAX_HEADS_SHOWN", "ColourScale",
+           "HeatmapView"]
 
 #: More heads than this would make every panel a few pixels wide; the rest are listed as hidden.
 MAX_HEADS_SHOWN = 16
 #: RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not
 #: because attention chose 0).
 MASKED_RGBA = (200, 200, 200, 255)
+#: The log scale spans [log₁₀(1/n) − this, 0]: a uniform row (p = 1/n) sits in the upper
+#: half of the bar, weights 100× below uniform and less share the darkest colour.
+LOG_DECADES_BELOW_UNIFORM = 2.0
+#: The colour maps offered (pyqtgraph names); both are perceptually uniform, cividis is also
+#: made to read the same under red–green colour-vision deficiency.
+COLOUR_MAPS = (style.HEATMAP_COLORMAP, "cividis")
+
+
+class ColourScale(StrEnum):
+    """How a weight p becomes a colour."""
+
+    LOG = "log"  #: log₁₀ p on [log₁₀(1/n) − 2, 0], shared by every map
+    LINEAR = "linear"  #: p on [0, 1], shared by every map
+    PER_MAP = "per_map"  #: p ÷ the largest p of its own map, on [0, 1]
 
 
 class _Panel:
@@ -61,14 +81,29 @@ class HeatmapView(ExplorerView):
     """Attention weights of every head under the compared rule (left) and "none" (right; 1/√d_k
     when the compared rule is "none").
 
-    A shared viridis colour bar maps p ∈ [0, 1]; the selected query row is outlined; hovering
-    shows (head, i, j, logit, p) read from the engine's snapshot.
+    A shared colour bar maps log₁₀ p, p or p ÷ max p (see :class:`ColourScale`); the selected
+    query row is outlined; hovering shows (head, i, j, logit, p) read from the engine's
+    snapshot.
     """
 
     key = "heatmap"
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        controls = QHBoxLayout()
+        controls.setContentsMargins(6, 2, 6, 0)
+        self._scale_label = QLabel()
+        self._scale = QComboBox()
+        for scale in ColourScale:
+            self._scale.addItem("", scale.value)
+        self._map_label = QLabel()
+        self._map = QComboBox()
+        for name in COLOUR_MAPS:
+            self._map.addItem("", name)
+        for widget in (self._scale_label, self._scale, self._map_label, self._map):
+            controls.addWidget(widget)
+        controls.addStretch(1)
+        self._layout.addLayout(controls)
         self._widget = style.make_layout_widget()
         self._layout.addWidget(self._widget, 1)
         self._hover = QLabel()
@@ -85,7 +120,6 @@ class HeatmapView(ExplorerView):
             colorMapMenu=False,
         )
         style.style_plot(self._colorbar, grid=False)
-        self._colorbar.getAxis("left").setLabel(style.axis_label_html("p"))
         self._panels: list[_Panel] = []
         self._shape: tuple[int, int] | None = None  # (heads shown, n) the grid was built for
         self._snapshot: AttentionSnapshot | None = None
@@ -96,6 +130,8 @@ class HeatmapView(ExplorerView):
         self._note = style.make_label()
         self._hover_pos: QPointF | None = None  # scene position of the last hover
         self._widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self._scale.currentIndexChanged.connect(self._on_scale_changed)
+        self._map.currentIndexChanged.connect(self._on_map_changed)
         self._apply_language()
 
     # -- contract -----------------------------------------------------------------------------
@@ -104,7 +140,21 @@ class HeatmapView(ExplorerView):
 
     def retranslate_ui(self) -> None:
         super().retranslate_ui()
+        self._scale_label.setText(translate("HeatmapView", "Colour scale:"))
+        self._scale.setItemText(0, translate("HeatmapView", "log₁₀ p"))
+        self._scale.setItemText(1, translate("HeatmapView", "linear p"))
+        self._scale.setItemText(2, translate("HeatmapView", "p ÷ largest p of each map"))
+        self._scale.setToolTip(translate(
+            "HeatmapView", "log₁₀ p shows how spread a row is at any n; linear p shows only "
+            "weights near 1; per map stretches each map to its own largest weight"))
+        self._map_label.setText(translate("HeatmapView", "Colours:"))
+        self._map.setItemText(0, "viridis")
+        self._map.setItemText(1, translate("HeatmapView", "cividis (colour-blind safe)"))
+        self._map.setToolTip(translate(
+            "HeatmapView", "Both maps are perceptually uniform; cividis also reads the same "
+            "under red–green colour-vision deficiency"))
         self._label_axes()
+        self._label_colour_bar()
         self._set_hover_text(None)
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
@@ -132,16 +182,7 @@ class HeatmapView(ExplorerView):
             self._build_grid(shown, n)
         self._query_row = min(row, n - 1)
         self._real = snapshot.real_head
-        masks = self._masked_cells(snapshot)
-        for panel in self._panels:
-            panel.image.setImage(
-                np.asarray(weights[panel.column][panel.head]), autoLevels=False, levels=(0.0, 1.0)
-            )
-            panel.row_box.setRect(QRectF(0.0, float(self._query_row), float(n), 1.0))
-            mask = masks[panel.column]
-            if mask is not None:
-                panel.masked.setImage(mask, autoLevels=False, levels=(0, 255))
-            panel.masked.setVisible(mask is not None)
+        self._draw_images()
         self._set_token_ticks()
         self._update_titles()
         # The read-out described the previous snapshot: read the cell under the pointer again
@@ -150,6 +191,87 @@ class HeatmapView(ExplorerView):
             self._set_hover_text(None)
         else:
             self._on_mouse_moved(self._hover_pos)
+
+    def _draw_images(self) -> None:
+        """Fill every panel from the snapshot under the chosen colour scale."""
+        snapshot = self._snapshot
+        if snapshot is None:
+            return
+        weights = [snapshot.rules[rule].weights for rule in self._rules]
+        n = weights[0].shape[-1]
+        levels = self.colour_levels()
+        self._colorbar.setLevels(levels, update_items=False)  # setImage below sets them
+        self._label_colour_bar()
+        masks = self._masked_cells(snapshot)
+        for panel in self._panels:
+            panel.image.setImage(self.shown_values(weights[panel.column][panel.head]),
+                                 autoLevels=False, levels=levels)
+            panel.row_box.setRect(QRectF(0.0, float(self._query_row), float(n), 1.0))
+            mask = masks[panel.column]
+            if mask is not None:
+                panel.masked.setImage(mask, autoLevels=False, levels=(0, 255))
+            panel.masked.setVisible(mask is not None)
+
+    # -- colour scale ---------------------------------------------------------------------------
+    def colour_scale(self) -> ColourScale:
+        """The selected colour scale."""
+        return ColourScale(self._scale.currentData())
+
+    def set_colour_scale(self, scale: ColourScale | str) -> None:
+        """Select the colour scale (as the selector does)."""
+        self._scale.setCurrentIndex(self._scale.findData(ColourScale(scale).value))
+
+    def colour_map_name(self) -> str:
+        """The selected colour map's pyqtgraph name."""
+        return str(self._map.currentData())
+
+    def set_colour_map(self, name: str) -> None:
+        """Select a colour map of :data:`COLOUR_MAPS` (as the selector does)."""
+        index = self._map.findData(name)
+        if index < 0:
+            raise ValueError(f"unknown colour map {name!r}; choose one of {COLOUR_MAPS}")
+        self._map.setCurrentIndex(index)
+
+    def colour_levels(self) -> tuple[float, float]:
+        """The values at the two ends of the colour bar under the chosen scale."""
+        if self.colour_scale() is ColourScale.LOG:
+            n = self._shape[1] if self._shape is not None else 1
+            return (-math.log10(n) - LOG_DECADES_BELOW_UNIFORM, 0.0)
+        return (0.0, 1.0)
+
+    def shown_values(self, weights: np.ndarray) -> np.ndarray:
+        """The values one map's weights are drawn with (what the colour bar's axis reads)."""
+        scale = self.colour_scale()
+        if scale is ColourScale.LOG:
+            # float32 is exact enough for colours and keeps n = 2048 maps cheap; weights below
+            # the bar's floor (and masked zeros) take the darkest colour.
+            floor = np.float32(10.0 ** self.colour_levels()[0])
+            return np.log10(np.maximum(np.asarray(weights, dtype=np.float32), floor))
+        if scale is ColourScale.PER_MAP:
+            largest = float(np.max(weights))
+            return np.asarray(weights) / largest if largest > 0 else np.asarray(weights)
+        return np.asarray(weights)
+
+    def colour_bar_label(self) -> str:
+        """The colour bar's axis label (plain text), naming the scale."""
+        scale = self.colour_scale()
+        if scale is ColourScale.LOG:
+            return translate("HeatmapView", "log₁₀ p")
+        if scale is ColourScale.PER_MAP:
+            return translate("HeatmapView", "p ÷ largest p of its map")
+        return "p"
+
+    def _label_colour_bar(self) -> None:
+        self._colorbar.getAxis("left").setLabel(style.axis_label_html(self.colour_bar_label()))
+
+    def _on_scale_changed(self) -> None:
+        self._draw_images()
+        if self._snapshot is not None:
+            self._update_titles()
+
+    def _on_map_changed(self) -> None:
+        self._colormap = pg.colormap.get(self.colour_map_name())
+        self._colorbar.setColorMap(self._colormap)
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:
         header = ["rule", "head", "query_i", "key_j", "logit", "p"]
@@ -238,10 +360,13 @@ class HeatmapView(ExplorerView):
                 panel = _Panel(plot, head, column)
                 self._panels.append(panel)
         self._label_axes()
+        self._shape = (shown, n)
+        # Linking the images hands them the bar's levels, which an image without data keeps
+        # and applies after its first setImage: give the bar this n's levels first.
+        self._colorbar.setLevels(self.colour_levels(), update_items=False)
         self._colorbar.setImageItem([p.image for p in self._panels])
         self._widget.addItem(self._colorbar, row=0, col=2 * pair_cols, rowspan=grid_rows)
         self._widget.addItem(self._note, row=grid_rows, col=0, colspan=2 * pair_cols + 1)
-        self._shape = (shown, n)
         for panel in self._panels:
             panel.plot.setRange(xRange=(0, n), yRange=(0, n), padding=0)
 
@@ -272,9 +397,8 @@ class HeatmapView(ExplorerView):
             )
         note = translate(
             "HeatmapView",
-            "Pairs: {0} | {1}. Rows: query i, columns: key j. Outlined: query row {2}. "
-            "Colour: p = softmax weight.",
-        ).format(names[0], names[1], self._query_row)
+            "Pairs: {0} | {1}. Rows: query i, columns: key j. Outlined: query row {2}.",
+        ).format(names[0], names[1], self._query_row) + " " + self._colour_note()
         if self._real is not None and np.isneginf(
                 self._snapshot.rules[compare].logits).any():  # type: ignore[union-attr]
             note += " " + translate("HeatmapView", "Grey: masked keys (the model's mask).")
@@ -284,6 +408,20 @@ class HeatmapView(ExplorerView):
             # is a variable, and Chinese has none.
             note += " " + translate("HeatmapView", "Heads not shown: {0}.").format(hidden)
         self._note.setText(note)
+
+    def _colour_note(self) -> str:
+        scale = self.colour_scale()
+        if scale is ColourScale.LOG:
+            low = self.colour_levels()[0]
+            return translate(
+                "HeatmapView", "Colour: log₁₀ p of the softmax weight p; a uniform row is at "
+                "log₁₀(1/n) = {0}; weights 100× below uniform (p ≤ {1}) share the darkest "
+                "colour.",
+            ).format(f"{low + LOG_DECADES_BELOW_UNIFORM:.2f}", f"{10.0 ** low:.2g}")
+        if scale is ColourScale.PER_MAP:
+            return translate("HeatmapView",
+                             "Colour: softmax weight p ÷ the largest p of its own map.")
+        return translate("HeatmapView", "Colour: p = softmax weight.")
 
     def leaveEvent(self, event: QEvent) -> None:  # Qt override
         """Forget the hover position when the pointer leaves the view."""
