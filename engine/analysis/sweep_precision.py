@@ -50,13 +50,19 @@ def grid_rows(n: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class PrecisionStat:
-    """Overflow share and mean weight error of one sweep point in one setting."""
+    """Overflow share and mean weight error of one sweep point in one setting.
+
+    ``rows`` is the number of rows of the point in this setting and ``error_rows`` how many of
+    them the error is averaged over (those that did not overflow).
+    """
 
     precision: Precision
     softmax: SoftmaxForm
     rounding: Rounding
     overflow_share: float
     weight_err_mean: float
+    rows: int = 0
+    error_rows: int = 0
 
 
 def grid_combos() -> tuple[tuple[Precision, SoftmaxForm, Rounding], ...]:
@@ -104,4 +110,5 @@ class PrecisionTally:
         """The point's :class:`PrecisionStat`."""
         share = self.overflow / self.rows if self.rows else math.nan
         err = self.err_sum / self.err_rows if self.err_rows else math.nan
-        return PrecisionStat(self.precision, self.softmax, self.rounding, share, err)
+        return PrecisionStat(self.precision, self.softmax, self.rounding, share, err,
+                             rows=self.rows, error_rows=self.err_rows)

@@ -49,7 +49,9 @@ def test_curves_are_the_engine_grid(qtbot, points, precision, softmax):
         expected = [_stat(p, precision, softmax, Rounding.ALL) for p in pts]
         np.testing.assert_allclose(over, [s.overflow_share for s in expected])
         err = view.curve("error", rule).yData
-        want = [s.weight_err_mean if s.weight_err_mean > 0 else math.nan for s in expected]
+        # Drawn where the error averages at least half of the point's rows.
+        want = [s.weight_err_mean if s.weight_err_mean > 0 and 2 * s.error_rows >= s.rows
+                else math.nan for s in expected]
         np.testing.assert_allclose(err, want, equal_nan=True)
         err_logits = view.curve("error_logits", rule).yData
         np.testing.assert_allclose(err_logits, [
@@ -89,3 +91,25 @@ def test_data_table_lists_every_grid_entry(qtbot, points):
     first = next(p for p in points if p.rule == ScalingRule.NONE).precision[0]
     assert rows[0][2:7] == [first.precision.value, first.softmax.value, first.rounding.value,
                             first.overflow_share, first.weight_err_mean]
+    # How many rows each error averages is in the table.
+    assert header[-2:] == ["grid_rows", "weight_err_rows"]
+    assert rows[0][-2:] == [first.rows, first.error_rows]
+
+
+def test_the_error_curve_stops_with_a_word_where_most_rows_overflow(qtbot, points):
+    """fp16 without the max subtracted: at d_k = 64 almost every unscaled row overflows, so
+    its mean error over the few rows left is not drawn; a label says why the curve stops."""
+    view = _build(qtbot, points)
+    view.set_choice("float16", "naive")
+    none_points = [p for p in points if p.rule == ScalingRule.NONE]
+    at_64 = _stat(none_points[2], "float16", SoftmaxForm.NAIVE, Rounding.ALL)
+    assert at_64.rows > 0 and at_64.error_rows < 0.05 * at_64.rows  # few rows, if any, left
+    err = view.curve("error", ScalingRule.NONE).yData
+    assert math.isfinite(err[1]) and math.isnan(err[2]) and math.isnan(err[3])
+    label = view.stop_label(ScalingRule.NONE)
+    assert "of rows\noverflow at d_k = 64" in label and label.startswith("none")
+    # 1/√d_k keeps every row: no word; the stable softmax: nothing overflows, no word.
+    assert view.stop_label(ScalingRule.SQRT) == ""
+    view.set_choice("float16", "stable")
+    assert view.stop_label(ScalingRule.NONE) == ""
+    assert np.isfinite(view.curve("error", ScalingRule.NONE).yData).all()

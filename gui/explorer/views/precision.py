@@ -35,6 +35,9 @@ __all__ = ["PrecisionView"]
 FORMATS: tuple[Precision, ...] = (Precision.FLOAT16, Precision.BFLOAT16, Precision.FLOAT8_E4M3)
 # The rules the view shows (the grid's rules).
 RULES: tuple[ScalingRule, ...] = (ScalingRule.NONE, ScalingRule.SQRT)
+#: A point's weight error is drawn only when it averages at least this share of its rows:
+#: an error over the few rows that did not overflow describes those rows, not the point.
+MIN_AVERAGED_SHARE = 0.5
 
 
 def _hline(color: str, style_: Qt.PenStyle) -> pg.InfiniteLine:
@@ -121,6 +124,14 @@ class PrecisionView(ExplorerView):
             self._plots["logit"].addItem(line)
         self._logits_sample = pg.PlotDataItem(
             pen=pg.mkPen(style.THEORY_COLOR, width=2, style=Qt.PenStyle.DashLine))
+        # Where a rule's error curve stops because most rows overflowed, a word says so.
+        self._stops: dict[ScalingRule, pg.TextItem] = {}
+        for rule in RULES:
+            stop = pg.TextItem(color=style.RULE_COLORS[rule], anchor=(0.0, 0.0))
+            stop.setFont(style.font(style.TEXT_PT))
+            stop.setVisible(False)
+            self._plots["error"].addItem(stop, ignoreBounds=True)
+            self._stops[rule] = stop
         self._note = style.make_label()
         self._widget.addItem(self._note, row=2, col=0, colspan=3)
         self._groups: dict[ScalingRule, list[SweepPoint]] = {}
@@ -172,7 +183,8 @@ class PrecisionView(ExplorerView):
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:
         header = ["rule", "d_k", "format", "softmax", "rounding", "overflow_share",
-                  "weight_err_mean", "logit_absmax_mean", "samples"]
+                  "weight_err_mean", "logit_absmax_mean", "samples", "grid_rows",
+                  "weight_err_rows"]
         rows: list[list[float | str]] = []
         for rule, pts in self._groups.items():
             for p in pts:
@@ -180,7 +192,8 @@ class PrecisionView(ExplorerView):
                     rows.append([rule.value, float(p.value), stat.precision.value,
                                  stat.softmax.value, stat.rounding.value,
                                  float(stat.overflow_share), float(stat.weight_err_mean),
-                                 float(p.logit_absmax_mean), int(p.samples)])
+                                 float(p.logit_absmax_mean), int(p.samples),
+                                 int(stat.rows), int(stat.error_rows)])
         return header, rows
 
     # -- for tests and the tour ---------------------------------------------------------------
@@ -207,10 +220,35 @@ class PrecisionView(ExplorerView):
 
     def _stat(self, point: SweepPoint, precision: Precision, softmax: SoftmaxForm,
               rounding: Rounding) -> tuple[float, float]:
+        """The point's overflow share and weight error (NaN where too few rows average it)."""
         for stat in point.precision:
             if (stat.precision, stat.softmax, stat.rounding) == (precision, softmax, rounding):
-                return stat.overflow_share, stat.weight_err_mean
+                averaged = stat.error_rows >= MIN_AVERAGED_SHARE * stat.rows
+                return stat.overflow_share, stat.weight_err_mean if averaged else math.nan
         return math.nan, math.nan
+
+    def stop_label(self, rule: ScalingRule) -> str:
+        """The word shown where ``rule``'s error curve stops ("" when it does not)."""
+        stop = self._stops[ScalingRule(rule)]
+        return stop.toPlainText() if stop.isVisible() else ""
+
+    def _mark_stop(self, rule: ScalingRule, x: list[float], errors: list[float],
+                   overflow: list[float]) -> None:
+        """Say where the error curve stops because most rows overflowed."""
+        stop = self._stops[rule]
+        drawn = [i for i, e in enumerate(errors) if math.isfinite(e) and e > 0]
+        first_gap = next((i for i, e in enumerate(errors)
+                          if not math.isfinite(e) and overflow[i] > 1.0 - MIN_AVERAGED_SHARE),
+                         None)
+        if first_gap is None or not drawn:
+            stop.setVisible(False)
+            return
+        last = max((i for i in drawn if i < first_gap), default=drawn[0])
+        stop.setText(translate("PrecisionView", "{0}: {1:.0%} of rows\noverflow at d_k = {2:g}")
+                     .format(style.rule_name(rule), overflow[first_gap], x[first_gap]))
+        # Below and right of the curve's last point (log axes: log₁₀ coordinates).
+        stop.setPos(math.log10(x[last]), math.log10(errors[last]))
+        stop.setVisible(True)
 
     def _draw(self) -> None:
         precision, softmax = self.choice()
@@ -220,7 +258,9 @@ class PrecisionView(ExplorerView):
             rounded = [self._stat(p, precision, softmax, Rounding.ALL) for p in pts]
             logits = [self._stat(p, precision, SoftmaxForm.STABLE, Rounding.LOGITS) for p in pts]
             _set(self.curve("overflow", rule), x, finite_or_nan([r[0] for r in rounded]))
-            _set(self.curve("error", rule), x, positive_or_nan([r[1] for r in rounded]))
+            errors = positive_or_nan([r[1] for r in rounded])
+            _set(self.curve("error", rule), x, errors)
+            self._mark_stop(rule, x, errors, [r[0] for r in rounded])
             _set(self.curve("error_logits", rule), x, positive_or_nan([r[1] for r in logits]))
             _set(self.curve("logit", rule), x,
                  positive_or_nan([p.logit_absmax_mean for p in pts]))
@@ -241,8 +281,9 @@ class PrecisionView(ExplorerView):
         text = translate(
             "PrecisionView",
             "n = {0}, q and k ~ N(0, 1); weight errors over the first ≤ {3} of {1} rows per "
-            "point, against the float64 max-subtracted softmax. Rows that overflow have no "
-            "error. Right: dashed, the largest {2} value; dotted, its logarithm, above which "
+            "point, against the float64 max-subtracted softmax, averaged over the rows that "
+            "do not overflow; where more than half of them overflow no error is drawn. Right: "
+            "dashed, the largest {2} value; dotted, its logarithm, above which "
             "exp overflows unless the row maximum is subtracted.",
         ).format(n, samples, precision.value, grid_rows(max(n, 1)))
         if precision is Precision.BFLOAT16:
