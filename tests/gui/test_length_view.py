@@ -111,3 +111,20 @@ def test_the_worker_thread_gives_the_synchronous_numbers(make_window, points):
                          sorted(points, key=lambda p: (p.value, p.rule)), strict=True):
         assert (got.rule, got.value, got.entropy_mean, got.p_max_mean) == (
             want.rule, want.value, want.entropy_mean, want.p_max_mean)
+
+
+def test_every_legend_text_is_dark_enough_to_read(qtbot, points):
+    """The SSMax toy's legend was pyqtgraph's light grey default; every legend of the view
+    now writes its labels in the shared dark text colour."""
+    view = LengthView()
+    qtbot.addWidget(view)
+    view.show_results(ExplorerResults(1, CONFIG, length_points=points, length_done=True))
+    legends = [item for item in view.export_item().scene().items()
+               if isinstance(item, pg.LegendItem)]
+    assert len(legends) == 2  # the rules' legend and the toy's
+    for legend in legends:
+        labels = [label for _sample, label in legend.items]
+        assert labels
+        for label in labels:
+            colour = pg.mkColor(label.opts["color"])
+            assert colour.lightnessF() < 0.3, (label.text, colour.name())

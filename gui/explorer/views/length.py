@@ -74,7 +74,11 @@ class LengthView(ExplorerView):
                                     symbolBrush=pg.mkBrush(color), symbolPen=None)
             self._plots["toy"].addItem(curve)
             self._toy_curves[name] = curve
-        self._toy_legend = pg.LegendItem(offset=(-10, 10))
+        # Inside the toy's view box (its curves leave the top right empty), in the shared text
+        # colour and size: pyqtgraph's default legend text is light grey.
+        self._toy_legend = pg.LegendItem(
+            offset=(-10, 10), labelTextColor=style.FOREGROUND, labelTextSize=f"{style.TEXT_PT}pt",
+            pen=pg.mkPen("#999999"), brush=pg.mkBrush(255, 255, 255, 235))
         self._toy_legend.setParentItem(self._plots["toy"].vb)
         self._groups: dict[ScalingRule, list[SweepPoint]] = {}
         self._legend_rules: list[ScalingRule] | None = None
