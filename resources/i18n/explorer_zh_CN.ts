@@ -260,18 +260,18 @@
         <translation>点击一个头，在每种规则下重放它</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/replay.py" line="203"/>
+        <location filename="../../gui/heads/replay.py" line="262"/>
         <source>key j</source>
-        <extracomment>The rules shown until the user picks others: the three fixed scales and QK-norm, the four the tab&apos;s question is about (is the model&apos;s scale the right one, and what would the others do). Most maps in one row (more rules wrap to a second row). Least width of a map&apos;s column (its two-line title), and the room its axes and title take beside and above the map, in pixels.</extracomment>
+        <extracomment>The rules shown until the user picks others: the three fixed scales and QK-norm, the four the tab&apos;s question is about (is the model&apos;s scale the right one, and what would the others do). Most maps in one row (more rules wrap to a second row). Least width of a map&apos;s column (its two-line title), and the room its axes and title take beside and above the map, in pixels. Time between two maps built ahead of the first replay: a map alone costs ~8 ms, and back to back with the file&apos;s first rows they added up to a 45-50 ms pause. Fill one map per event (the tab&apos;s panel): four maps of n = 512 filled and first painted in one event held the window 40-55 ms; an exported figure fills at once.</extracomment>
         <translation>键 j</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/replay.py" line="204"/>
+        <location filename="../../gui/heads/replay.py" line="263"/>
         <source>query i</source>
         <translation>查询 i</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/replay.py" line="215"/>
+        <location filename="../../gui/heads/replay.py" line="274"/>
         <source>H {0} · p̄max {1}</source>
         <translation>H {0} · p̄max {1}</translation>
     </message>
@@ -506,37 +506,37 @@
         <translation>新文件的 logits 已重置为文件自身的缩放（之前为 {0}）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="492"/>
+        <location filename="../../gui/heads/view.py" line="494"/>
         <source>Default columns</source>
         <translation>默认列</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="515"/>
+        <location filename="../../gui/heads/view.py" line="517"/>
         <source>The explorer needs q and k; this file holds attention weights only, so its replay stays in this tab.</source>
         <translation>探索器需要 q 和 k；此文件只有注意力权重，所以它的重放留在本页。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="545"/>
+        <location filename="../../gui/heads/view.py" line="548"/>
         <source>The file has no layer {0} head {1} batch entry {2}.</source>
         <translation>文件中没有第 {0} 层第 {1} 头批次条目 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="556"/>
+        <location filename="../../gui/heads/view.py" line="559"/>
         <source>No tensor file open. File › Open model… (Ctrl+M) runs a Hugging Face model folder or a GGUF file on your text; File › Open tensors… (Ctrl+Shift+O) opens a .npz, .safetensors or .npy file (or a folder of .npy files). Both can be dropped on the window; Help › Open sample tensors and Open sample model have examples.</source>
         <translation>未打开张量文件。文件 › 打开模型…（Ctrl+M）在你的文本上运行 Hugging Face 模型文件夹或 GGUF 文件；文件 › 打开张量…（Ctrl+Shift+O）打开 .npz、.safetensors 或 .npy 文件（或 .npy 文件的文件夹）。两者都可以拖放到窗口上；帮助 › 打开示例张量 和 打开示例模型 提供了例子。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="581"/>
+        <location filename="../../gui/heads/view.py" line="584"/>
         <source>Click a head to replay it under every scaling rule.</source>
         <translation>点击一个头，在每种缩放规则下重放它。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="590"/>
+        <location filename="../../gui/heads/view.py" line="593"/>
         <source>{0}/{1} heads</source>
         <translation>{0}/{1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="608"/>
+        <location filename="../../gui/heads/view.py" line="611"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
@@ -689,53 +689,114 @@
 <context>
     <name>HeatmapView</name>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="103"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="139"/>
         <source>Attention weights</source>
-        <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden. RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not because attention chose 0).</extracomment>
+        <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden. RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not because attention chose 0). The log scale spans [log₁₀(1/n) − this, 0]: a uniform row (p = 1/n) sits in the upper half of the bar, weights 100× below uniform and less share the darkest colour. The colour maps offered (pyqtgraph names); both are perceptually uniform, cividis is also made to read the same under red–green colour-vision deficiency. log₁₀ p on [log₁₀(1/n) − 2, 0], shared by every map p on [0, 1], shared by every map p ÷ the largest p of its own map, on [0, 1]</extracomment>
         <translation>注意力权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="253"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="143"/>
+        <source>Colour scale:</source>
+        <translation>颜色刻度：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/heatmap.py" line="144"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="259"/>
+        <source>log₁₀ p</source>
+        <translation>log₁₀ p</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/heatmap.py" line="145"/>
+        <source>linear p</source>
+        <translation>线性 p</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/heatmap.py" line="146"/>
+        <source>p ÷ largest p of each map</source>
+        <translation>p ÷ 每张图的最大 p</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/heatmap.py" line="147"/>
+        <source>log₁₀ p shows how spread a row is at any n; linear p shows only weights near 1; per map stretches each map to its own largest weight</source>
+        <translation>log₁₀ p 在任何 n 下都能看出一行有多分散；线性 p 只显出接近 1 的权重；按图则把每张图按它自己的最大权重放大</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/heatmap.py" line="150"/>
+        <source>Colours:</source>
+        <translation>配色：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/heatmap.py" line="152"/>
+        <source>cividis (colour-blind safe)</source>
+        <translation>cividis（适合看不清红绿的人）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/heatmap.py" line="153"/>
+        <source>Both maps are perceptually uniform; cividis also reads the same under red–green colour-vision deficiency</source>
+        <translation>两种配色看起来都是均匀变化的；看不清红绿的人用 cividis 仍可读出同样的数值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/heatmap.py" line="261"/>
+        <source>p ÷ largest p of its map</source>
+        <translation>p ÷ 本图最大 p</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/heatmap.py" line="378"/>
         <source>key j</source>
         <translation>键 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="253"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="378"/>
         <source>query i</source>
         <translation>查询 i</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="264"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="389"/>
         <source>head {0}</source>
         <translation>头 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="273"/>
-        <source>Pairs: {0} | {1}. Rows: query i, columns: key j. Outlined: query row {2}. Colour: p = softmax weight.</source>
-        <translation>成对显示：{0} | {1}。行：查询 i，列：键 j。框出：查询行 {2}。颜色：p = softmax 权重。</translation>
+        <location filename="../../gui/explorer/views/heatmap.py" line="398"/>
+        <source>Pairs: {0} | {1}. Rows: query i, columns: key j. Outlined: query row {2}.</source>
+        <translation>成对显示：{0} | {1}。行：查询 i，列：键 j。框出：查询行 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="280"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="404"/>
         <source>Grey: masked keys (the model&apos;s mask).</source>
         <translation>填充格：被掩码的键（模型自身的掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="285"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="409"/>
         <source>Heads not shown: {0}.</source>
         <translation>未显示的头：{0} 个。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="325"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="416"/>
+        <source>Colour: log₁₀ p of the softmax weight p; a uniform row is at log₁₀(1/n) = {0}; weights 100× below uniform (p ≤ {1}) share the darkest colour.</source>
+        <translation>颜色：softmax 权重 p 的 log₁₀ p；均匀的一行位于 log₁₀(1/n) = {0}；比均匀值低 100 倍的权重（p ≤ {1}）都用色标最低一端的颜色。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/heatmap.py" line="422"/>
+        <source>Colour: softmax weight p ÷ the largest p of its own map.</source>
+        <translation>颜色：softmax 权重 p ÷ 本图自己的最大 p。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/heatmap.py" line="424"/>
+        <source>Colour: p = softmax weight.</source>
+        <translation>颜色：p = softmax 权重。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/heatmap.py" line="463"/>
         <source>Hover over a cell to read head, i, j, logit, p.</source>
         <translation>将鼠标悬停在单元格上可读取头、i、j、logit 和 p。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="335"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="473"/>
         <source>masked</source>
         <translation>已掩码</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="338"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="476"/>
         <source>{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}</source>
         <translation>{0}：头 {1}，查询 i = {2}，键 j = {3}，logit = {4}，p = {5}</translation>
     </message>
@@ -876,53 +937,53 @@
 <context>
     <name>LengthView</name>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="86"/>
+        <location filename="../../gui/explorer/views/length.py" line="90"/>
         <source>Length</source>
         <extracomment>Colours of the toy&apos;s two curves (the rules they stand for: 1/√d_k&apos;s blue, SSMax&apos;s wine). SweepPoint field per panel, in layout order (the toy is the fourth panel). Half-width of the error bars in standard errors (a 95 % interval).</extracomment>
         <translation>长度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="91"/>
+        <location filename="../../gui/explorer/views/length.py" line="95"/>
         <source>Mean row entropy</source>
         <translation>行平均熵</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="92"/>
+        <location filename="../../gui/explorer/views/length.py" line="96"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="93"/>
+        <location filename="../../gui/explorer/views/length.py" line="97"/>
         <source>Mean largest weight</source>
         <translation>平均最大权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="94"/>
+        <location filename="../../gui/explorer/views/length.py" line="98"/>
         <source>Entropy / ln n (1 = uniform)</source>
         <translation>熵 / ln n（1 为均匀）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="96"/>
+        <location filename="../../gui/explorer/views/length.py" line="100"/>
         <source>SSMax toy: logits −2, one +3</source>
         <translation>SSMax 示例：除一个 logit 为 +3 外均为 −2</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="97"/>
+        <location filename="../../gui/explorer/views/length.py" line="101"/>
         <source>weight of the +3 logit</source>
         <translation>+3 logit 的权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="104"/>
+        <location filename="../../gui/explorer/views/length.py" line="108"/>
         <source>iid rows of n Gaussian logits at the current d_k: with a fixed scale (1/√d_k, YaRN) the softmax disperses as n grows (p_max → 0, entropy → ln n); ln n/√d_k and SSMax s·ln n/√d_k keep it focused. Toy (Nakanishi 2025, Fig. 1): softmax&apos;s e³/(e³ + (n−1)e⁻²) → 0, SSMax&apos;s 1/(1 + (n−1)·n^(−5s)) → 1.</source>
         <translation>当前 d_k 下由 n 个独立同分布高斯 logit 组成的行：缩放固定时（1/√d_k、YaRN），softmax 随 n 增大而分散（p_max → 0，熵 → ln n）；ln n/√d_k 与 SSMax s·ln n/√d_k 使其保持集中。示例（Nakanishi 2025，图 1）：softmax 的 e³/(e³ + (n−1)e⁻²) → 0，SSMax 的 1/(1 + (n−1)·n^(−5s)) → 1。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="139"/>
+        <location filename="../../gui/explorer/views/length.py" line="143"/>
         <source>Lines: Monte Carlo means over iid rows (d&lt;sub&gt;k&lt;/sub&gt; = {0}, up to {1} rows per point, fewer at large n), bars: 95 % intervals (±1.96 standard errors). SSMax s = {2}, YaRN f = {3}.</source>
         <translation>曲线：独立同分布行的蒙特卡洛均值（d&lt;sub&gt;k&lt;/sub&gt; = {0}，每点最多 {1} 行，n 大时行数下降），误差棒：95 % 区间（±1.96 个标准误）。SSMax s = {2}，YaRN f = {3}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="147"/>
+        <location filename="../../gui/explorer/views/length.py" line="151"/>
         <source>  Sweep running: {0} of {1} points.</source>
         <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
     </message>
@@ -988,37 +1049,37 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../gui/window_files.py" line="33"/>
+        <location filename="../../gui/window_files.py" line="34"/>
         <source>Image size</source>
         <translation>图像尺寸</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="41"/>
+        <location filename="../../gui/window_files.py" line="42"/>
         <source>Width</source>
         <translation>宽度</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="42"/>
+        <location filename="../../gui/window_files.py" line="43"/>
         <source>Height</source>
         <translation>高度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="167"/>
+        <location filename="../../gui/main_window.py" line="170"/>
         <source>Explorer</source>
         <translation>探索</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="168"/>
+        <location filename="../../gui/main_window.py" line="171"/>
         <source>Train</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="170"/>
+        <location filename="../../gui/main_window.py" line="173"/>
         <source>Heads</source>
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="247"/>
+        <location filename="../../gui/main_window.py" line="250"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -1042,6 +1103,11 @@
         <location filename="../../gui/actions.py" line="74"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/actions.py" line="79"/>
+        <source>PNG, SVG, PDF and CSV of every view plus the session, into one folder</source>
+        <translation>每个视图的 PNG、SVG、PDF 和 CSV 以及会话，写入同一文件夹</translation>
     </message>
     <message>
         <location filename="../../gui/actions.py" line="83"/>
@@ -1100,53 +1166,58 @@
     </message>
     <message>
         <location filename="../../gui/actions.py" line="110"/>
+        <source>Export current view as P&amp;DF…</source>
+        <translation>将当前视图导出为 P&amp;DF…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/actions.py" line="112"/>
+        <source>A one-page vector PDF of the view in front, for papers</source>
+        <translation>当前视图的单页 PDF（可无损缩放），适合论文</translation>
+    </message>
+    <message>
+        <location filename="../../gui/actions.py" line="114"/>
         <source>Export &amp;all…</source>
         <translation>全部导出(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="113"/>
+        <location filename="../../gui/actions.py" line="117"/>
         <source>&amp;Copy current plot</source>
         <translation>复制当前图表(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="116"/>
+        <location filename="../../gui/actions.py" line="120"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="122"/>
+        <location filename="../../gui/actions.py" line="126"/>
         <source>&amp;Reset view</source>
         <translation>重置视图(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="124"/>
+        <location filename="../../gui/actions.py" line="128"/>
         <source>Show current view &amp;side by side</source>
         <translation>并排显示当前视图(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="126"/>
+        <location filename="../../gui/actions.py" line="130"/>
         <source>&amp;Cancel computation</source>
         <translation>取消计算(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="132"/>
+        <location filename="../../gui/actions.py" line="136"/>
         <source>Open &amp;sample tensors</source>
         <translation>打开示例张量(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="134"/>
+        <location filename="../../gui/actions.py" line="138"/>
         <source>Heads of the mini-trainer&apos;s models, shipped with the program</source>
         <translation>随程序附带的迷你训练器模型的注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="136"/>
+        <location filename="../../gui/actions.py" line="140"/>
         <source>&amp;About</source>
         <translation>关于(&amp;A)</translation>
-    </message>
-    <message>
-        <location filename="../../gui/actions.py" line="79"/>
-        <source>PNG, SVG and CSV of every view plus the session, into one folder</source>
-        <translation>将每个视图的 PNG、SVG 和 CSV 以及会话文件导出到同一文件夹</translation>
     </message>
     <message>
         <location filename="../../gui/actions.py" line="75"/>
@@ -1154,7 +1225,7 @@
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="252"/>
+        <location filename="../../gui/main_window.py" line="255"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -1176,83 +1247,88 @@
         <translation>就绪</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="119"/>
+        <location filename="../../gui/window_files.py" line="120"/>
         <source>Cannot open session</source>
         <translation>无法打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="124"/>
+        <location filename="../../gui/window_files.py" line="125"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="132"/>
+        <location filename="../../gui/window_files.py" line="133"/>
         <source>Cannot save session</source>
         <translation>无法保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="136"/>
+        <location filename="../../gui/window_files.py" line="137"/>
         <source>Saved {0}</source>
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="170"/>
+        <location filename="../../gui/window_files.py" line="176"/>
         <source>Open session</source>
         <translation>打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="172"/>
+        <location filename="../../gui/window_files.py" line="178"/>
         <source>Session files (*.json);;All files (*)</source>
         <translation>会话文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="188"/>
+        <location filename="../../gui/window_files.py" line="194"/>
         <source>Save session</source>
         <translation>保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="190"/>
+        <location filename="../../gui/window_files.py" line="196"/>
         <source>Session files (*.json)</source>
         <translation>会话文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="256"/>
+        <location filename="../../gui/window_files.py" line="213"/>
+        <source>PDF documents (*.pdf)</source>
+        <translation>PDF 文档 (*.pdf)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_files.py" line="267"/>
         <source>Export view</source>
         <translation>导出视图</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="219"/>
-        <location filename="../../gui/window_files.py" line="262"/>
+        <location filename="../../gui/window_files.py" line="230"/>
+        <location filename="../../gui/window_files.py" line="273"/>
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="266"/>
+        <location filename="../../gui/window_files.py" line="277"/>
         <source>Exported {0}</source>
         <translation>已导出 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="197"/>
+        <location filename="../../gui/window_files.py" line="203"/>
         <source>PNG images (*.png)</source>
         <translation>PNG 图像 (*.png)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="202"/>
+        <location filename="../../gui/window_files.py" line="208"/>
         <source>SVG images (*.svg)</source>
         <translation>SVG 图像 (*.svg)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="212"/>
+        <location filename="../../gui/window_files.py" line="223"/>
         <source>Export all views into folder</source>
         <translation>将所有视图导出到文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="223"/>
+        <location filename="../../gui/window_files.py" line="234"/>
         <source>Exported {0} files to {1}</source>
         <translation>已将 {0} 个文件导出到 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="235"/>
+        <location filename="../../gui/window_files.py" line="246"/>
         <source>Copied {0} to the clipboard</source>
         <translation>已将“{0}”复制到剪贴板</translation>
     </message>
@@ -1262,12 +1338,12 @@
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="367"/>
+        <location filename="../../gui/main_window.py" line="370"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="368"/>
+        <location filename="../../gui/main_window.py" line="371"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -1287,12 +1363,12 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>n = {0}，d_k = {1}，h = {2}，规则 {3}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="90"/>
+        <location filename="../../gui/window_files.py" line="91"/>
         <source>Attention Scale Explorer</source>
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="463"/>
+        <location filename="../../gui/main_window.py" line="466"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
@@ -1640,100 +1716,108 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>PrecisionView</name>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="134"/>
+        <location filename="../../gui/explorer/views/precision.py" line="145"/>
         <source>Precision</source>
+        <extracomment>A point&apos;s weight error is drawn only when it averages at least this share of its rows: an error over the few rows that did not overflow describes those rows, not the point.</extracomment>
         <translation>数值精度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="138"/>
+        <location filename="../../gui/explorer/views/precision.py" line="149"/>
         <source>Format:</source>
         <translation>格式：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="139"/>
+        <location filename="../../gui/explorer/views/precision.py" line="150"/>
         <source>Number format of the logits, exponentials, row sum and weights (computed in float32 and rounded to it after every step)</source>
         <translation>logit、指数、行和与权重的数值格式（以 float32 计算，每一步后取为该格式最近的值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="142"/>
+        <location filename="../../gui/explorer/views/precision.py" line="153"/>
         <source>Softmax:</source>
         <translation>Softmax：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="143"/>
+        <location filename="../../gui/explorer/views/precision.py" line="154"/>
         <location filename="../../gui/tour/content.py" line="135"/>
         <source>max subtracted (stable)</source>
         <translation>减去最大值（稳定）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="144"/>
+        <location filename="../../gui/explorer/views/precision.py" line="155"/>
         <location filename="../../gui/tour/content.py" line="133"/>
         <source>naive exp(z)</source>
         <translation>直接 exp(z)（不减最大值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="145"/>
+        <location filename="../../gui/explorer/views/precision.py" line="156"/>
         <source>Subtract the row maximum before exp (stable) or not (naive)</source>
         <translation>在 exp 之前减去行最大值（稳定）或不减</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="148"/>
+        <location filename="../../gui/explorer/views/precision.py" line="159"/>
         <source>Rows that overflow</source>
         <translation>超出范围的行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="149"/>
+        <location filename="../../gui/explorer/views/precision.py" line="160"/>
         <source>share of rows</source>
         <translation>行的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="151"/>
+        <location filename="../../gui/explorer/views/precision.py" line="162"/>
         <source>Weight error</source>
         <translation>权重误差</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="152"/>
+        <location filename="../../gui/explorer/views/precision.py" line="163"/>
         <source>mean per-row max|Δp|</source>
         <translation>每行 max|Δp| 的均值</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="154"/>
+        <location filename="../../gui/explorer/views/precision.py" line="165"/>
         <source>Largest logit</source>
         <translation>最大 logit</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="155"/>
+        <location filename="../../gui/explorer/views/precision.py" line="166"/>
         <source>mean row max|z|</source>
         <translation>每行 max|z| 的均值</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="160"/>
+        <location filename="../../gui/explorer/views/precision.py" line="171"/>
         <location filename="../../gui/tour/content.py" line="137"/>
         <source>only the logits rounded</source>
         <translation>只有 logit 取为该格式</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="231"/>
+        <location filename="../../gui/explorer/views/precision.py" line="247"/>
+        <source>{0}: {1:.0%} of rows
+overflow at d_k = {2:g}</source>
+        <translation>{0}：d_k = {2:g} 时
+{1:.0%} 的行超出范围</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="271"/>
         <source>largest {0}: {1:.6g}</source>
         <translation>{0} 最大值：{1:.6g}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="234"/>
+        <location filename="../../gui/explorer/views/precision.py" line="274"/>
         <source>ln {0:.6g} ≈ {1:.3g}: naive exp overflows</source>
         <translation>ln {0:.6g} ≈ {1:.3g}：不减最大值时 exp 超出范围</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="241"/>
-        <source>n = {0}, q and k ~ N(0, 1); weight errors over the first ≤ {3} of {1} rows per point, against the float64 max-subtracted softmax. Rows that overflow have no error. Right: dashed, the largest {2} value; dotted, its logarithm, above which exp overflows unless the row maximum is subtracted.</source>
-        <translation>n = {0}，q 与 k ~ N(0, 1)；权重误差取每个点 {1} 行中的前 ≤ {3} 行，相对于 float64 减最大值的 softmax。超出范围的行不计误差。右图：虚线为 {2} 的最大值；点线为它的对数，不减行最大值时 logit 超过它 exp 就超出范围。</translation>
+        <location filename="../../gui/explorer/views/precision.py" line="281"/>
+        <source>n = {0}, q and k ~ N(0, 1); weight errors over the first ≤ {3} of {1} rows per point, against the float64 max-subtracted softmax, averaged over the rows that do not overflow; where more than half of them overflow no error is drawn. Right: dashed, the largest {2} value; dotted, its logarithm, above which exp overflows unless the row maximum is subtracted.</source>
+        <translation>n = {0}，q 与 k ~ N(0, 1)；权重误差取每个点 {1} 行中的前 ≤ {3} 行，相对于 float64 减最大值的 softmax，只对未超出范围的行取平均；超过一半的行超出范围时不绘出误差。右图：虚线为 {2} 的最大值；点线为它的对数，不减行最大值时 logit 超过它 exp 就超出范围。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="249"/>
+        <location filename="../../gui/explorer/views/precision.py" line="290"/>
         <source> bfloat16 keeps float32&apos;s range (3.4·10³⁸).</source>
         <translation> bfloat16 与 float32 的范围相同（3.4·10³⁸）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="252"/>
+        <location filename="../../gui/explorer/views/precision.py" line="293"/>
         <source>  Sweep running.</source>
         <translation>  扫描进行中。</translation>
     </message>

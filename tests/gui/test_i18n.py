@@ -45,11 +45,12 @@ QM = ROOT / "resources" / "i18n" / "explorer_zh_CN.qm"
 CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
 #: Words that are the same in Chinese ML texts (maths, file formats, function names).
 SYMBOL_WORDS = {
-    "softmax", "logit", "logits", "rms", "var", "max", "tanh", "cos", "png", "svg", "csv",
+    "softmax", "logit", "logits", "rms", "var", "max", "tanh", "cos", "log", "png", "svg", "csv",
     "json", "raw", "sgd", "adam",
     "float", "bfloat",  # number-format names (the precision view's selector)
     "maxj", "pmax",  # plain text of max<sub>j</sub> and p<sub>max</sub> in plot items
     "ssmax", "yarn",  # method names (Scalable-Softmax, YaRN), written so in Chinese texts
+    "viridis", "cividis",  # colour-map names
 }
 #: Whole texts that are deliberately not translated: the language menu's endonyms.
 UNTRANSLATED_TEXTS = set(i18n.LANGUAGES.values())
