@@ -72,7 +72,14 @@ class SteppedYRanges:
         self._plots = dict(plots)
         # name -> range last set; None: fit at the next push; "user": zoomed by hand.
         self._fitted: dict[str, tuple[float, float] | str | None] = {}
+        self._log_y = {name: name != "entropy" for name in self._plots}
         self.reset()
+
+    def set_log_y(self, name: str, log_y: bool) -> None:
+        """Fit plot ``name`` as a log (half decades) or linear y axis from the next push on."""
+        self._log_y[name] = log_y
+        self._plots[name].enableAutoRange(y=False)
+        self._fitted[name] = None
 
     def reset(self) -> None:
         """Turn the plots' y auto-range off and fit every range again at the next push."""
@@ -96,7 +103,7 @@ class SteppedYRanges:
             if fitted is not None and not np.allclose(shown, _padded(fitted)):  # type: ignore[arg-type]
                 self._fitted[name] = "user"  # zoomed or panned by hand: leave it alone
                 continue
-            log_y = name != "entropy"
+            log_y = self._log_y[name]
             lo, hi = math.inf, -math.inf
             for values in series[name]:
                 a = np.asarray(values, dtype=np.float64)
@@ -107,6 +114,11 @@ class SteppedYRanges:
                 continue
             if log_y:
                 wanted = _nice_range(math.log10(lo), math.log10(hi), 0.5)
+            elif name != "entropy":
+                # A linear loss or gradient norm: from 0, in steps of half its leading digit's
+                # decade, so the axis does not move with every small change of the top.
+                step = 0.5 * 10.0 ** math.floor(math.log10(hi)) if hi > 0 else 1.0
+                wanted = _nice_range(min(lo, 0.0), hi, step)
             else:
                 n = int(snap.config.n)  # type: ignore[attr-defined]
                 wanted = _nice_range(lo, hi, 0.1 * math.log(max(n, 2)))

@@ -8,9 +8,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
 from engine.config import ScalingRule
+from engine.training.smoothing import trailing_mean
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.train.curve_ranges import (
@@ -23,9 +24,15 @@ from gui.train.curve_ranges import (
 from gui.train.results import TrainResults
 from gui.train.view import TrainView
 
-__all__ = ["TrainCurvesView"]
+__all__ = ["LOSS_SMOOTHING_STEPS", "TrainCurvesView"]
 
 _CTX = "TrainCurvesView"
+
+#: Steps the smoothed training loss averages over: enough to calm a batch of 64's noise, few
+#: enough to follow the fall of a 500-step run.
+LOSS_SMOOTHING_STEPS = 50
+#: The x range of the empty plots before the first run has a length (steps).
+_DEFAULT_PLANNED_STEPS = 500
 
 
 class TrainCurvesView(TrainView):
@@ -49,8 +56,23 @@ class TrainCurvesView(TrainView):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        controls = QHBoxLayout()
+        controls.setContentsMargins(6, 2, 6, 0)
+        self._smoothing_label = QLabel()
+        self._smoothing = QComboBox()
+        self._smoothing.addItem("", 1)
+        self._smoothing.addItem("", LOSS_SMOOTHING_STEPS)
+        self._loss_axis_label = QLabel()
+        self._loss_axis = QComboBox()
+        self._loss_axis.addItem("", True)
+        self._loss_axis.addItem("", False)
+        for widget in (self._smoothing_label, self._smoothing,
+                       self._loss_axis_label, self._loss_axis):
+            controls.addWidget(widget)
+        controls.addStretch(1)
+        self._layout.addLayout(controls)
         self._widget = style.make_layout_widget()
-        self._layout.addWidget(self._widget)
+        self._layout.addWidget(self._widget, 1)
         self._legend = style.make_legend(col_count=7)
         self._widget.addItem(self._legend, row=0, col=0, colspan=2)
         self._plots: dict[str, pg.PlotItem] = {}
@@ -113,6 +135,9 @@ class TrainCurvesView(TrainView):
         )
         self._results = TrainResults()
         self._x_total = -1
+        self._planned_steps = _DEFAULT_PLANNED_STEPS
+        self._smoothing.currentIndexChanged.connect(self._on_loss_display_changed)
+        self._loss_axis.currentIndexChanged.connect(self._on_loss_display_changed)
         self.retranslate_ui()
         self.clear()
 
@@ -142,6 +167,20 @@ class TrainCurvesView(TrainView):
             style.label_plot(self._plots[name], title=title, left=left, bottom=step)
         for line in (self._chance_loss, self._chance_acc):
             line.label.setFormat(translate("TrainCurvesView", "chance"))
+        self._smoothing_label.setText(translate("TrainCurvesView", "Training loss:"))
+        self._smoothing.setItemText(0, translate("TrainCurvesView", "every step"))
+        self._smoothing.setItemText(1, translate(
+            "TrainCurvesView", "mean of the last {0} steps").format(LOSS_SMOOTHING_STEPS))
+        self._smoothing.setToolTip(translate(
+            "TrainCurvesView",
+            "The loss of one batch jumps by orders of magnitude from step to step; its trailing "
+            "mean shows the trend next to the held-out loss. The CSV keeps every step."))
+        self._loss_axis_label.setText(translate("TrainCurvesView", "Loss axis:"))
+        self._loss_axis.setItemText(0, translate("TrainCurvesView", "log"))
+        self._loss_axis.setItemText(1, translate("TrainCurvesView", "linear"))
+        self._loss_axis.setToolTip(translate(
+            "TrainCurvesView",
+            "Log shows the late, small losses; linear shows the early fall as it is."))
         self._legend_rules = None  # the next show_results relabels the legend
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
@@ -169,7 +208,7 @@ class TrainCurvesView(TrainView):
             steps = np.arange(1, st.loss_history.size + 1)
             eval_steps = np.asarray(st.eval_steps, dtype=np.float64)
             curves = self._curves
-            curves[("train_loss", rule)].setData(steps, positive_array(st.loss_history))
+            curves[("train_loss", rule)].setData(steps, self._shown_training_loss(st.loss_history))
             curves[("eval_loss", rule)].setData(eval_steps, positive_array(st.eval_loss_history))
             curves[("accuracy", rule)].setData(eval_steps, finite_array(st.eval_accuracy_history))
             entropy = np.asarray(st.entropy_history, dtype=np.float64)
@@ -192,8 +231,7 @@ class TrainCurvesView(TrainView):
         if total != self._x_total:
             self._x_total = total
             self._plots["loss"].setXRange(0, total, padding=0.02)
-        chance = float(snap.chance_loss)
-        self._chance_loss.setValue(math.log10(chance))
+        self._chance_loss.setValue(self._loss_coordinate(float(snap.chance_loss)))
         self._chance_loss.setVisible(True)
         self._chance_acc.setValue(1.0 / snap.config.vocab)
         self._chance_acc.setVisible(True)
@@ -237,12 +275,45 @@ class TrainCurvesView(TrainView):
         if self._results.snapshot is not None:
             self._y_ranges.fit(self._results.snapshot, self._results)
 
+    # -- loss display -------------------------------------------------------------------------
+    def loss_smoothing(self) -> int:
+        """Steps the training-loss curve averages over (1: every step as recorded)."""
+        return int(self._smoothing.currentData())
+
+    def set_loss_smoothing(self, steps: int) -> None:
+        """Show the training loss per step (``1``) or averaged (:data:`LOSS_SMOOTHING_STEPS`)."""
+        index = self._smoothing.findData(int(steps))
+        if index < 0:
+            raise ValueError(f"smoothing must be 1 or {LOSS_SMOOTHING_STEPS} steps, got {steps}")
+        self._smoothing.setCurrentIndex(index)
+
+    def loss_axis_is_log(self) -> bool:
+        """Whether the loss plot's y axis is logarithmic (the default)."""
+        return bool(self._loss_axis.currentData())
+
+    def set_loss_axis_log(self, log_y: bool) -> None:
+        """Make the loss plot's y axis logarithmic or linear."""
+        self._loss_axis.setCurrentIndex(0 if log_y else 1)
+
+    def set_planned_steps(self, steps: int) -> None:
+        """The length of the next run: the step axis of the empty plots spans it."""
+        self._planned_steps = max(int(steps), 1)
+        if self._results.snapshot is None:
+            self._show_empty_axes()
+
     # -- public helpers (tests) ----------------------------------------------------------------
     def clear(self) -> None:
         """Remove every curve's data (Reset)."""
         self._forget()
         self._results = TrainResults()
+        self._x_total = -1
         self._clear_items()
+        self._y_ranges.reset()
+        self._show_empty_axes()
+
+    def legend_is_shown(self) -> bool:
+        """Whether the legend is on screen (hidden while there is nothing to name)."""
+        return self._legend.isVisible()
 
     def plot(self, name: str) -> pg.PlotItem:
         """The plot ``loss``, ``accuracy``, ``grad_norm`` or ``entropy``."""
@@ -264,12 +335,49 @@ class TrainCurvesView(TrainView):
         """The marker of ``rule``'s divergence on the loss plot."""
         return self._markers[ScalingRule(rule)][0]
 
+    def chance_loss_line(self) -> pg.InfiniteLine:
+        """The horizontal "chance" line of the loss plot, in the axis' own units."""
+        return self._chance_loss
+
     def legend_labels(self) -> list[str]:
         """The legend's labels in order."""
         return [label.text for _sample, label in self._legend.items]
 
     # -- internals ----------------------------------------------------------------------------
+    def _shown_training_loss(self, history: np.ndarray) -> np.ndarray:
+        window = self.loss_smoothing()
+        values = trailing_mean(positive_array(history), window) if window > 1 else history
+        return positive_array(values)
+
+    def _loss_coordinate(self, loss: float) -> float:
+        """Where ``loss`` sits on the loss plot's y axis (log10 on a log axis)."""
+        return math.log10(loss) if self.loss_axis_is_log() else loss
+
+    def _on_loss_display_changed(self) -> None:
+        log_y = self.loss_axis_is_log()
+        if log_y != self._plots["loss"].getAxis("left").logMode:
+            style.set_log_mode(self._plots["loss"], x=False, y=log_y)
+            self._y_ranges.set_log_y("loss", log_y)
+        results = self._results
+        self._forget()
+        self._legend_rules = None  # the training-loss entry names the smoothing
+        if results.snapshot is None:
+            self._show_empty_axes()
+        else:
+            self.show_results(results)
+
+    def _show_empty_axes(self) -> None:
+        """Before a run: the planned steps across, a decade or two up (not 0…1 on every axis)."""
+        self._plots["loss"].setXRange(0, self._planned_steps, padding=0.02)
+        # Log axes: 0.1…10 nats holds ln(vocab) of any task here and shows labelled decades.
+        empty_y = {"loss": (-1.0, 1.0) if self.loss_axis_is_log() else (0.0, 5.0),
+                   "grad_norm": (-2.0, 1.0), "entropy": (0.0, 3.0)}
+        for name, (low, high) in empty_y.items():
+            self._plots[name].setYRange(low, high, padding=0.02)
+        self._y_ranges.reset()
+
     def _clear_items(self) -> None:
+        self._legend.setVisible(False)
         for curve in self._curves.values():
             curve.setData([], [])
         for marker, text in self._markers.values():
@@ -316,8 +424,8 @@ class TrainCurvesView(TrainView):
         y = divergence_y(st)
         marker.setData([max(k, 0)], [y])
         text.setText(translate("TrainCurvesView", "diverged at step {0}").format(k))
-        # Log-y plot: items other than PlotDataItems are placed in log10 coordinates.
-        text.setPos(max(k, 0), math.log10(y))
+        # On a log-y plot, items other than PlotDataItems are placed in log10 coordinates.
+        text.setPos(max(k, 0), self._loss_coordinate(y))
         # Stack the labels of rules that diverge at nearly the same place.
         text.setAnchor((0.0, 1.0 + 1.15 * index))
         text.setVisible(True)
@@ -363,11 +471,16 @@ class TrainCurvesView(TrainView):
             text.setVisible(False)
             self._plots["loss"].addItem(text, ignoreBounds=True)
             self._markers[rule] = (marker, text)
+        self._legend.setVisible(True)
         ordered = style.ordered_rules(rules)
         if ordered != self._legend_rules:
             self._legend.clear()
             for rule in ordered:
                 self._legend.addItem(self._curves[("accuracy", rule)], style.rule_name(rule))
-            self._legend.addItem(self._train_sample, translate("TrainCurvesView", "training loss"))
+            training = translate("TrainCurvesView", "training loss")
+            if self.loss_smoothing() > 1:
+                training = translate("TrainCurvesView", "training loss, mean of {0} steps").format(
+                    self.loss_smoothing())
+            self._legend.addItem(self._train_sample, training)
             self._legend.addItem(self._eval_sample, translate("TrainCurvesView", "held-out"))
             self._legend_rules = ordered

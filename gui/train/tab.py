@@ -125,6 +125,8 @@ class TrainTab(QWidget):
         self.controller.errorOccurred.connect(self._on_error)
         self.controller.resultsShown.connect(self._on_results_shown)
         self.view_tabs.currentChanged.connect(self._on_view_tab_changed)
+        p.inputChanged.connect(self._on_input_changed)
+        self._on_input_changed()
         self._status = ""
         self._error = ""
         self.retranslate_ui()
@@ -293,6 +295,14 @@ class TrainTab(QWidget):
         self._written = path
         self._on_results_shown(self.controller.results())
         self.tensorsWritten.emit(path)
+
+    @Slot()
+    def _on_input_changed(self) -> None:
+        try:
+            steps = self.panel.config().steps
+        except ValueError:
+            return  # the panel shows the message; the empty plots keep the last valid length
+        self.curves.set_planned_steps(steps)
 
     @Slot()
     def _on_reset(self) -> None:

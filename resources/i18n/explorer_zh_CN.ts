@@ -2144,88 +2144,133 @@ overflow at d_k = {2:g}</source>
 <context>
     <name>TrainCurvesView</name>
     <message>
-        <location filename="../../gui/train/curves.py" line="127"/>
+        <location filename="../../gui/train/curves.py" line="152"/>
         <source>Loss</source>
         <translation>损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="128"/>
+        <location filename="../../gui/train/curves.py" line="153"/>
         <source>cross-entropy (nats)</source>
         <translation>交叉熵（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="131"/>
+        <location filename="../../gui/train/curves.py" line="156"/>
         <source>Held-out accuracy</source>
         <translation>留出集准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="132"/>
+        <location filename="../../gui/train/curves.py" line="157"/>
         <source>accuracy</source>
         <translation>准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="134"/>
+        <location filename="../../gui/train/curves.py" line="159"/>
         <source>Global gradient norm</source>
         <translation>全局梯度范数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="136"/>
+        <location filename="../../gui/train/curves.py" line="161"/>
         <source>Attention entropy (mean over heads)</source>
         <translation>注意力熵（各头平均）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="137"/>
+        <location filename="../../gui/train/curves.py" line="162"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="140"/>
+        <location filename="../../gui/train/curves.py" line="165"/>
         <source>step</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="144"/>
+        <location filename="../../gui/train/curves.py" line="169"/>
         <source>chance</source>
         <translation>随机水平</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="121"/>
+        <location filename="../../gui/train/curves.py" line="146"/>
         <source>Training curves</source>
-        <extracomment>Panel names in layout order, with log-y.</extracomment>
+        <extracomment>Steps the smoothed training loss averages over: enough to calm a batch of 64&apos;s noise, few enough to follow the fall of a 500-step run. The x range of the empty plots before the first run has a length (steps). Panel names in layout order, with log-y.</extracomment>
         <translation>训练曲线</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="281"/>
+        <location filename="../../gui/train/curves.py" line="170"/>
+        <source>Training loss:</source>
+        <translation>训练损失：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="171"/>
+        <source>every step</source>
+        <translation>每一步</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="172"/>
+        <source>mean of the last {0} steps</source>
+        <translation>最近 {0} 步的均值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="174"/>
+        <source>The loss of one batch jumps by orders of magnitude from step to step; its trailing mean shows the trend next to the held-out loss. The CSV keeps every step.</source>
+        <translation>单个批次的损失每一步都会上下跳动很多；它最近几步的均值显出与留出集损失并列的趋向。CSV 保留每一步的值。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="178"/>
+        <source>Loss axis:</source>
+        <translation>损失坐标轴：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="179"/>
+        <source>log</source>
+        <translation>对数</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="180"/>
+        <source>linear</source>
+        <translation>线性</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="181"/>
+        <source>Log shows the late, small losses; linear shows the early fall as it is.</source>
+        <translation>对数坐标显出训练后段很小的损失；线性坐标按原样显出开始时的下降。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="389"/>
         <source>Press Start (Ctrl+T) to train the selected rules side by side: same initial weights, same batches.</source>
         <translation>按“开始”（Ctrl+T）并排训练所选规则：相同的初始权重，相同的批次。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="293"/>
+        <location filename="../../gui/train/curves.py" line="401"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="299"/>
+        <location filename="../../gui/train/curves.py" line="407"/>
         <source>{0}: held-out loss {1:.3g}, accuracy {2:.2f}</source>
         <translation>{0}：留出集损失 {1:.3g}，准确率 {2:.2f}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="303"/>
+        <location filename="../../gui/train/curves.py" line="411"/>
         <source>Step {0} of {1}, chance loss ln {2} = {3:.3g}.</source>
         <translation>第 {0} / {1} 步，随机水平损失 ln {2} = {3:.3g}。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="318"/>
+        <location filename="../../gui/train/curves.py" line="426"/>
         <source>diverged at step {0}</source>
         <translation>在第 {0} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="371"/>
+        <location filename="../../gui/train/curves.py" line="480"/>
         <source>training loss</source>
         <translation>训练损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="372"/>
+        <location filename="../../gui/train/curves.py" line="482"/>
+        <source>training loss, mean of {0} steps</source>
+        <translation>训练损失，{0} 步均值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/curves.py" line="485"/>
         <source>held-out</source>
         <translation>留出集</translation>
     </message>
@@ -2633,63 +2678,63 @@ overflow at d_k = {2:g}</source>
 <context>
     <name>TrainTab</name>
     <message>
-        <location filename="../../gui/train/tab.py" line="141"/>
+        <location filename="../../gui/train/tab.py" line="143"/>
         <source>Training</source>
         <extracomment>The file name the Inspect button offers (in the last export folder). A small model for driving the buttons in the self-test (a step takes well under 1 ms).</extracomment>
         <translation>训练中</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="142"/>
+        <location filename="../../gui/train/tab.py" line="144"/>
         <source>Paused</source>
         <translation>已暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="143"/>
+        <location filename="../../gui/train/tab.py" line="145"/>
         <source>Stopping after this step</source>
         <translation>本步后停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="144"/>
+        <location filename="../../gui/train/tab.py" line="146"/>
         <source>Writing the trained q and k</source>
         <translation>正在写入训练后的 q 和 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="151"/>
+        <location filename="../../gui/train/tab.py" line="153"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="153"/>
+        <location filename="../../gui/train/tab.py" line="155"/>
         <source>Done</source>
         <translation>完成</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="155"/>
+        <location filename="../../gui/train/tab.py" line="157"/>
         <source>Ready: press Start to train</source>
         <translation>就绪：按“开始”训练</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="229"/>
+        <location filename="../../gui/train/tab.py" line="231"/>
         <source>Save the trained q and k</source>
         <translation>保存训练后的 q 和 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="231"/>
+        <location filename="../../gui/train/tab.py" line="233"/>
         <source>Tensor files (*.npz *.safetensors)</source>
         <translation>q/k 数组文件 (*.npz *.safetensors)</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="323"/>
+        <location filename="../../gui/train/tab.py" line="333"/>
         <source>Training: step {0} of {1}, {2:.0f} steps/s</source>
         <translation>训练中：第 {0} / {1} 步，{2:.0f} 步/秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="329"/>
+        <location filename="../../gui/train/tab.py" line="339"/>
         <source>Sweep: {0} of {1} runs</source>
         <translation>扫描：{0} / {1} 次运行</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="334"/>
+        <location filename="../../gui/train/tab.py" line="344"/>
         <source>Wrote {0}</source>
         <translation>已保存 {0}</translation>
     </message>
