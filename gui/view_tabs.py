@@ -10,7 +10,8 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QSplitter, QTabWidget
 
 from gui.explorer.views.base import ExplorerView
-from gui.kit.layout_fit import scroll_area_for, track_scene_minimums
+from gui.kit.layout_fit import track_scene_minimums
+from gui.kit.wrapping_tabs import WrappingTabWidget, tab_page
 
 __all__ = ["ViewTabs"]
 
@@ -41,12 +42,11 @@ class ViewTabs(QObject):
         self.controller = controller
         self.side_action: QAction | None = None
         self._closing = False
-        self.tabs = QTabWidget()
+        # Titles wrap onto a second row: at 1024×768 a single row hid the last views.
+        self.tabs = WrappingTabWidget()
         self.tabs.setObjectName("viewTabs")
-        self.tabs.setDocumentMode(True)
-        self.side_tabs = QTabWidget()
+        self.side_tabs = WrappingTabWidget()
         self.side_tabs.setObjectName("sideViewTabs")
-        self.side_tabs.setDocumentMode(True)
         self.side_tabs.setVisible(False)
         for view in self.views:
             self.tabs.addTab(view, view.title())
@@ -55,10 +55,10 @@ class ViewTabs(QObject):
         for view in self.views:
             track_scene_minimums(view)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.addWidget(scroll_area_for(self.tabs, "viewScroll"))
-        self._side_scroll = scroll_area_for(self.side_tabs, "sideViewScroll")
-        self._side_scroll.setVisible(False)
-        self.splitter.addWidget(self._side_scroll)
+        self.splitter.addWidget(tab_page(self.tabs, "viewScroll")[0])
+        self._side_page = tab_page(self.side_tabs, "sideViewScroll")[0]
+        self._side_page.setVisible(False)
+        self.splitter.addWidget(self._side_page)
         self.tabs.currentChanged.connect(self._on_tab_changed)
         self.side_tabs.currentChanged.connect(self._on_tab_changed)
 
@@ -115,14 +115,14 @@ class ViewTabs(QObject):
             self.tabs.removeTab(index)
             self.side_tabs.addTab(view, view.title())
             self.side_tabs.setVisible(True)
-            self._side_scroll.setVisible(True)
+            self._side_page.setVisible(True)
         else:
             while self.side_tabs.count():
                 view = self.side_tabs.widget(0)
                 self.side_tabs.removeTab(0)
                 self.tabs.insertTab(self.views.index(view), view, view.title())
             self.side_tabs.setVisible(False)
-            self._side_scroll.setVisible(False)
+            self._side_page.setVisible(False)
 
     @Slot(int)
     def _on_tab_changed(self, index: int) -> None:

@@ -73,8 +73,8 @@ TRAIN_FIELDS: dict[str, FieldSpec] = {
             "(causal mask).",
         ),
         "combo", group="model", choices={
-            TaskKind.RETRIEVAL: QT_TRANSLATE_NOOP("TrainPanel", "retrieval (key → value lookup)"),
-            TaskKind.COPY_BACK: QT_TRANSLATE_NOOP("TrainPanel", "copy back (token k places back)"),
+            TaskKind.RETRIEVAL: QT_TRANSLATE_NOOP("TrainPanel", "key → value lookup"),
+            TaskKind.COPY_BACK: QT_TRANSLATE_NOOP("TrainPanel", "copy k places back"),
         }), cli=Cli(("--task",), "synthetic task: retrieval (n key/value pairs and a query key; "
                    "answer its value) or copy_back (the token --offset places back)",
                    choices=True)),

@@ -272,6 +272,8 @@ class HeadsView(PlotView):
             "a cell is too small for letters)."))
         self._model.retranslate()
         self._apply_hidden_columns()
+        # Headers in the new language (and before any row) would be cut at the default width.
+        self.table.resizeColumnsToContents()
         self.grid.label_axes()
         self._refresh()
         self._update_status()

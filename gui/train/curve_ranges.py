@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pyqtgraph as pg
@@ -87,11 +87,17 @@ class SteppedYRanges:
             plot.enableAutoRange(y=False)
             self._fitted[name] = None
 
-    def fit(self, snap: object, results: TrainResults) -> None:
-        """Set the managed y ranges when the data left them (not after a manual zoom)."""
+    def fit(self, snap: object, results: TrainResults,
+            shown_training_loss: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
+        """Set the managed y ranges when the data left them (not after a manual zoom).
+
+        ``shown_training_loss`` maps a rule's per-step loss to the curve drawn (a trailing
+        mean), so that the range fits what is on screen.
+        """
         rules = snap.rules.values()  # type: ignore[attr-defined]
+        shown = shown_training_loss or np.asarray
         series = {
-            "loss": [a for st in rules for a in (st.loss_history, st.eval_loss_history)],
+            "loss": [a for st in rules for a in (shown(st.loss_history), st.eval_loss_history)],
             "grad_norm": list(results.grad_norms.values()),
             "entropy": [np.asarray(st.entropy_history, dtype=np.float64) for st in rules],
         }

@@ -7,13 +7,14 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
+from PySide6.QtGui import QFontMetrics, QResizeEvent
+from PySide6.QtWidgets import QComboBox, QLabel, QWidget
 
 from engine.config import ScalingRule
 from engine.training.smoothing import trailing_mean
 from gui.kit import style
 from gui.kit.i18n import translate
+from gui.kit.wrapping_tabs import FlowLayout
 from gui.train.curve_ranges import (
     MANAGED_Y,
     SteppedYRanges,
@@ -53,10 +54,19 @@ class TrainCurvesView(TrainView):
         ("grad_norm", True),
         ("entropy", False),
     )
+    #: Width (px) from which the panels stand two by two; narrower, they stack. It lies above
+    #: the two-column layout's minimum, so the choice cannot flip as a scroll area resizes it.
+    TWO_COLUMNS_FROM = 560
+    #: Least height (px) of a stacked panel, its title and axis included.
+    STACKED_PLOT_HEIGHT = 200
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        controls = QHBoxLayout()
+        controls_row = QWidget()
+        policy = controls_row.sizePolicy()
+        policy.setHeightForWidth(True)
+        controls_row.setSizePolicy(policy)
+        controls = FlowLayout(controls_row, spacing=6)
         controls.setContentsMargins(6, 2, 6, 0)
         self._smoothing_label = QLabel()
         self._smoothing = QComboBox()
@@ -69,17 +79,14 @@ class TrainCurvesView(TrainView):
         for widget in (self._smoothing_label, self._smoothing,
                        self._loss_axis_label, self._loss_axis):
             controls.addWidget(widget)
-        controls.addStretch(1)
-        self._layout.addLayout(controls)
+        self._layout.addWidget(controls_row)
         self._widget = style.make_layout_widget()
         self._layout.addWidget(self._widget, 1)
         self._legend = style.make_legend(col_count=7)
-        self._widget.addItem(self._legend, row=0, col=0, colspan=2)
         self._plots: dict[str, pg.PlotItem] = {}
         first: pg.PlotItem | None = None
-        for index, (name, log_y) in enumerate(self.PANELS):
-            r, c = divmod(index, 2)
-            plot = self._widget.addPlot(row=1 + r, col=c, axisItems=style.log_axis_items())
+        for name, log_y in self.PANELS:
+            plot = pg.PlotItem(axisItems=style.log_axis_items())
             style.style_plot(plot)  # titles and labels: retranslate_ui
             style.set_log_mode(plot, x=False, y=log_y)
             # Long runs: draw only what is visible, peak-downsampled to the pixel width.
@@ -121,7 +128,8 @@ class TrainCurvesView(TrainView):
             line.setVisible(False)
             self._plots[name].addItem(line, ignoreBounds=True)
         self._note = style.make_label()
-        self._widget.addItem(self._note, row=3, col=0, colspan=2)
+        self._columns = 0
+        self._arrange(2)
         self._curves: dict[tuple[str, ScalingRule], pg.PlotDataItem] = {}
         self._markers: dict[ScalingRule, tuple[pg.PlotDataItem, pg.TextItem]] = {}
         self._legend_rules: list[ScalingRule] | None = None
@@ -158,7 +166,8 @@ class TrainCurvesView(TrainView):
             ),
             "grad_norm": (translate("TrainCurvesView", "Global gradient norm"), "‖∇<sub>θ</sub>L‖"),
             "entropy": (
-                translate("TrainCurvesView", "Attention entropy (mean over heads)"),
+                # Short titles: the stacked panels of a narrow window are as wide as the longest.
+                translate("TrainCurvesView", "Mean attention entropy"),
                 translate("TrainCurvesView", "H (nats)"),
             ),
         }
@@ -236,7 +245,7 @@ class TrainCurvesView(TrainView):
         self._chance_acc.setValue(1.0 / snap.config.vocab)
         self._chance_acc.setVisible(True)
         self._note.setText(self._note_text(snap))
-        self._y_ranges.fit(snap, results)
+        self._y_ranges.fit(snap, results, self._shown_training_loss)
         # Auto-range now rather than in the paint: a range set while painting schedules a
         # second full repaint of all four plots (measured: ~2 paints per push otherwise).
         self._widget.scene().prepareForPaint()
@@ -273,7 +282,54 @@ class TrainCurvesView(TrainView):
         if self._x_total > 0:
             self._plots["loss"].setXRange(0, self._x_total, padding=0.02)
         if self._results.snapshot is not None:
-            self._y_ranges.fit(self._results.snapshot, self._results)
+            self._y_ranges.fit(self._results.snapshot, self._results,
+                              self._shown_training_loss)
+
+    # -- reflow -------------------------------------------------------------------------------
+    def columns(self) -> int:
+        """How many columns the four panels stand in now (2, or 1 in a narrow window)."""
+        return self._columns
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # Qt override
+        """Stack the panels in one column when two would be squeezed or cut off."""
+        super().resizeEvent(event)
+        columns = 2 if event.size().width() >= self.TWO_COLUMNS_FROM else 1
+        if columns != self._columns:
+            self._arrange(columns)
+        else:
+            self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """As many legend columns as fit the width (one entry per row in a narrow window)."""
+        room = self._widget.width() - 16
+        for count in range(7, 0, -1):
+            self._legend.setColumnCount(count)
+            if self._legend.layout.minimumWidth() <= room:
+                break
+
+    def _arrange(self, columns: int) -> None:
+        ci = self._widget.ci
+        for item in [self._legend, self._note, *self._plots.values()]:
+            if item in ci.items:
+                ci.removeItem(item)
+        ci.addItem(self._legend, row=0, col=0, colspan=columns)
+        for index, plot in enumerate(self._plots.values()):
+            row, col = divmod(index, columns)
+            ci.addItem(plot, row=1 + row, col=col)
+            # Stacked, the panels keep a readable height and the page scrolls instead.
+            plot.setMinimumHeight(self.STACKED_PLOT_HEIGHT if columns == 1 else 0)
+        plot_rows = range(1, 1 + len(self._plots) // columns)
+        ci.addItem(self._note, row=1 + len(plot_rows), col=0, colspan=columns)
+        for row in range(max(ci.layout.rowCount(), 8)):
+            ci.layout.setRowStretchFactor(row, 1 if row in plot_rows else 0)
+        for col in range(2):
+            ci.layout.setColumnStretchFactor(col, 1 if col < columns else 0)
+        self._columns = columns
+        self._fit_legend()
+        style.relayout(self._widget)
+        # Re-adding items re-activates the top layout at its minimum size: give it the
+        # viewport again (what pyqtgraph's resizeEvent does).
+        ci.setGeometry(self._widget.range)
 
     # -- loss display -------------------------------------------------------------------------
     def loss_smoothing(self) -> int:
@@ -484,3 +540,4 @@ class TrainCurvesView(TrainView):
             self._legend.addItem(self._train_sample, training)
             self._legend.addItem(self._eval_sample, translate("TrainCurvesView", "held-out"))
             self._legend_rules = ordered
+            self._fit_legend()

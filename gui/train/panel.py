@@ -9,6 +9,7 @@ from PySide6.QtCore import QEvent, QSignalBlocker, Signal, Slot
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QFormLayout,
     QGridLayout,
     QGroupBox,
@@ -26,6 +27,7 @@ from engine.config.train import TRAIN_FIELDS, TrainConfig
 from gui.kit import style
 from gui.kit.forms import FieldForm
 from gui.kit.i18n import translate
+from gui.kit.wrapping_tabs import FlowLayout
 from gui.train.state import TrainState
 
 __all__ = ["TRAIN_RULES", "TrainPanel", "parse_lrs"]
@@ -92,16 +94,21 @@ class TrainPanel(QWidget):
         # Texts (items, tooltips, row labels, buttons) are set by retranslate_ui.
         self.rule_boxes: dict[ScalingRule, QCheckBox] = {}
         rules_box = QWidget()
-        grid = QGridLayout(rules_box)
-        grid.setContentsMargins(0, 0, 0, 0)
-        for index, rule in enumerate(TRAIN_RULES):
+        # The rule boxes wrap: three to a row leave the panel too wide to share a 1024-pixel
+        # window with the curves and the tour.
+        rules_flow = FlowLayout(rules_box, spacing=6, hint_columns=3)
+        rules_flow.setContentsMargins(0, 0, 0, 0)
+        policy = rules_box.sizePolicy()
+        policy.setHeightForWidth(True)
+        rules_box.setSizePolicy(policy)
+        for rule in TRAIN_RULES:
             box = QCheckBox()
             box.setStyleSheet(
                 f"QCheckBox {{ color: {style.RULE_COLORS[rule]}; font-weight: bold; }}"
             )
             box.setChecked(rule in config.rules)
             self.rule_boxes[rule] = box
-            grid.addWidget(box, index // 3, index % 3)
+            rules_flow.addWidget(box)
         self.seeds = _spin(1, 20, 3)
         self.lrs = QLineEdit("0.001, 0.003, 0.01, 0.03")
 
@@ -145,6 +152,12 @@ class TrainPanel(QWidget):
         for name, widget in self._form.widgets.items():
             setattr(self, name, widget)  # panel.d_k, panel.lr, ...
         self._form.set_values(config)
+        for combo in self._form.widgets.values():
+            if isinstance(combo, QComboBox):
+                # Long item texts widen the popup, not the panel.
+                combo.setSizeAdjustPolicy(
+                    QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+                combo.setMinimumContentsLength(14)
         # Row labels: QLabel objects kept by name so that retranslate_ui can re-word them.
         self._row_labels: dict[str, QLabel] = dict(self._form.labels)
         sweep_form = QFormLayout(self._sweep_box)

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal, Slot
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QScrollArea,
     QSplitter,
-    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -20,8 +20,10 @@ from engine.cli.train import train_command_line
 from engine.config.train import TrainConfig
 from engine.training.session import check_training_memory
 from gui.kit.i18n import translate
+from gui.kit.layout_fit import track_scene_minimums
 from gui.kit.qt_lifetime import wait_until
 from gui.kit.settings import Settings, open_settings
+from gui.kit.wrapping_tabs import WrappingTabWidget, tab_page
 from gui.train.controller import DEFAULT_PUSH_INTERVAL_MS, TrainController
 from gui.train.curves import TrainCurvesView
 from gui.train.lr_sweep_view import LrSweepView
@@ -87,25 +89,28 @@ class TrainTab(QWidget):
         self.controller = TrainController(
             self.views, push_interval_ms=push_interval_ms, parent=self
         )
-        self.view_tabs = QTabWidget()
+        self.view_tabs = WrappingTabWidget()
         self.view_tabs.setObjectName("trainViewTabs")
-        self.view_tabs.setDocumentMode(True)
         for view in self.views:
             self.view_tabs.addTab(view, "")  # titled by retranslate_ui
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.panel)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setMinimumWidth(self.panel.sizeHint().width() + 24)
+        # The panel may shrink to its minimum (rules wrap) to leave the curves room.
+        bar = scroll.verticalScrollBar().sizeHint().width() + 2 * scroll.frameWidth()
+        scroll.setMinimumWidth(self.panel.minimumSizeHint().width() + bar)
+        self._panel_scroll = scroll
+        self._panel_width = self.panel.sizeHint().width() + bar
+        self._user_split = False  # the user dragged the splitter: keep their choice
         # The views scroll rather than being cut off when the window is narrow.
-        from gui.kit.layout_fit import scroll_area_for, track_scene_minimums
-
         for view in self.views:
             track_scene_minimums(view)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(scroll)
-        self.splitter.addWidget(scroll_area_for(self.view_tabs, "trainViewScroll"))
+        self.splitter.addWidget(tab_page(self.view_tabs, "trainViewScroll")[0])
         self.splitter.setStretchFactor(1, 1)
+        self.splitter.splitterMoved.connect(self._on_splitter_moved)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.splitter)
@@ -181,6 +186,21 @@ class TrainTab(QWidget):
         if event.type() == QEvent.Type.LanguageChange:
             self.retranslate_ui()
         super().changeEvent(event)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # Qt override
+        """Share the width: the panel at its preferred width while the curves keep two
+        columns, down to its minimum in a narrow window (1024 px with the tour open)."""
+        super().resizeEvent(event)
+        if self._user_split:
+            return
+        total = self.splitter.width() - self.splitter.handleWidth()
+        views_wanted = self.curves.TWO_COLUMNS_FROM + 40  # the tab rows' margins, a scroll bar
+        panel = min(self._panel_width, max(total - views_wanted, self._panel_scroll.minimumWidth()))
+        self.splitter.setSizes([panel, max(total - panel, 0)])
+
+    @Slot(int, int)
+    def _on_splitter_moved(self, _pos: int, _index: int) -> None:
+        self._user_split = True
 
     def event(self, event: QEvent) -> bool:  # Qt override
         """After a language change has reached the views (children get it after this widget's

@@ -501,42 +501,42 @@
         <translation>网格字母：S 饱和，P 尖锐，K 汇聚，U 近均匀（格子太小放不下字母时显示一个点）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="396"/>
+        <location filename="../../gui/heads/view.py" line="398"/>
         <source>Logits reset to the file&apos;s own scale (were {0}) for the new file.</source>
         <translation>新文件的 logits 已重置为文件自身的缩放（之前为 {0}）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="494"/>
+        <location filename="../../gui/heads/view.py" line="496"/>
         <source>Default columns</source>
         <translation>默认列</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="517"/>
+        <location filename="../../gui/heads/view.py" line="519"/>
         <source>The explorer needs q and k; this file holds attention weights only, so its replay stays in this tab.</source>
         <translation>探索器需要 q 和 k；此文件只有注意力权重，所以它的重放留在本页。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="548"/>
+        <location filename="../../gui/heads/view.py" line="550"/>
         <source>The file has no layer {0} head {1} batch entry {2}.</source>
         <translation>文件中没有第 {0} 层第 {1} 头批次条目 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="559"/>
+        <location filename="../../gui/heads/view.py" line="561"/>
         <source>No tensor file open. File › Open model… (Ctrl+M) runs a Hugging Face model folder or a GGUF file on your text; File › Open tensors… (Ctrl+Shift+O) opens a .npz, .safetensors or .npy file (or a folder of .npy files). Both can be dropped on the window; Help › Open sample tensors and Open sample model have examples.</source>
         <translation>未打开张量文件。文件 › 打开模型…（Ctrl+M）在你的文本上运行 Hugging Face 模型文件夹或 GGUF 文件；文件 › 打开张量…（Ctrl+Shift+O）打开 .npz、.safetensors 或 .npy 文件（或 .npy 文件的文件夹）。两者都可以拖放到窗口上；帮助 › 打开示例张量 和 打开示例模型 提供了例子。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="584"/>
+        <location filename="../../gui/heads/view.py" line="586"/>
         <source>Click a head to replay it under every scaling rule.</source>
         <translation>点击一个头，在每种缩放规则下重放它。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="593"/>
+        <location filename="../../gui/heads/view.py" line="595"/>
         <source>{0}/{1} heads</source>
         <translation>{0}/{1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="611"/>
+        <location filename="../../gui/heads/view.py" line="613"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
@@ -1716,108 +1716,117 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>PrecisionView</name>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="145"/>
+        <location filename="../../gui/explorer/views/precision.py" line="147"/>
         <source>Precision</source>
         <extracomment>A point&apos;s weight error is drawn only when it averages at least this share of its rows: an error over the few rows that did not overflow describes those rows, not the point.</extracomment>
         <translation>数值精度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="149"/>
+        <location filename="../../gui/explorer/views/precision.py" line="151"/>
         <source>Format:</source>
         <translation>格式：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="150"/>
+        <location filename="../../gui/explorer/views/precision.py" line="152"/>
         <source>Number format of the logits, exponentials, row sum and weights (computed in float32 and rounded to it after every step)</source>
         <translation>logit、指数、行和与权重的数值格式（以 float32 计算，每一步后取为该格式最近的值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="153"/>
+        <location filename="../../gui/explorer/views/precision.py" line="155"/>
         <source>Softmax:</source>
         <translation>Softmax：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="154"/>
+        <location filename="../../gui/explorer/views/precision.py" line="156"/>
         <location filename="../../gui/tour/content.py" line="135"/>
         <source>max subtracted (stable)</source>
         <translation>减去最大值（稳定）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="155"/>
+        <location filename="../../gui/explorer/views/precision.py" line="157"/>
         <location filename="../../gui/tour/content.py" line="133"/>
         <source>naive exp(z)</source>
         <translation>直接 exp(z)（不减最大值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="156"/>
+        <location filename="../../gui/explorer/views/precision.py" line="158"/>
         <source>Subtract the row maximum before exp (stable) or not (naive)</source>
         <translation>在 exp 之前减去行最大值（稳定）或不减</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="159"/>
+        <location filename="../../gui/explorer/views/precision.py" line="161"/>
         <source>Rows that overflow</source>
         <translation>超出范围的行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="160"/>
+        <location filename="../../gui/explorer/views/precision.py" line="162"/>
         <source>share of rows</source>
         <translation>行的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="162"/>
+        <location filename="../../gui/explorer/views/precision.py" line="164"/>
         <source>Weight error</source>
         <translation>权重误差</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="163"/>
+        <location filename="../../gui/explorer/views/precision.py" line="165"/>
         <source>mean per-row max|Δp|</source>
         <translation>每行 max|Δp| 的均值</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="165"/>
+        <location filename="../../gui/explorer/views/precision.py" line="167"/>
         <source>Largest logit</source>
         <translation>最大 logit</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="166"/>
+        <location filename="../../gui/explorer/views/precision.py" line="168"/>
         <source>mean row max|z|</source>
         <translation>每行 max|z| 的均值</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="171"/>
+        <location filename="../../gui/explorer/views/precision.py" line="173"/>
         <location filename="../../gui/tour/content.py" line="137"/>
         <source>only the logits rounded</source>
         <translation>只有 logit 取为该格式</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="247"/>
-        <source>{0}: {1:.0%} of rows
-overflow at d_k = {2:g}</source>
-        <translation>{0}：d_k = {2:g} 时
-{1:.0%} 的行超出范围</translation>
+        <location filename="../../gui/explorer/views/precision.py" line="249"/>
+        <source>{0}: {1:.0%}
+of rows overflow
+at d_k = {2:g}</source>
+        <translation>{0}：
+d_k = {2:g} 时
+{1:.0%} 的行
+超出范围</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="271"/>
-        <source>largest {0}: {1:.6g}</source>
-        <translation>{0} 最大值：{1:.6g}</translation>
+        <location filename="../../gui/explorer/views/precision.py" line="275"/>
+        <source>largest {0}:
+{1:.6g}</source>
+        <translation>{0} 最大值：
+{1:.6g}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="274"/>
-        <source>ln {0:.6g} ≈ {1:.3g}: naive exp overflows</source>
-        <translation>ln {0:.6g} ≈ {1:.3g}：不减最大值时 exp 超出范围</translation>
+        <location filename="../../gui/explorer/views/precision.py" line="278"/>
+        <source>ln {0:.6g} ≈ {1:.3g}:
+naive exp
+overflows</source>
+        <translation>ln {0:.6g} ≈ {1:.3g}：
+不减最大值时
+exp 超出范围</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="281"/>
+        <location filename="../../gui/explorer/views/precision.py" line="285"/>
         <source>n = {0}, q and k ~ N(0, 1); weight errors over the first ≤ {3} of {1} rows per point, against the float64 max-subtracted softmax, averaged over the rows that do not overflow; where more than half of them overflow no error is drawn. Right: dashed, the largest {2} value; dotted, its logarithm, above which exp overflows unless the row maximum is subtracted.</source>
         <translation>n = {0}，q 与 k ~ N(0, 1)；权重误差取每个点 {1} 行中的前 ≤ {3} 行，相对于 float64 减最大值的 softmax，只对未超出范围的行取平均；超过一半的行超出范围时不绘出误差。右图：虚线为 {2} 的最大值；点线为它的对数，不减行最大值时 logit 超过它 exp 就超出范围。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="290"/>
+        <location filename="../../gui/explorer/views/precision.py" line="294"/>
         <source> bfloat16 keeps float32&apos;s range (3.4·10³⁸).</source>
         <translation> bfloat16 与 float32 的范围相同（3.4·10³⁸）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="293"/>
+        <location filename="../../gui/explorer/views/precision.py" line="297"/>
         <source>  Sweep running.</source>
         <translation>  扫描进行中。</translation>
     </message>
@@ -2144,133 +2153,133 @@ overflow at d_k = {2:g}</source>
 <context>
     <name>TrainCurvesView</name>
     <message>
-        <location filename="../../gui/train/curves.py" line="152"/>
+        <location filename="../../gui/train/curves.py" line="160"/>
         <source>Loss</source>
         <translation>损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="153"/>
+        <location filename="../../gui/train/curves.py" line="161"/>
         <source>cross-entropy (nats)</source>
         <translation>交叉熵（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="156"/>
+        <location filename="../../gui/train/curves.py" line="164"/>
         <source>Held-out accuracy</source>
         <translation>留出集准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="157"/>
+        <location filename="../../gui/train/curves.py" line="165"/>
         <source>accuracy</source>
         <translation>准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="159"/>
+        <location filename="../../gui/train/curves.py" line="167"/>
         <source>Global gradient norm</source>
         <translation>全局梯度范数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="161"/>
-        <source>Attention entropy (mean over heads)</source>
-        <translation>注意力熵（各头平均）</translation>
+        <location filename="../../gui/train/curves.py" line="170"/>
+        <source>Mean attention entropy</source>
+        <translation>平均注意力熵</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="162"/>
+        <location filename="../../gui/train/curves.py" line="171"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="165"/>
+        <location filename="../../gui/train/curves.py" line="174"/>
         <source>step</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="169"/>
+        <location filename="../../gui/train/curves.py" line="178"/>
         <source>chance</source>
         <translation>随机水平</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="146"/>
+        <location filename="../../gui/train/curves.py" line="154"/>
         <source>Training curves</source>
-        <extracomment>Steps the smoothed training loss averages over: enough to calm a batch of 64&apos;s noise, few enough to follow the fall of a 500-step run. The x range of the empty plots before the first run has a length (steps). Panel names in layout order, with log-y.</extracomment>
+        <extracomment>Steps the smoothed training loss averages over: enough to calm a batch of 64&apos;s noise, few enough to follow the fall of a 500-step run. The x range of the empty plots before the first run has a length (steps). Panel names in layout order, with log-y. Width (px) from which the panels stand two by two; narrower, they stack. It lies above the two-column layout&apos;s minimum, so the choice cannot flip as a scroll area resizes it. Least height (px) of a stacked panel, its title and axis included.</extracomment>
         <translation>训练曲线</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="170"/>
+        <location filename="../../gui/train/curves.py" line="179"/>
         <source>Training loss:</source>
         <translation>训练损失：</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="171"/>
+        <location filename="../../gui/train/curves.py" line="180"/>
         <source>every step</source>
         <translation>每一步</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="172"/>
+        <location filename="../../gui/train/curves.py" line="181"/>
         <source>mean of the last {0} steps</source>
         <translation>最近 {0} 步的均值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="174"/>
+        <location filename="../../gui/train/curves.py" line="183"/>
         <source>The loss of one batch jumps by orders of magnitude from step to step; its trailing mean shows the trend next to the held-out loss. The CSV keeps every step.</source>
         <translation>单个批次的损失每一步都会上下跳动很多；它最近几步的均值显出与留出集损失并列的趋向。CSV 保留每一步的值。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="178"/>
+        <location filename="../../gui/train/curves.py" line="187"/>
         <source>Loss axis:</source>
         <translation>损失坐标轴：</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="179"/>
+        <location filename="../../gui/train/curves.py" line="188"/>
         <source>log</source>
         <translation>对数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="180"/>
+        <location filename="../../gui/train/curves.py" line="189"/>
         <source>linear</source>
         <translation>线性</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="181"/>
+        <location filename="../../gui/train/curves.py" line="190"/>
         <source>Log shows the late, small losses; linear shows the early fall as it is.</source>
         <translation>对数坐标显出训练后段很小的损失；线性坐标按原样显出开始时的下降。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="389"/>
+        <location filename="../../gui/train/curves.py" line="444"/>
         <source>Press Start (Ctrl+T) to train the selected rules side by side: same initial weights, same batches.</source>
         <translation>按“开始”（Ctrl+T）并排训练所选规则：相同的初始权重，相同的批次。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="401"/>
+        <location filename="../../gui/train/curves.py" line="456"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="407"/>
+        <location filename="../../gui/train/curves.py" line="462"/>
         <source>{0}: held-out loss {1:.3g}, accuracy {2:.2f}</source>
         <translation>{0}：留出集损失 {1:.3g}，准确率 {2:.2f}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="411"/>
+        <location filename="../../gui/train/curves.py" line="466"/>
         <source>Step {0} of {1}, chance loss ln {2} = {3:.3g}.</source>
         <translation>第 {0} / {1} 步，随机水平损失 ln {2} = {3:.3g}。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="426"/>
+        <location filename="../../gui/train/curves.py" line="481"/>
         <source>diverged at step {0}</source>
         <translation>在第 {0} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="480"/>
+        <location filename="../../gui/train/curves.py" line="535"/>
         <source>training loss</source>
         <translation>训练损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="482"/>
+        <location filename="../../gui/train/curves.py" line="537"/>
         <source>training loss, mean of {0} steps</source>
         <translation>训练损失，{0} 步均值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="485"/>
+        <location filename="../../gui/train/curves.py" line="540"/>
         <source>held-out</source>
         <translation>留出集</translation>
     </message>
@@ -2278,35 +2287,35 @@ overflow at d_k = {2:g}</source>
 <context>
     <name>TrainPanel</name>
     <message>
-        <location filename="../../gui/train/panel.py" line="48"/>
+        <location filename="../../gui/train/panel.py" line="50"/>
         <source>the learning-rate list is empty</source>
         <extracomment>Rules offered for training: every rule ``main.py train --rules`` accepts (the Train tab has no T, gain or cap controls: they take the defaults, T = √d_k, gain √d_k, cap 50).</extracomment>
         <translation>学习率列表为空</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="56"/>
+        <location filename="../../gui/train/panel.py" line="58"/>
         <source>learning rates: {0!r} is not a number</source>
         <translation>学习率：{0!r} 不是数字</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="60"/>
+        <location filename="../../gui/train/panel.py" line="62"/>
         <source>learning rates must be in [{0:g}, {1:g}], got {2}</source>
         <translation>学习率必须在 [{0:g}, {1:g}] 范围内，实际为 {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="66"/>
+        <location filename="../../gui/train/panel.py" line="68"/>
         <source>learning rates must not repeat a value</source>
         <translation>学习率不能有重复值</translation>
     </message>
     <message>
         <location filename="../../engine/config/train.py" line="76"/>
-        <source>retrieval (key → value lookup)</source>
-        <translation>检索（键 → 值查找）</translation>
+        <source>key → value lookup</source>
+        <translation>键 → 值查找</translation>
     </message>
     <message>
         <location filename="../../engine/config/train.py" line="77"/>
-        <source>copy back (token k places back)</source>
-        <translation>回溯复制（向前第 k 个词元）</translation>
+        <source>copy k places back</source>
+        <translation>复制向前第 k 个词元</translation>
     </message>
     <message>
         <location filename="../../engine/config/train.py" line="69"/>
@@ -2314,27 +2323,27 @@ overflow at d_k = {2:g}</source>
         <translation>检索：n 个键/值对和一个查询键；输出与之配对的值（需要在 n 个键中的一个上形成尖锐的注意力）。回溯复制：输出向前第 k 个位置的词元（因果掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="189"/>
+        <location filename="../../gui/train/panel.py" line="202"/>
         <source>No scaling: logits q·k with variance ≈ d_k at init.</source>
         <translation>不缩放：logit 为 q·k，初始化时方差 ≈ d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="192"/>
+        <location filename="../../gui/train/panel.py" line="205"/>
         <source>Divide the logits by √d_k (the Transformer rule).</source>
         <translation>将 logit 除以 √d_k（Transformer 的规则）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="195"/>
+        <location filename="../../gui/train/panel.py" line="208"/>
         <source>Divide the logits by d_k (μP).</source>
         <translation>将 logit 除以 d_k（μP）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="196"/>
+        <location filename="../../gui/train/panel.py" line="209"/>
         <source>Normalise q and k to unit length, times a gain (default √d_k).</source>
         <translation>将 q 和 k 归一化为单位长度，再乘以增益（默认 √d_k）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="199"/>
+        <location filename="../../gui/train/panel.py" line="212"/>
         <source>1/√d_k, then cap·tanh(s/cap) with cap = 50.</source>
         <translation>先乘 1/√d_k，再取 cap·tanh(s/cap)，cap = 50。</translation>
     </message>
@@ -2434,72 +2443,72 @@ overflow at d_k = {2:g}</source>
         <translation>固定留出集中的样本数（由随机种子决定）；样本 0 是显示其注意力的探针。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="221"/>
+        <location filename="../../gui/train/panel.py" line="234"/>
         <source>Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread).</source>
         <translation>学习率扫描：每个学习率使用种子 0…N−1（取均值和离散范围）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="227"/>
+        <location filename="../../gui/train/panel.py" line="240"/>
         <source>Learning-rate sweep: comma-separated learning rates.</source>
         <translation>学习率扫描：以逗号分隔的学习率。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="230"/>
+        <location filename="../../gui/train/panel.py" line="243"/>
         <source>Start</source>
         <translation>开始</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="231"/>
+        <location filename="../../gui/train/panel.py" line="244"/>
         <source>Train the checked rules side by side (Ctrl+T).</source>
         <translation>并排训练勾选的规则（Ctrl+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="232"/>
+        <location filename="../../gui/train/panel.py" line="245"/>
         <source>Run lr sweep</source>
         <translation>运行学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="233"/>
+        <location filename="../../gui/train/panel.py" line="246"/>
         <source>Train every rule at every listed learning rate and seed; plot the final held-out loss (Ctrl+L).</source>
         <translation>以列出的每个学习率和种子训练每种规则；绘制最终留出集损失（Ctrl+L）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="238"/>
+        <location filename="../../gui/train/panel.py" line="251"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="239"/>
+        <location filename="../../gui/train/panel.py" line="252"/>
         <source>Hold the run between two steps (Ctrl+P).</source>
         <translation>在两步之间暂停运行（Ctrl+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="240"/>
+        <location filename="../../gui/train/panel.py" line="253"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="241"/>
+        <location filename="../../gui/train/panel.py" line="254"/>
         <source>Continue a paused run (Ctrl+Shift+P).</source>
         <translation>继续已暂停的运行（Ctrl+Shift+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="242"/>
+        <location filename="../../gui/train/panel.py" line="255"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="243"/>
+        <location filename="../../gui/train/panel.py" line="256"/>
         <source>End the run now; the curves so far stay (Ctrl+Shift+T).</source>
         <translation>立即结束运行；已有曲线会保留（Ctrl+Shift+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="244"/>
+        <location filename="../../gui/train/panel.py" line="257"/>
         <source>Reset</source>
         <translation>重置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="245"/>
+        <location filename="../../gui/train/panel.py" line="258"/>
         <source>Stop and clear all curves and the sweep (Ctrl+Shift+X).</source>
         <translation>停止并清除所有曲线和扫描结果（Ctrl+Shift+X）。</translation>
     </message>
@@ -2519,52 +2528,52 @@ overflow at d_k = {2:g}</source>
         <translation>留出集大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="360"/>
+        <location filename="../../gui/train/panel.py" line="373"/>
         <source>%p% — stopping</source>
         <translation>%p% — 正在停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="366"/>
+        <location filename="../../gui/train/panel.py" line="379"/>
         <source>idle</source>
         <translation>空闲</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="260"/>
+        <location filename="../../gui/train/panel.py" line="273"/>
         <source>Progress of the run or sweep, with the estimated time left (pauses excluded).</source>
         <translation>运行或扫描的进度，以及预计剩余时间（不含暂停）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="202"/>
+        <location filename="../../gui/train/panel.py" line="215"/>
         <source>Divide the logits by a temperature T (here T = √d_k: the same model as 1/√d_k).</source>
         <translation>把 logits 除以温度 T（这里 T = √d_k：与 1/√d_k 是同一个模型）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="206"/>
+        <location filename="../../gui/train/panel.py" line="219"/>
         <source>Multiply the 1/√d_k logits by ln n, n the keys a row sees.</source>
         <translation>把 1/√d_k 的 logits 乘以 ln n，n 为该行看到的 key 数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="209"/>
+        <location filename="../../gui/train/panel.py" line="222"/>
         <source>Scalable-Softmax: the 1/√d_k logits times s·ln n (s = 0.43).</source>
         <translation>Scalable-Softmax：1/√d_k 的 logits 乘以 s·ln n（s = 0.43）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="212"/>
+        <location filename="../../gui/train/panel.py" line="225"/>
         <source>YaRN&apos;s temperature: the 1/√d_k logits times (0.1·ln f + 1)² (f = 4).</source>
         <translation>YaRN 的温度：1/√d_k 的 logits 乘以 (0.1·ln f + 1)²（f = 4）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="246"/>
+        <location filename="../../gui/train/panel.py" line="259"/>
         <source>Inspect trained model</source>
         <translation>检查训练后的模型</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="247"/>
+        <location filename="../../gui/train/panel.py" line="260"/>
         <source>Write every rule&apos;s trained q and k on the held-out set to a tensor file (layer i = rule i) and inspect its heads. Available once a run has trained and nothing runs (Ctrl+Shift+I).</source>
         <translation>将每条规则训练后在留出集上的 q 和 k 保存为数组文件（第 i 层 = 第 i 条规则）并检查各个头。训练过且没有任务运行时可用（Ctrl+Shift+I）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="265"/>
+        <location filename="../../gui/train/panel.py" line="278"/>
         <source>Task and model</source>
         <translation>任务与模型</translation>
     </message>
@@ -2595,7 +2604,7 @@ overflow at d_k = {2:g}</source>
         <translation>复制偏移 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="266"/>
+        <location filename="../../gui/train/panel.py" line="279"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
@@ -2625,52 +2634,52 @@ overflow at d_k = {2:g}</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="267"/>
+        <location filename="../../gui/train/panel.py" line="280"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="269"/>
+        <location filename="../../gui/train/panel.py" line="282"/>
         <source>Learning rates</source>
         <translation>学习率列表</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="270"/>
+        <location filename="../../gui/train/panel.py" line="283"/>
         <source>Seeds</source>
         <translation>种子数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="358"/>
+        <location filename="../../gui/train/panel.py" line="371"/>
         <source>%p% — paused</source>
         <translation>%p% — 已暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="362"/>
+        <location filename="../../gui/train/panel.py" line="375"/>
         <source>%p% — writing q and k</source>
         <translation>%p% — 正在保存 q 和 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="364"/>
+        <location filename="../../gui/train/panel.py" line="377"/>
         <source>%p% — done</source>
         <translation>%p% — 已完成</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="366"/>
+        <location filename="../../gui/train/panel.py" line="379"/>
         <source>%p% — stopped</source>
         <translation>%p% — 已停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="369"/>
+        <location filename="../../gui/train/panel.py" line="382"/>
         <source>%p% — {0} left</source>
         <translation>%p% — 剩余 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="395"/>
+        <location filename="../../gui/train/panel.py" line="408"/>
         <source>{0} s</source>
         <translation>{0} 秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="396"/>
+        <location filename="../../gui/train/panel.py" line="409"/>
         <source>{0} min {1:02d} s</source>
         <translation>{0} 分 {1:02d} 秒</translation>
     </message>
@@ -2678,63 +2687,63 @@ overflow at d_k = {2:g}</source>
 <context>
     <name>TrainTab</name>
     <message>
-        <location filename="../../gui/train/tab.py" line="143"/>
+        <location filename="../../gui/train/tab.py" line="148"/>
         <source>Training</source>
         <extracomment>The file name the Inspect button offers (in the last export folder). A small model for driving the buttons in the self-test (a step takes well under 1 ms).</extracomment>
         <translation>训练中</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="144"/>
+        <location filename="../../gui/train/tab.py" line="149"/>
         <source>Paused</source>
         <translation>已暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="145"/>
+        <location filename="../../gui/train/tab.py" line="150"/>
         <source>Stopping after this step</source>
         <translation>本步后停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="146"/>
+        <location filename="../../gui/train/tab.py" line="151"/>
         <source>Writing the trained q and k</source>
         <translation>正在写入训练后的 q 和 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="153"/>
+        <location filename="../../gui/train/tab.py" line="158"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="155"/>
+        <location filename="../../gui/train/tab.py" line="160"/>
         <source>Done</source>
         <translation>完成</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="157"/>
+        <location filename="../../gui/train/tab.py" line="162"/>
         <source>Ready: press Start to train</source>
         <translation>就绪：按“开始”训练</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="231"/>
+        <location filename="../../gui/train/tab.py" line="251"/>
         <source>Save the trained q and k</source>
         <translation>保存训练后的 q 和 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="233"/>
+        <location filename="../../gui/train/tab.py" line="253"/>
         <source>Tensor files (*.npz *.safetensors)</source>
         <translation>q/k 数组文件 (*.npz *.safetensors)</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="333"/>
+        <location filename="../../gui/train/tab.py" line="353"/>
         <source>Training: step {0} of {1}, {2:.0f} steps/s</source>
         <translation>训练中：第 {0} / {1} 步，{2:.0f} 步/秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="339"/>
+        <location filename="../../gui/train/tab.py" line="359"/>
         <source>Sweep: {0} of {1} runs</source>
         <translation>扫描：{0} / {1} 次运行</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="344"/>
+        <location filename="../../gui/train/tab.py" line="364"/>
         <source>Wrote {0}</source>
         <translation>已保存 {0}</translation>
     </message>

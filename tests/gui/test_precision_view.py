@@ -107,7 +107,7 @@ def test_the_error_curve_stops_with_a_word_where_most_rows_overflow(qtbot, point
     err = view.curve("error", ScalingRule.NONE).yData
     assert math.isfinite(err[1]) and math.isnan(err[2]) and math.isnan(err[3])
     label = view.stop_label(ScalingRule.NONE)
-    assert "of rows\noverflow at d_k = 64" in label and label.startswith("none")
+    assert "of rows overflow\nat d_k = 64" in label and label.startswith("none")
     # 1/√d_k keeps every row: no word; the stable softmax: nothing overflows, no word.
     assert view.stop_label(ScalingRule.SQRT) == ""
     view.set_choice("float16", "stable")

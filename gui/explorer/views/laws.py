@@ -213,7 +213,7 @@ class LawsView(ExplorerView):
         """Pin the y ranges of bounded quantities (0 ≤ H ≤ ln n; p_max and shares in [0, 1])
         so that panels stay comparable while points stream in and ln n keeps room for its label.
         """
-        self._plots["entropy_mean"].setYRange(0.0, max(math.log(self._n), 0.1) * 1.12, padding=0)
+        self._plots["entropy_mean"].setYRange(0.0, max(math.log(self._n), 0.1) * 1.2, padding=0)
         self._plots["p_max_mean"].setYRange(0.0, 1.0, padding=0.05)
         self._plots["saturated_share"].setYRange(0.0, 1.0, padding=0.05)
 

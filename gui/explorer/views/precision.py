@@ -40,10 +40,11 @@ RULES: tuple[ScalingRule, ...] = (ScalingRule.NONE, ScalingRule.SQRT)
 MIN_AVERAGED_SHARE = 0.5
 
 
-def _hline(color: str, style_: Qt.PenStyle) -> pg.InfiniteLine:
+def _hline(color: str, style_: Qt.PenStyle, *, label_below: bool = False) -> pg.InfiniteLine:
+    anchor = (0, 0) if label_below else (0, 1)
     return pg.InfiniteLine(
         angle=0, pen=pg.mkPen(color, width=1.5, style=style_), label=" ",
-        labelOpts={"position": 0.05, "color": color, "anchors": [(0, 1), (0, 1)]},
+        labelOpts={"position": 0.05, "color": color, "anchors": [anchor, anchor]},
     )
 
 
@@ -116,7 +117,8 @@ class PrecisionView(ExplorerView):
                 )
                 self._plots["error" if panel == "error_logits" else panel].addItem(curve)
                 self._curves[(panel, rule)] = curve
-        self._max_line = _hline(style.THEORY_COLOR, Qt.PenStyle.DashLine)
+        # The largest value sits near the top of the plot: its label goes below the line.
+        self._max_line = _hline(style.THEORY_COLOR, Qt.PenStyle.DashLine, label_below=True)
         self._exp_line = _hline(style.THEORY_COLOR, Qt.PenStyle.DotLine)
         # Both lines count for the auto-range (a log axis holds 2 … 65504 readably); bfloat16's
         # largest value (3.4e38) is hidden instead, which also drops it from the range.
@@ -244,10 +246,12 @@ class PrecisionView(ExplorerView):
             stop.setVisible(False)
             return
         last = max((i for i in drawn if i < first_gap), default=drawn[0])
-        stop.setText(translate("PrecisionView", "{0}: {1:.0%} of rows\noverflow at d_k = {2:g}")
+        stop.setText(translate("PrecisionView", "{0}: {1:.0%}\nof rows overflow\nat d_k = {2:g}")
                      .format(style.rule_name(rule), overflow[first_gap], x[first_gap]))
-        # Below and right of the curve's last point (log axes: log₁₀ coordinates).
-        stop.setPos(math.log10(x[last]), math.log10(errors[last]))
+        # Below the curve's last point, right-aligned on the largest d_k so that the text stays
+        # inside the plot however narrow it is (log axes: log₁₀ coordinates).
+        stop.setAnchor((1.0, 0.0))
+        stop.setPos(math.log10(x[-1]), math.log10(errors[last]))
         stop.setVisible(True)
 
     def _draw(self) -> None:
@@ -268,10 +272,10 @@ class PrecisionView(ExplorerView):
         self._max_line.setVisible(precision is not Precision.BFLOAT16)
         self._max_line.setValue(math.log10(top))
         self._max_line.label.setFormat(
-            translate("PrecisionView", "largest {0}: {1:.6g}").format(precision.value, top))
+            translate("PrecisionView", "largest {0}:\n{1:.6g}").format(precision.value, top))
         self._exp_line.setValue(math.log10(math.log(top)))
         self._exp_line.label.setFormat(
-            translate("PrecisionView", "ln {0:.6g} ≈ {1:.3g}: naive exp overflows").format(
+            translate("PrecisionView", "ln {0:.6g} ≈ {1:.3g}:\nnaive exp\noverflows").format(
                 top, math.log(top)))
         self._note.setText(self._note_text(precision))
 
