@@ -128,7 +128,7 @@ VIEW_MENU: tuple[ActionSpec | None, ...] = (
     ActionSpec("side", QT_TRANSLATE_NOOP("MainWindow", "Show current view &side by side"),
                "view_tabs.set_side_by_side", "Ctrl+Shift+S", checkable=True),
     ActionSpec("cancel", QT_TRANSLATE_NOOP("MainWindow", "&Cancel computation"),
-               "status.cancel", "Esc"),
+               "on_escape", "Esc"),
 )
 
 # The Help menu after the guided tour's action (which the tour installs and translates).

@@ -229,6 +229,10 @@ class MainWindow(QMainWindow):
             self.mode_actions.append(action)
         view_menu.addSeparator()
         view_menu.addAction(self.parameter_dock.toggleViewAction())
+        from gui.window_presentation import Presentation
+
+        self.presentation = Presentation(self)
+        view_menu.addAction(self.presentation.action)
         view_menu.addSeparator()
         self.language = LanguageMenu(view_menu, self.settings)
         # The guided tour: a hidden dock opened by Help > Guided tour (F1, Ctrl+G); the dock
@@ -253,6 +257,7 @@ class MainWindow(QMainWindow):
         for specs in (menu_table.FILE_MENU, menu_table.VIEW_MENU, menu_table.HELP_MENU):
             menu_table.retranslate_actions(specs, self.menu_actions)
         self.language.menu.setTitle(translate("MainWindow", "&Language"))
+        self.presentation.retranslate_ui()
         self.heads.retranslate_ui()
         for action in self.view_actions:
             action.setText(self._view_by_key(str(action.data())).title())
@@ -289,6 +294,14 @@ class MainWindow(QMainWindow):
 
     def _view_by_key(self, key: str) -> ExplorerView:
         return next(view for view in self.views if view.key == key)
+
+    @Slot()
+    def on_escape(self) -> None:
+        """Esc: leave presentation mode, or else cancel the computation of the tab in front."""
+        if self.presentation.is_active():
+            self.presentation.set_active(False)
+        else:
+            self.status.cancel()
 
     def current_view(self) -> PlotView:
         """Return the view in front of the main tab widget (or of the Train tab)."""

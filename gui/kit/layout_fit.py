@@ -49,7 +49,9 @@ class SceneMinimumTracker(QObject):
         central = self._view.centralWidget
         hint = central.effectiveSizeHint(Qt.SizeHint.MinimumSize)
         frame = 2 * self._view.frameWidth()
-        return QSize(math.ceil(hint.width()) + frame, math.ceil(hint.height()) + frame)
+        scale = getattr(self._view, "scale_factor", lambda: 1.0)()  # presentation mode
+        return QSize(math.ceil(hint.width() * scale) + frame,
+                     math.ceil(hint.height() * scale) + frame)
 
     def update_minimum(self) -> None:
         """Apply :meth:`minimum_needed` (or no minimum while hidden)."""

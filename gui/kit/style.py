@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsWidget
 
 from engine.config import ScalingRule
 from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
+from gui.kit.presentation import ScalableLayoutWidget
 
 __all__ = [
     "BACKGROUND",
@@ -212,9 +213,9 @@ def axis_label_html(text: str) -> str:
     return f'<span style="color:{FOREGROUND}; font-size:{LABEL_PT}pt">{text}</span>'
 
 
-def make_layout_widget() -> pg.GraphicsLayoutWidget:
-    """Return a GraphicsLayoutWidget with the views' background."""
-    widget = pg.GraphicsLayoutWidget()
+def make_layout_widget() -> ScalableLayoutWidget:
+    """Return a GraphicsLayoutWidget with the views' background (and a presentation scale)."""
+    widget = ScalableLayoutWidget()
     widget.setBackground(BACKGROUND)
     return widget
 
@@ -329,6 +330,9 @@ def make_legend(col_count: int = 1) -> pg.LegendItem:
         colCount=col_count,
         horSpacing=12,
     )
+    # In a layout cell the legend is laid out like the plots, so it scales with them (a
+    # magnified presentation view); pyqtgraph's floating legends keep a fixed pixel size.
+    legend.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations, False)
     return legend
 
 

@@ -198,6 +198,10 @@ class TrainTab(QWidget):
         panel = min(self._panel_width, max(total - views_wanted, self._panel_scroll.minimumWidth()))
         self.splitter.setSizes([panel, max(total - panel, 0)])
 
+    def panel_area(self) -> QWidget:
+        """The scrolling area of the control panel (folded away in presentation mode)."""
+        return self._panel_scroll
+
     @Slot(int, int)
     def _on_splitter_moved(self, _pos: int, _index: int) -> None:
         self._user_split = True

@@ -1079,7 +1079,7 @@
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="250"/>
+        <location filename="../../gui/main_window.py" line="254"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -1225,7 +1225,7 @@
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="255"/>
+        <location filename="../../gui/main_window.py" line="259"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -1338,12 +1338,12 @@
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="370"/>
+        <location filename="../../gui/main_window.py" line="383"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="371"/>
+        <location filename="../../gui/main_window.py" line="384"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -1368,7 +1368,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="466"/>
+        <location filename="../../gui/main_window.py" line="479"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
@@ -1471,6 +1471,17 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <location filename="../../gui/window_heads.py" line="352"/>
         <source>Copy command</source>
         <translation>复制命令</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_presentation.py" line="49"/>
+        <source>&amp;Presentation</source>
+        <extracomment>How often (ms) curves redrawn while presenting are enlarged again.</extracomment>
+        <translation>投影模式(&amp;P)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_presentation.py" line="50"/>
+        <source>The view in front fills the window with 1.6× larger text and lines, for a projector; Esc or F11 returns</source>
+        <translation>当前视图占满窗口，文字和线条放大 1.6 倍，适合投影；按 Esc 或 F11 退出</translation>
     </message>
 </context>
 <context>
@@ -1908,12 +1919,12 @@ exp 超出范围</translation>
         <translation>批次 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="183"/>
+        <location filename="../../gui/kit/style.py" line="184"/>
         <source>layer {0}</source>
         <translation>第 {0} 层</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="193"/>
+        <location filename="../../gui/kit/style.py" line="194"/>
         <source>trained with {0}</source>
         <translation>用 {0} 训练</translation>
     </message>
@@ -1921,28 +1932,28 @@ exp 超出范围</translation>
 <context>
     <name>ScalingRule</name>
     <message>
-        <location filename="../../gui/kit/style.py" line="168"/>
+        <location filename="../../gui/kit/style.py" line="169"/>
         <source>none</source>
         <extracomment>Plot background and text colours (light theme, chosen for projectors and PNG export). Muted grey for theory curves and reference lines that belong to no single rule. Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with the &quot;none&quot; rule, so the highlight uses a saturated magenta that viridis never contains). Perceptually uniform colormap for probabilities in [0, 1]. Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection). Display order of rules in legends and tables (the enum order: none, 1/√d_k, 1/d_k, ...). Options of curves with one point per key (up to n = 8192, redrawn on every change). Antialiased pens wider than one pixel go through Qt&apos;s general stroker: ~7 ms per 256-point curve, against ~0.6 ms without antialiasing (measured offscreen), so these curves are drawn aliased; at one point per key their steps hide the jaggies. Rows longer than this are drawn without markers (they would merge into a band). The rule labels that are words (engine.config&apos;s ``ScalingRule.label``), marked for extraction; the math labels 1/√d_k, 1/d_k, 1/T and YaRN read the same in every language (ln n/√d_k and SSMax hold lower-case letter pairs, so they are listed for completeness).</extracomment>
         <translation>不缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="169"/>
+        <location filename="../../gui/kit/style.py" line="170"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="170"/>
+        <location filename="../../gui/kit/style.py" line="171"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="171"/>
+        <location filename="../../gui/kit/style.py" line="172"/>
         <source>ln n/√d_k</source>
         <translation>ln n/√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="172"/>
+        <location filename="../../gui/kit/style.py" line="173"/>
         <source>SSMax</source>
         <translation>SSMax</translation>
     </message>
@@ -2244,42 +2255,42 @@ exp 超出范围</translation>
         <translation>对数坐标显出训练后段很小的损失；线性坐标按原样显出开始时的下降。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="444"/>
+        <location filename="../../gui/train/curves.py" line="445"/>
         <source>Press Start (Ctrl+T) to train the selected rules side by side: same initial weights, same batches.</source>
         <translation>按“开始”（Ctrl+T）并排训练所选规则：相同的初始权重，相同的批次。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="456"/>
+        <location filename="../../gui/train/curves.py" line="457"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="462"/>
+        <location filename="../../gui/train/curves.py" line="463"/>
         <source>{0}: held-out loss {1:.3g}, accuracy {2:.2f}</source>
         <translation>{0}：留出集损失 {1:.3g}，准确率 {2:.2f}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="466"/>
+        <location filename="../../gui/train/curves.py" line="467"/>
         <source>Step {0} of {1}, chance loss ln {2} = {3:.3g}.</source>
         <translation>第 {0} / {1} 步，随机水平损失 ln {2} = {3:.3g}。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="481"/>
+        <location filename="../../gui/train/curves.py" line="482"/>
         <source>diverged at step {0}</source>
         <translation>在第 {0} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="535"/>
+        <location filename="../../gui/train/curves.py" line="536"/>
         <source>training loss</source>
         <translation>训练损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="537"/>
+        <location filename="../../gui/train/curves.py" line="538"/>
         <source>training loss, mean of {0} steps</source>
         <translation>训练损失，{0} 步均值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="540"/>
+        <location filename="../../gui/train/curves.py" line="541"/>
         <source>held-out</source>
         <translation>留出集</translation>
     </message>
@@ -2723,27 +2734,27 @@ exp 超出范围</translation>
         <translation>就绪：按“开始”训练</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="251"/>
+        <location filename="../../gui/train/tab.py" line="255"/>
         <source>Save the trained q and k</source>
         <translation>保存训练后的 q 和 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="253"/>
+        <location filename="../../gui/train/tab.py" line="257"/>
         <source>Tensor files (*.npz *.safetensors)</source>
         <translation>q/k 数组文件 (*.npz *.safetensors)</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="353"/>
+        <location filename="../../gui/train/tab.py" line="357"/>
         <source>Training: step {0} of {1}, {2:.0f} steps/s</source>
         <translation>训练中：第 {0} / {1} 步，{2:.0f} 步/秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="359"/>
+        <location filename="../../gui/train/tab.py" line="363"/>
         <source>Sweep: {0} of {1} runs</source>
         <translation>扫描：{0} / {1} 次运行</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="364"/>
+        <location filename="../../gui/train/tab.py" line="368"/>
         <source>Wrote {0}</source>
         <translation>已保存 {0}</translation>
     </message>
