@@ -233,6 +233,11 @@ class MainWindow(QMainWindow):
 
         self.presentation = Presentation(self)
         view_menu.addAction(self.presentation.action)
+        from gui.window_pins import WindowPins
+
+        self.pins = WindowPins(self)
+        view_menu.addAction(self.pins.pin_action)
+        view_menu.addAction(self.pins.clear_action)
         view_menu.addSeparator()
         self.language = LanguageMenu(view_menu, self.settings)
         # The guided tour: a hidden dock opened by Help > Guided tour (F1, Ctrl+G); the dock
@@ -258,6 +263,7 @@ class MainWindow(QMainWindow):
             menu_table.retranslate_actions(specs, self.menu_actions)
         self.language.menu.setTitle(translate("MainWindow", "&Language"))
         self.presentation.retranslate_ui()
+        self.pins.retranslate_ui()
         self.heads.retranslate_ui()
         for action in self.view_actions:
             action.setText(self._view_by_key(str(action.data())).title())

@@ -98,7 +98,7 @@ class WindowFiles(QObject):
         window = self._window
         return Session(config=window.panel.config(), current_view=window.current_view().key,
                        temperature=window.controller.temperature(),
-                       tensors=window.heads.choice())
+                       tensors=window.heads.choice(), pins=window.pins.pins())
 
     def apply_session(self, session: Session) -> None:
         """Show ``session``: its configuration, temperature and front view."""
@@ -109,6 +109,7 @@ class WindowFiles(QObject):
         window.controller.set_temperature(session.temperature)
         window.controller.set_config(session.config)
         window.show_view(session.current_view)
+        window.pins.set_pins(session.pins)
         if session.tensors is not None:
             window.heads.apply_choice(session.tensors, session.config)
 

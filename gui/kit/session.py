@@ -5,10 +5,13 @@ Format::
     {"app": "attention-scale-explorer", "version": 1,
      "attention": AttentionConfig.to_dict(),
      "view": {"current_view": "heatmap", "temperature": 8.0},
-     "tensors": {"path": "model.npz", "layer": 3, "head": 5, "batch_entry": 0}}
+     "tensors": {"path": "model.npz", "layer": 3, "head": 5, "batch_entry": 0},
+     "pins": [{"view": "laws", "label": "n = 64, …", "curves": [{"plot": 0, "x": […],
+               "y": […], "color": "#d55e00"}]}]}
 
 ``tensors`` (optional) is the tensor file open in the Heads tab and the head chosen there
-(``layer`` and ``head`` null when none was chosen).
+(``layer`` and ``head`` null when none was chosen); ``pins`` (optional) the views' pinned
+reference curves.
 
 Loading validates everything before returning, so a corrupt or foreign file raises
 :class:`SessionError` and the caller changes nothing.
@@ -25,6 +28,7 @@ from typing import Any
 
 from engine.config import AttentionConfig, ScalingRule
 from engine.io.files import describe_os_error, read_text_limited, write_bytes_atomic
+from gui.kit.pins import Pin, pin_from_dict
 
 __all__ = ["SESSION_APP", "SESSION_VERSION", "VIEW_KEYS", "LogitsChoice", "Session",
            "SessionError", "TensorsChoice", "load_session", "save_session"]
@@ -173,12 +177,15 @@ class Session:
         Temperature T of the temperature view.
     tensors
         The Heads tab's tensor file and chosen head, or None.
+    pins
+        The views' pinned reference curves (:mod:`gui.kit.pins`).
     """
 
     config: AttentionConfig
     current_view: str = "heatmap"
     temperature: float = 8.0
     tensors: TensorsChoice | None = None
+    pins: tuple[Pin, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready dictionary written to disk."""
@@ -190,6 +197,8 @@ class Session:
         }
         if self.tensors is not None:
             data["tensors"] = self.tensors.to_dict()
+        if self.pins:
+            data["pins"] = [pin.to_dict() for pin in self.pins]
         return data
 
     @classmethod
@@ -235,8 +244,16 @@ class Session:
             raise SessionError(
                 f"view.temperature must be a positive number, got {_quote(temperature)}")
         tensors = data.get("tensors")
+        pins = data.get("pins", [])
+        if not isinstance(pins, list):
+            raise SessionError("'pins' must be a list")
+        try:
+            loaded = tuple(pin_from_dict(pin, VIEW_KEYS) for pin in pins)
+        except ValueError as exc:
+            raise SessionError(_short(f"invalid pin: {exc}")) from None
         return cls(config=config, current_view=current, temperature=float(temperature),
-                   tensors=None if tensors is None else TensorsChoice.from_dict(tensors))
+                   tensors=None if tensors is None else TensorsChoice.from_dict(tensors),
+                   pins=loaded)
 
 
 def save_session(path: str | os.PathLike[str], session: Session) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal, Slot
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtGui import QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QScrollArea,
@@ -186,6 +186,12 @@ class TrainTab(QWidget):
         if event.type() == QEvent.Type.LanguageChange:
             self.retranslate_ui()
         super().changeEvent(event)
+
+    def showEvent(self, event: QShowEvent) -> None:  # Qt override
+        """Catch the view in front up: a run that went on (or ended) behind another top-level
+        tab was not pushed to it, and its sub-tab did not change to trigger the refresh."""
+        super().showEvent(event)
+        self.controller.refresh_view(self.view_tabs.currentWidget())
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # Qt override
         """Share the width: the panel at its preferred width while the curves keep two

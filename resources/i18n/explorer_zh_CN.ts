@@ -1079,7 +1079,7 @@
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="254"/>
+        <location filename="../../gui/main_window.py" line="259"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -1225,7 +1225,7 @@
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="259"/>
+        <location filename="../../gui/main_window.py" line="264"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -1247,88 +1247,88 @@
         <translation>就绪</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="120"/>
+        <location filename="../../gui/window_files.py" line="121"/>
         <source>Cannot open session</source>
         <translation>无法打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="125"/>
+        <location filename="../../gui/window_files.py" line="126"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="133"/>
+        <location filename="../../gui/window_files.py" line="134"/>
         <source>Cannot save session</source>
         <translation>无法保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="137"/>
+        <location filename="../../gui/window_files.py" line="138"/>
         <source>Saved {0}</source>
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="176"/>
+        <location filename="../../gui/window_files.py" line="177"/>
         <source>Open session</source>
         <translation>打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="178"/>
+        <location filename="../../gui/window_files.py" line="179"/>
         <source>Session files (*.json);;All files (*)</source>
         <translation>会话文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="194"/>
+        <location filename="../../gui/window_files.py" line="195"/>
         <source>Save session</source>
         <translation>保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="196"/>
+        <location filename="../../gui/window_files.py" line="197"/>
         <source>Session files (*.json)</source>
         <translation>会话文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="213"/>
+        <location filename="../../gui/window_files.py" line="214"/>
         <source>PDF documents (*.pdf)</source>
         <translation>PDF 文档 (*.pdf)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="267"/>
+        <location filename="../../gui/window_files.py" line="268"/>
         <source>Export view</source>
         <translation>导出视图</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="230"/>
-        <location filename="../../gui/window_files.py" line="273"/>
+        <location filename="../../gui/window_files.py" line="231"/>
+        <location filename="../../gui/window_files.py" line="274"/>
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="277"/>
+        <location filename="../../gui/window_files.py" line="278"/>
         <source>Exported {0}</source>
         <translation>已导出 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="203"/>
+        <location filename="../../gui/window_files.py" line="204"/>
         <source>PNG images (*.png)</source>
         <translation>PNG 图像 (*.png)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="208"/>
+        <location filename="../../gui/window_files.py" line="209"/>
         <source>SVG images (*.svg)</source>
         <translation>SVG 图像 (*.svg)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="223"/>
+        <location filename="../../gui/window_files.py" line="224"/>
         <source>Export all views into folder</source>
         <translation>将所有视图导出到文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="234"/>
+        <location filename="../../gui/window_files.py" line="235"/>
         <source>Exported {0} files to {1}</source>
         <translation>已将 {0} 个文件导出到 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="246"/>
+        <location filename="../../gui/window_files.py" line="247"/>
         <source>Copied {0} to the clipboard</source>
         <translation>已将“{0}”复制到剪贴板</translation>
     </message>
@@ -1338,12 +1338,12 @@
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="383"/>
+        <location filename="../../gui/main_window.py" line="389"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="384"/>
+        <location filename="../../gui/main_window.py" line="390"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -1368,7 +1368,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="479"/>
+        <location filename="../../gui/main_window.py" line="485"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
@@ -1482,6 +1482,67 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <location filename="../../gui/window_presentation.py" line="50"/>
         <source>The view in front fills the window with 1.6× larger text and lines, for a projector; Esc or F11 returns</source>
         <translation>当前视图占满窗口，文字和线条放大 1.6 倍，适合投影；按 Esc 或 F11 退出</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/pins.py" line="170"/>
+        <source>A view holds at most {0} pins: clear them first.</source>
+        <extracomment>Pins per view: more faded copies make a plot unreadable. Points per pinned curve kept (a session file stays small).</extracomment>
+        <translation>一个视图最多保留 {0} 个固定曲线：请先清除。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/pins.py" line="197"/>
+        <source>{0} pin {1}: {2}</source>
+        <translation>{0} 固定 {1}：{2}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_pins.py" line="40"/>
+        <source>&amp;Pin curves</source>
+        <translation>固定曲线(&amp;P)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_pins.py" line="41"/>
+        <source>Keep the current curves of this view as a faded reference; the live curves draw over them when a parameter changes</source>
+        <translation>把此视图当前的曲线留作淡色的对比线；参数改变时，实时曲线显示在它们上面</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_pins.py" line="44"/>
+        <source>C&amp;lear pins</source>
+        <translation>清除固定曲线(&amp;L)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_pins.py" line="45"/>
+        <source>Remove this view&apos;s pinned curves</source>
+        <translation>移除此视图的固定曲线</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_pins.py" line="54"/>
+        <source>This tab has no curves to pin.</source>
+        <translation>此标签页没有可固定的曲线。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_pins.py" line="58"/>
+        <source>{0} draws no curves to pin.</source>
+        <translation>{0} 没有可固定的曲线。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_pins.py" line="66"/>
+        <source>Pinned: {0}</source>
+        <translation>已固定：{0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_pins.py" line="93"/>
+        <source>training run</source>
+        <translation>训练运行</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_pins.py" line="94"/>
+        <source>d_k = {0}, n = {1}, lr {2:g}, batch {3}, {4} steps</source>
+        <translation>d_k = {0}，n = {1}，学习率 {2:g}，批大小 {3}，{4} 步</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_pins.py" line="97"/>
+        <source>n = {0}, d_k = {1}, σ = {2:g}, ρ = {3:g}, rule {4}</source>
+        <translation>n = {0}，d_k = {1}，σ = {2:g}，ρ = {3:g}，规则 {4}</translation>
     </message>
 </context>
 <context>
@@ -2734,27 +2795,27 @@ exp 超出范围</translation>
         <translation>就绪：按“开始”训练</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="255"/>
+        <location filename="../../gui/train/tab.py" line="261"/>
         <source>Save the trained q and k</source>
         <translation>保存训练后的 q 和 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="257"/>
+        <location filename="../../gui/train/tab.py" line="263"/>
         <source>Tensor files (*.npz *.safetensors)</source>
         <translation>q/k 数组文件 (*.npz *.safetensors)</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="357"/>
+        <location filename="../../gui/train/tab.py" line="363"/>
         <source>Training: step {0} of {1}, {2:.0f} steps/s</source>
         <translation>训练中：第 {0} / {1} 步，{2:.0f} 步/秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="363"/>
+        <location filename="../../gui/train/tab.py" line="369"/>
         <source>Sweep: {0} of {1} runs</source>
         <translation>扫描：{0} / {1} 次运行</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="368"/>
+        <location filename="../../gui/train/tab.py" line="374"/>
         <source>Wrote {0}</source>
         <translation>已保存 {0}</translation>
     </message>

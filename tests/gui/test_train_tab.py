@@ -486,3 +486,16 @@ def test_curves_y_ranges_cover_the_data_and_respect_a_manual_zoom(tab):
     assert np.allclose(loss.getViewBox().viewRange()[1], (-0.5, 0.2))
     tab.curves.reset_view()  # fitted to the data again
     assert np.allclose(loss.getViewBox().viewRange()[1], (lo, hi))
+
+
+def test_a_run_that_ended_behind_another_tab_shows_when_the_train_tab_returns(make_window):
+    window = make_window()
+    assert window.show_view("laws")
+    tab = window.train_tab
+    assert tab.start_training()  # Ctrl+T works from any tab
+    assert tab.wait_until_idle(60_000)
+    snap = tab.controller.results().snapshot
+    assert snap.done
+    assert window.show_view("train_curves")
+    for rule, st in snap.rules.items():
+        np.testing.assert_array_equal(_y(tab.curves.curve("train_loss", rule)), st.loss_history)
