@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontMetrics, QResizeEvent
-from PySide6.QtWidgets import QComboBox, QLabel, QWidget
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QFontMetrics, QResizeEvent, QShowEvent
+from PySide6.QtWidgets import QComboBox, QLabel, QScrollArea, QWidget
 
 from engine.config import ScalingRule
 from engine.training.smoothing import trailing_mean
@@ -129,6 +129,7 @@ class TrainCurvesView(TrainView):
             self._plots[name].addItem(line, ignoreBounds=True)
         self._note = style.make_label()
         self._columns = 0
+        self._watched_area: QScrollArea | None = None
         self._arrange(2)
         self._curves: dict[tuple[str, ScalingRule], pg.PlotDataItem] = {}
         self._markers: dict[ScalingRule, tuple[pg.PlotDataItem, pg.TextItem]] = {}
@@ -293,7 +294,41 @@ class TrainCurvesView(TrainView):
     def resizeEvent(self, event: QResizeEvent) -> None:  # Qt override
         """Stack the panels in one column when two would be squeezed or cut off."""
         super().resizeEvent(event)
-        columns = 2 if event.size().width() >= self.TWO_COLUMNS_FROM else 1
+        self._reflow()
+
+    def showEvent(self, event: QShowEvent) -> None:  # Qt override
+        """Follow the width of the scroll area around the view (see :meth:`_available_width`)."""
+        super().showEvent(event)
+        area = self._scroll_area()
+        if area is not None and area is not self._watched_area:
+            self._watched_area = area
+            area.viewport().installEventFilter(self)
+        self._reflow()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # Qt override
+        """Re-flow when the scroll area's viewport changes width."""
+        if event.type() == QEvent.Type.Resize and self.isVisible():
+            self._reflow()
+        return False
+
+    def _scroll_area(self) -> QScrollArea | None:
+        parent = self.parentWidget()
+        while parent is not None and not isinstance(parent, QScrollArea):
+            parent = parent.parentWidget()
+        return parent
+
+    def _available_width(self) -> int:
+        """The width the window gives the view: its scroll area's viewport, not the view's own
+        width, which never falls below the minimum of the current arrangement (two columns
+        and a seven-column legend would otherwise keep themselves too wide for good)."""
+        area = self._watched_area
+        if area is None:
+            return self.width()
+        return area.viewport().width() - 2 * self._layout.contentsMargins().left()
+
+    def _reflow(self) -> None:
+        width = self._available_width()
+        columns = 2 if width >= self.TWO_COLUMNS_FROM else 1
         if columns != self._columns:
             self._arrange(columns)
         else:
@@ -301,7 +336,7 @@ class TrainCurvesView(TrainView):
 
     def _fit_legend(self) -> None:
         """As many legend columns as fit the width (one entry per row in a narrow window)."""
-        room = self._widget.width() - 16
+        room = self._available_width() - 40  # the layout's margins and the view's frame
         for count in range(7, 0, -1):
             self._legend.setColumnCount(count)
             if self._legend.layout.minimumWidth() <= room:
