@@ -201,13 +201,10 @@ class PinBoard:
 
     def _redraw(self, key: str) -> None:
         for item in self._items.pop(key, []):
-            parent = item.parentItem()
-            scene = item.scene()
-            if isinstance(item, pg.PlotDataItem) and getattr(item, "_ase_plot", None):
+            if isinstance(item, pg.PlotDataItem):
                 item._ase_plot.removeItem(item)
-            elif scene is not None:
-                scene.removeItem(item)
-            del parent
+            elif item.scene() is not None:
+                item.scene().removeItem(item)
         view = self._views.get(key)
         pins = self._pins.get(key, [])
         if view is None or not pins:
