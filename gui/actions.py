@@ -129,6 +129,19 @@ VIEW_MENU: tuple[ActionSpec | None, ...] = (
                "view_tabs.set_side_by_side", "Ctrl+Shift+S", checkable=True),
     ActionSpec("cancel", QT_TRANSLATE_NOOP("MainWindow", "&Cancel computation"),
                "on_escape", "Esc"),
+    ActionSpec("presentation", QT_TRANSLATE_NOOP("MainWindow", "&Presentation"),
+               "presentation.set_active", "F11", checkable=True,
+               status_tip=QT_TRANSLATE_NOOP(
+                   "MainWindow", "The view in front fills the window with 1.6× larger text and "
+                   "lines, for a projector; Esc or F11 returns")),
+    ActionSpec("pin", QT_TRANSLATE_NOOP("MainWindow", "&Pin curves"),
+               "pins.pin_current", "Ctrl+K",
+               status_tip=QT_TRANSLATE_NOOP(
+                   "MainWindow", "Keep the current curves of this view as a faded reference; "
+                   "the live curves draw over them when a parameter changes")),
+    ActionSpec("clear_pins", QT_TRANSLATE_NOOP("MainWindow", "C&lear pins"),
+               "pins.clear_current", "Ctrl+Shift+K",
+               status_tip=QT_TRANSLATE_NOOP("MainWindow", "Remove this view's pinned curves")),
 )
 
 # The Help menu after the guided tour's action (which the tour installs and translates).

@@ -204,6 +204,11 @@ class MainWindow(QMainWindow):
         self.menus = {name: bar.addMenu("") for name in menu_table.MENU_TITLES}
         menu_table.build_menu(self.menus["file"], menu_table.FILE_MENU, self, self.menu_actions)
         view_menu = self.menus["view"]
+        from gui.window_pins import WindowPins
+        from gui.window_presentation import Presentation
+
+        self.presentation = Presentation(self)  # before the menu: its actions call them
+        self.pins = WindowPins(self)
         menu_table.build_menu(view_menu, menu_table.VIEW_MENU, self, self.menu_actions)
         self.view_tabs.side_action = self.menu_actions["side"]
         view_menu.addSeparator()
@@ -229,15 +234,6 @@ class MainWindow(QMainWindow):
             self.mode_actions.append(action)
         view_menu.addSeparator()
         view_menu.addAction(self.parameter_dock.toggleViewAction())
-        from gui.window_presentation import Presentation
-
-        self.presentation = Presentation(self)
-        view_menu.addAction(self.presentation.action)
-        from gui.window_pins import WindowPins
-
-        self.pins = WindowPins(self)
-        view_menu.addAction(self.pins.pin_action)
-        view_menu.addAction(self.pins.clear_action)
         view_menu.addSeparator()
         self.language = LanguageMenu(view_menu, self.settings)
         # The guided tour: a hidden dock opened by Help > Guided tour (F1, Ctrl+G); the dock
@@ -262,7 +258,6 @@ class MainWindow(QMainWindow):
         for specs in (menu_table.FILE_MENU, menu_table.VIEW_MENU, menu_table.HELP_MENU):
             menu_table.retranslate_actions(specs, self.menu_actions)
         self.language.menu.setTitle(translate("MainWindow", "&Language"))
-        self.presentation.retranslate_ui()
         self.pins.retranslate_ui()
         self.heads.retranslate_ui()
         for action in self.view_actions:

@@ -55,8 +55,8 @@ class ViewTabs(QObject):
         for view in self.views:
             track_scene_minimums(view)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.addWidget(tab_page(self.tabs, "viewScroll")[0])
-        self._side_page = tab_page(self.side_tabs, "sideViewScroll")[0]
+        self.splitter.addWidget(tab_page(self.tabs, "viewScroll"))
+        self._side_page = tab_page(self.side_tabs, "sideViewScroll")
         self._side_page.setVisible(False)
         self.splitter.addWidget(self._side_page)
         self.tabs.currentChanged.connect(self._on_tab_changed)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QObject, Slot
-from PySide6.QtGui import QAction, QKeySequence
 
 from gui.kit.i18n import translate
 from gui.kit.pins import Pin, PinBoard, capture_pin
@@ -18,31 +17,17 @@ __all__ = ["WindowPins"]
 
 
 class WindowPins(QObject):
-    """The pin actions of one main window and the pins of its explorer and Train views."""
+    """The pins of one main window's explorer and Train views; the View menu's ``pin`` and
+    ``clear_pins`` actions call :meth:`pin_current` and :meth:`clear_current`."""
 
     def __init__(self, window: Any) -> None:
         super().__init__(window)
         self._window = window
-        views = {view.key: view for view in [*window.views, *window.train_tab.views]}
-        self.board = PinBoard(views)
-        self.pin_action = QAction(window)
-        self.pin_action.setObjectName("pinAction")
-        self.pin_action.setShortcut(QKeySequence("Ctrl+K"))
-        self.pin_action.triggered.connect(self.pin_current)
-        self.clear_action = QAction(window)
-        self.clear_action.setObjectName("clearPinsAction")
-        self.clear_action.setShortcut(QKeySequence("Ctrl+Shift+K"))
-        self.clear_action.triggered.connect(self.clear_current)
-        self.retranslate_ui()
+        self._views = {view.key: view for view in [*window.views, *window.train_tab.views]}
+        self.board = PinBoard(self._views)
 
     def retranslate_ui(self) -> None:
-        """Name the actions and re-word the pins' labels in the current language."""
-        self.pin_action.setText(translate("MainWindow", "&Pin curves"))
-        self.pin_action.setStatusTip(translate(
-            "MainWindow", "Keep the current curves of this view as a faded reference; the live "
-            "curves draw over them when a parameter changes"))
-        self.clear_action.setText(translate("MainWindow", "C&lear pins"))
-        self.clear_action.setStatusTip(translate("MainWindow", "Remove this view's pinned curves"))
+        """Re-word the pins' labels in the current language (the View menu names the actions)."""
         self.board.relabel()
 
     @Slot()
@@ -50,7 +35,7 @@ class WindowPins(QObject):
         """Pin the curves of the view in front; None (and a message) when it has none."""
         window = self._window
         view = window.current_view()
-        if view.key not in self._keys():  # the Heads tab
+        if view.key not in self._views:  # the Heads tab
             window.status.show_message(translate("MainWindow", "This tab has no curves to pin."))
             return None
         pin = capture_pin(view, self._label(view.key))
@@ -78,10 +63,6 @@ class WindowPins(QObject):
     def set_pins(self, pins: tuple[Pin, ...]) -> None:
         """Show the pins of a loaded session (and no others)."""
         self.board.set_pins(pins)
-
-    def _keys(self) -> set[str]:
-        window = self._window
-        return {view.key for view in [*window.views, *window.train_tab.views]}
 
     def _label(self, key: str) -> str:
         """The parameters the view's curves were computed with, in a few words."""

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QObject, QTimer, Slot
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import QObject, Slot
 
-from gui.kit.i18n import translate
 from gui.kit.presentation import (
     PRESENTATION_SCALE,
     ScalableLayoutWidget,
@@ -22,47 +20,32 @@ from gui.kit.presentation import (
 
 __all__ = ["Presentation"]
 
-#: How often (ms) curves redrawn while presenting are enlarged again.
-_RESCALE_MS = 250
-
 
 class Presentation(QObject):
-    """The presentation mode of one main window, with its checkable action (F11)."""
+    """The presentation mode of one main window; the View menu's checkable action
+    ``presentation`` (F11) calls :meth:`set_active`."""
 
     def __init__(self, window: Any) -> None:
         super().__init__(window)
         self._window = window
+        self._active = False
         self._saved: list[tuple[Any, bool]] = []  # (widget, was hidden)
         self._side_by_side = False
-        self.action = QAction(window)
-        self.action.setObjectName("presentationAction")
-        self.action.setCheckable(True)
-        self.action.setShortcut(QKeySequence("F11"))
-        self.action.toggled.connect(self.set_active)
-        self._timer = QTimer(self)
-        self._timer.setInterval(_RESCALE_MS)
-        self._timer.timeout.connect(self._rescale_shown)
-        self.retranslate_ui()
-
-    def retranslate_ui(self) -> None:
-        """Name the action in the current language."""
-        self.action.setText(translate("MainWindow", "&Presentation"))
-        self.action.setStatusTip(translate(
-            "MainWindow", "The view in front fills the window with 1.6× larger text and lines, "
-            "for a projector; Esc or F11 returns"))
 
     def is_active(self) -> bool:
         """Whether the window is in presentation mode."""
-        return self.action.isChecked()
+        return self._active
 
     @Slot(bool)
     def set_active(self, active: bool) -> None:
-        """Enter (``True``) or leave presentation mode."""
-        if self.action.isChecked() != active:
-            self.action.setChecked(active)  # comes back here through toggled
+        """Enter (``True``) or leave presentation mode, and check the menu action to match."""
+        action = self._window.menu_actions["presentation"]
+        if action.isChecked() != active:
+            action.setChecked(active)  # comes back here through toggled
             return
-        if active == bool(self._saved):
+        if active == self._active:
             return
+        self._active = active
         if active:
             self._enter()
         else:
@@ -93,10 +76,12 @@ class Presentation(QObject):
         for widget in self._layout_widgets():
             widget.set_scale(PRESENTATION_SCALE)
             scale_plot_items(widget.scene(), PRESENTATION_SCALE)
-        self._timer.start()
+        for signal in self._redraws():
+            signal.connect(self._rescale_shown)
 
     def _leave(self) -> None:
-        self._timer.stop()
+        for signal in self._redraws():
+            signal.disconnect(self._rescale_shown)
         for widget in self._layout_widgets():
             restore_plot_items(widget.scene())
             widget.set_scale(1.0)
@@ -106,9 +91,16 @@ class Presentation(QObject):
         if self._side_by_side:
             self._window.menu_actions["side"].setChecked(True)
 
-    @Slot()
-    def _rescale_shown(self) -> None:
-        # Views redraw their curves with their own pens; enlarge what is on screen again.
+    def _redraws(self) -> list[Any]:
+        """Signals after which a view may have drawn curves with its own pens: a push of
+        results, or a view brought to the front (and caught up)."""
+        w = self._window
+        return [w.controller.resultsShown, w.train_tab.controller.resultsShown,
+                w.mode_tabs.currentChanged, w.view_tabs.tabs.currentChanged,
+                w.train_tab.view_tabs.currentChanged]
+
+    def _rescale_shown(self, *_signal_args: object) -> None:
+        # New items and re-set pens are at their normal size: enlarge what is on screen.
         for widget in self._layout_widgets():
             if widget.isVisible():
                 scale_plot_items(widget.scene(), PRESENTATION_SCALE)

@@ -13,7 +13,6 @@ from PySide6.QtCore import QMargins, QPoint, QRect, QSize, Qt, Slot
 from PySide6.QtWidgets import (
     QLayout,
     QLayoutItem,
-    QScrollArea,
     QSizePolicy,
     QTabWidget,
     QToolButton,
@@ -197,12 +196,6 @@ class WrappingTabWidget(QTabWidget):
             self.bar.flow.invalidate()
             self.bar.updateGeometry()
 
-    def setTabToolTip(self, index: int, tip: str) -> None:
-        """Give page ``index`` (and its button) a tooltip."""
-        super().setTabToolTip(index, tip)
-        if 0 <= index < len(self._buttons):
-            self._buttons[index].setToolTip(tip)
-
     # -- for tests and screenshots ------------------------------------------------------------
     def tab_button(self, index: int) -> QToolButton:
         """The button that brings page ``index`` to the front."""
@@ -222,17 +215,13 @@ class WrappingTabWidget(QTabWidget):
             button.setChecked(position == index)
 
 
-def tab_page(tabs: WrappingTabWidget, scroll_name: str) -> tuple[QWidget, QScrollArea]:
-    """The tab rows above ``tabs`` in a scroll area (named ``scroll_name``).
-
-    The rows stay in place while a page too large for the window scrolls. Returns the page
-    and its scroll area.
-    """
+def tab_page(tabs: WrappingTabWidget, scroll_name: str) -> QWidget:
+    """The tab rows above ``tabs`` in a scroll area (named ``scroll_name``): the rows stay in
+    place while a page too large for the window scrolls."""
     page = QWidget()
     layout = QVBoxLayout(page)
     layout.setContentsMargins(0, 0, 0, 0)
     layout.setSpacing(0)
     layout.addWidget(tabs.bar)
-    area = scroll_area_for(tabs, scroll_name)
-    layout.addWidget(area, 1)
-    return page, area
+    layout.addWidget(scroll_area_for(tabs, scroll_name), 1)
+    return page

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -88,16 +88,17 @@ class SteppedYRanges:
             self._fitted[name] = None
 
     def fit(self, snap: object, results: TrainResults,
-            shown_training_loss: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
+            training_losses: Sequence[np.ndarray] | None = None) -> None:
         """Set the managed y ranges when the data left them (not after a manual zoom).
 
-        ``shown_training_loss`` maps a rule's per-step loss to the curve drawn (a trailing
-        mean), so that the range fits what is on screen.
+        ``training_losses`` are the training-loss curves as drawn (trailing means, one per
+        rule), so that the range fits what is on screen; by default the per-step losses.
         """
         rules = snap.rules.values()  # type: ignore[attr-defined]
-        shown = shown_training_loss or np.asarray
+        if training_losses is None:
+            training_losses = [st.loss_history for st in rules]
         series = {
-            "loss": [a for st in rules for a in (shown(st.loss_history), st.eval_loss_history)],
+            "loss": [*training_losses, *(st.eval_loss_history for st in rules)],
             "grad_norm": list(results.grad_norms.values()),
             "entropy": [np.asarray(st.entropy_history, dtype=np.float64) for st in rules],
         }

@@ -214,11 +214,13 @@ class TrainCurvesView(TrainView):
             if rule not in snap.rules:
                 marker.setData([], [])
                 text.setVisible(False)
+        training_losses = []  # as drawn: the y ranges fit these
         for index, (rule, st) in enumerate(snap.rules.items()):
             steps = np.arange(1, st.loss_history.size + 1)
             eval_steps = np.asarray(st.eval_steps, dtype=np.float64)
             curves = self._curves
-            curves[("train_loss", rule)].setData(steps, self._shown_training_loss(st.loss_history))
+            training_losses.append(self._shown_training_loss(st.loss_history))
+            curves[("train_loss", rule)].setData(steps, training_losses[-1])
             curves[("eval_loss", rule)].setData(eval_steps, positive_array(st.eval_loss_history))
             curves[("accuracy", rule)].setData(eval_steps, finite_array(st.eval_accuracy_history))
             entropy = np.asarray(st.entropy_history, dtype=np.float64)
@@ -246,7 +248,7 @@ class TrainCurvesView(TrainView):
         self._chance_acc.setValue(1.0 / snap.config.vocab)
         self._chance_acc.setVisible(True)
         self._note.setText(self._note_text(snap))
-        self._y_ranges.fit(snap, results, self._shown_training_loss)
+        self._y_ranges.fit(snap, results, training_losses)
         # Auto-range now rather than in the paint: a range set while painting schedules a
         # second full repaint of all four plots (measured: ~2 paints per push otherwise).
         self._widget.scene().prepareForPaint()
@@ -283,8 +285,9 @@ class TrainCurvesView(TrainView):
         if self._x_total > 0:
             self._plots["loss"].setXRange(0, self._x_total, padding=0.02)
         if self._results.snapshot is not None:
-            self._y_ranges.fit(self._results.snapshot, self._results,
-                              self._shown_training_loss)
+            snap = self._results.snapshot
+            self._y_ranges.fit(snap, self._results, [self._shown_training_loss(st.loss_history)
+                                                     for st in snap.rules.values()])
 
     # -- reflow -------------------------------------------------------------------------------
     def columns(self) -> int:

@@ -108,7 +108,7 @@ class TrainTab(QWidget):
             track_scene_minimums(view)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(scroll)
-        self.splitter.addWidget(tab_page(self.view_tabs, "trainViewScroll")[0])
+        self.splitter.addWidget(tab_page(self.view_tabs, "trainViewScroll"))
         self.splitter.setStretchFactor(1, 1)
         self.splitter.splitterMoved.connect(self._on_splitter_moved)
         layout = QVBoxLayout(self)

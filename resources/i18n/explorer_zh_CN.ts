@@ -1079,7 +1079,7 @@
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="259"/>
+        <location filename="../../gui/main_window.py" line="255"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -1205,17 +1205,17 @@
         <translation>取消计算(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="136"/>
+        <location filename="../../gui/actions.py" line="149"/>
         <source>Open &amp;sample tensors</source>
         <translation>打开示例张量(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="138"/>
+        <location filename="../../gui/actions.py" line="151"/>
         <source>Heads of the mini-trainer&apos;s models, shipped with the program</source>
         <translation>随程序附带的迷你训练器模型的注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="140"/>
+        <location filename="../../gui/actions.py" line="153"/>
         <source>&amp;About</source>
         <translation>关于(&amp;A)</translation>
     </message>
@@ -1225,7 +1225,7 @@
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="264"/>
+        <location filename="../../gui/main_window.py" line="260"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -1338,12 +1338,12 @@
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="389"/>
+        <location filename="../../gui/main_window.py" line="384"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="390"/>
+        <location filename="../../gui/main_window.py" line="385"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -1368,7 +1368,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="485"/>
+        <location filename="../../gui/main_window.py" line="480"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
@@ -1473,13 +1473,12 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>复制命令</translation>
     </message>
     <message>
-        <location filename="../../gui/window_presentation.py" line="49"/>
+        <location filename="../../gui/actions.py" line="132"/>
         <source>&amp;Presentation</source>
-        <extracomment>How often (ms) curves redrawn while presenting are enlarged again.</extracomment>
         <translation>投影模式(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_presentation.py" line="50"/>
+        <location filename="../../gui/actions.py" line="134"/>
         <source>The view in front fills the window with 1.6× larger text and lines, for a projector; Esc or F11 returns</source>
         <translation>当前视图占满窗口，文字和线条放大 1.6 倍，适合投影；按 Esc 或 F11 退出</translation>
     </message>
@@ -1495,52 +1494,52 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>{0} 固定 {1}：{2}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_pins.py" line="40"/>
+        <location filename="../../gui/actions.py" line="137"/>
         <source>&amp;Pin curves</source>
         <translation>固定曲线(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_pins.py" line="41"/>
+        <location filename="../../gui/actions.py" line="139"/>
         <source>Keep the current curves of this view as a faded reference; the live curves draw over them when a parameter changes</source>
         <translation>把此视图当前的曲线留作淡色的对比线；参数改变时，实时曲线显示在它们上面</translation>
     </message>
     <message>
-        <location filename="../../gui/window_pins.py" line="44"/>
+        <location filename="../../gui/actions.py" line="142"/>
         <source>C&amp;lear pins</source>
         <translation>清除固定曲线(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_pins.py" line="45"/>
+        <location filename="../../gui/actions.py" line="144"/>
         <source>Remove this view&apos;s pinned curves</source>
         <translation>移除此视图的固定曲线</translation>
     </message>
     <message>
-        <location filename="../../gui/window_pins.py" line="54"/>
+        <location filename="../../gui/window_pins.py" line="39"/>
         <source>This tab has no curves to pin.</source>
         <translation>此标签页没有可固定的曲线。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_pins.py" line="58"/>
+        <location filename="../../gui/window_pins.py" line="43"/>
         <source>{0} draws no curves to pin.</source>
         <translation>{0} 没有可固定的曲线。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_pins.py" line="66"/>
+        <location filename="../../gui/window_pins.py" line="51"/>
         <source>Pinned: {0}</source>
         <translation>已固定：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_pins.py" line="93"/>
+        <location filename="../../gui/window_pins.py" line="74"/>
         <source>training run</source>
         <translation>训练运行</translation>
     </message>
     <message>
-        <location filename="../../gui/window_pins.py" line="94"/>
+        <location filename="../../gui/window_pins.py" line="75"/>
         <source>d_k = {0}, n = {1}, lr {2:g}, batch {3}, {4} steps</source>
         <translation>d_k = {0}，n = {1}，学习率 {2:g}，批大小 {3}，{4} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/window_pins.py" line="97"/>
+        <location filename="../../gui/window_pins.py" line="78"/>
         <source>n = {0}, d_k = {1}, σ = {2:g}, ρ = {3:g}, rule {4}</source>
         <translation>n = {0}，d_k = {1}，σ = {2:g}，ρ = {3:g}，规则 {4}</translation>
     </message>
@@ -2225,133 +2224,133 @@ exp 超出范围</translation>
 <context>
     <name>TrainCurvesView</name>
     <message>
-        <location filename="../../gui/train/curves.py" line="160"/>
+        <location filename="../../gui/train/curves.py" line="161"/>
         <source>Loss</source>
         <translation>损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="161"/>
+        <location filename="../../gui/train/curves.py" line="162"/>
         <source>cross-entropy (nats)</source>
         <translation>交叉熵（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="164"/>
+        <location filename="../../gui/train/curves.py" line="165"/>
         <source>Held-out accuracy</source>
         <translation>留出集准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="165"/>
+        <location filename="../../gui/train/curves.py" line="166"/>
         <source>accuracy</source>
         <translation>准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="167"/>
+        <location filename="../../gui/train/curves.py" line="168"/>
         <source>Global gradient norm</source>
         <translation>全局梯度范数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="170"/>
+        <location filename="../../gui/train/curves.py" line="171"/>
         <source>Mean attention entropy</source>
         <translation>平均注意力熵</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="171"/>
+        <location filename="../../gui/train/curves.py" line="172"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="174"/>
+        <location filename="../../gui/train/curves.py" line="175"/>
         <source>step</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="178"/>
+        <location filename="../../gui/train/curves.py" line="179"/>
         <source>chance</source>
         <translation>随机水平</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="154"/>
+        <location filename="../../gui/train/curves.py" line="155"/>
         <source>Training curves</source>
         <extracomment>Steps the smoothed training loss averages over: enough to calm a batch of 64&apos;s noise, few enough to follow the fall of a 500-step run. The x range of the empty plots before the first run has a length (steps). Panel names in layout order, with log-y. Width (px) from which the panels stand two by two; narrower, they stack. It lies above the two-column layout&apos;s minimum, so the choice cannot flip as a scroll area resizes it. Least height (px) of a stacked panel, its title and axis included.</extracomment>
         <translation>训练曲线</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="179"/>
+        <location filename="../../gui/train/curves.py" line="180"/>
         <source>Training loss:</source>
         <translation>训练损失：</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="180"/>
+        <location filename="../../gui/train/curves.py" line="181"/>
         <source>every step</source>
         <translation>每一步</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="181"/>
+        <location filename="../../gui/train/curves.py" line="182"/>
         <source>mean of the last {0} steps</source>
         <translation>最近 {0} 步的均值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="183"/>
+        <location filename="../../gui/train/curves.py" line="184"/>
         <source>The loss of one batch jumps by orders of magnitude from step to step; its trailing mean shows the trend next to the held-out loss. The CSV keeps every step.</source>
         <translation>单个批次的损失每一步都会上下跳动很多；它最近几步的均值显出与留出集损失并列的趋向。CSV 保留每一步的值。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="187"/>
+        <location filename="../../gui/train/curves.py" line="188"/>
         <source>Loss axis:</source>
         <translation>损失坐标轴：</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="188"/>
+        <location filename="../../gui/train/curves.py" line="189"/>
         <source>log</source>
         <translation>对数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="189"/>
+        <location filename="../../gui/train/curves.py" line="190"/>
         <source>linear</source>
         <translation>线性</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="190"/>
+        <location filename="../../gui/train/curves.py" line="191"/>
         <source>Log shows the late, small losses; linear shows the early fall as it is.</source>
         <translation>对数坐标显出训练后段很小的损失；线性坐标按原样显出开始时的下降。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="445"/>
+        <location filename="../../gui/train/curves.py" line="483"/>
         <source>Press Start (Ctrl+T) to train the selected rules side by side: same initial weights, same batches.</source>
         <translation>按“开始”（Ctrl+T）并排训练所选规则：相同的初始权重，相同的批次。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="457"/>
+        <location filename="../../gui/train/curves.py" line="495"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="463"/>
+        <location filename="../../gui/train/curves.py" line="501"/>
         <source>{0}: held-out loss {1:.3g}, accuracy {2:.2f}</source>
         <translation>{0}：留出集损失 {1:.3g}，准确率 {2:.2f}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="467"/>
+        <location filename="../../gui/train/curves.py" line="505"/>
         <source>Step {0} of {1}, chance loss ln {2} = {3:.3g}.</source>
         <translation>第 {0} / {1} 步，随机水平损失 ln {2} = {3:.3g}。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="482"/>
+        <location filename="../../gui/train/curves.py" line="520"/>
         <source>diverged at step {0}</source>
         <translation>在第 {0} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="536"/>
+        <location filename="../../gui/train/curves.py" line="574"/>
         <source>training loss</source>
         <translation>训练损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="538"/>
+        <location filename="../../gui/train/curves.py" line="576"/>
         <source>training loss, mean of {0} steps</source>
         <translation>训练损失，{0} 步均值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="541"/>
+        <location filename="../../gui/train/curves.py" line="579"/>
         <source>held-out</source>
         <translation>留出集</translation>
     </message>

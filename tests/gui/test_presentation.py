@@ -30,7 +30,7 @@ def test_presentation_enlarges_the_view_and_esc_restores_the_window(make_window,
     window.resize(1280, 800)
     window.show_view("laws")
     assert window.wait_until_settled(30_000)
-    action = window.presentation.action
+    action = window.menu_actions["presentation"]
     assert action.shortcut() == QKeySequence("F11")
     assert action in window.menus["view"].actions()
     normal_pixels = _vermillion_pixels(window, tmp_path, "normal")
