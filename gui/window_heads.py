@@ -336,7 +336,8 @@ class WindowHeads(QObject):
             else:
                 action = menu.addAction(translate("MainWindow", "{0} — not installed…"
                                                   ).format(title))
-                action.setStatusTip(sample.pip_command)
+                action.setStatusTip(translate("MainWindow", "Not installed; install with: {0}"
+                                              ).format(sample.pip_command))
                 action.triggered.connect(
                     lambda _=False, s=sample: self._show_install(sample_title(s), s.pip_command,
                                                                  s.size_mb))
@@ -352,6 +353,8 @@ class WindowHeads(QObject):
         copy = box.addButton(translate("MainWindow", "Copy command"),
                              QMessageBox.ButtonRole.ActionRole)
         copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(command))
+        # With a second button Qt finds no escape button: Esc and the title bar's × did nothing.
+        box.setEscapeButton(QMessageBox.StandardButton.Ok)
         box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()

@@ -1458,17 +1458,22 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>{0} — 未安装…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="346"/>
+        <location filename="../../gui/window_heads.py" line="339"/>
+        <source>Not installed; install with: {0}</source>
+        <translation>未安装；安装命令：{0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="347"/>
         <source>Sample model not installed</source>
         <translation>示例模型未安装</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="347"/>
+        <location filename="../../gui/window_heads.py" line="348"/>
         <source>{0} is not installed. Install it ({1} MB) into the Python environment the app runs in, then choose it again from Help › Open sample model:</source>
         <translation>{0} 未安装。请把它（{1} MB）安装到运行本程序的 Python 环境中，然后再从 帮助 › 打开示例模型 中选择它：</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="352"/>
+        <location filename="../../gui/window_heads.py" line="353"/>
         <source>Copy command</source>
         <translation>复制命令</translation>
     </message>
