@@ -21,6 +21,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QPen
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsWidget
 
 from engine.config import ScalingRule
+from gui.kit.axes import PlotAxis
 from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
 from gui.kit.presentation import ScalableLayoutWidget
 
@@ -358,6 +359,28 @@ class WrappingLabel(pg.LabelItem):
 
     MIN_WIDTH = 160.0
 
+    _reserved = ""
+
+    def reserve_text(self, text: str) -> None:
+        """Keep the height that ``text`` would need (at the cell's width) even while a shorter
+        text is shown: a note that gains and loses a line while points stream in re-laid
+        out every plot of its view on each change. ``""`` reserves nothing."""
+        if text != self._reserved:
+            self._reserved = text
+            self.updateMin()
+
+    def _text_height(self, text: str) -> float:
+        """Height of ``text`` in this label's style, wrapped to the label's current width."""
+        # The same span as pyqtgraph's setText builds (labels here set colour and size only).
+        color = pg.mkColor(self.opts.get("color") or pg.getConfigOption("foreground"))
+        css = f"color: {color.name(QColor.NameFormat.HexArgb)}"
+        if "size" in self.opts:
+            css += f"; font-size: {self.opts['size']}"
+        document = self.item.document().clone()
+        document.setHtml(f"<span style='{css}'>{text}</span>")
+        document.setTextWidth(self.item.textWidth())
+        return document.size().height()
+
     def resizeEvent(self, ev: object) -> None:  # pyqtgraph/Qt override
         width = self.rect().width()
         if width > 0 and abs(self.item.textWidth() - width) > 0.5:
@@ -374,6 +397,8 @@ class WrappingLabel(pg.LabelItem):
         # one-line width re-laid out every plot whenever a note's text changed (training
         # curves: 50-90 ms GUI stalls per push).
         height = self.itemRect().height()
+        if self._reserved:
+            height = max(height, self._text_height(self._reserved))
         self.setMinimumWidth(self.MIN_WIDTH)
         self.setMinimumHeight(height)
         self._sizeHint = {
@@ -393,14 +418,22 @@ def make_label(text: str = "", *, size: int = TEXT_PT, justify: str = "left") ->
     return WrappingLabel(text, color=FOREGROUND, size=f"{size}pt", justify=justify)
 
 
-class LogAxisItem(pg.AxisItem):
+class LogAxisItem(PlotAxis):
     """Axis whose log mode puts decades and the 2…9 minor ticks on separate levels.
 
     pyqtgraph 0.14 puts every tick of a wide log axis spanning a few decades into one level,
     so all of them get labels ("4·10¹ 5·10¹ 6·10¹ ...") that run together. With decades as
     the top level, :func:`set_log_mode`'s fill limits label the minor ticks only when fewer
     than two decades are visible.
+
+    Its room for tick text only grows, in steps of :data:`AXIS_TEXT_STEP`: while a sweep's
+    range spreads over more decades its labels widen a few pixels at a time, and each change
+    of width re-laid out the whole view and regenerated the text of every axis in it.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.setStyle(autoReduceTextSpace=False)
 
     def logTickValues(self, minVal, maxVal, size, stdTicks):
         if any(spacing >= 1.0 for spacing, _ in stdTicks):
@@ -414,6 +447,13 @@ class LogAxisItem(pg.AxisItem):
             if minVal < v + math.log10(k) < maxVal
         ]
         return [(1.0, decades), (None, minor)]
+
+    def _updateMaxTextSize(self, x: int) -> None:  # pyqtgraph override
+        super()._updateMaxTextSize(math.ceil(x / AXIS_TEXT_STEP) * AXIS_TEXT_STEP)
+
+
+#: Step (px) in which a log axis's room for tick text changes (see ``LogAxisItem``).
+AXIS_TEXT_STEP = 16
 
 
 def log_axis_items() -> dict[str, pg.AxisItem]:

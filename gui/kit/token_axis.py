@@ -6,8 +6,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import pyqtgraph as pg
 from PySide6.QtGui import QFontMetricsF
+
+from gui.kit.axes import PlotAxis
 
 __all__ = ["MAX_TOKEN_CHARS", "TokenAxis", "short_token"]
 
@@ -25,7 +26,7 @@ def short_token(token: str) -> str:
     return shown if len(shown) <= MAX_TOKEN_CHARS else shown[:MAX_TOKEN_CHARS - 1] + "…"
 
 
-class TokenAxis(pg.AxisItem):
+class TokenAxis(PlotAxis):
     """A pyqtgraph axis that shows token strings at ``i + offset`` while tokens are set.
 
     Without tokens it is a plain :class:`pyqtgraph.AxisItem` (numbers, same drawing). With

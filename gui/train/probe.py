@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QWidget
 from engine.config import ScalingRule
 from engine.config.train import TaskKind
 from gui.kit import style
+from gui.kit.axes import PlotAxis
 from gui.kit.i18n import translate
 from gui.train.results import TrainResults
 from gui.train.view import TrainView
@@ -42,7 +43,7 @@ def probe_targets(snap: object) -> list[tuple[int, int]]:
 _NICE_STEPS = (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)
 
 
-class CellAxis(pg.AxisItem):
+class CellAxis(PlotAxis):
     """An axis that labels whole cells (keys, query rows) and thins its labels to fit.
 
     pyqtgraph always draws every label of its top tick level, so seventeen key positions in a

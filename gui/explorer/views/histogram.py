@@ -17,6 +17,7 @@ from engine.config import ScalingRule
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
 from gui.kit import style
+from gui.kit.axes import axis_items
 from gui.kit.i18n import translate
 from gui.kit.steady_range import SteadyViewBox
 
@@ -46,7 +47,8 @@ def real_variance_text(rule: ScalingRule, mean: float, variance: float) -> str:
 
 class _Panel:
     def __init__(self, widget: pg.GraphicsLayoutWidget, col: int) -> None:
-        self.plot = widget.addPlot(row=0, col=col, viewBox=SteadyViewBox())
+        self.plot = widget.addPlot(row=0, col=col, viewBox=SteadyViewBox(),
+                                   axisItems=axis_items())
         self.col = col
         style.style_plot(self.plot)
         self.hist = pg.PlotDataItem(stepMode="center", fillLevel=0.0)

@@ -13,6 +13,7 @@ from gui.explorer.head_text import head_label
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
 from gui.kit import style
+from gui.kit.axes import PlotAxis
 from gui.kit.i18n import translate
 from gui.kit.steady_range import SteadyViewBox
 from gui.kit.token_axis import TokenAxis, short_token
@@ -50,7 +51,8 @@ class SoftmaxView(ExplorerView):
         self._widget.addItem(self._legend, row=0, col=0)
         # The key axis shows a real head's tokens (numbers for random q, k).
         self._plot = self._widget.addPlot(row=1, col=0, viewBox=SteadyViewBox(),
-                                          axisItems={"bottom": TokenAxis("bottom", offset=0.0)})
+                                          axisItems={"bottom": TokenAxis("bottom", offset=0.0),
+                                                     "left": PlotAxis("left")})
         style.style_plot(self._plot)
         self._uniform = pg.InfiniteLine(
             angle=0,

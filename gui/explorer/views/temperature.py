@@ -21,6 +21,7 @@ from gui.explorer.head_text import head_label
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
 from gui.kit import style
+from gui.kit.axes import axis_items
 from gui.kit.i18n import translate
 from gui.kit.steady_range import SteadyViewBox
 
@@ -80,7 +81,8 @@ class TemperatureView(ExplorerView):
         self._layout.addWidget(self._widget, 1)
         self._legend = style.make_legend(col_count=2)
         self._widget.addItem(self._legend, row=0, col=0)
-        self._plot = self._widget.addPlot(row=1, col=0, viewBox=SteadyViewBox())
+        self._plot = self._widget.addPlot(row=1, col=0, viewBox=SteadyViewBox(),
+                                          axisItems=axis_items())
         style.style_plot(self._plot)
         self._sqrt_curve = pg.PlotDataItem(
             pen=style.rule_pen(ScalingRule.SQRT, width=5),
