@@ -347,6 +347,8 @@ class ExplorerController(QObject):
             length_points=previous.length_points if keep_length else (),  # type: ignore[union-attr]
             length_done=previous.length_done if keep_length else False,  # type: ignore[union-attr]
             correlation=message.correlation,
+            sweep_plan=previous.sweep_plan if reuse else sweep,  # type: ignore[union-attr]
+            length_plan=previous.length_plan if keep_length else length,  # type: ignore[union-attr]
         )
         self._last_error = ""
         if not reuse:

@@ -9,7 +9,7 @@ from engine.config import AttentionConfig
 
 if TYPE_CHECKING:  # the engine modules are heavier; views only need the names for typing
     from engine.analysis.experiment import AttentionSnapshot
-    from engine.analysis.sweep import SweepPoint
+    from engine.analysis.sweep import SweepConfig, SweepPoint
 
 __all__ = ["ExplorerResults"]
 
@@ -45,6 +45,10 @@ class ExplorerResults:
         whether it has finished.
     correlation
         ``engine.analysis.correlation.correlation_rms(...)`` result, or ``None``.
+    sweep_plan, length_plan
+        The d_k sweep and the n sweep whose points these are (``None``: not planned), known
+        before their first point arrives: views fix their axes and legends to them, so that
+        nothing moves while the points stream in.
     """
 
     request_id: int
@@ -57,6 +61,8 @@ class ExplorerResults:
     length_points: tuple[SweepPoint, ...] = ()
     length_done: bool = False
     correlation: object | None = None
+    sweep_plan: SweepConfig | None = None
+    length_plan: SweepConfig | None = None
 
     @property
     def real_head(self) -> Any:

@@ -20,6 +20,7 @@ import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import QEvent, QPointF
 from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QApplication
 
 from engine.analysis.correlation import correlation_rms
 from engine.analysis.experiment import run_experiment, temperature_comparison
@@ -34,6 +35,7 @@ from gui.explorer.views import (
     HeatmapView,
     HistogramView,
     LawsView,
+    PrecisionView,
     SoftmaxView,
     TemperatureView,
     view_class,
@@ -412,6 +414,46 @@ def test_laws_grow_while_the_sweep_streams(qtbot, results):
     legend = [label.text for _, label in view._legend.items]
     assert style.rule_name(ScalingRule.LINEAR) not in legend
     assert style.rule_name(ScalingRule.SQRT) in legend
+
+
+@pytest.mark.parametrize("cls", [LawsView, GradientView, PrecisionView])
+def test_a_new_sweep_streams_in_without_moving_an_axis_or_a_panel(qtbot, results, cls):
+    view = build(qtbot, cls)
+    view.show()
+    qtbot.waitExposed(view)
+    planned = results.replace(sweep_plan=SWEEP)
+    view.show_results(planned)  # an earlier sweep, complete
+    qtbot.wait(30)
+    span = (math.log10(min(SWEEP.values)), math.log10(max(SWEEP.values)))
+
+    def shown() -> list[tuple[object, ...]]:
+        QApplication.processEvents()
+        view.export_item().grab()  # paint: lays the tick text out
+        return [(plot.viewRange()[0], plot.vb.sceneBoundingRect())
+                for plot in plots_of(view)]
+
+    before = shown()
+    for (low, high), _ in before:
+        assert low < span[0] and high > span[1]  # the planned d_k span, padded
+    points = planned.sweep_points
+    for count in range(1, len(points)):
+        view.show_results(planned.replace(request_id=2, sweep_points=points[:count],
+                                          sweep_done=False))
+        assert shown() == before, f"moved after {count} points"
+    view.show_results(planned.replace(request_id=2))
+    assert shown() == before
+
+
+def plots_of(view: ExplorerView) -> list[pg.PlotItem]:
+    """Every plot of ``view`` (its layout's plot items)."""
+    layouts, plots = [view.export_item().ci], []
+    while layouts:
+        for item in layouts.pop().items:
+            if isinstance(item, pg.PlotItem):
+                plots.append(item)
+            elif isinstance(item, pg.GraphicsLayout):
+                layouts.append(item)
+    return plots
 
 
 # -- gradients --------------------------------------------------------------------------------

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Sequence
+
+import pyqtgraph as pg
+
 from gui.explorer.results import ExplorerResults
 from gui.kit.plot_view import PlotView
 
 __all__ = ["ExplorerView"]
+
+#: Padding (fraction of the span) around a planned sweep's values on a held x axis.
+HELD_X_PADDING = 0.05
 
 
 class ExplorerView(PlotView):
@@ -17,6 +25,36 @@ class ExplorerView(PlotView):
     controller.
     """
 
+    _held_x: tuple[tuple[pg.PlotItem, ...], float, float] | None = None
+
     def show_results(self, results: ExplorerResults) -> None:
         """Show ``results`` (cheap; skips work when the shown part did not change)."""
         raise NotImplementedError
+
+    def reset_view(self) -> None:
+        super().reset_view()
+        if self._held_x is not None:
+            self._apply_held_x()
+
+    def hold_x(self, plots: Sequence[pg.PlotItem], values: Iterable[float]) -> None:
+        """Show the span of ``values`` (a planned sweep's, before its points arrive) on the
+        log x axes of ``plots``.
+
+        Points that stream in then never move the x axes: each move re-generates the text of
+        every axis of the view, the largest part of a repaint while a sweep streams. Applied
+        only when the span changes, so a zoom by hand stays; *Reset view* comes back to it.
+        """
+        positive = [float(v) for v in values if float(v) > 0]
+        if not positive:
+            return
+        span = (math.log10(min(positive)), math.log10(max(positive)))
+        if self._held_x is not None and self._held_x[1:] == span:
+            return
+        self._held_x = (tuple(plots), *span)
+        self._apply_held_x()
+
+    def _apply_held_x(self) -> None:
+        assert self._held_x is not None
+        plots, low, high = self._held_x
+        for plot in plots:
+            plot.setXRange(low, high, padding=HELD_X_PADDING)

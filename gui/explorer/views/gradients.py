@@ -257,10 +257,17 @@ class GradientView(ExplorerView):
         if not self._is_new("sweep", results.sweep_points):
             return
         self._groups = group_by_rule(results.sweep_points)
-        self._ensure_items(list(self._groups))
+        plan = results.sweep_plan
+        planned = plan.rules if plan is not None else ()
+        self._ensure_items(style.ordered_rules({*self._groups, *planned}))
+        if plan is not None:
+            self.hold_x(list(self._plots.values()), [*plan.values, results.config.d_k])
         for rule in self._saturated:
             pts = self._groups.get(rule)
+            if pts and not self._is_new(f"points {rule.value}", *pts):
+                continue  # while a sweep streams, most pushes add one rule's point
             if not pts:
+                self._forget(f"points {rule.value}")
                 for key, _ in _QUANTITIES:
                     self._bands[key][rule].clear()
                 self._saturated[rule].setData([], [])

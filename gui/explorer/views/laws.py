@@ -140,8 +140,14 @@ class LawsView(ExplorerView):
             return
         self._sweep_points = results.sweep_points
         self._groups = group_by_rule(results.sweep_points)
-        self._ensure_curves(list(self._groups))
+        plan = results.sweep_plan
+        planned = plan.rules if plan is not None else ()
+        self._ensure_curves(style.ordered_rules({*self._groups, *planned}))
+        if plan is not None:
+            self.hold_x(list(self._plots.values()), [*plan.values, d_k])
         for rule, pts in self._groups.items():
+            if not self._is_new(f"points {rule.value}", *pts):
+                continue  # while a sweep streams, most pushes add one rule's point
             x = [float(p.value) for p in pts]
             for field, log_y in self.PANELS:
                 y = [getattr(p, field) for p in pts]
@@ -151,6 +157,7 @@ class LawsView(ExplorerView):
             self._theory[rule].setData(x, theory)
         for rule in list(self._theory):
             if rule not in self._groups:
+                self._forget(f"points {rule.value}")
                 for field, _ in self.PANELS:
                     self._points[field][rule].setData([], [])
                 self._theory[rule].setData([], [])
@@ -162,20 +169,18 @@ class LawsView(ExplorerView):
             vline.setValue(math.log10(d_k))
         done = sum(len(p) for p in self._groups.values())
         total = int(results.sweep_points[-1].total) if results.sweep_points else 0
-        if results.sweep_done or not results.sweep_points:
-            status = ""
-        else:
-            status = translate("LawsView", "  Sweep running: {0} of {1} points.").format(
-                done, total)
-        self._note.setText(
-            translate(
-                "LawsView",
-                "Markers: Monte Carlo (n = {0}); dashed: closed-form variance (d<sub>k</sub>·"
-                "σ<sub>q</sub>²σ<sub>k</sub>²·c² at ρ = 0). Dotted line: current "
-                "d<sub>k</sub> = {1}.",
-            ).format(n, d_k)
-            + status
-        )
+        running = translate("LawsView", "  Sweep running: {0} of {1} points.")
+        note = translate(
+            "LawsView",
+            "Markers: Monte Carlo (n = {0}); dashed: closed-form variance (d<sub>k</sub>·"
+            "σ<sub>q</sub>²σ<sub>k</sub>²·c² at ρ = 0). Dotted line: current "
+            "d<sub>k</sub> = {1}.",
+        ).format(n, d_k)
+        streaming = not results.sweep_done and bool(results.sweep_points)
+        if plan is not None:
+            planned_total = len(plan.values) * len(plan.rules)
+            self._note.reserve_text(note + running.format(planned_total, planned_total))
+        self._note.setText(note + running.format(done, total) if streaming else note)
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:
         header = [

@@ -122,8 +122,14 @@ class LengthView(ExplorerView):
                             config.yarn_factor, results.length_done):
             return
         self._groups = group_by_rule(results.length_points, SweepParam.N)
-        self._ensure_curves(list(self._groups))
+        plan = results.length_plan
+        planned = plan.rules if plan is not None else ()
+        self._ensure_curves(style.ordered_rules({*self._groups, *planned}))
+        if plan is not None:
+            self.hold_x([self._plots[field] for field in self.PANELS], plan.values)
         for rule, pts in self._groups.items():
+            if not self._is_new(f"points {rule.value}", *pts):
+                continue  # while a sweep streams, most pushes add one rule's point
             x = [float(p.value) for p in pts]
             for field in self.PANELS:
                 self._curves[field][rule].setData(x, finite_or_nan(
@@ -131,14 +137,15 @@ class LengthView(ExplorerView):
                 self._set_bars(field, rule, pts)
         for rule in list(self._curves["entropy_mean"]):
             if rule not in self._groups:
+                self._forget(f"points {rule.value}")
                 for field in self.PANELS:
                     self._curves[field][rule].setData([], [])
                     self._bars[field][rule].setData(x=np.zeros(0), y=np.zeros(0),
                                                     height=np.zeros(0))
         if self._toy is None or self._toy.s != config.ssmax_s:
             self._toy = ssmax_toy(s=config.ssmax_s)
-        self._toy_curves["softmax"].setData(self._toy.n, self._toy.p_max_softmax)
-        self._toy_curves["ssmax"].setData(self._toy.n, self._toy.p_max_ssmax)
+            self._toy_curves["softmax"].setData(self._toy.n, self._toy.p_max_softmax)
+            self._toy_curves["ssmax"].setData(self._toy.n, self._toy.p_max_ssmax)
         samples = max((int(p.samples) for p in results.length_points), default=0)
         text = translate(
             "LengthView",
@@ -146,10 +153,13 @@ class LengthView(ExplorerView):
             "point, fewer at large n), bars: 95 % intervals (±1.96 standard errors). "
             "SSMax s = {2}, YaRN f = {3}.",
         ).format(config.d_k, samples, f"{config.ssmax_s:g}", f"{config.yarn_factor:g}")
+        running = translate("LengthView", "  Sweep running: {0} of {1} points.")
+        if plan is not None:
+            total = len(plan.values) * len(plan.rules)
+            self._note.reserve_text(text + running.format(total, total))
         if results.length_points and not results.length_done:
             total = int(results.length_points[-1].total)
-            text += translate("LengthView", "  Sweep running: {0} of {1} points.").format(
-                len(results.length_points), total)
+            text += running.format(len(results.length_points), total)
         self._note.setText(text)
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:

@@ -181,6 +181,8 @@ class PrecisionView(ExplorerView):
         self._results = results
         self._groups = {rule: pts for rule, pts in group_by_rule(results.sweep_points).items()
                         if rule in RULES}
+        if results.sweep_plan is not None:
+            self.hold_x(list(self._plots.values()), results.sweep_plan.values)
         self._draw()
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:
@@ -277,7 +279,13 @@ class PrecisionView(ExplorerView):
         self._exp_line.label.setFormat(
             translate("PrecisionView", "ln {0:.6g} ≈ {1:.3g}:\nnaive exp\noverflows").format(
                 top, math.log(top)))
-        self._note.setText(self._note_text(precision))
+        note = self._note_text(precision)
+        running = translate("PrecisionView", "  Sweep running.")
+        streaming = self._results is not None and bool(self._results.sweep_points) and not (
+            self._results.sweep_done)
+        if self._results is not None and self._results.sweep_plan is not None:
+            self._note.reserve_text(note + running)
+        self._note.setText(note + running if streaming else note)
 
     def _note_text(self, precision: Precision) -> str:
         n = self._results.config.n_tokens if self._results is not None else 0
@@ -292,7 +300,4 @@ class PrecisionView(ExplorerView):
         ).format(n, samples, precision.value, grid_rows(max(n, 1)))
         if precision is Precision.BFLOAT16:
             text += translate("PrecisionView", " bfloat16 keeps float32's range (3.4·10³⁸).")
-        if self._results is not None and self._results.sweep_points and not (
-                self._results.sweep_done):
-            text += translate("PrecisionView", "  Sweep running.")
         return text
