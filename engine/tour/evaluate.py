@@ -98,15 +98,15 @@ def _sweep_config(claim: Mapping[str, Any], config: AttentionConfig, rule: Scali
         "softmax": SoftmaxForm(claim.get("softmax", SoftmaxForm.STABLE)),
         "rounding": Rounding(claim.get("rounding", Rounding.ALL))}
 
-    common = {"rules": (rule,), "n_tokens": config.n_tokens, "rho": config.rho,
-              "samples": config.samples, "seed": config.seed,
-              "temperature": config.temperature, "gain": config.gain, "cap": config.cap,
-              # A claim's point uses all its rows, however long they are.
-              "max_logits": config.samples * config.n_tokens}
-    if logit_std is None:
-        return SweepConfig(param=SweepParam.D_K, values=(config.d_k,), **common, **formats)
-    return SweepConfig(param=SweepParam.S, values=(logit_std,), d_k=config.d_k, **common,
-                       **formats)
+    # The explorer's own construction (every rule parameter carried over), for this rule only;
+    # a claim's point uses all its rows, however long they are.
+    common = {"param": SweepParam.D_K if logit_std is None else SweepParam.S,
+              "values": (config.d_k,) if logit_std is None else (logit_std,),
+              "rules": (rule,), "samples_cap": config.samples, "n_tokens": config.n_tokens,
+              "max_logits": config.samples * config.n_tokens, **formats}
+    if logit_std is not None:
+        common["d_k"] = config.d_k
+    return SweepConfig.following(config.replace(rule=rule), **common)
 
 
 def _p_max_share(sweep: Any, threshold: float) -> float:

@@ -398,3 +398,25 @@ def test_validate_tour_rejects_bad_tours():
         validate_tour({"steps": [{**step, "given": ["1"]}]})
     with pytest.raises(ValueError, match="'formulas' must be a list"):
         validate_tour({"steps": [{**step, "formulas": [{"value": 1}]}]})
+
+
+@pytest.mark.parametrize(("rule", "field", "values"), [
+    (ScalingRule.SSMAX, "ssmax_s", (0.43, 2.0)),
+    (ScalingRule.YARN, "yarn_factor", (1.0, 4.0)),
+])
+def test_sweep_claims_use_the_steps_rule_parameter(rule, field, values):
+    from engine.analysis.sweep import run_sweep
+    from engine.config import SweepConfig
+
+    found = []
+    for value in values:
+        config = AttentionConfig(n_tokens=64, d_k=64, samples=300, seed=3, rule=rule,
+                                 **{field: value})
+        claim = {"quantity": "sweep_entropy_mean", "rule": rule.value, "greater_than": 0.0}
+        found.append(evaluate_quantity(claim, config))
+        # The same point from a sweep written out by hand with that parameter.
+        (point,) = run_sweep(SweepConfig(values=(64,), rules=(rule,), n_tokens=64,
+                                         samples=300, seed=3, max_logits=300 * 64,
+                                         **{field: value}))
+        assert found[-1] == pytest.approx(float(point.entropy_mean), rel=1e-12)
+    assert found[0] != pytest.approx(found[1], rel=1e-3)
