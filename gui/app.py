@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 __all__ = ["check_resources", "configure_pyqtgraph", "create_application", "has_display",
-           "report_startup_error", "run_app", "tune_allocator", "use_offscreen"]
+           "report_startup_error", "run_app", "use_offscreen"]
 
 APP_NAME = "Attention Scale Explorer"
 #: How long a thread may keep the interpreter lock while another waits (CPython: 5 ms).
@@ -52,33 +52,6 @@ def quiet_offscreen_warnings() -> None:
             print(qFormatLogMessage(mode, context, message), file=sys.stderr, flush=True)
 
     _handler_state["previous"] = qInstallMessageHandler(handler)
-
-
-def tune_allocator() -> bool:
-    """Keep freed array memory in the process (glibc only); return True when applied.
-
-    Every request allocates the same few (heads, n, n) float64 arrays again. glibc hands
-    buffers of 128 KiB+ back to the kernel on free, so each new one costs a page fault per
-    4 KiB on first touch: measured, that was 60 % of a snapshot's time at n = 256 (12.7 ms
-    vs 4.6 ms CPU with the thresholds below). Buffers up to 32 MiB are now served from the
-    heap, and up to 128 MiB of free heap is kept. Larger arrays still go straight back.
-    """
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    if not name:
-        return False
-    try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # musl and other libcs have no mallopt
-        return False
-    m_trim_threshold, m_mmap_threshold = -1, -3  # from glibc's malloc.h
-    return bool(mallopt(m_mmap_threshold, 32 << 20)) and bool(mallopt(m_trim_threshold,
-                                                                       128 << 20))
 
 
 def configure_pyqtgraph() -> None:
@@ -147,7 +120,9 @@ def create_application(argv: list[str] | None = None, *, headless: bool = False,
 
     app = QApplication.instance()
     if app is None:
-        tune_allocator()
+        from engine.core.memory import tune_allocator
+
+        tune_allocator()  # main.py did it already; a window made elsewhere gets the same
         app = QApplication(argv if argv is not None else sys.argv[:1])
         app.setOrganizationName("AttentionScaleExplorer")
         app.setApplicationName(APP_NAME)
