@@ -11,7 +11,7 @@ import numpy as np
 
 from engine.config import AttentionConfig, MaskKind, ScalingRule
 from engine.core import theory
-from engine.core.scaling import NORM_EPS, length_scales, scale_factor
+from engine.core.scaling import NORM_EPS, length_scales, qk_norm_gain, scale_factor
 
 __all__ = ["logits_from_raw", "rule_scale", "selected_moments", "theory_variance"]
 
@@ -47,7 +47,7 @@ def theory_variance(config: AttentionConfig, rule: ScalingRule, c: float | np.nd
     if rule is ScalingRule.SOFTCAP:
         return math.nan
     if rule is ScalingRule.QK_NORM:
-        g = math.sqrt(d) if config.gain is None else config.gain
+        g = qk_norm_gain(d, config.gain)
         # q_i and k_j (i ≠ j) are independent and rotation invariant without projections,
         # and with projections when ρ = 0 (averaged over W); then Var(q̂·k̂) = 1/d exactly.
         if config.use_projection and rho != 0.0:
@@ -86,7 +86,7 @@ def logits_from_raw(
     :func:`engine.core.attention.attention_logits` up to rounding.
     """
     if rule is ScalingRule.QK_NORM:
-        g = math.sqrt(config.d_k) if config.gain is None else config.gain
+        g = qk_norm_gain(config.d_k, config.gain)
         q_norm = np.maximum(np.sqrt(np.einsum("...nd,...nd->...n", q, q)), NORM_EPS)
         k_norm = np.maximum(np.sqrt(np.einsum("...nd,...nd->...n", k, k)), NORM_EPS)
         logits = raw * (g / q_norm)[..., :, None]

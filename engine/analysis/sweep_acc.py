@@ -23,7 +23,7 @@ from engine.core import theory
 from engine.core.moments import RunningMoments, block_moments, median_band
 from engine.core.precision import reference_weights
 from engine.core.rowstats import RowStatsWorkspace, ShiftedRows, logit_row_stats, shift_rows
-from engine.core.scaling import scale_factor
+from engine.core.scaling import qk_norm_gain, scale_factor
 from engine.core.stats import SATURATION_THRESHOLD, jacobian_fro_norm
 
 __all__ = ["GRID_RULES", "NONLINEAR_RULES", "ChunkRaw", "RuleAccumulator"]
@@ -78,7 +78,7 @@ def theory_var(config: SweepConfig, st: Setting, rule: ScalingRule, c: float) ->
     if rule is ScalingRule.QK_NORM:
         if st.rho != 0.0:
             return math.nan
-        g = math.sqrt(st.d_k) if config.gain is None else config.gain
+        g = qk_norm_gain(st.d_k, config.gain)
         return g * g / st.d_k
     if st.s is not None:
         return c * c * st.s * st.s
@@ -116,7 +116,7 @@ class RuleAccumulator:
         config = self.config
         if self.rule is ScalingRule.QK_NORM:
             assert chunk.cos is not None
-            g = math.sqrt(self.st.d_k) if config.gain is None else config.gain
+            g = qk_norm_gain(self.st.d_k, config.gain)
             return g * chunk.cos, None
         t = np.tanh(chunk.raw * (self.c / config.cap))
         return config.cap * t, self.c * (1.0 - t * t)  # ∂s/∂S_raw = c·sech²(c·S_raw/cap)

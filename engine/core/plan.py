@@ -22,7 +22,13 @@ from engine.core.checks import (
     check_positive,
     float_dtype,
 )
-from engine.core.scaling import DEFAULT_CAP, length_scales, parse_rule, scale_factor
+from engine.core.scaling import (
+    DEFAULT_CAP,
+    length_scales,
+    parse_rule,
+    qk_norm_gain,
+    scale_factor,
+)
 
 __all__ = ["Plan", "causal_mask", "make_plan"]
 
@@ -171,7 +177,7 @@ def make_plan(
     # Parameters are validated whenever they are given, even for rules that ignore them:
     # a non-positive temperature is a bug wherever it comes from.
     temperature = None if temperature is None else check_positive("temperature", temperature)
-    gain = math.sqrt(d_k) if gain is None else check_positive("gain", gain)
+    gain = qk_norm_gain(d_k, None if gain is None else check_positive("gain", gain))
     cap = DEFAULT_CAP if cap is None else check_positive("cap", cap)
     if ssmax_s is not None:
         ssmax_s = check_positive("ssmax_s", ssmax_s)

@@ -45,6 +45,7 @@ __all__ = [
     "length_scales",
     "normalise_backward",
     "parse_rule",
+    "qk_norm_gain",
     "rule_operands",
     "scale_factor",
     "write_logits",
@@ -76,6 +77,15 @@ def parse_rule(rule: Any) -> ScalingRule:
     if found is None:
         raise ValueError(f"rule must be one of {_ALLOWED_RULES}; got {rule!r}")
     return found
+
+
+def qk_norm_gain(d_k: int, gain: float | None = None) -> float:
+    """The gain g of QK-norm logits g·q̂·k̂: ``gain``, or √d_k when it is ``None``.
+
+    With g = √d_k the normalised logits have the spread that 1/√d_k gives unit-variance q and
+    k, so the two rules can be compared at the same d_k.
+    """
+    return math.sqrt(d_k) if gain is None else float(gain)
 
 
 def yarn_temperature_factor(factor: float) -> float:

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from engine.config import ScalingRule
-from engine.core.scaling import scale_factor
+from engine.core.scaling import qk_norm_gain, scale_factor
 
 __all__ = [
     "EULER_GAMMA",
@@ -172,7 +172,7 @@ def scaled_logit_variance(
     if rule is ScalingRule.QK_NORM:
         if rho != 0.0:
             return math.nan
-        g = math.sqrt(d) if gain is None else float(gain)
+        g = qk_norm_gain(d, gain)
         return g * g / d
     if rule is ScalingRule.SOFTCAP:
         return math.nan

@@ -28,7 +28,7 @@ import numpy as np
 
 from engine.config import MaskKind, ScalingRule
 from engine.config.train import TaskKind
-from engine.core.scaling import DEFAULT_CAP, length_scales, rule_operands
+from engine.core.scaling import DEFAULT_CAP, length_scales, qk_norm_gain, rule_operands
 from engine.io.tensors import write_tensors
 from engine.training.model import prepare_batch, project_qk
 from engine.training.session import TrainedRun, TrainingSession
@@ -86,7 +86,7 @@ def _operands(run: TrainedRun, q: np.ndarray, k: np.ndarray, d_k: int,
         entry["scale"] = 1.0
         return q * c, k, entry, "q times the rule's per-row c = s·ln(keys seen)/√d_k"
     if run.rule is ScalingRule.QK_NORM:
-        gain = math.sqrt(d_k) if spec.gain is None else float(spec.gain)
+        gain = qk_norm_gain(d_k, spec.gain)
         # The engine's own normalisation (clamped norms), so the written unit vectors are the
         # ones the model multiplied.
         ops = rule_operands(ScalingRule.QK_NORM, q, k, scale=1.0, gain=gain, cap=1.0)

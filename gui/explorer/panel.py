@@ -15,7 +15,6 @@ replay on the head's q, k.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 from PySide6.QtCore import QEvent, Signal, Slot
@@ -23,6 +22,7 @@ from PySide6.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
 
 from engine.analysis.experiment import check_snapshot_memory
 from engine.config import AttentionConfig, ScalingRule
+from engine.core.scaling import qk_norm_gain
 from gui.explorer.head_text import head_label
 from gui.kit.forms import FieldForm
 from gui.kit.i18n import translate
@@ -99,9 +99,9 @@ class ParameterPanel(QWidget):
         """Show ``config`` in the widgets without emitting :attr:`configChanged`."""
         self._config = config
         self._form.set_values(config)
-        # Special couplings: the default gain √d_k shown on the slider, rows 0..n-1.
+        # Special couplings: the engine's default gain shown on the slider, rows 0..n-1.
         if config.gain is None:
-            self.gain.set_value(math.sqrt(config.d_k))
+            self.gain.set_value(qk_norm_gain(config.d_k))
         self.query_row.set_range(0, config.n_tokens - 1)
         self.query_row.set_value(config.query_row)
         self._set_error("")
