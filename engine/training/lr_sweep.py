@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from engine.config.train import TRAIN_FIELDS, TrainConfig
 from engine.training.lr_results import DEFAULT_STABLE_RATIO, LrRunResult, LrSweepResult, summarise
 from engine.training.session import TrainingSession
-from engine.training.trainer import blas_threads, wait_for_gate
+from engine.training.trainer import blas_threads
 
 __all__ = [
     "LrSweepProgress",
@@ -96,7 +96,6 @@ def iter_lr_sweep(
     cancel: threading.Event | None = None,
     *,
     stable_ratio: float = DEFAULT_STABLE_RATIO,
-    step_gate: threading.Event | None = None,
 ) -> Iterator[LrSweepProgress]:
     """Train ``config`` at every learning rate and seed, yielding progress.
 
@@ -112,11 +111,6 @@ def iter_lr_sweep(
         When set, the generator returns promptly (after the current step).
     stable_ratio
         In (0, 1]; see :mod:`engine.training.lr_results`.
-    step_gate
-        Optional "may step" flag waited for before each optimisation step: a GUI sweeping on
-        one of its threads can clear it while it paints, so the sweep does not compete for the
-        interpreter lock. ``cancel`` is
-        still honoured while it is cleared (:func:`engine.training.trainer.wait_for_gate`).
 
     Yields
     ------
@@ -146,8 +140,6 @@ def iter_lr_sweep(
                 with blas_threads(cfg):
                     while session.step < cfg.steps and session.alive:
                         if cancel is not None and cancel.is_set():
-                            return
-                        if not wait_for_gate(step_gate, cancel):
                             return
                         if not session.train_step(stop):
                             return

@@ -25,14 +25,10 @@ __all__ = [
     "blas_threads",
     "iter_training",
     "run_training",
-    "wait_for_gate",
 ]
 
 #: A snapshot is emitted at the latest this long after the previous one (seconds).
 SNAPSHOT_INTERVAL_S = 0.05
-
-#: How often a run held by a cleared ``step_gate`` checks its ``cancel`` event (seconds).
-GATE_POLL_S = 0.01
 
 #: Below this many multiply-adds in the largest matrix product of a step, BLAS runs on one
 #: thread. At the default size (64·17·64·128 ≈ 9e6) a second OpenBLAS thread costs more in
@@ -53,29 +49,10 @@ def blas_threads(config: TrainConfig) -> contextlib.AbstractContextManager[objec
     return limit_blas_threads(1 if macs < SINGLE_THREAD_MACS else None)
 
 
-def wait_for_gate(
-    step_gate: threading.Event | None, cancel: threading.Event | None
-) -> bool:
-    """Block while ``step_gate`` is cleared; False if ``cancel`` got set meanwhile.
-
-    A GUI that trains on one of its own threads can clear the gate while it updates and paints
-    its views, so that the training thread does not compete with it for the interpreter lock
-    (the trainer is many small numpy calls, each taking the GIL). The wait polls ``cancel``
-    every 10 ms, so Stop still ends a gated run promptly even if the gate were never set again.
-    """
-    if step_gate is None:
-        return True
-    while not step_gate.wait(GATE_POLL_S):
-        if cancel is not None and cancel.is_set():
-            return False
-    return True
-
-
 def iter_training(
     config: TrainConfig,
     cancel: threading.Event | None = None,
     *,
-    step_gate: threading.Event | None = None,
     session: TrainingSession | None = None,
 ) -> Iterator[TrainSnapshot]:
     """Train every rule of ``config`` side by side, yielding snapshots.
@@ -86,12 +63,6 @@ def iter_training(
         What to train.
     cancel
         When set, the generator returns after the current step (no further snapshot).
-    step_gate
-        Optional "may step" flag, waited for before each optimisation step: a GUI training on
-        one of its threads can clear it while it paints, so the trainer does not compete for
-        the interpreter lock, and set it again afterwards (this app trains in a child process
-        instead: :mod:`engine.training.process`). ``cancel`` is still honoured while the gate
-        is cleared (see :func:`wait_for_gate`). None: never wait.
     session
         A new :class:`TrainingSession` of ``config`` to train (step 0), kept by the caller to
         read the trained parameters afterwards (:meth:`TrainingSession.trained_runs`); None:
@@ -125,13 +96,6 @@ def iter_training(
             while True:
                 if cancel is not None and cancel.is_set():
                     return
-                if step_gate is not None and not step_gate.is_set():
-                    t_gate = time.perf_counter()
-                    if not wait_for_gate(step_gate, cancel):
-                        return
-                    # Time held at the gate is the GUI's, not training's: it must not trigger
-                    # an extra time-based snapshot (and evaluation) right after every paint.
-                    last_yield += time.perf_counter() - t_gate
                 if not session.train_step(stop):
                     return
                 done = session.step >= config.steps or not session.alive

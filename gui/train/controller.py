@@ -10,11 +10,9 @@ ask for fewer updates with a ``push_interval_s`` attribute (the probe maps: 5 Hz
 
 The worker thread only relays: the jobs run in a child process
 (:class:`~engine.training.process.TrainingProcess`, one per controller, ended when the worker
-thread ends). The trainer is a Python loop of many small numpy calls; on a thread of this
-process it shared the interpreter lock with the GUI's Python (pyqtgraph's ``setData`` and
-paint code), and even with the views' time budgeted, and the trainer held at a step gate while
-they drew, the GUI trained at 0.82-0.88 of the engine-only speed (benchmarks/bench_train_gui.py,
-2-core machine). In its own process it trains at 0.91-0.99 of that speed.
+thread ends), so that the trainer, a Python loop of many small numpy calls, never shares an
+interpreter lock with the GUI's Python (``benchmarks/bench_train_gui.py`` states the GUI's
+training speed against the engine alone).
 
 The views still get a time budget (:class:`~gui.train.budget.PushBudget`): after a push that
 took c seconds of update and paint, the next waits until c / :data:`VIEW_SHARE` after it; the

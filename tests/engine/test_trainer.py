@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -151,81 +150,6 @@ def test_cancel_stops_between_snapshots():
         next(gen)
     # A pre-set event yields nothing at all.
     assert list(iter_training(SMALL, cancel)) == []
-
-
-class _Consumer(threading.Thread):
-    """Drains a generator in a thread, recording the items (the GUI worker's role)."""
-
-    def __init__(self, items) -> None:
-        super().__init__(daemon=True)
-        self.items_iter, self.items = items, []
-
-    def run(self) -> None:
-        for item in self.items_iter:
-            self.items.append(item)
-
-    def wait_for(self, predicate, timeout: float = 20.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate(self.items):
-                return True
-            time.sleep(0.005)
-        return False
-
-
-def test_a_cleared_step_gate_holds_training_and_cancel_still_works():
-    gate, cancel = threading.Event(), threading.Event()
-    gate.set()
-    cfg = SMALL.replace(steps=100_000, snapshot_every=1)  # one snapshot per step
-    consumer = _Consumer(iter_training(cfg, cancel, step_gate=gate))
-    consumer.start()
-    assert consumer.wait_for(lambda items: items and items[-1].step >= 3)
-    gate.clear()
-    time.sleep(0.05)  # the step in flight when the gate closed may still finish
-    held = consumer.items[-1].step
-    time.sleep(0.25)
-    assert consumer.items[-1].step == held, "steps advanced while the gate was cleared"
-    gate.set()
-    assert consumer.wait_for(lambda items: items[-1].step > held + 2), "did not resume"
-    gate.clear()
-    time.sleep(0.05)
-    cancel.set()  # the gate stays cleared: the generator must still end promptly
-    consumer.join(timeout=2.0)
-    assert not consumer.is_alive(), "cancel did not end a gated run"
-    assert not consumer.items[-1].done
-    # The gate only delays steps: the trajectory is the same as without a gate.
-    ungated = run_training(SMALL.replace(steps=12, snapshot_every=1))
-    gated = list(iter_training(SMALL.replace(steps=12, snapshot_every=1),
-                               step_gate=_set_gate()))[-1]
-    for rule, st in ungated.rules.items():
-        assert np.array_equal(st.loss_history, gated.rules[rule].loss_history)
-
-
-def _set_gate() -> threading.Event:
-    gate = threading.Event()
-    gate.set()
-    return gate
-
-
-def test_a_cleared_step_gate_holds_the_lr_sweep():
-    gate, cancel = threading.Event(), threading.Event()
-    cfg = SMALL.replace(steps=40, rules=("sqrt",))
-    consumer = _Consumer(iter_lr_sweep(cfg, [0.01, 0.02], 1, cancel, step_gate=gate))
-    consumer.start()
-    time.sleep(0.3)
-    assert consumer.items == [], "the sweep stepped while the gate was cleared"
-    gate.set()
-    assert consumer.wait_for(lambda items: items and items[-1].result is not None)
-    consumer.join(timeout=5.0)
-    assert consumer.items[-1].result == run_lr_sweep(cfg, [0.01, 0.02], 1)
-    # Cancel while gated ends the sweep promptly, without a result.
-    gate.clear()
-    consumer = _Consumer(iter_lr_sweep(cfg, [0.01], 1, cancel, step_gate=gate))
-    consumer.start()
-    time.sleep(0.05)
-    cancel.set()
-    consumer.join(timeout=2.0)
-    assert not consumer.is_alive() and consumer.items == []
 
 
 def test_multi_head_and_json_round_trip():
