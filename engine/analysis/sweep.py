@@ -48,6 +48,7 @@ __all__ = [
     "SWEEP_CSV_COLUMNS",
     "PrecisionStat",
     "SweepPoint",
+    "csv_cell",
     "iter_sweep",
     "run_sweep",
     "sweep_csv_row",
@@ -293,7 +294,9 @@ def run_sweep(config: SweepConfig) -> list[SweepPoint]:
     return list(iter_sweep(config))
 
 
-def _format(value: object) -> str:
+def csv_cell(value: object) -> str:
+    """One CSV cell as every CSV of the project writes it: enums by value, floats as their
+    shortest round-trip text (``nan``, ``inf`` included), anything else as ``str``."""
     if isinstance(value, ScalingRule | SweepParam):
         return value.value
     if isinstance(value, float):
@@ -307,7 +310,7 @@ def sweep_csv_row(point: SweepPoint) -> list[str]:
     Integer-valued parameters (d_k, n) are written as integers, other floats as their
     shortest round-trip representation.
     """
-    cells = [_format(getattr(point, name)) for name in SWEEP_CSV_COLUMNS]
+    cells = [csv_cell(getattr(point, name)) for name in SWEEP_CSV_COLUMNS]
     if point.param in (SweepParam.D_K, SweepParam.N):
         cells[1] = str(int(point.value))
     return cells

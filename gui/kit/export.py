@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import math
 import os
 import shutil
 import tempfile
@@ -24,6 +23,7 @@ from PySide6.QtCore import QBuffer, QIODevice
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
+from engine.analysis.sweep import csv_cell
 from engine.io.files import describe_os_error, write_bytes_atomic
 from gui.kit.pdf_export import export_pdf
 from gui.kit.plot_view import PlotView
@@ -75,16 +75,17 @@ def _write_file(path: Path, data: bytes) -> None:
 
 def export_csv(header: Sequence[str], rows: Iterable[Sequence[Any]],
                path: str | os.PathLike[str]) -> Path:
-    """Write a CSV file with ``header`` and ``rows`` (NaN written as an empty cell).
+    """Write a CSV file with ``header`` and ``rows``, cells as the engine's sweep CSV writes them
+    (:func:`engine.analysis.sweep.csv_cell`: NaN as ``nan``).
 
     The file appears whole or not at all; an ``OSError`` names ``path``.
     """
     path = Path(path)
     handle = io.StringIO(newline="")
-    writer = csv.writer(handle)
+    writer = csv.writer(handle, lineterminator="\n")
     writer.writerow(list(header))
     for row in rows:
-        writer.writerow(["" if isinstance(v, float) and math.isnan(v) else v for v in row])
+        writer.writerow([csv_cell(value) for value in row])
     _write_file(path, handle.getvalue().encode("utf-8"))
     return path
 

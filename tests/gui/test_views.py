@@ -7,6 +7,7 @@ what a user sees: image pixels, curve data, legend and label text, log axes, PNG
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
@@ -652,3 +653,26 @@ def test_a_relabelled_legend_keeps_its_place_on_screen_and_in_the_png(qtbot, res
     for name, image in (("screen", screen), ("png", QImage(str(path)))):
         top, left = _frame_edges(image)
         assert top >= 2 and left >= 2, f"{name}: legend frame starts at row {top}, col {left}"
+
+
+def test_a_view_csv_writes_sweep_numbers_as_the_engine_sweep_csv_does(qtbot, results, tmp_path):
+    import csv
+    import io
+
+    from engine.analysis.sweep import SWEEP_CSV_COLUMNS, write_sweep_csv
+
+    point = results.sweep_points[0]
+    missing = dataclasses.replace(point, logit_var=math.nan)
+    view = build(qtbot, LawsView)
+    view.show_results(results.replace(sweep_points=(missing, *results.sweep_points[1:])))
+    header, rows = view.data_table()
+    path = export.export_csv(header, rows, tmp_path / "laws.csv")
+    text = path.read_text(encoding="utf-8")
+    assert "\r" not in text
+    ours = next(row for row in csv.DictReader(io.StringIO(text)) if row["logit_var"] == "nan")
+    engine_csv = io.StringIO()
+    write_sweep_csv([missing], engine_csv)
+    theirs = next(csv.DictReader(io.StringIO(engine_csv.getvalue())))
+    assert set(SWEEP_CSV_COLUMNS) >= {"rule", "logit_var", "entropy_mean", "p_max_mean"}
+    for column in ("rule", "logit_var", "entropy_mean", "p_max_mean", "saturated_share"):
+        assert ours[column] == theirs[column], column
