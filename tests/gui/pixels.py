@@ -18,6 +18,7 @@ from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgRenderer
 
+from gui.kit.session import VIEW_KEYS
 from tests.optional_tools import missing
 
 WIDTH, HEIGHT = 1000, 700
@@ -27,9 +28,7 @@ SATURATION = 60
 RADIUS_PX = 3
 MIN_AGREEMENT = 0.9
 #: Every view the window exports (explorer and Train tab).
-ALL_KEYS = ("heatmap", "softmax", "histogram", "laws", "gradients", "temperature",
-            "correlation", "precision", "length", "train_curves", "train_probe",
-            "train_lr_sweep")
+ALL_KEYS = tuple(key for key in VIEW_KEYS if key != "heads")
 
 
 def rgb(image: QImage) -> np.ndarray:
