@@ -40,13 +40,12 @@ from gui.explorer.results import ExplorerResults
 from gui.explorer.worker import (
     FastParts,
     Job,
-    JobFinished,
     JobKind,
     SweepPointReady,
     TemperatureReady,
     Worker,
 )
-from gui.kit.jobs import JobFailed, Throttle, ViewPusher, WorkerHost
+from gui.kit.jobs import JobFailed, JobFinished, Throttle, ViewPusher, WorkerHost
 
 __all__ = ["ExplorerController"]
 

@@ -26,7 +26,6 @@ from gui.kit.job_worker import JobWorker
 __all__ = [
     "FastParts",
     "Job",
-    "JobFinished",
     "JobKind",
     "SweepPointReady",
     "TemperatureReady",
@@ -120,15 +119,6 @@ class SweepPointReady:
     point: object
 
 
-@dataclasses.dataclass(frozen=True)
-class JobFinished:
-    """The job ended; ``completed`` is False when it was cancelled or failed."""
-
-    request_id: int
-    kind: JobKind
-    completed: bool
-
-
 class Worker(JobWorker):
     """Runs :class:`Job` objects in the thread it was moved to.
 
@@ -147,10 +137,6 @@ class Worker(JobWorker):
         # at n = 256, d_k = 1024 under load; 2.3 vs 3.0 ms when the machine is quiet).
         with limit_blas_threads(1):
             self._run_plan(job)
-
-    def finished_message(self, job: Job, completed: bool) -> JobFinished:
-        """The end of ``job``."""
-        return JobFinished(job.request_id, job.kind, completed)
 
     def _run_plan(self, job: Job) -> None:
         parts: dict[Part, object] = {}

@@ -23,7 +23,7 @@ from engine.models import Capture, CaptureCancelled, Model, layers_text, open_mo
 from engine.models.tokenize import TokenizerProcess
 from gui.kit.job_worker import JobWorker
 
-__all__ = ["CaptureFinished", "CaptureJob", "CaptureProgress", "CaptureReady", "CaptureWorker",
+__all__ = ["CaptureJob", "CaptureProgress", "CaptureReady", "CaptureWorker",
            "SaveJob", "SaveWorker", "Saved"]
 
 
@@ -62,14 +62,6 @@ class CaptureReady:
     request_id: int
     capture: Capture
     tensor_file: TensorFile
-
-
-@dataclasses.dataclass(frozen=True)
-class CaptureFinished:
-    """A capture job ended; ``completed`` is False when it was cancelled or failed."""
-
-    request_id: int
-    completed: bool
 
 
 class CaptureWorker(JobWorker):
@@ -120,10 +112,6 @@ class CaptureWorker(JobWorker):
         tensor_file = capture.tensor_file()
         if not job.cancel.is_set():
             self.captured.emit(CaptureReady(job.request_id, capture, tensor_file))
-
-    def finished_message(self, job: CaptureJob, completed: bool) -> CaptureFinished:
-        """The end of ``job``."""
-        return CaptureFinished(job.request_id, completed)
 
     def release(self) -> None:
         """End the tokenizer's helper process."""
@@ -183,6 +171,3 @@ class SaveWorker(JobWorker):
             return
         self.saved.emit(Saved(job.request_id, job.capture, str(written)))
 
-    def finished_message(self, job: SaveJob, completed: bool) -> CaptureFinished:
-        """The end of ``job``."""
-        return CaptureFinished(job.request_id, completed)

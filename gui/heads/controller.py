@@ -18,7 +18,6 @@ from PySide6.QtCore import QObject, Signal, Slot
 from engine.analysis.head_scan import HeadRecord
 from engine.io.tensors import TensorFile
 from gui.heads.capture_worker import (
-    CaptureFinished,
     CaptureJob,
     CaptureProgress,
     CaptureReady,
@@ -29,7 +28,6 @@ from gui.heads.capture_worker import (
 )
 from gui.heads.worker import (
     FileOpened,
-    HeadsJobFinished,
     HeadsWorker,
     RecordsReady,
     ReplayJob,
@@ -37,7 +35,7 @@ from gui.heads.worker import (
     RuleParams,
     ScanJob,
 )
-from gui.kit.jobs import JobFailed, WorkerHost
+from gui.kit.jobs import JobFailed, JobFinished, WorkerHost
 
 __all__ = ["HeadsController"]
 
@@ -380,12 +378,12 @@ class HeadsController(QObject):
             self.captureSaveFailed.emit(job.path, message.message)
 
     @Slot(object)
-    def _on_capture_finished(self, message: CaptureFinished) -> None:
+    def _on_capture_finished(self, message: JobFinished) -> None:
         if not self._closed and not self._capture_host.is_busy():
             self.captureBusyChanged.emit(False)
 
     @Slot(object)
-    def _on_finished(self, message: HeadsJobFinished) -> None:
+    def _on_finished(self, message: JobFinished) -> None:
         if not self._closed:
             self._set_busy(self.is_busy())
 

@@ -29,7 +29,6 @@ from gui.kit.job_worker import JobWorker
 __all__ = [
     "BATCH_SECONDS",
     "FileOpened",
-    "HeadsJobFinished",
     "HeadsWorker",
     "RecordsReady",
     "ReplayJob",
@@ -120,14 +119,6 @@ class ReplayReady:
     replays: tuple[RuleReplay, ...]
 
 
-@dataclasses.dataclass(frozen=True)
-class HeadsJobFinished:
-    """A job ended; ``completed`` is False when it was cancelled or failed."""
-
-    request_id: int
-    completed: bool
-
-
 class HeadsWorker(JobWorker):
     """Runs :class:`ScanJob` and :class:`ReplayJob` objects in the thread it was moved to."""
 
@@ -143,10 +134,6 @@ class HeadsWorker(JobWorker):
                 self._replay(job)
             else:
                 self._scan(job)
-
-    def finished_message(self, job: ScanJob | ReplayJob, completed: bool) -> HeadsJobFinished:
-        """The end of ``job``."""
-        return HeadsJobFinished(job.request_id, completed)
 
     def _scan(self, job: ScanJob) -> None:
         tensor_file = job.tensor_file or load_tensors(job.path)

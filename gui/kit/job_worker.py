@@ -7,7 +7,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from gui.kit.jobs import JobFailed
+from gui.kit.jobs import JobFailed, JobFinished
 
 __all__ = ["JobWorker"]
 
@@ -15,21 +15,21 @@ __all__ = ["JobWorker"]
 class JobWorker(QObject):
     """Runs one job at a time in the thread it was moved to; never touches widgets.
 
-    Subclasses implement :meth:`execute` (emit results as they come) and
-    :meth:`finished_message`. A ``ValueError`` is input the user can fix (its message is
-    shown as it is); any other exception is a bug, printed with its traceback and reported
-    by type, and neither kills the thread nor the window.
+    Subclasses implement :meth:`execute` (emit results as they come). A ``ValueError`` is
+    input the user can fix (its message is shown as it is); any other exception is a bug,
+    printed with its traceback and reported by type, and neither kills the thread nor the
+    window.
 
     Signals
     -------
     failed(object)
         A :class:`~gui.kit.jobs.JobFailed` naming the job and the reason.
     finished(object)
-        :meth:`finished_message` of the job, emitted exactly once per job, last.
+        A :class:`~gui.kit.jobs.JobFinished`, emitted exactly once per job, last.
     """
 
     failed = Signal(object)  # JobFailed
-    finished = Signal(object)  # finished_message(job, completed)
+    finished = Signal(object)  # JobFinished
 
     @Slot(object)
     def run(self, job: Any) -> None:
@@ -46,14 +46,10 @@ class JobWorker(QObject):
             traceback.print_exc()
             self.failed.emit(JobFailed(job.request_id, f"{type(exc).__name__}: {exc}"))
         finally:
-            self.finished.emit(self.finished_message(job, completed))
+            self.finished.emit(JobFinished(job.request_id, completed, getattr(job, "kind", None)))
 
     def execute(self, job: Any) -> None:
         """Do the work of ``job``, checking ``job.cancel`` between steps."""
-        raise NotImplementedError
-
-    def finished_message(self, job: Any, completed: bool) -> object:
-        """The :attr:`finished` payload of ``job`` (``completed``: ran to its end)."""
         raise NotImplementedError
 
     def warm_up(self) -> None:

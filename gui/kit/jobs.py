@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import shiboken6
 from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 
-__all__ = ["Job", "JobFailed", "Throttle", "ViewPusher", "WorkerHost"]
+__all__ = ["Job", "JobFailed", "JobFinished", "Throttle", "ViewPusher", "WorkerHost"]
 
 
 class Job(Protocol):
@@ -42,6 +42,16 @@ class Job(Protocol):
     def request_id(self) -> int: ...
 
     def stop(self) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class JobFinished:
+    """A job ended; ``completed`` is False when it was cancelled or failed. ``kind`` is the
+    job's own ``kind`` for workers that run several kinds (``None`` otherwise)."""
+
+    request_id: int
+    completed: bool
+    kind: object = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,14 +32,13 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.config.train import TrainConfig
 from engine.training.process import TrainingProcess
-from gui.kit.jobs import JobFailed, ViewPusher, WorkerHost
+from gui.kit.jobs import JobFailed, JobFinished, ViewPusher, WorkerHost
 from gui.train.budget import PushBudget, SplitPaint
 from gui.train.results import TrainResults
 from gui.train.state import GradientHistory, TrainState
 from gui.train.worker import (
     TrainItem,
     TrainJob,
-    TrainJobFinished,
     TrainJobKind,
     TrainWorker,
 )
@@ -330,7 +329,7 @@ class TrainController(QObject):
         self.errorOccurred.emit(message.message)
 
     @Slot(object)
-    def _on_finished(self, message: TrainJobFinished) -> None:
+    def _on_finished(self, message: JobFinished) -> None:
         if self._closed:
             return
         if self._state == TrainState.RUNNING:

@@ -25,7 +25,6 @@ from gui.kit.job_worker import JobWorker
 __all__ = [
     "TrainItem",
     "TrainJob",
-    "TrainJobFinished",
     "TrainJobKind",
     "TrainWorker",
 ]
@@ -104,15 +103,6 @@ class TrainItem:
     item: object
 
 
-@dataclasses.dataclass(frozen=True)
-class TrainJobFinished:
-    """The job ended; ``completed`` is False when it was stopped or failed."""
-
-    request_id: int
-    kind: TrainJobKind
-    completed: bool
-
-
 class TrainWorker(JobWorker):
     """Runs :class:`TrainJob` objects in ``process`` from the thread it was moved to.
 
@@ -158,6 +148,3 @@ class TrainWorker(JobWorker):
             raise ValueError(translate("TrainTab", "Could not write {0}: {1}").format(
                 job.path, exc.strerror or exc)) from None
 
-    def finished_message(self, job: TrainJob, completed: bool) -> TrainJobFinished:
-        """The end of ``job``."""
-        return TrainJobFinished(job.request_id, job.kind, completed)
