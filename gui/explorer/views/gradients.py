@@ -49,8 +49,11 @@ class _Band:
             symbolBrush=style.rule_brush(rule, 200),
             connect="finite",
         )
-        for item in (self.low, self.high, self.fill, self.median):
-            plot.addItem(item)
+        plot.addItem(self.low)
+        plot.addItem(self.high)
+        # The fill spans exactly the two edge curves: auto-range need not measure its path too.
+        plot.addItem(self.fill, ignoreBounds=True)
+        plot.addItem(self.median)
 
     def set_data(self, x: list[float], median: list[float], q10: list[float], q90: list[float]):
         y = positive_or_nan(median)
