@@ -18,8 +18,8 @@ class PlotAxis(pg.AxisItem):
 
     pyqtgraph draws the grid as translucent cosmetic lines without antialiasing, the slowest
     way Qt's raster engine draws a line (``benchmarks/bench_gui.py`` states the ratio); the
-    same pixels filled as rectangles cost a small fraction. Re-drawing an axis (its range or
-    size changed) was most of a plot's repaint while a sweep streamed in. The rectangles are
+    same pixels filled as rectangles cost a small fraction, and re-drawing an axis (its range
+    or size changed) is most of a plot's repaint while a sweep streams in. The rectangles are
     one device pixel thick (the pen's width in pixels) at any export scale, as cosmetic lines
     are.
     """

@@ -363,8 +363,8 @@ class WrappingLabel(pg.LabelItem):
 
     def reserve_text(self, text: str) -> None:
         """Keep the height that ``text`` would need (at the cell's width) even while a shorter
-        text is shown: a note that gains and loses a line while points stream in re-laid
-        out every plot of its view on each change. ``""`` reserves nothing."""
+        text is shown, so that a note which gains or loses a line while points stream in does
+        not re-lay out the plots of its view. ``""`` reserves nothing."""
         if text != self._reserved:
             self._reserved = text
             self.updateMin()
@@ -428,7 +428,7 @@ class LogAxisItem(PlotAxis):
 
     Its room for tick text only grows, in steps of :data:`AXIS_TEXT_STEP`: while a sweep's
     range spreads over more decades its labels widen a few pixels at a time, and each change
-    of width re-laid out the whole view and regenerated the text of every axis in it.
+    of width would re-lay out the whole view and regenerate the text of every axis in it.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
