@@ -12,13 +12,14 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import Signal
 
 from engine.config import AttentionConfig
 from engine.tour.claims import ClaimResult
 from engine.tour.evaluate import evaluate_claims
+from gui.kit.job_worker import JobWorker
 
-__all__ = ["ClaimJob", "ClaimWorker", "ClaimsDone"]
+__all__ = ["ClaimJob", "ClaimWorker", "ClaimsEvaluated"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,29 +38,21 @@ class ClaimJob:
 
 
 @dataclasses.dataclass(frozen=True)
-class ClaimsDone:
-    """The end of a :class:`ClaimJob`: its results, or the error that stopped it."""
+class ClaimsEvaluated:
+    """The results of a :class:`ClaimJob` that ran to its end."""
 
     request_id: int
     index: int
-    results: tuple[ClaimResult, ...] | None
-    error: str = ""
+    results: tuple[ClaimResult, ...]
 
 
-class ClaimWorker(QObject):
-    """Runs :class:`ClaimJob` objects in its thread; never touches widgets."""
+class ClaimWorker(JobWorker):
+    """Runs :class:`ClaimJob` objects in its thread (failures and the end: :class:`JobWorker`)."""
 
-    finished = Signal(object)  # ClaimsDone
+    evaluated = Signal(object)  # ClaimsEvaluated
 
-    @Slot(object)
-    def run(self, job: ClaimJob) -> None:
-        """Evaluate ``job``'s claims; always emit :attr:`finished`."""
-        results: tuple[ClaimResult, ...] | None = None
-        error = ""
-        try:
-            if not job.cancel.is_set():
-                results = tuple(evaluate_claims(list(job.claims), job.config, cancel=job.cancel))
-        except (ValueError, RuntimeError, MemoryError) as exc:
-            error = str(exc) or type(exc).__name__
-        finally:
-            self.finished.emit(ClaimsDone(job.request_id, job.index, results, error))
+    def execute(self, job: ClaimJob) -> None:
+        """Evaluate ``job``'s claims; emit them unless the job was cancelled meanwhile."""
+        results = tuple(evaluate_claims(list(job.claims), job.config, cancel=job.cancel))
+        if not job.cancel.is_set():
+            self.evaluated.emit(ClaimsEvaluated(job.request_id, job.index, results))

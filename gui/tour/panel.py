@@ -30,8 +30,8 @@ from engine.config import AttentionConfig
 from engine.tour.claims import ClaimResult, describe_target, format_value
 from engine.tour.steps import expand_ui_refs, step_config
 from gui.kit.i18n import translate
-from gui.kit.jobs import WorkerHost
-from gui.tour.claims_job import ClaimJob, ClaimsDone, ClaimWorker
+from gui.kit.jobs import JobFailed, JobFinished, WorkerHost
+from gui.tour.claims_job import ClaimJob, ClaimsEvaluated, ClaimWorker
 from gui.tour.content import TourData, claim_context, html_escape, load_tour, ui_language
 from gui.tour.highlight import Highlight
 from gui.tour.host import TourHost
@@ -333,22 +333,31 @@ class TourPanel(QWidget):
     def _claims_host(self) -> WorkerHost:
         if self._host is None:
             worker = ClaimWorker()
+            worker.evaluated.connect(self._on_claims_evaluated)
+            worker.failed.connect(self._on_claims_failed)
             self._host = WorkerHost(worker, "tour-claims", self)
-            self._host.jobFinished.connect(self._on_claims_done)
+            self._host.jobFinished.connect(self._on_claims_finished)
         return self._host
 
     @Slot(object)
-    def _on_claims_done(self, done: ClaimsDone) -> None:
-        if done.request_id != self._latest_id or self._closed:
+    def _on_claims_evaluated(self, evaluated: ClaimsEvaluated) -> None:
+        if evaluated.request_id != self._latest_id or self._closed:
             return  # superseded by a newer step
-        index = done.index
-        if done.error:
-            self._errors[index] = done.error
-        elif done.results is not None and not any(math.isnan(r.value) for r in done.results):
-            self._results[index] = list(done.results)
-        if index == self._index:
+        if not any(math.isnan(r.value) for r in evaluated.results):
+            self._results[evaluated.index] = list(evaluated.results)
+
+    @Slot(object)
+    def _on_claims_failed(self, failure: JobFailed) -> None:
+        if failure.request_id == self._latest_id and not self._closed:
+            self._errors[self._job_index] = failure.message
+
+    @Slot(object)
+    def _on_claims_finished(self, finished: JobFinished) -> None:
+        if finished.request_id != self._latest_id or self._closed:
+            return
+        if self._job_index == self._index:
             self._render()
-            self.claimsEvaluated.emit(index)
+            self.claimsEvaluated.emit(self._job_index)
 
     # -------------------------------------------------------------------------------- render
     def _render(self) -> None:

@@ -250,3 +250,22 @@ def test_lab_steps_bring_their_views_and_the_engine_numbers(tour, qtbot):
     contexts = [claim_context(c, config) for c in long["claims"]]
     assert "ln n/√d_k, n = 65536" in contexts and "n = 1024, SSMax s = 0.43" in contexts
     assert "f = 4" in contexts
+
+
+def test_a_claim_the_engine_refuses_shows_the_engines_reason(qtbot):
+    import dataclasses
+
+    data = load_tour()
+    refused = {**data.steps[0], "settings": {**data.steps[0]["settings"], "mask": "causal"},
+               "claims": [{"quantity": "sweep_p_max_mean", "rule": "none",
+                           "greater_than": 0.5}]}
+    panel = TourPanel(data=dataclasses.replace(data, steps=(refused, *data.steps[1:])))
+    qtbot.addWidget(panel)
+    try:
+        with qtbot.waitSignal(panel.claimsEvaluated, timeout=20_000):
+            panel.start()
+        assert panel.claim_results(0) is None
+        text = panel.engine_text()
+        assert "sweep_p_max_mean comes from a sweep" in text and "mask = none" in text, text
+    finally:
+        panel.shutdown()
