@@ -21,8 +21,7 @@ from PySide6.QtGui import QColor
 
 from gui.kit.i18n import translate
 
-__all__ = ["MAX_PINS", "Pin", "PinBoard", "PinnedCurve", "capture_pin", "pin_from_dict",
-           "view_plots"]
+__all__ = ["MAX_PINS", "Pin", "PinBoard", "PinnedCurve", "capture_pin", "pin_from_dict"]
 
 #: Pins per view: more faded copies make a plot unreadable.
 MAX_PINS = 3
@@ -105,15 +104,6 @@ def _numbers(values: Any, name: str) -> tuple[float, ...]:
     return tuple(out)
 
 
-def view_plots(view: Any) -> list[pg.PlotItem]:
-    """The plots of ``view`` in layout order (the order pins refer to them by)."""
-    item = view.export_item()
-    layout = getattr(item, "ci", None)
-    if layout is None:
-        return []
-    return [entry for entry in layout.items if isinstance(entry, pg.PlotItem)]
-
-
 def _is_pin(item: Any) -> bool:
     return getattr(item, "_ase_pin", False)
 
@@ -121,7 +111,7 @@ def _is_pin(item: Any) -> bool:
 def capture_pin(view: Any, label: str) -> Pin | None:
     """The visible curves of ``view`` as a pin, or None when it draws no curves (a heatmap)."""
     curves = []
-    for index, plot in enumerate(view_plots(view)):
+    for index, plot in enumerate(view.plots()):
         for item in plot.listDataItems():
             if not isinstance(item, pg.PlotDataItem) or _is_pin(item) or not item.isVisible():
                 continue
@@ -209,7 +199,7 @@ class PinBoard:
         pins = self._pins.get(key, [])
         if view is None or not pins:
             return
-        plots = view_plots(view)
+        plots = view.plots()
         items: list[Any] = []
         for number, pin in enumerate(pins):
             for curve in pin.curves:

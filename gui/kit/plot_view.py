@@ -61,20 +61,26 @@ class PlotView(QWidget):
         """Return the CSV header and rows of the data currently plotted."""
         raise NotImplementedError
 
+    def plots(self) -> list[pg.PlotItem]:
+        """Every plot of the view, in layout order (the order pins refer to them by)."""
+        item = self.export_item()
+        if isinstance(item, pg.PlotWidget):
+            return [item.getPlotItem()]
+
+        def walk(layout: pg.GraphicsLayout) -> list[pg.PlotItem]:
+            found: list[pg.PlotItem] = []
+            for child in layout.items:
+                if isinstance(child, pg.PlotItem):
+                    found.append(child)
+                elif isinstance(child, pg.GraphicsLayout):
+                    found += walk(child)
+            return found
+
+        return walk(item.ci)
+
     def reset_view(self) -> None:
         """Auto-range every plot of the view (views with fixed ranges extend this)."""
-        item = self.export_item()
-        plots: list[pg.PlotItem] = []
-        layouts = [item.getPlotItem()] if isinstance(item, pg.PlotWidget) else [item.ci]
-        while layouts:
-            layout = layouts.pop()
-            if isinstance(layout, pg.PlotItem):
-                plots.append(layout)
-                continue
-            for child in layout.items:
-                if isinstance(child, pg.PlotItem | pg.GraphicsLayout):
-                    layouts.append(child)
-        for plot in plots:
+        for plot in self.plots():
             plot.enableAutoRange()
             plot.autoRange()
 

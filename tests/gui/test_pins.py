@@ -11,14 +11,14 @@ import pytest
 from PySide6.QtGui import QImage
 
 from gui.kit.export import export_png
-from gui.kit.pins import MAX_PINS, pin_from_dict, view_plots
+from gui.kit.pins import MAX_PINS, pin_from_dict
 from gui.kit.session import VIEW_KEYS, SessionError, load_session
 from tests.gui.pixels import rgb
 
 
 def _datasets(view) -> list[tuple[np.ndarray, np.ndarray]]:
     out = []
-    for plot in view_plots(view):
+    for plot in view.plots():
         for item in plot.listDataItems():
             if isinstance(item, pg.PlotDataItem) and item.isVisible():
                 x, y = item.getOriginalDataset()

@@ -429,7 +429,7 @@ def test_a_new_sweep_streams_in_without_moving_an_axis_or_a_panel(qtbot, results
         QApplication.processEvents()
         view.export_item().grab()  # paint: lays the tick text out
         return [(plot.viewRange()[0], plot.vb.sceneBoundingRect())
-                for plot in plots_of(view)]
+                for plot in view.plots()]
 
     before = shown()
     for (low, high), _ in before:
@@ -441,18 +441,6 @@ def test_a_new_sweep_streams_in_without_moving_an_axis_or_a_panel(qtbot, results
         assert shown() == before, f"moved after {count} points"
     view.show_results(planned.replace(request_id=2))
     assert shown() == before
-
-
-def plots_of(view: ExplorerView) -> list[pg.PlotItem]:
-    """Every plot of ``view`` (its layout's plot items)."""
-    layouts, plots = [view.export_item().ci], []
-    while layouts:
-        for item in layouts.pop().items:
-            if isinstance(item, pg.PlotItem):
-                plots.append(item)
-            elif isinstance(item, pg.GraphicsLayout):
-                layouts.append(item)
-    return plots
 
 
 # -- gradients --------------------------------------------------------------------------------
