@@ -360,6 +360,7 @@ class WrappingLabel(pg.LabelItem):
     MIN_WIDTH = 160.0
 
     _reserved = ""
+    _reserved_height: tuple[str, float, float] | None = None  # (text, width, height)
 
     def reserve_text(self, text: str) -> None:
         """Keep the height that ``text`` would need (at the cell's width) even while a shorter
@@ -398,7 +399,13 @@ class WrappingLabel(pg.LabelItem):
         # curves: 50-90 ms GUI stalls per push).
         height = self.itemRect().height()
         if self._reserved:
-            height = max(height, self._text_height(self._reserved))
+            # Measured once per text and width, not on every setText of a streaming note.
+            width = self.item.textWidth()
+            cached = self._reserved_height
+            if cached is None or cached[:2] != (self._reserved, width):
+                cached = (self._reserved, width, self._text_height(self._reserved))
+                self._reserved_height = cached
+            height = max(height, cached[2])
         self.setMinimumWidth(self.MIN_WIDTH)
         self.setMinimumHeight(height)
         self._sizeHint = {
