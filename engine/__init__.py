@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "scaled_dot_product_attention": "core.attention",
     "scaled_dot_product_attention_backward": "core.attention",
     "scale_factor": "core.scaling",
+    "Rule": "core.scaling",
     "softmax": "core.softmax",
     "causal_mask": "core.plan",
     "get_memory_budget": "core.memory",

@@ -5,31 +5,21 @@ Private to :mod:`engine.analysis.experiment`, which evaluates every rule on one 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from engine.config import AttentionConfig, MaskKind, ScalingRule
 from engine.core import theory
-from engine.core.scaling import NORM_EPS, length_scales, qk_norm_gain, scale_factor
+from engine.core.scaling import NORM_EPS, Rule
 
 __all__ = ["logits_from_raw", "rule_scale", "selected_moments", "theory_variance"]
 
 
-def _length_scales(config: AttentionConfig, rule: ScalingRule) -> np.ndarray:
-    """Per-row c of ``log_n`` / ``ssmax``: row i sees n keys, or i + 1 under a causal mask."""
-    n = config.n_tokens
-    keys = np.arange(1, n + 1) if config.mask is MaskKind.CAUSAL else np.full(n, n)
-    return length_scales(rule, config.d_k, keys, config.ssmax_s)
-
-
 def rule_scale(config: AttentionConfig, rule: ScalingRule) -> float | np.ndarray:
     """c of ``rule``: a float, or an (n, 1) array of per-row c for a length rule under a mask."""
-    if rule.length_dependent and config.mask is MaskKind.CAUSAL and config.n_tokens > 1:
-        return _length_scales(config, rule)[:, None]
-    temperature = config.temperature if rule is ScalingRule.TEMPERATURE else None
-    return scale_factor(rule, config.d_k, temperature=temperature, n=config.n_tokens,
-                        ssmax_s=config.ssmax_s, yarn_factor=config.yarn_factor)
+    n, scaling = config.n_tokens, Rule.of(rule, config)
+    if rule.length_dependent and config.mask is MaskKind.CAUSAL and n > 1:
+        return scaling.row_scales(config.d_k, np.arange(1, n + 1))[:, None]
+    return scaling.scale(config.d_k, n)
 
 
 def theory_variance(config: AttentionConfig, rule: ScalingRule, c: float | np.ndarray) -> float:
@@ -44,21 +34,15 @@ def theory_variance(config: AttentionConfig, rule: ScalingRule, c: float | np.nd
         c2 = float(np.sum(weight * c_row * c_row) / np.sum(weight))
         return c2 * theory_variance(config, ScalingRule.NONE, 1.0)
     d, rho = config.d_k, config.rho
-    if rule is ScalingRule.SOFTCAP:
-        return math.nan
-    if rule is ScalingRule.QK_NORM:
-        g = qk_norm_gain(d, config.gain)
-        # q_i and k_j (i ≠ j) are independent and rotation invariant without projections,
-        # and with projections when ρ = 0 (averaged over W); then Var(q̂·k̂) = 1/d exactly.
-        if config.use_projection and rho != 0.0:
-            return math.nan
-        return g * g / d
     if config.use_projection:
         raw = theory.projected_offdiag_variance(d, config.d_model, config.projection_std, rho)
     else:
         # k_j = ρ q_j + √(1−ρ²) ξ_j is independent of q_i for i ≠ j, with component var σ².
         raw = theory.dot_product_variance(d, config.init_std, config.init_std)
-    return c * c * raw
+    # q_i and k_j (i ≠ j) are independent and rotation invariant without projections, and
+    # with projections when ρ = 0 (averaged over W): QK-norm's closed form holds there.
+    isotropic = not (config.use_projection and rho != 0.0)
+    return Rule.of(rule, config).logit_variance(d, raw, c, isotropic=isotropic)
 
 
 def selected_moments(x: np.ndarray, select: np.ndarray, count: int) -> tuple[float, float]:
@@ -86,7 +70,7 @@ def logits_from_raw(
     :func:`engine.core.attention.attention_logits` up to rounding.
     """
     if rule is ScalingRule.QK_NORM:
-        g = qk_norm_gain(config.d_k, config.gain)
+        g = Rule.of(rule, config).gain_at(config.d_k)
         q_norm = np.maximum(np.sqrt(np.einsum("...nd,...nd->...n", q, q)), NORM_EPS)
         k_norm = np.maximum(np.sqrt(np.einsum("...nd,...nd->...n", k, k)), NORM_EPS)
         logits = raw * (g / q_norm)[..., :, None]

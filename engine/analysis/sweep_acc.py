@@ -23,7 +23,7 @@ from engine.core import theory
 from engine.core.moments import RunningMoments, block_moments, median_band
 from engine.core.precision import reference_weights
 from engine.core.rowstats import RowStatsWorkspace, ShiftedRows, logit_row_stats, shift_rows
-from engine.core.scaling import qk_norm_gain, scale_factor
+from engine.core.scaling import Rule
 from engine.core.stats import SATURATION_THRESHOLD, jacobian_fro_norm
 
 __all__ = ["GRID_RULES", "NONLINEAR_RULES", "ChunkRaw", "RuleAccumulator"]
@@ -71,27 +71,10 @@ class ChunkRaw:
         return self._absmax
 
 
-def theory_var(config: SweepConfig, st: Setting, rule: ScalingRule, c: float) -> float:
+def theory_var(st: Setting, rule: Rule, c: float) -> float:
     """Closed-form variance of the rule's logits at a point (NaN where none exists)."""
-    if rule is ScalingRule.SOFTCAP:
-        return math.nan
-    if rule is ScalingRule.QK_NORM:
-        if st.rho != 0.0:
-            return math.nan
-        g = qk_norm_gain(st.d_k, config.gain)
-        return g * g / st.d_k
-    if st.s is not None:
-        return c * c * st.s * st.s
-    return c * c * theory.correlated_dot_variance(st.d_k, st.rho)
-
-
-def rule_scale(config: SweepConfig, rule: ScalingRule, d_k: int, n: int) -> float:
-    """The rule's c at a point: sweep rows are unmasked, so log_n and ssmax use all n keys."""
-    temperature = None
-    if rule is ScalingRule.TEMPERATURE:
-        temperature = math.sqrt(d_k) if config.temperature is None else config.temperature
-    return scale_factor(rule, d_k, temperature=temperature, n=n, ssmax_s=config.ssmax_s,
-                        yarn_factor=config.yarn_factor)
+    raw = st.s * st.s if st.s is not None else theory.correlated_dot_variance(st.d_k, st.rho)
+    return rule.logit_variance(st.d_k, raw, c, isotropic=st.rho == 0.0)
 
 
 class RuleAccumulator:
@@ -99,7 +82,9 @@ class RuleAccumulator:
 
     def __init__(self, config: SweepConfig, st: Setting, rule: ScalingRule, samples: int):
         self.config, self.st, self.rule = config, st, rule
-        self.c = rule_scale(config, rule, st.d_k, st.n)
+        self.scaling = Rule.of(rule, config)
+        # Sweep rows are unmasked: log_n and ssmax use all n keys.
+        self.c = self.scaling.scale(st.d_k, st.n)
         self.moments, self.entropy, self.pmax = (RunningMoments() for _ in range(3))
         self.absmax = RunningMoments()
         self.saturated = 0
@@ -116,8 +101,7 @@ class RuleAccumulator:
         config = self.config
         if self.rule is ScalingRule.QK_NORM:
             assert chunk.cos is not None
-            g = qk_norm_gain(self.st.d_k, config.gain)
-            return g * chunk.cos, None
+            return self.scaling.gain_at(self.st.d_k) * chunk.cos, None
         t = np.tanh(chunk.raw * (self.c / config.cap))
         return config.cap * t, self.c * (1.0 - t * t)  # ∂s/∂S_raw = c·sech²(c·S_raw/cap)
 
@@ -182,7 +166,7 @@ class RuleAccumulator:
             "rule": self.rule,
             "logit_mean": self.moments.mean,
             "logit_var": self.moments.var,
-            "logit_var_theory": theory_var(self.config, self.st, self.rule, self.c),
+            "logit_var_theory": theory_var(self.st, self.scaling, self.c),
             "entropy_mean": self.entropy.mean,
             "entropy_sem": self.entropy.sem,
             "p_max_mean": self.pmax.mean,

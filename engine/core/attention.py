@@ -37,7 +37,7 @@ from engine.core.checks import as_real_array
 from engine.core.checks import check_finite as check_finite_array
 from engine.core.memory import check_memory
 from engine.core.plan import Plan, make_plan
-from engine.core.scaling import normalise_backward
+from engine.core.scaling import Rule, normalise_backward
 
 __all__ = [
     "AttentionResult",
@@ -91,7 +91,7 @@ def attention_logits(
     q: Any,
     k: Any,
     *,
-    rule: ScalingRule | str = "sqrt",
+    rule: Rule | ScalingRule | str = "sqrt",
     temperature: float | None = None,
     gain: float | None = None,
     cap: float | None = None,
@@ -129,7 +129,7 @@ def scaled_dot_product_attention(
     k: Any,
     v: Any,
     *,
-    rule: ScalingRule | str = "sqrt",
+    rule: Rule | ScalingRule | str = "sqrt",
     mask: Any = None,
     temperature: float | None = None,
     gain: float | None = None,
@@ -152,7 +152,9 @@ def scaled_dot_product_attention(
         A :class:`~engine.config.ScalingRule` or its string: ``none``, ``sqrt``, ``linear``,
         ``temperature``, ``qk_norm``, ``softcap``, ``log_n``, ``ssmax``, ``yarn``
         (see :mod:`engine.core.scaling`; for ``log_n`` and ``ssmax`` n is the number of keys
-        each row sees, so under a causal mask row i uses n = its visible keys).
+        each row sees, so under a causal mask row i uses n = its visible keys), or a
+        :class:`~engine.core.scaling.Rule`, which carries its parameters (then leave the five
+        parameter keywords below unset).
     mask
         ``None``/``"none"``, ``"causal"`` (query i attends key j iff ``j <= i + n_k - n_q``, see
         :func:`~engine.core.plan.causal_mask`) or a boolean array broadcastable to
@@ -263,7 +265,7 @@ def scaled_dot_product_attention_backward(
     v: Any,
     grad_output: Any,
     *,
-    rule: ScalingRule | str = "sqrt",
+    rule: Rule | ScalingRule | str = "sqrt",
     mask: Any = None,
     temperature: float | None = None,
     gain: float | None = None,

@@ -24,6 +24,8 @@ from engine.core.checks import (
 )
 from engine.core.scaling import (
     DEFAULT_CAP,
+    RULE_PARAMETERS,
+    Rule,
     length_scales,
     parse_rule,
     qk_norm_gain,
@@ -146,7 +148,8 @@ def make_plan(
     if v is not None:
         v = check_array("v", v, "(..., n_k, d_v)")
         arrays = (q, k, v)
-    rule = parse_rule(rule)
+    spec = rule if isinstance(rule, Rule) else None
+    rule = parse_rule(rule) if spec is None else spec.kind
     n_q, d_k = q.shape[-2:]
     n_k = k.shape[-2]
     if k.shape[-1] != d_k:
@@ -174,6 +177,14 @@ def make_plan(
                 f"leading (batch, head) dimensions of q, k, v do not broadcast: {shapes}"
             ) from None
 
+    if spec is not None:
+        loose = [name for name, value in zip(
+            RULE_PARAMETERS, (temperature, gain, cap, ssmax_s, yarn_factor), strict=True)
+            if value is not None]
+        if loose:
+            raise ValueError(f"{', '.join(loose)} given beside a Rule: set them in the Rule")
+        temperature, gain, cap = spec.temperature_at(d_k), spec.gain, spec.cap
+        ssmax_s, yarn_factor = spec.ssmax_s, spec.yarn_factor
     # Parameters are validated whenever they are given, even for rules that ignore them:
     # a non-positive temperature is a bug wherever it comes from.
     temperature = None if temperature is None else check_positive("temperature", temperature)

@@ -41,6 +41,8 @@ __all__ = [
     "DEFAULT_SSMAX_S",
     "DEFAULT_YARN_FACTOR",
     "NORM_EPS",
+    "RULE_PARAMETERS",
+    "Rule",
     "RuleOperands",
     "length_scales",
     "normalise_backward",
@@ -150,6 +152,109 @@ def length_scales(
         s = DEFAULT_SSMAX_S if ssmax_s is None else check_positive("ssmax_s", ssmax_s)
     n = np.maximum(np.asarray(keys, dtype=np.float64), 1.0)
     return s * np.log(n) / math.sqrt(d_k)
+
+
+#: The parameters a :class:`Rule` carries, by their keyword names in the engine's functions.
+RULE_PARAMETERS = ("temperature", "gain", "cap", "ssmax_s", "yarn_factor")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A scaling rule with its parameters: the one value configs, trainer, tour and heads pass.
+
+    Each parameter is used only by its rule and is validated whenever it is given.
+    ``temperature=None`` means T = √d_k (the logits of ``sqrt``) and ``gain=None`` the QK-norm
+    gain √d_k, both at the d_k the rule is applied to.
+    """
+
+    kind: ScalingRule
+    temperature: float | None = None
+    gain: float | None = None
+    cap: float = DEFAULT_CAP
+    ssmax_s: float = DEFAULT_SSMAX_S
+    yarn_factor: float = DEFAULT_YARN_FACTOR
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", parse_rule(self.kind))
+        for name in ("temperature", "gain", "cap", "ssmax_s"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, check_positive(name, value))
+        object.__setattr__(self, "yarn_factor", check_positive("yarn_factor", self.yarn_factor))
+        yarn_temperature_factor(self.yarn_factor)  # f >= 1, with its message
+
+    @classmethod
+    def of(cls, kind: ScalingRule | str, source: Any) -> Rule:
+        """``kind`` with the rule parameters of ``source`` (a config, or any object with them).
+
+        Attributes ``source`` lacks keep their defaults; ``None`` for cap, s or f means the
+        default too.
+        """
+        found = {name: getattr(source, name) for name in RULE_PARAMETERS
+                 if getattr(source, name, None) is not None}
+        return cls(kind, **found)
+
+    @classmethod
+    def from_keywords(cls, rule: Rule | ScalingRule | str, **keywords: Any) -> Rule:
+        """The rule of an engine function's keywords (``None``: the default).
+
+        As in :func:`scale_factor`, the ``temperature`` rule needs its T here.
+        """
+        if isinstance(rule, Rule):
+            return rule
+        kind = parse_rule(rule)
+        if kind is ScalingRule.TEMPERATURE and keywords.get("temperature") is None:
+            raise ValueError("temperature is required for rule 'temperature' (a number > 0)")
+        return cls(kind, **{name: value for name, value in keywords.items() if value is not None})
+
+    def replace(self, **changes: Any) -> Rule:
+        """A copy with some fields changed (validated again)."""
+        fields = {"kind": self.kind, **self.keywords(), **changes}
+        fields.pop("rule", None)
+        return Rule(**fields)
+
+    def keywords(self) -> dict[str, Any]:
+        """The rule as keywords of :func:`engine.core.attention.scaled_dot_product_attention`."""
+        return {"rule": self.kind, "temperature": self.temperature, "gain": self.gain,
+                "cap": self.cap, "ssmax_s": self.ssmax_s, "yarn_factor": self.yarn_factor}
+
+    def scale(self, d_k: int, n: int | None = None) -> float:
+        """The factor c multiplying q·k at head dimension ``d_k`` (``n``: keys per row).
+
+        ``n`` is needed by ``log_n`` and ``ssmax`` only; QK-norm's c is 1 (see :meth:`gain_at`).
+        """
+        return scale_factor(self.kind, d_k, temperature=self.temperature_at(d_k), n=n,
+                            ssmax_s=self.ssmax_s, yarn_factor=self.yarn_factor)
+
+    def temperature_at(self, d_k: int) -> float:
+        """The temperature T at ``d_k``: the given one, or √d_k."""
+        if self.temperature is None:
+            return math.sqrt(check_dim("d_k", d_k))
+        return self.temperature
+
+    def row_scales(self, d_k: int, keys: np.ndarray) -> np.ndarray:
+        """c of every row of a ``log_n`` / ``ssmax`` softmax, from the keys each row sees."""
+        return length_scales(self.kind, d_k, keys, self.ssmax_s)
+
+    def gain_at(self, d_k: int) -> float:
+        """The QK-norm gain g at ``d_k``."""
+        return qk_norm_gain(d_k, self.gain)
+
+    def logit_variance(self, d_k: int, raw_variance: float, c: float, *,
+                       isotropic: bool = True) -> float:
+        """Closed-form variance of the rule's logits c·q·k, given Var(q·k) = ``raw_variance``.
+
+        Soft-cap has no closed form (NaN); QK-norm's g²/d_k holds for independent isotropic q
+        and k (NaN when not ``isotropic``).
+        """
+        if self.kind is ScalingRule.SOFTCAP:
+            return math.nan
+        if self.kind is ScalingRule.QK_NORM:
+            if not isotropic:
+                return math.nan
+            g = self.gain_at(d_k)
+            return g * g / d_k
+        return c * c * raw_variance
 
 
 def _l2_normalise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from engine.config import ScalingRule
-from engine.core.scaling import qk_norm_gain, scale_factor
+from engine.core.scaling import Rule
 
 __all__ = [
     "EULER_GAMMA",
@@ -166,19 +166,12 @@ def scaled_logit_variance(
     gain
         QK-norm gain g; ``None`` means √d_k (unit variance).
     """
-    rule = ScalingRule(rule)
     d = _pos_int("d_k", d_k)
     rho = _rho(rho)
-    if rule is ScalingRule.QK_NORM:
-        if rho != 0.0:
-            return math.nan
-        g = qk_norm_gain(d, gain)
-        return g * g / d
-    if rule is ScalingRule.SOFTCAP:
-        return math.nan
-    c = scale_factor(rule, d, temperature=temperature, n=n, ssmax_s=ssmax_s,
-                     yarn_factor=yarn_factor)
-    return c * c * correlated_dot_variance(d, rho, sigma)
+    scaling = Rule.from_keywords(rule, temperature=temperature, gain=gain, ssmax_s=ssmax_s,
+                                 yarn_factor=yarn_factor)
+    return scaling.logit_variance(d, correlated_dot_variance(d, rho, sigma),
+                                  scaling.scale(d, n), isotropic=rho == 0.0)
 
 
 def softcap_logit_variance_gaussian(sigma: float, cap: float, order: int = 80) -> float:

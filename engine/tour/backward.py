@@ -41,12 +41,12 @@ TRAIN_GRAD_PARAMS = ("w_q", "w_k", "w_v", "w_o")
 
 
 def _scale(config: AttentionConfig, rule: ScalingRule) -> float:
-    from engine.core.scaling import scale_factor
+    from engine.core.scaling import Rule
 
     if rule not in SCALAR_RULES:
         raise ValueError(f"the backward-pass quantities need a rule with logits c·q·k "
                          f"({', '.join(r.value for r in SCALAR_RULES)}), got {rule.value!r}")
-    return scale_factor(rule, config.d_k, temperature=config.temperature)
+    return Rule(rule, temperature=config.temperature).scale(config.d_k)
 
 
 def _head(config: AttentionConfig) -> tuple[np.ndarray, ...]:
@@ -119,7 +119,8 @@ def train_grad_ratio(config: AttentionConfig, rule: ScalingRule, param: str,
     is initialised once; both rules see those weights and the same training batch, drawn as a
     training session draws its first one.
     """
-    from engine.training.model import RuleSpec, loss_and_grad, prepare_batch
+    from engine.core.scaling import Rule
+    from engine.training.model import loss_and_grad, prepare_batch
     from engine.training.params import ModelDims, init_params
     from engine.training.tasks import make_task
 
@@ -139,7 +140,7 @@ def train_grad_ratio(config: AttentionConfig, rule: ScalingRule, param: str,
     norms = []
     for model_rule in (ScalingRule.NONE, rule):
         grads = params.zeros_like()
-        loss_and_grad(params, grads, RuleSpec(rule=model_rule, temperature=config.temperature),
+        loss_and_grad(params, grads, Rule(model_rule, temperature=config.temperature),
                       batch)
         hd = dims.hd
         matrix = {"w_q": grads["w_q"], "w_k": grads["w_kv"][:, :hd],

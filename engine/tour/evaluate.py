@@ -116,15 +116,14 @@ def _p_max_share(sweep: Any, threshold: float) -> float:
     streams, same chunks), so at threshold 0.99 this is the point's ``saturated_share``.
     """
     from engine.analysis.sweep_rows import chunk_rows, draw_rows, setting_for
-    from engine.core.scaling import scale_factor
+    from engine.core.scaling import Rule
     from engine.core.softmax import softmax
 
     rule = sweep.rules[0]
     if rule.value not in ("none", "sqrt", "linear", "temperature"):
         raise ValueError("sweep_p_max_share is computed for rules with logits c·q·k only")
     st = setting_for(sweep, sweep.values[0])
-    temperature = sweep.temperature if sweep.temperature is not None else math.sqrt(st.d_k)
-    c = scale_factor(rule, st.d_k, temperature=temperature)
+    c = Rule.of(rule, sweep).scale(st.d_k)
     rows_per_chunk = chunk_rows(sweep, st.n)
     above = done = 0
     for c_index in range(-(-sweep.samples // rows_per_chunk)):

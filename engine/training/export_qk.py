@@ -28,7 +28,7 @@ import numpy as np
 
 from engine.config import MaskKind, ScalingRule
 from engine.config.train import TaskKind
-from engine.core.scaling import DEFAULT_CAP, length_scales, qk_norm_gain, rule_operands
+from engine.core.scaling import rule_operands
 from engine.io.tensors import write_tensors
 from engine.training.model import prepare_batch, project_qk
 from engine.training.session import TrainedRun, TrainingSession
@@ -75,27 +75,27 @@ def _finite(x: float) -> float | None:
 def _operands(run: TrainedRun, q: np.ndarray, k: np.ndarray, d_k: int,
               causal: bool) -> tuple[np.ndarray, np.ndarray, dict[str, Any], str]:
     """q, k as written for ``run``'s rule, its layer meta, and what was written."""
-    spec = run.spec
+    scaling = run.scaling
     entry: dict[str, Any] = {"name": run.rule.value, "rule": run.rule.value}
     if run.rule.length_dependent:
         # c depends on the keys each row sees (i + 1 under the causal mask), which one scale
         # per layer cannot say: the per-row c is folded into q, and the scale is 1.
         n = q.shape[-2]
         keys = np.arange(1, n + 1) if causal else np.full(n, n)
-        c = length_scales(run.rule, d_k, keys, spec.ssmax_s)[:, None]
+        c = scaling.row_scales(d_k, keys)[:, None]
         entry["scale"] = 1.0
         return q * c, k, entry, "q times the rule's per-row c = s·ln(keys seen)/√d_k"
     if run.rule is ScalingRule.QK_NORM:
-        gain = qk_norm_gain(d_k, spec.gain)
+        gain = scaling.gain_at(d_k)
         # The engine's own normalisation (clamped norms), so the written unit vectors are the
         # ones the model multiplied.
         ops = rule_operands(ScalingRule.QK_NORM, q, k, scale=1.0, gain=gain, cap=1.0)
         assert ops.q_hat is not None
         entry.update(scale=gain, gain=gain)
         return ops.q_hat, ops.ks, entry, "after QK-norm (unit q and k; scale = gain)"
-    entry["scale"] = spec.scale(d_k)
+    entry["scale"] = scaling.scale(d_k)
     if run.rule is ScalingRule.SOFTCAP:
-        entry["cap"] = float(spec.cap) if spec.cap is not None else DEFAULT_CAP
+        entry["cap"] = scaling.cap
         return q, k, entry, "raw (logits = cap·tanh(scale·q·kᵀ/cap))"
     return q, k, entry, "raw (logits = scale·q·kᵀ)"
 

@@ -28,52 +28,19 @@ from engine.core.attention import (
     scaled_dot_product_attention,
     scaled_dot_product_attention_backward,
 )
-from engine.core.scaling import scale_factor
+from engine.core.scaling import Rule
 from engine.training.params import ParamSet
 from engine.training.tasks import Batch, Task
 
 __all__ = [
     "EvalResult",
     "PreparedBatch",
-    "RuleSpec",
     "evaluate",
     "loss",
     "loss_and_grad",
     "prepare_batch",
     "project_qk",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class RuleSpec:
-    """The attention rule and its parameters, as keywords of :mod:`engine.core.attention`."""
-
-    rule: ScalingRule
-    temperature: float | None = None
-    gain: float | None = None
-    cap: float | None = None
-    ssmax_s: float | None = None
-    yarn_factor: float | None = None
-
-    def scale(self, d_k: int) -> float:
-        """The scalar c of the none/sqrt/linear/temperature/yarn rules (as the engine's)."""
-        return scale_factor(self.rule, d_k, temperature=self.temperature,
-                            yarn_factor=self.yarn_factor)
-
-    def kwargs(self) -> dict[str, Any]:
-        """Keywords of ``scaled_dot_product_attention`` and its backward, except the mask.
-
-        The mask comes from :class:`PreparedBatch` (the causal mask restricted to the scored
-        query rows).
-        """
-        return {
-            "rule": self.rule,
-            "temperature": self.temperature,
-            "gain": self.gain,
-            "cap": self.cap,
-            "ssmax_s": self.ssmax_s,
-            "yarn_factor": self.yarn_factor,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +170,7 @@ def project_qk(params: ParamSet, pb: PreparedBatch) -> tuple[np.ndarray, np.ndar
     return np.ascontiguousarray(q), np.ascontiguousarray(k)
 
 
-def _forward(params: ParamSet, spec: RuleSpec, pb: PreparedBatch) -> _Cache:
+def _forward(params: ParamSet, rule: Rule, pb: PreparedBatch) -> _Cache:
     # Only the target positions are scored, so only they need queries: the attention runs on
     # (P, T) logits instead of (T, T) (for retrieval P = 1), with the causal mask restricted to
     # those rows (pb.mask).
@@ -230,7 +197,7 @@ def _forward(params: ParamSet, spec: RuleSpec, pb: PreparedBatch) -> _Cache:
     # attention's input check could only find an overflow of these products; the softmax's
     # own check and the loss find that too, and the check cost as much as the attention.
     att = scaled_dot_product_attention(q, k, v, mask=pb.mask, check_finite=False,
-                                       **spec.kwargs())
+                                       rule=rule)
     out = att.output
     # (B, h, P, d_k) -> (B, P, h, d_k) -> (B·P, h·d_k)
     oc = out.transpose(0, 2, 1, 3).reshape(b * p, dims.hd)
@@ -266,15 +233,15 @@ def _log_softmax(z: np.ndarray) -> np.ndarray:
     return shifted
 
 
-def loss(params: ParamSet, spec: RuleSpec, pb: PreparedBatch) -> float:
+def loss(params: ParamSet, rule: Rule, pb: PreparedBatch) -> float:
     """Mean cross-entropy of the model on ``pb`` (forward only, through engine.core.attention)."""
-    cache = _forward(params, spec, pb)
+    cache = _forward(params, rule, pb)
     logp = _log_softmax(cache.z)
     return float(-np.mean(logp[np.arange(logp.shape[0]), pb.targets], dtype=np.float64))
 
 
 def loss_and_grad(
-    params: ParamSet, grads: ParamSet, spec: RuleSpec, pb: PreparedBatch, *, fused: bool = True
+    params: ParamSet, grads: ParamSet, rule: Rule, pb: PreparedBatch, *, fused: bool = True
 ) -> float:
     """Return the mean cross-entropy and write its gradient into ``grads`` (overwritten).
 
@@ -283,7 +250,7 @@ def loss_and_grad(
     """
     dims = params.dims
     b, t, p, h, dk, hd = pb.batch, dims.seq_len, pb.positions.size, dims.heads, dims.d_k, dims.hd
-    cache = _forward(params, spec, pb)
+    cache = _forward(params, rule, pb)
     rows = np.arange(cache.z.shape[0])
     logp = _log_softmax(cache.z)
     value = float(-np.mean(logp[rows, pb.targets], dtype=np.float64))
@@ -297,8 +264,8 @@ def loss_and_grad(
     dy = dz @ params["w_u"].T
     np.matmul(cache.oc.T, dy, out=grads["w_o"])
     d_out = (dy @ params["w_o"].T).reshape(b, p, h, dk).transpose(0, 2, 1, 3)
-    if fused and spec.rule in _SCALAR_RULES:
-        gq, kv_weights, kv_rows = _factored_backward(cache, d_out, spec.scale(dk))
+    if fused and rule.kind in _SCALAR_RULES:
+        gq, kv_weights, kv_rows = _factored_backward(cache, d_out, rule.scale(dk))
         # s = onehotᵀ·dKV without forming dKV: first each example's key weights per input row
         # (B, 2h, P, R), then one product per head over the batch's B·P query rows.
         r = pb.onehot.shape[1]
@@ -310,7 +277,7 @@ def loss_and_grad(
         # The forward's output and weights spare the backward its recomputation.
         gq, gk, gv = scaled_dot_product_attention_backward(
             cache.q, cache.k, cache.v, d_out, mask=pb.mask, output=cache.out,
-            weights=cache.weights, check_finite=False, **spec.kwargs()
+            weights=cache.weights, check_finite=False, rule=rule
         )
         dkv = np.empty((b, t, 2, h, dk), dtype=gq.dtype)
         dkv[:, :, 0] = gk.transpose(0, 2, 1, 3)
@@ -350,9 +317,9 @@ class EvalResult:
         self.weights.flags.writeable = False
 
 
-def evaluate(params: ParamSet, spec: RuleSpec, pb: PreparedBatch) -> EvalResult:
+def evaluate(params: ParamSet, rule: Rule, pb: PreparedBatch) -> EvalResult:
     """Forward ``pb`` and return loss, accuracy and attention statistics."""
-    cache = _forward(params, spec, pb)
+    cache = _forward(params, rule, pb)
     rows = np.arange(cache.z.shape[0])
     logp = _log_softmax(cache.z)
     value = float(-np.mean(logp[rows, pb.targets], dtype=np.float64))

@@ -17,10 +17,10 @@ import numpy as np
 from engine.config import ScalingRule
 from engine.config.train import TrainConfig
 from engine.core.memory import check_memory
+from engine.core.scaling import Rule
 from engine.training.model import (
     EvalResult,
     PreparedBatch,
-    RuleSpec,
     evaluate,
     loss_and_grad,
     prepare_batch,
@@ -39,8 +39,8 @@ class TrainedRun:
 
     Attributes
     ----------
-    rule, spec
-        The scaling rule and its parameters as the model applies them.
+    rule, scaling
+        The scaling rule, and the rule with its parameters as the model applies it.
     params
         A private copy of the parameters (later training does not change it).
     steps
@@ -52,7 +52,7 @@ class TrainedRun:
     """
 
     rule: ScalingRule
-    spec: RuleSpec
+    scaling: Rule
     params: ParamSet
     steps: int
     diverged_at: int | None
@@ -64,10 +64,10 @@ class TrainedRun:
 class _RuleRun:
     """Mutable training state of one rule (private to the session)."""
 
-    def __init__(self, rule: ScalingRule, spec: RuleSpec, params: ParamSet, config: TrainConfig,
+    def __init__(self, rule: ScalingRule, scaling: Rule, params: ParamSet, config: TrainConfig,
                  opt: Optimizer) -> None:
         self.rule = rule
-        self.spec = spec
+        self.scaling = scaling
         self.params = params
         self.grads = params.zeros_like()
         self.opt = opt
@@ -191,15 +191,9 @@ class TrainingSession:
         )
         self.runs: dict[ScalingRule, _RuleRun] = {}
         for rule in config.rules:
-            spec = RuleSpec(
-                rule=rule,
-                temperature=config.temperature if config.temperature is not None
-                else float(np.sqrt(config.d_k)),
-                gain=config.gain,
-                cap=config.cap,
-            )
+            scaling = Rule.of(rule, config)
             opt = make_optimizer(config.optimizer, params0.flat.size, config.lr, self.dtype)
-            self.runs[rule] = _RuleRun(rule, spec, params0.copy(), config, opt)
+            self.runs[rule] = _RuleRun(rule, scaling, params0.copy(), config, opt)
         self.step = 0
         self.evaluate()
         for run in self.runs.values():
@@ -232,7 +226,7 @@ class TrainingSession:
                 continue
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 try:
-                    result = evaluate(run.params, run.spec, self._eval_pb)
+                    result = evaluate(run.params, run.scaling, self._eval_pb)
                 except ValueError as exc:  # non-finite activations inside attention
                     self._diverge(run, self.step, f"held-out forward failed: {exc}")
                     continue
@@ -281,7 +275,7 @@ class TrainingSession:
             # warn (or raise under warnings-as-errors).
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 try:
-                    value = loss_and_grad(run.params, run.grads, run.spec, pb)
+                    value = loss_and_grad(run.params, run.grads, run.scaling, pb)
                 except ValueError as exc:  # attention refuses non-finite q, k, v or logits
                     self._diverge(run, step, f"non-finite activations: {exc}")
                     continue
@@ -324,7 +318,7 @@ class TrainingSession:
         for run in self.runs.values():
             ev = run.last_eval
             out.append(TrainedRun(
-                rule=run.rule, spec=run.spec, params=run.params.copy(), steps=run.steps_done,
+                rule=run.rule, scaling=run.scaling, params=run.params.copy(), steps=run.steps_done,
                 diverged_at=run.diverged_at, diverge_reason=run.diverge_reason,
                 eval_loss=float("nan") if ev is None else ev.loss,
                 eval_accuracy=float("nan") if ev is None else ev.accuracy,

@@ -47,7 +47,7 @@ def _model_logits(session: TrainingSession, index: int, size: int) -> np.ndarray
     mask = None
     if task.mask.value == "causal":
         mask = np.arange(dims.seq_len)[None, :] <= pos[:, None]
-    return attention_logits(q, k, mask=mask, **run.spec.kwargs())
+    return attention_logits(q, k, mask=mask, rule=run.scaling)
 
 
 def _file_logits(tf, layer: int, head: int) -> np.ndarray:

@@ -9,7 +9,8 @@ import pytest
 
 from engine.config import ScalingRule
 from engine.config.train import TaskKind, TrainConfig
-from engine.training.model import RuleSpec, evaluate, loss, loss_and_grad, prepare_batch
+from engine.core.scaling import Rule
+from engine.training.model import evaluate, loss, loss_and_grad, prepare_batch
 from engine.training.optim import SGD, Adam, clip_grad_norm
 from engine.training.params import ModelDims, ParamSet, init_params
 from engine.training.tasks import make_task
@@ -39,12 +40,12 @@ def _setup(task: TaskKind, heads: int, seed: int = 0):
     return params, pb
 
 
-def _spec(rule: ScalingRule) -> RuleSpec:
+def _spec(rule: ScalingRule) -> Rule:
     # A small cap makes the tanh of the soft-cap rule strongly non-linear in the check.
-    return RuleSpec(rule=rule, temperature=1.7, gain=2.5, cap=1.5)
+    return Rule(rule, temperature=1.7, gain=2.5, cap=1.5)
 
 
-def _finite_difference(params: ParamSet, spec: RuleSpec, pb, h: float = 1e-6) -> np.ndarray:
+def _finite_difference(params: ParamSet, spec: Rule, pb, h: float = 1e-6) -> np.ndarray:
     flat = params.flat
     out = np.empty_like(flat)
     for i in range(flat.size):

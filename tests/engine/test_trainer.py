@@ -217,10 +217,10 @@ def test_failed_initial_evaluation_marks_the_rule_diverged(monkeypatch):
 
     real = session.evaluate
 
-    def failing(params, spec, pb):
-        if spec.rule is ScalingRule.NONE:
+    def failing(params, rule, pb):
+        if rule.kind is ScalingRule.NONE:
             raise ValueError("logits contain NaN or +inf")
-        return real(params, spec, pb)
+        return real(params, rule, pb)
 
     monkeypatch.setattr(session, "evaluate", failing)
     last = run_training(SMALL.replace(rules=("none", "sqrt"), steps=5))
