@@ -82,7 +82,8 @@ def _operands(run: TrainedRun, q: np.ndarray, k: np.ndarray, d_k: int,
         # per layer cannot say: the per-row c is folded into q, and the scale is 1.
         n = q.shape[-2]
         keys = np.arange(1, n + 1) if causal else np.full(n, n)
-        c = scaling.row_scales(d_k, keys)[:, None]
+        # In q's own dtype: a file's q and k arrays must share one dtype to open.
+        c = scaling.row_scales(d_k, keys)[:, None].astype(q.dtype)
         entry["scale"] = 1.0
         return q * c, k, entry, "q times the rule's per-row c = s·ln(keys seen)/√d_k"
     if run.rule is ScalingRule.QK_NORM:
