@@ -20,6 +20,7 @@ from engine.training.trainer import blas_threads
 
 __all__ = [
     "LrSweepProgress",
+    "check_lrs",
     "iter_lr_sweep",
     "run_lr_sweep",
 ]
@@ -54,7 +55,8 @@ class LrSweepProgress:
         return min(1.0, (self.done_runs + running) / self.total_runs)
 
 
-def _check_lrs(lrs: Sequence[float]) -> tuple[float, ...]:
+def check_lrs(lrs: float | Sequence[float]) -> tuple[float, ...]:
+    """The learning rates of a sweep, sorted; ValueError naming the first bad value."""
     if isinstance(lrs, int | float):
         lrs = (lrs,)
     out = []
@@ -66,9 +68,9 @@ def _check_lrs(lrs: Sequence[float]) -> tuple[float, ...]:
             raise ValueError(f"learning rates must be in [{low:g}, {high:g}], got {lr:g}")
         out.append(float(lr))
     if not out:
-        raise ValueError("lrs must hold at least one learning rate")
+        raise ValueError("the learning-rate list is empty")
     if len(set(out)) != len(out):
-        raise ValueError(f"lrs must not repeat a value, got {out}")
+        raise ValueError(f"learning rates must not repeat a value, got {out}")
     return tuple(sorted(out))
 
 
@@ -119,7 +121,7 @@ def iter_lr_sweep(
     """
     if not isinstance(config, TrainConfig):
         raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
-    lr_values = _check_lrs(lrs)
+    lr_values = check_lrs(lrs)
     seed_values = _check_seeds(seeds)
     if isinstance(stable_ratio, bool) or not isinstance(stable_ratio, int | float) or not (
         0 < stable_ratio <= 1

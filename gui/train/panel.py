@@ -23,7 +23,8 @@ from PySide6.QtWidgets import (
 )
 
 from engine.config import ScalingRule
-from engine.config.train import TRAIN_FIELDS, TrainConfig
+from engine.config.train import TrainConfig
+from engine.training.lr_sweep import check_lrs
 from gui.kit import style
 from gui.kit.forms import FieldForm
 from gui.kit.i18n import translate
@@ -43,30 +44,21 @@ def parse_lrs(text: str) -> tuple[float, ...]:
     Raises
     ------
     ValueError
-        With a message naming the offending item.
+        With a message naming the offending item (the engine's for a value out of range or
+        repeated).
     """
     parts = [p for p in re.split(r"[,\s;]+", text.strip()) if p]
     if not parts:
         raise ValueError(translate("TrainPanel", "the learning-rate list is empty"))
-    low, high = TRAIN_FIELDS["lr"].low, TRAIN_FIELDS["lr"].high
     values = []
     for part in parts:
         try:
-            value = float(part)
+            values.append(float(part))
         except ValueError:
             raise ValueError(
                 translate("TrainPanel", "learning rates: {0!r} is not a number").format(part)
             ) from None
-        if not (math.isfinite(value) and low <= value <= high):
-            raise ValueError(
-                translate("TrainPanel", "learning rates must be in [{0:g}, {1:g}], got {2}").format(
-                    low, high, part
-                )
-            )
-        values.append(value)
-    if len(set(values)) != len(values):
-        raise ValueError(translate("TrainPanel", "learning rates must not repeat a value"))
-    return tuple(sorted(values))
+    return check_lrs(values)
 
 
 def _spin(low: int, high: int, value: int) -> QSpinBox:

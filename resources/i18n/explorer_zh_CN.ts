@@ -202,38 +202,38 @@
 <context>
     <name>GradientView</name>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="217"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="220"/>
         <source>Gradients</source>
         <extracomment>(panel key, SweepPoint prefix): the two gradient quantities. Widths (px) from which the three panels stand in three or two columns; below the second they stack. Each threshold lies above that arrangement&apos;s minimum width, so the choice cannot flip back and forth as the scroll area resizes the view.</extracomment>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="223"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="226"/>
         <source>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. scaled logits)</source>
         <translation>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt;（对缩放后的 logit）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="227"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="230"/>
         <source>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. raw q·k)</source>
         <translation>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt;（对原始 q·k）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="232"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="235"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="233"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="236"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="239"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="242"/>
         <source>Lines: median over query rows; bands: 10–90 % of rows.&lt;br&gt;Measured against the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate d&lt;sub&gt;k&lt;/sub&gt;; it collapses only once the softmax saturates (large d&lt;sub&gt;k&lt;/sub&gt;).</source>
         <translation>曲线：各查询行的中位数；色带：10–90 % 的行。&lt;br&gt;相对于原始 q·k 而言，不缩放规则（c = 1）在中等 d&lt;sub&gt;k&lt;/sub&gt; 下梯度更大；只有当 softmax 饱和（d&lt;sub&gt;k&lt;/sub&gt; 很大）时梯度才会坍缩。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="344"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="354"/>
         <source>Stars: this head ({0}), median over its query rows; bars: 10–90 % of its rows.</source>
         <translation>标记：此头（{0}），其各查询行的中位数；误差条：其 10–90 % 的行。</translation>
     </message>
@@ -804,73 +804,73 @@
 <context>
     <name>HistogramView</name>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="35"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="36"/>
         <source>n/a</source>
         <extracomment>Points of the overlaid Gaussian density curve.</extracomment>
         <translation>不适用</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="36"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="37"/>
         <source>{0}: Var empirical = {1}, theory = {2}</source>
         <translation>{0}：经验方差 Var = {1}，理论值 = {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="43"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="44"/>
         <source>{0}: mean = {1}, Var = {2} (empirical)</source>
         <translation>{0}：均值 = {1}，方差 = {2}（经验值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="105"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="107"/>
         <source>Logit histogram</source>
         <translation>Logit 直方图</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="109"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="111"/>
         <source>Common logit axis</source>
         <translation>统一 logit 坐标轴</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="111"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="113"/>
         <source>Show both rules on one logit scale to compare their spread</source>
         <translation>在同一 logit 刻度上显示两种规则，以比较其分布宽度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="116"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="118"/>
         <source>logit s = c·q·k</source>
         <translation>logit s = c·q·k</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="117"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="119"/>
         <source>probability density</source>
         <translation>概率密度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="138"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="140"/>
         <source>Dashed: the Gaussian of the same mean and variance as the head&apos;s logits (every unmasked pair), for comparison only: real q and k follow no variance law.</source>
         <translation>虚线：与此头 logit（所有未掩码的对）均值和方差相同的高斯分布，只用于比较：真实的 q 和 k 不符合任何方差定律。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="144"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="146"/>
         <source>Dashed: Gaussian N(0, Var&lt;sub&gt;theory&lt;/sub&gt;), Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c² for independent tokens; both variances are over pairs i ≠ j.</source>
         <translation>虚线：高斯分布 N(0, Var&lt;sub&gt;theory&lt;/sub&gt;)，对相互独立的词元，Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c²；两种方差均在 i ≠ j 的配对上计算。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="151"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="153"/>
         <source>With ρ ≠ 0, key i is correlated with query i: those diagonal logits (mean c·ρ·d&lt;sub&gt;k&lt;/sub&gt;) form the extra tail (right for ρ &gt; 0, left for ρ &amp;lt; 0).</source>
         <translation>ρ ≠ 0 时，键 i 与查询 i 相关：这些对角线 logit（均值 c·ρ·d&lt;sub&gt;k&lt;/sub&gt;）形成额外的尾部（ρ &gt; 0 时在右侧，ρ &amp;lt; 0 时在左侧）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="225"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="227"/>
         <source>−cap</source>
         <translation>−上限</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="226"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="228"/>
         <source>+cap</source>
         <translation>+上限</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="242"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="244"/>
         <source>|s| &amp;lt; cap = {0}</source>
         <translation>|s| &amp;lt; 上限 = {0}</translation>
     </message>
@@ -919,17 +919,17 @@
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="168"/>
+        <location filename="../../gui/explorer/views/laws.py" line="172"/>
         <source>  Sweep running: {0} of {1} points.</source>
         <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="171"/>
+        <location filename="../../gui/explorer/views/laws.py" line="173"/>
         <source>Markers: Monte Carlo (n = {0}); dashed: closed-form variance (d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c² at ρ = 0). Dotted line: current d&lt;sub&gt;k&lt;/sub&gt; = {1}.</source>
         <translation>标记：蒙特卡洛（n = {0}）；虚线：闭式方差（ρ = 0 时为 d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c²）。点线：当前 d&lt;sub&gt;k&lt;/sub&gt; = {1}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="245"/>
+        <location filename="../../gui/explorer/views/laws.py" line="250"/>
         <source>theory</source>
         <translation>理论值</translation>
     </message>
@@ -978,12 +978,12 @@
         <translation>当前 d_k 下由 n 个独立同分布高斯 logit 组成的行：缩放固定时（1/√d_k、YaRN），softmax 随 n 增大而分散（p_max → 0，熵 → ln n）；ln n/√d_k 与 SSMax s·ln n/√d_k 使其保持集中。示例（Nakanishi 2025，图 1）：softmax 的 e³/(e³ + (n−1)e⁻²) → 0，SSMax 的 1/(1 + (n−1)·n^(−5s)) → 1。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="143"/>
+        <location filename="../../gui/explorer/views/length.py" line="150"/>
         <source>Lines: Monte Carlo means over iid rows (d&lt;sub&gt;k&lt;/sub&gt; = {0}, up to {1} rows per point, fewer at large n), bars: 95 % intervals (±1.96 standard errors). SSMax s = {2}, YaRN f = {3}.</source>
         <translation>曲线：独立同分布行的蒙特卡洛均值（d&lt;sub&gt;k&lt;/sub&gt; = {0}，每点最多 {1} 行，n 大时行数下降），误差棒：95 % 区间（±1.96 个标准误）。SSMax s = {2}，YaRN f = {3}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="151"/>
+        <location filename="../../gui/explorer/views/length.py" line="156"/>
         <source>  Sweep running: {0} of {1} points.</source>
         <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
     </message>
@@ -1488,13 +1488,13 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>当前视图占满窗口，文字和线条放大 1.6 倍，适合投影；按 Esc 或 F11 退出</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/pins.py" line="170"/>
+        <location filename="../../gui/kit/pins.py" line="160"/>
         <source>A view holds at most {0} pins: clear them first.</source>
         <extracomment>Pins per view: more faded copies make a plot unreadable. Points per pinned curve kept (a session file stays small).</extracomment>
         <translation>一个视图最多保留 {0} 个固定曲线：请先清除。</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/pins.py" line="197"/>
+        <location filename="../../gui/kit/pins.py" line="187"/>
         <source>{0} pin {1}: {2}</source>
         <translation>{0} 固定 {1}：{2}</translation>
     </message>
@@ -1866,7 +1866,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>只有 logit 取为该格式</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="249"/>
+        <location filename="../../gui/explorer/views/precision.py" line="251"/>
         <source>{0}: {1:.0%}
 of rows overflow
 at d_k = {2:g}</source>
@@ -1876,14 +1876,14 @@ d_k = {2:g} 时
 超出范围</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="275"/>
+        <location filename="../../gui/explorer/views/precision.py" line="277"/>
         <source>largest {0}:
 {1:.6g}</source>
         <translation>{0} 最大值：
 {1:.6g}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="278"/>
+        <location filename="../../gui/explorer/views/precision.py" line="280"/>
         <source>ln {0:.6g} ≈ {1:.3g}:
 naive exp
 overflows</source>
@@ -1892,17 +1892,17 @@ overflows</source>
 exp 超出范围</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="285"/>
+        <location filename="../../gui/explorer/views/precision.py" line="293"/>
         <source>n = {0}, q and k ~ N(0, 1); weight errors over the first ≤ {3} of {1} rows per point, against the float64 max-subtracted softmax, averaged over the rows that do not overflow; where more than half of them overflow no error is drawn. Right: dashed, the largest {2} value; dotted, its logarithm, above which exp overflows unless the row maximum is subtracted.</source>
         <translation>n = {0}，q 与 k ~ N(0, 1)；权重误差取每个点 {1} 行中的前 ≤ {3} 行，相对于 float64 减最大值的 softmax，只对未超出范围的行取平均；超过一半的行超出范围时不绘出误差。右图：虚线为 {2} 的最大值；点线为它的对数，不减行最大值时 logit 超过它 exp 就超出范围。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="294"/>
+        <location filename="../../gui/explorer/views/precision.py" line="302"/>
         <source> bfloat16 keeps float32&apos;s range (3.4·10³⁸).</source>
         <translation> bfloat16 与 float32 的范围相同（3.4·10³⁸）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="297"/>
+        <location filename="../../gui/explorer/views/precision.py" line="283"/>
         <source>  Sweep running.</source>
         <translation>  扫描进行中。</translation>
     </message>
@@ -1910,58 +1910,58 @@ exp 超出范围</translation>
 <context>
     <name>ProbeView</name>
     <message>
-        <location filename="../../gui/train/probe.py" line="170"/>
+        <location filename="../../gui/train/probe.py" line="171"/>
         <source>Probe attention</source>
         <extracomment>At most 5 updates per second (see gui/train/controller.py): a map of attention weights changes slowly, and every repaint takes the GIL from the training thread.</extracomment>
         <translation>探针注意力</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="190"/>
+        <location filename="../../gui/train/probe.py" line="191"/>
         <source>The attention map of one fixed held-out example appears here while training runs.</source>
         <translation>训练进行时，这里显示一个固定留出样本的注意力图。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="230"/>
+        <location filename="../../gui/train/probe.py" line="231"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="234"/>
+        <location filename="../../gui/train/probe.py" line="235"/>
         <source>{0}: H = {1:.2f} nats</source>
         <translation>{0}：H = {1:.2f} 奈特</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="240"/>
+        <location filename="../../gui/train/probe.py" line="241"/>
         <source>Step {0}. Bars: attention weight p of the query at position {1} on each key position 0…{2}{3}. Magenta outline: the key that answers the probe.</source>
         <translation>第 {0} 步。条形：位置 {1} 处的查询在各键位置 0…{2} 上的注意力权重 p{3}。品红色框：回答该探针的键。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="248"/>
+        <location filename="../../gui/train/probe.py" line="249"/>
         <source> (heads side by side within each key)</source>
         <translation>（每个键内各头并排）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="253"/>
+        <location filename="../../gui/train/probe.py" line="254"/>
         <source>Step {0}. Rows: target positions{1}; columns: key positions 0…{2}. Magenta squares: the key that answers the probe.</source>
         <translation>第 {0} 步。行：目标位置{1}；列：键位置 0…{2}。品红色方块：回答该探针的键。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="259"/>
+        <location filename="../../gui/train/probe.py" line="260"/>
         <source> of each head, heads stacked top to bottom</source>
         <translation>（每个头一组，各头自上而下排列）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="358"/>
+        <location filename="../../gui/train/probe.py" line="359"/>
         <source>key position</source>
         <translation>键位置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="359"/>
+        <location filename="../../gui/train/probe.py" line="360"/>
         <source>query position</source>
         <translation>查询位置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="366"/>
+        <location filename="../../gui/train/probe.py" line="367"/>
         <source>No training run yet</source>
         <translation>尚未进行训练</translation>
     </message>
@@ -1984,12 +1984,12 @@ exp 超出范围</translation>
         <translation>批次 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="184"/>
+        <location filename="../../gui/kit/style.py" line="185"/>
         <source>layer {0}</source>
         <translation>第 {0} 层</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="194"/>
+        <location filename="../../gui/kit/style.py" line="195"/>
         <source>trained with {0}</source>
         <translation>用 {0} 训练</translation>
     </message>
@@ -1997,28 +1997,28 @@ exp 超出范围</translation>
 <context>
     <name>ScalingRule</name>
     <message>
-        <location filename="../../gui/kit/style.py" line="169"/>
+        <location filename="../../gui/kit/style.py" line="170"/>
         <source>none</source>
         <extracomment>Plot background and text colours (light theme, chosen for projectors and PNG export). Muted grey for theory curves and reference lines that belong to no single rule. Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with the &quot;none&quot; rule, so the highlight uses a saturated magenta that viridis never contains). Perceptually uniform colormap for probabilities in [0, 1]. Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection). Display order of rules in legends and tables (the enum order: none, 1/√d_k, 1/d_k, ...). Options of curves with one point per key (up to n = 8192, redrawn on every change). Antialiased pens wider than one pixel go through Qt&apos;s general stroker: ~7 ms per 256-point curve, against ~0.6 ms without antialiasing (measured offscreen), so these curves are drawn aliased; at one point per key their steps hide the jaggies. Rows longer than this are drawn without markers (they would merge into a band). The rule labels that are words (engine.config&apos;s ``ScalingRule.label``), marked for extraction; the math labels 1/√d_k, 1/d_k, 1/T and YaRN read the same in every language (ln n/√d_k and SSMax hold lower-case letter pairs, so they are listed for completeness).</extracomment>
         <translation>不缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="170"/>
+        <location filename="../../gui/kit/style.py" line="171"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="171"/>
+        <location filename="../../gui/kit/style.py" line="172"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="172"/>
+        <location filename="../../gui/kit/style.py" line="173"/>
         <source>ln n/√d_k</source>
         <translation>ln n/√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="173"/>
+        <location filename="../../gui/kit/style.py" line="174"/>
         <source>SSMax</source>
         <translation>SSMax</translation>
     </message>
@@ -2026,33 +2026,33 @@ exp 超出范围</translation>
 <context>
     <name>SoftmaxView</name>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="70"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="72"/>
         <source>Softmax of one row</source>
         <extracomment>Head whose row is shown (the per-row statistics of the legend belong to this head).</extracomment>
         <translation>单行 Softmax</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="76"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="78"/>
         <source>key index j</source>
         <translation>键索引 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="77"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="79"/>
         <source>attention weight p&lt;sub&gt;j&lt;/sub&gt;</source>
         <translation>注意力权重 p&lt;sub&gt;j&lt;/sub&gt;</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="79"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="81"/>
         <source>uniform</source>
         <translation>均匀分布</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="120"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="122"/>
         <source>Query row i = {0} (head 1), n = {1} keys</source>
         <translation>查询行 i = {0}（头 1），n = {1} 个键</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="124"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="126"/>
         <source>Query row i = {0} ({1}), n = {2} keys</source>
         <translation>查询行 i = {0}（{1}），n = {2} 个键</translation>
     </message>
@@ -2078,13 +2078,13 @@ exp 超出范围</translation>
 <context>
     <name>Startup</name>
     <message>
-        <location filename="../../gui/app.py" line="270"/>
+        <location filename="../../gui/app.py" line="245"/>
         <source>Attention Scale Explorer cannot start</source>
         <extracomment>How long a thread may keep the interpreter lock while another waits (CPython: 5 ms).</extracomment>
         <translation>注意力缩放探索器无法启动</translation>
     </message>
     <message>
-        <location filename="../../gui/app.py" line="271"/>
+        <location filename="../../gui/app.py" line="246"/>
         <source>A file the program needs is missing or cannot be read. Reinstall the program.</source>
         <translation>程序所需的一个文件不存在或无法读取。请重新安装本程序。</translation>
     </message>
@@ -2092,53 +2092,53 @@ exp 超出范围</translation>
 <context>
     <name>TemperatureView</name>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="126"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="128"/>
         <source>Temperature</source>
         <extracomment>Range of the temperature slider (log scale) and spin box. Slider resolution: steps over the three decades of the range.</extracomment>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="130"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="132"/>
         <source>Temperature T:</source>
         <translation>温度 T：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="132"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="134"/>
         <source>Temperature T (log scale, 0.1 to 100)</source>
         <translation>温度 T（对数刻度，0.1 到 100）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="133"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="135"/>
         <source>Temperature T</source>
         <translation>温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="135"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="137"/>
         <source>Set T to √d_k: softmax(z/T) then equals the 1/√d_k rule</source>
         <translation>将 T 设为 √d_k：此时 softmax(z/T) 与 1/√d_k 规则相同</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="140"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="142"/>
         <source>key index j</source>
         <translation>键索引 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="141"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="143"/>
         <source>attention weight p&lt;sub&gt;j&lt;/sub&gt;</source>
         <translation>注意力权重 p&lt;sub&gt;j&lt;/sub&gt;</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="144"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="146"/>
         <source>Dividing by T = √d&lt;sub&gt;k&lt;/sub&gt; is the 1/√d&lt;sub&gt;k&lt;/sub&gt; rule, forward and backward: ∂softmax(z/T)/∂z = J(p&lt;sub&gt;T&lt;/sub&gt;)/T. Small T sharpens, large T flattens the row.</source>
         <translation>除以 T = √d&lt;sub&gt;k&lt;/sub&gt; 就是 1/√d&lt;sub&gt;k&lt;/sub&gt; 规则，前向与反向传播均如此：∂softmax(z/T)/∂z = J(p&lt;sub&gt;T&lt;/sub&gt;)/T。T 小则行分布更尖锐，T 大则更平坦。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="186"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="188"/>
         <source>Query row i = {0} (head 1), T = {1}, √d&lt;sub&gt;k&lt;/sub&gt; = {2}</source>
         <translation>查询行 i = {0}（头 1），T = {1}，√d&lt;sub&gt;k&lt;/sub&gt; = {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="190"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="192"/>
         <source>Query row i = {0} ({1}), T = {2}, √d&lt;sub&gt;k&lt;/sub&gt; = {3}</source>
         <translation>查询行 i = {0}（{1}），T = {2}，√d&lt;sub&gt;k&lt;/sub&gt; = {3}</translation>
     </message>
@@ -2151,7 +2151,7 @@ exp 超出范围</translation>
         <translation>◀ 上一步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="370"/>
+        <location filename="../../gui/tour/panel.py" line="379"/>
         <source>Next ▶</source>
         <translation>下一步 ▶</translation>
     </message>
@@ -2161,52 +2161,52 @@ exp 超出范围</translation>
         <translation>上一步（Alt+←）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="373"/>
+        <location filename="../../gui/tour/panel.py" line="382"/>
         <source>Next step (Alt+Right)</source>
         <translation>下一步（Alt+→）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="365"/>
+        <location filename="../../gui/tour/panel.py" line="374"/>
         <source>Step {0} / {1}</source>
         <translation>第 {0} / {1} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="369"/>
+        <location filename="../../gui/tour/panel.py" line="378"/>
         <source>Finish</source>
         <translation>完成</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="372"/>
+        <location filename="../../gui/tour/panel.py" line="381"/>
         <source>End the tour (Alt+Right)</source>
         <translation>结束导览（Alt+→）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="376"/>
+        <location filename="../../gui/tour/panel.py" line="385"/>
         <source>Look at:</source>
         <translation>请看：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="377"/>
+        <location filename="../../gui/tour/panel.py" line="386"/>
         <source>Try it yourself:</source>
         <translation>动手试试：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="392"/>
+        <location filename="../../gui/tour/panel.py" line="401"/>
         <source>Engine says:</source>
         <translation>引擎计算结果：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="395"/>
+        <location filename="../../gui/tour/panel.py" line="404"/>
         <source>could not compute: {0}</source>
         <translation>无法计算：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="399"/>
+        <location filename="../../gui/tour/panel.py" line="408"/>
         <source>computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="406"/>
+        <location filename="../../gui/tour/panel.py" line="415"/>
         <source>claim {0}</source>
         <translation>论断 {0}</translation>
     </message>
@@ -2363,25 +2363,15 @@ exp 超出范围</translation>
 <context>
     <name>TrainPanel</name>
     <message>
-        <location filename="../../gui/train/panel.py" line="50"/>
+        <location filename="../../gui/train/panel.py" line="52"/>
         <source>the learning-rate list is empty</source>
         <extracomment>Rules offered for training: every rule ``main.py train --rules`` accepts (the Train tab has no T, gain or cap controls: they take the defaults, T = √d_k, gain √d_k, cap 50).</extracomment>
         <translation>学习率列表为空</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="58"/>
+        <location filename="../../gui/train/panel.py" line="59"/>
         <source>learning rates: {0!r} is not a number</source>
         <translation>学习率：{0!r} 不是数字</translation>
-    </message>
-    <message>
-        <location filename="../../gui/train/panel.py" line="62"/>
-        <source>learning rates must be in [{0:g}, {1:g}], got {2}</source>
-        <translation>学习率必须在 [{0:g}, {1:g}] 范围内，实际为 {2}</translation>
-    </message>
-    <message>
-        <location filename="../../gui/train/panel.py" line="68"/>
-        <source>learning rates must not repeat a value</source>
-        <translation>学习率不能有重复值</translation>
     </message>
     <message>
         <location filename="../../engine/config/train.py" line="76"/>
@@ -2399,27 +2389,27 @@ exp 超出范围</translation>
         <translation>检索：n 个键/值对和一个查询键；输出与之配对的值（需要在 n 个键中的一个上形成尖锐的注意力）。回溯复制：输出向前第 k 个位置的词元（因果掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="202"/>
+        <location filename="../../gui/train/panel.py" line="194"/>
         <source>No scaling: logits q·k with variance ≈ d_k at init.</source>
         <translation>不缩放：logit 为 q·k，初始化时方差 ≈ d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="205"/>
+        <location filename="../../gui/train/panel.py" line="197"/>
         <source>Divide the logits by √d_k (the Transformer rule).</source>
         <translation>将 logit 除以 √d_k（Transformer 的规则）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="208"/>
+        <location filename="../../gui/train/panel.py" line="200"/>
         <source>Divide the logits by d_k (μP).</source>
         <translation>将 logit 除以 d_k（μP）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="209"/>
+        <location filename="../../gui/train/panel.py" line="201"/>
         <source>Normalise q and k to unit length, times a gain (default √d_k).</source>
         <translation>将 q 和 k 归一化为单位长度，再乘以增益（默认 √d_k）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="212"/>
+        <location filename="../../gui/train/panel.py" line="204"/>
         <source>1/√d_k, then cap·tanh(s/cap) with cap = 50.</source>
         <translation>先乘 1/√d_k，再取 cap·tanh(s/cap)，cap = 50。</translation>
     </message>
@@ -2519,72 +2509,72 @@ exp 超出范围</translation>
         <translation>固定留出集中的样本数（由随机种子决定）；样本 0 是显示其注意力的探针。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="234"/>
+        <location filename="../../gui/train/panel.py" line="226"/>
         <source>Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread).</source>
         <translation>学习率扫描：每个学习率使用种子 0…N−1（取均值和离散范围）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="240"/>
+        <location filename="../../gui/train/panel.py" line="232"/>
         <source>Learning-rate sweep: comma-separated learning rates.</source>
         <translation>学习率扫描：以逗号分隔的学习率。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="243"/>
+        <location filename="../../gui/train/panel.py" line="235"/>
         <source>Start</source>
         <translation>开始</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="244"/>
+        <location filename="../../gui/train/panel.py" line="236"/>
         <source>Train the checked rules side by side (Ctrl+T).</source>
         <translation>并排训练勾选的规则（Ctrl+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="245"/>
+        <location filename="../../gui/train/panel.py" line="237"/>
         <source>Run lr sweep</source>
         <translation>运行学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="246"/>
+        <location filename="../../gui/train/panel.py" line="238"/>
         <source>Train every rule at every listed learning rate and seed; plot the final held-out loss (Ctrl+L).</source>
         <translation>以列出的每个学习率和种子训练每种规则；绘制最终留出集损失（Ctrl+L）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="251"/>
+        <location filename="../../gui/train/panel.py" line="243"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="252"/>
+        <location filename="../../gui/train/panel.py" line="244"/>
         <source>Hold the run between two steps (Ctrl+P).</source>
         <translation>在两步之间暂停运行（Ctrl+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="253"/>
+        <location filename="../../gui/train/panel.py" line="245"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="254"/>
+        <location filename="../../gui/train/panel.py" line="246"/>
         <source>Continue a paused run (Ctrl+Shift+P).</source>
         <translation>继续已暂停的运行（Ctrl+Shift+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="255"/>
+        <location filename="../../gui/train/panel.py" line="247"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="256"/>
+        <location filename="../../gui/train/panel.py" line="248"/>
         <source>End the run now; the curves so far stay (Ctrl+Shift+T).</source>
         <translation>立即结束运行；已有曲线会保留（Ctrl+Shift+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="257"/>
+        <location filename="../../gui/train/panel.py" line="249"/>
         <source>Reset</source>
         <translation>重置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="258"/>
+        <location filename="../../gui/train/panel.py" line="250"/>
         <source>Stop and clear all curves and the sweep (Ctrl+Shift+X).</source>
         <translation>停止并清除所有曲线和扫描结果（Ctrl+Shift+X）。</translation>
     </message>
@@ -2604,52 +2594,52 @@ exp 超出范围</translation>
         <translation>留出集大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="373"/>
+        <location filename="../../gui/train/panel.py" line="365"/>
         <source>%p% — stopping</source>
         <translation>%p% — 正在停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="379"/>
+        <location filename="../../gui/train/panel.py" line="371"/>
         <source>idle</source>
         <translation>空闲</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="273"/>
+        <location filename="../../gui/train/panel.py" line="265"/>
         <source>Progress of the run or sweep, with the estimated time left (pauses excluded).</source>
         <translation>运行或扫描的进度，以及预计剩余时间（不含暂停）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="215"/>
+        <location filename="../../gui/train/panel.py" line="207"/>
         <source>Divide the logits by a temperature T (here T = √d_k: the same model as 1/√d_k).</source>
         <translation>把 logits 除以温度 T（这里 T = √d_k：与 1/√d_k 是同一个模型）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="219"/>
+        <location filename="../../gui/train/panel.py" line="211"/>
         <source>Multiply the 1/√d_k logits by ln n, n the keys a row sees.</source>
         <translation>把 1/√d_k 的 logits 乘以 ln n，n 为该行看到的 key 数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="222"/>
+        <location filename="../../gui/train/panel.py" line="214"/>
         <source>Scalable-Softmax: the 1/√d_k logits times s·ln n (s = 0.43).</source>
         <translation>Scalable-Softmax：1/√d_k 的 logits 乘以 s·ln n（s = 0.43）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="225"/>
+        <location filename="../../gui/train/panel.py" line="217"/>
         <source>YaRN&apos;s temperature: the 1/√d_k logits times (0.1·ln f + 1)² (f = 4).</source>
         <translation>YaRN 的温度：1/√d_k 的 logits 乘以 (0.1·ln f + 1)²（f = 4）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="259"/>
+        <location filename="../../gui/train/panel.py" line="251"/>
         <source>Inspect trained model</source>
         <translation>检查训练后的模型</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="260"/>
+        <location filename="../../gui/train/panel.py" line="252"/>
         <source>Write every rule&apos;s trained q and k on the held-out set to a tensor file (layer i = rule i) and inspect its heads. Available once a run has trained and nothing runs (Ctrl+Shift+I).</source>
         <translation>将每条规则训练后在留出集上的 q 和 k 保存为数组文件（第 i 层 = 第 i 条规则）并检查各个头。训练过且没有任务运行时可用（Ctrl+Shift+I）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="278"/>
+        <location filename="../../gui/train/panel.py" line="270"/>
         <source>Task and model</source>
         <translation>任务与模型</translation>
     </message>
@@ -2680,7 +2670,7 @@ exp 超出范围</translation>
         <translation>复制偏移 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="279"/>
+        <location filename="../../gui/train/panel.py" line="271"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
@@ -2710,52 +2700,52 @@ exp 超出范围</translation>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="280"/>
+        <location filename="../../gui/train/panel.py" line="272"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="282"/>
+        <location filename="../../gui/train/panel.py" line="274"/>
         <source>Learning rates</source>
         <translation>学习率列表</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="283"/>
+        <location filename="../../gui/train/panel.py" line="275"/>
         <source>Seeds</source>
         <translation>种子数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="371"/>
+        <location filename="../../gui/train/panel.py" line="363"/>
         <source>%p% — paused</source>
         <translation>%p% — 已暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="375"/>
+        <location filename="../../gui/train/panel.py" line="367"/>
         <source>%p% — writing q and k</source>
         <translation>%p% — 正在保存 q 和 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="377"/>
+        <location filename="../../gui/train/panel.py" line="369"/>
         <source>%p% — done</source>
         <translation>%p% — 已完成</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="379"/>
+        <location filename="../../gui/train/panel.py" line="371"/>
         <source>%p% — stopped</source>
         <translation>%p% — 已停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="382"/>
+        <location filename="../../gui/train/panel.py" line="374"/>
         <source>%p% — {0} left</source>
         <translation>%p% — 剩余 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="408"/>
+        <location filename="../../gui/train/panel.py" line="400"/>
         <source>{0} s</source>
         <translation>{0} 秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="409"/>
+        <location filename="../../gui/train/panel.py" line="401"/>
         <source>{0} min {1:02d} s</source>
         <translation>{0} 分 {1:02d} 秒</translation>
     </message>
@@ -2824,17 +2814,17 @@ exp 超出范围</translation>
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/worker.py" line="144"/>
+        <location filename="../../gui/train/worker.py" line="134"/>
         <source>The training process stopped unexpectedly ({0}). Start the run again; if it stops again, fewer tokens, a smaller batch or a smaller model need less memory.</source>
         <translation>训练进程意外停止（{0}）。请重新开始运行；如果再次停止，减小词元数、批大小或模型规模可以降低内存占用。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/worker.py" line="156"/>
+        <location filename="../../gui/train/worker.py" line="146"/>
         <source>There is no trained model to inspect.</source>
         <translation>没有可检查的训练模型。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/worker.py" line="158"/>
+        <location filename="../../gui/train/worker.py" line="148"/>
         <source>Could not write {0}: {1}</source>
         <translation>无法保存 {0}：{1}</translation>
     </message>

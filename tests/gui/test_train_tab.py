@@ -92,9 +92,14 @@ def test_invalid_combination_shows_the_engine_message_and_does_not_start(tab):
     for box in tab.panel.rule_boxes.values():
         box.setChecked(False)
     assert "rules must name at least one" in tab.panel.error_text()
-    tab.panel.lrs.setText("0.01, abc")
-    assert not tab.start_lr_sweep()
-    assert tab.controller.job() is None
+    box.setChecked(True)
+    for text, message in (("0.01, abc", "'abc' is not a number"),
+                          ("0.01, 0.01", "learning rates must not repeat a value"),
+                          ("0.01 5000", "learning rates must be in [1e-08, 100], got 5000")):
+        tab.panel.lrs.setText(text)
+        assert not tab.start_lr_sweep()
+        assert message in tab.panel.error_text()
+        assert tab.controller.job() is None
 
 
 def test_pause_holds_resume_continues_stop_is_prompt(tab):
