@@ -140,13 +140,14 @@ def _loss_text(loss: float, diverged: bool) -> str:
 
 def train_command(args: argparse.Namespace) -> int:
     """Run ``main.py train``; return the exit code."""
-    from engine.training.session import TrainingSession, check_training_memory
+    from engine.training.session import TrainingSession
     from engine.training.trainer import blas_threads, iter_training
 
     tensors_out = getattr(args, "tensors_out", None)
     try:
         config = _config_from_args(args)
-        check_training_memory(config)
+        with blas_threads(config):
+            session = TrainingSession(config)  # refuses a model over the memory budget
     except ValueError as exc:
         return _error(str(exc))
     if tensors_out is not None:
@@ -156,8 +157,6 @@ def train_command(args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr, args.quiet)
     last = None
     try:
-        with blas_threads(config):
-            session = TrainingSession(config)
         for snap in iter_training(config, session=session):
             last = snap
             losses = "  ".join(f"{rule.value} {_loss_text(st.train_loss, st.diverged)}"
@@ -220,11 +219,9 @@ def lr_sweep_command(args: argparse.Namespace) -> int:
     """Run ``main.py lr-sweep``; return the exit code."""
     from engine.training.lr_results import write_lr_sweep_csv
     from engine.training.lr_sweep import iter_lr_sweep
-    from engine.training.session import check_training_memory
 
     try:
         config = _config_from_args(args)
-        check_training_memory(config)
         lrs = _parse_lrs(args.lrs)
         if isinstance(args.seeds, bool) or not isinstance(args.seeds, int) or args.seeds < 1:
             raise ValueError(f"--seeds must be a positive integer, got {args.seeds!r}")
