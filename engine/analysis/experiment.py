@@ -27,11 +27,11 @@ from engine.analysis.snapshot_rules import (
 )
 from engine.config import AttentionConfig, MaskKind, ScalingRule
 from engine.core.memory import check_memory
+from engine.core.parallel import run_tasks
 from engine.core.plan import causal_mask
 from engine.core.rowstats import logit_row_stats
 from engine.core.scaling import scale_factor
 from engine.core.softmax import softmax
-from engine.core.tasks import run_tasks
 
 __all__ = [
     "AttentionSnapshot",

@@ -24,7 +24,7 @@ import csv
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, fields
 from typing import IO, TypeVar
 
@@ -42,6 +42,7 @@ from engine.analysis.sweep_rows import (
 )
 from engine.config import ScalingRule, SweepConfig, SweepParam
 from engine.core.memory import check_memory
+from engine.core.parallel import finish, shared_executor
 from engine.core.rowstats import RowStatsWorkspace
 
 __all__ = [
@@ -222,7 +223,8 @@ def iter_sweep(
     # loop over rules, drawing the same chunks again, would give. With several threads the
     # rules of a chunk run side by side while the next chunk is drawn; every accumulator still
     # sees its chunks in order, so the points do not depend on the thread count.
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="sweep") if threads > 1 else None
+    pool = shared_executor(threads) if threads > 1 else None
+    inflight: list[Future[object]] = []  # tasks submitted and not yet waited for
     # Scratch for the chunks' shared statistics, reused while shapes repeat: two sets, since
     # the next chunk is prepared while the rules still read the current one. And one workspace
     # per thread for the rules' row statistics.
@@ -245,7 +247,9 @@ def iter_sweep(
 
     def submit(fn: Callable[..., _T], *args: object) -> Future[_T]:
         if pool is not None:
-            return pool.submit(fn, *args)
+            future = pool.submit(fn, *args)
+            inflight.append(future)
+            return future
         done: Future[_T] = Future()
         done.set_result(fn(*args))
         return done
@@ -273,6 +277,7 @@ def iter_sweep(
                 block = slice(start, start + rows)
                 for task in [submit(add, acc, chunk, block) for acc in accs]:
                     task.result()
+                inflight[:] = [next_chunk] if c_index + 1 < n_chunks else []
                 rows_done += rows * len(accs)
                 if on_progress is not None:
                     on_progress(rows_done, rows_total)
@@ -285,8 +290,7 @@ def iter_sweep(
                                  total=total, **acc.summary(samples))
                 index += 1
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        finish(inflight)
 
 
 def run_sweep(config: SweepConfig) -> list[SweepPoint]:

@@ -1,4 +1,4 @@
-"""Split the tiles of a large attention problem over threads, BLAS pinned to one each.
+"""The engine's one thread pool: attention tiles, independent tasks and sweep chunks share it.
 
 Measured on a 2-core machine (benchmarks/bench_engine.py): for large problems, running row
 tiles on two Python threads with single-threaded BLAS beats two BLAS threads on one Python
@@ -11,22 +11,26 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
 
 from engine.core.checks import check_dim
 from engine.core.threads import limit_blas_threads
 
 __all__ = [
     "MIN_TILES_PER_THREAD",
+    "finish",
     "get_num_threads",
     "parallel_pays",
+    "run_tasks",
     "run_tiles",
     "set_num_threads",
+    "shared_executor",
 ]
 
 _S = TypeVar("_S")
+_T = TypeVar("_T")
 _Tile = TypeVar("_Tile")
 
 # Below this many multiply-adds (n_scores · (d_k + d_v)) the thread hand-off costs more than
@@ -75,7 +79,12 @@ def parallel_pays(work: int) -> bool:
     return _num_threads >= 2 and work >= _PARALLEL_MIN_WORK
 
 
-def _get_executor(workers: int) -> ThreadPoolExecutor:
+def shared_executor(workers: int) -> ThreadPoolExecutor:
+    """The engine's thread pool, grown to at least ``workers`` threads.
+
+    A task running on it must not wait for a task that has not started (see :func:`finish`):
+    the pool's other threads may all be busy, so the queued task might never start.
+    """
     global _executor, _executor_workers
     with _executor_lock:
         if _executor is None or _executor_workers < workers:
@@ -124,35 +133,76 @@ def run_tiles(
             fn(state, tile)
         return [state]
     try:
-        todo = iter(tiles)
-        take = threading.Lock()
-        failed = threading.Event()
-
-        def worker() -> _S | None:
-            state: _S | None = None
-            while not failed.is_set():
-                with take:
-                    tile = next(todo, None)
-                if tile is None:
-                    break
-                try:
-                    if state is None:
-                        state = make_state()
-                    fn(state, tile)
-                except BaseException:
-                    failed.set()
-                    raise
-            return state
-
-        executor = _get_executor(threads - 1)
+        # Never leave the BLAS limit while helpers still run: _share waits for them.
         with limit_blas_threads(1):
-            futures = [executor.submit(worker) for _ in range(threads - 1)]
-            try:
-                first = worker()
-            finally:
-                # Never leave the BLAS limit while workers still run.
-                wait(futures)
-            results = [first, *(f.result() for f in futures)]
-        return [r for r in results if r is not None]
+            return _share(threads, tiles, make_state, fn)
     finally:
         _parallel_lock.release()
+
+
+def run_tasks(fn: Callable[..., _T], args: Sequence[Sequence[Any]], threads: int) -> list[_T]:
+    """Return ``[fn(*a) for a in args]``, computed on up to ``threads`` threads, in order.
+
+    Worth it for tasks that spend their time in large numpy operations (which release the
+    interpreter lock); the first exception raised by a task is raised here.
+    """
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    results: list[Any] = [None] * len(args)
+    if threads == 1 or len(args) < 2:
+        return [fn(*a) for a in args]
+
+    def one(out: list[Any], index: int) -> None:
+        out[index] = fn(*args[index])
+
+    _share(min(threads, len(args)), range(len(args)), lambda: results, one)
+    return results
+
+
+def finish(futures: Iterable[Future[Any]]) -> None:
+    """Cancel the tasks that have not started and wait for the running ones.
+
+    Nothing waits for a queued task, so a task that submits and waits itself cannot deadlock
+    the pool.
+    """
+    # A cancelled future counts as done for wait() only once a pool thread has dequeued it,
+    # so only the ones that could not be cancelled (running or finished) are waited for.
+    wait([future for future in futures if not future.cancel()])
+
+
+def _share(threads: int, items: Iterable[_Tile], make_state: Callable[[], _S],
+           fn: Callable[[_S, _Tile], None]) -> list[_S]:
+    """Run ``fn(state, item)`` for every item on the caller and ``threads − 1`` pool threads.
+
+    Each thread takes the next item until none is left, with its own state (made on its first
+    item); the states of the threads that took an item are returned, the caller's first.
+    """
+    todo = iter(items)
+    take = threading.Lock()
+    failed = threading.Event()
+
+    def worker() -> _S | None:
+        state: _S | None = None
+        while not failed.is_set():
+            with take:
+                item = next(todo, None)
+            if item is None:
+                break
+            try:
+                if state is None:
+                    state = make_state()
+                fn(state, item)
+            except BaseException:
+                failed.set()
+                raise
+        return state
+
+    executor = shared_executor(threads - 1)
+    futures = [executor.submit(worker) for _ in range(threads - 1)]
+    try:
+        first = worker()
+    finally:
+        # The caller took the last item: a helper still queued has nothing left to do.
+        finish(futures)
+    results = [first, *(f.result() for f in futures if not f.cancelled())]
+    return [r for r in results if r is not None]

@@ -95,7 +95,7 @@ def test_a_snapshot_is_the_same_on_several_threads():
 
 
 def test_run_tasks_keeps_the_order_and_raises_the_first_error():
-    from engine.core.tasks import run_tasks
+    from engine.core.parallel import run_tasks
 
     assert run_tasks(lambda a, b: a * b, [(i, 2) for i in range(7)], threads=3) == [
         0, 2, 4, 6, 8, 10, 12]
