@@ -11,8 +11,8 @@ steps per second.
 Goals: stall ≤ 30 ms, GUI steps/s ≥ 0.9 × engine-only (:data:`GOAL_RATIO`). Each repeat
 brackets its GUI run with two engine-only runs and takes their mean, so both sides of a ratio
 see the same load; the last line gives the medians over the repeats. Each GUI run also prints
-the share of the time the views took (the part that
-:data:`gui.train.controller.VIEW_SHARE` budgets) and the GUI thread's CPU share. Run::
+the share of the time the views took (updates and paints) and the GUI thread's CPU share.
+Run::
 
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_train_gui.py [--seconds 3] [--repeats 5]
         [--view curves]

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
-import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
@@ -290,8 +288,7 @@ class ViewPusher(QObject):
     ----------
     views
         The views. A view with ``isVisible()`` False is skipped and marked stale (it catches up
-        in :meth:`refresh_view`); an optional ``push_interval_s`` attribute makes a view skip
-        pushes that come sooner after its last one.
+        in :meth:`refresh_view`).
     latest
         Returns the results to push (``None``: nothing yet).
     show
@@ -327,7 +324,6 @@ class ViewPusher(QObject):
         self._after_push = after_push
         self._guard = guard
         self._stale: set[object] = set()
-        self._shown_at: dict[object, float] = {}  # view -> perf_counter() of its last push
         self._closed = False
         self._throttle = Throttle(interval_ms, self._push, self)
 
@@ -348,7 +344,7 @@ class ViewPusher(QObject):
         """Push a waiting update now to every visible view, due or not."""
         if self._throttle.is_pending() and not self._closed:
             self._throttle.discard()
-            self._push(force=True)
+            self._push()
 
     def discard(self) -> None:
         """Forget a waiting update and every stale mark (e.g. the views were cleared)."""
@@ -369,11 +365,9 @@ class ViewPusher(QObject):
         results = self._latest()
         if results is None:
             return
-        now = time.perf_counter()
         with self._guard():
             for view in self._views:
                 self._show(view, results)
-                self._shown_at[view] = now
         self._stale.clear()
 
     def refresh_view(self, view: object) -> None:
@@ -383,13 +377,11 @@ class ViewPusher(QObject):
             self._stale.discard(view)
             with self._guard():
                 self._show(view, results)
-            self._shown_at[view] = time.perf_counter()
 
-    def _push(self, force: bool = False) -> None:
+    def _push(self) -> None:
         results = self._latest()
         if results is None or self._closed:
             return
-        now = time.perf_counter()
         shown: list[object] = []
         with self._guard():
             for view in self._views:
@@ -397,13 +389,7 @@ class ViewPusher(QObject):
                 if visible is not None and not visible():
                     self._stale.add(view)
                     continue
-                # 0.9: the timer's jitter must not make a 200 ms view wait for 300 ms.
-                interval = 0.9 * float(getattr(view, "push_interval_s", 0.0))
-                if not force and now - self._shown_at.get(view, -math.inf) < interval:
-                    self._throttle.trigger()  # this view still owes the latest results
-                    continue
                 self._show(view, results)
-                self._shown_at[view] = now
                 self._stale.discard(view)
                 shown.append(view)
             if self._pushed is not None:

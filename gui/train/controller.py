@@ -1,12 +1,11 @@
-"""The training controller: one worker thread, Start/Pause/Resume/Stop/Reset, budgeted pushes.
+"""The training controller: one worker thread, Start/Pause/Resume/Stop/Reset, pushes to views.
 
 Same job kit as :mod:`gui.explorer.controller`: a :class:`~gui.kit.jobs.WorkerHost` runs one
 :class:`~gui.train.worker.TrainWorker` in its thread; each request is an immutable
 :class:`~gui.train.worker.TrainJob` with an id, and messages of other ids are dropped. Items
 arrive as ``object`` signals into ``@Slot`` methods here (GUI thread) and only replace the
 latest state; a :class:`~gui.kit.jobs.ViewPusher` pushes that state to the *visible* views at
-most every ``push_interval_ms`` (hidden views catch up in :meth:`refresh_view`). A view may
-ask for fewer updates with a ``push_interval_s`` attribute (the probe maps: 5 Hz).
+most every ``push_interval_ms`` (hidden views catch up in :meth:`refresh_view`).
 
 The worker thread only relays: the jobs run in a child process
 (:class:`~engine.training.process.TrainingProcess`, one per controller, ended when the worker
@@ -14,10 +13,9 @@ thread ends), so that the trainer, a Python loop of many small numpy calls, neve
 interpreter lock with the GUI's Python (``benchmarks/bench_train_gui.py`` states the GUI's
 training speed against the engine alone).
 
-The views still get a time budget (:class:`~gui.train.budget.PushBudget`): after a push that
-took c seconds of update and paint, the next waits until c / :data:`VIEW_SHARE` after it; the
-paint follows the update after one pass of the event loop (:class:`~gui.train.budget.SplitPaint`),
-so two short stalls of the event loop replace one long one.
+A push's paint follows its update after one pass of the event loop
+(:class:`~gui.train.split_paint.SplitPaint`), so two short stalls of the event loop replace one
+long one.
 """
 
 from __future__ import annotations
@@ -33,8 +31,8 @@ from PySide6.QtCore import QObject, Signal, Slot
 from engine.config.train import TrainConfig
 from engine.training.process import TrainingProcess
 from gui.kit.jobs import JobFailed, JobFinished, ViewPusher, WorkerHost
-from gui.train.budget import PushBudget, SplitPaint
 from gui.train.results import TrainResults
+from gui.train.split_paint import SplitPaint
 from gui.train.state import GradientHistory, TrainState
 from gui.train.worker import (
     TrainItem,
@@ -45,19 +43,11 @@ from gui.train.worker import (
 
 __all__ = [
     "DEFAULT_PUSH_INTERVAL_MS",
-    "VIEW_SHARE",
     "TrainController",
 ]
 
 #: Default minimum interval between two pushes to the training views (10 Hz).
 DEFAULT_PUSH_INTERVAL_MS = 100
-
-#: Largest share of the wall-clock time that pushes to the training views (update, scene
-#: work and paint) may take while a job runs. Cheap pushes still come at the push interval, the
-#: curves' 12-40 ms ones 1-2 times a second. The trainer runs in its own process and no longer
-#: waits for them; the budget keeps the event loop free for input, and on a one-core machine
-#: leaves the CPU to training.
-VIEW_SHARE = 0.06
 
 
 class TrainController(QObject):
@@ -66,8 +56,7 @@ class TrainController(QObject):
     Parameters
     ----------
     views
-        Objects with ``show_results(results)`` and ``clear()`` (the training views); an optional
-        ``push_interval_s`` attribute makes a view skip pushes that come sooner after its last.
+        Objects with ``show_results(results)`` and ``clear()`` (the training views).
     push_interval_ms
         Minimum interval between two pushes to the views (100 ms: ≤ 10 Hz).
     """
@@ -99,7 +88,6 @@ class TrainController(QObject):
         self._resumed_at = math.nan
         self.pushes = 0
         self._paint = SplitPaint(self)
-        self._budget = PushBudget(self._paint, VIEW_SHARE, self._schedule_push, self)
 
         self._pusher = ViewPusher(
             self._views, self.results, _show_results, push_interval_ms, pushed=self._on_pushed,
@@ -222,7 +210,6 @@ class TrainController(QObject):
         self._last_error = ""
         for view in self._views:
             view.clear()  # type: ignore[attr-defined]
-        self._budget.discard()
         self._pusher.discard()
         self._progress = (0.0, math.nan)
         self.progressChanged.emit(0.0, math.nan)
@@ -245,7 +232,6 @@ class TrainController(QObject):
         if self._closed:
             return
         self._closed = True
-        self._budget.discard()
         self._pusher.close()
         self._paint.close()  # re-enables the viewports a push held
         self._host.begin_shutdown()
@@ -314,9 +300,6 @@ class TrainController(QObject):
         eta = active * (1.0 - fraction) / fraction if fraction > 0 else math.nan
         # Emitted with the next push: a progress-bar repaint per snapshot (30 Hz) is wasted.
         self._progress = (fraction, eta)
-        self._budget.request()
-
-    def _schedule_push(self) -> None:
         if not self._closed:
             self._pusher.schedule()
 
@@ -334,15 +317,12 @@ class TrainController(QObject):
             return
         if self._state == TrainState.RUNNING:
             self._active_s += time.perf_counter() - self._resumed_at
-        # Show the final state before announcing idle, so idle means "everything is shown":
-        # the budget no longer matters, the trainer has stopped.
-        self._budget.settle()
+        # Show the final state before announcing idle, so idle means "everything is shown".
         self._pusher.flush()
         self._set_state(TrainState.IDLE)
 
     def _on_pushed(self, results: object, shown: Sequence[object]) -> None:
         self.pushes += 1
-        self._budget.pushed()
         # Before the paint: the progress bar and status line go into the same repaint.
         self.progressChanged.emit(*self._progress)
         self.resultsShown.emit(results)

@@ -138,9 +138,6 @@ class ProbeView(TrainView):
     """
 
     key = "train_probe"
-    #: At most 5 updates per second (see gui/train/controller.py): a map of attention weights
-    #: changes slowly, and every repaint takes the GIL from the training thread.
-    push_interval_s = 0.2
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

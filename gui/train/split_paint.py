@@ -1,22 +1,21 @@
-"""The Train tab's split paint and push budget: the views' time, measured and bounded.
+"""The Train tab's split paint: a push's update and its paint in two event-loop passes.
 
 A push updates the views inside :meth:`SplitPaint.timed`; :meth:`SplitPaint.paint_later` holds
 the viewports it changed and paints them in a second timed block after one pass of the event
-loop, so two short stalls of the event loop replace one long one. :class:`PushBudget` spaces
-the pushes so that those blocks take at most a share of the time.
+loop, so two short stalls of the event loop replace one long one (in
+``benchmarks/bench_train_gui.py`` the curves' worst stall is 11-13 ms with it, 17-25 without).
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer, Slot
 from PySide6.QtWidgets import QGraphicsView, QWidget
 
-__all__ = ["PushBudget", "SplitPaint"]
+__all__ = ["SplitPaint"]
 
 
 class SplitPaint(QObject):
@@ -26,8 +25,7 @@ class SplitPaint(QObject):
         super().__init__(parent)
         self._closed = False
         self._depth = 0  # nesting of timed blocks: only the outermost counts
-        #: Seconds spent in timed blocks so far (view updates and paints): the GUI's share of
-        #: the time, which the controller keeps within a budget.
+        #: Seconds spent in timed blocks so far (view updates and paints).
         self.busy_s = 0.0
         # Viewports updated by the last push, their updates disabled until the paint timer.
         self._held: list[QWidget] = []
@@ -39,8 +37,8 @@ class SplitPaint(QObject):
     def paint_later(self, views: Sequence[object]) -> None:
         """Hold the viewports of ``views`` and paint them after the event loop's next pass."""
         if views:
-            # Timed, so that the budget counts it: the scenes' dirty-item processing is
-            # Python (pyqtgraph's bounding rectangles), 1-3 ms of each curves push.
+            # Timed: the scenes' dirty-item processing is Python (pyqtgraph's bounding
+            # rectangles), 1-3 ms of each curves push.
             with self.timed():
                 self._hold(views)
             self._paint_timer.start()
@@ -94,70 +92,6 @@ class SplitPaint(QObject):
             windows = dict.fromkeys(viewport.window() for viewport in held)
             for window in windows:
                 QCoreApplication.sendPostedEvents(window, QEvent.Type.UpdateRequest)
-
-
-class PushBudget(QObject):
-    """Spaces the pushes to the views so that they take at most ``share`` of the wall time.
-
-    A push (update and paint) that took c seconds inside ``paint``'s timed blocks lets the
-    next one start c / ``share`` after it; results that come sooner wait for a single-shot
-    timer, and newer ones only replace them. ``schedule`` hands the latest results to the
-    pusher (GUI thread).
-    """
-
-    def __init__(self, paint: SplitPaint, share: float, schedule: Callable[[], None],
-                 parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._paint = paint
-        self._share = share
-        self._schedule = schedule
-        self._last_push_at = -math.inf
-        self._busy_mark = 0.0  # the paint's busy time when the last push began
-        self._waiting = False  # results newer than the last push exist
-        self._timer = QTimer(self)
-        self._timer.setSingleShot(True)
-        self._timer.timeout.connect(self._on_timeout)
-
-    def request(self) -> None:
-        """New results: schedule them now if the budget allows, else when it does."""
-        self._waiting = True
-        if not self._timer.isActive():
-            self._schedule_when_due()
-
-    def _schedule_when_due(self) -> None:
-        # The cost is read again whenever this runs: results that arrive between a push's
-        # update and its paint see only the update's cost, and the timer they start must not
-        # push before the paint has been paid for too. (Before, a timeout pushed at once: in
-        # benchmarks/bench_train_gui.py the curves, whose paint costs about as much as their
-        # update, took up to 14 % of the time instead of VIEW_SHARE.)
-        cost = self._paint.busy_s - self._busy_mark
-        wait = self._last_push_at + cost / self._share - time.perf_counter()
-        if wait > 0:
-            self._timer.start(math.ceil(1000 * wait))
-        else:
-            self._schedule()
-
-    def pushed(self) -> None:
-        """A push begins (its timed update and paint count from here on)."""
-        self._last_push_at = time.perf_counter()
-        self._busy_mark = self._paint.busy_s
-        self._waiting = False
-
-    def settle(self) -> None:
-        """The job ended: schedule waiting results at once (the run's last state shows)."""
-        self._timer.stop()
-        if self._waiting:
-            self._schedule()
-
-    def discard(self) -> None:
-        """Forget waiting results and stop the timer (Reset, shutdown)."""
-        self._timer.stop()
-        self._waiting = False
-
-    @Slot()
-    def _on_timeout(self) -> None:
-        if self._waiting:
-            self._schedule_when_due()
 
 
 def _graphics_views(views: Sequence[object]) -> list[QGraphicsView]:
