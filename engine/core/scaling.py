@@ -27,6 +27,7 @@ of query rows into logits.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -209,9 +210,7 @@ class Rule:
 
     def replace(self, **changes: Any) -> Rule:
         """A copy with some fields changed (validated again)."""
-        fields = {"kind": self.kind, **self.keywords(), **changes}
-        fields.pop("rule", None)
-        return Rule(**fields)
+        return dataclasses.replace(self, **changes)
 
     def keywords(self) -> dict[str, Any]:
         """The rule as keywords of :func:`engine.core.attention.scaled_dot_product_attention`."""
