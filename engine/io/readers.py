@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import math
 import os
 import stat
@@ -55,6 +54,7 @@ from safetensors import SafetensorError, safe_open
 
 from engine.core.memory import MemoryBudgetError, check_memory, get_memory_budget
 from engine.io.files import check_regular_file, describe_os_error
+from engine.io.names import TEXT_ARRAYS
 
 __all__ = [
     "FORTRAN_LIMIT",
@@ -65,7 +65,6 @@ __all__ = [
     "MemorySource",
     "Source",
     "TensorFileError",
-    "decode_json_array",
     "open_source",
     "to_bfloat16",
 ]
@@ -449,7 +448,7 @@ class _Npz:
                 "deflated members are read (what np.savez and np.savez_compressed write)")
         stored = member.compress_type == zipfile.ZIP_STORED
         ratio = member.file_size / max(member.compress_size, 1)
-        if (not stored and name not in ("tokens", "meta") and member.file_size > _RATIO_FLOOR
+        if (not stored and name not in TEXT_ARRAYS and member.file_size > _RATIO_FLOOR
                 and ratio > MAX_RATIO):
             raise TensorFileError(
                 f"{label}: {member.compress_size:,} packed bytes unpack to {member.file_size:,} "
@@ -727,17 +726,3 @@ def open_source(path: Path) -> tuple[str, Source]:
                               ) from exc
     raise TensorFileError(f"{shown(path.name)}: not a tensor file (expected .npz, .safetensors or "
                           "a folder of .npy files)")
-
-
-def decode_json_array(name: str, arr: np.ndarray) -> Any:
-    """Decode a JSON text stored as a 0-d string array or a 1-D uint8 (UTF-8 bytes) array."""
-    if arr.dtype == np.uint8 and arr.ndim == 1:
-        text = arr.tobytes().decode("utf-8", errors="strict")
-    elif arr.dtype.kind in "US" and arr.ndim == 0:
-        text = arr.item().decode("utf-8") if arr.dtype.kind == "S" else str(arr.item())
-    else:
-        raise TensorFileError(
-            f"array '{name}': expected JSON text (a string or uint8 array), "
-            f"got dtype {arr.dtype} with shape {arr.shape}"
-        )
-    return json.loads(text)

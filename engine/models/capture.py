@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from engine.core.memory import check_memory, get_memory_budget
+from engine.io.names import layer_array
 from engine.io.readers import shown
 from engine.io.tensors import TensorFile, tensors_from_arrays, write_tensors
 from engine.models.forward import CaptureCancelled, LayerCapture, run_forward
@@ -143,9 +144,9 @@ class Capture:
         """The arrays of the app's tensor format (``layer{L}.q`` …)."""
         out = {}
         for layer, cap in self.layers.items():
-            out[f"layer{layer}.q"], out[f"layer{layer}.k"] = cap.q, cap.k
+            out[layer_array(layer, "q")], out[layer_array(layer, "k")] = cap.q, cap.k
             if cap.v is not None:
-                out[f"layer{layer}.v"] = cap.v
+                out[layer_array(layer, "v")] = cap.v
         return out
 
     def save(self, path: str | Path) -> Path:

@@ -29,6 +29,7 @@ import numpy as np
 from engine.config import MaskKind, ScalingRule
 from engine.config.train import TaskKind
 from engine.core.scaling import rule_operands
+from engine.io.names import layer_array
 from engine.io.tensors import write_tensors
 from engine.training.model import prepare_batch, project_qk
 from engine.training.session import TrainedRun, TrainingSession
@@ -138,8 +139,8 @@ def trained_tensors(session: TrainingSession, *, max_batch: int = MAX_BATCH,
                 f"q or k is not finite ({run.diverge_reason or 'parameters not finite'})")
             continue
         q, k, entry, written = _operands(run, q, k, dims.d_k, task.mask is MaskKind.CAUSAL)
-        arrays[f"layer{index}.q"] = q
-        arrays[f"layer{index}.k"] = k
+        arrays[layer_array(index, "q")] = q
+        arrays[layer_array(index, "k")] = k
         entry.update(steps=run.steps, diverged_at=run.diverged_at,
                      eval_loss=_finite(run.eval_loss), eval_accuracy=_finite(run.eval_accuracy))
         layers[str(index)] = entry
