@@ -141,7 +141,7 @@ def load_head(ref: HeadRef) -> RealHead:
 
     Raises
     ------
-    engine.io.readers.TensorFileError
+    engine.io.source.TensorFileError
         If the head holds NaN/inf, would exceed the memory budget, or the file cannot be
         read any more.
     """

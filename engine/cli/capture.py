@@ -13,7 +13,7 @@ from pathlib import Path
 from engine.cli.progress import Progress
 from engine.core.memory import MemoryBudgetError
 from engine.io.files import describe_os_error
-from engine.io.readers import shown
+from engine.io.source import shown
 from engine.models import ModelError, layers_text, open_model
 
 __all__ = ["MAX_TEXT_BYTES", "capture_command"]

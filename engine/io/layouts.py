@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.io.names import LAYER_ARRAY, TEXT_ARRAYS, TL_ARRAY, TL_CACHE
-from engine.io.readers import Source, TensorFileError, shown
+from engine.io.source import Source, TensorFileError, shown
 
 __all__ = ["Geometry", "LayerArrays", "describe"]
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from engine.config import AttentionConfig
-from engine.io.readers import Source, TensorFileError
+from engine.io.source import Source, TensorFileError
 
 __all__ = ["CAP_RANGE", "MAX_D_K", "MAX_JSON_BYTES", "MAX_NAME_CHARS", "MAX_SCALE",
            "MAX_TOKEN_CHARS", "parse_meta", "parse_tokens"]

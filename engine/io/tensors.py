@@ -40,7 +40,8 @@ from engine.io import values
 from engine.io.files import atomic_output, describe_os_error, write_bytes_atomic
 from engine.io.layouts import LayerArrays, describe
 from engine.io.meta import parse_meta, parse_tokens
-from engine.io.readers import MemorySource, Source, TensorFileError, open_source, shown
+from engine.io.readers import open_source
+from engine.io.source import MemorySource, Source, TensorFileError, shown
 
 __all__ = ["FORMAT_VERSION", "TensorFile", "TensorFileError", "load_tensors",
            "tensors_from_arrays", "write_tensors"]

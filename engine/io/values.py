@@ -8,7 +8,7 @@ import numpy as np
 
 from engine.core.memory import MemoryBudgetError, check_memory
 from engine.io.layouts import Geometry
-from engine.io.readers import Source, TensorFileError
+from engine.io.source import Source, TensorFileError
 
 __all__ = ["MASKED_SCORE", "check_finite", "check_head_memory", "check_scores", "check_weights",
            "infers_causal", "read_head", "read_square", "read_whole"]

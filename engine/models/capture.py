@@ -23,7 +23,7 @@ import numpy as np
 
 from engine.core.memory import check_memory, get_memory_budget
 from engine.io.names import layer_array
-from engine.io.readers import shown
+from engine.io.source import shown
 from engine.io.tensors import TensorFile, tensors_from_arrays, write_tensors
 from engine.models.forward import CaptureCancelled, LayerCapture, run_forward
 from engine.models.spec import ModelSpec, spec_from_gguf, spec_from_hf_config

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.io.readers import shown
+from engine.io.source import shown
 from engine.models.weights import ModelError
 
 __all__ = ["GGUF_TOKENIZERS", "Encoded", "Tokenizer", "TokenizerProcess", "TokenizerSource",

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from engine.io.files import describe_os_error
-from engine.io.readers import bfloat16, shown
+from engine.io.source import bfloat16, shown
 
 __all__ = ["GGUF_TYPES", "GgufFile", "ModelError", "SafetensorsWeights", "WeightStore"]
 

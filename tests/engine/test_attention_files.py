@@ -18,7 +18,7 @@ from engine.analysis.head_scan import iter_file_diagnostics, replay_file_head
 from engine.analysis.head_weights import MULTIPLICATIVE_RULES, NeedsQK
 from engine.analysis.heads import NEEDS_LOGITS, diagnose_head
 from engine.config import ScalingRule
-from engine.io.readers import TensorFileError
+from engine.io.source import TensorFileError
 from engine.io.tensors import load_tensors, write_tensors
 from tests.engine.test_head_faults import HEADS, LAYERS, PLANTED, N, planted_file
 

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 import safetensors.numpy
 
-from engine.io import readers
+from engine.io import npz
 from engine.io.tensors import TensorFileError, load_tensors, write_tensors
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -449,7 +449,7 @@ def test_a_stored_head_is_read_at_its_offset(tmp_path, monkeypatch) -> None:
         read.append(n)
         return real_pread(fd, n, offset)
 
-    monkeypatch.setattr(readers.os, "pread", spy)
+    monkeypatch.setattr(npz.os, "pread", spy)
     q, _ = tf.qk(0, 63)
     np.testing.assert_array_equal(q[0], arrays["layer0.q"][63])
     assert sum(read) == 2 * 16 * 4 * 4  # q's and k's head, nothing before them
@@ -465,13 +465,13 @@ def test_fortran_order_heads_are_right_and_each_array_is_read_once(tmp_path, mon
     save(path, **arrays)
     tf = load_tensors(path, check_finite=False)
     whole = []
-    real_read = readers._Npz._read
+    real_read = npz.Npz._read
 
     def spy(self, name, start, count, fh):
         whole.append(name)
         return real_read(self, name, start, count, fh)
 
-    monkeypatch.setattr(readers._Npz, "_read", spy)
+    monkeypatch.setattr(npz.Npz, "_read", spy)
     for layer in (0, 1):
         for head in (2, 0, 1, 2):
             q, k = tf.qk(layer, head)

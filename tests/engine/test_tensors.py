@@ -15,7 +15,7 @@ import safetensors.numpy
 from safetensors import safe_open
 
 from engine.core.memory import get_memory_budget, set_memory_budget
-from engine.io import readers
+from engine.io import npz, readers
 from engine.io.tensors import FORMAT_VERSION, TensorFileError, load_tensors, write_tensors
 
 DTYPES = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
@@ -153,13 +153,13 @@ def test_npz_head_is_read_by_seeking_not_whole(tmp_path, monkeypatch) -> None:
     arrays = _qk((2, 8, 16, 4), layers=(0,))
     tf = load_tensors(write_tensors(tmp_path / "qk.npz", arrays))
     sizes = []
-    real_read = readers._Npz._read
+    real_read = npz.Npz._read
 
     def spy(self, name, start, count, fh):
         sizes.append(count)
         return real_read(self, name, start, count, fh)
 
-    monkeypatch.setattr(readers._Npz, "_read", spy)
+    monkeypatch.setattr(npz.Npz, "_read", spy)
     q, _ = tf.qk(0, 5)
     assert max(sizes) == 16 * 4  # one (n, d_k) block at a time, never the 8-head array
     np.testing.assert_array_equal(q, arrays["layer0.q"][:, 5])
