@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from engine.config import ScalingRule
-from engine.core import tiled
+from engine.core import passes, tiled
 from engine.core.checks import as_real_array
 from engine.core.checks import check_finite as check_finite_array
 from engine.core.memory import check_memory
@@ -211,7 +211,7 @@ def scaled_dot_product_attention(
             memory_budget_bytes,
         )
         output = np.empty((problem.batch_size, *output_shape[-2:]), dtype=plan.dtype)
-        tiled.forward(problem, output)
+        passes.forward(problem, output)
         if len(plan.batch) != 1:  # back to the leading dimensions
             output = output.reshape(output_shape)
         return AttentionResult(output=output, weights=None, logits=None)
@@ -232,7 +232,7 @@ def scaled_dot_product_attention(
     both = np.empty((2, *flat_scores), dtype=plan.dtype)
     logits, weights = both[0], both[1]  # indexing: unpacking the array costs twice as much
     output = np.empty((problem.batch_size, *output_shape[-2:]), dtype=plan.dtype)
-    tiled.forward(problem, output, logits=logits, weights=weights)
+    passes.forward(problem, output, logits=logits, weights=weights)
     if len(plan.batch) != 1:  # back to the leading dimensions
         output = output.reshape(output_shape)
         weights = weights.reshape(plan.score_shape)
@@ -365,7 +365,7 @@ def scaled_dot_product_attention_backward(
     grad_qs = np.empty((size, plan.n_q, plan.d_k), dtype=plan.dtype)
     flat_output = None if output is None else output.reshape(size, plan.n_q, d_v)
     flat_weights = None if weights is None else weights.reshape(size, plan.n_q, plan.n_k)
-    grad_ks, grad_v = tiled.backward(
+    grad_ks, grad_v = passes.backward(
         problem, g.reshape(size, plan.n_q, d_v), grad_qs, output=flat_output,
         weights=flat_weights,
     )

@@ -1,24 +1,19 @@
-"""Attention in row tiles: the one kernel the forward pass, the backward pass and statistics share.
+"""Attention in row tiles: the one kernel the forward and backward passes
+(:mod:`engine.core.passes`) and statistics share.
 
 A tile is a block of query rows of one or more (batch, head) entries, ``(b0, b1, r0, r1)``
-over the flattened leading dimensions, sized so that its buffers stay in cache
-(:data:`TILE_BYTES`). :func:`each_tile` writes a tile's masked logits, turns them into
-unnormalised exponentials E and the reciprocal row sums ``inv`` (the softmax is ``E·inv``), and
-hands them to a caller's function, which turns them into outputs, gradients or statistics.
-Unless the caller asks for the full logits and weights, E lives in a per-thread scratch buffer
-that is reused tile after tile (and kept for later calls): no n×n array is written, memory is
-O(tile·n_k) per thread, and the buffer stays in cache.
-
-Why the kernel is fast:
+over the flattened leading dimensions, sized to stay in cache (:data:`TILE_BYTES`).
+:func:`each_tile` writes a tile's masked logits, turns them into unnormalised exponentials E
+and the reciprocal row sums ``inv`` (the softmax is ``E·inv``), and hands them to a caller's
+function. Unless the caller asks for the full logits and weights, E lives in a per-thread
+scratch buffer reused tile after tile: no n×n array is written, memory is O(tile·n_k) per
+thread. Why it is fast:
 
 * ``exp`` is tried before the row maxima are found, and that pass is skipped whenever the row
-  sums prove no shift was needed (almost always: :func:`engine.core.softmax.try_exp_unshifted`);
-  unless the caller reads the logits, the exponentials overwrite them in one buffer, and the
-  rare tile whose proof fails writes its logits again;
-* without weights, 1/rowsum is applied to the (rows, d_v) output, not to the (rows, n_k) tile;
-* under a causal mask a tile computes only the keys its rows may see (:func:`visible_keys`):
-  the later columns are masked in every row of the tile, so a long causal sequence in row tiles
-  does about half the products and exponentials;
+  sums prove no shift was needed (:func:`engine.core.softmax.try_exp_unshifted`); the
+  exponentials overwrite the logits unless the caller reads them;
+* under a causal mask a tile computes only the keys its rows may see (:func:`visible_keys`),
+  about half the products and exponentials of a long sequence;
 * tiles are spread over threads (:func:`engine.core.parallel.run_tiles`), each with BLAS pinned
   to one thread, so the elementwise passes run on every core too.
 """
@@ -29,7 +24,7 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -43,22 +38,11 @@ from engine.core.softmax import (
     try_exp_unshifted,
 )
 
-__all__ = [
-    "TILE_BYTES",
-    "Tile",
-    "TiledProblem",
-    "each_tile",
-    "prepare",
-    "scratch_bytes",
-    "visible_keys",
-]
+__all__ = ["TILE_BYTES", "Scratch", "Tile", "TiledProblem", "each_tile", "prepare",
+           "scratch_bytes", "visible_keys", "write_tile_logits"]
 
-#: Bytes of one tile of logits (and of its exponentials). Measured on one thread
-#: (benchmarks/bench_engine.py sizes): 256 KiB to 2 MiB were equally fast, smaller tiles up to
-#: 2× slower because the matrix products get too few rows to run at full speed. On two
-#: threads larger tiles win, as each tile's numpy calls cost more there: in paired runs 1 MiB
-#: took 0.83-0.91 of 512 KiB's time at (1, 2048, 64) and (1, 4096, 64), and 256 KiB 1.1-1.4.
-#: The memory stays O(tile·n_k).
+#: Bytes of one tile of logits (and of its exponentials): smaller tiles give the matrix
+#: products too few rows to run at full speed, and on two threads 1 MiB beat 256-512 KiB.
 TILE_BYTES = 1 << 20
 
 #: (b0, b1, r0, r1): rows r0:r1 of the flattened (batch, head) entries b0:b1.
@@ -80,9 +64,7 @@ class TiledProblem:
     tiles: tuple[Tile, ...]
     tile_elements: int  # entries of the largest tile
     batch_size: int  # B, the number of flattened (batch, head) entries
-    # One tile spanning the whole problem: its blocks are the arrays themselves. Slicing them
-    # anyway cost 8 % of a (1, 16, 16) call (paired runs).
-    single: bool
+    single: bool  # one tile spanning the whole problem: its blocks are the arrays themselves
 
 
 def _flat(x: np.ndarray, batch: tuple[int, ...], size: int) -> np.ndarray:
@@ -100,16 +82,14 @@ def _tiles(
     rows = max(1, TILE_BYTES // (itemsize * n_k))
     threads = get_num_threads()
     if parallel and entries < threads:
-        # A tile for every thread: all of (1, 512, 64) fits one 1 MiB tile, which one thread
-        # computed up to 10 % slower than two threads half of it each.
+        # A tile for every thread, even when the whole problem fits one tile.
         rows = min(rows, max(1, n_q // math.ceil(threads / entries)))
     if rows >= n_q:
         # Whole (batch, head) entries per tile: one batched matmul, no accumulation over rows.
         per = max(1, rows // n_q)
         if parallel:
-            # Leave a few tiles per thread, so the threads share the work evenly. A serial
-            # problem keeps one tile: the trainer's 64 entries of 1 × 17 logits took a third
-            # longer in 8 tiles than in one (each tile pays the kernel's Python cost).
+            # Leave a few tiles per thread, so the threads share the work evenly; a serial
+            # problem keeps one tile (each tile pays the kernel's Python cost).
             per = min(per, max(1, entries // (MIN_TILES_PER_THREAD * threads)))
         if per >= entries:
             return ((0, entries, 0, n_q),), entries * n_q * n_k
@@ -148,14 +128,10 @@ def scratch_bytes(problem: TiledProblem, buffers: int) -> int:
     return threads * buffers * problem.tile_elements * problem.plan.dtype.itemsize
 
 
-# Tile buffers outlive the call that allocated them. A fresh tile buffer per call comes
-# from mmap whenever glibc's threshold happens to lie below it (it moves with the process's
-# history of frees), and then every one of its pages faults on first touch. In fresh
-# processes, output-only calls at the benchmark's sizes took 352 to 1256 page faults each
-# (up to twice their usual time); 21-53 % of them were in these buffers, which are now reused
-# whatever the process allocated before.
-# Below 64 KiB malloc's heap serves them anyway (its mmap threshold starts at 128 KiB); above
-# 2 tiles (a single row of more keys than a tile holds) they are rare and not kept.
+# Tile buffers outlive the call that allocated them: a fresh one may come from mmap (glibc's
+# threshold moves with the process's history of frees), and then every page faults on first
+# touch. Below 64 KiB malloc's heap serves them anyway; above 2 tiles (a single row of more
+# keys than a tile holds) they are rare and not kept.
 _POOLED_BYTES = (64 << 10, 2 * TILE_BYTES)
 _spare: list[np.ndarray] = []  # 1-D buffers of any float dtype
 _spare_lock = threading.Lock()
@@ -184,10 +160,8 @@ def _give_back(buffers: list[np.ndarray]) -> None:
 
 
 class Scratch:
-    """Per-thread tile buffers, taken on first use, reused for every tile and kept after.
-
-    :func:`each_tile` returns them to a pool when the call ends, for the next call.
-    """
+    """Per-thread tile buffers, taken on first use, reused for every tile and returned to the
+    pool by :func:`each_tile` when the call ends."""
 
     def __init__(self, problem: TiledProblem) -> None:
         self._size = problem.tile_elements
@@ -269,44 +243,23 @@ def each_tile(
     known: np.ndarray | None = None,
     shift: bool = False,
 ) -> list[_S]:
-    """Run ``body(state, scratch, tile, e, inv, tanh)`` on every tile's exponentials.
+    """Run ``body(state, scratch, tile, e, inv, tanh)`` on every tile of ``problem`` (from
+    :func:`prepare`); return every thread's ``state`` (from ``make_state``).
 
-    Parameters
-    ----------
-    problem
-        From :func:`prepare`.
-    body
-        Receives the thread's ``state`` (from ``make_state``) and :class:`Scratch` (with
-        ``shift``, buffer 0 holds the logits, which may be overwritten, and buffer 1 holds E;
-        otherwise buffer 0 holds E unless ``exp_into`` is given, and buffer 1 is free), the
-        tile, its unnormalised
-        exponentials ``e`` (entries, rows, w), ``inv`` = 1/rowsum (entries, rows, 1; 0 for
-        fully masked rows) and, with ``keep_tanh`` under soft-cap, the tanh values. ``e``
-        covers the first w = :func:`visible_keys` keys: n_k, or fewer under a causal mask,
-        whose later keys have weight 0 in every row of the tile.
-    make_state
-        Returns a new per-thread state (e.g. partial sums); the states are returned.
-    work
-        Multiply-adds of the whole call, which decides whether threads pay off.
-    logits, exp_into
-        Optional (B, n_q, n_k) arrays that receive the masked logits and the exponentials (the
-        weights path); by default both live in the scratch buffer.
-    keep_tanh
-        Soft-cap only: pass tanh of the scaled logits to ``body`` (the backward pass needs it).
-    known
-        The (B, n_q, n_k) softmax weights, when a caller already has them (the backward pass
-        given the forward's weights): each tile passes its block, read-only, as ``e`` with
-        ``inv`` = 1, and no logits or exponentials are computed. Not with ``keep_tanh``.
-    shift
-        Always subtract each row's maximum before ``exp`` (see
-        :func:`~engine.core.softmax.exp_shifted_rows`): every row's largest exponential is then
-        exactly 1, which statistics of the weights rely on. By default the shift is skipped
-        when the row sums prove it unneeded. The logits' buffer keeps the unshifted logits.
+    ``body`` gets the tile's exponentials ``e`` (entries, rows, w) over the first
+    w = :func:`visible_keys` keys (the later ones have weight 0 in every row of the tile),
+    ``inv`` = 1/rowsum (entries, rows, 1; 0 for fully masked rows) and, with ``keep_tanh``
+    under soft-cap, the tanh values. Its :class:`Scratch` holds, with ``shift``, the logits
+    (may be overwritten) in buffer 0 and E in buffer 1; otherwise E in buffer 0 unless
+    ``exp_into`` is given, and buffer 1 is free. ``work`` (multiply-adds of the call) decides
+    whether threads pay off. ``logits`` and ``exp_into`` are optional (B, n_q, n_k) arrays that
+    receive the masked logits and the exponentials. ``known``: the (B, n_q, n_k) weights when
+    the caller has them: each tile passes its block, read-only, as ``e`` with ``inv`` = 1 (not
+    with ``keep_tanh``). ``shift``: always subtract each row's maximum before ``exp``, so every
+    row's largest exponential is exactly 1 (statistics rely on it); the logits stay unshifted.
     """
-
     if problem.single:
-        # One tile (small problems): no thread pool, no closures; their cost shows in calls of
-        # a few microseconds.
+        # One tile (small problems): no thread pool, no closures.
         scratch, user = Scratch(problem), make_state()
         tile = problem.tiles[0]
         try:
@@ -386,13 +339,8 @@ def _exp_buffer(
     scratch: Scratch, shape: tuple[int, ...], lg: np.ndarray, logits: np.ndarray | None,
     shift: bool,
 ) -> np.ndarray:
-    """Where a tile's exponentials go: over its logits when nobody reads those afterwards.
-
-    One buffer instead of two leaves more of a thread's cache to the operands' blocks (in
-    paired runs an output-only (8, 256, 64) call took 4 % less time; other sizes were the same
-    within the noise). The logits are kept when the caller asked for them or when ``shift`` is
-    set (statistics read them after the exponentials).
-    """
+    """Where a tile's exponentials go: over its logits (one buffer leaves more cache to the
+    operands), unless the caller reads the logits or ``shift`` is set (statistics read them)."""
     if logits is None and not shift:
         return lg
     return scratch.take(1, shape)
@@ -404,147 +352,3 @@ def _visible(block: np.ndarray, keys: int, rest: float) -> np.ndarray:
         return block
     block[..., keys:] = rest
     return block[..., :keys]
-
-
-# Tiles of at most this many entries are normalised before the product, which cannot
-# overflow: a copy of E that small costs less than the floating-point error state (1.5 µs).
-_NORMALISE_FIRST = 4096
-
-
-def _scaled_product(
-    e: np.ndarray, inv: np.ndarray, values: np.ndarray, out: np.ndarray
-) -> np.ndarray:
-    """``out`` = (E·V)·inv: the softmax's output with 1/rowsum applied to rows × d_v entries.
-
-    E·V can overflow where the normalised product would not (values near the dtype's limit:
-    before the scaling, E·V may be up to n_k·e^30 times larger); such a tile is redone with E
-    normalised first, as the weights path computes it; so is every small tile. ``e`` is left
-    unchanged: the backward pass goes on using E, and it may be the caller's weights.
-    """
-    if e.size <= _NORMALISE_FIRST:
-        return np.matmul(e * inv, values, out=out)
-    try:
-        with np.errstate(over="raise"):
-            np.matmul(e, values, out=out)
-    except FloatingPointError:
-        return np.matmul(e * inv, values, out=out)
-    out *= inv
-    return out
-
-
-def forward(
-    problem: TiledProblem,
-    output: np.ndarray,
-    *,
-    logits: np.ndarray | None = None,
-    weights: np.ndarray | None = None,
-) -> None:
-    """Write ``softmax(logits) @ v`` into the (B, n_q, d_v) ``output``.
-
-    With ``logits`` and ``weights`` ((B, n_q, n_k) arrays) both are filled, the weights
-    normalised before the product; without them only tile-sized scratch is used and 1/rowsum
-    scales the output rows instead.
-    """
-    v = problem.v
-    assert v is not None
-    with_weights = weights is not None
-
-    n_k = problem.plan.n_k
-
-    def body(_: Any, __: Scratch, tile: Tile, e: np.ndarray, inv: np.ndarray, ___: Any) -> None:
-        if problem.single:
-            out, values = output, v
-        else:
-            b0, b1, r0, r1 = tile
-            out = output[b0:b1, r0:r1]
-            keys = e.shape[-1]
-            values = v[b0:b1] if keys == n_k else v[b0:b1, :keys]
-        if with_weights:
-            e *= inv
-            np.matmul(e, values, out=out)
-        else:
-            _scaled_product(e, inv, values, out)
-
-    plan = problem.plan
-    each_tile(
-        problem, body, lambda: None, work=plan.n_scores * (plan.d_k + v.shape[-1]),
-        logits=logits, exp_into=weights,
-    )
-
-
-def backward(
-    problem: TiledProblem,
-    grad_output: np.ndarray,
-    grad_qs: np.ndarray,
-    output: np.ndarray | None = None,
-    weights: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Gradients with respect to the scaled operands; returns (grad_ks, grad_v).
-
-    ``grad_output`` is the (B, n_q, d_v) output gradient G; ∂/∂qs is written into the
-    (B, n_q, d_k) ``grad_qs``. For soft-cap the results lack the factor cap of the tanh
-    derivative (applied by the caller to n×d matrices). ``output``, the forward's (B, n_q, d_v)
-    output if known, saves recomputing E·V; ``weights``, its (B, n_q, n_k) weights if known
-    (not for soft-cap, whose derivative needs the logits), save recomputing the logits and
-    their exponentials: the tiles then use E = the weights and 1/rowsum = 1.
-    """
-    v = problem.v
-    assert v is not None
-    plan = problem.plan
-    size, d_v = problem.batch_size, v.shape[-1]
-    qs, ks, g = problem.qs, problem.ks, grad_output
-    v_t = v.swapaxes(-1, -2)
-    whole_rows = all(r0 == 0 and r1 == plan.n_q for _, _, r0, r1 in problem.tiles)
-    free = 0 if weights is not None else 1
-
-    def partial_sums() -> tuple[np.ndarray, np.ndarray]:
-        return (np.zeros((size, plan.n_k, plan.d_k), plan.dtype),
-                np.zeros((size, plan.n_k, d_v), plan.dtype))
-
-    def body(
-        acc: tuple[np.ndarray, np.ndarray], scratch: Scratch, tile: Tile, e: np.ndarray,
-        inv: np.ndarray, tanh: np.ndarray | None,
-    ) -> None:
-        b0, b1, r0, r1 = tile
-        # Under a causal mask the tile covers the keys 0:w its rows may see; the others get
-        # no gradient from these rows.
-        keys = slice(0, e.shape[-1])
-        # With G' = G·inv (per row) every normalisation happens on n×d matrices:
-        # O = (E V)·inv, dV = Eᵀ G', dL = E∘(G' Vᵀ − δ'), δ' = rowsum(G'∘O) = inv·rowsum(G∘O).
-        g_s = g[b0:b1, r0:r1] * inv
-        if output is None:
-            out = _scaled_product(e, inv, v[b0:b1, keys], np.empty_like(g_s))
-        else:
-            out = output[b0:b1, r0:r1]
-        delta = np.einsum("...i,...i->...", g_s, out)[..., None]
-        # A free buffer: E is in buffer 0 unless the caller gave the weights.
-        d = np.matmul(g_s, v_t[b0:b1, :, keys], out=scratch.take(free, e.shape))
-        d -= delta
-        d *= e
-        if tanh is not None:
-            # ∂ cap·tanh(z) / ∂z = cap·(1 − tanh²); the factor cap is applied to n×d results.
-            np.square(tanh, out=tanh)
-            np.subtract(plan.dtype.type(1.0), tanh, out=tanh)
-            d *= tanh
-        np.matmul(d, ks[b0:b1, keys], out=grad_qs[b0:b1, r0:r1])
-        e_t, d_t = e.swapaxes(-1, -2), d.swapaxes(-1, -2)
-        if whole_rows:
-            # Each entry's keys get all their rows from this one tile (which then sees every
-            # key): write, don't add.
-            np.matmul(e_t, g_s, out=acc[1][b0:b1])
-            np.matmul(d_t, qs[b0:b1, r0:r1], out=acc[0][b0:b1])
-        else:
-            acc[1][b0:b1, keys] += np.matmul(e_t, g_s)
-            acc[0][b0:b1, keys] += np.matmul(d_t, qs[b0:b1, r0:r1])
-
-    softcap = problem.ops.cap is not None
-    assert weights is None or not softcap, "soft-cap's backward needs the logits"
-    parts = each_tile(
-        problem, body, partial_sums, work=2 * plan.n_scores * (plan.d_k + d_v),
-        keep_tanh=softcap, known=weights,
-    )
-    grad_ks, grad_v = parts[0]
-    for gk, gv in parts[1:]:
-        grad_ks += gk
-        grad_v += gv
-    return grad_ks, grad_v
