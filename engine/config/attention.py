@@ -247,38 +247,24 @@ class AttentionConfig(JsonConfig):
 
     Parameters
     ----------
-    n_tokens
-        Number of tokens n (queries and keys).
-    d_k
-        Head dimension. When ``link_heads`` is true it is derived as ``d_model // heads``.
-    heads
-        Number of attention heads h.
-    d_model
-        Model width; must be divisible by ``heads``.
+    n_tokens, d_k, heads, d_model
+        Tokens n (queries and keys), head dimension, heads h and model width (divisible by h).
     link_heads
-        Derive ``d_k = d_model / heads`` instead of using ``d_k`` as given.
+        Derive ``d_k = d_model // heads`` instead of using ``d_k`` as given.
     init_std
         Standard deviation σ of the iid components of q and k (when not projecting).
-    use_projection
-        Draw x ~ N(0, I_{d_model}) and q = x W_Q, k = x W_K with W ~ N(0, s²).
-    projection_std
-        The projection init std s; then Var(q_j) = d_model·s².
-    rule
-        The scaling rule (see :class:`ScalingRule`).
-    temperature, gain, cap
-        Parameters of the temperature, QK-norm and soft-cap rules. ``gain=None`` means √d_k.
-    ssmax_s, yarn_factor
-        Scalable-Softmax's s and YaRN's context-extension factor f.
+    use_projection, projection_std
+        Draw x ~ N(0, I_{d_model}) and q = x W_Q, k = x W_K with W ~ N(0, s²), s = projection_std.
+    rule, temperature, gain, cap, ssmax_s, yarn_factor
+        The scaling rule and its parameters (``gain=None``: √d_k).
     rho
         Correlation between q and k: k = ρ·q + √(1−ρ²)·ξ.
     mask
         ``"none"`` or ``"causal"``.
     query_row
         The query whose softmax distribution is inspected.
-    seed
-        Seed of every random draw of this experiment.
-    samples
-        Number of independent query rows used for statistics.
+    seed, samples
+        Seed of every random draw; independent query rows used for statistics.
     """
 
     kind: ClassVar[str] = "attention"

@@ -67,32 +67,23 @@ class Gui:
 
     Parameters
     ----------
-    label
-        Row label (check boxes: their own text).
-    tooltip
-        The formula the field enters, shown as the widget's tooltip.
+    label, tooltip
+        Row label (check boxes: their own text) and the formula the field enters (tooltip).
     widget
-        ``"slider"`` (slider + spin box), ``"spin"``, ``"log_spin"`` (steps 1, 2, 3, 5 × 10^k),
-        ``"combo"``, ``"check"``, or ``"custom"`` (made by the panel itself).
-    low, high
-        The panel's range when narrower than the engine's (``None``: the engine's).
-    log
-        Logarithmic slider scale.
-    decimals, step
-        Decimals of a floating-point spin box; step of a spin box's arrows.
+        ``"slider"``, ``"spin"``, ``"log_spin"`` (steps 1, 2, 3, 5 × 10^k), ``"combo"``,
+        ``"check"`` or ``"custom"`` (made by the panel itself).
+    low, high, log, decimals, step
+        The panel's range where narrower than the engine's; log slider scale; spin-box decimals
+        and arrow step.
     group
-        Which group box of the panel the row goes to (panels with groups).
-    default_text, default_tooltip
-        For fields that may be ``None`` (the default): the word the widget shows for ``None``
-        (spin boxes) or the text of the check box that selects it (sliders), and that check
-        box's tooltip.
-    first
-        The value a ``None``-able log spin box steps to from its word.
+        The group box of the panel the row goes to.
+    default_text, default_tooltip, first
+        For ``None``-able fields: the word (or check-box text) for ``None``, its tooltip, and the
+        value a log spin box steps to from that word.
     choices
         Combo-box item texts by enum value (in the enum's order).
     enabled_when, visible_when
-        ``(field, value)``: the row is enabled / visible only while that field's widget holds
-        ``value``.
+        ``(field, value)``: the row is enabled / visible only while that field holds ``value``.
     """
 
     label: Label

@@ -103,36 +103,26 @@ class SweepConfig(JsonConfig):
 
     Parameters
     ----------
-    param
-        The swept quantity: ``d_k``, ``s`` (std of the unscaled logits), ``rho`` or ``n``.
-    values
-        The values of ``param``; integers for ``d_k`` and ``n``.
+    param, values
+        The swept quantity (``d_k``, ``s`` the std of the unscaled logits, ``rho`` or ``n``) and its
+        values (integers for ``d_k`` and ``n``).
     rules
         The scaling rules evaluated at every value.
     n_tokens, d_k, rho, logit_std
-        The fixed values of the quantities not swept (``logit_std`` is used for ``s``: it is
-        the std of the unscaled logits when ``param`` is not ``s``, ``None`` meaning the value
-        implied by unit-variance q and k, i.e. √d_k).
-    samples
-        Number of query rows per point.
-    seed
-        Seed of the whole sweep; every point derives its own stream from it.
+        The fixed values of the quantities not swept (``logit_std=None``: √d_k).
+    samples, seed
+        Query rows per point; seed of the whole sweep (every point derives its own stream).
     temperature, gain, cap, ssmax_s, yarn_factor
-        Rule parameters, as in :class:`AttentionConfig`. ``temperature=None`` means √d_k.
-        ``log_n`` and ``ssmax`` use n = the point's keys per row.
-    max_logits
-        Largest rows × n of one point: where ``samples·n`` exceeds it a point uses
-        ``min(samples, max(min_rows, max_logits // n))`` rows (reported in its ``samples``).
-    min_rows
-        Rows a capped point keeps at least (at least 2, so that standard errors exist).
+        Rule parameters, as in :class:`AttentionConfig` (``temperature=None``: √d_k).
+    max_logits, min_rows
+        A point of more than ``max_logits`` logits uses ``min(samples, max(min_rows,
+        max_logits // n))`` rows; ``min_rows`` ≥ 2, so that standard errors exist.
     memory_budget_bytes
         Largest working set one chunk may allocate.
     dtype, softmax, rounding
-        Format, softmax form and rounding of the points' ``overflow_share`` and
-        ``weight_err_mean`` (see :mod:`engine.core.precision`).
+        Format, softmax form and rounding of ``overflow_share`` and ``weight_err_mean``.
     precision_grid
-        Also compute, for rules none and sqrt, every format × softmax form × rounding (the
-        explorer's precision view).
+        Also compute every format × softmax × rounding for rules none and sqrt.
     """
 
     kind: ClassVar[str] = "sweep"

@@ -187,57 +187,35 @@ TRAIN_FIELDS: dict[str, FieldSpec] = {
 class TrainConfig(JsonConfig):
     """Train the tiny attention model for several scaling rules side by side.
 
-    Every rule starts from the same initial weights and sees the same batches; only the rule
-    differs. The run is deterministic for a given ``seed``.
+    Every rule starts from the same initial weights and sees the same batches, so only the rule
+    differs; the run is deterministic for a given ``seed``.
 
     Parameters
     ----------
-    task
-        ``"retrieval"`` or ``"copy_back"`` (see :mod:`engine.training.tasks`).
-    rules
-        Scaling rules trained side by side (at least one, no duplicates).
-    d_k
-        Head dimension.
-    d_model
-        Model width; ``None`` means ``d_k × heads``.
-    heads
-        Number of attention heads.
-    n
-        Retrieval: number of key/value pairs (the sequence has n + 1 tokens). Copy-back: the
-        sequence length.
-    vocab
-        Number of distinct symbols (keys, values, copied tokens); the readout has ``vocab``
-        classes, so chance-level loss is ln(vocab). Retrieval needs ``vocab >= n``.
-    offset
-        Copy-back distance k (the target at position t is the token at t − k); ``offset < n``.
-    batch
-        Training examples per step.
-    steps
-        Optimizer steps.
-    optimizer
-        ``"adam"`` (β = 0.9, 0.999, ε = 1e-8) or ``"sgd"`` (plain).
-    lr
-        Learning rate.
-    clip_norm
-        Global gradient-norm clipping threshold; ``None`` (default) disables clipping.
+    task, rules
+        ``"retrieval"`` or ``"copy_back"`` (:mod:`engine.training.tasks`); the rules trained
+        (no duplicates).
+    d_k, d_model, heads
+        Head dimension, model width (``None``: ``d_k × heads``) and number of heads.
+    n, vocab, offset
+        Key/value pairs (retrieval) or sequence length (copy-back); symbols (chance loss
+        ln(vocab), retrieval needs ``vocab >= n``); copy-back distance (``offset < n``).
+    batch, steps, optimizer, lr, clip_norm
+        Examples per step, steps, ``"adam"`` or ``"sgd"``, learning rate, gradient-norm clip
+        (``None``: off).
     init_std
-        Standard deviation of the W_Q, W_K, W_V entries; ``None`` means 1/√d_model, which gives
-        q and k components of unit variance at init (so unscaled logits have variance d_k).
+        Std of the W_Q, W_K, W_V entries (``None``: 1/√d_model, unit-variance q and k at init).
     temperature, gain, cap
-        Parameters of the temperature, QK-norm and soft-cap rules; ``None`` for temperature
-        and gain means √d_k.
+        Rule parameters (``None`` temperature and gain: √d_k).
     dtype
         ``"float32"`` (fast) or ``"float64"``.
-    eval_size
-        Size of the fixed held-out set (drawn from the seed); example 0 is the probe whose
-        attention map is reported.
-    seed
-        Seed of the initial weights, the training batches and the held-out set.
+    eval_size, seed
+        Size of the fixed held-out set (example 0 is the probe); seed of weights, batches, set.
     snapshot_every
-        Steps between snapshots (a snapshot is also emitted after at most ~30 ms).
+        Steps between snapshots (one also comes at least every ~50 ms).
     divergence_factor
-        A run is marked diverged when its training loss exceeds this multiple of its initial
-        held-out loss, or when the loss, the gradients or the parameters become non-finite.
+        Diverged when the training loss exceeds this multiple of the initial held-out loss (or
+        anything becomes non-finite).
     """
 
     kind: ClassVar[str] = "train"

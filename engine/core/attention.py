@@ -1,27 +1,14 @@
 """Exact, fast scaled dot-product attention (forward and analytic backward) in pure numpy.
 
-The forward pass computes, for queries ``q`` (..., n_q, d_k), keys ``k`` (..., n_k, d_k) and
-values ``v`` (..., n_k, d_v)::
+For queries ``q`` (..., n_q, d_k), keys ``k`` (..., n_k, d_k) and values ``v`` (..., n_k, d_v)::
 
     logits  = mask(scaling_rule(q, k))      # (..., n_q, n_k), masked entries = -inf
     weights = softmax(logits, axis=-1)      # rows sum to 1, fully masked rows are all 0
     output  = weights @ v                   # (..., n_q, d_v)
 
 Leading (batch, head) dimensions broadcast like :func:`numpy.matmul`. ``float32`` inputs stay
-``float32``; every other real input is computed in ``float64``. The scaling rules are those of
-:mod:`engine.core.scaling`.
-
-Implementation notes (why the code looks the way it does):
-
-* Everything runs in cache-sized row tiles (:mod:`engine.core.tiled`, one kernel for the
-  forward and backward passes); without weights (``need_weights=False``) no n×n array is
-  written at all. Matrix products go through :func:`numpy.matmul` (BLAS) with ``out=`` buffers;
-  ``einsum`` is avoided for products (no BLAS, 5–7× slower).
-* The backward pass never normalises the n×n exponentials: 1/rowsum is applied to n×d matrices
-  instead, and rowsum(dP∘P) is computed as rowsum(G∘O) (G the output gradient, O the output).
-* Before allocating, the bytes of the n×n matrices are checked against the memory budget
-  (:func:`engine.core.memory.check_memory`).
-* Large problems spread their tiles over threads (:mod:`engine.core.parallel`).
+``float32``; every other real input is computed in ``float64``. Why the code is shaped as it is
+(row tiles, BLAS products, no normalised n×n matrix in the backward pass): docs/numerics.md.
 """
 
 from __future__ import annotations
@@ -70,7 +57,7 @@ class AttentionResult:
 
     def __post_init__(self) -> None:
         # setflags(False), not setflags(write=False): the method parses keywords the slow way,
-        # and the keyword form cost 0.4 µs per array against 0.2 (a tiny call makes three).
+        # which a tiny call (three arrays) notices.
         self.output.setflags(False)
         if self.weights is not None:
             self.weights.setflags(False)
@@ -145,44 +132,22 @@ def scaled_dot_product_attention(
     Parameters
     ----------
     q, k, v
-        Arrays of shape (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v); leading dimensions
-        broadcast. All entries must be finite. ``float32`` is preserved, other real dtypes are
-        computed in ``float64``.
+        (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v), all finite; leading dimensions broadcast.
     rule
-        A :class:`~engine.config.ScalingRule` or its string: ``none``, ``sqrt``, ``linear``,
-        ``temperature``, ``qk_norm``, ``softcap``, ``log_n``, ``ssmax``, ``yarn``
-        (see :mod:`engine.core.scaling`; for ``log_n`` and ``ssmax`` n is the number of keys
-        each row sees, so under a causal mask row i uses n = its visible keys), or a
-        :class:`~engine.core.scaling.Rule`, which carries its parameters (then leave the five
-        parameter keywords below unset).
+        A :class:`~engine.core.scaling.Rule` (it carries its parameters: leave the five keywords
+        below unset), or a :class:`~engine.config.ScalingRule` or its string.
     mask
-        ``None``/``"none"``, ``"causal"`` (query i attends key j iff ``j <= i + n_k - n_q``, see
-        :func:`~engine.core.plan.causal_mask`) or a boolean array broadcastable to
-        (..., n_q, n_k) without enlarging it, True = attend (an (n_k,) array is a key-padding
-        mask). Rows with no allowed key get zero weights and zero output.
-    temperature
-        T > 0 for the ``temperature`` rule (required there).
-    gain
-        QK-norm gain g > 0; ``None`` means √d_k.
-    cap
-        Soft-cap value > 0; ``None`` means 50.
-    ssmax_s
-        Scalable-Softmax's s > 0; ``None`` means 0.43.
-    yarn_factor
-        YaRN's context-extension factor f ≥ 1; ``None`` means 4.
+        ``None``/``"none"``, ``"causal"`` (:func:`~engine.core.plan.causal_mask`) or a boolean array
+        broadcastable to (..., n_q, n_k), True = attend; a row with no key gets zero output.
+    temperature, gain, cap, ssmax_s, yarn_factor
+        The rules' parameters; ``None`` means the default of :mod:`engine.core.scaling`.
     memory_budget_bytes
-        Budget for the n×n matrices (without weights: for the tile buffers); ``None`` means
-        :func:`~engine.core.memory.get_memory_budget`.
+        Budget for the n×n matrices (tile buffers without weights); ``None``: the global budget.
     need_weights
-        ``False`` returns the output only (``weights`` and ``logits`` None), computed in
-        cache-sized row tiles so that no n×n array is written: memory O(tile · n_k), and
-        faster. The output equals the weights path's up to float rounding.
+        ``False`` returns the output only, computed in row tiles without any n×n array.
     check_finite
-        Whether to check that q, k and v hold only finite numbers (the default, as in
-        :func:`scipy.linalg.solve`). ``False`` saves that pass over the inputs, about a sixth
-        of a (1, 16, 16) call, for callers whose inputs are finite by construction; NaN or ±∞
-        in them then gives NaN in the output, or the ValueError of a q·k overflow, instead of
-        a message that names the array.
+        Check q, k, v for NaN/±∞ (as :func:`scipy.linalg.solve`); ``False`` saves that pass,
+        and non-finite inputs then give NaN instead of a message.
 
     Returns
     -------
@@ -192,8 +157,7 @@ def scaled_dot_product_attention(
     Raises
     ------
     ValueError
-        For invalid shapes, dtypes, non-finite inputs, rules or parameters, or if q·k
-        overflows the dtype.
+        For invalid shapes, dtypes, non-finite inputs, rules or parameters, or a q·k overflow.
     MemoryBudgetError
         If the n×n matrices would exceed the memory budget.
     """
@@ -226,9 +190,8 @@ def scaled_dot_product_attention(
     problem = tiled.prepare(plan)
     flat_scores = (problem.batch_size, plan.n_q, plan.n_k)
     # One allocation for both n×n results: glibc keeps a freed block of that size for the next
-    # call, whereas two half-size blocks were returned to the system after every call and
-    # page-faulted in again (the default call ran at about half the speed of need_weights=False
-    # in benchmarks/bench_engine.py loops; with one block the two paths cost about the same).
+    # call, whereas two half-size blocks go back to the system after every call and page-fault
+    # in again (benchmarks/bench_engine.py compares this path with need_weights=False).
     both = np.empty((2, *flat_scores), dtype=plan.dtype)
     logits, weights = both[0], both[1]  # indexing: unpacking the array costs twice as much
     output = np.empty((problem.batch_size, *output_shape[-2:]), dtype=plan.dtype)
@@ -279,25 +242,15 @@ def scaled_dot_product_attention_backward(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Analytic gradients of ``sum(output * grad_output)`` with respect to q, k and v.
 
-    Parameters are those of :func:`scaled_dot_product_attention`, plus ``grad_output`` with
-    exactly the output's shape (..., n_q, d_v). The forward pass is recomputed internally,
-    except for the product ``weights @ v`` when ``output`` is given, and entirely when
-    ``weights`` is given too.
-    Gradients are summed over broadcast leading dimensions, so each has the shape of its input.
-    Masked entries receive zero gradient; the QK-norm rule includes the Jacobian of the
-    normalisation and the soft-cap rule the tanh derivative.
+    Takes the arguments of :func:`scaled_dot_product_attention` and ``grad_output`` of the output's
+    shape. Each gradient has its input's shape (summed over broadcast dimensions); masked entries
+    get zero gradient; QK-norm and soft-cap include the derivatives of their transforms.
 
     Parameters
     ----------
-    output
-        Optional: the output of :func:`scaled_dot_product_attention` for the same arguments
-        (with or without weights). It saves one of the pass's n×n×d products; it must be that
-        output (within float rounding), or the gradients are wrong.
-    weights
-        Optional: the ``weights`` of the same forward call, (..., n_q, n_k). They save the
-        pass's logits and exponentials (an n×n×d product and an exp per logit); like
-        ``output`` they must be that call's, or the gradients are wrong. Ignored by the
-        ``softcap`` rule, whose derivative needs the logits, which are recomputed.
+    output, weights
+        Optional: that forward call's output and weights, which save recomputing them (``softcap``
+        ignores ``weights``); values of another call give wrong gradients.
     check_finite
         As in :func:`scaled_dot_product_attention`; it covers ``grad_output`` too.
 

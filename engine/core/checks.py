@@ -101,9 +101,9 @@ def check_all_finite(names: tuple[str, ...], arrays: tuple[np.ndarray, ...]) -> 
     for arr in arrays:
         size += arr.size
     if size <= _SMALL_INPUTS:
-        # One isfinite over all of them: isfinite and count_nonzero cost about a microsecond
-        # each and a ufunc reduction three, which tiny attention calls notice
-        # (benchmarks/bench_engine.py). Only a failure looks at them one by one.
+        # One isfinite over all of them: a ufunc reduction per array costs more than that,
+        # which tiny attention calls notice (benchmarks/bench_engine.py). Only a failure looks
+        # at them one by one.
         joint = np.concatenate(arrays, axis=None) if len(arrays) > 1 else arrays[0]
         if np.count_nonzero(np.isfinite(joint)) == joint.size:
             return
@@ -117,6 +117,6 @@ def check_all_finite(names: tuple[str, ...], arrays: tuple[np.ndarray, ...]) -> 
 def _sum_all(arr: np.ndarray) -> float:
     """The sum of every entry; its accuracy does not matter, only whether it is finite."""
     if arr.flags.c_contiguous:
-        # einsum's sum ran 2.5–2.8× faster than numpy.add.reduce's pairwise sum on float32.
+        # einsum's sum is faster than numpy.add.reduce's pairwise sum, which runs row by row.
         return float(np.einsum("i->", arr.reshape(-1)))
     return float(np.add.reduce(arr, axis=None))

@@ -101,25 +101,15 @@ _M_MMAP_THRESHOLD = -3
 def tune_allocator() -> bool:
     """Let glibc's malloc keep the memory each step frees for the next (Linux; once per process).
 
-    By default glibc serves blocks of 128 KiB and more with a fresh ``mmap`` and unmaps them
-    when they are freed, and it returns free memory at the top of its heap to the system
-    beyond 256 KiB. It raises both thresholds only after freeing a block larger than them, so
-    how fast a computation runs depends on what the process freed before. In a new process the
-    trainer's held-out evaluations (every 10 steps by default) took arrays of about 1 MiB from
-    the system and gave them back each time, page-faulting on every page: 321 faults per step
-    against 0.14 with these thresholds (tests/engine/test_allocator.py). Measured on the 2-core
-    development machine, same peak memory: ``main.py train --steps 1000`` took 2.8 s instead
-    of 4.2 s, and engine-only training of the default model ran 1.2-1.7× as many steps per
-    second (pairs of new processes). The cost: up to the trim threshold (64 MiB) of freed
-    memory per malloc arena stays with the process until it needs it again.
-
-    ``main.py`` calls it at start-up, for the window and every headless command alike.
+    glibc otherwise unmaps large freed blocks and trims its heap, so repeated steps (the trainer's
+    held-out evaluations) page-fault on fresh memory every time; the cost is up to the trim
+    threshold of freed memory kept per arena. Rationale: docs/design-notes.md; ``main.py`` calls
+    it at start-up.
 
     Returns
     -------
     bool
-        True if the thresholds were set (glibc); False where there is no glibc (macOS,
-        Windows, musl), which changes nothing.
+        True if the thresholds were set (glibc); False elsewhere (macOS, Windows, musl).
     """
     try:
         if not os.confstr("CS_GNU_LIBC_VERSION"):

@@ -1,10 +1,9 @@
 """The engine's one thread pool: attention tiles, independent tasks and sweep chunks share it.
 
-Measured on a 2-core machine (benchmarks/bench_engine.py): for large problems, running row
-tiles on two Python threads with single-threaded BLAS beats two BLAS threads on one Python
-thread, because the softmax's elementwise passes (which numpy runs on one core) are
-parallelised as well. numpy releases the interpreter lock inside matrix products and large
-elementwise operations, so the threads really run at the same time.
+For large problems, row tiles on several Python threads with single-threaded BLAS beat several
+BLAS threads on one Python thread: the softmax's elementwise passes, which numpy runs on one
+core, are parallelised too, and numpy releases the interpreter lock inside matrix products and
+large elementwise operations (benchmarks/bench_engine.py compares the two).
 """
 
 from __future__ import annotations
@@ -97,8 +96,7 @@ def shared_executor(workers: int) -> ThreadPoolExecutor:
 
 # Tiles per thread: more than one, so that a thread slowed by other processes on its core
 # does not leave the others idle at the end; few, because every numpy call of a tile costs
-# more while the other threads run too (in paired runs on 2 cores, 4 tiles instead of 8 made
-# (8, 256, 64) and (32, 128, 64) calls 3-14 % faster).
+# more while the other threads run too.
 MIN_TILES_PER_THREAD = 2
 
 

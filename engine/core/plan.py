@@ -67,8 +67,7 @@ class Plan:
 
     Read-only by convention, like the call's other internal records (``TiledProblem``,
     ``RuleOperands``), but not frozen: a frozen dataclass sets each field through
-    ``object.__setattr__``, and building the three cost 12 % of a (1, 16, 16) call (paired
-    runs).
+    ``object.__setattr__``, which makes building the three a noticeable share of a tiny call.
     """
 
     q: np.ndarray

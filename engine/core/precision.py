@@ -1,34 +1,10 @@
 """Attention weights in low precision: overflow counts and the error against float64.
 
-Formats: float64, float32, float16, bfloat16 and float8 e4m3 (``ml_dtypes.bfloat16``,
-``ml_dtypes.float8_e4m3fn``; the latter has no infinity: ml_dtypes' cast turns values beyond
-±448 into NaN, where PyTorch's ``float8_e4m3fn`` cast saturates them to ±448).
-
-How every operation is rounded (round to nearest even, the cast of numpy / ml_dtypes). Let
-``F`` be the format and ``W`` the *work* type: float64 for float64, float32 otherwise. Each
-operation computes in ``W`` and stores its result in ``F``, as eager code on float16 / bfloat16
-tensors does. Fused attention kernels (FlashAttention, PyTorch's SDPA) keep the scores, the
-exponentials and the row sums in float32 instead: ``rounding="all"`` does not describe them,
-and ``rounding="logits"`` describes eager code that rounds only the logits.
-
-* q and k (float64 inputs) are cast to ``F``; the scale c is cast to ``W``.
-* ``order="fold_q"``: ``q' = F(W(q)·c)``, then the logits ``z = F(W(q')·W(k)ᵀ)``: the matmul
-  accumulates in ``W`` (as tensor-core kernels accumulate in float32) and its result is
-  rounded to ``F`` once. ``order="after"``: ``S = F(W(q)·W(k)ᵀ)``, ``z = F(W(S)·c)``; with
-  c = 1 both orders give ``F(W(q)·W(k)ᵀ)``. A logit beyond the format's range is ±inf
-  (NaN in float8 e4m3).
-* ``rounding="all"``: every elementwise step is computed in ``W`` from values of ``F`` and
-  rounded to ``F``: ``m = max_j z_j`` (exact), ``t = F(z − m)`` (``softmax="stable"``) or
-  ``t = z`` (``"naive"``), ``e = F(exp t)``, the row sum ``s = F(Σ_j e_j)`` accumulated in ``W``
-  (``numpy.sum``, pairwise), and the weights ``p = F(e / s)``.
-* ``rounding="logits"``: only z is rounded; the softmax (stable or naive) runs in float64.
-
-A row *overflows* when any of its exponentials, their sum or its weights is not finite in the
-computation (with ``rounding="logits"``: in float64). Nothing raises: overflowing rows are
-reported and their weights are kept as computed (inf / NaN).
-
-The error of a row is ``max_j |p_j − p_ref_j|`` with ``p_ref`` the float64 stable softmax of
-the float64 logits ``c·(q·kᵀ)`` (NaN for overflowing rows, whose weights are not numbers).
+Formats: float64, float32, float16, bfloat16 and float8 e4m3 (``ml_dtypes``). Each operation
+computes in a work type (float64 for float64, float32 otherwise) and rounds its result to the
+format, as eager float16 / bfloat16 code does; ``rounding="logits"`` rounds only the logits.
+Overflowing rows are reported, never raised. The rounding model step by step:
+docs/numerics.md, "Low-precision attention".
 """
 
 from __future__ import annotations
@@ -193,11 +169,11 @@ def precision_attention(
     Parameters
     ----------
     q, k
-        Queries and keys (float64 values; any leading batch axes that broadcast).
+        Queries and keys (float64 values; leading batch axes broadcast).
     scale
         The logit scale c (e.g. 1/√d_k; 1 for no scaling).
     precision
-        The format (see the module docstring for what is rounded where).
+        The format.
     order
         ``fold_q``: c multiplies q before QKᵀ; ``after``: c multiplies the logits.
     softmax
@@ -208,8 +184,7 @@ def precision_attention(
     Returns
     -------
     PrecisionResult
-        Weights, per-row overflow flags and errors against the float64 stable softmax of
-        ``c·(q·kᵀ)`` computed in float64.
+        Weights, per-row overflow flags and errors against the float64 stable softmax.
     """
     p = Precision(precision)
     work = _work(p)

@@ -1,26 +1,10 @@
 """Entropy, p_max and ‖J‖_F of softmax rows computed straight from their logits, in few passes.
 
-:func:`engine.core.stats.row_summary` starts from the weights and needs about twenty
-elementwise passes over a row. Sweeps over long contexts evaluate billions of logits, so this
-module works from the logits instead, with the row's unnormalised exponentials
-``e_j = exp(x_j − max x)``: the argmax has ``e_m = 1`` exactly, the others are stored with
-full relative precision, and with ``S = Σ_{j≠m} e_j`` and ``Z = 1 + S``
-
-* ``p_max = 1/Z`` and ``1 − p_max = S/Z`` (no cancellation);
-* ``H = log1p(S) + Σ_j e_j·(max x − x_j)/Z``, a sum of non-negative terms;
-* ``‖J‖_F² = p_m²(c_m² + 2Q) + Q(1 + Q) − 2·P3`` with ``c_m = 1 − p_max``, ``Q = Σ_{j≠m} p_j²``
-  and ``P3 = Σ_{j≠m} p_j³``. It is ``Σ_j p_j²[(1 − p_j)² + Σ_{i≠j} p_i²]`` (the squared norms
-  of the Jacobian's columns) with the argmax column written separately. The only difference
-  left, ``Q − 2·P3 = Σ_{j≠m} p_j²(1 − 2p_j)``, has non-negative terms (``p_j ≤ 1/2`` off the
-  argmax) and is at most a quarter of the total (``Σ_{j≠m} p_j²(1 − p_j)² ≥ Q/4``), so the
-  relative error stays a few ulps. Every term carries the factor ``a²`` (``a`` the
-  second-largest weight): the sums are taken over ``u_j = e_j/a ≤ 1`` so nothing underflows
-  when ``a`` is below ~1e-154.
-
-The values equal :func:`~engine.core.stats.row_summary` of the softmax to rounding (tests
-compare both). :class:`RowStatsWorkspace` keeps its scratch arrays between calls, so a sweep's
-chunks of equal shape allocate nothing (allocating fresh multi-megabyte arrays per chunk
-costs page faults that dominated long-context sweeps).
+Long-context sweeps evaluate billions of logits, too many for
+:func:`engine.core.stats.row_summary`'s passes over the weights. The values equal it to
+rounding; the formulas (cancellation-free, underflow-safe) are derived in docs/numerics.md,
+"Row statistics from logits". :class:`RowStatsWorkspace` keeps its scratch arrays between
+calls, so a sweep's chunks of equal shape allocate nothing.
 """
 
 from __future__ import annotations
@@ -146,22 +130,17 @@ def logit_row_stats(
     Parameters
     ----------
     logits
-        ``(rows, n)`` real array, float32 or float64 (computed in float64), or its
-        :func:`shift_rows` (then several scales share the shift). Masked keys may be
-        ``-inf``; every row needs a finite maximum.
+        ``(rows, n)`` float32 or float64 (computed in float64), or its :func:`shift_rows`; masked
+        keys may be ``-inf``, every row needs a finite maximum.
     workspace
-        Scratch arrays to reuse between calls (a new one is made if omitted).
+        Scratch arrays to reuse between calls (a new one if omitted).
     scale
-        A positive factor applied to the logits first (a rule's c): one pass fewer than
-        scaling them beforehand, and several rules can share one array of raw scores.
+        A positive factor applied first (a rule's c), so that rules can share raw scores.
     weights_out
         Optional ``(rows, n)`` float64 array that receives the softmax weights.
     float32_exp
-        Take the exponentials and products in float32 (sums stay float64) when every scaled
-        logit lies within :data:`FLOAT32_EXP_RANGE` of its row maximum: about five times
-        faster, with a relative error below ~5e-6 (the shifted logits are rounded to float32;
-        far below a Monte Carlo sweep's standard errors). Wider rows, whose tiny weights
-        float32 would flush to zero, and calls with ``weights_out`` stay in float64.
+        Exponentials and products in float32 (sums in float64) where every scaled logit lies
+        within :data:`FLOAT32_EXP_RANGE` of its row maximum: faster, relative error below ~5e-6.
 
     Returns
     -------
@@ -170,8 +149,7 @@ def logit_row_stats(
     Raises
     ------
     ValueError
-        If the shape is not ``(rows, n)``, ``scale`` is not positive and finite, or a row's
-        maximum is not finite (NaN, +inf, or a fully masked row).
+        For a shape other than ``(rows, n)``, a bad ``scale``, or a row without finite maximum.
     """
     if not (np.isfinite(scale) and scale > 0.0):
         raise ValueError(f"scale must be positive and finite, got {scale}")

@@ -1,28 +1,12 @@
 """The scaling rules: the factor c each rule multiplies q·k by, and the logits it produces.
 
-``none``         c = 1
-``sqrt``         c = 1/√d_k
-``linear``       c = 1/d_k
-``temperature``  c = 1/T (``temperature`` required, > 0)
-``qk_norm``      q and k are ℓ₂-normalised over d_k, then multiplied by ``gain`` (default √d_k)
-``softcap``      c = 1/√d_k, then ``cap·tanh(s/cap)`` (``cap`` default 50)
-``log_n``        c = ln n/√d_k (Chiang & Cholak 2022, "Overcoming a theoretical limitation of
-                 self-attention": the usual logits multiplied by log n)
-``ssmax``        c = s·ln n/√d_k (Scalable-Softmax, Nakanishi 2025: softmax of z becomes
-                 n^(s·z_i)/Σ_j n^(s·z_j) = softmax(s·ln n·z); ``ssmax_s`` default 0.43)
-``yarn``         c = (0.1·ln f + 1)²/√d_k (YaRN, Peng et al. 2023: softmax(q·k/(t·√d_k)) with
-                 √(1/t) = 0.1·ln f + 1 for a context-extension factor f ≥ 1; implementations
-                 multiply both q and k by √(1/t), hence the square; ``yarn_factor`` default 4)
-
-For ``log_n`` and ``ssmax``, n is the number of keys the softmax row sees: all n_k keys without
-a mask, i + 1 for query i under a square causal mask (each row is its own softmax of that
-size). A row that sees one key gets c = 0 (its single weight is 1 whatever c is) and a fully
-masked row c = 0. c depends only on the mask, never on q or k, so the backward pass multiplies
-the per-row gradient by the same c.
-
-The scale (and soft-cap's 1/cap) is folded into Q, an n×d multiply, instead of into the n×n
-logits; :func:`rule_operands` prepares those n×d inputs and :func:`write_logits` turns a block
-of query rows into logits.
+``none`` c = 1; ``sqrt`` c = 1/√d_k; ``linear`` c = 1/d_k; ``temperature`` c = 1/T;
+``qk_norm``: ℓ₂-normalised q and k times ``gain`` (default √d_k); ``softcap``: c = 1/√d_k, then
+``cap·tanh(s/cap)`` (default cap 50); ``log_n`` c = ln n/√d_k; ``ssmax`` c = s·ln n/√d_k
+(default s 0.43); ``yarn`` c = (0.1·ln f + 1)²/√d_k (default f 4). For ``log_n`` and ``ssmax``
+n is the number of keys a row sees (i + 1 for query i under a causal mask). Sources and
+details: docs/numerics.md, "Scaling rules". :func:`rule_operands` folds c into the n×d
+operands and :func:`write_logits` turns a block of query rows into logits.
 """
 
 from __future__ import annotations

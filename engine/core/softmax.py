@@ -35,11 +35,10 @@ _EINSUM_MIN_SIZE = 4096
 def row_sums(x: np.ndarray) -> np.ndarray:
     """The sums over the last axis, keeping it (length 1).
 
-    float32 rows of a tile are summed with ``einsum``, 2–3.6× faster than ``numpy.add.reduce``
-    (whose pairwise sum runs row by row) on the development machine. Its float32 error grows
-    faster with the row length (3.6e-7 against 1.5e-7 relative at 2048 keys), still far below
-    float32's other errors in attention. float64 keeps the pairwise sum: it is the dtype
-    chosen for accuracy.
+    float32 rows of a tile are summed with ``einsum``, faster than ``numpy.add.reduce`` (whose
+    pairwise sum runs row by row); its error grows faster with the row length, still far below
+    float32's other errors in attention. float64, the dtype chosen for accuracy, keeps the
+    pairwise sum.
     """
     if x.dtype == np.float32 and x.size >= _EINSUM_MIN_SIZE:
         return np.einsum("...j->...", x)[..., None]
@@ -163,23 +162,21 @@ def softmax(x: Any, axis: int = -1, mask: Any = None) -> np.ndarray:
     Parameters
     ----------
     x
-        Real array; ``float32`` is preserved, everything else is computed in ``float64``.
-        Entries equal to −∞ get weight 0.
+        Real array; ``float32`` is preserved, others are computed in ``float64``; −∞ gets weight 0.
     axis
         Axis along which the weights sum to 1.
     mask
-        Optional boolean array broadcastable to ``x.shape``; True = keep, False = weight 0.
+        Optional boolean array broadcastable to ``x.shape``; False = weight 0.
 
     Returns
     -------
     numpy.ndarray
-        Weights with the shape of ``x``. Rows whose entries are all masked (or all −∞) are all
-        zero, never NaN.
+        Weights of ``x``'s shape; fully masked (or all −∞) rows are all zero, never NaN.
 
     Raises
     ------
     ValueError
-        If ``x`` contains NaN or +∞, or ``mask`` is not a boolean array of compatible shape.
+        If ``x`` contains NaN or +∞, or ``mask`` is not a compatible boolean array.
     """
     arr = as_real_array("x", x)
     w = np.array(arr, dtype=float_dtype(arr), copy=True)

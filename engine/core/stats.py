@@ -205,46 +205,23 @@ def softmax_jacobian(p: ArrayLike) -> NDArray[np.float64]:
 
 
 def jacobian_fro_norm(p: ArrayLike, col_scale: ArrayLike | None = None) -> NDArray[np.float64]:
-    """Frobenius norm ``‖J‖_F`` of the softmax Jacobian of every row, computed stably.
+    """Frobenius norm ``‖J‖_F`` of the softmax Jacobian of every row, without cancellation.
+
+    The textbook expansion loses all digits once a row saturates; the stable form and its proof
+    are in docs/numerics.md, "The Frobenius norm of the softmax Jacobian".
 
     Parameters
     ----------
     p
         Probability rows, shape ``(..., n)``.
     col_scale
-        Optional per-entry factors ``d_j`` (broadcastable to ``p``): returns ``‖J·diag(d)‖_F``,
-        the norm of ``∂p/∂x`` when the logits are ``s_j = f(x_j)`` with ``f'(x_j) = d_j``
-        (e.g. the soft-cap chain rule). ``None`` means all ones.
+        Optional factors ``d_j`` broadcastable to ``p``: returns ``‖J·diag(d)‖_F`` (e.g. the
+        soft-cap chain rule). ``None`` means all ones.
 
     Returns
     -------
     ndarray
         Shape ``(...)``, never negative.
-
-    Notes
-    -----
-    The textbook expansion ``‖J‖_F² = Σp² − 2Σp³ + (Σp²)²`` subtracts numbers of size ~1 to
-    obtain a result of size ~ε² when ``p_max = 1 − ε``; in float64 it returns garbage (often
-    negative) once the logit spread reaches ~16. Instead, with ``c_i = 1 − p_i`` and
-    ``r_i = Σ_{j≠i} p_j²``::
-
-        ‖J‖_F² = Σ_i Σ_j (δ_ij p_i − p_i p_j)² d_j²
-               = Σ_j d_j² p_j² [ (1 − p_j)² + Σ_{i≠j} p_i² ]
-               = Σ_j d_j² p_j² (c_j² + r_j).
-
-    Proof: column j of J is ``p_j (e_j − p)``, whose squared norm is
-    ``p_j² [(1 − p_j)² + Σ_{i≠j} p_i²]``. Every term is a product of non-negative factors, so
-    the sum has no cancellation provided each factor is accurate:
-
-    * ``c_j``: plain ``1 − p_j`` for every non-argmax index (there ``p_j ≤ 1/2``), and the sum
-      of the other entries for the argmax (see :func:`row_entropy`);
-    * ``r_j`` for j ≠ argmax m: ``p_m² + Σ_{i∉{j,m}} p_i²``, a sum of non-negative terms;
-      for j = m it is the direct sum ``Σ_{i≠m} p_i²``.
-
-    To avoid underflow of ``p_j²`` when the second-largest entry ``a`` is below ~1e-154, note
-    that every term carries a factor of at least ``a²`` (``p_j²`` with j ≠ m, or
-    ``c_m² ≥ a²``, or ``r_m ≥ a²``); the code evaluates ``‖J‖_F = a·√(Σ_j t_j / a²)``,
-    dividing ``p_j`` (j ≠ m), ``c_m`` and ``√r_m`` by ``a`` so that all factors stay O(1).
     """
     arr = _as_rows(p)
     others, p_m, c_m = _split_max(arr)

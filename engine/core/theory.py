@@ -145,26 +145,20 @@ def scaled_logit_variance(
 ) -> float:
     """Variance of the logits ``c·q·k`` under a scaling rule, for iid N(0, σ²) components.
 
+    ``c²·d σ⁴(1+ρ²)`` with the rule's c (``none``, ``sqrt``, ``linear``, ``temperature``,
+    ``log_n``, ``ssmax``, ``yarn``; n keys per row); ``qk_norm`` → ``g²/d`` (exact for ρ = 0, NaN
+    otherwise); ``softcap`` → NaN (see :func:`softcap_logit_variance_gaussian`).
+
     Parameters
     ----------
-    rule
-        ``none`` → ``d σ⁴(1+ρ²)``; ``sqrt`` → ``σ⁴(1+ρ²)``; ``linear`` → ``σ⁴(1+ρ²)/d``;
-        ``temperature`` → ``d σ⁴(1+ρ²)/T²``; ``qk_norm`` → ``g²/d`` (exact for independent
-        isotropic q, k, i.e. ρ = 0: ``Var(q̂·k̂) = 1/d``; NaN for ρ ≠ 0, where no closed form is
-        implemented); ``softcap`` → NaN (no closed form; see
-        :func:`softcap_logit_variance_gaussian` for a Gaussian approximation); ``log_n``,
-        ``ssmax``, ``yarn`` → ``c²·d σ⁴(1+ρ²)`` with their c (n keys per row).
-    d_k
-        Head dimension.
+    rule, d_k
+        The scaling rule and the head dimension.
     sigma
         Component standard deviation of q and k.
     rho
-        Correlation of every key with the query (``k = ρq + √(1−ρ²)ξ``), giving
-        ``Var(q·k) = d(1+ρ²)σ⁴``. Use 0 for independent tokens.
-    temperature
-        T for the temperature rule (required there).
-    gain
-        QK-norm gain g; ``None`` means √d_k (unit variance).
+        Correlation of every key with the query (``k = ρq + √(1−ρ²)ξ``); 0 for independent tokens.
+    temperature, gain, n, ssmax_s, yarn_factor
+        The rules' parameters (``gain=None``: √d_k, unit variance).
     """
     d = _pos_int("d_k", d_k)
     rho = _rho(rho)

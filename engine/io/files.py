@@ -66,7 +66,7 @@ def atomic_output(
     Parameters
     ----------
     path
-        The destination. Its folder must exist.
+        The destination; its folder must exist.
     mode
         ``"w"`` (text) or ``"wb"`` (binary).
     encoding, newline
@@ -75,8 +75,7 @@ def atomic_output(
     Yields
     ------
     file object
-        Write the whole content to it. If the block raises (a full disk, an interrupt, a bad
-        value found half-way), the temporary file is removed and ``path`` is left unchanged.
+        Receives the whole content; if the block raises, ``path`` is left unchanged.
 
     Raises
     ------
