@@ -24,28 +24,22 @@ def correlation_rms(
 ) -> dict[str, Any]:
     """Empirical and closed-form RMS of the scaled logit ``c·q·k`` for correlated q, k.
 
-    q ~ N(0, I_d) and ``k = ρq + √(1−ρ²)ξ``. Sampled exactly through
-    ``q·k = ρ‖q‖² + √(1−ρ²)‖q‖z`` with ``‖q‖² ~ χ²_d`` and z ~ N(0, 1) independent (valid
-    only for this iid Gaussian construction), so large d costs nothing extra.
+    q ~ N(0, I_d) and ``k = ρq + √(1−ρ²)ξ``, sampled exactly through ``‖q‖² ~ χ²_d`` so that a
+    large d costs nothing extra (docs/numerics.md, "How a sweep draws its rows").
 
     Parameters
     ----------
-    d_k_values
-        Head dimensions (integers >= 1).
-    rho
-        Correlation in [-1, 1].
-    samples
-        Number of (q, k) pairs per d_k.
-    seed
-        Seed; every d_k gets its own stream spawned from it.
+    d_k_values, rho
+        Head dimensions (integers >= 1); the correlation, in [-1, 1].
+    samples, seed
+        (q, k) pairs per d_k; the seed, from which every d_k spawns its own stream.
 
     Returns
     -------
     dict
-        ``d_k`` (int array), ``rms_none``, ``rms_sqrt``, ``rms_linear`` (empirical),
-        ``theory_none``, ``theory_sqrt``, ``theory_linear`` (``c√(ρ²d² + d(1+ρ²))``),
-        ``rel_sem`` (relative standard error of the empirical RMS, same for every c), ``mean``
-        (empirical ``E[q·k]``, theory ``ρd``).
+        ``d_k``; ``rms_none``, ``rms_sqrt``, ``rms_linear`` (empirical) and ``theory_*``
+        (``c√(ρ²d² + d(1+ρ²))``); ``rel_sem`` (relative standard error of the empirical RMS);
+        ``mean`` (empirical ``E[q·k]``, theory ``ρd``).
     """
     dims = [int(d) for d in d_k_values]
     if not dims or any(d < 1 for d in dims):

@@ -56,30 +56,20 @@ class RuleView:
 
     Attributes
     ----------
-    rule
-        The scaling rule.
-    scale
-        The scalar c multiplying ``q·k`` (1 for QK-norm, whose gain acts on unit vectors; for
-        soft-cap the c applied before the cap).
-    logits
-        ``(heads, n, n)`` logits after scaling/capping; masked entries are ``-inf``.
-    weights
-        ``(heads, n, n)`` softmax rows (masked entries 0).
+    rule, scale
+        The scaling rule and its c (1 for QK-norm; for soft-cap the c before the cap).
+    logits, weights
+        ``(heads, n, n)`` scaled (capped) logits, masked entries ``-inf``, and softmax rows.
     entropy, p_max, jac_fro
         ``(heads, n)`` per query row: entropy (nats), largest weight, ``‖∂p/∂s‖_F``.
-    logit_var_empirical
-        Variance of the logits over unmasked off-diagonal entries (i ≠ j, independent tokens),
-        pooled over heads; all entries when n = 1. For a real head: over every unmasked
-        entry (its tokens are not independent draws, and the histogram shows them all).
+    logit_var_empirical, logit_mean_empirical
+        Variance and mean of the logits over unmasked entries i ≠ j pooled over heads (all entries
+        when n = 1 or for a real head, whose tokens are not independent draws).
     logit_var_theory
-        Closed form of the same quantity, NaN where none exists (soft-cap; QK-norm with
-        projections and ρ ≠ 0; always for a real head, whose q and k follow no law).
-    logit_mean_empirical
-        Mean of the logits over the same entries (with the variance: the Gaussian of the
-        same mean and variance a histogram of real logits is compared with).
+        Closed form of the variance; NaN where none exists (soft-cap, QK-norm with projections
+        and ρ ≠ 0, a real head).
     row_scale
-        ``(n,)`` per-row c of ``log_n`` / ``ssmax`` under a causal mask (row i sees i + 1
-        keys; ``scale`` is then the last row's c), else ``None``.
+        ``(n,)`` per-row c of ``log_n`` / ``ssmax`` under a causal mask, else ``None``.
     """
 
     rule: ScalingRule
@@ -153,8 +143,8 @@ class HeadQK(Protocol):
 def raw_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Return the unscaled scores ``q·kᵀ`` of ``(..., n, d)`` queries and keys (one GEMM per head).
 
-    Float64 BLAS: at n = 256, d_k = 1024 this is ~2 ms, and every rule's logits are derived
-    from it (float32 would halve that but cost the 1e-12 accuracy the statistics rely on).
+    Float64 BLAS, and every rule's logits are derived from it (float32 would be faster but
+    cost the 1e-12 accuracy the statistics rely on).
     :func:`run_experiment` and :func:`temperature_comparison` both use it, so their numbers
     agree bit for bit.
     """
@@ -205,11 +195,9 @@ def run_experiment(
     rules
         Further rules to evaluate (duplicates are ignored).
     real_head
-        A real head (``engine.analysis.real_head.RealHead``): its (n, d_k) q and k are used as
-        one head instead of drawing them. ``config`` must have ``heads = 1`` and the head's n
-        and d_k (``engine.analysis.real_head.explorer_config_for`` makes such a config); its
-        rule parameters and mask apply. ``logit_var_theory`` is then NaN (real q, k follow no
-        law) and the snapshot carries the head and its Jacobian numbers (``gradients``).
+        A real head whose (n, d_k) q and k replace the random draw; ``config`` must match it
+        (:func:`~engine.analysis.real_head.explorer_config_for`). The snapshot then carries the
+        head and its ``gradients``.
     threads
         Threads the rules are evaluated on (the snapshot is the same for any count).
 
@@ -322,24 +310,17 @@ def temperature_comparison(
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Compare ``softmax(z/T)`` with the 1/√d_k rule on one query row.
 
-    ``z`` is the unscaled logit row ``q·k_j`` of ``config.query_row`` in ``head`` (with the
-    config's mask). Both rows use the same arithmetic (``z·(1/T)`` and ``z·(1/√d_k)``), so at
-    ``T = math.sqrt(d_k)`` they are bit-identical and the difference is exactly 0.
+    ``z`` is the unscaled logit row of ``config.query_row`` in ``head``; both rows use the same
+    arithmetic, so at ``T = math.sqrt(d_k)`` the difference is exactly 0.
 
     Parameters
     ----------
-    config
-        The experiment.
-    temperature
-        T > 0.
-    head
-        Head whose row is compared.
+    config, temperature, head
+        The experiment, T > 0, and the head whose row is compared.
     snapshot
-        :func:`run_experiment` result for ``config``: its raw scores are re-used instead of
-        drawing q, k again (the result is bit-identical either way).
+        :func:`run_experiment` result for ``config``, whose raw scores are re-used.
     real_head
-        Compare on this real head's q, k (as :func:`run_experiment` takes them) instead of
-        drawing them; a ``snapshot`` must then be of the same head.
+        A real head to compare on instead of drawing q, k (``snapshot`` must be of it).
 
     Returns
     -------

@@ -1,31 +1,12 @@
 """The explorer's plan: which parts of the interactive explorer to compute or reuse for a change.
 
-The explorer shows four parts for one :class:`~engine.config.AttentionConfig`:
-
-- the *snapshot* (:func:`~engine.analysis.experiment.run_experiment` with every rule), of
-  random q, k drawn from the configuration or of a real head's q, k (a
-  :class:`~engine.analysis.real_head.HeadRef`, loaded by :func:`iter_plan`, i.e. in the
-  thread that runs the plan),
-- the *correlation* comparison (:func:`~engine.analysis.correlation.correlation_rms`; depends
-  only on ρ, the capped sample count and the seed),
-- the *temperature* comparison (:func:`~engine.analysis.experiment.temperature_comparison`;
-  re-uses the snapshot's raw scores of the same configuration and the same q, k source),
-- the streamed d_k *sweep* (:func:`~engine.analysis.sweep.iter_sweep`; depends only on the
-  fields :func:`sweep_config_for` copies, so changing d_k, σ or the heads keeps it),
-- the streamed n sweep of the length view (when asked for, ``length_values``; depends only on
-  the fields :func:`~engine.analysis.length.length_sweep_config` copies, so changing n keeps
-  it).
-
-The correlation comparison and the sweep are theory views: they stay random even while a real
-head is shown (computed from the configuration the head gives, see
-:func:`~engine.analysis.real_head.explorer_config_for`).
-
-:func:`plan_full` and :func:`plan_temperature` look at the new request and at what is already
-computed (:class:`Computed`) and return an :class:`ExplorerPlan`: a tuple of immutable steps,
-each either computing a part or re-using the one already there. :func:`iter_plan` runs a plan
-and yields one :class:`PartReady` per part (one per point for the sweep), so a caller (the GUI
-worker thread) only iterates it. Re-used parts are yielded as the *same* objects, which lets a
-view skip re-drawing with an ``is`` check.
+The parts are the *snapshot* (random q, k or a real head's), the *correlation* and
+*temperature* comparisons, the d_k *sweep* and the length view's n sweep; each depends on
+only some fields, so a change recomputes only what it affects. :func:`plan_full` and
+:func:`plan_temperature` compare the request with what is :class:`Computed` and return an
+:class:`ExplorerPlan`; :func:`iter_plan` runs it and yields one :class:`PartReady` per part (per
+point for sweeps). Re-used parts are the *same* objects, so a view can skip redrawing with
+``is``. The correlation and the sweeps are theory views: they stay random for a real head.
 """
 
 from __future__ import annotations
@@ -304,28 +285,21 @@ def plan_full(
 ) -> ExplorerPlan:
     """Plan every part for ``config``, re-using from ``computed`` what does not change.
 
-    The snapshot and the temperature comparison are always computed (on ``head``'s q, k
-    when given), so a snapshot of random q, k is never shown for a real head or the other way
-    round. The correlation is re-used when :func:`correlation_key` is unchanged; the sweep is
-    re-used (nothing streamed) when ``computed.sweep`` is complete and equals the sweep of
-    ``config``: both are theory views of random q, k whatever the source of the snapshot.
+    The snapshot and the temperature comparison are always computed (on ``head``'s q, k when
+    given); the correlation and the sweeps are re-used while their inputs are unchanged.
 
     Parameters
     ----------
-    config
-        The new configuration.
-    temperature
-        Temperature T of the temperature comparison.
+    config, temperature
+        The new configuration and the temperature comparison's T.
     computed
         What is already there (``None``: nothing).
     sweep_values, sweep_samples_cap
         See :func:`sweep_config_for`.
     head
-        A real head (its file's n and d_k must be ``config``'s, see
-        :func:`~engine.analysis.real_head.explorer_config_for`), loaded by :func:`iter_plan`.
+        A real head matching ``config`` (:func:`~engine.analysis.real_head.explorer_config_for`).
     length_values
-        n values of the length view's sweep, streamed after the d_k sweep (re-used like it);
-        empty: no length sweep.
+        n values of the length view's sweep (empty: none).
     """
     loaded = None
     if head is not None and computed is not None and snapshot_head(computed.snapshot) == head:

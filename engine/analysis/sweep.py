@@ -68,35 +68,24 @@ class SweepPoint:
     ----------
     param, value, rule
         The swept quantity, its value and the scaling rule.
-    logit_mean, logit_var
-        Mean and variance of the (scaled) logits pooled over all rows and keys.
-    logit_var_theory
-        Closed form of ``logit_var`` (NaN where none exists: soft-cap, QK-norm with ρ ≠ 0).
-    entropy_mean, entropy_sem
-        Mean row entropy (nats) and its standard error.
-    p_max_mean, p_max_sem
-        Mean largest weight and its standard error.
+    logit_mean, logit_var, logit_var_theory
+        Pooled moments of the scaled logits; the variance's closed form (NaN where none exists).
+    entropy_mean, entropy_sem, p_max_mean, p_max_sem
+        Mean row entropy (nats) and largest weight, with standard errors.
     jac_fro_median, jac_fro_q10, jac_fro_q90
         Median and 10 %/90 % quantiles of ``‖J‖_F = ‖∂p/∂s‖_F`` (s the logits).
     jac_raw_median, jac_raw_q10, jac_raw_q90
         The same for ``‖∂p/∂S_raw‖_F`` (S_raw = q·k unscaled); NaN for QK-norm.
     saturated_share
         Fraction of rows with ``p_max > SATURATION_THRESHOLD`` (0.99).
-    samples
-        Number of rows.
-    index, total
-        Position of this point in the sweep (0-based) and the number of points.
+    samples, index, total
+        Number of rows; position of the point in the sweep (0-based) and number of points.
     overflow_share, weight_err_mean
-        In the sweep's format, softmax form and rounding: the share of rows whose
-        exponentials, their sum or their weights are not finite, and the mean over the other
-        rows of ``max_j |p_j − p_ref_j|`` against float64 (see
-        :mod:`engine.analysis.sweep_precision`).
+        Share of overflowing rows and mean error against float64 (:mod:`engine.core.precision`).
     logit_absmax_mean
         Mean over rows of ``max_j |z_j|`` (the scaled logits in float64).
     precision
-        With ``precision_grid`` and rules none / sqrt: one :class:`PrecisionStat` per
-        :func:`~engine.analysis.sweep_precision.grid_combos` entry, over the first
-        ``grid_rows(n)`` rows (512 at n = 64); otherwise empty.
+        ``precision_grid`` results for rules none / sqrt (:class:`PrecisionStat`), else empty.
     """
 
     param: SweepParam
@@ -170,25 +159,19 @@ def iter_sweep(
 ) -> Iterator[SweepPoint]:
     """Run the sweep lazily, yielding one :class:`SweepPoint` per (value, rule).
 
-    Points come value by value, rules in ``config.rules`` order. The work is done in chunks of
-    at most 2¹⁶ logits (a few milliseconds each); ``cancel`` is checked before every chunk and,
-    when set, the generator simply returns (no exception, the unfinished point is dropped), so
-    cancellation takes effect within one chunk. Because one point is ``samples × n`` logits,
-    consecutive *points* may be further apart than one chunk; ``on_progress(done, total)``
-    (logit rows finished / to do over the whole sweep) is called after every chunk for a
-    progress display that moves smoothly.
+    Points come value by value, rules in ``config.rules`` order, computed in chunks of at most
+    2¹⁶ logits; a cancelled sweep just returns, dropping the unfinished point.
 
     Parameters
     ----------
     config
-        The sweep (see :class:`~engine.config.SweepConfig` and the module docstring).
+        The sweep (:class:`~engine.config.SweepConfig`).
     cancel
-        Optional event; setting it stops the sweep promptly.
+        Optional event, checked before every chunk.
     on_progress
-        Optional callback ``(rows_done, rows_total)``; runs in the iterating thread.
+        Optional ``(rows_done, rows_total)`` callback after every chunk, in this thread.
     threads
-        Threads to work on (1: all in the calling thread). The points are the same for any
-        count; a user interface keeps 1 so that its own thread keeps a core.
+        Threads to work on (1: the calling thread only); the points are the same for any count.
 
     Raises
     ------

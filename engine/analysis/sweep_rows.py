@@ -1,30 +1,10 @@
 """How a sweep draws its query rows: exact constructions, seeded chunk by chunk.
 
-Each construction is exact (not an approximation) for its stated distribution:
-
-* ``d_k``, ``rho`` and ``n`` (with ``logit_std=None``): q ~ N(0, I_d) and keys
-  ``k_j = ρq + √(1−ρ²)ξ_j`` with ξ_j ~ N(0, I_d) iid. Given q, ``q·ξ_j = ‖q‖z_j`` with z_j iid
-  N(0, 1), hence ``q·k_j = ρ‖q‖² + √(1−ρ²)‖q‖z_j`` with ``‖q‖² ~ χ²_d``. This is exact **only**
-  for iid Gaussian q and ξ (rotation invariance); it makes a d_k sweep cost n normals per row
-  instead of 2·n·d_k. Note that here every key is correlated with the query, so the shift
-  ``ρ‖q‖²`` is common to the whole row and the softmax ignores it; ρ shows up in the logit
-  moments (mean ``cρd``, variance ``c²d(1+ρ²)``).
-* QK-norm needs the cosine ``q̂·k̂_j``. Writing ``ξ_j = z_j q̂ + ξ⊥`` with ``‖ξ⊥‖² ~ χ²_{d−1}``
-  independent of z_j: ``q̂·k_j = a_j = ρ‖q‖ + √(1−ρ²)z_j`` and
-  ``‖k_j‖² = a_j² + (1−ρ²)‖ξ⊥‖²``, so ``cos_j = a_j/√(a_j² + (1−ρ²)χ²_{d−1})``, sampled
-  exactly with one extra Gamma draw per key (for ρ = 0 it is ``z/√(z² + χ²_{d−1})``).
-* ``s`` (and ``n`` with a given ``logit_std``): the unscaled logits are drawn directly as
-  N(0, s²); each rule rescales them with its c computed from the fixed ``config.d_k``. QK-norm
-  removes the scale of q and k, so its logits do not depend on s: they are the exact cosines
-  above for the fixed d_k and ρ.
-
-Numerics: Gaussian draws are float32 (random-number generation dominates the cost); the logits
-are float64. Each value index v and chunk index i gets its own stream of keys
-``SeedSequence(seed, spawn_key=(v, i))`` (and ``(v, i, 1)`` for QK-norm's extra draw), so the
-rules at one value see the same rows (common random numbers) and a sweep is deterministic for a
-given config (chunk sizes depend only on n and the memory budget). The query norms ‖q‖² come
-from one stream per seed, row by row, so row i has the same query at every value of an n or ρ
-sweep (common random numbers across values too: smooth curves with few rows per point).
+q·k is sampled through ``‖q‖² ~ χ²_d`` and one normal per key (exact for iid Gaussian q and
+keys ``k_j = ρq + √(1−ρ²)ξ_j``), QK-norm's cosines with one extra Gamma draw per key, and the
+``s`` sweep's logits directly as N(0, s²). Every (value, chunk) has its own seeded stream, so
+the rules at one value see the same rows and a sweep is deterministic for its config. The
+derivations: docs/numerics.md, "How a sweep draws its rows".
 """
 
 from __future__ import annotations

@@ -1,100 +1,11 @@
 """Machine-checkable claims of the guided tour: the number each tour step states, recomputed.
 
-Every step of the guided tour (``resources/tour/tour.json``) sets an
-:class:`~engine.config.AttentionConfig` and makes one or more quantitative claims about it, e.g.
-"without scaling the logit variance is ≈ d_k = 64". A claim is a plain dictionary::
+A claim is a plain dictionary naming a quantity (:data:`QUANTITIES`), a rule and a target::
 
     {"quantity": "logit_var", "rule": "none", "approx": 64, "rel_tol": 0.1}
-    {"quantity": "sweep_p_max_mean", "rule": "none", "greater_than": 0.7}
-    {"quantity": "sweep_jac_fro_median", "rule": "none", "at": {"d_k": 1024},
-     "less_than": 0.001}
 
-Keys
-----
-quantity
-    One of :data:`QUANTITIES` (the table below says which engine function computes it).
-rule
-    The scaling rule the quantity is measured under (default: the config's rule).
-at
-    Optional :class:`AttentionConfig` field overrides for this claim only (e.g. a larger d_k).
-approx + rel_tol / abs_tol
-    ``|value − approx| <= max(rel_tol·|approx|, abs_tol)`` (tolerances default to 0).
-greater_than, less_than
-    Strict bounds; may be combined with each other (an interval) but not with ``approx``.
-lr, train
-    ``train_final_loss`` only: the learning rate and :class:`~engine.config.train.TrainConfig`
-    field overrides (everything else is the TrainConfig default with the config's d_k and seed).
-threshold
-    ``sweep_p_max_share`` only (required): the p_max level, in (0, 1).
-logit_std
-    Sweep quantities only: draw the unscaled logits directly as N(0, logit_std²) (the sweep over
-    the logit std s) instead of q·k at the config's d_k; each rule then scales them with its c
-    for the config's d_k (rule ``none``: logits of standard deviation exactly ``logit_std``).
-dtype, softmax, rounding
-    The precision quantities: the number format (``float64``, ``float32``, ``float16``,
-    ``bfloat16``, ``float8_e4m3``; required), the softmax form (``stable`` or ``naive``, default
-    ``stable``) and the rounding (``all`` or ``logits``, default ``all``) of the sweep's
-    ``overflow_share`` / ``weight_err_mean`` columns (``main.py sweep --dtype --softmax
-    --rounding``). ``dtype_largest`` and ``dtype_exp_limit`` take ``dtype`` only.
-n
-    The length quantities (required): the number of keys per row, an integer in [2, 2^22];
-    for ``length_*`` one of the length view's n (powers of two 16 … 2^20).
-
-Quantities and their source
----------------------------
-========================== ===================================================================
-``logit_var``              :func:`~engine.analysis.experiment.run_experiment`: empirical variance of
-                           the logits over independent pairs i ≠ j (the histogram view)
-``logit_var_theory``       the same snapshot's closed form
-``max_abs_logit``          largest finite ``|logit|`` of the snapshot
-``p_max_mean``             mean largest weight over the snapshot's rows (all heads)
-``entropy_mean``           mean row entropy (nats) over the snapshot's rows
-``sweep_logit_var``        :func:`~engine.analysis.sweep.run_sweep` at the config's d_k with
-``sweep_p_max_mean``       ``config.samples`` rows (the laws and gradient views): pooled logit
-``sweep_entropy_mean``     variance, mean p_max, mean entropy, median ‖J‖_F = ‖∂p/∂s‖_F,
-``sweep_jac_fro_median``   median ‖∂p/∂S_raw‖_F = c·‖J‖_F, share of rows with p_max > 0.99.
-``sweep_jac_raw_median``   The sweep draws iid unit-variance q, k, so these require
-``sweep_saturated_share``  ``init_std = 1``, no projections and no mask.
-``sweep_p_max_share``      share of the same sweep rows with p_max > ``threshold`` (rules with
-                           logits c·q·k), from the sweep's own row draws
-``matched_gap_mean``       snapshot: mean over rows i of ``S_ii − mean_{j≠i} S_ij`` (query i's
-                           matched key k_i = ρq_i + √(1−ρ²)ξ_i against the others: ≈ c·ρ·d_k)
-``temperature_max_diff``   :func:`~engine.analysis.experiment.temperature_comparison`: max |p_T −
-                           p_√d| of the query row, T from the claim's ``temperature`` (default: the
-                           config's temperature)
-``temperature_grad_max_diff`` max |∇_{q,k,v}| difference of the backward pass of rule
-                           ``temperature`` (T as above) against ``sqrt``, on head 0 of the
-                           config's q, k with seeded v and upstream gradient
-``correlation_rms``        :func:`~engine.analysis.correlation.correlation_rms`: RMS of c·q·k at the
-                           config's d_k and ρ (rules none, sqrt, linear)
-``train_final_loss``       :func:`~engine.training.lr_sweep.run_lr_sweep`: mean final held-out
-                           loss of
-                           one rule trained at ``lr`` (one seed; a few hundred ms per rule)
-``backward_formula_err``   :mod:`engine.tour.backward`: the engine's ∂L/∂Q against c·(J·g)·K
-``logit_step_ratio_adam``  logit change of one Adam (SGD) step on the queries, unscaled over
-``logit_step_ratio_sgd``   the rule, both models starting from the same logits (1/c, 1/c²)
-``train_grad_ratio_w_q``   the training model at init, one batch: ‖∂L/∂W‖ unscaled over
-``train_grad_ratio_w_v``   ‖∂L/∂W‖ under the rule for W = W_Q, W_V, W_O
-``train_grad_ratio_w_o``
-``sweep_overflow_share``   the sweep's precision columns at the config's d_k (``dtype``,
-``sweep_weight_err_mean``  ``softmax``, ``rounding``): share of rows whose exponentials, their
-                           sum or their weights are not finite; mean over the other rows of
-                           max_j |p_j − p_j(float64)| (:mod:`engine.analysis.sweep_precision`)
-``sweep_max_logit_mean``   the same sweep point's mean over rows of max_j |logit_j|
-``dtype_largest``          :func:`~engine.core.precision.largest_value` of ``dtype`` (no rule)
-``dtype_exp_limit``        its natural logarithm: the naive softmax's exp overflows beyond it
-``length_entropy_mean``    :mod:`engine.tour.labs`: the length view's sweep
-``length_p_max_mean``      (:func:`~engine.analysis.length.length_sweep_config`) at ``n`` keys
-``length_entropy_ratio``   for the config's d_k: mean entropy, mean p_max, entropy / ln n
-``ssmax_toy_softmax``      :func:`~engine.analysis.length.ssmax_toy` at ``n`` with the config's
-``ssmax_toy_ssmax``        ``ssmax_s``: weight of the +3 logit under softmax / SSMax (no rule)
-``yarn_logit_factor``      :func:`~engine.core.scaling.yarn_temperature_factor` of the config's
-                           ``yarn_factor``: YaRN's multiplier (0.1·ln f + 1)² (no rule)
-========================== ===================================================================
-
-The values are computed by :mod:`engine.tour.evaluate`; the tour's steps are checked by
-:mod:`engine.tour.steps`. Everything here is pure numpy and stdlib: the tour test and the GUI
-evaluate the same claims.
+This module validates claims, checks values against their targets and formats them; the
+values are computed by :mod:`engine.tour.evaluate`. Every key and quantity: docs/tour.md.
 """
 
 from __future__ import annotations

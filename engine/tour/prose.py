@@ -1,22 +1,9 @@
 """The numbers a tour text states, and which of them a claim, the set-up or a formula checks.
 
-Every number in a step's texts (title, what to look at, paragraphs, hint) must be one of
-
-* a **claim** target of the step (``approx``, ``greater_than``, ``less_than``): the engine
-  recomputes it and the tour shows the value next to the text;
-* part of the step's **set-up**: a value of its ``settings``, ``view_temperature``,
-  ``train_settings`` or ``lr_sweep``, or a parameter of one of its claims (``at`` values, ``n``,
-  ``threshold``, ``logit_std``, ``temperature``, ``lr``, ``train`` values);
-* a **formula** of the step (``"formulas": [{"value": 4.16, "expr": "log(64)"}]``): a closed
-  form the text evaluates, checked by :func:`formula_value` to the digits written;
-* a **given** number of the step (``"given": [2022, 2]``): what the app does not compute —
-  a citation's year, a model's published size, a constant inside a formula ("√(2 ln n)").
-
-:func:`unchecked_numbers` lists the numbers of a text that are none of these, so a test fails
-when a text states a number no claim evaluates. Numbers are read as written: ``0.16 %`` is
-0.16 or 0.0016, ``3.8·10⁻³`` is 0.0038, ``2^20`` and ``2²⁰`` are 1048576, ``10⁻⁴`` is 0.0001
-and ``1e-12`` is 10⁻¹²; digits that are part of a name (``float16``, ``e4m3``, ``ViT-22B``) are
-not numbers.
+Every number in a step's texts must be a claim target, part of the step's set-up, a checked
+formula (:func:`formula_value`) or a declared given; :func:`unchecked_numbers` lists the others,
+so a test fails when a text states a number no claim evaluates. The rules and how numbers are
+read: docs/tour.md, "The numbers a tour text states".
 """
 
 from __future__ import annotations

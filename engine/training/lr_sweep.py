@@ -105,10 +105,9 @@ def iter_lr_sweep(
     ----------
     config
         Everything but ``lr`` and ``seed`` (which the sweep sets).
-    lrs
-        Learning rates (distinct, sorted ascending in the result).
-    seeds
-        A count N (seeds 0..N−1) or explicit seeds.
+    lrs, seeds
+        Distinct learning rates (sorted ascending in the result); a count N (seeds 0..N−1) or
+        explicit seeds.
     cancel
         When set, the generator returns promptly (after the current step).
     stable_ratio

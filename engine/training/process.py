@@ -1,28 +1,11 @@
 """Training jobs in a child process, so that a GUI and the trainer never share one interpreter lock.
 
-The trainer is a Python loop of many small numpy calls; run on a thread of the GUI's process it
-takes the interpreter lock thousands of times a second, and every millisecond the GUI spends in
-Python (pyqtgraph's updates and paints) is one it cannot train. Measured with
-``benchmarks/bench_train_gui.py`` on the 2-core development machine (the Train tab's default
-model, curves in front, three alternating runs of each): the GUI trained at medians of
-0.84-0.88 of the engine-only speed with the trainer on a thread, and 0.91-0.99 with it in a
-child process. The child takes about 50 MB and 0.35 s to start.
-
-:class:`TrainingProcess` starts its child on first use with the "spawn" method (forking a
-process that runs Qt's threads is unsafe) and keeps it for the next jobs, so that an export
-reads the session of the last training run where it was trained. A job is a tuple
-(:func:`train_job`, :func:`lr_sweep_job`, :func:`export_job`); the child answers with its
-items, then ``("done", None)`` or ``("error", exception)``. Stop and Pause are two flags in
-shared memory, set by :meth:`TrainingProcess.run` from the caller's ``threading`` events
-while it waits for items (every :data:`POLL_S`); a paused child waits after its current item,
-its generator suspended, looking at the flags every :data:`POLL_S`. They are plain bytes, not
-``multiprocessing.Event``: an event's lock, held by a child at the moment it is killed, is
-never released, and the parent's next ``set()`` then blocked for ever (seen in one of four
-runs of the test that kills the child).
-
-The child exits when its pipe closes (:meth:`TrainingProcess.close`, or the parent's end),
-and when a paused child finds its parent gone; it is a daemon process, so a parent that exits
-normally also ends it.
+:class:`TrainingProcess` starts its child on first use ("spawn": forking a process that runs Qt's
+threads is unsafe) and keeps it for the next jobs, so that an export reads the last trained
+session. A job is a tuple (:func:`train_job`, :func:`lr_sweep_job`, :func:`export_job`); the
+child answers with its items, then ``("done", None)`` or ``("error", exception)``. Stop and
+Pause are bytes in shared memory, polled every :data:`POLL_S`. The child exits when its pipe
+closes or its parent is gone (it is a daemon). Rationale: docs/design-notes.md.
 """
 
 from __future__ import annotations

@@ -21,9 +21,7 @@ def trailing_mean(values: ArrayLike, window: int) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
-        float64, the same length as ``values``: entry t is the mean of the finite values among
-        ``values[max(0, t - window + 1) : t + 1]``, NaN where none of them is finite. The first
-        ``window - 1`` entries average over fewer steps.
+        float64 of ``values``' length; NaN where no value of the window is finite.
 
     Raises
     ------

@@ -31,33 +31,21 @@ class RuleTrainState:
     ----------
     rule
         The scaling rule.
-    train_loss
-        Training loss of the latest step (before its update; NaN at step 0).
-    eval_loss, eval_accuracy
-        Held-out loss and accuracy at the latest evaluation (``eval_steps[-1]``).
-    initial_eval_loss
-        Held-out loss at step 0 (the reference of the divergence test).
-    grad_norms
-        Frobenius norm of the latest gradient of each weight matrix (``embed``, ``pos``,
-        ``W_Q``, ``W_K``, ``W_V``, ``W_O``, ``W_U``, ``b_U``), before clipping; empty at step 0.
-    grad_norm
-        Global gradient norm of the latest step (before clipping; NaN at step 0).
-    entropy
-        Mean attention entropy (nats) of the target query rows on the held-out set, per head.
-    max_abs_logit
-        Largest |attention logit| on the held-out set's target query rows.
+    train_loss, grad_norm, grad_norms
+        Latest step's training loss, global gradient norm and per-matrix norms (before the
+        update and clipping; NaN / empty at step 0).
+    eval_loss, eval_accuracy, initial_eval_loss
+        Held-out loss and accuracy at ``eval_steps[-1]``; held-out loss at step 0.
+    entropy, max_abs_logit
+        Per-head mean attention entropy (nats) and largest |logit| of the held-out target rows.
     probe_weights
         (heads, T, T) attention map of the probe example (held-out example 0).
-    diverged_at
-        ``None``, or the step whose loss, gradient or update was non-finite or exploded.
-    diverge_reason
-        Human-readable reason ("" when not diverged).
+    diverged_at, diverge_reason
+        ``None`` or the step that was non-finite or exploded; the reason ("" when not diverged).
     loss_history
         (step,) training loss of steps 1..step (NaN after divergence).
-    eval_steps, eval_loss_history, eval_accuracy_history, max_logit_history
-        Held-out metrics at every evaluation so far.
-    entropy_history
-        (len(eval_steps), heads) attention entropy at every evaluation.
+    eval_steps, eval_loss_history, eval_accuracy_history, max_logit_history, entropy_history
+        Held-out metrics at every evaluation so far (entropy: one column per head).
     """
 
     rule: ScalingRule
@@ -91,26 +79,18 @@ class TrainSnapshot:
 
     Attributes
     ----------
-    config
-        The configuration being trained.
-    step, total_steps
-        Optimizer steps done and planned.
+    config, step, total_steps
+        The configuration being trained; optimizer steps done and planned.
     done
         True on the last snapshot of a run that was not cancelled.
-    elapsed_s
-        Wall-clock seconds since training started.
-    steps_per_s
-        Steps (of all rules together) per second so far, held-out evaluations included.
+    elapsed_s, steps_per_s
+        Wall-clock seconds since the start; steps of all rules per second, evaluations included.
     rules
         Rule → :class:`RuleTrainState`, in ``config.rules`` order.
     chance_loss
         ln(vocab): the loss of the best input-independent prediction.
-    probe_ids
-        (T, channels) token ids of the probe example.
-    probe_targets
-        Target classes of the probe example at ``target_positions``.
-    target_positions
-        Positions whose output is scored.
+    probe_ids, probe_targets, target_positions
+        (T, channels) token ids and target classes of the probe; positions whose output is scored.
     """
 
     config: TrainConfig

@@ -65,18 +65,12 @@ class Task:
         Which task.
     n, vocab, offset
         As in :class:`~engine.config.train.TrainConfig`.
-    seq_len
-        Tokens per example.
-    channels
-        Token ids summed at each position.
-    input_vocab
-        Size of the input embedding table.
-    n_classes
-        Size of the readout (= vocab).
-    target_positions
-        Positions whose output is scored.
-    mask
-        Attention mask the task uses.
+    seq_len, channels
+        Tokens per example; token ids summed at each position.
+    input_vocab, n_classes
+        Sizes of the input embedding table and of the readout (= vocab).
+    target_positions, mask
+        Positions whose output is scored; the attention mask the task uses.
     """
 
     kind: TaskKind

@@ -32,8 +32,8 @@ SNAPSHOT_INTERVAL_S = 0.05
 
 #: Below this many multiply-adds in the largest matrix product of a step, BLAS runs on one
 #: thread. At the default size (64·17·64·128 ≈ 9e6) a second OpenBLAS thread costs more in
-#: hand-off and spinning than it saves, and when the other core is busy it made every product
-#: 5-10× slower in measurements on the 2-core development machine.
+#: hand-off and spinning than it saves, and when the other cores are busy it makes every
+#: product several times slower.
 SINGLE_THREAD_MACS = 5e7
 
 
@@ -64,16 +64,14 @@ def iter_training(
     cancel
         When set, the generator returns after the current step (no further snapshot).
     session
-        A new :class:`TrainingSession` of ``config`` to train (step 0), kept by the caller to
-        read the trained parameters afterwards (:meth:`TrainingSession.trained_runs`); None:
-        the generator makes its own.
+        A new :class:`TrainingSession` of ``config``, kept by the caller to read the trained
+        parameters afterwards; None: the generator makes its own.
 
     Yields
     ------
     TrainSnapshot
-        First at step 0 (initial held-out metrics), then every ``config.snapshot_every``
-        steps (with a new evaluation) or after at most ~50 ms (without), and finally with
-        ``done=True`` after the last step (or as soon as every rule has diverged), evaluated.
+        At step 0, every ``config.snapshot_every`` steps (evaluated) or at least every ~50 ms
+        (not evaluated), and with ``done=True`` after the last step or once every rule diverged.
     """
     if not isinstance(config, TrainConfig):
         raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
@@ -107,8 +105,8 @@ def iter_training(
                     break
             t_report = time.perf_counter()
             # Time-triggered snapshots do not evaluate: at the default size an evaluation of
-            # every rule costs as much as ~3 steps, and evaluating every ~30 ms took 40 % of
-            # the run (and made the evaluated steps depend on the machine's speed).
+            # every rule costs as much as a few steps, so evaluating on a timer would take a
+            # large share of the run and make the evaluated steps depend on the machine's speed.
             if (done or session.step % every == 0) and not session.evaluate(stop):
                 return
             snap = session.snapshot(done=done, elapsed_s=time.perf_counter() - start)
