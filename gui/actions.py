@@ -43,19 +43,16 @@ class ActionSpec:
     ----------
     name
         Key of the action in the window's ``menu_actions`` dictionary.
-    text
-        Menu text in English with its ``&`` mnemonic, marked with ``QT_TRANSLATE_NOOP`` in
-        :data:`ACTION_CONTEXT`.
+    text, status_tip
+        Menu text with its ``&`` mnemonic and status-bar tip ("" for none), in English, marked
+        with ``QT_TRANSLATE_NOOP`` in :data:`ACTION_CONTEXT`.
     slot
-        Dotted attribute path from the window to the callable run by the action (``"close"``,
-        ``"files.ask_open_session"``).
+        Dotted path from the window to the callable run (``"close"``, ``"files.ask_open_session"``).
     shortcut
         A portable key string (``"Ctrl+E"``), a ``QKeySequence.StandardKey`` or ``None``.
-    status_tip
-        Status-bar tip in English ("" for none), marked like ``text``.
     checkable
-        The action toggles; ``slot`` then receives the new state (``toggled``), otherwise it is
-        called on ``triggered`` without arguments.
+        The action toggles and ``slot`` receives the new state; otherwise it is called without
+        arguments.
     """
 
     name: str

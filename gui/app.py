@@ -152,8 +152,8 @@ def favour_the_gui_thread() -> None:
 
     A worker running Python code (a GGUF header's 100k strings, the head scan's small numpy
     steps) keeps the lock for the whole interval each time the GUI thread asks for it, and one
-    event asks for it many times: at CPython's 5 ms the window paused 30-46 ms while a GGUF
-    header was read (benchmarks/bench_heads_gui.py); at 1 ms, not above 30 ms.
+    event asks for it many times, so CPython's 5 ms default makes the window pause visibly while
+    a GGUF header is read (benchmarks/bench_heads_gui.py prints the pauses).
     """
     sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
 

@@ -42,7 +42,7 @@ class ViewTabs(QObject):
         self.controller = controller
         self.side_action: QAction | None = None
         self._closing = False
-        # Titles wrap onto a second row: at 1024×768 a single row hid the last views.
+        # Titles wrap onto a second row: at 1024×768 a single row would hide the last views.
         self.tabs = WrappingTabWidget()
         self.tabs.setObjectName("viewTabs")
         self.side_tabs = WrappingTabWidget()

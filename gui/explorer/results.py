@@ -18,37 +18,25 @@ __all__ = ["ExplorerResults"]
 class ExplorerResults:
     """Everything the views show for one request, produced off the GUI thread.
 
-    A new object is created whenever a part changes (``dataclasses.replace``); parts that did not
-    change are the *same* objects as before, so a view can skip work with an ``is`` check.
+    A part that changes makes a new object (``dataclasses.replace``); unchanged parts stay the
+    *same* objects, so a view can skip work with an ``is`` check.
 
     Parameters
     ----------
-    request_id
-        Id of the controller request these results answer (increasing).
-    config
-        The attention configuration the results were computed for (``config.rule`` is the
-        rule shown against ``"none"``).
+    request_id, config
+        The controller request answered (increasing ids) and its configuration (``config.rule``
+        is the rule shown against ``"none"``).
     snapshot
-        ``engine.analysis.experiment.run_experiment(config, rules=every rule)``, or ``None``
-        before
-        the first part of the request has arrived.
-    temperature
-        The temperature T of the temperature view.
-    temperature_comparison
-        ``engine.analysis.experiment.temperature_comparison(...)`` result, or ``None``.
-    sweep_points
-        Points of the d_k sweep received so far (grows while streaming).
-    sweep_done
-        True once the sweep has finished (not when it was cancelled).
-    length_points, length_done
-        Points of the length view's n sweep received so far (grows while streaming), and
-        whether it has finished.
+        ``run_experiment(config, rules=every rule)``, or ``None`` before it arrives.
+    temperature, temperature_comparison
+        The temperature view's T and its ``temperature_comparison`` result (or ``None``).
+    sweep_points, sweep_done, length_points, length_done
+        Points of the d_k and n sweeps received so far, and whether each has finished.
     correlation
-        ``engine.analysis.correlation.correlation_rms(...)`` result, or ``None``.
+        ``correlation_rms`` result, or ``None``.
     sweep_plan, length_plan
-        The d_k sweep and the n sweep whose points these are (``None``: not planned), known
-        before their first point arrives: views fix their axes and legends to them, so that
-        nothing moves while the points stream in.
+        The two sweeps as planned (``None``: not planned), known before their first point, so
+        that views fix their axes and legends up front.
     """
 
     request_id: int

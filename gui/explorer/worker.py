@@ -133,8 +133,7 @@ class Worker(JobWorker):
         """Iterate ``job``'s plan, emitting each part as it is ready."""
         # The GUI thread needs a core of its own on a two-core machine, and a two-thread
         # GEMM of a few milliseconds is slower, not faster, once another process competes
-        # for the second core (measured: median 10.8 ms with two threads vs 7.4 ms with one
-        # at n = 256, d_k = 1024 under load; 2.3 vs 3.0 ms when the machine is quiet).
+        # for the second core.
         with limit_blas_threads(1):
             self._run_plan(job)
 

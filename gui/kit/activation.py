@@ -2,8 +2,8 @@
 
 Every pyqtgraph axis, label and view box is a ``QGraphicsWidget``, which repaints itself on each
 window (de)activation although nothing it draws depends on it. Opening a dialog over the Heads
-tab thus repainted its grid and maps in one event (20-35 ms on two cores, after the dialog's
-own first paint) — a pause the user sees each time a dialog or menu window takes the focus.
+tab would thus repaint its grid and maps in one event, after the dialog's own first paint — a
+pause the user sees each time a dialog or menu window takes the focus.
 """
 
 from __future__ import annotations

@@ -132,12 +132,13 @@ def export_all(views: Iterable[PlotView], folder: str | os.PathLike[str], sessio
                formats: Sequence[str] = FORMATS) -> list[Path]:
     """Export every view (PNG, SVG, PDF, CSV: ``formats``) and the session JSON into ``folder``.
 
+    All files are written to a hidden folder first and moved into place once complete, so a
+    failed export changes no file in ``folder`` and leaves nothing behind.
+
     Parameters
     ----------
-    views
-        The views (explorer and training).
-    folder
-        Destination folder (created if missing).
+    views, folder
+        The views (explorer and training); the destination folder (created if missing).
     session
         A :class:`gui.kit.session.Session` written as ``session.json``, or ``None``.
     width, height
@@ -153,9 +154,7 @@ def export_all(views: Iterable[PlotView], folder: str | os.PathLike[str], sessio
     Raises
     ------
     OSError
-        If any file cannot be written. Everything is first written to a hidden folder inside
-        ``folder`` and moved into place only when all files are complete, so a failed export
-        (a full disk half-way) changes no file in ``folder`` and leaves nothing behind.
+        If any file cannot be written.
     """
     from gui.kit.session import save_session
 

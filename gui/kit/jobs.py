@@ -1,23 +1,13 @@
 """The job kit: one worker thread per feature, an input throttle and a view pusher.
 
-:class:`WorkerHost` owns one ``QThread`` with one worker ``QObject`` (the explorer's, the
-training's and the tour's workers). Each request is an immutable job with an increasing
-``request_id`` and a ``stop()`` (it sets a ``threading.Event`` the engine checks); the host
-hands at most one job at a time to the worker, so input bursts never build a queue:
-:meth:`WorkerHost.request` stops the running job and keeps only the newest wanted one,
-which starts when the running one has finished
-(newest supersedes). Shutdown is bounded: :meth:`WorkerHost.begin_shutdown` cancels and asks the
-thread to end without waiting, :meth:`WorkerHost.shutdown` also waits (bounded, then without
-bound, because destroying a running ``QThread`` aborts the process).
-
-The worker contract: a ``@Slot(object)`` method ``run(job)`` that always ends by emitting its
-``finished`` signal with a message carrying ``request_id``; a job has ``request_id`` and
-``stop()`` (:class:`Job`). Cross-thread signals carry ``object``
-payloads into ``@Slot`` methods of GUI-thread objects (no lambdas across threads).
-
-:class:`Throttle` coalesces input (the first call runs at once, later calls within the interval
-collapse into one call at its end). :class:`ViewPusher` pushes the latest immutable results to
-the visible views at most once per interval; hidden views catch up when shown.
+:class:`WorkerHost` owns one ``QThread`` with one worker ``QObject``. Each request is an
+immutable job with an increasing ``request_id`` and a ``stop()``; the host hands at most one
+job at a time to the worker and keeps only the newest wanted one, so input bursts never build a
+queue. A worker's ``@Slot(object)`` ``run(job)`` always ends by emitting ``finished`` with the
+``request_id``; cross-thread signals carry ``object`` payloads into ``@Slot`` methods (no
+lambdas across threads). :class:`Throttle` coalesces input (the first call at once, later ones
+into one at the interval's end); :class:`ViewPusher` pushes the latest results to the visible
+views at most once per interval, and hidden views catch up when shown.
 """
 
 from __future__ import annotations
@@ -66,23 +56,16 @@ class WorkerHost(QObject):
     Parameters
     ----------
     worker
-        A ``QObject`` with a ``run(job)`` slot and a ``finished`` signal (payload with
-        ``request_id``); it must have no parent. It is moved to the thread, and deleted on the
-        GUI thread once that thread has ended. Deleting it in its own thread (``deleteLater``
-        at ``QThread.finished``) deadlocked: the wrapper's destructor waits there for the
-        interpreter lock while Qt holds a signal-slot mutex, and the GUI thread, holding the
-        interpreter lock, waits for that mutex when it emits any signal whose sender hashes to
-        it (seen in ``closeEvent`` during a resize). Moving it back to the GUI thread from
-        ``QThread.finished`` crashed the process (a deterministic segfault in the stress
-        script), so it is only ever deleted, after the thread has ended.
+        A parentless ``QObject`` with a ``run(job)`` slot and a ``finished`` signal (payload with
+        ``request_id``). It is moved to the thread and deleted on the GUI thread once the thread
+        has ended, the only safe order (docs/design-notes.md).
     name
         Object name of the thread (shows in debuggers).
 
     Signals
     -------
     jobFinished(object)
-        The worker's ``finished`` message of the running job (GUI thread), after the host
-        marked it done and before a wanted job starts.
+        The running job's ``finished`` message (GUI thread), before a wanted job starts.
     workerStopped()
         The thread has ended (after :meth:`begin_shutdown` or :meth:`shutdown`).
     """
@@ -265,7 +248,7 @@ class Throttle(QObject):
         self._pending = False
 
     def _call(self) -> None:
-        # The interval starts when the callback returns (a push of ~10 ms must not shorten the
+        # The interval starts when the callback returns (a slow push must not shorten the
         # pause after it); a trigger from inside the callback waits for that interval.
         self._calling = True
         try:
@@ -287,19 +270,16 @@ class ViewPusher(QObject):
     Parameters
     ----------
     views
-        The views. A view with ``isVisible()`` False is skipped and marked stale (it catches up
-        in :meth:`refresh_view`).
+        The views; a hidden one is skipped and marked stale (:meth:`refresh_view` catches it up).
     latest
         Returns the results to push (``None``: nothing yet).
     show
         ``show(view, results)`` updates one view.
     interval_ms
         Minimum interval between two pushes.
-    pushed
-        Called after every push, inside ``guard``, with the results and the views that got
-        them.
-    after_push
-        Called after every push, outside ``guard``, with the views that got the results.
+    pushed, after_push
+        Called after every push, inside ``guard`` with the results and the views that got them,
+        and outside it with those views.
     guard
         Context manager factory wrapped around every batch of view updates.
     """

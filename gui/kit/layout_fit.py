@@ -2,8 +2,8 @@
 
 A pyqtgraph ``GraphicsView`` sizes its scene's layout to the viewport, but a layout cannot
 shrink below its own minimum (axis widths, titles, legends): in a narrow window (1024×768 with a
-dock open, or side-by-side mode) the right-hand plots were drawn outside the viewport, cut off
-and unreachable. Here the view's *widget* minimum follows the scene layout's minimum while the
+dock open, or side-by-side mode) the right-hand plots would be drawn outside the viewport, cut
+off and unreachable. Here the view's *widget* minimum follows the scene layout's minimum while the
 view is shown, and the tab widgets sit in scroll areas: when the layout needs more room than the
 window has, a scroll bar reaches the rest. Views that can reflow (the gradient view) shrink
 their minimum first, so they rarely need the scroll bar. """
@@ -70,8 +70,8 @@ class _FittingScrollArea(QScrollArea):
     """A scroll area that notices when its content's minimum size changes.
 
     QScrollArea re-sizes its content on its *own* LayoutRequest, but a content widget without
-    a parent layout posts that request to the scroll area's viewport, where it was dropped: a
-    view that grew its minimum stayed squeezed (and cut off) until the window was resized.
+    a parent layout posts that request to the scroll area's viewport, which drops it: a view
+    that grew its minimum would stay squeezed (and cut off) until the window is resized.
     """
 
     def viewportEvent(self, event: QEvent) -> bool:  # Qt override

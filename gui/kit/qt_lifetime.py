@@ -1,25 +1,10 @@
 """Where and when Qt objects die: GUI-thread garbage collection and deterministic waits.
 
-Why this module exists: pyqtgraph builds reference cycles around Python-owned Qt objects (a
-``ViewBox`` and its ``ViewBoxMenu``, exporter ``Parameter`` trees, plot items and their signal
-proxies). Such objects die only when Python's *cyclic* garbage collector runs, and CPython runs
-it in whichever thread happens to allocate when the generation-0 threshold is crossed. Measured
-on the GUI test suite: 18 collections ran inside the explorer and training worker QThreads and
-the tour's claim thread. A ``QWidget`` destroyed there waits for the GIL inside ``~QWidget``
-while the GUI thread holds the GIL waiting for a Qt lock (a deadlock), and a wrapper removed
-from Shiboken's map off the GUI thread left a stale entry that ``destroyQCoreApplication``
-dereferenced at interpreter exit (a segfault).
-
-The cure has two parts:
-
-1. :class:`GuiThreadCollector` turns automatic collection off and collects from a GUI-thread
-   timer instead (pyqtgraph's ``GarbageCollector`` does the same), so a cycle is only ever
-   freed in the thread that owns its Qt objects. Worker threads allocate freely: with automatic
-   collection off they never start a collection.
-2. Qt objects that are created and dropped in bulk are destroyed deterministically, not left to
-   the collector: :func:`wait_until` deletes its event loop, timer and waker before returning,
-   and :func:`release_qt_objects` empties the deferred-delete queue and collects while the
-   ``QApplication`` still exists (at shutdown and between tests).
+pyqtgraph keeps Python-owned Qt objects in reference cycles, and a cycle freed by a collection
+that happens to run on a worker thread can deadlock or crash the process. So
+:class:`GuiThreadCollector` runs the cyclic collector on a GUI-thread timer only, and
+:func:`wait_until` and :func:`release_qt_objects` destroy the Qt objects made in bulk
+deterministically. The full story: docs/design-notes.md, "Qt objects die on the GUI thread".
 """
 
 from __future__ import annotations
@@ -39,7 +24,7 @@ __all__ = [
 ]
 
 #: How often the GUI thread checks whether a collection is due. Collections are by generation
-#: and only when its count passed CPython's threshold, so a check that finds nothing costs ~1 µs.
+#: and only when its count passed CPython's threshold, so a check that finds nothing is cheap.
 COLLECT_INTERVAL_MS = 250
 #: Full collections are at least this far apart (seconds) ...
 MIN_FULL_INTERVAL_S = 2.0
@@ -97,8 +82,7 @@ class GuiThreadCollector(QObject):
 
         Call it once the window is built: its tens of thousands of long-lived objects then
         reach the oldest generation, which is collected rarely, instead of waiting in the
-        middle one until a young collection walks them all (measured: 38 ms for 74k objects,
-        in the middle of a model capture).
+        middle one until a young collection walks them all, a pause at an arbitrary moment.
         """
         gc.collect(1)
         self.collections[1] += 1

@@ -111,8 +111,8 @@ def _settle_layout(widget: QWidget, target: Any, width: int, height: int) -> Non
 
     An axis measures its tick labels only while it paints and then asks for more room, so
     the first paint at a new size uses a stale layout: without this, the first export of a
-    view that was never shown at the export size had its plots shifted by the later width
-    of the axes (and PNG and SVG of one view differed).
+    view never shown at the export size would have its plots shifted by the later width of
+    the axes (and PNG and SVG of one view would differ).
     """
     image = QImage(width, height, QImage.Format.Format_ARGB32)
     for _attempt in range(4):
@@ -217,8 +217,8 @@ def _paint_items(items: list[Any], painter: QPainter, source: QRectF, width: int
     """Paint ``items`` (in paint order) like ``QGraphicsScene.render``, setting every clip.
 
     ``QSvgGenerator`` does not restore a clip on ``QPainter.restore()`` (Qt 6.10): after a
-    text item clipped itself to its box, every later curve of the plot was written with that
-    box as its clip path, so browsers and Inkscape showed the curves cut away. Here each
+    text item clips itself to its box, every later curve of the plot would be written with
+    that box as its clip path, and browsers and Inkscape would show the curves cut away. Each
     item gets its full clip (plot area, export rectangle) set explicitly before it paints.
     """
     to_target = QTransform.fromTranslate(-source.x(), -source.y()) * QTransform.fromScale(

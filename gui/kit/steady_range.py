@@ -1,9 +1,9 @@
 """A plot range that holds still while the data move a little.
 
 pyqtgraph's auto-range fits every change of the data exactly, so a slider drag moves the axes
-on every step: the tick labels jitter, and each move re-generates the axes' text, which was the
-largest part of a repaint in the explorer (``benchmarks/bench_gui.py``: about 13 ms of the
-histogram view's 33 ms paint). :class:`SteadyViewBox` keeps auto-range on, but moves the shown
+on every step: the tick labels jitter, and each move re-generates the axes' text, the largest
+part of a repaint in the explorer (``benchmarks/bench_gui.py`` prints the paint times).
+:class:`SteadyViewBox` keeps auto-range on, but moves the shown
 range only when the data leave it or shrink well inside it.
 """
 

@@ -113,9 +113,8 @@ _RULE_SYMBOLS: dict[ScalingRule, str] = {
 
 # The temperature rule at T = √d_k coincides with 1/√d_k; a dash keeps both curves visible.
 #: Options of curves with one point per key (up to n = 8192, redrawn on every change).
-#: Antialiased pens wider than one pixel go through Qt's general stroker: ~7 ms per 256-point
-#: curve, against ~0.6 ms without antialiasing (measured offscreen), so these curves are
-#: drawn aliased; at one point per key their steps hide the jaggies.
+#: Antialiased pens wider than one pixel go through Qt's general stroker, an order of magnitude
+#: slower, so these curves are drawn aliased; at one point per key their steps hide the jaggies.
 DENSE_CURVE: dict[str, object] = {"antialias": False}
 #: Rows longer than this are drawn without markers (they would merge into a band).
 MARKER_MAX_POINTS = 64
@@ -250,11 +249,11 @@ def style_plot(
         axis.setTickFont(font(TICK_PT))
         # An automatic "(x0.001)" prefix next to a probability reads as a unit: show raw values.
         axis.enableAutoSIPrefix(False)
-        # Major and minor ticks only: the third level's faint grid lines were invisible at
-        # GRID_ALPHA but cost ~10 ms of every repaint (bench_gui).
+        # Major and minor ticks only: the third level's faint grid lines are invisible at
+        # GRID_ALPHA but cost a large share of every repaint (benchmarks/bench_gui.py).
         axis.setStyle(maxTickLevel=1)
         # An axis draws its grid across the whole plot, one raster span per pixel row for each
-        # vertical line: cache the result while the range stays (7 ms of the laws view's 14 ms
+        # vertical line: cache the result while the range stays (half of the laws view's
         # repaint). The cache is redrawn at the device's resolution, so exports stay sharp.
         axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
     label_plot(plot, title=title, left=left, bottom=bottom)
@@ -352,8 +351,8 @@ def make_text_item(anchor: tuple[float, float] = (0.0, 0.0)) -> pg.TextItem:
 class WrappingLabel(pg.LabelItem):
     """A :class:`pyqtgraph.LabelItem` whose text wraps to its cell instead of widening it.
 
-    A plain LabelItem's minimum width is its text's one-line width, so a long note made the
-    whole layout wider than the window at 1280×800 and cut off the right-hand plot. Here the
+    A plain LabelItem's minimum width is its text's one-line width, so a long note would make
+    the whole layout wider than the window at 1280×800 and cut off the right-hand plot. Here the
     minimum width is small and the text is wrapped to whatever width the layout gives.
     """
 
@@ -393,10 +392,9 @@ class WrappingLabel(pg.LabelItem):
 
     def updateMin(self) -> None:  # pyqtgraph override
         # The width hints are a constant: the label takes the width its cell gets from the
-        # plots and wraps to it. Taking the wrapped width made the layout depend on the sizes
-        # the widget had before (two exports in a row came out different); taking the
-        # one-line width re-laid out every plot whenever a note's text changed (training
-        # curves: 50-90 ms GUI stalls per push).
+        # plots and wraps to it. The wrapped width would make the layout depend on the sizes
+        # the widget had before (two exports in a row would differ); the one-line width would
+        # re-lay out every plot whenever a note's text changes (a GUI stall per training push).
         height = self.itemRect().height()
         if self._reserved:
             # Measured once per text and width, not on every setText of a streaming note.

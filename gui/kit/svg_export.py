@@ -55,7 +55,7 @@ def _flatten_group(match: re.Match[str]) -> str:
     ``QSvgGenerator`` writes a curve in data coordinates under the view's scaling matrix (e.g.
     ``matrix(114.8,0,0,-30.3,…)``) with ``vector-effect="non-scaling-stroke"``, so that its pen
     keeps its width. librsvg ignores that vector effect and strokes with the scaled pen: every
-    curve became a band tens of pixels wide, markers got outlines eight times too thick. In final
+    curve becomes a band tens of pixels wide, markers get outlines eight times too thick. In final
     coordinates the transform is the identity and every viewer strokes the same line. Groups
     that hold anything but paths, polylines and (under an axis-aligned matrix) rectangles, such
     as text and images, keep their transform.
@@ -125,11 +125,8 @@ def _font_as_painted(match: re.Match[str], cache: dict[tuple[str, str], str]) ->
 def render_svg(item: Any, width: int, height: int, title: str = "") -> bytes:
     """Render a view's export item as SVG (vector) with the layout of a ``width × height`` PNG.
 
-    The scene is painted by the same code as :func:`render_image`, into Qt's
-    ``QSvgGenerator`` instead of a ``QImage``. pyqtgraph's ``SVGExporter`` is not used: it
-    re-creates every item's path from its own transform and misplaces data on log axes,
-    draws markers and ticks from a different layout, flattens rich-text subscripts and
-    smooths images.
+    Painted by the same code as :func:`render_image`, into ``QSvgGenerator``; why not pyqtgraph's
+    ``SVGExporter``: docs/design-notes.md.
 
     Parameters
     ----------

@@ -1,8 +1,8 @@
 """Tab widgets whose tabs wrap onto a second row instead of hiding behind scroll arrows.
 
-A ``QTabBar`` keeps one row: at 1024×768 the explorer's nine view titles did not fit, and the
-last views (Precision, Length) were reachable only through a small arrow that new users do not
-notice. :class:`WrappingTabWidget` is a ``QTabWidget`` (the same API for pages, titles, current
+A ``QTabBar`` keeps one row: at 1024×768 the explorer's nine view titles do not fit, and the
+last views (Precision, Length) would be reachable only through a small arrow that new users do
+not notice. :class:`WrappingTabWidget` is a ``QTabWidget`` (the same API for pages, titles, current
 page and signals) whose own bar is hidden; :attr:`WrappingTabWidget.bar` shows one checkable
 button per page in a :class:`FlowLayout`, so every title stays visible at any width.
 """

@@ -106,8 +106,8 @@ MIN_CENTRAL_WIDTH = 560
 
 def _place_dock(window: QMainWindow, dock: QDockWidget) -> None:
     """Put the tour beside the views if the window is wide enough, else tab it with the
-    parameter dock: at 1024×768 two dock columns left ~350 px for the views and pushed the
-    window wider than the screen (issue 8, §4)."""
+    parameter dock: at 1024×768 two dock columns would leave ~350 px for the views and push
+    the window wider than the screen."""
     if dock.isFloating():
         return
     parameters = window.findChild(QDockWidget, "parameterDock")

@@ -42,26 +42,24 @@ __all__ = ["TourPanel"]
 class TourPanel(QWidget):
     """The guided-tour panel: step counter, title, what to look at, text, engine numbers.
 
+    A step that fills the Train tab keeps the user's settings there and puts them back when the
+    tour moves to a step that does not set them, or ends (:meth:`end_tour`).
+
     Parameters
     ----------
     window
-        The window the steps steer (:class:`~gui.tour.host.TourHost`). ``None`` shows the
-        texts without applying steps (used by tests).
+        The window the steps steer (:class:`~gui.tour.host.TourHost`); ``None``: texts only.
     data
         The tour content (default: :func:`load_tour`).
 
     Signals
     -------
     stepChanged(int)
-        The index of the step now shown (after its settings were applied).
+        The index of the step shown, after its settings were applied.
     claimsEvaluated(int)
         The engine numbers of step ``index`` are shown.
     finished()
         *Finish* on the last step was pressed (the dock closes; the next start is step 1).
-
-    A step that fills the Train tab changes the user's settings there; they are kept when the
-    step is applied and put back when the tour moves on to a step that does not set them, or
-    ends (:meth:`end_tour`).
     """
 
     stepChanged = Signal(int)

@@ -94,9 +94,9 @@ class TrainCurvesView(TrainView):
             plot.setDownsampling(auto=True, mode="peak")
             # The left axis keeps its width while a run's loss falls through the decades: a
             # width change re-lays out the plot and repaints its column later, outside the
-            # controller's timed paint (measured: a quarter of the pushes were followed by such
-            # a 25-55 ms repaint). Room for a wide tick label is reserved up front (wider than
-            # "1e-07" of the log plots) and the axis may grow but never shrink.
+            # controller's timed paint, as a long unplanned stall. Room for a wide tick label is
+            # reserved up front (wider than "1e-07" of the log plots) and the axis may grow but
+            # never shrink.
             axis = plot.getAxis("left")
             axis.setStyle(autoReduceTextSpace=False)
             reserve = QFontMetrics(axis.font()).horizontalAdvance("-0.0001")
@@ -250,7 +250,7 @@ class TrainCurvesView(TrainView):
         self._note.setText(self._note_text(snap))
         self._y_ranges.fit(snap, results, training_losses)
         # Auto-range now rather than in the paint: a range set while painting schedules a
-        # second full repaint of all four plots (measured: ~2 paints per push otherwise).
+        # second full repaint of all four plots.
         self._widget.scene().prepareForPaint()
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:

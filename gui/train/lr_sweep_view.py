@@ -42,7 +42,7 @@ class _RuleItems:
         )
         # The band follows two faint edge curves (log mode is applied to them by the plot).
         # They need a pen: a PlotDataItem without one never hands its data to the curve that
-        # FillBetweenItem reads, so the promised min…max band was never drawn.
+        # FillBetweenItem reads, and the min…max band would never be drawn.
         edge = pg.mkPen(style.rule_color(rule, 110), width=1)
         self.low = pg.PlotDataItem(pen=edge)
         self.high = pg.PlotDataItem(pen=edge)

@@ -39,7 +39,7 @@ _CTX = "TrainTab"
 #: The file name the Inspect button offers (in the last export folder).
 TENSORS_FILE_NAME = "trained_heads.npz"
 
-#: A small model for driving the buttons in the self-test (a step takes well under 1 ms).
+#: A small model for driving the buttons in the self-test (its steps are nearly instant).
 DEMO_CONFIG = TrainConfig(
     d_k=16, d_model=32, n=8, vocab=16, batch=32, steps=60, lr=0.01, eval_size=64
 )

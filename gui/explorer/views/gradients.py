@@ -59,7 +59,7 @@ class _Band:
         y = positive_or_nan(median)
         # No point at all (QK-norm has no c, so no ∂p/∂S_raw): an empty curve, not an all-NaN
         # one, whose scatter bounds (np.nanmin) warn on every paint; under a warnings-as-errors
-        # filter that exception, raised inside a boundingRect called by Qt, crashed PySide.
+        # filter that exception, raised inside a boundingRect called by Qt, crashes PySide.
         if any(map(math.isfinite, y)):
             self.median.setData(x, y)
         else:
