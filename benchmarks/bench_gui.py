@@ -2,14 +2,16 @@
 
 Measures, in the real main window:
 
-* latency from a parameter-panel change to every visible view updated and repainted
-  (median and p95) at n = 256 for d_k = 64 and d_k = 1024; the view in front cycles through
-  all the explorer tabs, so every view's update and paint is part of the figures;
+* latency from a parameter-panel change to every visible view updated and painted (the
+  controller's ``resultsPainted``, after the split paint's last pass; median and p95) at
+  n = 256 for d_k = 64 and d_k = 1024; the view in front cycles through all the explorer
+  tabs, so every view's update and paint is part of the figures;
 * for information, the tab switch before each change: from ``show_view`` to the new view
   shown and painted once, and until its last catch-up paint (no goal);
 * the longest event-loop stall while a full d_k sweep (and the length view's n sweep)
   streams in, with each explorer view in front in turn: a 5 ms heartbeat ``QTimer`` records
-  how late it fires.
+  how late it fires; then the same sweeps with each push painted in the pass that made it
+  (the split paint switched off), for the ratio printed at the end.
 
 Goals: p95 latency ≤ 30 ms, stall ≤ 30 ms. Run::
 
@@ -22,6 +24,7 @@ each change's latency with the view in front.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -40,6 +43,7 @@ from PySide6.QtCore import QEvent, QEventLoop, QObject, Qt, QTimer, Slot  # noqa
 from engine.config import AttentionConfig  # noqa: E402
 from gui.app import create_application  # noqa: E402
 from gui.kit.settings import SETTINGS_DIR_ENV  # noqa: E402
+from gui.kit.split_paint import SplitPaint  # noqa: E402
 
 HEARTBEAT_MS = 5
 
@@ -52,6 +56,7 @@ class LatencyProbe(QObject):
         self.window = window
         self.expected = None
         self.t0 = 0.0
+        self.shown = False
         self.latency = None
         self.loop: QEventLoop | None = None
 
@@ -59,10 +64,13 @@ class LatencyProbe(QObject):
     def on_shown(self, results) -> None:
         if self.expected is None or results.config != self.expected or self.latency is not None:
             return
-        # Synchronous paint of what the user sees. The plots live in QGraphicsView viewports,
-        # which a parent's repaint() does not redraw: repaint each visible viewport itself
-        # (an upper bound: Qt would skip views whose items did not change).
-        repaint_visible_plots(self.window)
+        self.shown = True
+
+    @Slot()
+    def on_painted(self) -> None:
+        """The views' paint of a push (one or more event-loop passes after it) is done."""
+        if not self.shown or self.latency is not None:
+            return
         self.window.statusBar().repaint()
         self.latency = time.perf_counter() - self.t0
         if self.loop is not None:
@@ -157,6 +165,7 @@ def measure_latency(window, probe: LatencyProbe, repeats: int,
         target = 1.0 + 0.01 * ((i % 2) + 1)
         probe.expected = window.panel.config().replace(init_std=target)
         probe.latency = None
+        probe.shown = False
         loop = QEventLoop()
         probe.loop = loop
         QTimer.singleShot(5000, loop.quit)
@@ -175,15 +184,33 @@ def measure_latency(window, probe: LatencyProbe, repeats: int,
     return latencies
 
 
-def measure_stalls(window, heartbeat: Heartbeat, seed: int) -> dict[str, tuple[float, float]]:
-    """Per explorer view in front: (max stall ms, sweep seconds) of a full sweep."""
+def measure_stalls(window, heartbeat: Heartbeat, seed: int,
+                   split: bool = True) -> dict[str, tuple[float, float]]:
+    """Per explorer view in front: (max stall ms, sweep seconds) of a full sweep.
+
+    ``split=False`` paints each push in the pass that made it (no :class:`SplitPaint`), for
+    the comparison printed at the end.
+    """
     stalls = {}
     for index, view in enumerate(window.views):
         window.show_view(view.key)
         window.wait_until_settled(60_000)
         wait_ms(100)
-        stalls[view.key] = measure_stall(window, heartbeat, seed + index)
+        with paint_split(split):
+            stalls[view.key] = measure_stall(window, heartbeat, seed + index)
     return stalls
+
+
+@contextlib.contextmanager
+def paint_split(split: bool):
+    """Within the block, pushes are painted split over passes (the app's way) or at once."""
+    original = SplitPaint.paint_later
+    if not split:
+        SplitPaint.paint_later = lambda self, views: None
+    try:
+        yield
+    finally:
+        SplitPaint.paint_later = original
 
 
 def measure_stall(window, heartbeat: Heartbeat, seed: int) -> tuple[float, float]:
@@ -280,9 +307,11 @@ def main() -> int:
     window.show()
     probe = LatencyProbe(window)
     window.controller.resultsShown.connect(probe.on_shown)
+    window.controller.resultsPainted.connect(probe.on_painted)
     heartbeat = Heartbeat()
     all_latencies: list[float] = []
     stalls: list[float] = []
+    unsplit_stalls: list[float] = []
     switches: list[tuple[float, float]] = []
     try:
         window.wait_until_settled(120_000)
@@ -294,6 +323,9 @@ def main() -> int:
             latencies = measure_latency(window, probe, args.repeats, switches)
             engine_ms = engine_time_ms(window.panel.config(), window.controller.temperature())
             per_view = measure_stalls(window, heartbeat, seed=d_k)
+            # The same sweeps once more with every push painted in its own pass.
+            unsplit = measure_stalls(window, heartbeat, seed=d_k, split=False)
+            unsplit_stalls.append(max(worst for worst, _ in unsplit.values()))
             all_latencies.extend(latencies)
             stall = max(worst for worst, _ in per_view.values())
             stalls.append(stall)
@@ -303,6 +335,8 @@ def main() -> int:
                   f"sweep {sweep_s:.2f} s (median), max event-loop stall {stall:.1f} ms")
             print("    stall with the view in front: " + ", ".join(
                 f"{key} {worst:.1f}" for key, (worst, _) in per_view.items()))
+            print("    the same, each push painted in one pass (no split paint): " + ", ".join(
+                f"{key} {worst:.1f}" for key, (worst, _) in unsplit.items()))
             print(f"    engine fast part alone (run_experiment + temperature comparison): "
                   f"median {engine_ms:.1f} ms -> GUI, thread hand-over and paint "
                   f"{np.median(latencies) - engine_ms:.1f} ms of the median latency")
@@ -317,6 +351,8 @@ def main() -> int:
     stroked, filled = grid_line_times()
     print(f"60 translucent grid lines (no goal): stroked {stroked:.2f} ms, filled as PlotAxis "
           f"does {filled:.2f} ms, ratio {stroked / filled:.0f}")
+    print(f"max stall split over passes {max(stalls):.1f} ms, painted in one pass "
+          f"{max(unsplit_stalls):.1f} ms: ratio {max(stalls) / max(unsplit_stalls):.2f}")
     p95 = float(np.percentile(all_latencies, 95))
     print(f"goals: p95 <= 30 ms ({'met' if p95 <= 30 else 'NOT met'}), "
           f"stall <= 30 ms ({'met' if max(stalls) <= 30 else 'NOT met'})")

@@ -398,8 +398,8 @@ class MainWindow(QMainWindow):
         """
         controller = self.controller
         wait_until(lambda: self._settled(require_sweep),
-                   (controller.resultsShown, controller.busyChanged, controller.errorOccurred),
-                   timeout_ms)
+                   (controller.resultsShown, controller.resultsPainted, controller.busyChanged,
+                    controller.errorOccurred), timeout_ms)
         return self._settled(require_sweep)
 
     @Slot(object)

@@ -46,6 +46,7 @@ from gui.explorer.worker import (
     Worker,
 )
 from gui.kit.jobs import JobFailed, JobFinished, Throttle, ViewPusher, WorkerHost
+from gui.kit.split_paint import SplitPaint
 
 __all__ = ["ExplorerController"]
 
@@ -72,6 +73,7 @@ class ExplorerController(QObject):
     """
 
     resultsShown = Signal(object)  # ExplorerResults, after every visible view got it
+    resultsPainted = Signal()  # the views that got results have painted them
     progressChanged = Signal(int, int)  # sweep points done, total
     busyChanged = Signal(bool)  # a job is running or wanted
     errorOccurred = Signal(str)  # a user-facing message from a failed request
@@ -112,6 +114,9 @@ class ExplorerController(QObject):
 
         self._input = Throttle(throttle_ms, self._request_full, self)
         # Hidden views (other tabs) skip pushes and catch up when shown: see refresh_view.
+        # Each push's paint comes in later event-loop passes, prepared a little at a time.
+        self._paint = SplitPaint(self)
+        self._paint.painted.connect(self.resultsPainted)
         self._pusher = ViewPusher(views, self.results, _show_results, push_interval_ms,
                                   pushed=self._on_pushed, parent=self)
         worker = Worker()
@@ -141,8 +146,9 @@ class ExplorerController(QObject):
         return self._host.is_busy() or self._input.is_pending()
 
     def is_settled(self) -> bool:
-        """True when no job runs or waits and the latest results have been pushed."""
-        return not self.is_busy() and not self._pusher.is_pending()
+        """True when no job runs or waits and the latest results have been pushed and painted."""
+        return (not self.is_busy() and not self._pusher.is_pending()
+                and not self._paint.is_pending())
 
     def shows_current(self) -> bool:
         """True when the views show the fast results (everything but the sweeps) of the
@@ -264,6 +270,7 @@ class ExplorerController(QObject):
         self._closed = True
         self._input.stop()
         self._pusher.close()
+        self._paint.close()
         self._host.begin_shutdown()
 
     def shutdown(self, timeout_ms: int = 1000) -> bool:
@@ -430,6 +437,8 @@ class ExplorerController(QObject):
             self.busyChanged.emit(busy)
 
     def _on_pushed(self, results: object, shown: Sequence[object]) -> None:
+        # Held before resultsShown, so that a listener sees the paint pending (is_settled).
+        self._paint.paint_later(shown)
         self.resultsShown.emit(results)
 
 

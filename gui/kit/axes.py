@@ -7,7 +7,7 @@ from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QPainter, QPen
+from PySide6.QtGui import QPainter, QPen, QPicture
 
 __all__ = ["PlotAxis", "axis_items"]
 
@@ -36,7 +36,28 @@ class PlotAxis(pg.AxisItem):
             # The cached picture holds rectangles sized for another scale (an export).
             self._device_scale = scale
             self.picture = None
-        super().paint(p, *args)
+        self.prepare_picture()
+        self.picture.play(p)
+
+    def prepare_picture(self) -> None:
+        """Draw the axis's picture now if its range or size changed since the last paint.
+
+        The paint would draw it; done beforehand (:class:`gui.kit.split_paint.SplitPaint`), the
+        paint only replays it. The picture is drawn for the device scale of the last paint.
+        """
+        if self.picture is not None:
+            return
+        picture = QPicture()
+        painter = QPainter(picture)
+        try:
+            if self.style["tickFont"]:
+                painter.setFont(self.style["tickFont"])
+            specs = self.generateDrawSpecs(painter)
+            if specs is not None:
+                self.drawPicture(painter, *specs)
+        finally:
+            painter.end()
+        self.picture = picture
 
     def drawPicture(self, p: QPainter, axisSpec: Any, tickSpecs: Any,  # pyqtgraph override
                     textSpecs: Any) -> None:

@@ -14,7 +14,7 @@ interpreter lock with the GUI's Python (``benchmarks/bench_train_gui.py`` states
 training speed against the engine alone).
 
 A push's paint follows its update after one pass of the event loop
-(:class:`~gui.train.split_paint.SplitPaint`), so two short stalls of the event loop replace one
+(:class:`~gui.kit.split_paint.SplitPaint`), so two short stalls of the event loop replace one
 long one.
 """
 
@@ -31,8 +31,8 @@ from PySide6.QtCore import QObject, Signal, Slot
 from engine.config.train import TrainConfig
 from engine.training.process import TrainingProcess
 from gui.kit.jobs import JobFailed, JobFinished, ViewPusher, WorkerHost
+from gui.kit.split_paint import SplitPaint
 from gui.train.results import TrainResults
-from gui.train.split_paint import SplitPaint
 from gui.train.state import GradientHistory, TrainState
 from gui.train.worker import (
     TrainItem,

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import time
 
+import pyqtgraph as pg
 import pytest
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QVBoxLayout, QWidget
 
 from engine.config.train import TrainConfig
+from gui.kit.axes import axis_items
+from gui.kit.split_paint import SplitPaint
 from gui.train.controller import DEFAULT_PUSH_INTERVAL_MS, TrainController
-from gui.train.split_paint import SplitPaint
 from gui.train.state import TrainState
 
 LONG = TrainConfig(rules=("none", "sqrt"), d_k=16, d_model=32, n=8, vocab=16, batch=32,
@@ -78,3 +80,43 @@ def test_the_scene_work_before_the_paint_counts_as_the_views_time(qtbot):
     assert paint.busy_s > 0
     assert not graphics.viewport().updatesEnabled()
     qtbot.waitUntil(lambda: graphics.viewport().updatesEnabled(), timeout=2000)
+
+
+def test_a_split_paint_shows_the_new_range_on_the_axis_and_releases_the_viewport(qtbot):
+    # The preparation passes redraw the axis for the new range before the paint: what the user
+    # sees afterwards is the new data with ticks up to its new maximum.
+    plot = pg.PlotWidget(axisItems=axis_items())
+    qtbot.addWidget(plot)
+    plot.resize(400, 300)
+    plot.show()
+    qtbot.waitExposed(plot)
+    curve = plot.plot([0, 1, 2], [0, 1, 2])
+    qtbot.wait(50)
+    paint = SplitPaint()
+    painted = []
+    paint.painted.connect(lambda: painted.append(True))
+    curve.setData([0, 1, 2], [0, 500, 1000])
+    paint.paint_later([plot])
+    assert paint.is_pending()
+    qtbot.waitUntil(lambda: bool(painted), timeout=2000)
+    assert not paint.is_pending() and plot.viewport().updatesEnabled()
+    left = plot.getPlotItem().getAxis("left")
+    low, high = left.range
+    assert low <= 0 and high >= 1000
+    ticks = [value for _spacing, values in left.tickValues(low, high, left.height())
+             for value in values]
+    assert max(ticks) >= 500  # drawn for the new range, not the old 0..2
+
+
+def test_closing_a_split_paint_never_leaves_a_viewport_frozen(qtbot):
+    plot = pg.PlotWidget(axisItems=axis_items())
+    qtbot.addWidget(plot)
+    plot.show()
+    qtbot.waitExposed(plot)
+    curve = plot.plot([0, 1], [0, 1])
+    paint = SplitPaint()
+    curve.setData([0, 1], [0, 9])
+    paint.paint_later([plot])
+    assert not plot.viewport().updatesEnabled()
+    paint.close()
+    assert plot.viewport().updatesEnabled() and not paint.is_pending()
