@@ -15,11 +15,12 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
 from engine.analysis.real_head import HeadRef
 from engine.config import AttentionConfig, ScalingRule
+from engine.core.scaling import Rule
 from engine.models import SampleModel, sample_models
 from gui.heads.capture_dialog import CaptureDialog
 from gui.heads.capture_worker import CaptureReady
 from gui.heads.view import HeadsView
-from gui.heads.worker import RuleParams
+from gui.heads.worker import Logits
 from gui.kit.i18n import translate
 from gui.kit.session import LogitsChoice, TensorsChoice
 from gui.window_files import show_warning
@@ -215,7 +216,7 @@ class WindowHeads(QObject):
         self.update_actions()
         if shown:  # show it from its file now, so that a session can name it
             self.view.open_file(written, select=controller.selected(),
-                                params=controller.params())
+                                logits=controller.logits())
 
     @Slot(str, str)
     def _on_capture_save_failed(self, path: str, reason: str) -> None:
@@ -231,9 +232,10 @@ class WindowHeads(QObject):
         tensor_file = self.view.controller.tensor_file()
         if tensor_file is None or tensor_file.format == "memory":
             return None
-        params = self.view.logits_params()
-        logits = LogitsChoice(params.rule.value if params.rule is not None else None,
-                              params.temperature, params.gain, params.cap)
+        shown = self.view.logits_params()
+        rule = shown.rule
+        logits = LogitsChoice(None if shown.own_scale else rule.kind.value, rule.temperature,
+                              rule.gain, rule.cap)
         selected = self.view.controller.selected()
         if selected is None:
             return TensorsChoice(str(tensor_file.path), logits=logits)
@@ -255,10 +257,10 @@ class WindowHeads(QObject):
             return
         select = None if choice.layer is None or choice.head is None else (
             choice.layer, choice.head, choice.batch_entry)
-        logits = choice.logits
-        params = RuleParams(ScalingRule(logits.rule) if logits.rule is not None else None,
-                            logits.temperature, logits.gain, logits.cap)
-        self.view.open_file(choice.path, select=select, params=params)
+        saved = choice.logits
+        rule = Rule(saved.rule or ScalingRule.SQRT, saved.temperature, saved.gain, saved.cap)
+        self.view.open_file(choice.path, select=select,
+                            logits=Logits(rule, own_scale=saved.rule is None))
 
     # ----------------------------------------------------------------------------- events
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # Qt override
@@ -386,10 +388,10 @@ class WindowHeads(QObject):
         window = self._window
         if window.controller.real_head() is None:
             return  # the head could not be shown; the explorer said why
-        params = self.view.logits_params()
+        shown = self.view.logits_params().rule
         config = dataclasses.replace(window.controller.config(), rule=ScalingRule(rule),
-                                     temperature=params.temperature, gain=params.gain,
-                                     cap=params.cap)
+                                     temperature=shown.temperature, gain=shown.gain,
+                                     cap=shown.cap)
         window.panel.set_config(config)
         window.controller.set_config(config)
         window.show_view("heatmap")

@@ -25,11 +25,12 @@ from engine.analysis.heads import HeadDiagnostics, _diagnose
 from engine.config import ScalingRule
 from engine.core.attention import attention_logits
 from engine.core.memory import check_memory, get_memory_budget
+from engine.core.scaling import Rule
 from engine.core.softmax import softmax
 from engine.io.tensors import TensorFile, TensorFileError
 
 __all__ = ["HeadRecord", "RuleReplay", "check_replay_memory", "check_weights_rule",
-           "iter_file_diagnostics", "replay_file_head", "replay_head"]
+           "every_rule", "iter_file_diagnostics", "replay_file_head", "replay_head"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +43,7 @@ class HeadRecord:
 
 
 def iter_file_diagnostics(
-    tf: TensorFile,
-    *,
-    rule: ScalingRule | str | None = None,
-    temperature: float | None = None,
-    gain: float | None = None,
-    cap: float | None = None,
-    cancel: threading.Event | None = None,
+    tf: TensorFile, *, rule: Rule | None = None, cancel: threading.Event | None = None
 ) -> Iterator[HeadRecord]:
     """Diagnose every head of ``tf``, layer by layer, one head read at a time.
 
@@ -56,10 +51,9 @@ def iter_file_diagnostics(
     ----------
     tf
         An opened tensor file.
-    rule, temperature, gain, cap
+    rule
         A rule to replay on every head (see :func:`engine.analysis.heads.diagnose_head`);
-        with ``rule`` None each layer's own scale and cap (``tf.layer_scale``,
-        ``tf.layer_cap``) are used.
+        None: each layer's own scale and cap (``tf.layer_scale``, ``tf.layer_cap``).
     cancel
         Checked before each head and before every tile of rows inside one (a tile holds at
         most :data:`engine.core.tiled.TILE_BYTES` of logits); once set, the iteration ends.
@@ -76,7 +70,7 @@ def iter_file_diagnostics(
         :class:`~engine.io.tensors.TensorFileError` when it cannot be read).
     """
     if tf.kind == "weights" and rule is not None:  # refused at once, not at the first head
-        check_weights_rule(tf, rule, temperature=temperature)
+        check_weights_rule(tf, rule)
     for layer in tf.layers:
         for head in range(tf.heads):
             if cancel is not None and cancel.is_set():
@@ -87,15 +81,12 @@ def iter_file_diagnostics(
                     diagnostics = diagnose_weights(
                         tf.weights(layer, head) if scores is None else scores,
                         is_logits=scores is not None, causal=tf.causal, rule=rule,
-                        file_scale=tf.layer_scale(layer), d_k=tf.d_k, temperature=temperature,
-                        cancel=cancel)
+                        file_scale=tf.layer_scale(layer), d_k=tf.d_k, cancel=cancel)
                 else:
                     q, k = tf.qk(layer, head)
-                    diagnostics = _diagnose(
-                        q, k, scale=tf.layer_scale(layer), rule=rule, temperature=temperature,
-                        gain=gain, cap=cap if rule is not None else tf.layer_cap(layer),
-                        causal=tf.causal, cancel=cancel,
-                    )
+                    diagnostics = _diagnose(q, k, scale=tf.layer_scale(layer),
+                                            cap=tf.layer_cap(layer), rule=rule,
+                                            causal=tf.causal, cancel=cancel)
             except TensorFileError:
                 raise
             except ValueError as exc:
@@ -105,13 +96,11 @@ def iter_file_diagnostics(
             yield HeadRecord(layer, head, diagnostics)
 
 
-def check_weights_rule(tf: TensorFile, rule: ScalingRule | str,
-                       temperature: float | None = None) -> None:
+def check_weights_rule(tf: TensorFile, rule: Rule) -> None:
     """Raise :class:`~engine.analysis.head_weights.NeedsQK` (naming the file) if ``rule``
     cannot be replayed on the weights of ``tf``."""
     try:
-        logit_factors(rule, file_scale=tf.scale, d_k=tf.d_k, visible=np.ones(1),
-                      temperature=temperature)
+        logit_factors(rule, file_scale=tf.scale, d_k=tf.d_k, visible=np.ones(1))
     except NeedsQK as exc:
         raise NeedsQK(f"{tf.path.name}: {exc}", exc.needs) from None
 
@@ -167,16 +156,19 @@ class RuleReplay:
     missing: str = ""
 
 
+def every_rule(params: Rule) -> tuple[Rule, ...]:
+    """Every scaling rule, in :class:`~engine.config.ScalingRule` order, with the parameters
+    of ``params`` (its T, gain, cap, s and f; its kind is one of the rules like the others)."""
+    return tuple(params.replace(kind=kind) for kind in ScalingRule)
+
+
 def replay_head(
     q: np.ndarray,
     k: np.ndarray,
     *,
     causal: bool,
+    rules: tuple[Rule, ...],
     batch_entry: int = 0,
-    temperature: float,
-    gain: float | None = None,
-    cap: float | None = None,
-    rules: tuple[ScalingRule, ...] = tuple(ScalingRule),
     cancel: threading.Event | None = None,
 ) -> tuple[RuleReplay, ...]:
     """Re-apply each of ``rules`` to the same real q and k.
@@ -187,12 +179,10 @@ def replay_head(
         (batch, n, d_k) float arrays of one head.
     causal
         Mask key j for query i when j > i.
+    rules
+        The rules with their parameters, in the order returned (all: :func:`every_rule`).
     batch_entry
         The entry whose weights are returned (the diagnostics use every entry).
-    temperature, gain, cap
-        Parameters of the temperature, QK-norm and soft-cap rules (gain None = √d_k).
-    rules
-        The rules, in the order returned.
     cancel
         Checked before each rule, between the tiles of its diagnostics and between blocks of
         rows of its softmax; once set, the rules done so far are returned. (At n = 2048,
@@ -205,18 +195,16 @@ def replay_head(
     for rule in rules:
         if cancel is not None and cancel.is_set():
             break
-        params = {"temperature": temperature, "gain": gain, "cap": cap}
-        diagnostics = _diagnose(q, k, scale=None, rule=rule, causal=causal, cancel=cancel,
-                                **params)
+        diagnostics = _diagnose(q, k, rule=rule, causal=causal, cancel=cancel)
         if diagnostics is None:  # cancelled inside
             break
         logits = attention_logits(q[batch_entry], k[batch_entry], rule=rule,
-                                  mask="causal" if causal else None, **params)
+                                  mask="causal" if causal else None)
         weights = _softmax_rows(logits, cancel)
         if weights is None:
             break
         weights.flags.writeable = False
-        out.append(RuleReplay(ScalingRule(rule), diagnostics, weights))
+        out.append(RuleReplay(rule.kind, diagnostics, weights))
     return tuple(out)
 
 
@@ -225,11 +213,8 @@ def replay_file_head(
     layer: int,
     head: int,
     *,
+    rules: tuple[Rule, ...],
     batch_entry: int = 0,
-    temperature: float,
-    gain: float | None = None,
-    cap: float | None = None,
-    rules: tuple[ScalingRule, ...] = tuple(ScalingRule),
     cancel: threading.Event | None = None,
 ) -> tuple[RuleReplay, ...]:
     """:func:`replay_head` on head ``head`` of ``layer`` of ``tf``, read from the file.
@@ -241,8 +226,7 @@ def replay_file_head(
         q, k = tf.qk(layer, head)
         if cancel is not None and cancel.is_set():
             return ()
-        return replay_head(q, k, causal=tf.causal, batch_entry=batch_entry,
-                           temperature=temperature, gain=gain, cap=cap, rules=rules,
+        return replay_head(q, k, causal=tf.causal, rules=rules, batch_entry=batch_entry,
                            cancel=cancel)
     if not 0 <= batch_entry < tf.batch:
         raise ValueError(f"batch entry {batch_entry} is out of range (batch {tf.batch})")
@@ -250,7 +234,7 @@ def replay_file_head(
     scores = tf.scores(layer, head)
     rows = tf.weights(layer, head) if scores is None else scores
     params = {"causal": tf.causal, "is_logits": scores is not None,
-              "file_scale": tf.layer_scale(layer), "d_k": tf.d_k, "temperature": temperature}
+              "file_scale": tf.layer_scale(layer), "d_k": tf.d_k}
     out = []
     for rule in rules:
         if cancel is not None and cancel.is_set():
@@ -258,11 +242,11 @@ def replay_file_head(
         try:
             diagnostics = diagnose_weights(rows, rule=rule, cancel=cancel, **params)
         except NeedsQK as exc:
-            out.append(RuleReplay(ScalingRule(rule), None, None, missing=exc.needs))
+            out.append(RuleReplay(rule.kind, None, None, missing=exc.needs))
             continue
         if diagnostics is None:
             break
         weights = replay_weights_map(rows[batch_entry], rule=rule, **params)
         weights.flags.writeable = False
-        out.append(RuleReplay(ScalingRule(rule), diagnostics, weights))
+        out.append(RuleReplay(rule.kind, diagnostics, weights))
     return tuple(out)

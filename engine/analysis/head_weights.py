@@ -24,7 +24,7 @@ import numpy as np
 from engine.analysis.heads import HeadDiagnostics, head_flags
 from engine.config import ScalingRule
 from engine.core.moments import RunningMoments, block_moments
-from engine.core.scaling import length_scales, parse_rule, scale_factor
+from engine.core.scaling import Rule
 from engine.core.stats import SATURATION_THRESHOLD
 from engine.core.theory import zhai_min_entropy_rows
 
@@ -50,12 +50,7 @@ class NeedsQK(ValueError):
 
 
 def logit_factors(
-    rule: ScalingRule | str | None,
-    *,
-    file_scale: float,
-    d_k: int,
-    visible: np.ndarray,
-    temperature: float | None = None,
+    rule: Rule | None, *, file_scale: float, d_k: int, visible: np.ndarray
 ) -> tuple[np.ndarray, float]:
     """The factor a by which ``rule`` multiplies each row's logits, relative to the model's.
 
@@ -70,8 +65,6 @@ def logit_factors(
         The key dimension, 0 when unknown.
     visible
         The keys each row sees (for ``log_n`` / ``ssmax``).
-    temperature
-        For the temperature rule.
 
     Returns
     -------
@@ -86,24 +79,24 @@ def logit_factors(
     """
     if rule is None:
         return np.ones(len(visible)), file_scale
-    rule = parse_rule(rule)
-    if rule not in MULTIPLICATIVE_RULES:
-        raise NeedsQK(f"rule {rule.value!r} needs q and k: it is not a multiple of the logits, "
+    kind = rule.kind
+    if kind not in MULTIPLICATIVE_RULES:
+        raise NeedsQK(f"rule {kind.value!r} needs q and k: it is not a multiple of the logits, "
                       "and this file holds attention weights only", "q_and_k")
     if d_k > 0:
         own = file_scale if math.isfinite(file_scale) else 1.0 / math.sqrt(d_k)
         dim = d_k
-    elif not math.isfinite(file_scale) and rule in _FREE_OF_D_K:
+    elif not math.isfinite(file_scale) and kind in _FREE_OF_D_K:
         own, dim = 1.0, 1  # c'/c with c = 1/√d_k: d_k cancels
     else:
-        raise NeedsQK(f"rule {rule.value!r} needs d_k, which the file does not give (add "
+        raise NeedsQK(f"rule {kind.value!r} needs d_k, which the file does not give (add "
                       '"d_k" to its meta)', "d_k")
     if own <= 0:
         raise NeedsQK(f"the file's scale is {own:g}: a replay needs a scale > 0", "scale")
-    if rule.length_dependent:
-        scales = length_scales(rule, dim, visible)
+    if kind.length_dependent:
+        scales = rule.row_scales(dim, visible)
     else:
-        scales = np.full(len(visible), scale_factor(rule, dim, temperature=temperature))
+        scales = np.full(len(visible), rule.scale(dim))
     factors = scales / own
     last = float(scales[-1]) if d_k > 0 else math.nan
     return factors, last
@@ -130,10 +123,9 @@ def diagnose_weights(
     *,
     causal: bool,
     is_logits: bool = False,
-    rule: ScalingRule | str | None = None,
+    rule: Rule | None = None,
     file_scale: float = math.nan,
     d_k: int = 0,
-    temperature: float | None = None,
     cancel: threading.Event | None = None,
 ) -> HeadDiagnostics | None:
     """Diagnose one head from its weights (or logits), as the model had them or under a rule.
@@ -145,7 +137,7 @@ def diagnose_weights(
         causal head), or logits with ``is_logits`` (masked entries −inf).
     causal
         Row i sees keys 0..i.
-    rule, file_scale, d_k, temperature
+    rule, file_scale, d_k
         A rule to replay (see :func:`logit_factors`); None: the model's own weights.
     cancel
         Checked between blocks of rows; None is returned once it is set.
@@ -168,8 +160,7 @@ def diagnose_weights(
         raise ValueError(f"weights must have shape (batch, n, n); got {rows.shape}")
     batch, n, _ = rows.shape
     visible = _visible(n, causal)
-    factors, scale = logit_factors(rule, file_scale=file_scale, d_k=d_k, visible=visible,
-                                   temperature=temperature)
+    factors, scale = logit_factors(rule, file_scale=file_scale, d_k=d_k, visible=visible)
     stats = {name: np.empty((batch, n)) for name in ("entropy", "p_max", "sink", "floor")}
     moments = RunningMoments()
     max_abs = 0.0
@@ -213,7 +204,7 @@ def diagnose_weights(
                        sink_uniform=sink_uniform)
     nan = math.nan
     return HeadDiagnostics(
-        n=n, d_k=d_k, batch=batch, rule=None if rule is None else parse_rule(rule).value,
+        n=n, d_k=d_k, batch=batch, rule=None if rule is None else rule.kind.value,
         scale=scale, causal=causal,
         logit_std=moments.std if is_logits else nan, logit_std_theory=nan,
         max_abs_logit=max_abs if is_logits else nan, entropy_mean=entropy_mean,
@@ -230,17 +221,15 @@ def replay_weights_map(
     *,
     causal: bool,
     is_logits: bool = False,
-    rule: ScalingRule | str,
+    rule: Rule,
     file_scale: float = math.nan,
     d_k: int = 0,
-    temperature: float | None = None,
 ) -> np.ndarray:
     """The (n, n) weights of one batch entry ``rows`` (n, n) under ``rule``: p^a / Σ p^a row by
     row, from weights, or softmax(a·z) from logits. Raises :class:`NeedsQK` as
     :func:`logit_factors`."""
     n = rows.shape[-1]
-    factors, _ = logit_factors(rule, file_scale=file_scale, d_k=d_k,
-                               visible=_visible(n, causal), temperature=temperature)
+    factors, _ = logit_factors(rule, file_scale=file_scale, d_k=d_k, visible=_visible(n, causal))
     z = _scaled_rows(rows, is_logits, factors)
     if causal:
         z[np.triu(np.ones((n, n), dtype=bool), k=1)] = -np.inf

@@ -34,6 +34,7 @@ import numpy as np
 from engine.config import ScalingRule
 from engine.core.moments import RunningMoments, block_moments
 from engine.core.plan import make_plan
+from engine.core.scaling import Rule
 from engine.core.stats import SATURATION_THRESHOLD
 from engine.core.theory import zhai_min_entropy_rows
 from engine.core.tiled import Scratch, Tile, each_tile, prepare
@@ -229,7 +230,7 @@ def diagnose_head(
     k: np.ndarray,
     *,
     scale: float | None = None,
-    rule: ScalingRule | str | None = None,
+    rule: Rule | ScalingRule | str | None = None,
     temperature: float | None = None,
     gain: float | None = None,
     cap: float | None = None,
@@ -245,11 +246,11 @@ def diagnose_head(
         The model's own factor c (logits = c·q·kᵀ); None means 1/√d_k. Ignored when ``rule``
         is given.
     rule
-        A scaling rule to replay instead (``none``, ``sqrt``, ``linear``, ``temperature``,
-        ``qk_norm``, ``softcap``); its logits are those of
-        :func:`engine.core.attention.attention_logits` with the same parameters.
+        A scaling rule to replay instead (a :class:`~engine.core.scaling.Rule`, or a kind:
+        ``none``, ``sqrt``, ``linear``, ``temperature``, ``qk_norm``, ``softcap``, ...); its
+        logits are those of :func:`engine.core.attention.attention_logits` with the same rule.
     temperature, gain, cap
-        The rule's parameters (validated as the engine does; gain defaults to √d_k, cap to 50).
+        The parameters of a kind (validated by its Rule; gain defaults to √d_k, cap to 50).
         Without ``rule``, a ``cap`` is the model's own soft-cap: logits cap·tanh(c·q·kᵀ/cap).
     causal
         Mask key j for query i when j > i.
@@ -292,8 +293,9 @@ def diagnose_head(
         For bad shapes, non-finite data, an unknown rule or invalid parameters, or logits that
         overflow.
     """
-    return _diagnose(q, k, scale=scale, rule=rule, temperature=temperature, gain=gain,
-                     cap=cap, causal=causal, cancel=None)
+    replay = None if rule is None else Rule.from_keywords(rule, temperature=temperature,
+                                                          gain=gain, cap=cap)
+    return _diagnose(q, k, scale=scale, cap=cap, rule=replay, causal=causal, cancel=None)
 
 
 class _Cancelled(Exception):
@@ -301,18 +303,19 @@ class _Cancelled(Exception):
 
 
 def _diagnose(
-    q: np.ndarray, k: np.ndarray, *, scale: float | None, rule: ScalingRule | str | None,
-    temperature: float | None, gain: float | None, cap: float | None, causal: bool,
-    cancel: threading.Event | None,
+    q: np.ndarray, k: np.ndarray, *, rule: Rule | None, causal: bool,
+    cancel: threading.Event | None, scale: float | None = None, cap: float | None = None,
 ) -> HeadDiagnostics | None:
-    """:func:`diagnose_head`, tile by tile on the attention kernel; None once ``cancel`` is set."""
+    """:func:`diagnose_head`, tile by tile on the attention kernel; None once ``cancel`` is set.
+
+    ``scale`` and ``cap`` are the model's own, used when ``rule`` is None.
+    """
     q, k = _check_qk(q, k)
     batch, n, d_k = q.shape
     replay = rule is not None
-    plan = make_plan(
-        q, k, None, rule=rule if replay else ScalingRule.NONE,
-        mask="causal" if causal else None, temperature=temperature, gain=gain, cap=cap,
-    )
+    plan = make_plan(q, k, None, rule=rule if replay else ScalingRule.NONE,
+                     mask="causal" if causal else None, temperature=None, gain=None,
+                     cap=None if replay else cap)
     if not replay:
         c = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
         if not math.isfinite(c):

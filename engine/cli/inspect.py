@@ -18,6 +18,7 @@ from engine.analysis.head_scan import check_weights_rule, iter_file_diagnostics
 from engine.analysis.heads import HeadDiagnostics
 from engine.cli.output import open_output, output_error
 from engine.cli.progress import Progress
+from engine.core.scaling import Rule
 from engine.io.files import check_output_not_input
 from engine.io.tensors import TensorFileError, load_tensors
 
@@ -47,14 +48,11 @@ def report_row(layer: int, head: int, diag: HeadDiagnostics) -> list[Any]:
     ]
 
 
-def _write_report(
-    tf: Any, args: argparse.Namespace, out: IO[str], progress: IO[str] | None
-) -> None:
+def _write_report(tf: Any, rule: Rule | None, out: IO[str], progress: IO[str] | None) -> None:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
     total = len(tf.layers) * tf.heads
-    records = iter_file_diagnostics(tf, rule=args.rule, temperature=args.temperature,
-                                    gain=args.gain, cap=args.cap)
+    records = iter_file_diagnostics(tf, rule=rule)
     shown = None if progress is None else Progress(progress)
     for i, record in enumerate(records, 1):
         writer.writerow(report_row(record.layer, record.head, record.diagnostics))
@@ -79,8 +77,10 @@ def inspect_command(args: argparse.Namespace) -> int:
         if args.out != "-":
             check_output_not_input(args.out, [args.file])
         tf = load_tensors(args.file)
-        if tf.kind == "weights" and args.rule is not None:
-            check_weights_rule(tf, args.rule, temperature=args.temperature)
+        rule = None if args.rule is None else Rule.from_keywords(
+            args.rule, temperature=args.temperature, gain=args.gain, cap=args.cap)
+        if tf.kind == "weights" and rule is not None:
+            check_weights_rule(tf, rule)
     except (TensorFileError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -89,7 +89,7 @@ def inspect_command(args: argparse.Namespace) -> int:
             out = open_output(stack, args.out)
             if out is None:
                 return 2
-            _write_report(tf, args, out, progress)
+            _write_report(tf, rule, out, progress)
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
@@ -100,7 +100,7 @@ def inspect_command(args: argparse.Namespace) -> int:
             progress.write("\n")
         print(f"error: {output_error(args.out, exc)}", file=sys.stderr)
         return 2
-    except (TensorFileError, ValueError) as exc:  # a head that is bad, or a replay parameter
+    except (TensorFileError, ValueError) as exc:  # a head that is bad
         if progress is not None:
             progress.write("\n")
         print(f"error: {exc}", file=sys.stderr)

@@ -29,10 +29,10 @@ from gui.heads.capture_worker import (
 from gui.heads.worker import (
     FileOpened,
     HeadsWorker,
+    Logits,
     RecordsReady,
     ReplayJob,
     ReplayReady,
-    RuleParams,
     ScanJob,
 )
 from gui.kit.jobs import JobFailed, JobFinished, WorkerHost
@@ -94,15 +94,15 @@ class HeadsController(QObject):
         super().__init__(parent)
         self._tensor_file: TensorFile | None = None
         self._records: tuple[HeadRecord, ...] = ()
-        self._params = RuleParams()
+        self._logits = Logits()
         self._scan_id = -1
         self._replay_id = -1
         self._pending_path = ""
         self._pending_file: TensorFile | None = None
-        self._pending_params = self._params
+        self._pending_logits = self._logits
         self._capture_id = -1
         self._capture: CaptureReady | None = None
-        self._capture_params = self._params
+        self._capture_logits = self._logits
         self._selected: tuple[int, int, int] | None = None
         self._busy = False
         self._closed = False
@@ -144,9 +144,9 @@ class HeadsController(QObject):
         """The diagnostics received so far for the file shown."""
         return self._records
 
-    def params(self) -> RuleParams:
+    def logits(self) -> Logits:
         """The rule and parameters of the diagnostics and the replay."""
-        return self._params
+        return self._logits
 
     def pending_path(self) -> str:
         """The file being opened ("" when none is)."""
@@ -180,25 +180,25 @@ class HeadsController(QObject):
         return all(host.wait_stopped(timeout_ms) for host in self._hosts)
 
     # ------------------------------------------------------------------------------ requests
-    def open_file(self, path: str, params: RuleParams | None = None,
+    def open_file(self, path: str, logits: Logits | None = None,
                   tensor_file: TensorFile | None = None) -> None:
-        """Open and diagnose ``path`` (under ``params``, default the current ones); the file
+        """Open and diagnose ``path`` (under ``logits``, default the current ones); the file
         shown, and its parameters, stay until the new one has opened. ``tensor_file`` is one
         already open (a capture's) to show under the name ``path``."""
         if self._closed:
             return
         self._pending_path = str(path)
         self._pending_file = tensor_file
-        self._pending_params = params if params is not None else self._params
+        self._pending_logits = logits if logits is not None else self._logits
         self._scan_host.request(self._scan_job)
         self._set_busy(True)
 
-    def set_params(self, params: RuleParams) -> None:
-        """Diagnose the file shown again under ``params`` and replay the selected head."""
-        if self._closed or params == self._params:
+    def set_logits(self, logits: Logits) -> None:
+        """Diagnose the file shown again under ``logits`` and replay the selected head."""
+        if self._closed or logits == self._logits:
             return
-        self._params = params
-        self._pending_params = params
+        self._logits = logits
+        self._pending_logits = logits
         if self._tensor_file is not None or self._pending_path:
             self._scan_host.request(self._scan_job)
             self._request_replay()
@@ -214,14 +214,14 @@ class HeadsController(QObject):
 
     def capture_model(self, path: str, text: str, *, max_tokens: int | None = None,
                       layers: str = "", keep_v: bool = False,
-                      params: RuleParams | None = None) -> None:
+                      logits: Logits | None = None) -> None:
         """Run the model at ``path`` on ``text`` and open what it captured, diagnosed under
-        ``params`` (default the current ones); a newer capture supersedes a running one."""
+        ``logits`` (default the current ones); a newer capture supersedes a running one."""
         if self._closed:
             return
         # One core stays with the GUI thread; the rest run the model's matrix products.
         threads = max(1, (os.cpu_count() or 2) - 1)
-        self._capture_params = params if params is not None else self._params
+        self._capture_logits = logits if logits is not None else self._logits
 
         def make(request_id: int) -> CaptureJob:
             self._capture_id = request_id
@@ -274,18 +274,18 @@ class HeadsController(QObject):
         self._scan_id = request_id
         reuse = self._pending_file if self._pending_path else self._tensor_file
         path = self._pending_path or (str(reuse.path) if reuse is not None else "")
-        params = self._pending_params if self._pending_path else self._params
-        return ScanJob(request_id, path, reuse, params)
+        logits = self._pending_logits if self._pending_path else self._logits
+        return ScanJob(request_id, path, reuse, logits)
 
     def _request_replay(self) -> None:
         if self._selected is None or self._tensor_file is None:
             return
-        tensor_file, params = self._tensor_file, self._params
+        tensor_file, logits = self._tensor_file, self._logits
         layer, head, batch_entry = self._selected
 
         def make(request_id: int) -> ReplayJob:
             self._replay_id = request_id
-            return ReplayJob(request_id, tensor_file, layer, head, batch_entry, params)
+            return ReplayJob(request_id, tensor_file, layer, head, batch_entry, logits)
 
         self._replay_host.request(make)
 
@@ -294,7 +294,7 @@ class HeadsController(QObject):
         if self._closed or message.request_id != self._scan_id:
             return
         if self._pending_path:
-            self._params = self._pending_params
+            self._logits = self._pending_logits
         self._pending_path = ""
         self._pending_file = None
         new_file = message.tensor_file is not self._tensor_file
@@ -329,7 +329,7 @@ class HeadsController(QObject):
             path = self._pending_path or (str(shown.path) if shown is not None else "")
             self._pending_path = ""  # the file shown stays; later scans re-use it
             self._pending_file = None
-            self._pending_params = self._params
+            self._pending_logits = self._logits
             self.errorOccurred.emit(_naming(path, message.message))
 
     @Slot(object)
@@ -350,7 +350,7 @@ class HeadsController(QObject):
             return
         self._capture = message
         self.captureReady.emit(message)
-        self.open_file(message.capture.name, self._capture_params, message.tensor_file)
+        self.open_file(message.capture.name, self._capture_logits, message.tensor_file)
 
     @Slot(object)
     def _on_capture_failed(self, message: JobFailed) -> None:

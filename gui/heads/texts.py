@@ -10,7 +10,7 @@ from pathlib import Path
 from engine.analysis.head_scan import HeadRecord
 from engine.io.tensors import TensorFile
 from gui.heads.metrics import flag_text
-from gui.heads.worker import ReplayReady, RuleParams
+from gui.heads.worker import Logits, ReplayReady
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.style import layer_name
@@ -94,19 +94,19 @@ def layer_names(tf: TensorFile) -> dict[int, str]:
     return names
 
 
-def logits_text(params: RuleParams) -> str:
+def logits_text(logits: Logits) -> str:
     """What the diagnostics are of: the file's own scale, or the rule re-applied."""
-    if params.rule is None:
+    if logits.own_scale:
         return translate("HeadsView", "logits: the file's own scale")
-    return translate("HeadsView", "logits: {0} re-applied").format(style.rule_name(params.rule))
+    return translate("HeadsView", "logits: {0} re-applied").format(
+        style.rule_name(logits.rule.kind))
 
 
-def export_header(tf: TensorFile | None, params: RuleParams,
-                  replay: ReplayReady | None) -> str:
+def export_header(tf: TensorFile | None, logits: Logits, replay: ReplayReady | None) -> str:
     """The exported figure's first line: file, logits and the replayed head's batch entry."""
     if tf is None:
         return translate("HeadsView", "No tensor file open.")
-    parts = [f"<b>{tf.path.name}</b>", logits_text(params)]
+    parts = [f"<b>{tf.path.name}</b>", logits_text(logits)]
     if replay is not None:
         parts.append(translate("HeadsView", "replay: layer {0}, head {1}, batch entry {2}")
                      .format(replay.layer, replay.head, replay.batch_entry))

@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
 
 from engine.cli.inspect import COLUMNS, report_row
 from engine.config import ScalingRule
+from engine.core.scaling import Rule
 from engine.io.tensors import TensorFile
 from gui.heads.controller import HeadsController
 from gui.heads.figure import HeadsFigure
@@ -56,7 +57,7 @@ from gui.heads.texts import (
     replay_title,
     status_line,
 )
-from gui.heads.worker import ReplayReady, RuleParams
+from gui.heads.worker import Logits, ReplayReady
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.plot_view import PlotView
@@ -299,7 +300,7 @@ class HeadsView(PlotView):
                 else ((), 0, (), metric))
         title = replay_title(replay) if replay is not None else ""
         self._figure.show_state(
-            export_header(tf, self.controller.params(), replay), grid, selection,
+            export_header(tf, self.controller.logits(), replay), grid, selection,
             self.replay.panel.rules(), replay.replays if replay is not None else (), title,
             replay.tensor_file.tokens if replay is not None else None)
         return self._figure
@@ -357,27 +358,27 @@ class HeadsView(PlotView):
         self._hidden_columns = {key for key in keys if key in self._model.column_keys()}
         self._apply_hidden_columns()
 
-    def logits_params(self) -> RuleParams:
+    def logits_params(self) -> Logits:
         """The logits diagnosed (the file's own scale or a rule) and the rules' parameters."""
-        return self.controller.params()
+        return self.controller.logits()
 
-    def set_logits_params(self, params: RuleParams) -> None:
-        """Diagnose the file shown under ``params`` (as if picked in the controls)."""
-        self._show_params(params)
-        self.controller.set_params(params)
+    def set_logits_params(self, logits: Logits) -> None:
+        """Diagnose the file shown under ``logits`` (as if picked in the controls)."""
+        self._show_params(logits)
+        self.controller.set_logits(logits)
 
     # ------------------------------------------------------------------------------ actions
     def open_file(self, path: str | Path, select: tuple[int, int, int] | None = None,
-                  params: RuleParams | None = None) -> None:
+                  logits: Logits | None = None) -> None:
         """Open and diagnose the tensor file ``path`` (the file shown stays if it fails);
         ``select`` (layer, head, batch entry) is chosen once the file has opened.
 
-        The new file is diagnosed at its own scale, unless ``params`` (a session's logits
+        The new file is diagnosed at its own scale, unless ``logits`` (a session's logits
         choice) says otherwise: a rule picked for one model is not carried to the next
         silently; the tab says when it was reset.
         """
         self._pending_select = select
-        self.controller.open_file(str(path), self._params_for_new_file(params))
+        self.controller.open_file(str(path), self._logits_for_new_file(logits))
         self._update_status()
 
     def capture_model(self, path: str | Path, text: str, *, max_tokens: int | None = None,
@@ -386,19 +387,19 @@ class HeadsView(PlotView):
         here, at the model's own scale; ``layers`` as typed ("0,2,5-7", "" for all)."""
         self._pending_select = None
         self.controller.capture_model(str(path), text, max_tokens=max_tokens, layers=layers,
-                                      keep_v=keep_v, params=self._params_for_new_file(None))
+                                      keep_v=keep_v, logits=self._logits_for_new_file(None))
 
-    def _params_for_new_file(self, params: RuleParams | None) -> RuleParams:
+    def _logits_for_new_file(self, logits: Logits | None) -> Logits:
         self._error = ""
         self._logits_note = ""
-        if params is not None:
-            return params
-        current = self.controller.params()
-        if current.rule is not None:
+        if logits is not None:
+            return logits
+        current = self.controller.logits()
+        if not current.own_scale:
             self._logits_note = translate(
                 "HeadsView", "Logits reset to the file's own scale (were {0}) for the "
-                "new file.").format(style.rule_name(current.rule))
-        return RuleParams(None, current.temperature, current.gain, current.cap)
+                "new file.").format(style.rule_name(current.rule.kind))
+        return Logits(current.rule, own_scale=True)
 
     def status_line(self) -> str:
         """What the tab is doing, for the window's status bar (translated)."""
@@ -444,28 +445,31 @@ class HeadsView(PlotView):
         return idle()
 
     # ------------------------------------------------------------------------------- private
-    def _params(self) -> RuleParams:
-        gain = self._gain.value()
-        return RuleParams(rule=self._rule.currentData(), temperature=self._temperature.value(),
-                          gain=gain if gain > 0 else None, cap=self._cap.value())
+    def _logits(self) -> Logits:
+        kind, gain = self._rule.currentData(), self._gain.value()
+        rule = Rule(ScalingRule.SQRT if kind is None else kind, self._temperature.value(),
+                    gain if gain > 0 else None, self._cap.value())
+        return Logits(rule, own_scale=kind is None)
 
     @Slot()
     def _on_params_changed(self) -> None:
         # T, gain and cap stay editable whatever the grid's rule: the replay uses all three.
         self._logits_note = ""
         self._error = ""
-        self.controller.set_params(self._params())
+        self.controller.set_logits(self._logits())
         self._update_status()
 
-    def _show_params(self, params: RuleParams) -> None:
-        """Set the controls to ``params`` without asking for a new diagnosis."""
+    def _show_params(self, logits: Logits) -> None:
+        """Set the controls to ``logits`` without asking for a new diagnosis."""
         widgets = (self._rule, self._temperature, self._gain, self._cap)
         for widget in widgets:
             widget.blockSignals(True)
-        self._rule.setCurrentIndex(max(self._rule.findData(params.rule), 0))
-        self._temperature.setValue(params.temperature)
-        self._gain.setValue(params.gain or 0.0)
-        self._cap.setValue(params.cap)
+        rule = logits.rule
+        self._rule.setCurrentIndex(max(self._rule.findData(None if logits.own_scale
+                                                           else rule.kind), 0))
+        self._temperature.setValue(rule.temperature)
+        self._gain.setValue(rule.gain or 0.0)
+        self._cap.setValue(rule.cap)
         for widget in widgets:
             widget.blockSignals(False)
 
@@ -533,7 +537,7 @@ class HeadsView(PlotView):
     def _on_file_opened(self, tf: TensorFile) -> None:
         self._replay = None
         self._error = ""
-        self._show_params(self.controller.params())
+        self._show_params(self.controller.logits())
         self._columns_sized = False
         self._batch.setRange(0, tf.batch - 1)
         self._batch.setEnabled(tf.batch > 1)
@@ -573,7 +577,7 @@ class HeadsView(PlotView):
             self.table.resizeColumnsToContents()
         metric = METRICS[max(self._metric.currentIndex(), 0)]
         self.grid.show_grid(tf.layers, tf.heads, records, metric)
-        self._file_label.setText(file_text(tf) + " · " + logits_text(self.controller.params()))
+        self._file_label.setText(file_text(tf) + " · " + logits_text(self.controller.logits()))
         self._file_label.setToolTip(meta_tooltip(tf))
         flagged = flagged_text(records, done=not self.controller.is_busy())
         notes = [note for note in (self._error, self._logits_note) if note]

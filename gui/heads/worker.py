@@ -18,10 +18,12 @@ from PySide6.QtCore import Signal
 from engine.analysis.head_scan import (
     HeadRecord,
     RuleReplay,
+    every_rule,
     iter_file_diagnostics,
     replay_file_head,
 )
 from engine.config import ScalingRule
+from engine.core.scaling import Rule
 from engine.core.threads import limit_blas_threads
 from engine.io.tensors import TensorFile, load_tensors
 from gui.kit.job_worker import JobWorker
@@ -30,10 +32,10 @@ __all__ = [
     "BATCH_SECONDS",
     "FileOpened",
     "HeadsWorker",
+    "Logits",
     "RecordsReady",
     "ReplayJob",
     "ReplayReady",
-    "RuleParams",
     "ScanJob",
 ]
 
@@ -41,31 +43,28 @@ __all__ = [
 BATCH_SECONDS = 0.1
 #: Time left to the GUI thread to show a file before its scan starts.
 FIRST_PAINT_S = 0.08
+#: The parameters of a new tab's replay: T = 8, gain √d_k, cap 50.
+_DEFAULT_RULE = Rule(ScalingRule.SQRT, temperature=8.0)
 
 
 @dataclasses.dataclass(frozen=True)
-class RuleParams:
-    """The rule applied to every head (``rule`` None: each layer's own scale) and the
-    parameters of the temperature, QK-norm and soft-cap rules (``gain`` None: √d_k)."""
+class Logits:
+    """The logits of the diagnostics: each layer's own scale and cap (``own_scale``), or
+    ``rule`` re-applied to every head. The replay applies every rule with ``rule``'s
+    parameters either way (its kind matters only without ``own_scale``)."""
 
-    rule: ScalingRule | None = None
-    temperature: float = 8.0
-    gain: float | None = None
-    cap: float = 50.0
-
-    def keywords(self) -> dict[str, float | None]:
-        """The rule parameters as keywords of the engine's functions."""
-        return {"temperature": self.temperature, "gain": self.gain, "cap": self.cap}
+    rule: Rule = _DEFAULT_RULE
+    own_scale: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
 class ScanJob:
-    """Open ``path`` (or re-use ``tensor_file``) and diagnose every head under ``params``."""
+    """Open ``path`` (or re-use ``tensor_file``) and diagnose every head under ``logits``."""
 
     request_id: int
     path: str
     tensor_file: TensorFile | None
-    params: RuleParams
+    logits: Logits
     cancel: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False)
 
     def stop(self) -> None:
@@ -82,7 +81,7 @@ class ReplayJob:
     layer: int
     head: int
     batch_entry: int
-    params: RuleParams
+    logits: Logits
     cancel: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False)
 
     def stop(self) -> None:
@@ -96,7 +95,7 @@ class FileOpened:
 
     request_id: int
     tensor_file: TensorFile
-    params: RuleParams
+    logits: Logits
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,16 +138,15 @@ class HeadsWorker(JobWorker):
         tensor_file = job.tensor_file or load_tensors(job.path)
         if job.cancel.is_set():
             return
-        self.opened.emit(FileOpened(job.request_id, tensor_file, job.params))
+        self.opened.emit(FileOpened(job.request_id, tensor_file, job.logits))
         # The window shows the new file (grid, table, status) on the next events; a scan started
         # at once competes with that first paint for the interpreter and stretched it from
         # ~25 ms to 30-57 ms (benchmarks/bench_heads_gui.py). The scan starts a moment later.
         job.cancel.wait(FIRST_PAINT_S)
-        params = job.params
+        rule = None if job.logits.own_scale else job.logits.rule
         batch: list[HeadRecord] = []
         last = time.perf_counter()
-        for record in iter_file_diagnostics(tensor_file, rule=params.rule, cancel=job.cancel,
-                                            **params.keywords()):
+        for record in iter_file_diagnostics(tensor_file, rule=rule, cancel=job.cancel):
             batch.append(record)
             now = time.perf_counter()
             if now - last >= BATCH_SECONDS:
@@ -159,8 +157,8 @@ class HeadsWorker(JobWorker):
 
     def _replay(self, job: ReplayJob) -> None:
         tf = job.tensor_file
-        replays = replay_file_head(tf, job.layer, job.head, batch_entry=job.batch_entry,
-                                   cancel=job.cancel, **job.params.keywords())
+        replays = replay_file_head(tf, job.layer, job.head, rules=every_rule(job.logits.rule),
+                                   batch_entry=job.batch_entry, cancel=job.cancel)
         if not job.cancel.is_set():
             self.replayReady.emit(ReplayReady(job.request_id, tf, job.layer, job.head,
                                               job.batch_entry, replays))

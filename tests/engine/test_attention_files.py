@@ -14,10 +14,11 @@ import math
 import numpy as np
 import pytest
 
-from engine.analysis.head_scan import iter_file_diagnostics, replay_file_head
+from engine.analysis.head_scan import every_rule, iter_file_diagnostics, replay_file_head
 from engine.analysis.head_weights import MULTIPLICATIVE_RULES, NeedsQK
 from engine.analysis.heads import NEEDS_LOGITS, diagnose_head
 from engine.config import ScalingRule
+from engine.core.scaling import Rule
 from engine.io.source import TensorFileError
 from engine.io.tensors import load_tensors, write_tensors
 from tests.engine.test_head_faults import HEADS, LAYERS, PLANTED, N, planted_file
@@ -114,7 +115,7 @@ def test_replay_from_weights_equals_replay_from_q_and_k(planted, tmp_path) -> No
     np.savez(path, attentions=_stack_of(qk), meta=np.array(json.dumps(meta)))
     weights = load_tensors(path)
     for layer, head in [(1, 1), (2, 2), (1, 4)]:
-        params = {"batch_entry": 0, "temperature": 3.0}
+        params = {"batch_entry": 0, "rules": every_rule(Rule("temperature", 3.0))}
         expected = {r.rule: r for r in replay_file_head(qk, layer, head, **params)}
         for replay in replay_file_head(weights, layer, head, **params):
             if replay.rule in MULTIPLICATIVE_RULES:
@@ -130,14 +131,15 @@ def test_replay_from_weights_equals_replay_from_q_and_k(planted, tmp_path) -> No
 
 def test_without_d_k_only_the_rules_free_of_it_are_replayed(planted) -> None:
     _, weights = planted
-    missing = {r.rule: r.missing for r in replay_file_head(weights, 1, 1, temperature=2.0)}
+    rules = every_rule(Rule("temperature", 2.0))
+    missing = {r.rule: r.missing for r in replay_file_head(weights, 1, 1, rules=rules)}
     assert missing == {
         ScalingRule.NONE: "d_k", ScalingRule.SQRT: "", ScalingRule.LINEAR: "d_k",
         ScalingRule.TEMPERATURE: "d_k", ScalingRule.QK_NORM: "q_and_k",
         ScalingRule.SOFTCAP: "q_and_k", ScalingRule.LOG_N: "", ScalingRule.SSMAX: "",
         ScalingRule.YARN: ""}
     with pytest.raises(NeedsQK, match="'qk_norm' needs q and k"):
-        list(iter_file_diagnostics(weights, rule="qk_norm"))
+        list(iter_file_diagnostics(weights, rule=Rule("qk_norm")))
 
 
 def _cache(rng, *, batch: int | None, n=24, heads=4, kv_heads=2, d_head=8, layers=2,

@@ -7,13 +7,14 @@ import threading
 import numpy as np
 import pytest
 
-from engine.analysis.head_scan import iter_file_diagnostics, replay_head
+from engine.analysis.head_scan import every_rule, iter_file_diagnostics, replay_head
 from engine.analysis.heads import diagnose_head
 from engine.config import ScalingRule
 from engine.core import tiled
 from engine.core.attention import scaled_dot_product_attention
 from engine.core.parallel import get_num_threads
-from engine.io.tensors import load_tensors, write_tensors
+from engine.core.scaling import Rule
+from engine.io.tensors import TensorFile, load_tensors, write_tensors
 
 RNG_SEED = 20261201
 
@@ -37,7 +38,7 @@ def test_every_head_in_layer_order_with_the_layers_own_scale(tmp_path) -> None:
 
 def test_a_replayed_rule_replaces_every_layers_scale(tmp_path) -> None:
     tf = _file(tmp_path, meta={"scale": 3.0})
-    record = next(iter_file_diagnostics(tf, rule="linear"))
+    record = next(iter_file_diagnostics(tf, rule=Rule("linear")))
     assert record.diagnostics.scale == 0.25 and record.diagnostics.rule == "linear"
 
 
@@ -51,21 +52,22 @@ def test_cancel_stops_between_heads(tmp_path) -> None:
     assert len(seen) == 1
 
 
-def test_a_bad_head_is_named(tmp_path) -> None:
+def test_a_bad_head_is_named(tmp_path, monkeypatch) -> None:
     tf = _file(tmp_path)
-    with pytest.raises(ValueError, match=r"^layer 0 head 0: .*temperature"):
-        next(iter_file_diagnostics(tf, rule="temperature", temperature=-1.0))
+    monkeypatch.setattr(TensorFile, "qk", lambda *_: (np.ones((1, 3, 4)), np.ones((1, 3, 5))))
+    with pytest.raises(ValueError, match=r"^layer 0 head 0: q and k must have the same shape"):
+        next(iter_file_diagnostics(tf, rule=Rule("temperature", temperature=2.0)))
 
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_replay_weights_are_the_engines_attention_under_each_rule(causal) -> None:
     rng = np.random.default_rng(RNG_SEED)
     q, k = 4.0 * rng.standard_normal((3, 6, 8)), rng.standard_normal((3, 6, 8))
-    replays = replay_head(q, k, causal=causal, batch_entry=1, temperature=2.0, gain=5.0,
-                          cap=1.5)
+    params = {"temperature": 2.0, "gain": 5.0, "cap": 1.5}
+    replays = replay_head(q, k, causal=causal, batch_entry=1,
+                          rules=every_rule(Rule("sqrt", **params)))
     assert [r.rule for r in replays] == list(ScalingRule)
     for replay in replays:
-        params = {"temperature": 2.0, "gain": 5.0, "cap": 1.5}
         expected = scaled_dot_product_attention(
             q[1], k[1], np.eye(6, 8), rule=replay.rule, mask="causal" if causal else None,
             **params).weights
@@ -93,14 +95,14 @@ def test_a_replay_is_cancelled_inside_a_rules_diagnostics(monkeypatch) -> None:
         return real_write(qs, ks, cap, out, *args)
 
     monkeypatch.setattr(tiled, "write_logits", write_and_cancel)
-    assert replay_head(q, k, causal=True, temperature=8.0, cancel=cancel) == ()
+    assert replay_head(q, k, causal=True, rules=every_rule(Rule("sqrt")), cancel=cancel) == ()
     assert 1 <= len(tiles) <= get_num_threads()
 
 
 def test_replay_refuses_a_batch_entry_out_of_range() -> None:
     q = np.ones((2, 3, 4))
     with pytest.raises(ValueError, match="batch entry 2"):
-        replay_head(q, q, causal=False, batch_entry=2, temperature=1.0)
+        replay_head(q, q, causal=False, batch_entry=2, rules=(Rule("sqrt"),))
 
 
 def test_ratios_against_the_law_and_ln_n() -> None:
@@ -199,8 +201,9 @@ def test_replay_counts_every_rules_map_against_the_budget() -> None:
     start = time.monotonic()
     with pytest.raises(MemoryBudgetError, match=r"9 rules \(10 float64 maps of 11000×11000; "
                        r"n ≤ \d+ fits\)"):
-        replay_head(q, k, causal=False, temperature=8.0)
+        replay_head(q, k, causal=False, rules=every_rule(Rule("sqrt")))
     assert time.monotonic() - start < 5
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - peak_before
     assert grown < get_memory_budget()
-    assert len(replay_head(q[:, :256], k[:, :256], causal=True, temperature=8.0)) == 9
+    assert len(replay_head(q[:, :256], k[:, :256], causal=True,
+                           rules=every_rule(Rule("sqrt")))) == 9

@@ -315,11 +315,11 @@ def test_inspect_errors_exit_2_with_one_line(tmp_path, monkeypatch, capsys) -> N
     err = capsys.readouterr().err
     assert err == "error: bad.npz: array 'layer0.k' has NaN values\n"
 
-    # A replay parameter the engine refuses: one line naming the head, no traceback.
+    # A replay parameter the engine refuses: one line, no traceback.
     assert _run(monkeypatch, _fake_file(), "--rule", "temperature", "--out", "-",
                 "--quiet") == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: layer 0 head 0: temperature is required")
+    assert err.startswith("error: temperature is required")
     assert err.count("\n") == 1 and "Traceback" not in err
 
     assert _run(monkeypatch, _fake_file(), "--out", str(tmp_path / "no" / "r.csv")) == 2

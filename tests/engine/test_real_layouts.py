@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from engine.analysis.head_scan import iter_file_diagnostics, replay_file_head
-from engine.config import ScalingRule
+from engine.core.scaling import Rule
 from engine.io.tensors import load_tensors
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,8 +33,7 @@ TOLERANCE = 1e-5
 
 def _weights(tf, layer: int, head: int, batch_entry: int) -> np.ndarray:
     """The app's attention weights of one head: 1/√d_k is these models' own scale."""
-    (replay,) = replay_file_head(tf, layer, head, batch_entry=batch_entry, temperature=1.0,
-                                 rules=(ScalingRule.SQRT,))
+    (replay,) = replay_file_head(tf, layer, head, batch_entry=batch_entry, rules=(Rule("sqrt"),))
     return replay.weights
 
 

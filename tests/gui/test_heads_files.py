@@ -14,8 +14,10 @@ from PySide6.QtTest import QTest
 
 from engine.analysis.head_scan import iter_file_diagnostics
 from engine.config import ScalingRule
+from engine.core.scaling import Rule
 from engine.io.tensors import load_tensors
 from gui.heads.replay import DEFAULT_REPLAY_RULES
+from gui.heads.worker import Logits
 from tests.engine.test_head_faults import planted_file
 
 
@@ -83,7 +85,7 @@ def test_a_file_of_weights_is_diagnosed_and_says_what_needs_q_and_k(window, tmp_
     assert "explorer needs q and k" in view.flagged_text()
     assert window.controller.real_head() is None
     # A rule that needs q and k is refused with the file's name; the file stays.
-    view.set_logits_params(view.logits_params().__class__(ScalingRule.QK_NORM, 1.0, None, 50.0))
+    view.set_logits_params(Logits(Rule(ScalingRule.QK_NORM, 1.0), own_scale=False))
     view.wait_idle()
     assert "attentions.npy: rule 'qk_norm' needs q and k" in view.flagged_text()
     assert "attentions.npy" in view.status_text()

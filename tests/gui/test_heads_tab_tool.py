@@ -19,9 +19,10 @@ from PySide6.QtGui import QImage
 from PySide6.QtTest import QTest
 
 from engine.config import ScalingRule
+from engine.core.scaling import Rule
 from engine.io.tensors import write_tensors
 from gui.heads.replay import DEFAULT_REPLAY_RULES
-from gui.heads.worker import RuleParams
+from gui.heads.worker import Logits
 from gui.kit import i18n
 from gui.kit.resources import sample_tensors_path
 from tests.gui.pixels import agreement, chromium_image, coloured, pdf_to_image, rgb, rsvg_image
@@ -132,7 +133,8 @@ def test_the_logits_choice_is_saved_and_resets_with_a_word(window, make_window,
     first = planted_file(tmp_path / "first.npz")
     _open(window, first)
     view = window.heads.view
-    view.set_logits_params(RuleParams(ScalingRule.QK_NORM, 8.0, 4.0, 50.0))
+    qk_norm = Logits(Rule(ScalingRule.QK_NORM, 8.0, 4.0, 50.0), own_scale=False)
+    view.set_logits_params(qk_norm)
     assert view.wait_idle()
     header, rows = view.data_table()
     assert {row[header.index("rule")] for row in rows} == {"qk_norm"}
@@ -145,21 +147,21 @@ def test_the_logits_choice_is_saved_and_resets_with_a_word(window, make_window,
     other = make_window()
     assert other.files.open_session(session)
     assert other.heads.view.wait_idle()
-    assert other.heads.view.logits_params() == RuleParams(ScalingRule.QK_NORM, 8.0, 4.0, 50.0)
+    assert other.heads.view.logits_params() == qk_norm
     header, rows = other.heads.view.data_table()
     assert {row[header.index("rule")] for row in rows} == {"qk_norm"}
     # Another file opens at its own scale, and the tab says the choice was reset.
     _open(window, planted_file(tmp_path / "second.npz"))
     header, rows = view.data_table()
     assert {row[header.index("rule")] for row in rows} == {"file"}
-    assert view.logits_params().rule is None
+    assert view.logits_params().own_scale
     assert "Logits reset to the file's own scale (were QK-norm)" in view.flagged_text()
 
 
 def test_every_export_names_the_file_the_rule_and_the_batch_entry(window, tmp_path) -> None:
     _open(window, planted_file(tmp_path / "planted.npz"))
     view = window.heads.view
-    view.set_logits_params(RuleParams(ScalingRule.LINEAR, 8.0, None, 50.0))
+    view.set_logits_params(Logits(Rule(ScalingRule.LINEAR, 8.0), own_scale=False))
     view._batch.setValue(1)
     view.choose_head(0, 1)
     assert view.wait_idle()

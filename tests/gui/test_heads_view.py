@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from engine.analysis.head_scan import iter_file_diagnostics, replay_head
+from engine.analysis.head_scan import every_rule, iter_file_diagnostics, replay_head
 from engine.config import ScalingRule
+from engine.core.scaling import Rule
 from engine.io.tensors import load_tensors, write_tensors
 from gui.heads.metrics import METRICS, metric_by_key
 from gui.heads.replay import DEFAULT_REPLAY_RULES
@@ -100,7 +101,8 @@ def test_clicking_a_head_replays_every_rule_on_its_real_q_and_k(view, tmp_path, 
     assert chosen.args == [1, 2, 1]
     view.wait_idle()
     q, k = load_tensors(path).qk(1, 2)
-    expected = replay_head(q, k, causal=True, batch_entry=1, temperature=8.0, cap=50.0)
+    expected = replay_head(q, k, causal=True, batch_entry=1,
+                           rules=every_rule(Rule("sqrt", temperature=8.0, cap=50.0)))
     images = view.replay.panel.replay_images()
     assert len(images) == len(ScalingRule)
     for image, replay in zip(images, expected, strict=True):
@@ -122,8 +124,8 @@ def test_a_replayed_rule_rediagnoses_every_head(view, tmp_path) -> None:
     view._rule.setCurrentIndex(view._rule.findData(ScalingRule.QK_NORM))
     assert view.wait_idle()
     header, rows = view.data_table()
-    expected = list(iter_file_diagnostics(load_tensors(path), rule="qk_norm", temperature=8.0,
-                                          cap=50.0))
+    expected = list(iter_file_diagnostics(load_tensors(path),
+                                          rule=Rule("qk_norm", temperature=8.0, cap=50.0)))
     assert [row[header.index("rule")] for row in rows] == ["qk_norm"] * len(expected)
     for row, record in zip(rows, expected, strict=True):
         assert float(row[header.index("entropy_mean")]) == record.diagnostics.entropy_mean
@@ -193,7 +195,8 @@ def test_the_tab_shows_a_replays_maps_one_per_event_and_all_by_idle(view, tmp_pa
     assert panel.is_filling() and visible[0] and not all(visible)
     assert view.wait_idle()
     q, k = load_tensors(path).qk(1, 2)
-    expected = {r.rule: r for r in replay_head(q, k, causal=True, temperature=8.0, cap=50.0)}
+    rules = every_rule(Rule("sqrt", temperature=8.0, cap=50.0))
+    expected = {r.rule: r for r in replay_head(q, k, causal=True, rules=rules)}
     assert not panel.is_filling()
     for image, replay in zip(panel.replay_images(), panel.shown(), strict=True):
         assert image.isVisible()
