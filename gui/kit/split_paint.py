@@ -2,9 +2,9 @@
 passes, so that several short stalls of the event loop replace one long one.
 
 A push updates the views inside :meth:`SplitPaint.timed`; :meth:`SplitPaint.paint_later` holds
-the viewports it changed. Later passes prepare their scenes the way a paint would, a few
-milliseconds at a time: each plot's auto-range, then the pictures of the axes whose range or size
-changed. The last pass paints what is held. ``benchmarks/bench_gui.py`` and
+the viewports it changed. Later passes, a few milliseconds at a time, let each scene take in its
+changes and prepare it the way a paint would: each plot's auto-range, then the pictures of the
+axes whose range or size changed. The last pass paints what is held. ``benchmarks/bench_gui.py`` and
 ``benchmarks/bench_train_gui.py`` print the worst stall this leaves.
 """
 
@@ -14,11 +14,12 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 
 import pyqtgraph as pg
 import shiboken6
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer, Signal, Slot
-from PySide6.QtWidgets import QGraphicsView, QWidget
+from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QWidget
 
 from gui.kit.axes import PlotAxis
 
@@ -53,8 +54,6 @@ class SplitPaint(QObject):
     def paint_later(self, views: Sequence[object]) -> None:
         """Hold the viewports of ``views``; prepare and paint them in the next passes."""
         if views:
-            # Timed: the scenes' dirty-item processing is Python (pyqtgraph's bounding
-            # rectangles), 1-3 ms of each push.
             with self.timed():
                 self._hold(views)
             self._timer.start()
@@ -70,12 +69,13 @@ class SplitPaint(QObject):
         self._paint_held()
 
     def _hold(self, views: Sequence[object]) -> None:
-        """Let the scenes of ``views`` take in their changes now, painting nothing yet.
+        """Disable the updates of the viewports of ``views``; queue their scenes' work.
 
         In Qt 6.10 a scene's queued dirty-item processing paints the window synchronously: left
         to the event loop it would paint at once, right after the push. With the viewport's
         updates disabled it only records the change; :meth:`_paint_held` enables them again
-        (which schedules a full update) and delivers the paint.
+        (which schedules a full update) and delivers the paint. The processing itself (Python:
+        pyqtgraph's bounding rectangles) is the first step of a later pass.
         """
         for graphics in _graphics_views(views):
             viewport = graphics.viewport()
@@ -83,10 +83,13 @@ class SplitPaint(QObject):
                 viewport.setUpdatesEnabled(False)
                 self._held.append(viewport)
             scene = graphics.scene()
-            if scene is None:
-                continue
-            QCoreApplication.sendPostedEvents(scene, QEvent.Type.MetaCall)
-            self._steps.extend(_preparation_steps(scene))
+            if scene is not None:
+                self._steps.append((scene, partial(self._take_in, scene)))
+
+    def _take_in(self, scene: QGraphicsScene) -> None:
+        """Let ``scene`` process its changes, then queue what its paint would prepare."""
+        QCoreApplication.sendPostedEvents(scene, QEvent.Type.MetaCall)
+        self._steps.extend(_preparation_steps(scene))
 
     @contextlib.contextmanager
     def timed(self) -> Iterator[None]:
@@ -141,11 +144,11 @@ def _graphics_views(views: Sequence[object]) -> list[QGraphicsView]:
     return [graphics for graphics in found if graphics.isVisible()]
 
 
-def _preparation_steps(scene: object) -> list[tuple[object, Callable[[], None]]]:
+def _preparation_steps(scene: QGraphicsScene) -> list[tuple[object, Callable[[], None]]]:
     """What the next paint of ``scene`` would do first: every plot's auto-range, then the
     picture of every visible axis (each a no-op when nothing changed)."""
     boxes, axes = [], []
-    for item in scene.items():  # type: ignore[attr-defined]
+    for item in scene.items():
         if isinstance(item, pg.ViewBox):
             boxes.append(item)
         elif isinstance(item, PlotAxis) and item.isVisible():
