@@ -22,15 +22,12 @@ from gui.kit.plot_view import PlotView
 from gui.kit.qt_lifetime import collect_young_soon, wait_until
 from gui.kit.settings import Settings, open_settings
 from gui.view_tabs import ViewTabs
+from gui.window_close import WindowClose
 from gui.window_files import WindowFiles
+from gui.window_goto import GotoActions
 from gui.window_language import LanguageMenu
 from gui.window_modes import ModeTabs
-from gui.window_settings import (
-    apply_default_geometry,
-    restore_window,
-    restored_config,
-    save_window,
-)
+from gui.window_settings import apply_default_geometry, restore_window, restored_config
 from gui.window_status import StatusLine
 
 __all__ = ["MainWindow"]
@@ -52,9 +49,8 @@ class MainWindow(QMainWindow):
     start
         Submit the first request immediately.
     persist
-        Save geometry, configuration and session path to ``settings`` on close, and remember
-        choices made in the window there; False (the headless commands) works on a copy in
-        memory, so that they never change the user's settings.
+        Save geometry, configuration, session path and the window's choices to ``settings``;
+        False (headless commands) keeps them in a copy in memory.
 
     Attributes
     ----------
@@ -128,9 +124,7 @@ class MainWindow(QMainWindow):
         )
         # The window is built once its first results are shown: its objects can age then.
         self.controller.resultsShown.connect(self._on_first_results)
-        self._closing = False
-        self._close_pending = False
-        self._persist = persist
+        self.closer = WindowClose(self, persist)
         self.files = WindowFiles(self, session_path)
         self._build_central()
         self._build_dock()
@@ -211,27 +205,8 @@ class MainWindow(QMainWindow):
         self.pins = WindowPins(self)
         menu_table.build_menu(view_menu, menu_table.VIEW_MENU, self, self.menu_actions)
         self.view_tabs.side_action = self.menu_actions["side"]
-        view_menu.addSeparator()
-        self.view_actions: list[QAction] = []
-        for index, view in enumerate(self.views):
-            action = QAction(self)
-            if index < 9:
-                action.setShortcut(f"Ctrl+{index + 1}")
-            action.setData(view.key)
-            action.triggered.connect(self._on_view_action)
-            view_menu.addAction(action)
-            self.view_actions.append(action)
-        view_menu.addSeparator()
-        # The top-level tabs, like the explorer views: Alt+1 explorer, Alt+2 Train, Alt+3 Heads
-        # (Ctrl+1…9 are the nine explorer views).
-        self.mode_actions: list[QAction] = []
-        for index in range(self.mode_tabs.count()):
-            action = QAction(self)
-            action.setShortcut(f"Alt+{index + 1}")
-            action.setData(index)
-            action.triggered.connect(self._on_mode_action)
-            view_menu.addAction(action)
-            self.mode_actions.append(action)
+        self.goto = GotoActions(self, view_menu)
+        self.view_actions, self.mode_actions = self.goto.view_actions, self.goto.mode_actions
         view_menu.addSeparator()
         view_menu.addAction(self.parameter_dock.toggleViewAction())
         view_menu.addSeparator()
@@ -260,12 +235,9 @@ class MainWindow(QMainWindow):
         self.language.menu.setTitle(translate("MainWindow", "&Language"))
         self.pins.retranslate_ui()
         self.heads.retranslate_ui()
-        for action in self.view_actions:
-            action.setText(self._view_by_key(str(action.data())).title())
         self.view_tabs.retranslate_ui()
         self.mode_tabs.retranslate_ui()
-        for action in self.mode_actions:  # after the tabs: their (translated) titles
-            action.setText(self.mode_tabs.tabText(int(action.data())))
+        self.goto.retranslate_ui()  # after the tabs: their (translated) titles
         self.files.update_title()
         self.status.retranslate_ui()
 
@@ -280,7 +252,8 @@ class MainWindow(QMainWindow):
         (plot titles, notes, legends) from the current results.
         """
         handled = super().event(event)
-        if event.type() == QEvent.Type.LanguageChange and not getattr(self, "_closing", True):
+        closer = self.__dict__.get("closer")
+        if event.type() == QEvent.Type.LanguageChange and closer is not None and not closer.closing:
             self.controller.refresh_views()
         return handled
 
@@ -292,9 +265,6 @@ class MainWindow(QMainWindow):
                 self.controller.refresh_view(view)
                 return view
         raise KeyError(f"no view {key!r}; views are {', '.join(v.key for v in self.views)}")
-
-    def _view_by_key(self, key: str) -> ExplorerView:
-        return next(view for view in self.views if view.key == key)
 
     @Slot()
     def on_escape(self) -> None:
@@ -366,18 +336,6 @@ class MainWindow(QMainWindow):
         self.current_view().reset_view()
 
     @Slot()
-    def _on_mode_action(self) -> None:
-        action = self.sender()
-        if isinstance(action, QAction):
-            self.mode_tabs.setCurrentIndex(int(action.data()))
-
-    @Slot()
-    def _on_view_action(self) -> None:
-        action = self.sender()
-        if isinstance(action, QAction):
-            self.show_view(str(action.data()))
-
-    @Slot()
     def show_about(self) -> None:
         """Help > About."""
         QMessageBox.about(
@@ -391,11 +349,8 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------------------ waiting
     def wait_until_settled(self, timeout_ms: int = 30_000,
                            require_sweep: bool = True) -> bool:
-        """Run a local event loop until every result (incl. the sweep) is shown.
-
-        Returns False on timeout. Uses a ``QEventLoop`` woken by the controller's GUI-thread
-        signals, not ``processEvents`` spinning.
-        """
+        """Run a local event loop (woken by the controller's signals) until every result,
+        the sweep too unless not ``require_sweep``, is shown and painted; False on timeout."""
         controller = self.controller
         wait_until(lambda: self._settled(require_sweep),
                    (controller.resultsShown, controller.resultsPainted, controller.busyChanged,
@@ -420,74 +375,26 @@ class MainWindow(QMainWindow):
         return current()
 
     def _settled(self, require_sweep: bool) -> bool:
-        controller = self.controller
-        results = controller.results()
-        if not controller.is_settled():
-            return False
-        if controller.last_error():
-            return True
-        return results is not None and (results.sweep_done or not require_sweep)
+        controller, results = self.controller, self.controller.results()
+        return controller.is_settled() and (bool(controller.last_error()) or (
+            results is not None and (results.sweep_done or not require_sweep)))
 
     # ----------------------------------------------------------------------------- shutdown
     def begin_shutdown(self) -> None:
-        """Ask both worker threads to stop and save settings, without waiting; idempotent."""
-        if self._closing:
-            return
-        self._closing = True
-        self.view_tabs.stop()
-        for controller in self._controllers():
-            controller.begin_shutdown()
-        self.mode_tabs.restore_dock()  # saved state: the dock was only hidden for another tab
-        if self._persist:
-            save_window(self, self.settings)
+        """Ask every worker thread to stop and save settings, without waiting; idempotent."""
+        self.closer.begin()
 
     def shutdown(self) -> None:
-        """Stop both workers and wait for them (bounded, then without bound); idempotent."""
-        self.begin_shutdown()
-        self.train_tab.shutdown(1000)
-        for controller in self._controllers()[1:]:
-            controller.shutdown(1000)
-
-    def _controllers(self) -> tuple[Any, ...]:
-        """The owners of worker threads: training, explorer, heads (stopped in that order)."""
-        return (self.train_tab.controller, self.controller, self.heads.view.controller)
+        """Stop every worker and wait for it (bounded, then without bound); idempotent."""
+        self.closer.finish(1000)
 
     def workers_running(self) -> bool:
         """True while a worker thread (explorer, training, heads) is still alive."""
-        return any(controller.is_running() for controller in self._controllers())
+        return self.closer.workers_running()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # Qt override
-        """Stop work first; close now if the workers end within ~0.1 s, else when they end.
-
-        One engine call cannot be interrupted (a training step of a large model takes
-        seconds), and waiting for it here would freeze the window. Instead the window stays
-        responsive, disabled, says why it has not closed yet, and closes itself when the
-        workers report that they have stopped.
-        """
-        self.begin_shutdown()
-        for controller in self._controllers():
-            controller.wait_stopped(CLOSE_WAIT_MS)
-        if not self.workers_running():
-            self.train_tab.shutdown(0)  # every thread has ended: this only tidies up
-            for controller in self._controllers()[1:]:
-                controller.shutdown(0)
+        """Close once every worker has stopped (see :class:`~gui.window_close.WindowClose`)."""
+        if self.closer.may_close():
             super().closeEvent(event)
-            return
-        event.ignore()
-        if not self._close_pending:
-            self._close_pending = True
-            self.setEnabled(False)
-            self.status.show_message(translate(
-                "MainWindow", "Closing: waiting for the current computation step to end…"))
-            for controller in self._controllers():
-                controller.workerStopped.connect(self._on_worker_stopped)
-
-    @Slot()
-    def _on_worker_stopped(self) -> None:
-        if self._close_pending and not self.workers_running():
-            self._close_pending = False
-            self.close()
-
-
-#: How long closing the window waits for the workers before it closes asynchronously.
-CLOSE_WAIT_MS = 100
+        else:
+            event.ignore()
