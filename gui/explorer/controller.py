@@ -1,21 +1,14 @@
 """The explorer's controller: current configuration, request ids, the worker, result pushing.
 
-Pattern: a :class:`~gui.kit.jobs.WorkerHost` runs one :class:`~gui.explorer.worker.Worker` in its
-thread; every request is an immutable :class:`~gui.explorer.worker.Job` with an increasing id, its
-own cancel event and the engine's plan (:mod:`engine.analysis.explorer` decides which parts to
-compute or re-use). At most one job runs and at most one is *wanted* next, so input bursts
-never build a queue: a newer request cancels the running job and replaces the wanted one.
-Results arrive as ``object`` signals into ``@Slot`` methods here (GUI thread); a
-:class:`~gui.kit.jobs.ViewPusher` pushes only the latest
-:class:`~gui.explorer.results.ExplorerResults` to the views (≤ 30 Hz), then
-:attr:`resultsShown` is emitted.
-
-The q, k come from the configuration (random) or from a real head of a tensor file
-(:meth:`ExplorerController.set_real_head`); the head is loaded by the worker, never here.
-
-Input is throttled (:class:`~gui.kit.jobs.Throttle`, ~50 ms): the first change after a quiet
-period is submitted at once (low latency), later changes within the window collapse into one
-submission at its end, which always carries the last state.
+Every request is an immutable :class:`~gui.explorer.worker.Job` with an increasing id, its own
+cancel event and the engine's plan of what to compute or re-use; a
+:class:`~gui.kit.jobs.WorkerHost` runs at most one and keeps at most one wanted, so a newer
+request supersedes the older and input bursts never queue. Input is throttled
+(:class:`~gui.kit.jobs.Throttle`: the first change at once, later ones collapse into one).
+Results reach slots here on the GUI thread; a :class:`~gui.kit.jobs.ViewPusher` pushes the
+latest :class:`~gui.explorer.results.ExplorerResults` to the visible views and a
+:class:`~gui.kit.split_paint.SplitPaint` paints them in later passes. The q, k are random or
+a real head's (:meth:`ExplorerController.set_real_head`), loaded by the worker.
 """
 
 from __future__ import annotations
@@ -27,13 +20,11 @@ from PySide6.QtCore import QObject, Signal, Slot
 from engine.analysis.explorer import (
     DEFAULT_SWEEP_SAMPLES_CAP,
     DEFAULT_SWEEP_VALUES,
-    Computed,
     plan_full,
     plan_temperature,
     snapshot_head,
-    sweep_config_for,
 )
-from engine.analysis.length import LENGTH_VALUES, length_sweep_config
+from engine.analysis.length import LENGTH_VALUES
 from engine.analysis.real_head import HeadRef, explorer_config_for, with_own_rule
 from engine.config import AttentionConfig, SweepParam
 from gui.explorer.results import ExplorerResults
@@ -62,12 +53,9 @@ class ExplorerController(QObject):
         Initial temperature of the temperature view.
     views
         Objects with ``show_results(results)`` (normally the :class:`ExplorerView` widgets).
-    sweep_values
-        d_k values of the sweep (tests use short lists).
-    sweep_samples_cap
-        Largest samples per sweep point.
-    length_values
-        n values of the length view's sweep (tests use short lists; empty: none).
+    sweep_values, sweep_samples_cap, length_values
+        The d_k sweep's values and largest samples per point, and the length view's n values
+        (empty: no length sweep); tests use short lists.
     throttle_ms, push_interval_ms
         Input throttle window and the minimum interval between pushes to the views.
     """
@@ -112,7 +100,7 @@ class ExplorerController(QObject):
         self._latest_full_head: HeadRef | None = None
         self._random_config: AttentionConfig | None = None  # restored by set_real_head(None)
 
-        self._input = Throttle(throttle_ms, self._request_full, self)
+        self._input = Throttle(throttle_ms, self.start, self)
         # Hidden views (other tabs) skip pushes and catch up when shown: see refresh_view.
         # Each push's paint comes in later event-loop passes, prepared a little at a time.
         self._paint = SplitPaint(self)
@@ -146,9 +134,8 @@ class ExplorerController(QObject):
         return self._host.is_busy() or self._input.is_pending()
 
     def is_settled(self) -> bool:
-        """True when no job runs or waits and the latest results have been pushed and painted."""
-        return (not self.is_busy() and not self._pusher.is_pending()
-                and not self._paint.is_pending())
+        """True when no job runs or waits and the latest results are pushed and painted."""
+        return not (self.is_busy() or self._pusher.is_pending() or self._paint.is_pending())
 
     def shows_current(self) -> bool:
         """True when the views show the fast results (everything but the sweeps) of the
@@ -178,7 +165,8 @@ class ExplorerController(QObject):
     # ------------------------------------------------------------------------------- requests
     def start(self) -> None:
         """Submit a request for the current configuration now (no throttling)."""
-        self._request_full()
+        self._host.request(self._full_job)
+        self._set_busy(True)
 
     @Slot(object)
     def set_config(self, config: AttentionConfig) -> None:
@@ -196,13 +184,10 @@ class ExplorerController(QObject):
 
     @Slot(object)
     def set_real_head(self, ref: HeadRef | None) -> None:
-        """Show the real head ``ref``'s q, k in every view (``None``: random q, k again).
-
-        Geometry and mask come from the file; entering from random q, k or opening another
-        file sets the model's own rule (``own_rule``), while between heads of one file the
-        replayed rule stays. ``None`` restores the random configuration from before the first
-        head. A head that cannot be shown emits :attr:`errorOccurred`; the results stay.
-        """
+        """Show the real head ``ref``'s q, k in every view; ``None``: the random configuration
+        from before the first head again. Geometry and mask come from the file; a new file
+        brings its model's own rule, another head of the same file keeps the rule. A head that
+        cannot be shown emits :attr:`errorOccurred`; the results stay."""
         if self._closed or ref == self._head:
             return
         if ref is None:
@@ -260,11 +245,8 @@ class ExplorerController(QObject):
         return self._pusher.is_stale(view)
 
     def begin_shutdown(self) -> None:
-        """Stop timers, cancel work and ask the thread to end, without waiting for it.
-
-        :attr:`workerStopped` is emitted (GUI thread) once the thread has ended; a job inside
-        one long engine call ends when that call returns. Safe to call more than once.
-        """
+        """Stop timers, cancel work and ask the thread to end without waiting (idempotent);
+        :attr:`workerStopped` follows once it has ended (after the engine call it is in)."""
         if self._closed:
             return
         self._closed = True
@@ -274,33 +256,11 @@ class ExplorerController(QObject):
         self._host.begin_shutdown()
 
     def shutdown(self, timeout_ms: int = 1000) -> bool:
-        """Stop timers, cancel work, stop the thread and wait for it (bounded).
-
-        Returns
-        -------
-        bool
-            True if the thread stopped within ``timeout_ms``.
-        """
+        """:meth:`begin_shutdown`, then wait; True if the thread ended within ``timeout_ms``."""
         self.begin_shutdown()
         return self._host.shutdown(timeout_ms)
 
     # -------------------------------------------------------------------------------- private
-    def _request_full(self) -> None:
-        self._host.request(self._full_job)
-        self._set_busy(True)
-
-    def _computed(self) -> Computed | None:
-        """What the current results hold for the engine's plan to re-use."""
-        current = self._results
-        if current is None:
-            return None
-        sweep = length = None
-        if current.sweep_done and current.sweep_points:
-            sweep = sweep_config_for(current.config, self._sweep_values, self._sweep_samples_cap)
-        if current.length_done and current.length_points:
-            length = length_sweep_config(current.config, self._length_values)
-        return Computed(current.config, current.snapshot, current.correlation, sweep, length)
-
     def _switch_source(self, ref: HeadRef | None, config: AttentionConfig) -> None:
         changed = ref != self._head
         self._head, self._config = ref, config
@@ -315,7 +275,8 @@ class ExplorerController(QObject):
     def _full_job(self, request_id: int) -> Job:
         self._latest_full_id = request_id
         self._latest_full_head = self._head
-        plan = plan_full(self._config, self._temperature, self._computed(),
+        computed = self._results.computed() if self._results is not None else None
+        plan = plan_full(self._config, self._temperature, computed,
                          sweep_values=self._sweep_values,
                          sweep_samples_cap=self._sweep_samples_cap, head=self._head,
                          length_values=self._length_values)
@@ -333,14 +294,12 @@ class ExplorerController(QObject):
     def _on_fast_parts(self, message: FastParts) -> None:
         if self._closed or message.request_id != self._latest_full_id:
             return
-        previous = self._results
-        job = self._host.running()
-        sweep = job.plan.sweep() if job is not None else None
-        length = job.plan.length() if job is not None else None
-        same_job = job is not None and job.request_id == message.request_id
-        reuse = same_job and sweep is None and previous is not None
-        # The length sweep is re-used on its own (n changes the d_k sweep but not it).
-        keep_length = same_job and length is None and previous is not None
+        previous, job = self._results, self._host.running()
+        plan = job.plan if job is not None else None
+        sweep, length = (plan.sweep(), plan.length()) if plan is not None else (None, None)
+        same_job = job is not None and job.request_id == message.request_id and previous is not None
+        reuse = same_job and sweep is None
+        keep_length = same_job and length is None  # n changes the d_k sweep, not this one
         self._applied_temperature_id = message.temperature_id
         self._results = ExplorerResults(
             request_id=message.request_id,
@@ -365,17 +324,12 @@ class ExplorerController(QObject):
     @Slot(object)
     def _on_temperature_ready(self, message: TemperatureReady) -> None:
         results = self._results
-        if (
-            self._closed or results is None
-            or message.config != results.config
-            or message.temperature_id < self._applied_temperature_id
-        ):
+        if (self._closed or results is None or message.config != results.config
+                or message.temperature_id < self._applied_temperature_id):
             return
         self._applied_temperature_id = message.temperature_id
-        self._results = results.replace(
-            temperature=message.temperature,
-            temperature_comparison=message.temperature_comparison,
-        )
+        self._results = results.replace(temperature=message.temperature,
+                                        temperature_comparison=message.temperature_comparison)
         self._pusher.schedule()
 
     @Slot(object)

@@ -9,6 +9,7 @@ from engine.config import AttentionConfig
 
 if TYPE_CHECKING:  # the engine modules are heavier; views only need the names for typing
     from engine.analysis.experiment import AttentionSnapshot
+    from engine.analysis.explorer import Computed
     from engine.analysis.sweep import SweepConfig, SweepPoint
 
 __all__ = ["ExplorerResults"]
@@ -57,6 +58,15 @@ class ExplorerResults:
         """The ``engine.analysis.real_head.RealHead`` the snapshot shows, or ``None`` (random
         q, k, or no snapshot yet)."""
         return None if self.snapshot is None else self.snapshot.real_head
+
+    def computed(self) -> Computed:
+        """What these results hold for the engine's next plan to re-use: the fast parts, and
+        each sweep as planned once it has finished."""
+        from engine.analysis.explorer import Computed
+
+        sweep = self.sweep_plan if self.sweep_done and self.sweep_points else None
+        length = self.length_plan if self.length_done and self.length_points else None
+        return Computed(self.config, self.snapshot, self.correlation, sweep, length)
 
     def replace(self, **changes: object) -> ExplorerResults:
         """Return a copy with ``changes`` applied (the other parts are shared, not copied)."""
