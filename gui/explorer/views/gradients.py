@@ -33,6 +33,13 @@ __all__ = ["GradientView"]
 _QUANTITIES = (("jac", "jac_fro"), ("raw", "jac_raw"))
 
 
+def _rule_curve(rule: ScalingRule) -> pg.PlotDataItem:
+    """A rule's curve through its sweep points: its colour, its symbol, gaps at NaN."""
+    return pg.PlotDataItem(pen=style.rule_pen(rule, width=2), symbol=style.rule_symbol(rule),
+                           symbolSize=7, symbolPen=style.rule_pen(rule, width=1),
+                           symbolBrush=style.rule_brush(rule, 200), connect="finite")
+
+
 class _Band:
     """Median curve plus a filled 10–90 % band of one rule in one panel."""
 
@@ -41,14 +48,7 @@ class _Band:
         self.low = pg.PlotDataItem(pen=edge_pen)
         self.high = pg.PlotDataItem(pen=edge_pen)
         self.fill = pg.FillBetweenItem(self.low, self.high, brush=style.rule_brush(rule, 45))
-        self.median = pg.PlotDataItem(
-            pen=style.rule_pen(rule, width=2),
-            symbol=style.rule_symbol(rule),
-            symbolSize=7,
-            symbolPen=style.rule_pen(rule, width=1),
-            symbolBrush=style.rule_brush(rule, 200),
-            connect="finite",
-        )
+        self.median = _rule_curve(rule)
         plot.addItem(self.low)
         plot.addItem(self.high)
         # The fill spans exactly the two edge curves: auto-range need not measure its path too.
@@ -98,8 +98,8 @@ class _HeadMark:
             self.bar.setData([], [])
 
     def clear(self) -> None:
-        self.bar.setData([], [])
-        self.star.setData([], [])
+        for item in (self.bar, self.star):
+            item.setData([], [])
 
 
 class GradientView(ExplorerView):
@@ -199,9 +199,8 @@ class GradientView(ExplorerView):
             if col + span == columns:
                 row += 2
         ci.addItem(self._note, row=row, col=0, colspan=columns)
-        # Stretch factors are set after the items are back: a grid layout emptied by the
-        # removals ignores factors of rows and columns it does not have, and kept the three-
-        # column factors (3, 3, 2) after a switch to two columns.
+        # Set after the items are back: an emptied grid ignores factors of rows and columns it
+        # does not have (it kept the three-column factors after a switch to two columns).
         for r in range(max(layout.rowCount(), 8)):
             layout.setRowStretchFactor(r, 1 if r in plot_rows else 0)
         # Give the two gradient panels more room than the saturation panel.
@@ -390,14 +389,7 @@ class GradientView(ExplorerView):
         for rule in new:
             for key, _ in _QUANTITIES:
                 self._bands[key][rule] = _Band(self._plots[key], rule)
-            curve = pg.PlotDataItem(
-                pen=style.rule_pen(rule, width=2),
-                symbol=style.rule_symbol(rule),
-                symbolSize=7,
-                symbolPen=style.rule_pen(rule, width=1),
-                symbolBrush=style.rule_brush(rule, 200),
-                connect="finite",
-            )
+            curve = _rule_curve(rule)
             self._plots["saturated"].addItem(curve)
             self._saturated[rule] = curve
         # Only the rules of the current sweep are listed (others keep empty items).
