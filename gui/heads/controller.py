@@ -1,11 +1,9 @@
 """The Heads view's controller: the open tensor file, its streamed diagnostics, the replay.
 
-Three :class:`~gui.kit.jobs.WorkerHost` threads: one scans the file (open, check, diagnose every
-head), one replays the selected head under every rule, so picking a head while a large file is
-still being scanned does not cancel the scan, and one runs a model on a text to capture its q
-and k (the capture then opens like a file). In each, a newer request supersedes the older one.
-A file that cannot be opened leaves the file shown before (and its diagnostics) in place.
-Every error message names the file it is about.
+One :class:`~gui.kit.jobs.WorkerHost` thread each scans the file, replays the selected head (so
+that picking a head does not cancel a scan), captures a model's q and k (opened like a file) and
+writes a capture; a newer request supersedes the older one. A file that cannot be opened leaves
+the file shown in place; every error message names the file it is about.
 """
 
 from __future__ import annotations
@@ -56,11 +54,9 @@ class HeadsController(QObject):
     busyChanged(bool)
         A scan or a replay is running.
     errorOccurred(str)
-        A user-facing message (a file that cannot be read, a head that cannot be diagnosed),
-        starting with the file's name.
+        A message for the user, starting with the name of the file it is about.
     captureProgress(int, int, str)
-        Layers of the running capture done, layers to capture, the model's name ("" before
-        it has opened).
+        Layers captured, layers to capture, the model's name ("" until it has opened).
     captureReady(object)
         A :class:`~gui.heads.capture_worker.CaptureReady`; its tensor file is being opened.
     captureFailed(str)
@@ -68,8 +64,7 @@ class HeadsController(QObject):
     captureBusyChanged(bool)
         A capture is running.
     captureSaved(str, bool)
-        The capture was written to this path; True if it is the capture shown (which is then
-        no longer unsaved), False if another file or capture is shown by now.
+        The capture was written to this path; True if it is the one shown (now not unsaved).
     captureSaveFailed(str, str)
         The path that could not be written and why.
     workerStopped()
@@ -106,7 +101,8 @@ class HeadsController(QObject):
         self._selected: tuple[int, int, int] | None = None
         self._busy = False
         self._closed = False
-        self._hosts = []
+        self._saving = False  # from the request until its Saved (the host's own busy lasts longer)
+        self._hosts: list[WorkerHost] = []
         for name, failed in (("heads-scan", self._on_scan_failed),
                              ("heads-replay", self._on_replay_failed)):
             worker = HeadsWorker()
@@ -114,26 +110,24 @@ class HeadsController(QObject):
             worker.recordsReady.connect(self._on_records)
             worker.replayReady.connect(self._on_replay)
             worker.failed.connect(failed)
-            host = WorkerHost(worker, name, self)
-            host.jobFinished.connect(self._on_finished)
-            host.workerStopped.connect(self._on_worker_stopped)
-            self._hosts.append(host)
+            self._add_host(worker, name).jobFinished.connect(self._on_finished)
         self._scan_host, self._replay_host = self._hosts
         capture_worker = CaptureWorker()
         capture_worker.progressed.connect(self._on_capture_progress)
         capture_worker.captured.connect(self._on_captured)
         capture_worker.failed.connect(self._on_capture_failed)
-        self._capture_host = WorkerHost(capture_worker, "heads-capture", self)
+        self._capture_host = self._add_host(capture_worker, "heads-capture")
         self._capture_host.jobFinished.connect(self._on_capture_finished)
-        self._capture_host.workerStopped.connect(self._on_worker_stopped)
-        self._hosts.append(self._capture_host)
         save_worker = SaveWorker()
         save_worker.saved.connect(self._on_saved)
         save_worker.failed.connect(self._on_save_failed)
-        self._save_host = WorkerHost(save_worker, "heads-save", self)
-        self._save_host.workerStopped.connect(self._on_worker_stopped)
-        self._saving = False  # from the request until its Saved (the host's own busy lasts longer)
-        self._hosts.append(self._save_host)
+        self._save_host = self._add_host(save_worker, "heads-save")
+
+    def _add_host(self, worker: QObject, name: str) -> WorkerHost:
+        host = WorkerHost(worker, name, self)
+        host.workerStopped.connect(self._on_worker_stopped)
+        self._hosts.append(host)
+        return host
 
     # ----------------------------------------------------------------------------- accessors
     def tensor_file(self) -> TensorFile | None:
@@ -167,16 +161,14 @@ class HeadsController(QObject):
     def unsaved_capture(self) -> CaptureReady | None:
         """The capture shown when it has not been saved to a file, else None."""
         capture = self._capture
-        if capture is None or capture.tensor_file is not self._tensor_file:
-            return None
-        return capture
+        return capture if capture is not None and capture.tensor_file is self._tensor_file else None
 
     def is_running(self) -> bool:
-        """True while either worker thread is alive."""
+        """True while any worker thread is alive."""
         return any(host.is_running() for host in self._hosts)
 
     def wait_stopped(self, timeout_ms: int) -> bool:
-        """Block at most ``timeout_ms`` (per thread) for both threads to end."""
+        """Block at most ``timeout_ms`` (per thread) for every thread to end."""
         return all(host.wait_stopped(timeout_ms) for host in self._hosts)
 
     # ------------------------------------------------------------------------------ requests
@@ -231,9 +223,9 @@ class HeadsController(QObject):
         self.captureBusyChanged.emit(True)
 
     def save_capture(self, path: str) -> bool:
-        """Write the unsaved capture shown to ``path`` on a worker; :attr:`captureSaved` or
-        :attr:`captureSaveFailed` follows. False (and nothing starts) without one or while
-        another write runs (one file at a time: a second click must not queue a second copy)."""
+        """Write the unsaved capture shown to ``path`` on a worker (:attr:`captureSaved` or
+        :attr:`captureSaveFailed` follows); False without one or while a write runs (a second
+        click must not queue a second copy)."""
         if self._closed or self._capture is None or self._saving:
             return False
         capture = self._capture.capture
@@ -257,7 +249,7 @@ class HeadsController(QObject):
             host.cancel()
 
     def begin_shutdown(self) -> None:
-        """Cancel work and ask both threads to end, without waiting; idempotent."""
+        """Cancel work and ask every thread to end, without waiting; idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -265,17 +257,20 @@ class HeadsController(QObject):
             host.begin_shutdown()
 
     def shutdown(self, timeout_ms: int = 1000) -> bool:
-        """Stop both threads and wait for them (bounded, then without bound)."""
+        """Stop every thread and wait for them (bounded, then without bound)."""
         self.begin_shutdown()
         return all([host.shutdown(timeout_ms) for host in self._hosts])
 
     # -------------------------------------------------------------------------------- private
+    def _shown_path(self) -> str:
+        return str(self._tensor_file.path) if self._tensor_file is not None else ""
+
     def _scan_job(self, request_id: int) -> ScanJob:
         self._scan_id = request_id
-        reuse = self._pending_file if self._pending_path else self._tensor_file
-        path = self._pending_path or (str(reuse.path) if reuse is not None else "")
-        logits = self._pending_logits if self._pending_path else self._logits
-        return ScanJob(request_id, path, reuse, logits)
+        if self._pending_path:
+            return ScanJob(request_id, self._pending_path, self._pending_file,
+                           self._pending_logits)
+        return ScanJob(request_id, self._shown_path(), self._tensor_file, self._logits)
 
     def _request_replay(self) -> None:
         if self._selected is None or self._tensor_file is None:
@@ -311,9 +306,9 @@ class HeadsController(QObject):
         if self._closed or message.request_id != self._scan_id or self._tensor_file is None:
             return
         self._records = (*self._records, *message.records)
-        tf = self._tensor_file
         self.recordsChanged.emit(self._records)
-        self.progressChanged.emit(len(self._records), len(tf.layers) * tf.heads)
+        self.progressChanged.emit(len(self._records),
+                                  len(self._tensor_file.layers) * self._tensor_file.heads)
 
     @Slot(object)
     def _on_replay(self, message: ReplayReady) -> None:
@@ -325,8 +320,7 @@ class HeadsController(QObject):
     @Slot(object)
     def _on_scan_failed(self, message: JobFailed) -> None:
         if not self._closed and message.request_id == self._scan_id:
-            shown = self._tensor_file
-            path = self._pending_path or (str(shown.path) if shown is not None else "")
+            path = self._pending_path or self._shown_path()
             self._pending_path = ""  # the file shown stays; later scans re-use it
             self._pending_file = None
             self._pending_logits = self._logits
@@ -335,9 +329,7 @@ class HeadsController(QObject):
     @Slot(object)
     def _on_replay_failed(self, message: JobFailed) -> None:
         if not self._closed and message.request_id == self._replay_id:
-            shown = self._tensor_file
-            self.errorOccurred.emit(
-                _naming(str(shown.path) if shown is not None else "", message.message))
+            self.errorOccurred.emit(_naming(self._shown_path(), message.message))
 
     @Slot(object)
     def _on_capture_progress(self, message: CaptureProgress) -> None:
