@@ -232,7 +232,7 @@ class WindowHeads(QObject):
         tensor_file = self.view.controller.tensor_file()
         if tensor_file is None or tensor_file.format == "memory":
             return None
-        shown = self.view.logits_params()
+        shown = self.view.controller.logits()
         rule = shown.rule
         logits = LogitsChoice(None if shown.own_scale else rule.kind.value, rule.temperature,
                               rule.gain, rule.cap)
@@ -372,13 +372,14 @@ class WindowHeads(QObject):
             self.view.set_replay_rules(rules)
         hidden = settings.get("heads/hidden_columns")
         if hidden != "default":
-            self.view.set_hidden_columns(tuple(k for k in hidden.split(",") if k))
+            self.view.table.set_hidden_columns(tuple(k for k in hidden.split(",") if k))
 
     @Slot()
     def _save_preferences(self) -> None:
         settings = self._window.settings
-        settings.set("heads/replay_rules", ",".join(r.value for r in self.view.replay_rules()))
-        settings.set("heads/hidden_columns", ",".join(self.view.hidden_columns()))
+        settings.set("heads/replay_rules",
+                     ",".join(r.value for r in self.view.controls.replay_rules()))
+        settings.set("heads/hidden_columns", ",".join(self.view.table.hidden_columns()))
 
     @Slot(int, int, int, str)
     def _on_rule_chosen(self, layer: int, head: int, batch_entry: int, rule: str) -> None:
@@ -388,7 +389,7 @@ class WindowHeads(QObject):
         window = self._window
         if window.controller.real_head() is None:
             return  # the head could not be shown; the explorer said why
-        shown = self.view.logits_params().rule
+        shown = self.view.controller.logits().rule
         config = dataclasses.replace(window.controller.config(), rule=ScalingRule(rule),
                                      temperature=shown.temperature, gain=shown.gain,
                                      cap=shown.cap)

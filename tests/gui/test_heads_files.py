@@ -8,16 +8,15 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from engine.analysis.head_scan import iter_file_diagnostics
 from engine.config import ScalingRule
-from engine.core.scaling import Rule
 from engine.io.tensors import load_tensors
 from gui.heads.replay import DEFAULT_REPLAY_RULES
-from gui.heads.worker import Logits
 from tests.engine.test_head_faults import planted_file
 
 
@@ -75,8 +74,10 @@ def test_a_file_of_weights_is_diagnosed_and_says_what_needs_q_and_k(window, tmp_
     assert tuple(shown) == DEFAULT_REPLAY_RULES
     assert shown[ScalingRule.SQRT].weights.shape == (qk.n, qk.n)
     assert shown[ScalingRule.QK_NORM].weights is None
-    assert "needs q and k" in panel._plot(ScalingRule.QK_NORM).titleLabel.text
-    assert "needs d_k" in panel._plot(ScalingRule.NONE).titleLabel.text
+    titles = [item.text for item in view.replay.scene().items()
+              if isinstance(item, pg.LabelItem) and item.isVisible()]
+    assert any("QK-norm" in title and "needs q and k" in title for title in titles)
+    assert any("none" in title and "needs d_k" in title for title in titles)
     # A click on a map does not open the explorer (it has no q and k): the tab says so.
     index = list(shown).index(ScalingRule.SQRT)
     point = view.replay.mapFromScene(panel.replay_rects()[index][1].center())
@@ -85,7 +86,8 @@ def test_a_file_of_weights_is_diagnosed_and_says_what_needs_q_and_k(window, tmp_
     assert "explorer needs q and k" in view.flagged_text()
     assert window.controller.real_head() is None
     # A rule that needs q and k is refused with the file's name; the file stays.
-    view.set_logits_params(Logits(Rule(ScalingRule.QK_NORM, 1.0), own_scale=False))
+    logits = view.controls.logits_rule
+    logits.setCurrentIndex(logits.findText("QK-norm"))
     view.wait_idle()
     assert "attentions.npy: rule 'qk_norm' needs q and k" in view.flagged_text()
     assert "attentions.npy" in view.status_text()

@@ -15,7 +15,7 @@ from engine.analysis.head_scan import every_rule, iter_file_diagnostics, replay_
 from engine.config import ScalingRule
 from engine.core.scaling import Rule
 from engine.io.tensors import load_tensors, write_tensors
-from gui.heads.metrics import METRICS, metric_by_key
+from gui.heads.metrics import metric_by_key
 from gui.heads.replay import DEFAULT_REPLAY_RULES
 from gui.heads.view import HeadsView
 
@@ -64,7 +64,8 @@ def test_grid_table_and_flags_show_the_engines_diagnostics(view, tmp_path) -> No
     _open(view, path)
     expected = list(iter_file_diagnostics(load_tensors(path)))
     metric = metric_by_key("p_max_mean")
-    view._metric.setCurrentIndex(METRICS.index(metric))  # the user picks "mean p_max"
+    colour_by = view.controls.colour_by
+    colour_by.setCurrentIndex(colour_by.findText(metric.text()))  # the user picks "mean p_max"
     view.wait_idle()
     values = view.grid.grid_values()
     assert values.shape == (LAYERS, HEADS)
@@ -95,7 +96,7 @@ def test_clicking_a_head_replays_every_rule_on_its_real_q_and_k(view, tmp_path, 
     path = planted_file(tmp_path / "planted.npz")
     _open(view, path)
     view.set_replay_rules(tuple(ScalingRule))
-    view._batch.setValue(1)
+    view.controls.batch.setValue(1)
     with qtbot.waitSignal(view.headChosen) as chosen:
         view.choose_head(1, 2)
     assert chosen.args == [1, 2, 1]
@@ -121,7 +122,8 @@ def test_clicking_a_head_replays_every_rule_on_its_real_q_and_k(view, tmp_path, 
 def test_a_replayed_rule_rediagnoses_every_head(view, tmp_path) -> None:
     path = planted_file(tmp_path / "planted.npz")
     _open(view, path)
-    view._rule.setCurrentIndex(view._rule.findData(ScalingRule.QK_NORM))
+    logits = view.controls.logits_rule
+    logits.setCurrentIndex(logits.findText("QK-norm"))
     assert view.wait_idle()
     header, rows = view.data_table()
     expected = list(iter_file_diagnostics(load_tensors(path),
@@ -148,7 +150,8 @@ def test_cancel_stops_the_scan_and_keeps_what_arrived(view, tmp_path, qtbot) -> 
     path = planted_file(tmp_path / "big.npz", n=384, heads=12, layers=6)
     view.open_file(path)
     qtbot.waitUntil(lambda: len(view.controller.records()) > 0, timeout=30_000)
-    view._cancel.click()
+    assert view.controls.cancel.isVisible()
+    view.controls.cancel.click()
     assert view.wait_idle()
     done = len(view.controller.records())
     assert 0 < done < 6 * 12
