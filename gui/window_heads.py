@@ -4,7 +4,6 @@ keeping the tab's choices."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -25,40 +24,24 @@ from gui.kit.i18n import translate
 from gui.kit.session import LogitsChoice, TensorsChoice
 from gui.window_files import show_warning
 
-__all__ = ["TENSOR_SUFFIXES", "WindowHeads", "model_path_of", "sample_title", "tensor_path_of"]
+__all__ = ["TENSOR_SUFFIXES", "WindowHeads", "dropped_file", "sample_title"]
 
-# File suffixes the window accepts as tensor files (a folder of .npy files is accepted too;
-# a single .npy file holds a stack of attention weights).
+# Tensor files the window opens (and folders of .npy files); one .npy holds attention weights.
 TENSOR_SUFFIXES = (".npz", ".safetensors", ".npy")
 
 
-def is_model_path(path: str | os.PathLike[str]) -> bool:
-    """True for a .gguf file or a folder with a config.json (a Hugging Face model)."""
-    path = Path(path)
-    if path.is_dir():
-        return (path / "config.json").is_file()
-    return path.suffix.lower() == ".gguf"
-
-
-def model_path_of(urls: list[Any]) -> str:
-    """The first local model folder or .gguf file among dropped ``urls`` ("" if none)."""
-    for url in urls:
-        if url.isLocalFile() and is_model_path(url.toLocalFile()):
-            return url.toLocalFile()
-    return ""
-
-
-def tensor_path_of(urls: list[Any]) -> str:
-    """The first local tensor file or folder among dropped ``urls`` ("" if none)."""
-    for url in urls:
-        if not url.isLocalFile():
-            continue
-        path = url.toLocalFile()
-        if is_model_path(path):
-            continue
+def dropped_file(urls: list[Any]) -> tuple[str, str]:
+    """The first model among dropped ``urls`` (a .gguf file, a folder with a config.json) as
+    ("model", path), else the first tensor file or folder as ("tensors", path), or ("", "")."""
+    paths = [url.toLocalFile() for url in urls if url.isLocalFile()]
+    for path in paths:
+        if (Path(path, "config.json").is_file() if os.path.isdir(path)
+                else Path(path).suffix.lower() == ".gguf"):
+            return "model", path
+    for path in paths:  # none is a model
         if Path(path).suffix.lower() in TENSOR_SUFFIXES or os.path.isdir(path):
-            return path
-    return ""
+            return "tensors", path
+    return "", ""
 
 
 def sample_title(sample: SampleModel) -> str:
@@ -96,7 +79,7 @@ class WindowHeads(QObject):
         self._capture_dialog: CaptureDialog | None = None
         self._samples_menu: QMenu | None = None
         # Train tab › Inspect trained model: the file it wrote opens here.
-        window.train_tab.tensorsWritten.connect(self._on_tensors_written)
+        window.train_tab.tensorsWritten.connect(self.open_tensors)
         window.setAcceptDrops(True)
         window.installEventFilter(self)
 
@@ -174,7 +157,6 @@ class WindowHeads(QObject):
             self._samples_menu.setTitle(translate("MainWindow", "Open sample &model"))
             self._samples_menu.menuAction().setStatusTip(translate(
                 "MainWindow", "Real models installed as Python packages: capture their heads"))
-            self._fill_samples_menu()
 
     @Slot()
     def ask_save_capture(self) -> None:
@@ -197,9 +179,8 @@ class WindowHeads(QObject):
         self.save_capture(path)
 
     def save_capture(self, path: str | os.PathLike[str]) -> bool:
-        """Start writing the capture shown to ``path`` (on a worker: the window stays live);
-        the written file is then shown, or a message says why it was not written. False when
-        there is no unsaved capture."""
+        """Start writing the capture shown to ``path`` on a worker, then show the written file or
+        say why it was not written; False when there is no unsaved capture."""
         if not self.view.controller.save_capture(str(path)):
             return False
         self._window.statusBar().showMessage(
@@ -236,10 +217,7 @@ class WindowHeads(QObject):
         rule = shown.rule
         logits = LogitsChoice(None if shown.own_scale else rule.kind.value, rule.temperature,
                               rule.gain, rule.cap)
-        selected = self.view.controller.selected()
-        if selected is None:
-            return TensorsChoice(str(tensor_file.path), logits=logits)
-        layer, head, batch_entry = selected
+        layer, head, batch_entry = self.view.controller.selected() or (None, None, 0)
         return TensorsChoice(str(tensor_file.path), layer, head, batch_entry, logits=logits)
 
     def apply_choice(self, choice: TensorsChoice, config: AttentionConfig | None = None) -> None:
@@ -268,17 +246,13 @@ class WindowHeads(QObject):
         if watched is self._window and event.type() in (QEvent.Type.DragEnter,
                                                         QEvent.Type.Drop):
             assert isinstance(event, QDragEnterEvent | QDropEvent)
-            urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
-            model = model_path_of(urls)
-            path = "" if model else tensor_path_of(urls)
-            if not (model or path):
+            kind, path = dropped_file(event.mimeData().urls() if event.mimeData().hasUrls()
+                                      else [])
+            if not kind:
                 return False
             event.acceptProposedAction()
             if event.type() == QEvent.Type.Drop:
-                if model:
-                    self.open_model(model)
-                else:
-                    self.open_tensors(path)
+                (self.open_model if kind == "model" else self.open_tensors)(path)
             return True
         return super().eventFilter(watched, event)
 
@@ -314,8 +288,7 @@ class WindowHeads(QObject):
     @Slot()
     @Slot(object)
     def update_actions(self, *_args: object) -> None:
-        """Enable File › Save captured tensors… while an unsaved capture is shown and no
-        write of it runs."""
+        """Enable File › Save captured tensors… for an unsaved capture (not while it is written)."""
         action = self._window.menu_actions.get("save_capture")
         if action is not None:
             controller = self.view.controller
@@ -325,8 +298,6 @@ class WindowHeads(QObject):
     @Slot()
     def _fill_samples_menu(self) -> None:
         menu = self._samples_menu
-        if menu is None:
-            return
         menu.clear()
         for sample, path in sample_models():
             title = sample_title(sample)
@@ -340,17 +311,16 @@ class WindowHeads(QObject):
                                                   ).format(title))
                 action.setStatusTip(translate("MainWindow", "Not installed; install with: {0}"
                                               ).format(sample.pip_command))
-                action.triggered.connect(
-                    lambda _=False, s=sample: self._show_install(sample_title(s), s.pip_command,
-                                                                 s.size_mb))
+                action.triggered.connect(lambda _=False, s=sample: self._show_install(s))
 
-    def _show_install(self, title: str, command: str, size_mb: int) -> None:
+    def _show_install(self, sample: SampleModel) -> None:
+        command = sample.pip_command
         box = QMessageBox(QMessageBox.Icon.Information,
                           translate("MainWindow", "Sample model not installed"),
                           translate("MainWindow", "{0} is not installed. Install it ({1} MB) "
                                     "into the Python environment the app runs in, then choose "
-                                    "it again from Help › Open sample model:").format(title,
-                                                                                       size_mb)
+                                    "it again from Help › Open sample model:").format(
+                              sample_title(sample), sample.size_mb)
                           + f"\n\n{command}", QMessageBox.StandardButton.Ok, self._window)
         copy = box.addButton(translate("MainWindow", "Copy command"),
                              QMessageBox.ButtonRole.ActionRole)
@@ -361,15 +331,9 @@ class WindowHeads(QObject):
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
 
-    @Slot(str)
-    def _on_tensors_written(self, path: str) -> None:
-        self.open_tensors(path)
-
     def _restore_preferences(self) -> None:
         settings = self._window.settings
-        rules = tuple(r for r in settings.get("heads/replay_rules").split(",") if r)
-        if rules:
-            self.view.set_replay_rules(rules)
+        self.view.set_replay_rules(tuple(settings.get("heads/replay_rules").split(",")))
         hidden = settings.get("heads/hidden_columns")
         if hidden != "default":
             self.view.table.set_hidden_columns(tuple(k for k in hidden.split(",") if k))
@@ -390,11 +354,9 @@ class WindowHeads(QObject):
         if window.controller.real_head() is None:
             return  # the head could not be shown; the explorer said why
         shown = self.view.controller.logits().rule
-        config = dataclasses.replace(window.controller.config(), rule=ScalingRule(rule),
-                                     temperature=shown.temperature, gain=shown.gain,
-                                     cap=shown.cap)
-        window.panel.set_config(config)
-        window.controller.set_config(config)
+        self._show_config(window.controller.config().replace(
+            rule=ScalingRule(rule), temperature=shown.temperature, gain=shown.gain,
+            cap=shown.cap))
         window.show_view("heatmap")
 
     @Slot(int, int, int)
@@ -408,8 +370,12 @@ class WindowHeads(QObject):
         config, self._session_config = self._session_config, None
         if config is not None and (config.n_tokens, config.d_k) == (tensor_file.n,
                                                                      tensor_file.d_k):
-            window.panel.set_config(config)
-            window.controller.set_config(config)
+            self._show_config(config)
+
+    def _show_config(self, config: AttentionConfig) -> None:
+        """Show ``config`` in the explorer's panel and compute it (the head stays)."""
+        self._window.panel.set_config(config)
+        self._window.controller.set_config(config)
 
 
 def _safe_stem(name: str) -> str:
