@@ -50,6 +50,7 @@ class HeadsControls(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        # Not "metric": Shiboken would call it as the override of QPaintDevice.metric().
         self.colour_label, self.colour_by = QLabel(), QComboBox()
         for metric in METRICS:
             self.colour_by.addItem("", metric.key)
