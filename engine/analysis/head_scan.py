@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -47,21 +48,10 @@ def iter_file_diagnostics(
 ) -> Iterator[HeadRecord]:
     """Diagnose every head of ``tf``, layer by layer, one head read at a time.
 
-    Parameters
-    ----------
-    tf
-        An opened tensor file.
-    rule
-        A rule to replay on every head (see :func:`engine.analysis.heads.diagnose_head`);
-        None: each layer's own scale and cap (``tf.layer_scale``, ``tf.layer_cap``).
-    cancel
-        Checked before each head and before every tile of rows inside one (a tile holds at
-        most :data:`engine.core.tiled.TILE_BYTES` of logits); once set, the iteration ends.
-
-    A file of attention weights only (``tf.kind == "weights"``) is diagnosed with
-    :func:`engine.analysis.head_weights.diagnose_weights`: a ``rule`` that needs q and k
-    (QK-norm, soft-cap) raises :class:`~engine.analysis.head_weights.NeedsQK` before any head
-    is read.
+    ``rule`` is replayed on every head (None: each layer's own scale and cap). ``cancel`` is
+    checked before each head and between the tiles of one; once set, the iteration ends. A
+    file of attention weights refuses a rule that needs q and k
+    (:class:`~engine.analysis.head_weights.NeedsQK`) before any head is read.
 
     Raises
     ------
@@ -69,19 +59,15 @@ def iter_file_diagnostics(
         Prefixed with ``layer L head H:`` when a head cannot be diagnosed (a
         :class:`~engine.io.tensors.TensorFileError` when it cannot be read).
     """
-    if tf.kind == "weights" and rule is not None:  # refused at once, not at the first head
-        check_weights_rule(tf, rule)
+    check_weights_rule(tf, rule)  # refused at once, not at the first head
     for layer in tf.layers:
         for head in range(tf.heads):
             if cancel is not None and cancel.is_set():
                 return
             try:
                 if tf.kind == "weights":
-                    scores = tf.scores(layer, head)
-                    diagnostics = diagnose_weights(
-                        tf.weights(layer, head) if scores is None else scores,
-                        is_logits=scores is not None, causal=tf.causal, rule=rule,
-                        file_scale=tf.layer_scale(layer), d_k=tf.d_k, cancel=cancel)
+                    rows, params = _weights_head(tf, layer, head)
+                    diagnostics = diagnose_weights(rows, rule=rule, cancel=cancel, **params)
                 else:
                     q, k = tf.qk(layer, head)
                     diagnostics = _diagnose(q, k, scale=tf.layer_scale(layer),
@@ -96,17 +82,28 @@ def iter_file_diagnostics(
             yield HeadRecord(layer, head, diagnostics)
 
 
-def check_weights_rule(tf: TensorFile, rule: Rule) -> None:
-    """Raise :class:`~engine.analysis.head_weights.NeedsQK` (naming the file) if ``rule``
-    cannot be replayed on the weights of ``tf``."""
+def check_weights_rule(tf: TensorFile, rule: Rule | None) -> None:
+    """Raise :class:`~engine.analysis.head_weights.NeedsQK` (naming the file) if ``tf`` holds
+    attention weights on which ``rule`` cannot be replayed."""
+    if tf.kind != "weights" or rule is None:
+        return
     try:
         logit_factors(rule, file_scale=tf.scale, d_k=tf.d_k, visible=np.ones(1))
     except NeedsQK as exc:
         raise NeedsQK(f"{tf.path.name}: {exc}", exc.needs) from None
 
 
+def _weights_head(tf: TensorFile, layer: int, head: int) -> tuple[np.ndarray, dict[str, Any]]:
+    """The rows of one head of a weights file (its logits when it has them) and the keywords
+    that describe them to :mod:`engine.analysis.head_weights`."""
+    scores = tf.scores(layer, head)
+    rows = tf.weights(layer, head) if scores is None else scores
+    return rows, {"causal": tf.causal, "is_logits": scores is not None,
+                  "file_scale": tf.layer_scale(layer), "d_k": tf.d_k}
+
+
 #: Logits per block of rows of a replay's softmax (2 MiB of float64): a cancel waits for one
-#: block, a few milliseconds, instead of the whole n×n softmax (~70 ms at n = 2048).
+#: block instead of the whole n×n softmax.
 _SOFTMAX_BLOCK = 1 << 18
 
 
@@ -185,23 +182,34 @@ def replay_head(
         The entry whose weights are returned (the diagnostics use every entry).
     cancel
         Checked before each rule, between the tiles of its diagnostics and between blocks of
-        rows of its softmax; once set, the rules done so far are returned. (At n = 2048,
-        batch 2, a rule took about 255 ms: 165 in the diagnostics, 70 in the softmax.)
+        rows of its softmax; once set, the rules done so far are returned.
     """
     if not 0 <= batch_entry < q.shape[0]:
         raise ValueError(f"batch entry {batch_entry} is out of range (batch {q.shape[0]})")
     check_replay_memory(q.shape[1], k.shape[1], len(rules))
+    return _replay_each(
+        rules, cancel, lambda rule: _diagnose(q, k, rule=rule, causal=causal, cancel=cancel),
+        lambda rule: _softmax_rows(attention_logits(q[batch_entry], k[batch_entry], rule=rule,
+                                                    mask="causal" if causal else None), cancel))
+
+
+def _replay_each(
+    rules: tuple[Rule, ...], cancel: threading.Event | None,
+    diagnose: Callable[[Rule], HeadDiagnostics | None],
+    weights_map: Callable[[Rule], np.ndarray | None],
+) -> tuple[RuleReplay, ...]:
+    """One :class:`RuleReplay` per rule until ``cancel`` is set (or a step returns None)."""
     out = []
     for rule in rules:
         if cancel is not None and cancel.is_set():
             break
-        diagnostics = _diagnose(q, k, rule=rule, causal=causal, cancel=cancel)
-        if diagnostics is None:  # cancelled inside
-            break
-        logits = attention_logits(q[batch_entry], k[batch_entry], rule=rule,
-                                  mask="causal" if causal else None)
-        weights = _softmax_rows(logits, cancel)
-        if weights is None:
+        try:
+            diagnostics = diagnose(rule)
+        except NeedsQK as exc:
+            out.append(RuleReplay(rule.kind, None, None, missing=exc.needs))
+            continue
+        weights = None if diagnostics is None else weights_map(rule)
+        if weights is None:  # cancelled inside
             break
         weights.flags.writeable = False
         out.append(RuleReplay(rule.kind, diagnostics, weights))
@@ -231,22 +239,7 @@ def replay_file_head(
     if not 0 <= batch_entry < tf.batch:
         raise ValueError(f"batch entry {batch_entry} is out of range (batch {tf.batch})")
     check_replay_memory(tf.n, tf.n, len(rules))
-    scores = tf.scores(layer, head)
-    rows = tf.weights(layer, head) if scores is None else scores
-    params = {"causal": tf.causal, "is_logits": scores is not None,
-              "file_scale": tf.layer_scale(layer), "d_k": tf.d_k}
-    out = []
-    for rule in rules:
-        if cancel is not None and cancel.is_set():
-            break
-        try:
-            diagnostics = diagnose_weights(rows, rule=rule, cancel=cancel, **params)
-        except NeedsQK as exc:
-            out.append(RuleReplay(rule.kind, None, None, missing=exc.needs))
-            continue
-        if diagnostics is None:
-            break
-        weights = replay_weights_map(rows[batch_entry], rule=rule, **params)
-        weights.flags.writeable = False
-        out.append(RuleReplay(rule.kind, diagnostics, weights))
-    return tuple(out)
+    rows, params = _weights_head(tf, layer, head)
+    return _replay_each(
+        rules, cancel, lambda rule: diagnose_weights(rows, rule=rule, cancel=cancel, **params),
+        lambda rule: replay_weights_map(rows[batch_entry], rule=rule, **params))

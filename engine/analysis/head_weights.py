@@ -1,17 +1,9 @@
 """Diagnostics and rule replays of a head known only by its attention weights (no Qt).
 
-Files of attention weights (Hugging Face's ``output_attentions``, TransformerLens'
-``hook_pattern``) or of logits (``hook_attn_scores``) have no q and k. From weights p the
-entropy, p_max, saturated share, sink mass and the flags follow exactly, and so does every
-rule that multiplies a row's logits by a constant: softmax(a·z) ∝ p^a, because the logits z of a
-row are ln p up to a constant the softmax discards. A rule's factor relative to the model's own
-scale c is a = c'/c (temperature, log_n, ssmax, yarn, and none, sqrt, linear). What depends on
-the logits' size does not follow from weights (:data:`engine.analysis.heads.NEEDS_LOGITS`:
-logit std, max |logit|, the floor at the logits' norm, ρ) and neither do rules that are not a
-multiple of the logits (QK-norm, soft-cap): they need q and k. From logits, the logit std,
-max |logit| and the floor follow too.
-
-Everything is computed in float64, a block of rows at a time.
+From weights p the row statistics and flags follow exactly, and so does every rule that
+multiplies a row's logits by a constant, since softmax(a·z) ∝ p^a; what needs the logits' size
+or q and k does not (docs/numerics.md, "From attention weights"). Everything is computed in
+float64, a block of rows at a time.
 """
 
 from __future__ import annotations
@@ -21,11 +13,10 @@ import threading
 
 import numpy as np
 
-from engine.analysis.heads import HeadDiagnostics, head_flags
+from engine.analysis.heads import HeadDiagnostics, summarise_rows
 from engine.config import ScalingRule
 from engine.core.moments import RunningMoments, block_moments
 from engine.core.scaling import Rule
-from engine.core.stats import SATURATION_THRESHOLD
 from engine.core.theory import zhai_min_entropy_rows
 
 __all__ = ["MULTIPLICATIVE_RULES", "NeedsQK", "diagnose_weights", "logit_factors",
@@ -52,30 +43,13 @@ class NeedsQK(ValueError):
 def logit_factors(
     rule: Rule | None, *, file_scale: float, d_k: int, visible: np.ndarray
 ) -> tuple[np.ndarray, float]:
-    """The factor a by which ``rule`` multiplies each row's logits, relative to the model's.
+    """The factor a = c'/c by which ``rule`` multiplies each row's logits, relative to the
+    model's own c, and the rule's c of the last row (``file_scale`` without a rule).
 
-    Parameters
-    ----------
-    rule
-        The rule to replay, or None for the model's own logits (a = 1).
-    file_scale
-        The model's own c (NaN when the file does not say and d_k is unknown: then c is taken
-        to be 1/√d_k, the convention of every model this app reads).
-    d_k
-        The key dimension, 0 when unknown.
-    visible
-        The keys each row sees (for ``log_n`` / ``ssmax``).
-
-    Returns
-    -------
-    (factors, scale)
-        a per row, and the rule's c of the last row (``file_scale`` without a rule).
-
-    Raises
-    ------
-    NeedsQK
-        For QK-norm and soft-cap (not a multiple of the logits), and for a rule whose factor
-        needs d_k when the file does not give it.
+    ``file_scale`` is NaN when the file does not say (c is then taken to be 1/√d_k), ``d_k``
+    is 0 when unknown, ``visible`` holds the keys each row sees (for ``log_n`` / ``ssmax``).
+    Raises :class:`NeedsQK` for QK-norm and soft-cap (not a multiple of the logits) and for a
+    rule whose factor needs a d_k the file does not give.
     """
     if rule is None:
         return np.ones(len(visible)), file_scale
@@ -107,11 +81,8 @@ def _visible(n: int, causal: bool) -> np.ndarray:
 
 
 def _scaled_rows(values: np.ndarray, is_logits: bool, factors: np.ndarray) -> np.ndarray:
-    """a·z for a block of rows, z = ln p (−inf where p = 0) or the logits (masked: −inf).
-
-    A factor of 0 (log_n's c for a row that sees one key) makes every logit 0, as the
-    engine's a·q·k = 0 does: 0·(−inf) is taken as 0, not NaN (the mask is applied after).
-    """
+    """a·z for a block of rows, z = ln p (−inf where p = 0) or the logits (masked: −inf); a
+    factor of 0 gives logits 0, as a·q·k = 0 does (0·(−inf) is 0, not NaN)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.array(values, dtype=np.float64) if is_logits else np.log(values)
         z *= factors[:, None]
@@ -128,32 +99,13 @@ def diagnose_weights(
     d_k: int = 0,
     cancel: threading.Event | None = None,
 ) -> HeadDiagnostics | None:
-    """Diagnose one head from its weights (or logits), as the model had them or under a rule.
+    """Diagnose one head from its (batch, n, n) weights (or logits with ``is_logits``, masked
+    entries −inf), as the model had them or under ``rule`` (see :func:`logit_factors`).
 
-    Parameters
-    ----------
-    rows
-        (batch, n, n): attention weights (rows ≥ 0 summing to 1; 0 above the diagonal of a
-        causal head), or logits with ``is_logits`` (masked entries −inf).
-    causal
-        Row i sees keys 0..i.
-    rule, file_scale, d_k
-        A rule to replay (see :func:`logit_factors`); None: the model's own weights.
-    cancel
-        Checked between blocks of rows; None is returned once it is set.
-
-    Returns
-    -------
-    HeadDiagnostics
-        The statistics of :func:`engine.analysis.heads.diagnose_head` with the same
-        definitions and flags; ``source`` is ``"weights"`` or ``"scores"``, and the
-        statistics of :data:`engine.analysis.heads.NEEDS_LOGITS` are NaN when they cannot be
-        computed (from weights: all of them; from logits: ``rho`` and ``logit_std_theory``).
-
-    Raises
-    ------
-    NeedsQK
-        For a rule the weights cannot replay.
+    The statistics are those of :func:`engine.analysis.heads.diagnose_head`, with
+    :data:`~engine.analysis.heads.NEEDS_LOGITS` NaN where they cannot be computed. ``cancel``
+    is checked between blocks of rows: None is returned once it is set. Raises
+    :class:`NeedsQK` for a rule the weights cannot replay.
     """
     rows = np.asarray(rows)
     if rows.ndim != 3 or rows.shape[-1] != rows.shape[-2] or min(rows.shape) < 1:
@@ -191,28 +143,16 @@ def diagnose_weights(
                 centred_sq = (kept * kept).sum(axis=-1) - kept.sum(axis=-1) ** 2 / count
                 stats["floor"][b, r0:r1] = zhai_min_entropy_rows(
                     count.astype(np.float64), np.sqrt(np.maximum(centred_sq, 0.0)))
-    entropy_mean = block_moments(stats["entropy"])[1]
-    entropy_uniform = block_moments(np.log(visible))[1]
-    sink_mass = block_moments(stats["sink"])[1]
-    sink_uniform = block_moments(1.0 / visible)[1]
-    choosing = visible >= 2
-    p_max = stats["p_max"]
-    chosen = p_max[:, choosing] if choosing.any() else p_max
-    saturated_share = int(np.count_nonzero(chosen > SATURATION_THRESHOLD)) / chosen.size
-    flags = head_flags(saturated_share=saturated_share, entropy_mean=entropy_mean,
-                       entropy_uniform=entropy_uniform, sink_mass=sink_mass,
-                       sink_uniform=sink_uniform)
+    summary = summarise_rows(stats["entropy"], stats["p_max"], stats["sink"], visible,
+                             masked=causal)
     nan = math.nan
     return HeadDiagnostics(
         n=n, d_k=d_k, batch=batch, rule=None if rule is None else rule.kind.value,
         scale=scale, causal=causal,
         logit_std=moments.std if is_logits else nan, logit_std_theory=nan,
-        max_abs_logit=max_abs if is_logits else nan, entropy_mean=entropy_mean,
-        entropy_uniform=entropy_uniform,
+        max_abs_logit=max_abs if is_logits else nan,
         entropy_floor_at_norm=block_moments(stats["floor"])[1] if is_logits else nan,
-        p_max_mean=block_moments(p_max)[1], saturated_share=saturated_share,
-        sink_mass=sink_mass, sink_uniform=sink_uniform, rho=nan, flags=flags,
-        source="scores" if is_logits else "weights",
+        rho=nan, source="scores" if is_logits else "weights", **summary,
     )
 
 

@@ -1,26 +1,10 @@
 """Diagnostics of one real attention head from its q and k (no Qt).
 
-A head is given by queries ``q`` and keys ``k`` of shape (batch, n, d_k). Its logits are
-``c · q kᵀ`` with ``c`` the model's own scale (default 1/√d_k), or, when a scaling rule is
-replayed, exactly the logits that rule of :mod:`engine.core.scaling` produces from the same q
-and k (``none``, ``sqrt``, ``linear``, ``temperature``, ``qk_norm`` with its gain, ``softcap``
-with its cap). With ``causal=True`` query i sees keys 0..i only.
-
-The logits and their exponentials come from the attention kernel
-(:func:`engine.core.tiled.each_tile`), tile by tile: memory stays at a few cache-sized tiles
-whatever n and the batch size, the tiles may run on several threads, and a cancel takes effect
-within one tile. Every statistic is computed in float64.
-
-Every reference is that of the keys a row sees: under the causal mask row i sees i + 1 keys,
-so its uniform entropy is ln(i + 1) and its uniform weight on key 0 is 1/(i + 1). Entropy has
-two references: the uniform one, and the floor at the row's logit norm, the least entropy a
-softmax row can have for the norm of its centred logits (the extremal bound of Zhai et al.
-2023, :func:`engine.core.theory.zhai_min_entropy`, taken at the row's own logits; their
-theorem bounds entropy through ‖W_Kᵀ W_Q‖₂, which q and k alone do not give). A row near the
-floor is as peaked as its logit spread allows.
-
-The flags and their thresholds are :data:`FLAG_THRESHOLDS`, documented there with the reason
-for each value.
+The logits are ``c · q kᵀ`` with the model's own c (and soft-cap), or those a rule of
+:mod:`engine.core.scaling` gives from the same q and k. They come from the attention kernel
+(:func:`engine.core.tiled.each_tile`) tile by tile, so memory stays at a few tiles whatever n,
+the tiles may run on several threads and a cancel takes effect within one tile. The definitions,
+their references and the flags' thresholds are explained in docs/numerics.md.
 """
 
 from __future__ import annotations
@@ -28,6 +12,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -50,29 +35,23 @@ __all__ = [
     "SINK_UNIFORM_MARGIN",
     "HeadDiagnostics",
     "diagnose_head",
-    "head_flags",
+    "summarise_rows",
 ]
 
-# The flags' thresholds, in one place. "Healthy" below means q and k with independent N(0, 1)
-# components at the model's c = 1/√d_k: logits of variance 1, whose mean row entropy is about
-# ln m − 1/2 for m visible keys, i.e. 0.85-0.92 of the uniform entropy for n = 32..512
-# (tests/engine/test_head_faults.py measures the false-flag rate on 1,000 such heads).
+# The flags' thresholds, in one place (docs/numerics.md says how they were set against healthy
+# heads, whose mean entropy is 0.85-0.92 of the uniform entropy).
 
 #: "saturated": more than this share of the rows that see two or more keys has p_max > 0.99
 #: (``SATURATION_THRESHOLD``): the head is one-hot for most queries, its gradient vanishes.
 SATURATED_SHARE_FLAG = 0.5
 #: "sharp": mean entropy below this fraction of the uniform entropy, without being saturated.
-#: A healthy head sits at 0.85-0.92; q or k grown ×6 (logit std 6) sits at 0.19-0.24.
 SHARP_ENTROPY_FRACTION = 0.5
 #: "sink": mean weight on key 0 above this ...
 SINK_MASS_FLAG = 0.5
-#: ... and more than this above its uniform value (the mean of 1/m over the rows). A margin,
-#: not a factor: five times the uniform value, the rule before, exceeds 1 for a causal text
-#: of fewer than ~40 tokens (at n = 11 the uniform value is 0.27), so SmolLM2's sinks (0.5-0.9
-#: of the attention on token 0 in most layers) went unflagged on the sentences users type.
+#: ... and more than this above its uniform value (the mean of 1/m over the rows): a margin,
+#: not a factor, since a factor of the uniform value exceeds 1 on a short causal text.
 SINK_UNIFORM_MARGIN = 0.25
-#: "near-uniform": mean entropy above this fraction of the uniform entropy. Healthy heads stay
-#: below 0.93 up to n = 512; q or k shrunk ×10 reach 0.999.
+#: "near-uniform": mean entropy above this fraction of the uniform entropy.
 NEAR_UNIFORM_ENTROPY_FRACTION = 0.95
 
 #: The flags, in the order a head lists them.
@@ -89,48 +68,36 @@ FLAG_THRESHOLDS = {
 
 @dataclass(frozen=True, slots=True)
 class HeadDiagnostics:
-    """The diagnostics of one head (see :func:`diagnose_head` for the definitions).
+    """The diagnostics of one head (definitions: docs/numerics.md, "Head diagnostics").
 
     Attributes
     ----------
     n, d_k, batch
         Sequence length, key dimension and number of batch entries.
     rule
-        The replayed rule's name, or None when the given scale was used.
+        The replayed rule's name, or None when the model's own scale was used.
     scale
-        The factor c multiplying q·k (the rule's c when a rule is replayed; 1 for ``qk_norm``;
-        for ``log_n`` / ``ssmax`` under the causal mask, the c of the last row, which sees n keys).
+        The factor c multiplying q·k (1 for ``qk_norm``; for ``log_n`` / ``ssmax`` under the
+        causal mask, the c of the last row, which sees n keys).
     causal
         Whether the causal mask was applied.
-    logit_std, max_abs_logit
-        Population standard deviation and largest magnitude of the unmasked logits.
-    logit_std_theory
-        The √d_k law's prediction of ``logit_std`` from the spread of q and k (NaN when the
-        scale differs by row, as for ``log_n`` / ``ssmax`` under the causal mask).
-    entropy_mean
-        Mean row entropy of the softmax weights, in nats.
-    entropy_uniform
-        The mean over rows of ln m (m: the keys the row sees): the entropy of uniform weights;
-        ln n without a mask.
-    entropy_floor_at_norm
-        Mean over query rows of the least entropy a row with the same centred-logit norm can
-        have (the extremal bound of Zhai et al. 2023 at the row's own logits);
-        ``entropy_mean`` is never below it.
-    p_max_mean, saturated_share, sink_mass
-        Mean largest weight, share of the rows that see two or more keys whose largest weight
-        exceeds ``SATURATION_THRESHOLD``, mean weight on key 0.
-    sink_uniform
-        The mean over rows of 1/m: ``sink_mass`` of uniform weights (1/n without a mask).
+    logit_std, max_abs_logit, logit_std_theory
+        Spread and largest magnitude of the unmasked logits, and the √d_k law's prediction of
+        the spread from that of q and k (NaN when c differs by row).
+    entropy_mean, entropy_uniform, entropy_floor_at_norm
+        Mean row entropy (nats), that of uniform weights over the keys each row sees, and the
+        least a row of the same centred-logit norm can have (never above ``entropy_mean``).
+    p_max_mean, saturated_share, sink_mass, sink_uniform
+        Mean largest weight, share of the rows seeing two or more keys whose largest weight
+        exceeds ``SATURATION_THRESHOLD``, mean weight on key 0 and its uniform value.
     rho
-        Correlation of matching q and k components, each centred over the tokens first (NaN
-        when q or k does not vary over the tokens).
+        Correlation of matching q and k components, centred over the tokens (NaN when q or k
+        does not vary over the tokens).
     flags
-        Subset of :data:`FLAGS` ("saturated", "sharp", "sink", "near-uniform"), in that order.
+        Subset of :data:`FLAGS`, in that order.
     source
-        What they were computed from: ``"qk"`` (queries and keys), ``"scores"`` (logits only:
-        ``rho`` and ``logit_std_theory`` are NaN) or ``"weights"`` (attention weights only:
-        every statistic of the logits' size is NaN as well, see
-        :data:`NEEDS_LOGITS`).
+        ``"qk"``, ``"scores"`` (logits only: ``rho`` and ``logit_std_theory`` are NaN) or
+        ``"weights"`` (every statistic of :data:`NEEDS_LOGITS` is NaN).
     """
 
     n: int
@@ -173,10 +140,23 @@ class HeadDiagnostics:
         return self.entropy_mean / self.entropy_uniform if self.entropy_uniform > 0 else math.nan
 
 
-def head_flags(*, saturated_share: float, entropy_mean: float, entropy_uniform: float,
-               sink_mass: float, sink_uniform: float) -> tuple[str, ...]:
-    """The flags of a head from its statistics (see :func:`diagnose_head`), in
-    :data:`FLAGS` order."""
+def summarise_rows(entropy: np.ndarray, p_max: np.ndarray, sink: np.ndarray,
+                   visible: np.ndarray, masked: bool) -> dict[str, Any]:
+    """The row statistics and flags of a head from its (batch, n) row entropies, largest
+    weights and weights on key 0; ``visible`` (n,) holds the keys each row sees.
+
+    Shared by the diagnostics from q and k and those from attention weights, so both define
+    the statistics and the flags alike.
+    """
+    n = len(visible)
+    entropy_mean = block_moments(entropy)[1]
+    entropy_uniform = block_moments(np.log(visible))[1] if masked else math.log(n)
+    sink_mass = block_moments(sink)[1]
+    sink_uniform = block_moments(1.0 / visible)[1] if masked else 1.0 / n
+    # A row that sees one key is one-hot whatever the head does: it says nothing of saturation.
+    choosing = visible >= 2
+    chosen = p_max[:, choosing] if choosing.any() else p_max
+    saturated_share = int(np.count_nonzero(chosen > SATURATION_THRESHOLD)) / chosen.size
     flags = []
     if saturated_share > SATURATED_SHARE_FLAG:
         flags.append("saturated")
@@ -186,7 +166,9 @@ def head_flags(*, saturated_share: float, entropy_mean: float, entropy_uniform: 
         flags.append("sink")
     if entropy_mean > NEAR_UNIFORM_ENTROPY_FRACTION * entropy_uniform:
         flags.append("near-uniform")
-    return tuple(flags)
+    return {"entropy_mean": entropy_mean, "entropy_uniform": entropy_uniform,
+            "p_max_mean": block_moments(p_max)[1], "saturated_share": saturated_share,
+            "sink_mass": sink_mass, "sink_uniform": sink_uniform, "flags": tuple(flags)}
 
 
 #: The diagnostics that need the logits' size, which attention weights alone do not give
@@ -211,13 +193,8 @@ def _check_qk(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _component_correlation(q: np.ndarray, k: np.ndarray) -> float:
-    """Correlation of matching components of (batch, n, d) q and k, each component centred
-    over the tokens of its batch entry first; NaN when q or k does not vary over the tokens.
-
-    This is the explorer's ρ (k = ρq + √(1−ρ²)ξ per component): a mean direction shared by
-    every q and k (q_i = μ + e_i, k_i = μ + f_i) is not a correlation of q and k and is
-    removed by the centring, where a pooled Pearson correlation would count it.
-    """
+    """Correlation of matching components of (batch, n, d) q and k, each centred over the
+    tokens of its batch entry first (the explorer's ρ); NaN when q or k does not vary."""
     qc = q - q.mean(axis=1, keepdims=True)
     kc = k - k.mean(axis=1, keepdims=True)
     cross = float(np.einsum("bnd,bnd->", qc, kc))
@@ -258,34 +235,7 @@ def diagnose_head(
     Returns
     -------
     HeadDiagnostics
-        With these definitions (means are over query rows and batch entries, every row
-        counting once; under the causal mask row 0 sees key 0 only, so it has p_max = 1,
-        entropy 0 and weight 1 on key 0, and it is counted like every other row):
-
-        * ``logit_std``: population std (ddof 0) of all unmasked logits of all batch entries;
-          ``max_abs_logit`` their largest magnitude.
-        * ``logit_std_theory`` = √d_k · σ(q') · σ(k') · a, where q', k' are the operands the
-          rule multiplies (q' = c·q, k' = k for scalar rules, so this is c·√d_k·σ_q·σ_k;
-          q' = g·q/‖q‖, k' = k/‖k‖ for ``qk_norm``), σ is the population std of all their
-          entries, and a = 1 except for ``softcap``, where a = cap and the law predicts the
-          spread *before* the cap (the cap only shrinks it). It is the std of a sum of d_k
-          products of independent zero-mean components; it ignores the mean of q and k and
-          their correlation, which is why it is a reference, not an identity. It uses the
-          head's own spread of q and k, so a q or k grown by a factor grows the law too: the
-          ratio tests the law's form, not the size of the logits. NaN when c differs by row.
-        * ``entropy_mean``: mean of −Σ_j p_ij ln p_ij (nats); ``entropy_uniform``: mean of
-          ln m_i, with m_i the keys row i sees; ``entropy_floor_at_norm``: mean of the rows'
-          floors H_min(m_i, ‖z_i − z̄_i‖₂), z_i the row's logits over its visible keys.
-        * ``p_max_mean``: mean of max_j p_ij; ``saturated_share``: share of the rows with
-          m_i ≥ 2 whose max_j p_ij > ``SATURATION_THRESHOLD``; ``sink_mass``: mean of p_i0,
-          ``sink_uniform`` the mean of 1/m_i.
-        * ``rho``: the correlation of component m of query i with component m of key i over
-          batch, rows and components, each component centred over the tokens first.
-        * ``flags`` (thresholds: :data:`FLAG_THRESHOLDS`): "saturated" if saturated_share >
-          ``SATURATED_SHARE_FLAG``; "sharp" if not saturated and entropy_mean <
-          ``SHARP_ENTROPY_FRACTION``·entropy_uniform; "sink" if sink_mass >
-          ``SINK_MASS_FLAG`` and > sink_uniform + ``SINK_UNIFORM_MARGIN``; "near-uniform" if
-          entropy_mean > ``NEAR_UNIFORM_ENTROPY_FRACTION``·entropy_uniform.
+        Defined in docs/numerics.md ("Head diagnostics").
 
     Raises
     ------
@@ -328,9 +278,8 @@ def _diagnose(
     theory = (math.sqrt(d_k) * float(np.std(problem.ops.qs)) * float(np.std(problem.ops.ks))
               * amplitude)
 
-    # Per query row, with z = logits − row max (0 where masked) and e = exp(z): S = Σ e, Σ e·z,
-    # Σ z, Σ z² and e_0. The tiles fill their rows; the statistics are taken once at the end,
-    # so they do not depend on the tiling or on which thread ran which tile.
+    # Per query row (docs/numerics.md): S = Σ e, Σ e·z, Σ z, Σ z² and e_0, with z the shifted
+    # logits; the statistics are taken once at the end, whatever the tiling or the threads.
     rowsum, weighted, z_sum, z_sq, first = (np.empty((batch, n)) for _ in range(5))
     logit_parts: dict[Tile, tuple[tuple[int, float, float], float]] = {}
 
@@ -384,20 +333,8 @@ def _diagnose(
     # Norm of each row's centred visible logits (masked entries of z are 0).
     centred_sq = z_sq - z_sum * z_sum / visible
     floor = zhai_min_entropy_rows(visible, np.sqrt(np.maximum(centred_sq, 0.0)))
-    p_max = 1.0 / rowsum
-    entropy_mean = block_moments(entropy_rows)[1]
-    masked = plan.causal_offset is not None
-    entropy_uniform = block_moments(np.log(visible))[1] if masked else math.log(n)
-    sink_mass = block_moments(first / rowsum)[1]
-    sink_uniform = block_moments(1.0 / visible)[1] if masked else 1.0 / n
-    # A row that sees one key is one-hot whatever the head does: it says nothing of saturation.
-    choosing = visible >= 2
-    rows = int(np.count_nonzero(choosing)) * batch
-    saturated = (p_max[:, choosing] if rows else p_max) > SATURATION_THRESHOLD
-    saturated_share = int(np.count_nonzero(saturated)) / (rows or batch * n)
-    flags = head_flags(saturated_share=saturated_share, entropy_mean=entropy_mean,
-                       entropy_uniform=entropy_uniform, sink_mass=sink_mass,
-                       sink_uniform=sink_uniform)
+    summary = summarise_rows(entropy_rows, 1.0 / rowsum, first / rowsum, visible,
+                             masked=plan.causal_offset is not None)
     scales = np.ravel(plan.scale)
     return HeadDiagnostics(
         n=n, d_k=d_k, batch=batch, rule=plan.rule.value if replay else None,
@@ -406,8 +343,6 @@ def _diagnose(
         causal=bool(causal), logit_std=moments.std,
         # With c varying by row the logits mix spreads: no single law predicts their std.
         logit_std_theory=theory if np.all(scales == scales[0]) else math.nan,
-        max_abs_logit=max_abs, entropy_mean=entropy_mean, entropy_uniform=entropy_uniform,
-        entropy_floor_at_norm=block_moments(floor)[1],
-        p_max_mean=block_moments(p_max)[1], saturated_share=saturated_share, sink_mass=sink_mass,
-        sink_uniform=sink_uniform, rho=_component_correlation(q, k), flags=flags,
+        max_abs_logit=max_abs, entropy_floor_at_norm=block_moments(floor)[1],
+        rho=_component_correlation(q, k), **summary,
     )

@@ -79,8 +79,7 @@ def inspect_command(args: argparse.Namespace) -> int:
         tf = load_tensors(args.file)
         rule = None if args.rule is None else Rule.from_keywords(
             args.rule, temperature=args.temperature, gain=args.gain, cap=args.cap)
-        if tf.kind == "weights" and rule is not None:
-            check_weights_rule(tf, rule)
+        check_weights_rule(tf, rule)
     except (TensorFileError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
