@@ -41,7 +41,6 @@ __all__ = [
     "StreamLength",
     "StreamSweep",
     "compute_correlation",
-    "compute_temperature",
     "correlation_key",
     "iter_plan",
     "plan_full",
@@ -81,22 +80,9 @@ def sweep_config_for(
     values: Sequence[int] = DEFAULT_SWEEP_VALUES,
     samples_cap: int = DEFAULT_SWEEP_SAMPLES_CAP,
 ) -> SweepConfig:
-    """Return the d_k sweep shown by the laws and gradient views for ``config``.
-
-    Parameters
-    ----------
-    config
-        The current attention configuration (n, ρ, seed, rule parameters are taken from it).
-    values
-        The d_k values.
-    samples_cap
-        Largest number of query rows per point.
-
-    Returns
-    -------
-    SweepConfig
-        Rules ``none``, ``sqrt``, ``linear`` and ``config.rule`` when it is another one.
-    """
+    """The d_k sweep of the laws and gradient views for ``config`` (its n, ρ, seed and rule
+    parameters): rules ``none``, ``sqrt``, ``linear`` and ``config.rule``, at most
+    ``samples_cap`` query rows per d_k of ``values``."""
     return SweepConfig.following(config, param=SweepParam.D_K, values=values,
                                  rules=_SWEEP_RULES, samples_cap=samples_cap,
                                  n_tokens=config.n_tokens, precision_grid=True)
@@ -113,23 +99,6 @@ def compute_correlation(config: AttentionConfig) -> dict[str, Any]:
 
     rho, samples, seed = correlation_key(config)
     return correlation_rms(CORRELATION_D_K, rho, samples, seed)
-
-
-def compute_temperature(
-    config: AttentionConfig, temperature: float, snapshot: AttentionSnapshot | None = None,
-    real_head: Any = None,
-) -> tuple[Any, Any, float]:
-    """Return the temperature comparison of ``config`` at temperature ``temperature``.
-
-    With ``snapshot`` (``run_experiment(config)``) its raw scores are re-used instead of
-    drawing q, k again; the result is the same to the bit. With ``real_head`` (a
-    :class:`~engine.analysis.real_head.RealHead`) the comparison is on its q, k.
-    """
-    from engine.analysis.experiment import temperature_comparison
-
-    if snapshot is not None:
-        real_head = snapshot.real_head
-    return temperature_comparison(config, temperature, snapshot=snapshot, real_head=real_head)
 
 
 def snapshot_head(snapshot: object) -> HeadRef | None:
@@ -370,7 +339,7 @@ def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iter
         From the engine, e.g. ``MemoryBudgetError`` when the snapshot would not fit, or
         ``TensorFileError`` when a real head cannot be read.
     """
-    from engine.analysis.experiment import run_experiment
+    from engine.analysis.experiment import run_experiment, temperature_comparison
     from engine.analysis.real_head import load_head
     from engine.analysis.sweep import iter_sweep
     from engine.core.parallel import get_num_threads
@@ -396,9 +365,12 @@ def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iter
                 snapshot is not None and snapshot.config == step.config
                 and snapshot_head(snapshot) == step.head
             ) else None
-            real = None if usable is not None or step.head is None else load_head(step.head)
-            yield PartReady(Part.TEMPERATURE,
-                            compute_temperature(step.config, step.temperature, usable, real))
+            if usable is not None:
+                real = usable.real_head
+            else:
+                real = None if step.head is None else load_head(step.head)
+            yield PartReady(Part.TEMPERATURE, temperature_comparison(
+                step.config, step.temperature, snapshot=usable, real_head=real))
         else:
             for point in iter_sweep(step.sweep, cancel=cancel):
                 yield PartReady(step.part, point)
