@@ -14,11 +14,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-#: After each multi-threaded matrix product OpenBLAS keeps its idle threads spinning for 2^28
-#: cycles (0.1 s). Engine calls that split their tiles over threads inside that window shared
-#: a core with the spinner and took 1.4-2.5x as long; 2^16 cycles took nothing measurable from
-#: back-to-back products (benchmarks/bench_blas_spin.py). OpenBLAS reads the variable once,
-#: when numpy loads it, so it is set before anything imports numpy; a value the user set wins.
+#: OpenBLAS keeps its idle threads spinning for 2^28 cycles after each multi-threaded product,
+#: on the cores the engine's tile threads need; 2^16 costs back-to-back products nothing
+#: (benchmarks/bench_blas_spin.py). Read once when numpy loads, so set before any numpy
+#: import; a value the user set wins.
 OPENBLAS_SPIN = ("OPENBLAS_THREAD_TIMEOUT", "16")
 os.environ.setdefault(*OPENBLAS_SPIN)
 
@@ -276,38 +275,31 @@ def _join_option_values(argv: list[str]) -> list[str]:
     argument". The joined form is what argparse itself accepts.
     """
     out: list[str] = []
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if word == "--values" and i + 1 < len(argv) and _NEGATIVE_RANGE.match(argv[i + 1]):
-            out.append(f"--values={argv[i + 1]}")
-            i += 2
-            continue
-        out.append(word)
-        i += 1
+    for word in argv:
+        if out and out[-1] == "--values" and _NEGATIVE_RANGE.match(word):
+            out[-1] = f"--values={word}"
+        else:
+            out.append(word)
     return out
 
 
-def _check_session(path: str) -> str:
-    """Return "" if ``path`` is a readable, valid session file, else a one-line reason."""
-    from gui.kit.session import SessionError, load_session
+def _input_problem(args: argparse.Namespace) -> str:
+    """Why the window could not open ``--session`` or ``--tensors`` ("" when it can), for the
+    command line before a window opens (the Heads tab checks a tensor file's values)."""
+    if args.session:
+        from gui.kit.session import SessionError, load_session
 
-    try:
-        load_session(path)
-    except SessionError as exc:
-        return str(exc)
-    return ""
+        try:
+            load_session(args.session)
+        except SessionError as exc:
+            return f"--session: {exc}"
+    if args.tensors:
+        from engine.io.tensors import TensorFileError, load_tensors
 
-
-def _check_tensors(path: str) -> str:
-    """Return "" if ``path`` opens as a tensor file (geometry only; the Heads tab checks the
-    values while it diagnoses them), else a one-line reason."""
-    from engine.io.tensors import TensorFileError, load_tensors
-
-    try:
-        load_tensors(path, check_finite=False)
-    except TensorFileError as exc:
-        return str(exc)
+        try:
+            load_tensors(args.tensors, check_finite=False)
+        except TensorFileError as exc:
+            return f"--tensors: {exc}"
     return ""
 
 
@@ -315,52 +307,31 @@ def main(argv: Sequence[str] | None = None, prog: str = "attention-explorer") ->
     """Run the program (``prog`` names it in the usage lines); return the exit code."""
     from engine.core.memory import tune_allocator
 
-    # Before the first large arrays: training in a new process ran up to 1.7x faster with it.
-    tune_allocator()
+    tune_allocator()  # before the first large arrays
     words = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(prog).parse_args(_join_option_values(words))
-    if args.command == "sweep":
-        from engine.cli.sweep import sweep_command
-
-        return sweep_command(args)
-    if args.command == "train":
-        from engine.cli.train import train_command
-
-        return train_command(args)
-    if args.command == "lr-sweep":
-        from engine.cli.train import lr_sweep_command
-
-        return lr_sweep_command(args)
-    if args.command == "inspect":
-        from engine.cli.inspect import inspect_command
-
-        return inspect_command(args)
-    if args.command == "capture":
-        from engine.cli.capture import capture_command
-
-        return capture_command(args)
     if args.command == "export":
         from gui.headless.commands import export_command
 
         return export_command(args)
-    if getattr(args, "model", None) and not os.path.exists(args.model):
+    if args.command:
+        from engine.cli import capture, inspect, sweep, train
+
+        run = {"sweep": sweep.sweep_command, "train": train.train_command,
+               "lr-sweep": train.lr_sweep_command, "inspect": inspect.inspect_command,
+               "capture": capture.capture_command}
+        return run[args.command](args)
+    if args.model and not os.path.exists(args.model):
         print(f"error: --model: {args.model}: no such file or folder", file=sys.stderr)
         return 2
     if args.self_test:
-        from gui.headless.commands import self_test_command
+        from gui.headless.self_test import self_test_command
 
         return self_test_command(args)
-    if args.session:
-        # Refuse a bad file before a window opens: the command line gets a one-line reason.
-        problem = _check_session(args.session)
-        if problem:
-            print(f"error: --session: {problem}", file=sys.stderr)
-            return 2
-    if getattr(args, "tensors", None):
-        problem = _check_tensors(args.tensors)
-        if problem:
-            print(f"error: --tensors: {problem}", file=sys.stderr)
-            return 2
+    problem = _input_problem(args)
+    if problem:  # a one-line reason on the command line instead of a window
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     if args.headless:
         from gui.headless.startup_check import headless_command
 
