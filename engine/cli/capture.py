@@ -50,7 +50,7 @@ def capture_command(args: argparse.Namespace) -> int:
     try:
         text = args.text if args.text is not None else read_text_file(args.text_file)
         model = open_model(args.model)
-        layers = None if args.layers is None else layers_text(args.layers, model.spec.layers)
+        layers = None if args.layers is None else layers_text(args.layers)
 
         def report(done: int, total: int) -> None:
             progress.update(done / total, f"layer {done}/{total} of {model.name}",

@@ -92,7 +92,7 @@ class CaptureWorker(JobWorker):
         model = self._open(job.path)
         if job.cancel.is_set():
             return
-        layers = layers_text(job.layers, model.spec.layers) if job.layers.strip() else None
+        layers = layers_text(job.layers) if job.layers.strip() else None
         name = model.name
 
         def progress(done: int, total: int) -> None:

@@ -191,9 +191,9 @@ def test_max_tokens_and_layers() -> None:
                             layers=[1])
     assert len(capture.tokens) == 5 and capture.meta["truncated"] is True
     assert list(capture.layers) == [1]
-    assert layers_text("0, 2-4,3", 6) == [0, 2, 3, 4]
+    assert layers_text("0, 2-4,3") == [0, 2, 3, 4]
     with pytest.raises(ModelError, match="runs backwards"):
-        layers_text("4-2", 6)
+        layers_text("4-2")
     with pytest.raises(ModelError, match="layer 7 does not exist"):
         model.capture("the fox", layers=[7])
 
