@@ -1,25 +1,10 @@
 """The tensor file format (version 1): real q and k of a model's attention layers.
 
-A file is a ``.npz`` archive, a ``.safetensors`` file or a folder of ``NAME.npy`` files holding
-
-* ``layer{L}.q`` and ``layer{L}.k`` (and optionally ``layer{L}.v``) for each layer ``L``, of
-  shape (heads, n, d_k) or (batch, heads, n, d_k), dtype float16, bfloat16, float32 or float64
-  (the names: :mod:`engine.io.names`);
-* optionally ``tokens``: the n token strings (a 1-D string array, or JSON text);
-* optionally ``meta``: a JSON object, e.g. ``{"model": ..., "where": ..., "scale": c,
-  "causal": true}``.
-
-In a ``.safetensors`` file, ``tokens`` and ``meta`` are JSON strings in the file's
-``__metadata__``. A TransformerLens cache, ``layer{L}.attn`` weights and a stack of
-``output_attentions`` are read too (:attr:`TensorFile.layout`, see :mod:`engine.io.layouts`).
-
-A file of weights only (:attr:`TensorFile.kind` ``"weights"``) is read with
-:meth:`TensorFile.weights`; every row must be ≥ 0 and sum to 1, and without ``meta["causal"]``
-the mask is inferred: causal when every weight above the diagonal is 0.
-
-A hostile file is refused with one :class:`TensorFileError` whose message starts with the
-file's name, before it costs more time or memory than its size warrants (the containers'
-limits: :mod:`engine.io.readers`; those of ``tokens`` and ``meta``: :mod:`engine.io.meta`).
+``layer{L}.q`` / ``layer{L}.k`` (optionally ``.v``), ``tokens`` and ``meta`` in a ``.npz``, a
+``.safetensors`` file or a folder of ``.npy`` files; TransformerLens caches and attention weights
+are read too (:mod:`engine.io.layouts`). The README's "tensor file format" section specifies it.
+A hostile file is refused with one :class:`TensorFileError` naming the file, before it costs
+more time or memory than its size warrants (:mod:`engine.io.readers`, :mod:`engine.io.meta`).
 """
 
 from __future__ import annotations
