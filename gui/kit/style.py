@@ -1,12 +1,9 @@
 """Shared look of every view: one colour, marker and line style per scaling rule, fonts, pens.
 
-The rule colours come from the Okabe–Ito palette, which stays distinguishable for the common
-forms of colour-vision deficiency; each rule also gets its own marker symbol so that plots stay
-readable in greyscale print-outs and on washed-out projectors. Views never pick colours
-themselves: they call :func:`rule_pen`, :func:`rule_brush` and :func:`rule_symbol`.
-
-The plots use a light theme of their own (white background, dark text) whatever the global
-pyqtgraph configuration is, because dark-on-white survives projectors and exported PNGs best.
+Rule colours are the Okabe–Ito palette (distinguishable under the common colour-vision
+deficiencies), and each rule has its own marker so that greyscale print-outs stay readable;
+views never pick colours themselves. The plots keep a light theme of their own (dark on white
+survives projectors and exported PNGs best).
 """
 
 from __future__ import annotations
@@ -22,45 +19,17 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsWidget
 
 from engine.config import ScalingRule
 from gui.kit.axes import PlotAxis
+from gui.kit.cell_items import CellLegend, WrappingLabel
 from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
 from gui.kit.presentation import ScalableLayoutWidget
 
 __all__ = [
-    "BACKGROUND",
-    "DENSE_CURVE",
-    "FOREGROUND",
-    "GRID_ALPHA",
-    "HEATMAP_COLORMAP",
-    "HIGHLIGHT_COLOR",
-    "LABEL_PT",
-    "MARKER_MAX_POINTS",
-    "RULE_COLORS",
-    "RULE_ORDER",
-    "RULE_WORDS",
-    "TEXT_PT",
-    "THEORY_COLOR",
-    "TICK_PT",
-    "TITLE_PT",
-    "LogAxisItem",
-    "WrappingLabel",
-    "axis_label_html",
-    "font",
-    "label_plot",
-    "layer_name",
-    "log_axis_items",
-    "make_label",
-    "make_layout_widget",
-    "make_legend",
-    "make_text_item",
-    "ordered_rules",
-    "relayout",
-    "rule_brush",
-    "rule_color",
-    "rule_name",
-    "rule_pen",
-    "rule_symbol",
-    "set_log_mode",
-    "style_plot",
+    "BACKGROUND", "DENSE_CURVE", "FOREGROUND", "HEATMAP_COLORMAP", "HIGHLIGHT_COLOR",
+    "LABEL_PT", "MARKER_MAX_POINTS", "RULE_COLORS", "RULE_WORDS", "TEXT_PT", "THEORY_COLOR",
+    "TITLE_PT", "axis_label_html", "font", "label_plot", "layer_name", "log_axis_items",
+    "make_label", "make_layout_widget", "make_legend", "make_text_item", "ordered_rules",
+    "relayout", "rule_brush", "rule_color", "rule_curve", "rule_name", "rule_pen",
+    "rule_symbol", "set_log_mode", "style_plot",
 ]
 
 #: Plot background and text colours (light theme, chosen for projectors and PNG export).
@@ -80,9 +49,6 @@ TICK_PT = 10
 LABEL_PT = 11
 TITLE_PT = 12
 TEXT_PT = 10
-
-#: Display order of rules in legends and tables (the enum order: none, 1/√d_k, 1/d_k, ...).
-RULE_ORDER: tuple[ScalingRule, ...] = tuple(ScalingRule)
 
 # Okabe & Ito (2008) colour-blind-safe palette; yellow is left out (invisible on white).
 RULE_COLORS: dict[ScalingRule, str] = {
@@ -111,7 +77,6 @@ _RULE_SYMBOLS: dict[ScalingRule, str] = {
     ScalingRule.YARN: "h",
 }
 
-# The temperature rule at T = √d_k coincides with 1/√d_k; a dash keeps both curves visible.
 #: Options of curves with one point per key (up to n = 8192, redrawn on every change).
 #: Antialiased pens wider than one pixel go through Qt's general stroker, an order of magnitude
 #: slower, so these curves are drawn aliased; at one point per key their steps hide the jaggies.
@@ -119,19 +84,21 @@ DENSE_CURVE: dict[str, object] = {"antialias": False}
 #: Rows longer than this are drawn without markers (they would merge into a band).
 MARKER_MAX_POINTS = 64
 
+# Rules that coincide with another at a parameter's default get a dash that keeps both curves
+# visible: temperature (T = √d_k) and YaRN (f = 1) with 1/√d_k, SSMax (s = 1) with ln n/√d_k.
 _RULE_LINE_STYLES: dict[ScalingRule, Qt.PenStyle] = {
     ScalingRule.TEMPERATURE: Qt.PenStyle.DashLine,
     ScalingRule.SOFTCAP: Qt.PenStyle.DashDotLine,
-    # YaRN at f = 1 coincides with 1/√d_k, and SSMax at s = 1 with ln n/√d_k.
     ScalingRule.YARN: Qt.PenStyle.DotLine,
     ScalingRule.SSMAX: Qt.PenStyle.DashLine,
 }
 
 
 def ordered_rules(rules: object) -> list[ScalingRule]:
-    """Return the rules in ``rules`` (any iterable of rules or their values) in display order."""
+    """Return the rules in ``rules`` (any iterable of rules or their values) in display order,
+    the enum's: none, 1/√d_k, 1/d_k, ..."""
     present = {ScalingRule(r) for r in rules}  # type: ignore[attr-defined]
-    return [rule for rule in RULE_ORDER if rule in present]
+    return [rule for rule in ScalingRule if rule in present]
 
 
 def rule_color(rule: ScalingRule | str, alpha: int = 255) -> QColor:
@@ -160,6 +127,16 @@ def rule_brush(rule: ScalingRule | str, alpha: int = 255) -> QBrush:
 def rule_symbol(rule: ScalingRule | str) -> str:
     """Return the pyqtgraph marker symbol of ``rule``."""
     return _RULE_SYMBOLS[ScalingRule(rule)]
+
+
+def rule_curve(rule: ScalingRule | str, *, width: float = 2.0, symbol_size: int = 7,
+               **options: Any) -> pg.PlotDataItem:
+    """Return a curve through ``rule``'s points (a sweep's): its pen and marker, a gap at
+    each NaN; ``options`` override any of these."""
+    return pg.PlotDataItem(**{
+        "pen": rule_pen(rule, width=width), "symbol": rule_symbol(rule),
+        "symbolSize": symbol_size, "symbolPen": rule_pen(rule, width=1),
+        "symbolBrush": rule_brush(rule, 200), "connect": "finite", **options})
 
 
 #: The rule labels that are words (engine.config's ``ScalingRule.label``), marked for
@@ -220,27 +197,10 @@ def make_layout_widget() -> ScalableLayoutWidget:
     return widget
 
 
-def style_plot(
-    plot: pg.PlotItem,
-    *,
-    title: str | None = None,
-    left: str | None = None,
-    bottom: str | None = None,
-    grid: bool = True,
-) -> None:
-    """Apply the shared fonts, colours and labels to ``plot``.
-
-    Parameters
-    ----------
-    plot
-        The plot to style.
-    title
-        Title text (HTML allowed), shown in :data:`TITLE_PT`.
-    left, bottom
-        Axis labels (HTML allowed, e.g. ``d<sub>k</sub>``).
-    grid
-        Show a light grid.
-    """
+def style_plot(plot: pg.PlotItem, *, title: str | None = None, left: str | None = None,
+               bottom: str | None = None, grid: bool = True) -> None:
+    """Apply the shared fonts, colours, labels (see :func:`label_plot`) and, with ``grid``,
+    a light grid to ``plot``."""
     pen = pg.mkPen(FOREGROUND, width=1)
     for name in ("left", "bottom", "right", "top"):
         axis = plot.getAxis(name)
@@ -261,14 +221,10 @@ def style_plot(
         plot.showGrid(x=True, y=True, alpha=GRID_ALPHA)
 
 
-def label_plot(
-    plot: pg.PlotItem,
-    *,
-    title: str | None = None,
-    left: str | None = None,
-    bottom: str | None = None,
-) -> None:
-    """Set the title and axis labels of ``plot`` in the shared style (None leaves one as is).
+def label_plot(plot: pg.PlotItem, *, title: str | None = None, left: str | None = None,
+               bottom: str | None = None) -> None:
+    """Set the title and axis labels (HTML allowed) of ``plot`` in the shared style (None
+    leaves one as is).
 
     Views call this from ``retranslate_ui`` to switch the language of a plot already built.
     """
@@ -302,27 +258,13 @@ def relayout(widget: pg.GraphicsLayoutWidget) -> None:
             item.updateSize()
 
 
-class _CellLegend(pg.LegendItem):
-    """A legend that stays where its layout cell puts it.
-
-    pyqtgraph's ``LegendItem.updateSize`` (run by every ``addItem``, ``removeItem`` and
-    ``clear``) sets the geometry to (0, 0, w, h): a legend in a layout cell jumped to its
-    parent's corner, half its frame outside the scene, until a resize laid the view out again.
-    The views relabel their legends when results arrive, so the screen and every export made
-    before the next resize showed it there. Here the layout is asked to place it again.
-    """
-
-    def updateSize(self) -> None:  # pyqtgraph override
-        self.updateGeometry()
-
-
 def make_legend(col_count: int = 1) -> pg.LegendItem:
     """Return a framed, nearly opaque legend in the shared text size.
 
     Views place legends in their own layout cell (beside or above the plots) rather than
     inside a view box, so that no legend can hide data.
     """
-    legend = _CellLegend(
+    legend = CellLegend(
         pen=pg.mkPen("#999999"),
         brush=pg.mkBrush(255, 255, 255, 235),
         labelTextColor=FOREGROUND,
@@ -348,92 +290,20 @@ def make_text_item(anchor: tuple[float, float] = (0.0, 0.0)) -> pg.TextItem:
     return item
 
 
-class WrappingLabel(pg.LabelItem):
-    """A :class:`pyqtgraph.LabelItem` whose text wraps to its cell instead of widening it.
-
-    A plain LabelItem's minimum width is its text's one-line width, so a long note would make
-    the whole layout wider than the window at 1280×800 and cut off the right-hand plot. Here the
-    minimum width is small and the text is wrapped to whatever width the layout gives.
-    """
-
-    MIN_WIDTH = 160.0
-
-    _reserved = ""
-    _reserved_height: tuple[str, float, float] | None = None  # (text, width, height)
-
-    def reserve_text(self, text: str) -> None:
-        """Keep the height that ``text`` would need (at the cell's width) even while a shorter
-        text is shown, so that a note which gains or loses a line while points stream in does
-        not re-lay out the plots of its view. ``""`` reserves nothing."""
-        if text != self._reserved:
-            self._reserved = text
-            self.updateMin()
-
-    def _text_height(self, text: str) -> float:
-        """Height of ``text`` in this label's style, wrapped to the label's current width."""
-        # The same span as pyqtgraph's setText builds (labels here set colour and size only).
-        color = pg.mkColor(self.opts.get("color") or pg.getConfigOption("foreground"))
-        css = f"color: {color.name(QColor.NameFormat.HexArgb)}"
-        if "size" in self.opts:
-            css += f"; font-size: {self.opts['size']}"
-        document = self.item.document().clone()
-        document.setHtml(f"<span style='{css}'>{text}</span>")
-        document.setTextWidth(self.item.textWidth())
-        return document.size().height()
-
-    def resizeEvent(self, ev: object) -> None:  # pyqtgraph/Qt override
-        width = self.rect().width()
-        if width > 0 and abs(self.item.textWidth() - width) > 0.5:
-            self.item.setTextWidth(width)
-            # Height for width: the wrapped text may need more or fewer lines now.
-            if abs(self.itemRect().height() - self.minimumHeight()) > 0.5:
-                self.updateMin()
-        super().resizeEvent(ev)
-
-    def updateMin(self) -> None:  # pyqtgraph override
-        # The width hints are a constant: the label takes the width its cell gets from the
-        # plots and wraps to it. The wrapped width would make the layout depend on the sizes
-        # the widget had before (two exports in a row would differ); the one-line width would
-        # re-lay out every plot whenever a note's text changes (a GUI stall per training push).
-        height = self.itemRect().height()
-        if self._reserved:
-            # Measured once per text and width, not on every setText of a streaming note.
-            width = self.item.textWidth()
-            cached = self._reserved_height
-            if cached is None or cached[:2] != (self._reserved, width):
-                cached = (self._reserved, width, self._text_height(self._reserved))
-                self._reserved_height = cached
-            height = max(height, cached[2])
-        self.setMinimumWidth(self.MIN_WIDTH)
-        self.setMinimumHeight(height)
-        self._sizeHint = {
-            Qt.SizeHint.MinimumSize: (self.MIN_WIDTH, height),
-            Qt.SizeHint.PreferredSize: (self.MIN_WIDTH, height),
-            Qt.SizeHint.MaximumSize: (-1, -1),
-            Qt.SizeHint.MinimumDescent: (0, 0),
-        }
-        self.updateGeometry()
-
-
-def make_label(text: str = "", *, size: int = TEXT_PT, justify: str = "left") -> pg.LabelItem:
-    """Return a layout-cell text label (notes and read-outs that must never cover data).
-
-    The text wraps to the cell's width (see :class:`WrappingLabel`).
-    """
+def make_label(text: str = "", *, size: int = TEXT_PT, justify: str = "left") -> WrappingLabel:
+    """Return a layout-cell text label that wraps to its cell (notes and read-outs that must
+    never cover data)."""
     return WrappingLabel(text, color=FOREGROUND, size=f"{size}pt", justify=justify)
 
 
 class LogAxisItem(PlotAxis):
     """Axis whose log mode puts decades and the 2…9 minor ticks on separate levels.
 
-    pyqtgraph 0.14 puts every tick of a wide log axis spanning a few decades into one level,
-    so all of them get labels ("4·10¹ 5·10¹ 6·10¹ ...") that run together. With decades as
-    the top level, :func:`set_log_mode`'s fill limits label the minor ticks only when fewer
-    than two decades are visible.
-
-    Its room for tick text only grows, in steps of :data:`AXIS_TEXT_STEP`: while a sweep's
-    range spreads over more decades its labels widen a few pixels at a time, and each change
-    of width would re-lay out the whole view and regenerate the text of every axis in it.
+    pyqtgraph puts every tick of a log axis spanning a few decades on one level, whose labels
+    then run together; here :func:`set_log_mode`'s fill limits label the minor ticks only
+    when fewer than two decades show. The room for tick text only grows, in steps of
+    :data:`AXIS_TEXT_STEP`, so that a sweep's widening range does not re-lay out the view at
+    every few pixels.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

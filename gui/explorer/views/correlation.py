@@ -58,13 +58,7 @@ class CorrelationView(ExplorerView):
             line = pg.PlotDataItem(
                 pen=style.rule_pen(rule, width=2, style=Qt.PenStyle.DashLine), connect="finite"
             )
-            points = pg.PlotDataItem(
-                pen=None,
-                symbol=style.rule_symbol(rule),
-                symbolSize=9,
-                symbolPen=style.rule_pen(rule, width=1),
-                symbolBrush=style.rule_brush(rule, 200),
-            )
+            points = style.rule_curve(rule, symbol_size=9, pen=None, connect="auto")
             self._plot.addItem(line)
             self._plot.addItem(points)
             self._lines[rule] = line
@@ -109,11 +103,8 @@ class CorrelationView(ExplorerView):
             self._points[rule].setData(d_k, positive_or_nan(data[f"rms_{suffix}"]))
             self._lines[rule].setData(d_k, positive_or_nan(data[f"theory_{suffix}"]))
         rho = self._rho
-        self._plot.setTitle(
-            translate("CorrelationView", "k = ρq + √(1−ρ²)ξ with ρ = {0}").format(f"{rho:.3g}"),
-            color=style.FOREGROUND,
-            size=f"{style.TITLE_PT}pt",
-        )
+        style.label_plot(self._plot, title=translate(
+            "CorrelationView", "k = ρq + √(1−ρ²)ξ with ρ = {0}").format(f"{rho:.3g}"))
         if rho == 0.0:
             verdict = translate(
                 "CorrelationView",

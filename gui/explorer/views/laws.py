@@ -226,14 +226,7 @@ class LawsView(ExplorerView):
         new = [rule for rule in rules if rule not in self._theory]
         for rule in new:
             for field, _ in self.PANELS:
-                curve = pg.PlotDataItem(
-                    pen=style.rule_pen(rule, width=1.5),
-                    symbol=style.rule_symbol(rule),
-                    symbolSize=8,
-                    symbolPen=style.rule_pen(rule, width=1),
-                    symbolBrush=style.rule_brush(rule, 200),
-                    connect="finite",
-                )
+                curve = style.rule_curve(rule, width=1.5, symbol_size=8)
                 self._plots[field].addItem(curve)
                 self._points[field][rule] = curve
             theory = pg.PlotDataItem(

@@ -216,10 +216,7 @@ class LengthView(ExplorerView):
             if rule in self._curves["entropy_mean"]:
                 continue
             for field in self.PANELS:
-                curve = pg.PlotDataItem(
-                    pen=style.rule_pen(rule, width=1.5), symbol=style.rule_symbol(rule),
-                    symbolSize=7, symbolPen=style.rule_pen(rule, width=1),
-                    symbolBrush=style.rule_brush(rule, 200), connect="finite")
+                curve = style.rule_curve(rule, width=1.5)
                 self._plots[field].addItem(curve)
                 self._curves[field][rule] = curve
                 bars = pg.ErrorBarItem(x=np.zeros(0), y=np.zeros(0),

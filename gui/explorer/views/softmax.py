@@ -125,7 +125,7 @@ class SoftmaxView(ExplorerView):
             query = str(row) if tokens is None else f"{row} “{short_token(tokens[row])}”"
             title = translate("SoftmaxView", "Query row i = {0} ({1}), n = {2} keys").format(
                 query, head_label(real.ref, with_file=False), n)
-        self._plot.setTitle(title, color=style.FOREGROUND, size=f"{style.TITLE_PT}pt")
+        style.label_plot(self._plot, title=title)
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:
         header = ["rule", "head", "query_i", "key_j", "p", "row_entropy", "row_p_max"]
