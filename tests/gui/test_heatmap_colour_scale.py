@@ -22,7 +22,7 @@ from engine.analysis.experiment import run_experiment
 from engine.config import AttentionConfig, ScalingRule
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views import HeatmapView
-from gui.explorer.views.heatmap import COLOUR_MAPS, ColourScale
+from gui.explorer.views.heatmap_colours import COLOUR_MAPS, ColourScale
 from gui.kit import export
 
 #: A colour at least this far along the bar from its darkest end counts as "lit".
@@ -40,7 +40,7 @@ def shown_view(qtbot, results: ExplorerResults, scale: ColourScale | None = None
     qtbot.addWidget(view)
     view.resize(1000, 600)
     if scale is not None:
-        view.set_colour_scale(scale)
+        view.colours.set_scale(scale)
     view.show()
     qtbot.waitExposed(view)
     view.show_results(results)
@@ -55,7 +55,7 @@ def lit_shares(view: HeatmapView) -> list[float]:
     width, height = image.width(), image.height()
     pixels = np.frombuffer(image.constBits(), np.uint8).reshape(height, image.bytesPerLine())
     pixels = pixels[:, : 3 * width].reshape(height, width, 3).astype(float)
-    colour_map = pg.colormap.get(view.colour_map_name())
+    colour_map = pg.colormap.get(view.colours.map_name())
     darkest = np.array(colour_map.map(0.0, mode="byte")[:3], dtype=float)
     lit_distance = np.abs(np.array(colour_map.map(LIT_POSITION, mode="byte")[:3]) - darkest).sum()
     shares = []
@@ -71,13 +71,14 @@ def lit_shares(view: HeatmapView) -> list[float]:
 @pytest.mark.parametrize("n", [64, 2048])
 def test_by_default_sqrt_rows_are_visibly_spread_and_none_rows_one_hot(qtbot, n):
     view = shown_view(qtbot, results_for(n))
-    assert view.colour_scale() is ColourScale.LOG
+    assert view.colours.scale() is ColourScale.LOG
     sqrt_share, none_share = lit_shares(view)
     assert sqrt_share >= 0.8, (n, sqrt_share)
     assert none_share <= 0.3, (n, none_share)
     # The colour bar names the scale and spans log₁₀(1/n) − 2 … 0.
     assert view.colour_bar_label() == "log₁₀ p"
-    assert view.colour_levels() == pytest.approx((-math.log10(n) - 2.0, 0.0))
+    for image in view.panel_images():
+        assert tuple(image.levels) == pytest.approx((-math.log10(n) - 2.0, 0.0))
 
 
 def test_a_linear_scale_shows_the_sqrt_map_dark_at_n_64(qtbot):
@@ -85,7 +86,7 @@ def test_a_linear_scale_shows_the_sqrt_map_dark_at_n_64(qtbot):
     view = shown_view(qtbot, results_for(64), ColourScale.LINEAR)
     sqrt_share, _none_share = lit_shares(view)
     assert sqrt_share <= 0.1
-    assert view.colour_levels() == (0.0, 1.0)
+    assert tuple(view.panel_images()[0].levels) == (0.0, 1.0)
 
 
 def test_per_map_scale_divides_by_each_maps_largest_weight(qtbot):
@@ -100,7 +101,7 @@ def test_per_map_scale_divides_by_each_maps_largest_weight(qtbot):
 def test_the_log_image_is_log10_of_the_weights_above_the_floor(qtbot):
     results = results_for(64)
     view = shown_view(qtbot, results)
-    low = view.colour_levels()[0]
+    low = -math.log10(64) - 2.0
     for image, rule in zip(view.panel_images(), (ScalingRule.SQRT, ScalingRule.NONE),
                            strict=True):
         weights = results.snapshot.rules[rule].weights[0]
@@ -117,13 +118,13 @@ def test_rule_none_is_compared_with_sqrt_under_the_log_scale(qtbot):
 
 def test_cividis_recolours_every_map_and_the_bar(qtbot):
     view = shown_view(qtbot, results_for(64))
-    view.set_colour_map("cividis")
+    view.colours.set_map("cividis")
     qtbot.wait(20)
-    assert view.colour_map_name() == "cividis" and "cividis" in COLOUR_MAPS
+    assert view.colours.map_name() == "cividis" and "cividis" in COLOUR_MAPS
     sqrt_share, none_share = lit_shares(view)  # measured against cividis' own darkest colour
     assert sqrt_share >= 0.8 and none_share <= 0.3
     with pytest.raises(ValueError, match="unknown colour map"):
-        view.set_colour_map("jet")
+        view.colours.set_map("jet")
 
 
 @pytest.mark.parametrize("scale", list(ColourScale))

@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterable, Sequence
 
 import pyqtgraph as pg
+from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from gui.explorer.results import ExplorerResults
 from gui.kit.plot_view import PlotView
@@ -30,6 +31,15 @@ class ExplorerView(PlotView):
     def show_results(self, results: ExplorerResults) -> None:
         """Show ``results`` (cheap; skips work when the shown part did not change)."""
         raise NotImplementedError
+
+    def _add_controls(self, *widgets: QWidget) -> None:
+        """Lay ``widgets`` out in a row above the plots, from the left."""
+        row = QHBoxLayout()
+        row.setContentsMargins(6, 2, 6, 0)
+        for widget in widgets:
+            row.addWidget(widget)
+        row.addStretch(1)
+        self._layout.insertLayout(0, row)
 
     def reset_view(self) -> None:
         super().reset_view()

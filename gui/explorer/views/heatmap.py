@@ -1,9 +1,5 @@
 """Attention weights P per head: the compared rule next to "none" (or "none" next to 1/√d_k
-when "none" is the rule chosen), one shared colour bar.
-
-The colour scale is a choice: log₁₀ p (the default: a row spread over n keys sits at
-log₁₀(1/n), far from the one-hot rows of no scaling, at any n), linear p, or p divided by each
-map's largest weight. Two colour maps: viridis and cividis (made for colour-vision deficiency).
+when "none" is the rule chosen), one shared colour bar (see :mod:`heatmap_colours`).
 
 For a real head (a tensor file's q, k) the panels are titled with the head, the axes carry
 the file's tokens and masked cells (a causal model's future keys) are drawn grey.
@@ -12,18 +8,24 @@ the file's tokens and masked cells (a causal model's future keys) are drawn grey
 from __future__ import annotations
 
 import math
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF
-from PySide6.QtWidgets import QComboBox, QGraphicsRectItem, QHBoxLayout, QLabel, QWidget
+from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QWidget
 
 from engine.config import ScalingRule
 from gui.explorer.head_text import head_label
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
+from gui.explorer.views.heatmap_colours import (
+    ColourChoice,
+    colour_bar_label,
+    colour_levels,
+    colour_note,
+    shown_values,
+)
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.token_axis import TokenAxis, short_token
@@ -31,28 +33,13 @@ from gui.kit.token_axis import TokenAxis, short_token
 if TYPE_CHECKING:
     from engine.analysis.experiment import AttentionSnapshot
 
-__all__ = ["COLOUR_MAPS", "LOG_DECADES_BELOW_UNIFORM", "MAX_HEADS_SHOWN", "ColourScale",
-           "HeatmapView"]
+__all__ = ["MAX_HEADS_SHOWN", "HeatmapView"]
 
 #: More heads than this would make every panel a few pixels wide; the rest are listed as hidden.
 MAX_HEADS_SHOWN = 16
 #: RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not
 #: because attention chose 0).
 MASKED_RGBA = (200, 200, 200, 255)
-#: The log scale spans [log₁₀(1/n) − this, 0]: a uniform row (p = 1/n) sits in the upper
-#: half of the bar, weights 100× below uniform and less share the darkest colour.
-LOG_DECADES_BELOW_UNIFORM = 2.0
-#: The colour maps offered (pyqtgraph names); both are perceptually uniform, cividis is also
-#: made to read the same under red–green colour-vision deficiency.
-COLOUR_MAPS = (style.HEATMAP_COLORMAP, "cividis")
-
-
-class ColourScale(StrEnum):
-    """How a weight p becomes a colour."""
-
-    LOG = "log"  #: log₁₀ p on [log₁₀(1/n) − 2, 0], shared by every map
-    LINEAR = "linear"  #: p on [0, 1], shared by every map
-    PER_MAP = "per_map"  #: p ÷ the largest p of its own map, on [0, 1]
 
 
 class _Panel:
@@ -81,7 +68,7 @@ class HeatmapView(ExplorerView):
     """Attention weights of every head under the compared rule (left) and "none" (right; 1/√d_k
     when the compared rule is "none").
 
-    A shared colour bar maps log₁₀ p, p or p ÷ max p (see :class:`ColourScale`); the selected
+    A shared colour bar maps log₁₀ p, p or p ÷ max p (see :mod:`heatmap_colours`); the selected
     query row is outlined; hovering shows (head, i, j, logit, p) read from the engine's
     snapshot.
     """
@@ -90,48 +77,29 @@ class HeatmapView(ExplorerView):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        controls = QHBoxLayout()
-        controls.setContentsMargins(6, 2, 6, 0)
-        self._scale_label = QLabel()
-        self._scale = QComboBox()
-        for scale in ColourScale:
-            self._scale.addItem("", scale.value)
-        self._map_label = QLabel()
-        self._map = QComboBox()
-        for name in COLOUR_MAPS:
-            self._map.addItem("", name)
-        for widget in (self._scale_label, self._scale, self._map_label, self._map):
-            controls.addWidget(widget)
-        controls.addStretch(1)
-        self._layout.addLayout(controls)
+        #: The colour scale and map selectors.
+        self.colours = ColourChoice()
+        self._add_controls(self.colours)
         self._widget = style.make_layout_widget()
         self._layout.addWidget(self._widget, 1)
         self._hover = QLabel()
         self._hover.setFont(style.font(style.TEXT_PT))
         self._hover.setMinimumHeight(self._hover.fontMetrics().height() + 6)
         self._layout.addWidget(self._hover)
-        self._colormap = pg.colormap.get(style.HEATMAP_COLORMAP)
-        self._colorbar = pg.ColorBarItem(
-            values=(0.0, 1.0),
-            colorMap=self._colormap,
-            interactive=False,
-            label="p",
-            width=18,
-            colorMapMenu=False,
-        )
+        self._colorbar = pg.ColorBarItem(values=(0.0, 1.0), label="p", width=18,
+                                         colorMap=pg.colormap.get(style.HEATMAP_COLORMAP),
+                                         interactive=False, colorMapMenu=False)
         style.style_plot(self._colorbar, grid=False)
         self._panels: list[_Panel] = []
-        self._shape: tuple[int, int] | None = None  # (heads shown, n) the grid was built for
+        self._shape = (0, 1)  # (heads shown, n) the grid was built for
         self._snapshot: AttentionSnapshot | None = None
         self._rules: tuple[ScalingRule, ScalingRule] = (ScalingRule.SQRT, ScalingRule.NONE)
         self._query_row = 0
-        self._heads_total = 0
-        self._real: object | None = None  # the RealHead shown, or None for random q, k
         self._note = style.make_label()
         self._hover_pos: QPointF | None = None  # scene position of the last hover
         self._widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
-        self._scale.currentIndexChanged.connect(self._on_scale_changed)
-        self._map.currentIndexChanged.connect(self._on_map_changed)
+        self.colours.scaleChanged.connect(self._on_scale_changed)
+        self.colours.mapChanged.connect(self._on_map_changed)
         self._apply_language()
 
     # -- contract -----------------------------------------------------------------------------
@@ -140,22 +108,10 @@ class HeatmapView(ExplorerView):
 
     def retranslate_ui(self) -> None:
         super().retranslate_ui()
-        self._scale_label.setText(translate("HeatmapView", "Colour scale:"))
-        self._scale.setItemText(0, translate("HeatmapView", "log₁₀ p"))
-        self._scale.setItemText(1, translate("HeatmapView", "linear p"))
-        self._scale.setItemText(2, translate("HeatmapView", "p ÷ largest p of each map"))
-        self._scale.setToolTip(translate(
-            "HeatmapView", "log₁₀ p shows how spread a row is at any n; linear p shows only "
-            "weights near 1; per map stretches each map to its own largest weight"))
-        self._map_label.setText(translate("HeatmapView", "Colours:"))
-        self._map.setItemText(0, "viridis")
-        self._map.setItemText(1, translate("HeatmapView", "cividis (colour-blind safe)"))
-        self._map.setToolTip(translate(
-            "HeatmapView", "Both maps are perceptually uniform; cividis also reads the same "
-            "under red–green colour-vision deficiency"))
+        self.colours.retranslate_ui()
         self._label_axes()
         self._label_colour_bar()
-        self._set_hover_text(None)
+        self._hover.setText(self._hover_hint())
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget
@@ -175,22 +131,17 @@ class HeatmapView(ExplorerView):
         partner = ScalingRule.SQRT if compare is ScalingRule.NONE else ScalingRule.NONE
         self._rules = (compare, partner)
         weights = [snapshot.rules[rule].weights for rule in self._rules]
-        heads, n = weights[0].shape[0], weights[0].shape[-1]
-        self._heads_total = heads
-        shown = min(heads, MAX_HEADS_SHOWN)
+        shown, n = min(weights[0].shape[0], MAX_HEADS_SHOWN), weights[0].shape[-1]
         if self._shape != (shown, n):
             self._build_grid(shown, n)
         self._query_row = min(row, n - 1)
-        self._real = snapshot.real_head
         self._draw_images()
         self._set_token_ticks()
-        self._update_titles()
+        self._update_titles(snapshot)
         # The read-out described the previous snapshot: read the cell under the pointer again
         # from the new one (or show the hint if the pointer is no longer over a cell).
-        if self._hover_pos is None:
-            self._set_hover_text(None)
-        else:
-            self._on_mouse_moved(self._hover_pos)
+        cell = "" if self._hover_pos is None else self._cell_text(snapshot, self._hover_pos)
+        self._hover.setText(cell or self._hover_hint())
 
     def _draw_images(self) -> None:
         """Fill every panel from the snapshot under the chosen colour scale."""
@@ -213,53 +164,17 @@ class HeatmapView(ExplorerView):
             panel.masked.setVisible(mask is not None)
 
     # -- colour scale ---------------------------------------------------------------------------
-    def colour_scale(self) -> ColourScale:
-        """The selected colour scale."""
-        return ColourScale(self._scale.currentData())
-
-    def set_colour_scale(self, scale: ColourScale | str) -> None:
-        """Select the colour scale (as the selector does)."""
-        self._scale.setCurrentIndex(self._scale.findData(ColourScale(scale).value))
-
-    def colour_map_name(self) -> str:
-        """The selected colour map's pyqtgraph name."""
-        return str(self._map.currentData())
-
-    def set_colour_map(self, name: str) -> None:
-        """Select a colour map of :data:`COLOUR_MAPS` (as the selector does)."""
-        index = self._map.findData(name)
-        if index < 0:
-            raise ValueError(f"unknown colour map {name!r}; choose one of {COLOUR_MAPS}")
-        self._map.setCurrentIndex(index)
-
     def colour_levels(self) -> tuple[float, float]:
-        """The values at the two ends of the colour bar under the chosen scale."""
-        if self.colour_scale() is ColourScale.LOG:
-            n = self._shape[1] if self._shape is not None else 1
-            return (-math.log10(n) - LOG_DECADES_BELOW_UNIFORM, 0.0)
-        return (0.0, 1.0)
+        """The values at the two ends of the colour bar."""
+        return colour_levels(self.colours.scale(), self._shape[1])
 
     def shown_values(self, weights: np.ndarray) -> np.ndarray:
         """The values one map's weights are drawn with (what the colour bar's axis reads)."""
-        scale = self.colour_scale()
-        if scale is ColourScale.LOG:
-            # float32 is exact enough for colours and keeps n = 2048 maps cheap; weights below
-            # the bar's floor (and masked zeros) take the darkest colour.
-            floor = np.float32(10.0 ** self.colour_levels()[0])
-            return np.log10(np.maximum(np.asarray(weights, dtype=np.float32), floor))
-        if scale is ColourScale.PER_MAP:
-            largest = float(np.max(weights))
-            return np.asarray(weights) / largest if largest > 0 else np.asarray(weights)
-        return np.asarray(weights)
+        return shown_values(self.colours.scale(), weights, self._shape[1])
 
     def colour_bar_label(self) -> str:
         """The colour bar's axis label (plain text), naming the scale."""
-        scale = self.colour_scale()
-        if scale is ColourScale.LOG:
-            return translate("HeatmapView", "log₁₀ p")
-        if scale is ColourScale.PER_MAP:
-            return translate("HeatmapView", "p ÷ largest p of its map")
-        return "p"
+        return colour_bar_label(self.colours.scale())
 
     def _label_colour_bar(self) -> None:
         self._colorbar.getAxis("left").setLabel(style.axis_label_html(self.colour_bar_label()))
@@ -267,11 +182,10 @@ class HeatmapView(ExplorerView):
     def _on_scale_changed(self) -> None:
         self._draw_images()
         if self._snapshot is not None:
-            self._update_titles()
+            self._update_titles(self._snapshot)
 
     def _on_map_changed(self) -> None:
-        self._colormap = pg.colormap.get(self.colour_map_name())
-        self._colorbar.setColorMap(self._colormap)
+        self._colorbar.setColorMap(pg.colormap.get(self.colours.map_name()))
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:
         header = ["rule", "head", "query_i", "key_j", "logit", "p"]
@@ -327,7 +241,8 @@ class HeatmapView(ExplorerView):
 
     def _set_token_ticks(self) -> None:
         """The file's tokens on both axes of a real head; numbers otherwise."""
-        tokens = getattr(self._real, "tokens", None)
+        real = self._snapshot.real_head if self._snapshot is not None else None
+        tokens = None if real is None else real.tokens
         for panel in self._panels:
             for name in ("bottom", "left"):
                 panel.plot.getAxis(name).set_tokens(tokens)
@@ -379,16 +294,16 @@ class HeatmapView(ExplorerView):
         for panel in self._panels:
             style.label_plot(panel.plot, left=left, bottom=bottom)
 
-    def _update_titles(self) -> None:
+    def _update_titles(self, snapshot: AttentionSnapshot) -> None:
         compare, _partner = self._rules
+        real = snapshot.real_head
         names = tuple(style.rule_name(rule) + (" (c = 1)" if rule is ScalingRule.NONE else "")
                       for rule in self._rules)
         for panel in self._panels:
             rule = self._rules[panel.column]
             color = style.RULE_COLORS[rule]
-            head_text = translate("HeatmapView", "head {0}").format(panel.head + 1)
-            if self._real is not None:
-                head_text = head_label(self._real.ref, with_file=False)  # type: ignore[attr-defined]
+            head_text = (translate("HeatmapView", "head {0}").format(panel.head + 1)
+                         if real is None else head_label(real.ref, with_file=False))
             panel.plot.setTitle(
                 f'{head_text} · <span style="color:{color}"><b>'
                 f'{style.rule_name(rule)}</b></span>',
@@ -398,82 +313,54 @@ class HeatmapView(ExplorerView):
         note = translate(
             "HeatmapView",
             "Pairs: {0} | {1}. Rows: query i, columns: key j. Outlined: query row {2}.",
-        ).format(names[0], names[1], self._query_row) + " " + self._colour_note()
-        if self._real is not None and np.isneginf(
-                self._snapshot.rules[compare].logits).any():  # type: ignore[union-attr]
+        ).format(names[0], names[1], self._query_row) + " " + colour_note(
+            self.colours.scale(), self._shape[1])
+        if real is not None and np.isneginf(snapshot.rules[compare].logits).any():
             note += " " + translate("HeatmapView", "Grey: masked keys (the model's mask).")
-        hidden = self._heads_total - len(self._panels) // 2
+        hidden = snapshot.rules[compare].weights.shape[0] - len(self._panels) // 2
         if hidden > 0:
             # Worded without a plural: pyside6-lupdate cannot mark a numerus form whose count
             # is a variable, and Chinese has none.
             note += " " + translate("HeatmapView", "Heads not shown: {0}.").format(hidden)
         self._note.setText(note)
 
-    def _colour_note(self) -> str:
-        scale = self.colour_scale()
-        if scale is ColourScale.LOG:
-            low = self.colour_levels()[0]
-            return translate(
-                "HeatmapView", "Colour: log₁₀ p of the softmax weight p; a uniform row is at "
-                "log₁₀(1/n) = {0}; weights 100× below uniform (p ≤ {1}) share the darkest "
-                "colour.",
-            ).format(f"{low + LOG_DECADES_BELOW_UNIFORM:.2f}", f"{10.0 ** low:.2g}")
-        if scale is ColourScale.PER_MAP:
-            return translate("HeatmapView",
-                             "Colour: softmax weight p ÷ the largest p of its own map.")
-        return translate("HeatmapView", "Colour: p = softmax weight.")
-
     def leaveEvent(self, event: QEvent) -> None:  # Qt override
         """Forget the hover position when the pointer leaves the view."""
         self._hover_pos = None
-        self._set_hover_text(None)
+        self._hover.setText(self._hover_hint())
         super().leaveEvent(event)
+
+    @staticmethod
+    def _hover_hint() -> str:
+        return translate("HeatmapView", "Hover over a cell to read head, i, j, logit, p.")
 
     def _on_mouse_moved(self, pos: QPointF) -> None:
         self._hover_pos = QPointF(pos)
-        snapshot = self._snapshot
-        if snapshot is None:
-            return
+        if self._snapshot is not None:
+            self._hover.setText(self._cell_text(self._snapshot, pos) or self._hover_hint())
+
+    def _cell_text(self, snapshot: AttentionSnapshot, pos: QPointF) -> str:
+        """The read-out of the cell under the scene position ``pos`` ("" over no cell)."""
         for panel in self._panels:
             if not panel.plot.vb.sceneBoundingRect().contains(pos):
                 continue
             point = panel.plot.vb.mapSceneToView(pos)
             i, j = math.floor(point.y()), math.floor(point.x())
-            view = snapshot.rules[self._rules[panel.column]]
-            n_q, n_k = view.weights.shape[-2:]
-            if 0 <= i < n_q and 0 <= j < n_k:
-                self._set_hover_text(
-                    (
-                        self._rules[panel.column],
-                        panel.head,
-                        i,
-                        j,
-                        float(view.logits[panel.head, i, j]),
-                        float(view.weights[panel.head, i, j]),
-                    )
-                )
-                return
-        self._set_hover_text(None)
-
-    def _set_hover_text(
-        self, values: tuple[ScalingRule, int, int, int, float, float] | None
-    ) -> None:
-        if values is None:
-            self._hover.setText(
-                translate("HeatmapView", "Hover over a cell to read head, i, j, logit, p.")
-            )
-            return
-        rule, head, i, j, logit, p = values
-        tokens = getattr(self._real, "tokens", None)
-        i_text, j_text = str(i), str(j)
-        # A real head is named by its index in the file (0-based, as `inspect` lists it).
-        head_number = head + 1 if self._real is None else self._real.ref.head  # type: ignore[attr-defined]
-        if tokens is not None:
-            i_text, j_text = (f"{i} “{short_token(tokens[i])}”", f"{j} “{short_token(tokens[j])}”")
-        logit_text = f"{logit:.4g}" if math.isfinite(logit) else translate("HeatmapView",
-                                                                             "masked")
-        self._hover.setText(
-            translate("HeatmapView",
-                      "{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}")
-            .format(style.rule_name(rule), head_number, i_text, j_text, logit_text, f"{p:.4g}")
-        )
+            rule = self._rules[panel.column]
+            view = snapshot.rules[rule]
+            if not (0 <= i < view.weights.shape[-2] and 0 <= j < view.weights.shape[-1]):
+                continue
+            logit, p = float(view.logits[panel.head, i, j]), float(view.weights[panel.head, i, j])
+            real = snapshot.real_head
+            i_text, j_text = str(i), str(j)
+            if real is not None and real.tokens is not None:
+                i_text = f"{i} “{short_token(real.tokens[i])}”"
+                j_text = f"{j} “{short_token(real.tokens[j])}”"
+            # A real head is named by its index in the file (0-based, as `inspect` lists it).
+            head_number = panel.head + 1 if real is None else real.ref.head
+            logit_text = (f"{logit:.4g}" if math.isfinite(logit)
+                          else translate("HeatmapView", "masked"))
+            return translate(
+                "HeatmapView", "{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}",
+            ).format(style.rule_name(rule), head_number, i_text, j_text, logit_text, f"{p:.4g}")
+        return ""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QWidget
 
 from engine.config import ScalingRule
 from gui.explorer.results import ExplorerResults
@@ -87,13 +87,9 @@ class HistogramView(ExplorerView):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        controls = QHBoxLayout()
-        controls.setContentsMargins(6, 2, 6, 0)
         self._common_axis = QCheckBox()
         self._common_axis.toggled.connect(self._on_common_axis_toggled)
-        controls.addWidget(self._common_axis)
-        controls.addStretch(1)
-        self._layout.addLayout(controls)
+        self._add_controls(self._common_axis)
         self._widget = style.make_layout_widget()
         self._layout.addWidget(self._widget, 1)
         self._panels = [_Panel(self._widget, 0), _Panel(self._widget, 1)]
@@ -238,14 +234,11 @@ class HistogramView(ExplorerView):
         else:
             panel.density.setData([], [])
         color = style.RULE_COLORS[rule]
-        panel.plot.setTitle(
+        style.label_plot(panel.plot, title=(
             f'<span style="color:{color}"><b>{style.rule_name(rule)}</b></span>'
             f"  (c = {float(view.scale):.4g}"
             + (", " + translate("HistogramView", "|s| &lt; cap = {0}").format(
-                f"{float(snapshot.config.cap):.4g}") + ")" if capped else ")"),
-            color=style.FOREGROUND,
-            size=f"{style.TITLE_PT}pt",
-        )
+                f"{float(snapshot.config.cap):.4g}") + ")" if capped else ")")))
         panel.label.setText(real_variance_text(rule, mean, empirical) if real
                             else variance_text(rule, empirical, theory))
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
+from PySide6.QtWidgets import QComboBox, QLabel, QWidget
 
 from engine.analysis.sweep_precision import grid_rows
 from engine.config import Precision, Rounding, ScalingRule, SoftmaxForm
@@ -70,8 +70,6 @@ class PrecisionView(ExplorerView):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        controls = QHBoxLayout()
-        controls.setContentsMargins(6, 2, 6, 0)
         self._format_label = QLabel()
         self._format = QComboBox()
         for precision in FORMATS:
@@ -82,10 +80,7 @@ class PrecisionView(ExplorerView):
         self._form.addItem("", SoftmaxForm.NAIVE.value)
         # The naive form first: unscaled rows overflowing fp16 is the lab's opening picture.
         self._form.setCurrentIndex(1)
-        for widget in (self._format_label, self._format, self._form_label, self._form):
-            controls.addWidget(widget)
-        controls.addStretch(1)
-        self._layout.addLayout(controls)
+        self._add_controls(self._format_label, self._format, self._form_label, self._form)
         self._widget = style.make_layout_widget()
         self._layout.addWidget(self._widget, 1)
         self._legend = style.make_legend(col_count=4)
@@ -109,12 +104,8 @@ class PrecisionView(ExplorerView):
                                   ("logit", False)):
                 pen = style.rule_pen(rule, width=2, style=Qt.PenStyle.DashLine if dashed
                                      else Qt.PenStyle.SolidLine)
-                curve = pg.PlotDataItem(
-                    pen=pen, symbol=None if dashed else style.rule_symbol(rule), symbolSize=7,
-                    symbolPen=style.rule_pen(rule, width=1),
-                    symbolBrush=style.rule_brush(rule, 200),
-                    connect="finite",
-                )
+                curve = style.rule_curve(rule, pen=pen,
+                                         symbol=None if dashed else style.rule_symbol(rule))
                 self._plots["error" if panel == "error_logits" else panel].addItem(curve)
                 self._curves[(panel, rule)] = curve
         # The largest value sits near the top of the plot: its label goes below the line.
