@@ -1,5 +1,5 @@
 """Tests of engine.core.attention: forward against a naive reference, analytic gradients against
-finite differences, invariances, validation messages and the memory guard."""
+finite differences, invariances (validation and the memory guard: test_attention_guards.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from engine.config import ScalingRule
-from engine.core import parallel
 from engine.core.attention import (
     AttentionResult,
     attention_logits,
@@ -17,8 +16,6 @@ from engine.core.attention import (
     scaled_dot_product_attention_backward,
 )
 from engine.core.plan import causal_mask
-from engine.core.scaling import scale_factor
-from engine.core.softmax import exp_rows, exp_shifted_rows, softmax
 
 RULES = [rule.value for rule in ScalingRule]
 B, NQ, NK, D, DV = 2, 3, 4, 5, 6
@@ -262,38 +259,6 @@ def test_huge_logits_float64_stay_finite(rng):
     np.testing.assert_array_equal(res.weights.argmax(-1), res.logits.argmax(-1))
 
 
-def test_threaded_path_equals_serial(rng, monkeypatch):
-    q, k, v = qkv(rng, shape_q=(3, 37, 5), shape_k=(3, 11, 5), shape_v=(3, 11, 4))
-    g = rng.standard_normal((3, 37, 4))
-    mask = rng.random((37, 11)) > 0.5
-    for rule in ("sqrt", "softcap", "qk_norm"):
-        kw = {"rule": rule, "mask": mask}
-        monkeypatch.setattr(parallel, "_num_threads", 1)
-        serial_f = scaled_dot_product_attention(q, k, v, **kw)
-        serial_b = scaled_dot_product_attention_backward(q, k, v, g, **kw)
-        monkeypatch.setattr(parallel, "_num_threads", 2)
-        monkeypatch.setattr(parallel, "_PARALLEL_MIN_WORK", 0)
-        split_f = scaled_dot_product_attention(q, k, v, **kw)
-        split_b = scaled_dot_product_attention_backward(q, k, v, g, **kw)
-        np.testing.assert_array_equal(split_f.weights, serial_f.weights)
-        np.testing.assert_allclose(split_f.output, serial_f.output, rtol=1e-13, atol=1e-15)
-        for a, b in zip(split_b, serial_b, strict=True):
-            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
-
-
-def test_num_threads_setting():
-    old = parallel.get_num_threads()
-    try:
-        parallel.set_num_threads(1)
-        assert parallel.get_num_threads() == 1
-        with pytest.raises(ValueError, match="n must be a positive integer"):
-            parallel.set_num_threads(0)
-        parallel.set_num_threads(None)
-        assert parallel.get_num_threads() >= 1
-    finally:
-        parallel.set_num_threads(old)
-
-
 # ------------------------------------------------------------------------------------------
 # Backward
 # ------------------------------------------------------------------------------------------
@@ -382,7 +347,7 @@ def test_temperature_sqrt_d_equals_sqrt_rule_exactly(rng):
 
 
 # ------------------------------------------------------------------------------------------
-# Invariances and small helpers
+# Invariances
 # ------------------------------------------------------------------------------------------
 
 
@@ -396,101 +361,3 @@ def test_adding_a_vector_to_all_keys_keeps_weights(rule, rng):
     np.testing.assert_allclose(a.weights, b.weights, rtol=1e-10, atol=1e-14)
     # ...while the logits themselves do change (the shift is per query row)
     assert not np.allclose(a.logits, b.logits)
-
-
-@pytest.mark.parametrize("rule", ["none", "sqrt", "linear", "temperature", "softcap", "qk_norm"])
-def test_scaling_q_up_and_k_down_keeps_logits(rule, rng):
-    q, k, _ = qkv(rng)
-    kw = rule_kwargs(rule)
-    c = 3.7
-    a = attention_logits(q, k, rule=rule, **kw)
-    b = attention_logits(q * c, k / c, rule=rule, **kw)
-    np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
-
-
-def test_scale_factor_values():
-    assert scale_factor("none", 64) == 1.0
-    assert scale_factor("sqrt", 64) == 0.125
-    assert scale_factor("linear", 64) == 1 / 64
-    assert scale_factor("temperature", 64, temperature=4.0) == 0.25
-    assert scale_factor("qk_norm", 64) == 1.0
-    assert scale_factor("softcap", 64) == 0.125
-    assert scale_factor("log_n", 64, n=100) == pytest.approx(math.log(100) / 8, rel=1e-15)
-    assert scale_factor("ssmax", 64, n=100, ssmax_s=0.43) == pytest.approx(
-        0.43 * math.log(100) / 8, rel=1e-15)
-    assert scale_factor("yarn", 64, yarn_factor=16.0) == pytest.approx(
-        (0.1 * math.log(16) + 1) ** 2 / 8, rel=1e-15)
-    assert scale_factor("yarn", 64, yarn_factor=1.0) == 0.125
-    with pytest.raises(ValueError, match=r"n \(keys per row\) is required"):
-        scale_factor("log_n", 64)
-    with pytest.raises(ValueError, match="yarn_factor must be >= 1"):
-        scale_factor("yarn", 64, yarn_factor=0.5)
-    with pytest.raises(ValueError, match="temperature is required"):
-        scale_factor("temperature", 64)
-    with pytest.raises(ValueError, match="d_k must be a positive integer"):
-        scale_factor("sqrt", 0)
-
-
-def test_softmax_function():
-    x = np.array([[1.0, 2.0, 3.0], [1e30, -1e30, 0.0], [-np.inf, -np.inf, -np.inf]])
-    p = softmax(x)
-    e = np.exp(np.array([1.0, 2.0, 3.0]) - 3.0)
-    np.testing.assert_allclose(p[0], e / e.sum(), rtol=1e-15)
-    np.testing.assert_array_equal(p[1], [1.0, 0.0, 0.0])
-    np.testing.assert_array_equal(p[2], [0.0, 0.0, 0.0])
-    masked = softmax(np.ones((2, 4)), mask=np.array([True, True, False, False]))
-    np.testing.assert_allclose(masked, [[0.5, 0.5, 0.0, 0.0]] * 2)
-    cols = softmax(np.arange(6.0).reshape(3, 2), axis=0)
-    np.testing.assert_allclose(cols.sum(axis=0), 1.0)
-    assert softmax(np.ones(3, dtype=np.float32)).dtype == np.float32
-    assert softmax([1, 2]).dtype == np.float64
-    with pytest.raises(ValueError, match="NaN"):
-        softmax(np.array([1.0, np.nan]))
-    with pytest.raises(ValueError, match="axis"):
-        softmax(np.ones((2, 2)), axis=2)
-    with pytest.raises(ValueError, match="mask must be a boolean"):
-        softmax(np.ones(3), mask=np.ones(3))
-    with pytest.raises(ValueError, match="mask shape"):
-        softmax(np.ones(3), mask=np.ones(4, dtype=bool))
-
-
-@pytest.mark.parametrize("rows", [3, 100])  # checked in Python below 64 rows, in numpy above
-@pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_exp_rows_refuses_a_bad_logit_in_any_row(rows, bad):
-    # Python's max() skips a NaN that is not the first item: each row position is tried.
-    for row in range(rows):
-        logits = np.zeros((rows, 4), dtype=np.float32)
-        logits[row, 1] = bad
-        with np.errstate(invalid="ignore", over="ignore"), pytest.raises(ValueError, match="NaN"):
-            exp_rows(logits, np.empty_like(logits))
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_exp_shifted_rows_gives_one_at_every_argmax(dtype):
-    rng = np.random.default_rng(7)
-    # Rows inside the no-shift window (exp_rows would skip the shift), a constant row, a row
-    # far outside it, and a fully masked one.
-    logits = rng.standard_normal((5, 6)).astype(dtype)
-    logits[1] = 0.3
-    logits[2] *= 400.0
-    logits[3] = -np.inf
-    logits[4, 2:] = -np.inf
-    before = logits.copy()
-    e = np.empty_like(logits)
-    with np.errstate(over="ignore", invalid="ignore"):
-        inv = exp_shifted_rows(logits, e)
-    np.testing.assert_array_equal(logits, before)  # the logits are not touched
-    for row in (0, 1, 2, 4):
-        assert e[row].max() == 1.0
-        assert e[row, np.argmax(logits[row])] == 1.0
-    assert 1.0 / inv[1, 0] == 6.0  # a constant row sums to n exactly
-    assert np.all(e[3] == 0.0) and inv[3, 0] == 0.0
-    assert np.all(e[4, 2:] == 0.0)
-    # exp(z) of |z| up to ~500 carries a relative error of |z| ulps.
-    rtol = 1e-6 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(e * inv, softmax(logits), rtol=rtol)
-    for bad in (np.nan, np.inf):
-        broken = before.copy()
-        broken[0, 1] = bad
-        with np.errstate(over="ignore", invalid="ignore"), pytest.raises(ValueError, match="NaN"):
-            exp_shifted_rows(broken, e)

@@ -21,12 +21,20 @@ from engine.core.attention import (
     scaled_dot_product_attention_backward,
 )
 from engine.core.memory import MemoryBudgetError
-from engine.core.plan import causal_mask
+from engine.core.plan import causal_mask, make_plan
 
 
 @pytest.fixture
 def rng():
     return np.random.default_rng(12)
+
+
+@pytest.fixture
+def threads():
+    """``parallel.set_num_threads`` for one test; the old count comes back after it."""
+    old = parallel.get_num_threads()
+    yield parallel.set_num_threads
+    parallel.set_num_threads(old)
 
 
 @pytest.fixture
@@ -87,12 +95,12 @@ def test_fully_masked_rows_give_zero_output(rng, small_tiles):
 
 
 @pytest.mark.parametrize("shape", [(8, 256, 64), (1, 2048, 64)])
-def test_later_calls_reuse_the_tile_buffers(shape, monkeypatch):
+def test_later_calls_reuse_the_tile_buffers(shape, threads):
     # A fresh tile buffer per call may come from mmap and fault on every page (see
     # engine.core.tiled); after a first call, the next allocates only what it returns and the
     # scaled queries: the output and q·c, each the size of q. One thread: with two, which
     # threads take tiles (and so buffers) in the first call depends on timing.
-    monkeypatch.setattr(parallel, "_num_threads", 1)
+    threads(1)
     rng = np.random.default_rng(2)
     q, k, v = (rng.standard_normal(shape).astype(np.float32) for _ in range(3))
     first = scaled_dot_product_attention(q, k, v, need_weights=False)
@@ -160,20 +168,27 @@ def test_no_weights_never_allocates_an_n_by_n_array():
     scaled_dot_product_attention(q, k, v, need_weights=False, memory_budget_bytes=n_by_n // 16)
 
 
-def test_threads_give_the_serial_result(rng, monkeypatch, small_tiles):
-    q, k, v = problem(rng)
-    g = rng.standard_normal((2, 3, 13, 4))
-    for rule in ("sqrt", "softcap", "log_n"):
-        kw = {"rule": rule, "mask": "causal"}
-        monkeypatch.setattr(parallel, "_num_threads", 1)
-        serial = scaled_dot_product_attention(q, k, v, need_weights=False, **kw)
-        serial_b = scaled_dot_product_attention_backward(q, k, v, g, **kw)
-        monkeypatch.setattr(parallel, "_num_threads", 2)
-        monkeypatch.setattr(parallel, "_PARALLEL_MIN_WORK", 0)
-        split = scaled_dot_product_attention(q, k, v, need_weights=False, **kw)
-        split_b = scaled_dot_product_attention_backward(q, k, v, g, **kw)
-        np.testing.assert_array_equal(split.output, serial.output)
-        for a, b in zip(split_b, serial_b, strict=True):
+@pytest.mark.parametrize("mask", ["causal", "random"])
+def test_threads_give_the_serial_result(rng, monkeypatch, threads, mask):
+    # Large enough for the engine to split it over threads; tiles of 32 rows either way.
+    monkeypatch.setattr(tiled, "TILE_BYTES", 64 << 10)
+    q, k, v = problem(rng, batch=(2,), n_q=256, n_k=256, d=128, d_v=128)
+    g = rng.standard_normal(q.shape)
+    kw = {"mask": "causal" if mask == "causal" else rng.random((256, 256)) < 0.5}
+    for rule in ("softcap", "qk_norm", "log_n"):
+        runs = []
+        for count in (1, 2):
+            threads(count)
+            runs.append((scaled_dot_product_attention(q, k, v, rule=rule, **kw),
+                         scaled_dot_product_attention(q, k, v, rule=rule, need_weights=False,
+                                                      **kw),
+                         scaled_dot_product_attention_backward(q, k, v, g, rule=rule, **kw)))
+        assert parallel.parallel_pays(2 * q.size // 128 * 256 * (128 + 128))
+        (full, fast, grads), (split_full, split_fast, split_grads) = runs
+        np.testing.assert_array_equal(split_full.weights, full.weights)
+        np.testing.assert_array_equal(split_full.output, full.output)
+        np.testing.assert_array_equal(split_fast.output, fast.output)
+        for a, b in zip(split_grads, grads, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
@@ -259,19 +274,27 @@ def test_backward_given_weights_uses_them_and_checks_their_shape(rng):
 
 @settings(max_examples=300, deadline=None)
 @given(entries=st.integers(1, 40), n_q=st.integers(1, 700), n_k=st.integers(1, 3000),
-       itemsize=st.sampled_from([4, 8]), threads=st.integers(1, 4), parallel_=st.booleans(),
+       d=st.sampled_from([1, 64]), float32=st.booleans(), count=st.integers(1, 4),
        tile_bytes=st.sampled_from([64 * 8, 1 << 14, tiled.TILE_BYTES]))
 def test_tiles_cover_every_row_once_and_give_every_thread_work(
-    entries, n_q, n_k, itemsize, threads, parallel_, tile_bytes
+    entries, n_q, n_k, d, float32, count, tile_bytes
 ):
+    dtype = np.float32 if float32 else np.float64
+    # q and k broadcast over the entries: the plan's batch without its memory.
+    q, k = np.zeros((1, n_q, d), dtype), np.zeros((1, n_k, d), dtype)
+    v = np.zeros((entries, n_k, 1), dtype)
     old_threads, old_bytes = parallel.get_num_threads(), tiled.TILE_BYTES
-    parallel.set_num_threads(threads)
+    parallel.set_num_threads(count)
     tiled.TILE_BYTES = tile_bytes
     try:
-        tiles, elements = tiled._tiles(entries, n_q, n_k, itemsize, parallel_)
+        problem_ = tiled.prepare(make_plan(q, k, v, rule="sqrt", mask=None, temperature=None,
+                                           gain=None, cap=None, check_finite=False))
+        parallel_ = parallel.parallel_pays(2 * entries * n_q * n_k * (d + 1))
     finally:
         parallel.set_num_threads(old_threads)
         tiled.TILE_BYTES = old_bytes
+    tiles, elements = problem_.tiles, problem_.tile_elements
+    itemsize = np.dtype(dtype).itemsize
     covered = np.zeros((entries, n_q), dtype=int)
     for b0, b1, r0, r1 in tiles:
         assert (r0, r1) == (0, n_q) or b1 == b0 + 1  # whole entries, or rows of one entry
@@ -282,6 +305,6 @@ def test_tiles_cover_every_row_once_and_give_every_thread_work(
     assert elements * itemsize <= max(tile_bytes, n_k * itemsize)
     if parallel_:
         # Every thread has a tile, even when the whole problem fits into one.
-        assert len(tiles) >= min(threads, entries * n_q)
+        assert len(tiles) >= min(count, entries * n_q)
     elif entries * n_q * n_k * itemsize <= tile_bytes:
         assert len(tiles) == 1  # a serial problem that fits pays for one tile only

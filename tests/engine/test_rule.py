@@ -11,6 +11,7 @@ from engine import Rule, attention_logits, scaled_dot_product_attention
 from engine.config import AttentionConfig, ScalingRule, SweepConfig
 from engine.core import theory
 from engine.core.attention import scaled_dot_product_attention_backward
+from engine.core.scaling import scale_factor
 
 
 def _qkv(seed: int = 0):
@@ -93,3 +94,26 @@ def test_the_theory_variance_is_c_squared_times_the_raw_one(kind):
         assert math.isnan(rule.logit_variance(64, 64.0, 1.0, isotropic=False))
     else:
         assert measured == pytest.approx(rule.scale(64, 100) ** 2 * 64, rel=1e-15)
+
+
+def test_scale_factor_values():
+    assert scale_factor("none", 64) == 1.0
+    assert scale_factor("sqrt", 64) == 0.125
+    assert scale_factor("linear", 64) == 1 / 64
+    assert scale_factor("temperature", 64, temperature=4.0) == 0.25
+    assert scale_factor("qk_norm", 64) == 1.0
+    assert scale_factor("softcap", 64) == 0.125
+    assert scale_factor("log_n", 64, n=100) == pytest.approx(math.log(100) / 8, rel=1e-15)
+    assert scale_factor("ssmax", 64, n=100, ssmax_s=0.43) == pytest.approx(
+        0.43 * math.log(100) / 8, rel=1e-15)
+    assert scale_factor("yarn", 64, yarn_factor=16.0) == pytest.approx(
+        (0.1 * math.log(16) + 1) ** 2 / 8, rel=1e-15)
+    assert scale_factor("yarn", 64, yarn_factor=1.0) == 0.125
+    with pytest.raises(ValueError, match=r"n \(keys per row\) is required"):
+        scale_factor("log_n", 64)
+    with pytest.raises(ValueError, match="yarn_factor must be >= 1"):
+        scale_factor("yarn", 64, yarn_factor=0.5)
+    with pytest.raises(ValueError, match="temperature is required"):
+        scale_factor("temperature", 64)
+    with pytest.raises(ValueError, match="d_k must be a positive integer"):
+        scale_factor("sqrt", 0)

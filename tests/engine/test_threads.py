@@ -1,4 +1,5 @@
-"""engine.core.threads: the BLAS thread limit applies inside the block and is undone after it."""
+"""Threads: the BLAS limit holds inside its block and is undone after it; the engine's one pool
+finishes nested tasks and gives the numbers of one thread."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import numpy as np  # loads the BLAS library whose threads are limited
 import pytest
 from threadpoolctl import threadpool_info
 
+from engine.core import parallel
 from engine.core.threads import limit_blas_threads
 
 
@@ -75,7 +77,6 @@ def test_a_sweep_and_attention_tiles_share_the_pool_and_keep_their_numbers():
 
     from engine.analysis.sweep import iter_sweep
     from engine.config import SweepConfig
-    from engine.core import parallel
     from engine.core.attention import scaled_dot_product_attention
 
     old = parallel.get_num_threads()
@@ -102,5 +103,18 @@ def test_a_sweep_and_attention_tiles_share_the_pool_and_keep_their_numbers():
         assert not other.is_alive() and outputs
         assert shared == serial  # the points do not depend on the threads
         assert all(np.array_equal(out, expected) for out in outputs)
+    finally:
+        parallel.set_num_threads(old)
+
+
+def test_num_threads_setting():
+    old = parallel.get_num_threads()
+    try:
+        parallel.set_num_threads(1)
+        assert parallel.get_num_threads() == 1
+        with pytest.raises(ValueError, match="n must be a positive integer"):
+            parallel.set_num_threads(0)
+        parallel.set_num_threads(None)
+        assert parallel.get_num_threads() >= 1
     finally:
         parallel.set_num_threads(old)
