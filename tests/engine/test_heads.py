@@ -1,4 +1,4 @@
-"""engine.analysis.heads (per-head diagnostics) and `python main.py inspect` (engine.cli.inspect).
+"""engine.analysis.heads: the diagnostics of one head (`inspect`: test_cli_inspect.py).
 
 Every expected value is computed independently here (plain numpy, no engine code), except
 where the test is that a replayed rule gives the engine's own logits.
@@ -6,23 +6,17 @@ where the test is that a replayed rule gives the engine's own logits.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import engine.cli.inspect as cli_inspect
 from engine.analysis.heads import diagnose_head
-from engine.cli.inspect import COLUMNS, inspect_command
 from engine.core import parallel
 from engine.core.attention import attention_logits
 from engine.core.stats import SATURATION_THRESHOLD
-from main import build_parser
 
 RNG_SEED = 20231201
 
@@ -215,163 +209,6 @@ def test_bad_inputs_are_refused() -> None:
         diagnose_head(bad, q)
 
 
-# ---------------------------------------------------------------------------------------------
-# The inspect command
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _FakeTensorFile:
-    """What load_tensors returns: layers, heads, geometry, scale, causal flag, tokens, meta."""
-
-    q: np.ndarray  # (layers, heads, batch, n, d_k)
-    k: np.ndarray
-    layers: tuple[int, ...]
-    scale: float
-    causal: bool = False
-    tokens: tuple[str, ...] | None = None
-    meta: dict = field(default_factory=dict)
-    kind: str = "qk"
-
-    @property
-    def heads(self) -> int:
-        return self.q.shape[1]
-
-    def layer_scale(self, layer: int) -> float:
-        return self.scale
-
-    def layer_cap(self, layer: int) -> float | None:
-        return None
-
-    @property
-    def n(self) -> int:
-        return self.q.shape[3]
-
-    @property
-    def d_k(self) -> int:
-        return self.q.shape[4]
-
-    def qk(self, layer: int, head: int) -> tuple[np.ndarray, np.ndarray]:
-        i = self.layers.index(layer)
-        return self.q[i, head], self.k[i, head]
-
-
-def _fake_file(layers=(0, 3), heads=2, causal=False) -> _FakeTensorFile:
-    rng = np.random.default_rng(RNG_SEED)
-    shape = (len(layers), heads, 2, 16, 8)
-    return _FakeTensorFile(rng.standard_normal(shape), rng.standard_normal(shape),
-                           tuple(layers), scale=0.25, causal=causal)
-
-
-def _run(monkeypatch, tf, *argv: str) -> int:
-    monkeypatch.setattr(cli_inspect, "load_tensors", lambda path: tf)
-    return inspect_command(build_parser().parse_args(["inspect", "model.npz", *argv]))
-
-
-def test_inspect_writes_one_row_per_layer_and_head(tmp_path, monkeypatch, capsys) -> None:
-    tf = _fake_file(causal=True)
-    out = tmp_path / "report.csv"
-    assert _run(monkeypatch, tf, "--out", str(out)) == 0
-    rows = list(csv.DictReader(out.open(encoding="utf-8")))
-    required = {"layer", "head", "n", "d_k", "logit_std", "max_abs_logit", "entropy_mean",
-                "p_max_mean", "saturated_share", "sink_mass", "rho", "flags",
-                "logit_std_theory", "scale"}
-    assert required <= set(rows[0]) and tuple(rows[0]) == COLUMNS
-    assert [(int(r["layer"]), int(r["head"])) for r in rows] == [(0, 0), (0, 1), (3, 0), (3, 1)]
-    expected = diagnose_head(*tf.qk(3, 1), scale=0.25, causal=True)
-    assert float(rows[3]["logit_std"]) == expected.logit_std
-    assert float(rows[3]["scale"]) == 0.25 and rows[3]["causal"] == "1"
-    assert "inspect: 4/4 heads" in capsys.readouterr().err
-
-
-def test_inspect_to_stdout_with_a_replayed_rule(monkeypatch, capsys) -> None:
-    tf = _fake_file()
-    assert _run(monkeypatch, tf, "--rule", "softcap", "--cap", "0.5", "--out", "-",
-                "--quiet") == 0
-    captured = capsys.readouterr()
-    assert captured.err == ""
-    rows = list(csv.DictReader(io.StringIO(captured.out)))
-    assert len(rows) == 4 and {r["rule"] for r in rows} == {"softcap"}
-    assert all(float(r["max_abs_logit"]) <= 0.5 for r in rows)
-
-
-def test_inspect_flags_are_joined_with_semicolons(monkeypatch, capsys) -> None:
-    tf = _fake_file(layers=(1,), heads=1)
-    tf.k[0, 0] = tf.q[0, 0]
-    tf.k[0, 0, :, 0] = 40.0  # key 0 dominates every row: sink, and rows saturate
-    tf.q[0, 0, :, :] = np.abs(tf.q[0, 0]) + 1.0
-    assert _run(monkeypatch, tf, "--rule", "none", "--out", "-", "--quiet") == 0
-    row = next(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    assert row["flags"] == "saturated;sink"
-
-
-def test_inspect_errors_exit_2_with_one_line(tmp_path, monkeypatch, capsys) -> None:
-    def broken(path):
-        raise cli_inspect.TensorFileError(f"{path}: array 'layer0.k' has NaN values")
-
-    monkeypatch.setattr(cli_inspect, "load_tensors", broken)
-    args = build_parser().parse_args(["inspect", "bad.npz", "--out", str(tmp_path / "r.csv")])
-    assert inspect_command(args) == 2
-    err = capsys.readouterr().err
-    assert err == "error: bad.npz: array 'layer0.k' has NaN values\n"
-
-    # A replay parameter the engine refuses: one line, no traceback.
-    assert _run(monkeypatch, _fake_file(), "--rule", "temperature", "--out", "-",
-                "--quiet") == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: temperature is required")
-    assert err.count("\n") == 1 and "Traceback" not in err
-
-    assert _run(monkeypatch, _fake_file(), "--out", str(tmp_path / "no" / "r.csv")) == 2
-    assert "cannot write --out" in capsys.readouterr().err
-
-
-def test_inspect_is_listed_in_the_help() -> None:
-    help_text = build_parser().format_help()
-    assert "inspect" in help_text
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["inspect", "f.npz", "--rule", "cubic", "--out", "-"])
-
-
-def test_main_dispatches_inspect(monkeypatch, capsys) -> None:
-    import main
-
-    monkeypatch.setattr(cli_inspect, "load_tensors", lambda path: _fake_file(heads=3))
-    assert main.main(["inspect", "model.npz", "--out", "-", "--quiet"]) == 0
-    out = capsys.readouterr().out
-    assert out.splitlines()[0] == ",".join(COLUMNS) and len(out.splitlines()) == 1 + 2 * 3
-
-
-@pytest.mark.parametrize("suffix", [".npz", ".safetensors"])
-def test_inspect_reads_a_real_file_end_to_end(tmp_path, capsys, suffix) -> None:
-    """A file written by engine.io.tensors, read back by the real loader: every row equals
-    diagnose_head on that head's arrays, with the file's own scale and causal mask."""
-    from engine.io.tensors import load_tensors, write_tensors
-
-    rng = np.random.default_rng(RNG_SEED)
-    arrays = {f"layer{layer}.{part}": rng.standard_normal((2, 12, 8)).astype(np.float32)
-              for layer in (0, 3) for part in ("q", "k")}
-    path = tmp_path / f"heads{suffix}"
-    write_tensors(path, arrays, meta={"scale": 0.5, "causal": True})
-    out = tmp_path / "report.csv"
-    import main
-
-    assert main.main(["inspect", str(path), "--out", str(out), "--quiet"]) == 0
-    rows = list(csv.DictReader(out.open(encoding="utf-8")))
-    assert [(int(r["layer"]), int(r["head"])) for r in rows] == [(0, 0), (0, 1), (3, 0), (3, 1)]
-    tensors = load_tensors(path)
-    for row in rows:
-        q, k = tensors.qk(int(row["layer"]), int(row["head"]))
-        expected = diagnose_head(q, k, scale=0.5, causal=True)
-        assert float(row["scale"]) == 0.5 and row["causal"] == "1"
-        # Every number is written as a plain float literal (repr of a Python float).
-        for column in ("logit_std", "logit_std_theory", "max_abs_logit", "entropy_mean",
-                       "entropy_uniform", "entropy_floor_at_norm", "p_max_mean",
-                       "saturated_share", "sink_mass", "rho"):
-            assert float(row[column]) == pytest.approx(getattr(expected, column), rel=1e-9)
-            assert type(getattr(expected, column)) is float
-
-
 def test_the_files_own_cap_equals_the_softcap_replay() -> None:
     """Without a rule, ``cap`` is the model's own soft-cap on c·q·kᵀ: at c = 1/√d_k it is
     exactly the soft-cap rule replayed with the same cap."""
@@ -384,28 +221,6 @@ def test_the_files_own_cap_equals_the_softcap_replay() -> None:
         assert getattr(own, name) == pytest.approx(getattr(replay, name), rel=1e-12)
     uncapped = diagnose_head(q, k, scale=0.25, causal=True)
     assert uncapped.max_abs_logit > 2.0
-
-
-def test_inspect_uses_each_layers_own_scale_and_cap(tmp_path) -> None:
-    """``meta.layers`` gives a layer its own scale (and cap); the others keep the file's."""
-    from engine.io.tensors import load_tensors, write_tensors
-
-    rng = np.random.default_rng(RNG_SEED)
-    arrays = {f"layer{layer}.{part}": rng.standard_normal((1, 6, 4))
-              for layer in (0, 1, 2) for part in ("q", "k")}
-    meta = {"scale": 0.5, "layers": {"1": {"name": "unscaled", "scale": 1.0},
-                                     "2": {"cap": 0.75}}}
-    path = write_tensors(tmp_path / "layers.npz", arrays, meta=meta)
-    out = tmp_path / "report.csv"
-    import main
-
-    assert main.main(["inspect", str(path), "--out", str(out), "--quiet"]) == 0
-    rows = {int(r["layer"]): r for r in csv.DictReader(out.open(encoding="utf-8"))}
-    tf = load_tensors(path)
-    assert [float(rows[layer]["scale"]) for layer in (0, 1, 2)] == [0.5, 1.0, 0.5]
-    assert float(rows[1]["logit_std"]) == diagnose_head(*tf.qk(1, 0), scale=1.0).logit_std
-    capped = diagnose_head(*tf.qk(2, 0), scale=0.5, cap=0.75)
-    assert float(rows[2]["max_abs_logit"]) == capped.max_abs_logit <= 0.75
 
 
 @pytest.mark.parametrize("causal", [False, True])
