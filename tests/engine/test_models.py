@@ -10,7 +10,6 @@ import csv
 import io
 import json
 import math
-import os
 import shutil
 import subprocess
 import sys
@@ -33,7 +32,6 @@ from engine.models import (
     sample_models,
 )
 from engine.models.forward import erf
-from engine.models.tokenize import TokenizerProcess
 from tests.optional_tools import missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -247,79 +245,6 @@ def test_bad_texts() -> None:
         model.capture("  \n")
     with pytest.raises(ModelError, match=r"more than the 64 positions"):
         model.capture("the lazy dog " * 40)
-
-
-@pytest.fixture(scope="module")
-def tokenizer_process():
-    process = TokenizerProcess()
-    yield process
-    process.close()
-
-
-@pytest.mark.parametrize("name", ["tiny-llama", "tiny-llama.gguf", "tiny-bert"])
-def test_the_tokenizer_process_gives_the_model_s_own_tokens(tokenizer_process,
-                                                            name: str) -> None:
-    model = open_model(FIXTURES / name)
-    text = "The lazy dog sleeps. " * 3
-    here = model.tokenizer.encode_text(text, 5)
-    there = tokenizer_process.encode(model.tokenizer_source, text, 5)
-    assert there == here and len(there.ids) == 5 and there.total > 5
-    captured = model.capture(text, max_tokens=7, layers=[0],
-                             tokenize=lambda t, limit: tokenizer_process.encode(
-                                 model.tokenizer_source, t, limit))
-    assert captured.token_ids == model.capture(text, max_tokens=7, layers=[0]).token_ids
-    assert captured.tokens == tuple(model.tokenizer.token_texts(captured.token_ids))
-
-
-def test_the_tokenizer_process_reports_problems_and_skips_cancelled_answers(
-        tokenizer_process, tmp_path: Path) -> None:
-    folder = tmp_path / "llama"
-    shutil.copytree(FIXTURES / "tiny-llama", folder)
-    (folder / "tokenizer.json").write_text("{not json", encoding="utf-8")
-    model = open_model(folder)  # read when first used
-    with pytest.raises(ModelError, match=r"tokenizer\.json cannot be read"):
-        tokenizer_process.encode(model.tokenizer_source, "a text")
-    with pytest.raises(ModelError, match=r"tokenizer\.json cannot be read"):
-        model.capture("a text")
-    good = open_model(FIXTURES / "tiny-llama").tokenizer_source
-    assert tokenizer_process.encode(good, "one two", cancelled=lambda: True) is None
-    # The cancelled request's answer arrives later and must not answer this one.
-    answer = tokenizer_process.encode(good, "three four five six")
-    assert answer == open_model(FIXTURES / "tiny-llama").tokenizer.encode_text(
-        "three four five six")
-    with pytest.raises(CaptureCancelled):
-        open_model(FIXTURES / "tiny-llama").capture("x", tokenize=lambda t, limit: None)
-
-
-def test_the_tokenizer_helper_ends_quietly_when_the_app_hangs_up_mid_text() -> None:
-    """Closing the window while a text is tokenized closes the pipe before the answer is sent:
-    the helper must end, not print a BrokenPipeError traceback into the user's terminal."""
-    import multiprocessing
-
-    from engine.models.tokenize import _serve
-
-    ours, theirs = multiprocessing.Pipe()
-    source = open_model(FIXTURES / "tiny-llama").tokenizer_source
-    ours.send((0, source, "a text nobody waits for", None))
-    ours.close()
-    _serve(theirs)  # answers into the closed pipe and returns (it raised BrokenPipeError)
-    theirs.close()
-
-
-def test_a_tokenizer_process_that_died_is_started_again() -> None:
-    import signal
-
-    process = TokenizerProcess()
-    source = open_model(FIXTURES / "tiny-llama").tokenizer_source
-    try:
-        assert process.encode(source, "before").ids
-        first = process.pid
-        os.kill(first, signal.SIGKILL)  # what a crash of the helper looks like
-        assert process.encode(source, "after").ids
-        assert process.pid not in (None, first)
-    finally:
-        process.close()
-    assert process.pid is None
 
 
 def test_bad_gguf_files(tmp_path: Path) -> None:
