@@ -293,13 +293,13 @@ def test_language_switch_at_runtime_and_persisted(window, english_after):
     assert laws.plot("logit_var").titleLabel.text != english_title
     assert "Logit 方差" in laws.plot("logit_var").titleLabel.text
     softmax = window.view("softmax")
-    assert "查询行" in softmax._plot.titleLabel.text  # result-dependent title, re-drawn
+    assert "查询行" in softmax.plots()[0].titleLabel.text  # result-dependent title, re-drawn
     assert "规则" in window.status.label.text()
     window.language.actions["en"].trigger()
     assert [window.view_tabs.tabs.tabText(i) for i in range(window.view_tabs.tabs.count())][:2] == [
         "Attention weights", "Softmax of one row"]
     assert laws.plot("logit_var").titleLabel.text == english_title
-    assert "Query row" in softmax._plot.titleLabel.text
+    assert "Query row" in softmax.plots()[0].titleLabel.text
     assert window.settings.get("ui/language") == "en"
 
 
