@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import io
+import re
 from enum import StrEnum
 from typing import ClassVar
 
@@ -16,74 +19,79 @@ from engine.config import SweepConfig, TrainConfig
 from engine.config.base import Cli, FieldSpec, JsonConfig, validate_fields
 from main import build_parser
 
+COMMANDS = ("sweep", "train", "lr-sweep", "export", "inspect", "capture")
+#: What each command needs to parse at all.
+REQUIRED = {"sweep": ["--values", "2"], "inspect": ["f.npz", "--out", "-"],
+            "capture": ["model", "--text", "t", "--out", "q.npz"], "export": ["--out", "dir"]}
 
-def _subparser(name: str) -> argparse.ArgumentParser:
-    for action in build_parser()._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action.choices[name]
-    raise AssertionError(name)
+
+def _help(*command: str) -> str:
+    """The help text of ``command`` (the program's own without one), on one line."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        build_parser().parse_args([*command, "--help"])
+    return out.getvalue()
+
+
+def _options(help_text: str) -> dict[str, str]:
+    """Each option's entry in a help text: its first flag -> the entry on one line."""
+    section = help_text.split("\noptions:\n", 1)[1]
+    entries = re.split(r"\n(?=  -)", section)
+    return {entry.split()[0].rstrip(","): " ".join(entry.split()) for entry in entries}
+
+
+def _defaults(command: str) -> dict[str, object]:
+    """What each option of ``command`` is when not given (the program's own options left out)."""
+    own = vars(build_parser().parse_args([]))
+    parsed = vars(build_parser().parse_args([command, *REQUIRED.get(command, [])]))
+    return {dest: value for dest, value in parsed.items() if dest not in own}
 
 
 @pytest.mark.parametrize(("command", "cls"), [("sweep", SweepConfig), ("train", TrainConfig),
                                               ("lr-sweep", TrainConfig)])
 def test_each_declared_option_is_in_the_parser_as_declared(command, cls) -> None:
-    parser = _subparser(command)
-    actions = {action.dest: action for action in parser._actions}
+    options, defaults = _options(_help(command)), _defaults(command)
     fields = option_fields(cls) + (option_fields(cls, command) if command == "train" else [])
     assert fields, command
     for field in fields:
         cli = field.spec.cli
-        action = actions.pop(field.name)
-        assert tuple(action.option_strings) == cli.flags
-        assert action.help.startswith(cli.help), field.name
+        entry = options[cli.flags[0]]
+        assert all(flag in entry for flag in cli.flags)
+        assert "".join(cli.help.split()) in "".join(entry.split())  # wrapped at any hyphen
         low, high = field.spec.low, field.spec.high
         if field.kind in (int, float) and low is not None and high is not None:
-            assert action.help.endswith(f"..{high:.0f})" if float(high).is_integer()
-                                        else f"..{high:g})"), field.name
+            assert (f"..{high:.0f})" if float(high).is_integer() else f"..{high:g})") in entry
         if not cli.required:
             default = field.default
             if isinstance(default, tuple):
                 default = ",".join(v.value for v in default)
-            assert action.default == default, field.name
+            assert defaults.pop(field.name) == default, field.name
     # lr and seed are train-only (lr-sweep sweeps them); nothing else sets a field.
-    assert ("lr" in actions) is False and ("seed" in actions) is False
-    assert set(actions) <= {"help", "out", "quiet", "json", "lrs", "seeds", "tensors_out"}
-
-
-def _all_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    found = {parser.prog: parser}
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                found.update(_all_parsers(sub))
-    return found
+    assert ("lr" in defaults) is False and ("seed" in defaults) is False
+    assert set(defaults) <= {"values", "out", "quiet", "json", "lrs", "seeds", "tensors_out"}
 
 
 def test_every_command_and_option_explains_itself() -> None:
-    # A description per subcommand; a help, the default and the choices per option.
-    parsers = _all_parsers(build_parser())
-    assert len(parsers) == 7
-    for prog, parser in parsers.items():
-        assert parser.description, prog
-        text = " ".join(parser.format_help().split())
-        for action in parser._actions:
-            if not action.option_strings or isinstance(action, argparse._HelpAction):
-                continue
-            assert action.help and action.help.strip(), (prog, action.option_strings)
-            if action.default not in (None, False, argparse.SUPPRESS) and not isinstance(
-                    action, argparse._VersionAction):
-                assert "default" in " ".join(action.help.split()) or (
-                    f"(default: {action.default})" in text), (prog, action.option_strings)
-            if action.choices:
-                assert "{" + ",".join(map(str, action.choices)) + "}" in text, action.dest
-    train = " ".join(parsers["attention-explorer train"].format_help().split())
-    assert "--task {retrieval,copy_back}" in train
+    # A description per command; a help and the default per option.
+    assert re.findall(r"^    (\S+) ", _help(), re.MULTILINE) == list(COMMANDS)
+    for command in COMMANDS:
+        text = _help(command)
+        assert text.split("\n\n")[1].strip(), command  # the description after the usage
+        options = _options(text)
+        for entry in options.values():
+            assert len(entry.split()) >= 3, entry  # the flag, and a help of its own
+        for dest, default in _defaults(command).items():
+            flag = "--" + dest.replace("_", "-")
+            if default not in (None, False) and flag in options and flag not in REQUIRED.get(
+                    command, []):
+                assert "default" in options[flag], (command, flag)
+    train = _options(_help("train"))
+    assert train["--task"].startswith("--task {retrieval,copy_back}")
     for option, default in (("--d-k", "64"), ("--steps", "500"), ("--lr", "0.01")):
-        assert f"(default: {default})" in train.split(option + " ")[2], option
-    lr_sweep = " ".join(parsers["attention-explorer lr-sweep"].format_help().split())
-    assert "(default: 0.001,0.003,0.01,0.03,0.1)" in lr_sweep and "(default: 3)" in lr_sweep
-
-
+        assert f"(default: {default})" in train[option], option
+    lr_sweep = _options(_help("lr-sweep"))
+    assert "(default: 0.001,0.003,0.01,0.03,0.1)" in lr_sweep["--lrs"]
+    assert "(default: 3)" in lr_sweep["--seeds"]
 def test_the_console_script_names_itself() -> None:
     assert build_parser("attention-scale").format_usage().startswith("usage: attention-scale ")
     assert build_parser().format_usage().startswith("usage: attention-explorer ")
