@@ -29,7 +29,7 @@ __all__ = [
     "TITLE_PT", "axis_label_html", "font", "label_plot", "layer_name", "log_axis_items",
     "make_label", "make_layout_widget", "make_legend", "make_text_item", "ordered_rules",
     "relayout", "rule_brush", "rule_color", "rule_curve", "rule_name", "rule_pen",
-    "rule_symbol", "set_log_mode", "style_plot",
+    "rule_symbol", "set_log_mode", "set_markers", "style_plot",
 ]
 
 #: Plot background and text colours (light theme, chosen for projectors and PNG export).
@@ -137,6 +137,14 @@ def rule_curve(rule: ScalingRule | str, *, width: float = 2.0, symbol_size: int 
         "pen": rule_pen(rule, width=width), "symbol": rule_symbol(rule),
         "symbolSize": symbol_size, "symbolPen": rule_pen(rule, width=1),
         "symbolBrush": rule_brush(rule, 200), "connect": "finite", **options})
+
+
+def set_markers(curve: pg.PlotDataItem, rule: ScalingRule | str, points: int) -> None:
+    """Show ``rule``'s markers on ``curve`` only while it has at most
+    :data:`MARKER_MAX_POINTS` points."""
+    markers = points <= MARKER_MAX_POINTS
+    if (curve.opts["symbol"] is not None) != markers:
+        curve.setSymbol(rule_symbol(rule) if markers else None)
 
 
 #: The rule labels that are words (engine.config's ``ScalingRule.label``), marked for

@@ -97,14 +97,10 @@ class SoftmaxView(ExplorerView):
         row = min(results.config.query_row, first.weights.shape[-2] - 1)
         self._snapshot, self._row = snapshot, row
         x = np.arange(n)
-        markers = n <= style.MARKER_MAX_POINTS
         for rule in rules:
             view = snapshot.rules[rule]
             curve = self._curves[rule]
-            if curve.opts["symbol"] is None and markers:
-                curve.setSymbol(style.rule_symbol(rule))
-            elif curve.opts["symbol"] is not None and not markers:
-                curve.setSymbol(None)
+            style.set_markers(curve, rule, n)
             curve.setData(x, np.asarray(view.weights[HEAD, row], dtype=float))
             label = self._legend.getLabel(curve)
             if label is not None:
@@ -163,15 +159,9 @@ class SoftmaxView(ExplorerView):
             self._plot.removeItem(curve)
         self._curves = {}
         for rule in rules:
-            curve = pg.PlotDataItem(
-                pen=style.rule_pen(rule),
-                # Up to 8192 points redrawn on every change: see style.DENSE_CURVE.
-                **style.DENSE_CURVE,
-                symbol=style.rule_symbol(rule),
-                symbolSize=6,
-                symbolPen=style.rule_pen(rule, width=1),
-                symbolBrush=style.rule_brush(rule, 160),
-            )
+            # Up to 8192 points redrawn on every change: see style.DENSE_CURVE.
+            curve = style.rule_curve(rule, symbol_size=6, symbolBrush=style.rule_brush(rule, 160),
+                                     connect="auto", **style.DENSE_CURVE)
             self._plot.addItem(curve)
             self._legend.addItem(curve, style.rule_name(rule))
             self._curves[rule] = curve

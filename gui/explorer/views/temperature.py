@@ -84,23 +84,13 @@ class TemperatureView(ExplorerView):
         self._plot = self._widget.addPlot(row=1, col=0, viewBox=SteadyViewBox(),
                                           axisItems=axis_items())
         style.style_plot(self._plot)
-        self._sqrt_curve = pg.PlotDataItem(
-            pen=style.rule_pen(ScalingRule.SQRT, width=5),
-            **style.DENSE_CURVE,
-            symbol=style.rule_symbol(ScalingRule.SQRT),
-            symbolSize=10,
-            symbolPen=style.rule_pen(ScalingRule.SQRT, width=1),
-            symbolBrush=style.rule_brush(ScalingRule.SQRT, 90),
-        )
+        self._sqrt_curve = style.rule_curve(
+            ScalingRule.SQRT, width=5, symbol_size=10, connect="auto", **style.DENSE_CURVE,
+            symbolBrush=style.rule_brush(ScalingRule.SQRT, 90))
         # Drawn thinner and on top, so that at T = √d_k both stay visible where they coincide.
-        self._t_curve = pg.PlotDataItem(
-            pen=style.rule_pen(ScalingRule.TEMPERATURE, width=2),
-            **style.DENSE_CURVE,
-            symbol=style.rule_symbol(ScalingRule.TEMPERATURE),
-            symbolSize=6,
-            symbolPen=style.rule_pen(ScalingRule.TEMPERATURE, width=1),
-            symbolBrush=style.rule_brush(ScalingRule.TEMPERATURE),
-        )
+        self._t_curve = style.rule_curve(
+            ScalingRule.TEMPERATURE, symbol_size=6, connect="auto", **style.DENSE_CURVE,
+            symbolBrush=style.rule_brush(ScalingRule.TEMPERATURE))
         self._plot.addItem(self._sqrt_curve)
         self._plot.addItem(self._t_curve)
         self._legend.addItem(self._t_curve, "softmax(z/T)")
@@ -176,11 +166,8 @@ class TemperatureView(ExplorerView):
         self._temperature = temperature
         self._row = results.config.query_row
         x = np.arange(self._p_t.size)
-        markers = self._p_t.size <= style.MARKER_MAX_POINTS
-        for curve, rule in ((self._t_curve, ScalingRule.TEMPERATURE),
-                            (self._sqrt_curve, ScalingRule.SQRT)):
-            if (curve.opts["symbol"] is not None) != markers:
-                curve.setSymbol(style.rule_symbol(rule) if markers else None)
+        style.set_markers(self._t_curve, ScalingRule.TEMPERATURE, self._p_t.size)
+        style.set_markers(self._sqrt_curve, ScalingRule.SQRT, self._p_sqrt.size)
         self._t_curve.setData(x, self._p_t)
         self._sqrt_curve.setData(x, self._p_sqrt)
         real = results.real_head
@@ -193,11 +180,7 @@ class TemperatureView(ExplorerView):
                               "Query row i = {0} ({1}), T = {2}, √d<sub>k</sub> = {3}")
             title = title.format(self._row, head_label(real.ref, with_file=False),
                                  f"{temperature:.4g}", f"{math.sqrt(self._d_k):.4g}")
-        self._plot.setTitle(
-            title,
-            color=style.FOREGROUND,
-            size=f"{style.TITLE_PT}pt",
-        )
+        style.label_plot(self._plot, title=title)
         # A formula: the same in every language.
         self._readout.setText(
             "max<sub>j</sub> |softmax(z/T) − softmax(z/√d<sub>k</sub>)| = "
