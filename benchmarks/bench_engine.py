@@ -16,15 +16,10 @@ no mask, the same thread count for numpy and torch):
                      given its output and weights (nothing recomputed), against the faster of
                      torch SDPA and eager autograd (forward + ``backward``)
 ``causal, no wts``   the output-only call with ``mask="causal"`` against the faster of torch
-                     SDPA (``is_causal=True``) and eager with a boolean mask; no goal, but
-                     the length lab's long sequences are causal
-``tiny call``        one call at (1, 16, 16): the per-call overhead (validation, plan, checks,
-                     dispatch), in µs, against the bare matmuls and torch eager; its
-                     ``/floor`` is against :func:`tiny_floor`, the numpy calls that any
-                     attention with a finiteness check and weights makes at that size;
-                     ``tiny, trusted`` is the default call with ``check_finite=False`` (for
-                     callers whose inputs are finite by construction), against the floor
-                     without its check
+                     SDPA (``is_causal=True``) and eager with a boolean mask
+``tiny call``        one call at (1, 16, 16): the per-call overhead, in µs; its ``/floor`` is
+                     against :func:`tiny_floor`; ``tiny, trusted`` is the default call with
+                     ``check_finite=False``, against the floor without its check
 
 ``/mm`` is engine time over the time of the matrix products the computation cannot avoid (QKᵀ
 and P·V forward; the backward adds Pᵀ·G, G·Vᵀ, dS·K and dSᵀ·Q).
@@ -36,19 +31,16 @@ products Pᵀ·G, G·Vᵀ, dS·K and dSᵀ·Q. ``/floor`` is the engine over it,
 floor over torch's best time: above 1, no numpy code reaches torch at that size, because numpy
 cannot fuse the exponentials into the products as torch's kernels do.
 
-Shapes are (batch·heads, n, d). Times depend on the machine and its load (print ``uptime``
-alongside): only ratios from one run mean something, and nothing here asserts absolute times.
+Shapes are (batch·heads, n, d). Times depend on the machine and its load (the load average is
+printed alongside): only ratios from one run mean something.
 
-The machine's speed drifts (on the 2-core development VM, by up to 2× within seconds), so the
-samples of every timed function of a case are interleaved: sample 1 of each, then sample 2 of
-each, and so on; a drift then slows all of them alike and the ratios keep. Each sample lasts
-at least 20 ms and follows 10 ms of untimed calls of the same function, so that the other
-library's idle worker threads no longer spin when the timing starts: OpenBLAS's spin is
-shortened as in ``main.py`` (``OPENBLAS_THREAD_TIMEOUT``, set before numpy loads), and torch's
-OpenMP threads stopped spinning within 5 ms in measurements. (Pauses between samples instead
-made the first call after each pause up to twice as slow.) numpy functions run with BLAS
-limited to ``--threads``; torch functions run outside that limit (threadpoolctl also reaches
-the BLAS inside torch, whose calls then ran up to 80× slower).
+A machine's speed drifts, so the samples of every timed function of a case are interleaved
+(sample 1 of each, then sample 2 of each, ...): a drift slows all of them alike and the ratios
+keep. Each sample lasts at least 20 ms and follows 10 ms of untimed calls of the same function,
+so that the other library's idle worker threads have stopped spinning when the timing starts
+(OpenBLAS's spin is shortened as in ``main.py``). numpy functions run with BLAS limited to
+``--threads``; torch functions run outside that limit, since threadpoolctl would also reach the
+BLAS inside torch.
 """
 
 from __future__ import annotations
@@ -56,7 +48,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
-import inspect
 import math
 import os
 import statistics
@@ -90,17 +81,6 @@ MIN_SAMPLE = 20e-3
 #: Untimed calls before each sample, for at least this long (seconds): the other library's
 #: idle threads stop spinning meanwhile, and the CPU is busy, not waking from a pause.
 SAMPLE_WARMUP = 10e-3
-_HAS_NEED_WEIGHTS = (
-    "need_weights" in inspect.signature(attention.scaled_dot_product_attention).parameters
-)
-# Older engines (for before/after runs) recompute the forward in the backward.
-_BACKWARD_TAKES_WEIGHTS = (
-    "weights"
-    in inspect.signature(attention.scaled_dot_product_attention_backward).parameters
-)
-_HAS_CHECK_FINITE = (
-    "check_finite" in inspect.signature(attention.scaled_dot_product_attention).parameters
-)
 
 
 STAT: Callable[[list[float]], float] = statistics.median
@@ -155,16 +135,9 @@ class Case:
         )
 
 
-def numpy_calls(
-    case: Case, threads: int, backward: bool, pool: concurrent.futures.Executor
-) -> Timed:
-    """The engine's calls and the bare numpy work they cannot avoid, for one case.
-
-    ``mm_fwd`` / ``mm_bwd`` are the matrix products. ``floor`` is the least forward any numpy
-    code computes: in the engine's tiles spread over the ``pool``'s threads (one BLAS thread
-    each, as the engine runs), Q·Kᵀ, one exp per logit, and the product with V; no maximum,
-    no row sums, no normalisation, no checks.
-    """
+def numpy_calls(case: Case, backward: bool, pool: concurrent.futures.Executor) -> Timed:
+    """The engine's calls and the bare numpy work they cannot avoid (``mm_fwd``, ``mm_bwd``
+    and ``floor``, the latter in the engine's tiles on the ``pool``), for one case."""
     q, k, v, g = case.q, case.k, case.v, case.g
     k_t, v_t = k.swapaxes(-1, -2), v.swapaxes(-1, -2)
     sdpa = attention.scaled_dot_product_attention
@@ -207,29 +180,19 @@ def numpy_calls(
             list(pool.map(floor_tile, tiles))
 
     def fwd_bwd() -> None:
-        if _BACKWARD_TAKES_WEIGHTS:
-            res = sdpa(q, k, v, rule="sqrt")
-            attention.scaled_dot_product_attention_backward(
-                q, k, v, g, rule="sqrt", output=res.output, weights=res.weights
-            )
-        elif _HAS_NEED_WEIGHTS:
-            out = sdpa(q, k, v, rule="sqrt", need_weights=False).output
-            attention.scaled_dot_product_attention_backward(q, k, v, g, rule="sqrt", output=out)
-        else:
-            sdpa(q, k, v, rule="sqrt")
-            attention.scaled_dot_product_attention_backward(q, k, v, g, rule="sqrt")
+        res = sdpa(q, k, v, rule="sqrt")
+        attention.scaled_dot_product_attention_backward(q, k, v, g, rule="sqrt",
+                                                        output=res.output, weights=res.weights)
 
     fns: Timed = {"mm_fwd": (mm_fwd, True), "weights": (fwd_weights, True),
-                  "floor": (floor_fwd, True)}
-    if _HAS_NEED_WEIGHTS:
-        fns["no_weights"] = (fwd_out, True)
+                  "floor": (floor_fwd, True), "no_weights": (fwd_out, True)}
     if backward:
         fns["mm_bwd"] = (mm_bwd_least, True)
         fns["fwd_bwd"] = (fwd_bwd, True)
     return fns
 
 
-def torch_calls(case: Case, threads: int, backward: bool) -> Timed:
+def torch_calls(case: Case, threads: int, backward: bool, causal: bool = False) -> Timed:
     """torch SDPA and eager for one case, without and with autograd; empty without torch."""
     try:
         import torch
@@ -239,9 +202,14 @@ def torch_calls(case: Case, threads: int, backward: bool) -> Timed:
     torch.set_num_threads(threads)
     q, k, v, g = (torch.from_numpy(a) for a in (case.q, case.k, case.v, case.g))
     scale = 1.0 / case.shape[-1] ** 0.5
+    n = case.shape[-2]
+    hidden = ~torch.ones(n, n, dtype=torch.bool).tril() if causal else None
 
     def eager(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(qq @ kk.transpose(-1, -2) * scale, dim=-1) @ vv
+        logits = qq @ kk.transpose(-1, -2) * scale
+        if hidden is not None:
+            logits = logits.masked_fill(hidden, float("-inf"))
+        return torch.softmax(logits, dim=-1) @ vv
 
     def no_grad(fn: Callable[[], object]) -> Callable[[], object]:
         def run() -> object:
@@ -258,7 +226,8 @@ def torch_calls(case: Case, threads: int, backward: bool) -> Timed:
         return run
 
     fns: Timed = {
-        "torch_sdpa": (no_grad(lambda: F.scaled_dot_product_attention(q, k, v)), False),
+        "torch_sdpa": (no_grad(lambda: F.scaled_dot_product_attention(q, k, v,
+                                                                      is_causal=causal)), False),
         "torch_eager": (no_grad(lambda: eager(q, k, v)), False),
     }
     if backward:
@@ -267,47 +236,19 @@ def torch_calls(case: Case, threads: int, backward: bool) -> Timed:
     return fns
 
 
-def causal_calls(case: Case) -> Timed:
+def causal_calls(case: Case, threads: int) -> Timed:
     """The engine's causal output-only call, and torch SDPA and eager if present."""
-    q, k, v = case.q, case.k, case.v
-    fns: Timed = {"engine": (lambda: attention.scaled_dot_product_attention(
-        q, k, v, rule="sqrt", mask="causal", need_weights=False), True)}
-    try:
-        import torch
-        import torch.nn.functional as F
-    except ImportError:
-        return fns
-    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
-    n = case.shape[-2]
-    allowed = torch.ones(n, n, dtype=torch.bool).tril()
-    scale = 1.0 / case.shape[-1] ** 0.5
-
-    def sdpa() -> object:
-        with torch.no_grad():
-            return F.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
-
-    def eager() -> object:
-        with torch.no_grad():
-            logits = (tq @ tk.transpose(-1, -2) * scale).masked_fill(~allowed, float("-inf"))
-            return torch.softmax(logits, dim=-1) @ tv
-
-    fns["torch_sdpa"] = (sdpa, False)
-    fns["torch_eager"] = (eager, False)
-    return fns
+    return {"engine": (lambda: attention.scaled_dot_product_attention(
+        case.q, case.k, case.v, rule="sqrt", mask="causal", need_weights=False), True),
+        **torch_calls(case, threads, False, causal=True)}
 
 
 def tiny_floor(
     q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, checked: bool = True
 ) -> np.ndarray:
-    """The numpy calls any checked float32 attention with weights makes, and nothing else.
-
-    One finiteness check of the inputs (unless not ``checked``), the scaled products, the
-    exponentials with their row sums and a test that they did not overflow, the normalised
-    weights and their product with v. At (1, 16, 16) each call costs about a microsecond, so
-    this is the least a numpy implementation pays per call; the engine's excess over it is its
-    own overhead (validation of shapes, rules and parameters, the plan, the tiles, the result
-    object).
-    """
+    """The numpy calls any checked float32 attention with weights makes, and nothing else:
+    the least a numpy implementation pays per tiny call, so that the engine's excess over it
+    is its own overhead (validation, plan, tiles, result)."""
     if checked:
         joint = np.concatenate((q, k, v), axis=None)
         if np.count_nonzero(np.isfinite(joint)) != joint.size:
@@ -325,9 +266,8 @@ def tiny_floor(
 def faults_per_call(case: Case, calls: int = 20) -> float | None:
     """Minor page faults per default call (weights returned), after warm-up; None off Unix.
 
-    Counted for the whole process, so nothing else may run meanwhile. Fresh multi-megabyte
-    results that the allocator returned to the system and faulted in again on every call cost
-    the default path half its speed before its two n×n results shared one allocation.
+    Counted for the whole process, so nothing else may run meanwhile: fresh multi-megabyte
+    results that the allocator returns to the system fault in again on every call.
     """
     try:
         import resource
@@ -345,15 +285,29 @@ def _ratio(a: float | None, b: float | None) -> str:
     return "   n/a" if a is None or b is None else f"{a / b:6.2f}"
 
 
+def _row(path: str, shape: tuple[int, ...], engine: float, best: float | None,
+         sdpa: float | None, eager: float | None, mm: float, floor: float,
+         floor_ref: float | None, digits: int = 3) -> str:
+    """One line of the table: the engine's ms and its ratios (see the module docstring)."""
+    return (f"{path:<16} {'x'.join(map(str, shape)):<15} {engine * 1e3:9.{digits}f} "
+            f"{_ratio(engine, best)} {_ratio(engine, sdpa)} {_ratio(engine, eager)} "
+            f"{_ratio(engine, mm)} {_ratio(engine, floor)} {_ratio(floor, floor_ref):>11}")
+
+
+def _split(timed: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+    """The engine's times and torch's (named without their ``torch_`` prefix)."""
+    torch = {name.removeprefix("torch_"): x for name, x in timed.items()
+             if name.startswith("torch_")}
+    return {name: x for name, x in timed.items() if not name.startswith("torch_")}, torch
+
+
 def run(repeats: int, threads: int) -> None:
     rng = np.random.default_rng(0)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     stat = "minima" if STAT is min else "medians"
     print(f"float32, rule sqrt, no mask, {threads} threads, {stat} of {repeats} samples")
-    header = (
-        f"{'path':<16} {'shape':<15} {'engine ms':>9} {'/torch':>6} {'/SDPA':>6} "
-        f"{'/eager':>6} {'/mm':>6} {'/floor':>6} {'floor/torch':>11}"
-    )
+    header = (f"{'path':<16} {'shape':<15} {'engine ms':>9} {'/torch':>6} {'/SDPA':>6} "
+              f"{'/eager':>6} {'/mm':>6} {'/floor':>6} {'floor/torch':>11}")
     print(header)
     print("-" * len(header))
     have_torch = True
@@ -364,57 +318,34 @@ def run(repeats: int, threads: int) -> None:
         case = Case(shape, rng)
         backward = shape in BACKWARD_SIZES
         timed = interleaved_times(
-            {**numpy_calls(case, threads, backward, pool), **torch_calls(case, threads, backward)},
+            {**numpy_calls(case, backward, pool), **torch_calls(case, threads, backward)},
             repeats, threads)
-        e = {name: x for name, x in timed.items() if not name.startswith("torch_")}
-        t = {name.removeprefix("torch_"): x for name, x in timed.items()
-             if name.startswith("torch_")}
+        e, t = _split(timed)
         if backward:
             e["mm_fwd_bwd"] = e["mm_fwd"] + e["mm_bwd"]
             e["floor_bwd"] = e["floor"] + e["mm_bwd"]
         have_torch = have_torch and bool(t)
         sdpa, eager = t.get("sdpa"), t.get("eager")
         best = None if not t else min(t["sdpa"], t["eager"])
-        label = "x".join(map(str, shape))
         if shape in FORWARD_SIZES:
-            if "no_weights" in e:
-                nw = e["no_weights"]
-                rows["fwd, no weights"].append(
-                    f"{'fwd, no weights':<16} {label:<15} {nw * 1e3:9.3f} "
-                    f"{_ratio(nw, best)} {_ratio(nw, sdpa)} {_ratio(nw, eager)} "
-                    f"{_ratio(nw, e['mm_fwd'])} {_ratio(nw, e['floor'])} "
-                    f"{_ratio(e['floor'], best):>11}"
-                )
-            else:
-                rows["fwd, no weights"].append(
-                    f"{'fwd, no weights':<16} {label:<15}  (need_weights=False not available)"
-                )
-            w = e["weights"]
-            rows["fwd, weights"].append(
-                f"{'fwd, weights':<16} {label:<15} {w * 1e3:9.3f} {_ratio(w, eager)} "
-                f"{_ratio(w, sdpa)} {_ratio(w, eager)} {_ratio(w, e['mm_fwd'])} "
-                f"{_ratio(w, e['floor'])} {_ratio(e['floor'], eager):>11}"
-            )
+            rows["fwd, no weights"].append(_row("fwd, no weights", shape, e["no_weights"], best,
+                                                sdpa, eager, e["mm_fwd"], e["floor"], best))
+            rows["fwd, weights"].append(_row("fwd, weights", shape, e["weights"], eager, sdpa,
+                                             eager, e["mm_fwd"], e["floor"], eager))
         if backward:
-            fb = e["fwd_bwd"]
-            s_b, e_b = t.get("sdpa_bwd"), t.get("eager_bwd")
             best_b = None if not t else min(t["sdpa_bwd"], t["eager_bwd"])
-            rows["fwd+bwd"].append(
-                f"{'fwd+bwd':<16} {label:<15} {fb * 1e3:9.3f} {_ratio(fb, best_b)} "
-                f"{_ratio(fb, s_b)} {_ratio(fb, e_b)} {_ratio(fb, e['mm_fwd_bwd'])} "
-                f"{_ratio(fb, e['floor_bwd'])} {_ratio(e['floor_bwd'], best_b):>11}"
-            )
+            rows["fwd+bwd"].append(_row("fwd+bwd", shape, e["fwd_bwd"], best_b, t.get("sdpa_bwd"),
+                                        t.get("eager_bwd"), e["mm_fwd_bwd"], e["floor_bwd"],
+                                        best_b))
     for lines in rows.values():
         print("\n".join(lines))
     for shape in CAUSAL_SIZES:
-        c = interleaved_times(causal_calls(Case(shape, rng)), repeats, threads)
+        c = interleaved_times(causal_calls(Case(shape, rng), threads), repeats, threads)
         best = min(c["torch_sdpa"], c["torch_eager"]) if "torch_sdpa" in c else None
         label = "x".join(map(str, shape))
-        print(
-            f"{'causal, no wts':<16} {label:<15} {c['engine'] * 1e3:9.3f} "
-            f"{_ratio(c['engine'], best)} {_ratio(c['engine'], c.get('torch_sdpa'))} "
-            f"{_ratio(c['engine'], c.get('torch_eager'))}"
-        )
+        print(f"{'causal, no wts':<16} {label:<15} {c['engine'] * 1e3:9.3f} "
+              f"{_ratio(c['engine'], best)} {_ratio(c['engine'], c.get('torch_sdpa'))} "
+              f"{_ratio(c['engine'], c.get('torch_eager'))}")
     for shape in FORWARD_SIZES:
         faults = faults_per_call(Case(shape, rng))
         if faults is not None:
@@ -422,34 +353,24 @@ def run(repeats: int, threads: int) -> None:
             print(f"{'page faults':<16} {label:<15} {faults:9.1f} per default call")
     case = Case(TINY, rng)
     scale = TINY[-1] ** -0.5
-    fns = numpy_calls(case, threads, False, pool)
+    fns = numpy_calls(case, False, pool)
     del fns["floor"]  # a tiny call's floor is tiny_floor, with the checks of any call
     fns["floor_checked"] = (lambda: tiny_floor(case.q, case.k, case.v, scale), True)
-    if _HAS_CHECK_FINITE:
-        fns["trusted"] = (lambda: attention.scaled_dot_product_attention(
-            case.q, case.k, case.v, rule="sqrt", check_finite=False), True)
-        fns["floor_unchecked"] = (
-            lambda: tiny_floor(case.q, case.k, case.v, scale, checked=False), True)
+    fns["trusted"] = (lambda: attention.scaled_dot_product_attention(
+        case.q, case.k, case.v, rule="sqrt", check_finite=False), True)
+    fns["floor_unchecked"] = (
+        lambda: tiny_floor(case.q, case.k, case.v, scale, checked=False), True)
     timed = interleaved_times({**fns, **torch_calls(case, threads, False)}, repeats, threads)
     pool.shutdown()
-    e = {name: x for name, x in timed.items() if not name.startswith("torch_")}
-    t = {name.removeprefix("torch_"): x for name, x in timed.items() if name.startswith("torch_")}
-    floors = {which: e[f"floor_{which}"] for which in ("checked", "unchecked")
-              if f"floor_{which}" in e}
-    label = "x".join(map(str, TINY))
+    e, t = _split(timed)
     for name, key, which in (("tiny, weights", "weights", "checked"),
                              ("tiny, no weights", "no_weights", "checked"),
                              ("tiny, trusted", "trusted", "unchecked")):
-        if key in e:
-            us, floor = e[key] * 1e6, floors[which]
-            eager = t.get("eager")
-            print(
-                f"{name:<16} {label:<15} {us / 1e3:9.4f} {_ratio(e[key], eager)} "
-                f"{_ratio(e[key], t.get('sdpa'))} {_ratio(e[key], eager)} "
-                f"{_ratio(e[key], e['mm_fwd'])} {_ratio(e[key], floor)} "
-                f"{_ratio(floor, eager):>11}   ({us:.1f} µs per call; matmuls alone "
-                f"{e['mm_fwd'] * 1e6:.1f} µs, tiny floor {floor * 1e6:.1f} µs)"
-            )
+        floor, eager = e[f"floor_{which}"], t.get("eager")
+        print(_row(name, TINY, e[key], eager, t.get("sdpa"), eager, e["mm_fwd"], floor, eager,
+                   digits=4)
+              + f"   ({e[key] * 1e6:.1f} µs per call; matmuls alone "
+                f"{e['mm_fwd'] * 1e6:.1f} µs, tiny floor {floor * 1e6:.1f} µs)")
     print()
     if have_torch:
         print("/torch: fwd, no weights and fwd+bwd against min(SDPA, eager); fwd, weights and")
@@ -464,12 +385,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=9, help="samples per median (>= 5)")
     parser.add_argument("--threads", type=int, default=2, help="threads for numpy and torch")
-    parser.add_argument(
-        "--stat",
-        choices=("median", "min"),
-        default="median",
-        help="statistic of the samples; min resists other processes on a loaded machine",
-    )
+    parser.add_argument("--stat", choices=("median", "min"), default="median",
+                        help="statistic of the samples; min resists other processes on a "
+                        "loaded machine")
     args = parser.parse_args(argv)
     tune_allocator()  # malloc's thresholds as main.py sets them
     global STAT
