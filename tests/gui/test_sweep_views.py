@@ -164,9 +164,9 @@ def test_correlation_points_and_lines_are_the_engine_rms(qtbot):
         np.testing.assert_array_equal(view.points(rule).xData, np.asarray(CORR_D_K, float))
         np.testing.assert_allclose(view.points(rule).yData, data[f"rms_{suffix}"])
         np.testing.assert_allclose(view.theory_line(rule).yData, data[f"theory_{suffix}"])
-    assert "ρ = 0" in view.note_text()
+    assert any("At ρ = 0" in note for note in notes(view))
     view.show_results(results.replace(config=CONFIG.replace(rho=0.6), correlation=data_rho))
     np.testing.assert_allclose(view.points(ScalingRule.LINEAR).yData, data_rho["rms_linear"])
-    assert "0.6" in view.note_text()
+    assert any("→ |ρ| = 0.6" in note for note in notes(view))
     _header, rows = view.data_table()
     assert len(rows) == 2 * len(CORR_D_K) and rows[0][0] == 0.6

@@ -82,9 +82,10 @@ def legend_texts(view: ExplorerView) -> list[str]:
 
 
 def reference_lines(plot: pg.PlotItem, angle: float = 0) -> list[float]:
-    """The positions of the plot's straight reference lines (horizontal unless ``angle``)."""
-    return [line.value() for line in plot.items
-            if isinstance(line, pg.InfiniteLine) and line.angle == angle]
+    """The positions of the plot's visible straight reference lines (horizontal unless
+    ``angle``)."""
+    return [line.value() for line in plot.items if isinstance(line, pg.InfiniteLine)
+            and line.angle == angle and line.isVisible()]
 
 
 def point_at_cell(view: ExplorerView, panel: int, i: int, j: int) -> None:

@@ -155,7 +155,3 @@ class CorrelationView(ExplorerView):
     def theory_line(self, rule: ScalingRule) -> pg.PlotDataItem:
         """Return the closed-form line of ``rule``."""
         return self._lines[ScalingRule(rule)]
-
-    def note_text(self) -> str:
-        """Return the explanatory text under the plot."""
-        return self._note.text

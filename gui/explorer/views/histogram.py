@@ -185,11 +185,6 @@ class HistogramView(ExplorerView):
         """Return the dashed Gaussian curve of each panel (for tests)."""
         return [panel.density for panel in self._panels]
 
-    def cap_markers(self) -> list[list[float]]:
-        """The ±cap lines drawn in each panel (empty where the rule does not cap)."""
-        return [[line.value() for line in panel.cap_lines if line.isVisible()]
-                for panel in self._panels]
-
     def panel_rules(self) -> list[ScalingRule | None]:
         """Return the rule shown in each panel."""
         return [panel.rule for panel in self._panels]

@@ -197,10 +197,6 @@ class TemperatureView(ExplorerView):
         return header, rows
 
     # -- accessors for tests and the self-test -------------------------------------------------
-    def readout_text(self) -> str:
-        """Return the printed maximum-difference line."""
-        return self._readout.text
-
     def curves(self) -> tuple[pg.PlotDataItem, pg.PlotDataItem]:
         """Return the (softmax(z/T), softmax(z/√d_k)) curves."""
         return self._t_curve, self._sqrt_curve
