@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -127,26 +126,20 @@ def test_sweep_into_a_closed_pipe_ends_quietly() -> None:
     assert "Traceback" not in err and "BrokenPipeError" not in err
 
 
-def _hostile_sessions(tmp_path: Path) -> list[Path]:
-    deep = tmp_path / "deep.json"
-    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
-    digits = tmp_path / "digits.json"
-    digits.write_text('{"app": "attention-scale-explorer", "version": 1, "attention": {"d_k": '
-                      + "7" * 5000 + "}}", encoding="utf-8")
-    return [deep, digits]
-
-
-@pytest.mark.parametrize("command", [[], ["export", "--out", "OUT"]], ids=["window", "export"])
-def test_hostile_session_is_one_line_error(tmp_path: Path, command: list[str]) -> None:
-    for session in _hostile_sessions(tmp_path):
-        args = [str(tmp_path / "out") if word == "OUT" else word for word in command]
-        result = run_main(*args, "--session", str(session))
-        assert result.returncode == 2, result.stderr
-        assert "Traceback" not in result.stderr
-        lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("error: --session:"), result.stderr
-        assert session.name in lines[0]
-    assert not (tmp_path / "out").exists()
+@pytest.mark.parametrize("content", [
+    "[" * 100_000 + "]" * 100_000,
+    '{"app": "attention-scale-explorer", "version": 1, "attention": {"d_k": ' + "7" * 5000 + "}}",
+], ids=["deep-nesting", "5000-digits"])
+def test_a_hostile_session_is_a_one_line_error_before_any_window(tmp_path: Path,
+                                                                 content: str) -> None:
+    # export refuses the same sessions in-process (tests/gui/test_headless.py).
+    session = tmp_path / "hostile.json"
+    session.write_text(content, encoding="utf-8")
+    result = run_main("--session", str(session))
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --session: hostile.json"), result.stderr
 
 
 def test_self_test_refuses_a_bad_folder_before_opening_anything(tmp_path: Path) -> None:
@@ -154,13 +147,11 @@ def test_self_test_refuses_a_bad_folder_before_opening_anything(tmp_path: Path) 
     a_file.write_text("x", encoding="utf-8")
     for folder, reason in ((a_file, "is a file, not a folder"),
                            (a_file / "sub", "cannot create files in")):
-        t0 = time.perf_counter()
         result = run_main("--self-test", str(folder))
-        # The self-test itself takes tens of seconds; the refusal comes before any window.
-        assert time.perf_counter() - t0 < 20
         assert result.returncode == 2, result.stdout + result.stderr
         assert reason in result.stderr and "Traceback" not in result.stderr
-        assert "SELF-TEST" not in result.stdout
+        assert "SELF-TEST" not in result.stdout  # refused before any window opened
+        assert a_file.read_text(encoding="utf-8") == "x"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses Linux's sysfs as root")

@@ -75,14 +75,6 @@ def test_export_command_refuses_a_corrupt_session(qapp, tmp_path, capsys, conten
     assert not (tmp_path / "o").exists()
 
 
-def test_self_test_refuses_a_file_as_folder(qapp, tmp_path, capsys):
-    a_file = tmp_path / "taken"
-    a_file.write_text("x", encoding="utf-8")
-    assert main(["--self-test", str(a_file)]) == 2
-    assert "is a file, not a folder" in capsys.readouterr().err
-    assert a_file.read_text(encoding="utf-8") == "x"
-
-
 def test_self_test_passes_and_reports(qapp, tmp_path, capsys, isolated_settings):
     code = main(["--self-test", str(tmp_path / "st")])
     out = capsys.readouterr().out
