@@ -17,8 +17,8 @@ class CellLegend(pg.LegendItem):
     """A legend that stays where its layout cell puts it.
 
     pyqtgraph's ``updateSize`` (run by every ``addItem``, ``removeItem`` and ``clear``) sets
-    the geometry to (0, 0, w, h): a relabelled legend jumped to its parent's corner, half its
-    frame outside the picture, until the next resize. Here the layout places it again.
+    the geometry to (0, 0, w, h), which puts a relabelled legend in its parent's corner, half
+    its frame outside the picture, until the next resize. Here the layout places it again.
     """
 
     def updateSize(self) -> None:  # pyqtgraph override
@@ -28,8 +28,8 @@ class CellLegend(pg.LegendItem):
 class WrappingLabel(pg.LabelItem):
     """A :class:`pyqtgraph.LabelItem` whose text wraps to its cell instead of widening it.
 
-    A plain LabelItem is at least its text's one-line width wide, so a long note made the
-    layout wider than the window and cut off the right-hand plot.
+    A plain LabelItem is at least its text's one-line width wide, so a long note would make
+    the layout wider than the window and cut off the right-hand plot.
     """
 
     MIN_WIDTH = 160.0
