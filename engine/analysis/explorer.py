@@ -219,14 +219,6 @@ class ExplorerPlan:
     snapshot: AttentionSnapshot | None = dataclasses.field(default=None, compare=False)
     head: HeadRef | None = None
 
-    def computed_parts(self) -> frozenset[Part]:
-        """The parts this plan computes (not re-uses)."""
-        return frozenset(step.part for step in self.steps if not isinstance(step, Reuse))
-
-    def reused_parts(self) -> frozenset[Part]:
-        """The parts this plan re-uses."""
-        return frozenset(step.part for step in self.steps if isinstance(step, Reuse))
-
     def sweep(self) -> SweepConfig | None:
         """The sweep this plan streams, or ``None``."""
         for step in self.steps:

@@ -10,7 +10,6 @@ its ranges.
 from __future__ import annotations
 
 import dataclasses
-import math
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -306,13 +305,6 @@ class AttentionConfig(JsonConfig):
                 f"query_row must be in [0, {self.n_tokens - 1}] (n_tokens - 1), "
                 f"got {self.query_row}"
             )
-
-    @property
-    def component_std(self) -> float:
-        """Standard deviation of one component of q (and of k) at init."""
-        if self.use_projection:
-            return math.sqrt(self.d_model) * self.projection_std
-        return self.init_std
 
     def replace(self, **changes: Any) -> AttentionConfig:
         """Return a validated copy with ``changes`` applied."""

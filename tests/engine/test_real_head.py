@@ -12,6 +12,7 @@ from engine.analysis.explorer import (
     ALL_RULES,
     Computed,
     Part,
+    Reuse,
     iter_plan,
     plan_full,
     plan_temperature,
@@ -301,8 +302,9 @@ def test_full_plan_recomputes_the_snapshot_when_the_source_changes(tmp_path):
     real = plan_full(config, 2.0, computed, sweep_values=(1, 4), sweep_samples_cap=20,
                      head=ref)
     # The theory parts (same config) are re-used; the snapshot and comparison are the head's.
-    assert real.computed_parts() == {Part.SNAPSHOT, Part.TEMPERATURE}
-    assert real.reused_parts() == {Part.CORRELATION, Part.SWEEP_POINT}
+    assert {(step.part, isinstance(step, Reuse)) for step in real.steps} == {
+        (Part.SNAPSHOT, False), (Part.TEMPERATURE, False), (Part.CORRELATION, True),
+        (Part.SWEEP_POINT, True)}
     snap = next(iter_plan(real)).value
     assert snapshot_head(snap) == ref and snapshot_head(values[Part.SNAPSHOT]) is None
 
