@@ -1,4 +1,4 @@
-"""Helpers of the training curves: NaN-masked series and y ranges that move in coarse steps."""
+"""The y ranges of the training curves: they move in coarse steps, not with every push."""
 
 from __future__ import annotations
 
@@ -10,36 +10,10 @@ import pyqtgraph as pg
 
 from gui.train.results import TrainResults
 
-__all__ = ["MANAGED_Y", "SteppedYRanges", "divergence_y", "finite_array", "positive_array"]
+__all__ = ["MANAGED_Y", "SteppedYRanges"]
 
 #: Plots whose y range the view sets itself, in steps (see :class:`SteppedYRanges`).
 MANAGED_Y = ("loss", "grad_norm", "entropy")
-
-
-def positive_array(values: object) -> np.ndarray:
-    """Float array with non-finite and non-positive entries as NaN (log axes show a gap)."""
-    a = np.array(values, dtype=np.float64)
-    a[~(np.isfinite(a) & (a > 0))] = np.nan
-    return a
-
-
-def finite_array(values: object) -> np.ndarray:
-    """Float array with non-finite entries as NaN."""
-    a = np.array(values, dtype=np.float64)
-    a[~np.isfinite(a)] = np.nan
-    return a
-
-
-def divergence_y(st: object) -> float:
-    """Loss value at which to draw a rule's divergence marker (the last finite loss)."""
-    history = np.asarray(st.loss_history, dtype=np.float64)  # type: ignore[attr-defined]
-    k = int(st.diverged_at)  # type: ignore[attr-defined]
-    good = history[: max(k, 0)]
-    good = good[np.isfinite(good) & (good > 0)]
-    if good.size:
-        return float(good[-1])
-    initial = float(st.initial_eval_loss)  # type: ignore[attr-defined]
-    return initial if math.isfinite(initial) and initial > 0 else 1.0
 
 
 def _nice_range(lo: float, hi: float, step: float) -> tuple[float, float]:
@@ -88,15 +62,13 @@ class SteppedYRanges:
             self._fitted[name] = None
 
     def fit(self, snap: object, results: TrainResults,
-            training_losses: Sequence[np.ndarray] | None = None) -> None:
+            training_losses: Sequence[np.ndarray]) -> None:
         """Set the managed y ranges when the data left them (not after a manual zoom).
 
-        ``training_losses`` are the training-loss curves as drawn (trailing means, one per
-        rule), so that the range fits what is on screen; by default the per-step losses.
+        ``training_losses`` are the training-loss curves as drawn (per step or trailing
+        means, one per rule), so that the range fits what is on screen.
         """
         rules = snap.rules.values()  # type: ignore[attr-defined]
-        if training_losses is None:
-            training_losses = [st.loss_history for st in rules]
         series = {
             "loss": [*training_losses, *(st.eval_loss_history for st in rules)],
             "grad_norm": list(results.grad_norms.values()),

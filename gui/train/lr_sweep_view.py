@@ -16,13 +16,20 @@ from gui.kit.i18n import translate
 from gui.train.results import TrainResults
 from gui.train.view import TrainView
 
-__all__ = ["LrSweepView"]
-
-_CTX = "LrSweepView"
+__all__ = ["LrSweepView", "SweepItems"]
 
 
-class _RuleItems:
-    """The plot items of one rule (built once, updated with setData)."""
+class SweepItems:
+    """The plot items of one rule (built once, updated with setData).
+
+    Attributes
+    ----------
+    runs
+        A marker per finished run (learning rate, seed).
+    mean, band, diverged, stable
+        The summary: the mean over seeds, the band of their min…max, crosses where a seed
+        diverged, and the ring on the largest stable learning rate.
+    """
 
     def __init__(self, plot: pg.PlotItem, rule: ScalingRule) -> None:
         self.runs = pg.PlotDataItem(
@@ -78,7 +85,13 @@ class _RuleItems:
         self.stable.setZValue(15)
 
     def clear(self) -> None:
-        for item in (self.runs, self.mean, self.low, self.high, self.diverged, self.stable):
+        """Remove the runs and the summary."""
+        self.runs.setData([], [])
+        self.clear_summary()
+
+    def clear_summary(self) -> None:
+        """Remove what the finished sweep's result draws."""
+        for item in (self.mean, self.low, self.high, self.diverged, self.stable):
             item.setData([], [])
         self.stable_line.setVisible(False)
 
@@ -97,8 +110,6 @@ class LrSweepView(TrainView):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._widget = style.make_layout_widget()
-        self._layout.addWidget(self._widget)
         self._legend = style.make_legend(col_count=5)
         self._widget.addItem(self._legend, row=0, col=0)
         self._plot = self._widget.addPlot(row=1, col=0, axisItems=style.log_axis_items())
@@ -112,9 +123,8 @@ class LrSweepView(TrainView):
         )
         self._threshold.setVisible(False)
         self._plot.addItem(self._threshold, ignoreBounds=True)
-        self._note = style.make_label()
         self._widget.addItem(self._note, row=2, col=0)
-        self._items: dict[ScalingRule, _RuleItems] = {}
+        self._items: dict[ScalingRule, SweepItems] = {}
         self._legend_rules: list[ScalingRule] | None = None
         self._sweep: object = None
         self._stable_sample = pg.PlotDataItem(
@@ -151,9 +161,6 @@ class LrSweepView(TrainView):
         self._threshold.label.setText(text)
         self._legend_rules = None  # the next show_results relabels the legend
 
-    def export_item(self) -> pg.GraphicsLayoutWidget:
-        return self._widget
-
     def show_results(self, results: TrainResults) -> None:
         """Show the sweep's finished runs, then its summary once the result arrives."""
         sweep = results.sweep
@@ -175,9 +182,7 @@ class LrSweepView(TrainView):
             items.runs.setData([r.lr for r in runs], [r.final_loss for r in runs])
             rows = [] if result is None else [r for r in result.rows if r.rule is rule]
             if not rows:
-                for item in (items.mean, items.low, items.high, items.diverged, items.stable):
-                    item.setData([], [])
-                items.stable_line.setVisible(False)
+                items.clear_summary()
                 continue
             lrs = [r.lr for r in rows]
             items.mean.setData(lrs, [r.final_loss_mean for r in rows])
@@ -233,17 +238,9 @@ class LrSweepView(TrainView):
         """The plot."""
         return self._plot
 
-    def mean_curve(self, rule: ScalingRule | str) -> pg.PlotDataItem:
-        """The mean-over-seeds curve of ``rule``."""
-        return self._items[ScalingRule(rule)].mean
-
-    def run_points(self, rule: ScalingRule | str) -> pg.PlotDataItem:
-        """The per-run markers of ``rule``."""
-        return self._items[ScalingRule(rule)].runs
-
-    def stable_marker(self, rule: ScalingRule | str) -> pg.PlotDataItem:
-        """The ring marking ``rule``'s largest stable learning rate."""
-        return self._items[ScalingRule(rule)].stable
+    def sweep_items(self, rule: ScalingRule | str) -> SweepItems:
+        """The runs and summary drawn for ``rule``."""
+        return self._items[ScalingRule(rule)]
 
     def threshold_label(self) -> str:
         """The text shown on the dashed stable-threshold line ("" while the line is hidden)."""
@@ -295,7 +292,7 @@ class LrSweepView(TrainView):
     def _ensure_items(self, rules: list[ScalingRule]) -> None:
         for rule in rules:
             if rule not in self._items:
-                self._items[rule] = _RuleItems(self._plot, rule)
+                self._items[rule] = SweepItems(self._plot, rule)
         ordered = style.ordered_rules(rules)
         if ordered != self._legend_rules:
             self._legend.clear()

@@ -15,9 +15,7 @@ from gui.kit.i18n import translate
 from gui.train.results import TrainResults
 from gui.train.view import TrainView
 
-__all__ = ["ProbeView", "probe_targets"]
-
-_CTX = "ProbeView"
+__all__ = ["ProbePanel", "ProbeView", "probe_targets"]
 
 
 def probe_targets(snap: object) -> list[tuple[int, int]]:
@@ -97,8 +95,18 @@ class CellAxis(PlotAxis):
         return [labels[int(v)] if 0 <= int(v) < len(labels) else "" for v in values]
 
 
-class _Panel:
-    """One rule's plot: the heatmap (several query rows) or the bar chart (one row)."""
+class ProbePanel:
+    """One rule's plot: the heatmap (several query rows) or the bar chart (one row).
+
+    Attributes
+    ----------
+    plot
+        The rule's plot.
+    image, targets
+        The map of several query rows, and the magenta squares on the answering keys.
+    bars, target_bars
+        The bar chart of a single query row, and the magenta outlines of the answering key.
+    """
 
     def __init__(self, plot: pg.PlotItem, colormap: pg.ColorMap) -> None:
         self.plot = plot
@@ -141,8 +149,6 @@ class ProbeView(TrainView):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._widget = style.make_layout_widget()
-        self._layout.addWidget(self._widget)
         self._colormap = pg.colormap.get(style.HEATMAP_COLORMAP)
         self._colorbar = pg.ColorBarItem(
             values=(0.0, 1.0),
@@ -153,8 +159,7 @@ class ProbeView(TrainView):
         )
         style.style_plot(self._colorbar, grid=False)
         self._colorbar.getAxis("left").setLabel(style.axis_label_html("p"))
-        self._note = style.make_label()
-        self._panels: dict[ScalingRule, _Panel] = {}
+        self._panels: dict[ScalingRule, ProbePanel] = {}
         self._rules: tuple[ScalingRule, ...] = ()
         self._snapshot: object = None
         self._empty_plot: pg.PlotItem | None = None  # the axes shown before the first run
@@ -172,9 +177,6 @@ class ProbeView(TrainView):
         class drops the cache of what was shown)."""
         super().retranslate_ui()
         self._label_panels()
-
-    def export_item(self) -> pg.GraphicsLayoutWidget:
-        return self._widget
 
     def show_results(self, results: TrainResults) -> None:
         """Show the probe maps of the latest snapshot."""
@@ -291,21 +293,9 @@ class ProbeView(TrainView):
         self._forget()
         self.show_results(TrainResults())
 
-    def image(self, rule: ScalingRule | str) -> pg.ImageItem:
-        """The image item of ``rule`` (shown when there are several query rows)."""
-        return self._panels[ScalingRule(rule)].image
-
-    def bars(self, rule: ScalingRule | str) -> pg.BarGraphItem:
-        """The bar chart of ``rule`` (shown when each head has a single query row)."""
-        return self._panels[ScalingRule(rule)].bars
-
-    def target_bars(self, rule: ScalingRule | str) -> pg.BarGraphItem:
-        """The magenta outlines of the answering key in the bar chart of ``rule``."""
-        return self._panels[ScalingRule(rule)].target_bars
-
-    def plot(self, rule: ScalingRule | str) -> pg.PlotItem:
-        """The plot of ``rule``."""
-        return self._panels[ScalingRule(rule)].plot
+    def panel(self, rule: ScalingRule | str) -> ProbePanel:
+        """The plot and items of ``rule``."""
+        return self._panels[ScalingRule(rule)]
 
     def _set_extent(self, snap: object) -> bool:
         """Label rows and keys, fit the axes to the map; return True for the bar chart."""
@@ -340,7 +330,7 @@ class ProbeView(TrainView):
             )
             style.style_plot(plot, grid=False)
             plot.invertY(True)  # matrix convention: first target row at the top
-            self._panels[rule] = _Panel(plot, self._colormap)
+            self._panels[rule] = ProbePanel(plot, self._colormap)
         if rules:
             self._colorbar.setImageItem([p.image for p in self._panels.values()])
             self._widget.addItem(self._colorbar, row=0, col=len(rules))

@@ -25,6 +25,7 @@ from gui.kit.qt_lifetime import wait_until
 from gui.kit.settings import Settings, open_settings
 from gui.kit.wrapping_tabs import WrappingTabWidget, tab_page
 from gui.train.controller import DEFAULT_PUSH_INTERVAL_MS, TrainController
+from gui.train.curve_grid import TWO_COLUMNS_FROM
 from gui.train.curves import TrainCurvesView
 from gui.train.lr_sweep_view import LrSweepView
 from gui.train.panel import TrainPanel
@@ -33,8 +34,6 @@ from gui.train.state import TrainState
 from gui.train.view import TrainView
 
 __all__ = ["DEMO_CONFIG", "TENSORS_FILE_NAME", "TrainTab"]
-
-_CTX = "TrainTab"
 
 #: The file name the Inspect button offers (in the last export folder).
 TENSORS_FILE_NAME = "trained_heads.npz"
@@ -200,7 +199,7 @@ class TrainTab(QWidget):
         if self._user_split:
             return
         total = self.splitter.width() - self.splitter.handleWidth()
-        views_wanted = self.curves.TWO_COLUMNS_FROM + 40  # the tab rows' margins, a scroll bar
+        views_wanted = TWO_COLUMNS_FROM + 40  # the tab rows' margins, a scroll bar
         panel = min(self._panel_width, max(total - views_wanted, self._panel_scroll.minimumWidth()))
         self.splitter.setSizes([panel, max(total - panel, 0)])
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pyqtgraph as pg
+from PySide6.QtWidgets import QWidget
+
+from gui.kit import style
 from gui.kit.plot_view import PlotView
 from gui.train.results import TrainResults
 
@@ -12,8 +16,22 @@ class TrainView(PlotView):
     """A training view: receives :class:`TrainResults` from the training controller.
 
     The controller pushes the latest results at most every ``push_interval_ms`` to the visible
-    views and calls :meth:`clear` on Reset.
+    views and calls :meth:`clear` on Reset. Every training view draws into one graphics layout
+    (what export renders) and says in a note under its plots what they show.
     """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._widget = style.make_layout_widget()
+        self._layout.addWidget(self._widget, 1)
+        self._note = style.make_label()
+
+    def export_item(self) -> pg.GraphicsLayoutWidget:
+        return self._widget
+
+    def note_text(self) -> str:
+        """The note under the plots, as shown."""
+        return self._note.text
 
     def show_results(self, results: TrainResults) -> None:
         """Show ``results`` (cheap; skips work when the shown part did not change)."""

@@ -110,7 +110,7 @@ def test_every_page_fits_1024x768(make_window, qtbot, english_after, language, d
     # Legends and notes of the Train curves are longest after a run.
     assert window.train_tab.start_training()
     assert window.train_tab.wait_until_idle(60_000)
-    window.train_tab.curves.set_loss_smoothing(50)
+    window.train_tab.curves.loss_display.set_smoothing(50)
     qtbot.wait(30)
     _check_every_page(window, qtbot, f"{language}, {dock}")
     # The nine explorer views stand in two rows of tabs, none behind a scroll arrow.

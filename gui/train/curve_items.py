@@ -1,0 +1,147 @@
+"""The training curves of one rule, and the NaN-masked series they draw."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+
+from engine.config import ScalingRule
+from gui.kit import style
+from gui.kit.i18n import translate
+
+__all__ = ["RuleCurves", "finite_array", "positive_array"]
+
+
+def positive_array(values: object) -> np.ndarray:
+    """Float array with non-finite and non-positive entries as NaN (log axes show a gap)."""
+    a = np.array(values, dtype=np.float64)
+    a[~(np.isfinite(a) & (a > 0))] = np.nan
+    return a
+
+
+def finite_array(values: object) -> np.ndarray:
+    """Float array with non-finite entries as NaN."""
+    a = np.array(values, dtype=np.float64)
+    a[~np.isfinite(a)] = np.nan
+    return a
+
+
+def divergence_y(st: object) -> float:
+    """Loss value at which to draw a rule's divergence marker (the last finite loss)."""
+    history = np.asarray(st.loss_history, dtype=np.float64)  # type: ignore[attr-defined]
+    k = int(st.diverged_at)  # type: ignore[attr-defined]
+    good = history[: max(k, 0)]
+    good = good[np.isfinite(good) & (good > 0)]
+    if good.size:
+        return float(good[-1])
+    initial = float(st.initial_eval_loss)  # type: ignore[attr-defined]
+    return initial if math.isfinite(initial) and initial > 0 else 1.0
+
+
+class RuleCurves:
+    """The curves of one rule on the four panels, and the cross and label of its divergence.
+
+    Attributes
+    ----------
+    curves
+        Series (``train_loss``, ``eval_loss``, ``accuracy``, ``grad_norm``, ``entropy``) ->
+        its curve.
+    marker, label
+        The cross on the loss plot where the rule diverged, and its "diverged at step k".
+    """
+
+    def __init__(self, plots: Mapping[str, pg.PlotItem], rule: ScalingRule) -> None:
+        pen = style.rule_pen(rule, width=1.5)
+        symbol = {
+            "symbol": style.rule_symbol(rule),
+            "symbolSize": 6,
+            "symbolPen": style.rule_pen(rule, width=1),
+            "symbolBrush": style.rule_brush(rule, 200),
+        }
+        # One point per step: aliased 1 px pens (an antialiased wider pen goes through Qt's
+        # general stroker, several ms per repaint and curve: style.DENSE_CURVE).
+        thin = {"pen": style.rule_pen(rule, width=1), **style.DENSE_CURVE}
+        specs = {
+            "train_loss": ("loss", thin),
+            "eval_loss": ("loss", {
+                "pen": style.rule_pen(rule, width=1.5, style=Qt.PenStyle.DashLine), **symbol}),
+            "accuracy": ("accuracy", {"pen": pen}),
+            "grad_norm": ("grad_norm", thin),
+            "entropy": ("entropy", {"pen": pen}),
+        }
+        self.rule = rule
+        self.curves: dict[str, pg.PlotDataItem] = {}
+        for series, (plot, options) in specs.items():
+            self.curves[series] = pg.PlotDataItem(connect="finite", **options)
+            plots[plot].addItem(self.curves[series])
+        self.marker = pg.PlotDataItem(pen=None, symbol="x", symbolSize=18,
+                                      symbolPen=style.rule_pen(rule, width=3),
+                                      symbolBrush=style.rule_brush(rule))
+        self.marker.setZValue(20)
+        plots["loss"].addItem(self.marker)
+        self.label = style.make_text_item(anchor=(0.0, 1.0))
+        self.label.setColor(style.rule_color(rule))
+        self.label.setZValue(21)
+        self.label.setVisible(False)
+        plots["loss"].addItem(self.label, ignoreBounds=True)
+
+    def clear(self) -> None:
+        """Empty every curve and hide the divergence."""
+        for curve in self.curves.values():
+            curve.setData([], [])
+        self._hide_divergence()
+
+    def show(self, st: object, training_loss: np.ndarray, grad_steps: np.ndarray,
+             grads: np.ndarray | None, marked: bool) -> None:
+        """Draw the rule's state ``st`` (a ``RuleState``) with ``training_loss`` as shown.
+
+        ``grads`` are its gradient norms at ``grad_steps``; ``marked`` puts symbols on the
+        held-out loss.
+        """
+        eval_steps = np.asarray(st.eval_steps, dtype=np.float64)  # type: ignore[attr-defined]
+        curves = self.curves
+        curves["train_loss"].setData(np.arange(1, training_loss.size + 1), training_loss)
+        curves["eval_loss"].setData(
+            eval_steps, positive_array(st.eval_loss_history))  # type: ignore[attr-defined]
+        curves["accuracy"].setData(
+            eval_steps, finite_array(st.eval_accuracy_history))  # type: ignore[attr-defined]
+        entropy = np.asarray(st.entropy_history, dtype=np.float64)  # type: ignore[attr-defined]
+        mean_h = entropy.mean(axis=1) if entropy.size else np.zeros(0)
+        curves["entropy"].setData(eval_steps[: mean_h.size], finite_array(mean_h))
+        eval_loss = curves["eval_loss"]
+        if (eval_loss.opts["symbol"] is not None) != marked:
+            eval_loss.setSymbol(style.rule_symbol(self.rule) if marked else None)
+        if grads is not None and len(grads) == len(grad_steps):
+            curves["grad_norm"].setData(grad_steps, positive_array(grads))
+        else:
+            curves["grad_norm"].setData([], [])
+
+    def show_divergence(self, st: object, index: int, y_coordinate: Callable[[float], float]
+                        ) -> None:
+        """Mark where the rule diverged (hide the mark if it did not); ``index`` stacks the
+        labels of rules that diverge at nearly the same place, ``y_coordinate`` places a loss
+        on the plot's y axis."""
+        if st.diverged_at is None:  # type: ignore[attr-defined]
+            if self.label.isVisible():
+                self._hide_divergence()
+            return
+        k = int(st.diverged_at)  # type: ignore[attr-defined]
+        y = divergence_y(st)
+        self.marker.setData([max(k, 0)], [y])
+        self.label.setText(translate("TrainCurvesView", "diverged at step {0}").format(k))
+        # On a log-y plot, items other than PlotDataItems are placed in log10 coordinates.
+        self.label.setPos(max(k, 0), y_coordinate(y))
+        self.label.setAnchor((0.0, 1.0 + 1.15 * index))
+        self.label.setVisible(True)
+
+    def divergence_text(self) -> str:
+        """The visible divergence label ("" when none is shown)."""
+        return self.label.toPlainText() if self.label.isVisible() else ""
+
+    def _hide_divergence(self) -> None:
+        self.marker.setData([], [])
+        self.label.setVisible(False)
