@@ -15,7 +15,7 @@ from engine.core.tiled import Scratch, Tile, TiledProblem, each_tile
 __all__ = ["backward", "forward"]
 
 # Tiles of at most this many entries are normalised before the product, which cannot
-# overflow: a copy of E that small costs less than the floating-point error state (1.5 µs).
+# overflow: a copy of E that small costs less than setting the floating-point error state.
 _NORMALISE_FIRST = 4096
 
 

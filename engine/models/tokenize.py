@@ -143,8 +143,8 @@ class _HelperDied(Exception):
 class TokenizerProcess:
     """Tokenize in a helper process that keeps the tokenizers it built.
 
-    Start-up costs about 0.4 s once (a fresh interpreter importing ``tokenizers``); after
-    that, a text of a model already seen takes a pipe round trip. The process is a daemon,
+    Start-up costs a fresh interpreter importing ``tokenizers``, once; after that, a text of
+    a model already seen takes a pipe round trip. The process is a daemon,
     so it ends with the program even when :meth:`close` was not called.
     """
 

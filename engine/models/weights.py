@@ -4,9 +4,9 @@ Both stores hand out one tensor at a time as float32 in the orientation of a Hug
 ``nn.Linear`` weight (out_features, in_features), so a forward pass holds one layer's weights in
 float32 at a time while the rest stays mapped on disk. The headers are parsed here rather than
 by ``safetensors``/``gguf``: the checks (every tensor inside its file, a declared size that
-matches its shape) come first, and ``gguf.GGUFReader`` spends ~4 s turning a 49k-token
-vocabulary into per-string arrays where a plain loop takes 0.1 s. The ``gguf`` package does
-the dequantizing.
+matches its shape) come first, and ``gguf.GGUFReader`` turns a large vocabulary into
+per-string arrays many times slower than a plain loop. The ``gguf`` package does the
+dequantizing.
 """
 
 from __future__ import annotations
