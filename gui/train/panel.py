@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 
 from PySide6.QtCore import QEvent, QSignalBlocker, Signal, Slot
@@ -15,7 +14,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QLabel,
     QLineEdit,
-    QProgressBar,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -29,6 +27,7 @@ from gui.kit import style
 from gui.kit.forms import FieldForm
 from gui.kit.i18n import translate
 from gui.kit.wrapping_tabs import FlowLayout
+from gui.train.progress import RunProgress
 from gui.train.state import TrainState
 
 __all__ = ["TRAIN_RULES", "TrainPanel", "parse_lrs"]
@@ -59,14 +58,6 @@ def parse_lrs(text: str) -> tuple[float, ...]:
                 translate("TrainPanel", "learning rates: {0!r} is not a number").format(part)
             ) from None
     return check_lrs(values)
-
-
-def _spin(low: int, high: int, value: int) -> QSpinBox:
-    box = QSpinBox()
-    box.setRange(low, high)
-    box.setValue(value)
-    box.setKeyboardTracking(False)
-    return box
 
 
 class TrainPanel(QWidget):
@@ -101,7 +92,10 @@ class TrainPanel(QWidget):
             box.setChecked(rule in config.rules)
             self.rule_boxes[rule] = box
             rules_flow.addWidget(box)
-        self.seeds = _spin(1, 20, 3)
+        self.seeds = QSpinBox()
+        self.seeds.setRange(1, 20)
+        self.seeds.setValue(3)
+        self.seeds.setKeyboardTracking(False)
         self.lrs = QLineEdit("0.001, 0.003, 0.01, 0.03")
 
         self.start_button = QPushButton()
@@ -120,12 +114,7 @@ class TrainPanel(QWidget):
         self.inspect_button.setObjectName("inspectTrainedButton")
         self.inspect_button.setShortcut(QKeySequence("Ctrl+Shift+I"))
         self._trained = False  # the current run has trained parameters to inspect
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setValue(0)
-        self.progress.setTextVisible(True)
-        self._progress_eta = math.nan  # last ETA shown, to re-word the bar in a new language
-        self._ran = False  # a job ran since the last Reset ("stopped" rather than "idle")
+        self.progress = RunProgress()
         self.error_label = QLabel()
         self.error_label.setWordWrap(True)
         self.error_label.setStyleSheet("QLabel { color: #b00020; }")
@@ -261,12 +250,6 @@ class TrainPanel(QWidget):
             button.setText(text)  # QAbstractButton.setText replaces the shortcut by a mnemonic
             button.setShortcut(shortcut)
             button.setToolTip(tip)
-        self.progress.setToolTip(
-            translate(
-                "TrainPanel",
-                "Progress of the run or sweep, with the estimated time left (pauses excluded).",
-            )
-        )
         self._model_box.setTitle(translate("TrainPanel", "Task and model"))
         self._training_box.setTitle(translate("TrainPanel", "Training"))
         self._sweep_box.setTitle(translate("TrainPanel", "Learning-rate sweep"))
@@ -276,7 +259,7 @@ class TrainPanel(QWidget):
         }
         for name, text in row_texts.items():
             self._row_labels[name].setText(text)
-        self.show_progress_text()
+        self.progress.retranslate_ui()
         self._validate()  # the validation message is worded in the current language
 
     def changeEvent(self, event: QEvent) -> None:  # Qt override
@@ -327,8 +310,6 @@ class TrainPanel(QWidget):
     def set_state(self, state: TrainState) -> None:
         """Enable the buttons that make sense in controller state ``state``."""
         self._state = state
-        if state == TrainState.RUNNING:
-            self._ran = True
         idle = state == TrainState.IDLE
         self.start_button.setEnabled(idle)
         self.sweep_button.setEnabled(idle)
@@ -337,44 +318,12 @@ class TrainPanel(QWidget):
         self.stop_button.setEnabled(state in (TrainState.RUNNING, TrainState.PAUSED))
         self.reset_button.setEnabled(state not in (TrainState.STOPPING, TrainState.EXPORTING))
         self.inspect_button.setEnabled(idle and self._trained)
-        self.show_progress_text()
+        self.progress.set_state(state)
 
     def set_trained(self, trained: bool) -> None:
         """Say whether the current run has trained parameters (enables Inspect when idle)."""
         self._trained = bool(trained)
         self.inspect_button.setEnabled(self._state == TrainState.IDLE and self._trained)
-
-    @Slot(float, float)
-    def set_progress(self, fraction: float, eta_s: float) -> None:
-        """Show progress ``fraction`` and the estimated seconds left."""
-        self.progress.setValue(round(1000 * min(max(fraction, 0.0), 1.0)))
-        self._progress_eta = eta_s
-        self.show_progress_text()
-
-    def reset_progress(self) -> None:
-        """Empty the progress bar and show it as idle (Reset)."""
-        self._ran = False
-        self.set_progress(0.0, math.nan)
-
-    def show_progress_text(self) -> None:
-        """Word the progress bar for the state, progress and ETA (in the current language)."""
-        state, done = self._state, self.progress.value() >= self.progress.maximum()
-        if state == TrainState.PAUSED:
-            text = translate("TrainPanel", "%p% — paused")
-        elif state == TrainState.STOPPING:
-            text = translate("TrainPanel", "%p% — stopping")
-        elif state == TrainState.EXPORTING:
-            text = translate("TrainPanel", "%p% — writing q and k")
-        elif done:
-            text = translate("TrainPanel", "%p% — done")
-        elif state == TrainState.IDLE:
-            text = translate("TrainPanel", "%p% — stopped") if self._ran else translate(
-                "TrainPanel", "idle")
-        elif math.isfinite(self._progress_eta):
-            text = translate("TrainPanel", "%p% — {0} left").format(_duration(self._progress_eta))
-        else:
-            text = "%p%"
-        self.progress.setFormat(text)
 
     # --------------------------------------------------------------------------------- slots
     @Slot()
@@ -382,7 +331,7 @@ class TrainPanel(QWidget):
         self._validate()
         self.inputChanged.emit()
 
-    def _validate(self) -> str:
+    def _validate(self) -> None:
         self._form.update_states()  # e.g. the copy offset only for the copy-back task
         message = ""
         try:
@@ -391,11 +340,4 @@ class TrainPanel(QWidget):
         except ValueError as exc:
             message = str(exc)
         self.show_error(message)
-        return message
 
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return translate("TrainPanel", "{0} s").format(seconds)
-    return translate("TrainPanel", "{0} min {1:02d} s").format(seconds // 60, seconds % 60)

@@ -124,7 +124,7 @@ class TrainTab(QWidget):
         p.inspect_button.clicked.connect(self.ask_inspect_trained)
         self.controller.tensorsWritten.connect(self._on_tensors_written)
         self.controller.stateChanged.connect(self._on_state_changed)
-        self.controller.progressChanged.connect(p.set_progress)
+        self.controller.progressChanged.connect(p.progress.set_progress)
         self.controller.errorOccurred.connect(p.show_error)
         self.controller.errorOccurred.connect(self._on_error)
         self.controller.resultsShown.connect(self._on_results_shown)
@@ -223,15 +223,8 @@ class TrainTab(QWidget):
     @Slot()
     def start_training(self) -> bool:
         """Start training the panel's configuration; False (message shown) if invalid or busy."""
-        try:
-            config = self.panel.config()
-            check_training_memory(config)  # refuse before any thread allocates it
-        except ValueError as exc:
-            self.panel.show_error(str(exc))
-            return False
-        self.panel.show_error("")
-        self.view_tabs.setCurrentWidget(self.curves)
-        started = self.controller.start_training(config)
+        config = self._checked_config(self.curves)
+        started = config is not None and self.controller.start_training(config)
         if started:
             self._written = ""  # the file written before describes the previous run
         return started
@@ -239,16 +232,24 @@ class TrainTab(QWidget):
     @Slot()
     def start_lr_sweep(self) -> bool:
         """Start the panel's learning-rate sweep; False (message shown) if invalid or busy."""
+        config = self._checked_config(self.lr_sweep, sweep=True)
+        return config is not None and self.controller.start_lr_sweep(
+            config, *self.panel.sweep_settings())
+
+    def _checked_config(self, view: TrainView, sweep: bool = False) -> TrainConfig | None:
+        """The panel's configuration with ``view`` in front, or None (message shown) if the
+        input (with the sweep's settings) is invalid or would not fit in memory."""
         try:
             config = self.panel.config()
-            lrs, seeds = self.panel.sweep_settings()
-            check_training_memory(config)
+            if sweep:
+                self.panel.sweep_settings()
+            check_training_memory(config)  # refuse before any thread allocates it
         except ValueError as exc:
             self.panel.show_error(str(exc))
-            return False
+            return None
         self.panel.show_error("")
-        self.view_tabs.setCurrentWidget(self.lr_sweep)
-        return self.controller.start_lr_sweep(config, lrs, seeds)
+        self.view_tabs.setCurrentWidget(view)
+        return config
 
     @Slot()
     def ask_inspect_trained(self) -> None:
@@ -340,7 +341,7 @@ class TrainTab(QWidget):
         self.panel.set_trained(False)
         self.panel.show_error("")
         self.panel.status_label.setText("")
-        self.panel.reset_progress()
+        self.panel.progress.reset_run()
         self._error = ""
         self._update_status()
 
