@@ -8,18 +8,20 @@ cancelled learning-rate claim stops within one optimisation step.
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 from collections.abc import Mapping
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.config import AttentionConfig
 from engine.tour.claims import ClaimResult
 from engine.tour.evaluate import evaluate_claims
 from gui.kit.job_worker import JobWorker
+from gui.kit.jobs import JobFailed, JobFinished, WorkerHost
 
-__all__ = ["ClaimJob", "ClaimWorker", "ClaimsEvaluated"]
+__all__ = ["ClaimEvaluations", "ClaimJob", "ClaimWorker", "ClaimsEvaluated"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,3 +58,91 @@ class ClaimWorker(JobWorker):
         results = tuple(evaluate_claims(list(job.claims), job.config, cancel=job.cancel))
         if not job.cancel.is_set():
             self.evaluated.emit(ClaimsEvaluated(job.request_id, job.index, results))
+
+
+class ClaimEvaluations(QObject):
+    """The engine numbers of the tour's steps: evaluated off the GUI thread, kept per step.
+
+    The worker thread starts with the first request. A newer request cancels the running one;
+    results with a NaN are not kept, so the step is evaluated again when it is shown again.
+
+    Signals
+    -------
+    finished(int)
+        The newest evaluation, of step ``index``, ended: :meth:`results` or :meth:`error`
+        say how.
+    """
+
+    finished = Signal(int)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._host: WorkerHost | None = None
+        self._closed = False
+        self._latest_id = -1  # request id of the newest evaluation; older results are dropped
+        self._job_index = -1  # step index of that evaluation
+        self._results: dict[int, list[ClaimResult]] = {}
+        self._errors: dict[int, str] = {}
+
+    def results(self, index: int) -> list[ClaimResult] | None:
+        """The engine results of step ``index``, None if not evaluated (yet)."""
+        return self._results.get(index)
+
+    def error(self, index: int) -> str | None:
+        """Why the engine could not evaluate step ``index``, None if it did not fail."""
+        return self._errors.get(index)
+
+    def request(self, index: int, claims: tuple[Mapping[str, Any], ...],
+                config: AttentionConfig) -> None:
+        """Evaluate the ``claims`` of step ``index`` for ``config``, unless already underway."""
+        if self._closed:
+            return
+        if self._host is None:
+            worker = ClaimWorker()
+            worker.evaluated.connect(self._on_evaluated)
+            worker.failed.connect(self._on_failed)
+            self._host = WorkerHost(worker, "tour-claims", self)
+            self._host.jobFinished.connect(self._on_finished)
+        if self._host.is_busy() and self._job_index == index:
+            return
+        self._job_index = index
+        self._errors.pop(index, None)
+
+        def make_job(request_id: int) -> ClaimJob:
+            self._latest_id = request_id
+            return ClaimJob(request_id, index, claims, config)
+
+        self._host.request(make_job)
+
+    def is_running(self) -> bool:
+        """True while the worker thread is alive."""
+        return self._host is not None and self._host.is_running()
+
+    def shutdown(self, timeout_ms: int) -> None:
+        """Cancel the evaluation and wait for the thread (a later request starts a new one)."""
+        host, self._host = self._host, None
+        if host is not None:
+            host.shutdown(timeout_ms)
+
+    def begin_shutdown(self) -> None:
+        """Cancel the evaluation and let the thread end without waiting; evaluate no more."""
+        self._closed = True
+        if self._host is not None:
+            self._host.begin_shutdown()
+
+    @Slot(object)
+    def _on_evaluated(self, evaluated: ClaimsEvaluated) -> None:
+        if evaluated.request_id != self._latest_id or self._closed:
+            return  # superseded by a newer step
+        if not any(math.isnan(r.value) for r in evaluated.results):
+            self._results[evaluated.index] = list(evaluated.results)
+
+    @Slot(object)
+    def _on_failed(self, failure: JobFailed) -> None:
+        if failure.request_id == self._latest_id and not self._closed:
+            self._errors[self._job_index] = failure.message
+
+    @Slot(object)
+    def _on_finished(self, finished: JobFinished) -> None:
+        if finished.request_id == self._latest_id and not self._closed:
+            self.finished.emit(self._job_index)

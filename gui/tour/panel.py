@@ -3,18 +3,17 @@
 Applying a step pushes its configuration into the window through the narrow
 :class:`~gui.tour.host.TourHost` interface (the parameter panel blocks its widgets' signals),
 switches the tab and flashes a frame around it for two seconds. The claim numbers are
-recomputed by the engine through a :class:`~gui.kit.jobs.WorkerHost` (a learning-rate claim
-trains for about a second) and shown under the text.
+recomputed by the engine off the GUI thread (:class:`~gui.tour.claims_job.ClaimEvaluations`)
+and shown under the text.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal, Slot
-from PySide6.QtGui import QKeySequence
+from PySide6.QtGui import QKeySequence, QTextDocument
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -30,8 +29,7 @@ from engine.config import AttentionConfig
 from engine.tour.claims import ClaimResult, describe_target, format_value
 from engine.tour.steps import expand_ui_refs, step_config
 from gui.kit.i18n import translate
-from gui.kit.jobs import JobFailed, JobFinished, WorkerHost
-from gui.tour.claims_job import ClaimJob, ClaimsEvaluated, ClaimWorker
+from gui.tour.claims_job import ClaimEvaluations
 from gui.tour.content import TourData, claim_context, html_escape, load_tour, ui_language
 from gui.tour.highlight import Highlight
 from gui.tour.host import TourHost
@@ -74,13 +72,9 @@ class TourPanel(QWidget):
         self._data = data or load_tour()
         self._index = 0
         self._language_override: str | None = None
-        self._results: dict[int, list[ClaimResult]] = {}
-        self._errors: dict[int, str] = {}
-        # The claim worker's thread starts with the first evaluation (see _claims_host).
-        self._host: WorkerHost | None = None
+        self._claims = ClaimEvaluations(self)
+        self._claims.finished.connect(self._on_claims_finished)
         self._closed = False
-        self._latest_id = -1  # request id of the newest evaluation; older results are dropped
-        self._job_index = -1  # step index of that evaluation
         self._highlight = Highlight()
         # The Train tab's (config, lr sweep) before a step replaced them; None: nothing to undo.
         self._saved_train: tuple[Any, Any] | None = None
@@ -225,11 +219,11 @@ class TourPanel(QWidget):
 
     def claim_results(self, index: int | None = None) -> list[ClaimResult] | None:
         """Engine results of step ``index`` (default: the current one), None if not ready."""
-        return self._results.get(self._index if index is None else index)
+        return self._claims.results(self._index if index is None else index)
 
     def is_evaluating(self) -> bool:
         """True while the claim thread is alive (it starts with the first evaluation)."""
-        return self._host is not None and self._host.is_running()
+        return self._claims.is_running()
 
     def shutdown(self, timeout_s: float = 1.0) -> None:
         """Cancel a running claim evaluation and wait for its thread (bounded, then unbounded).
@@ -237,9 +231,7 @@ class TourPanel(QWidget):
         A later step starts a new thread.
         """
         self._highlight.stop()
-        host, self._host = self._host, None
-        if host is not None:
-            host.shutdown(round(1000 * timeout_s))
+        self._claims.shutdown(round(1000 * timeout_s))
 
     def begin_shutdown(self) -> None:
         """Cancel the evaluation and let the thread end without waiting; evaluate no more.
@@ -248,8 +240,7 @@ class TourPanel(QWidget):
         """
         self._closed = True
         self._highlight.stop()
-        if self._host is not None:
-            self._host.begin_shutdown()
+        self._claims.begin_shutdown()
 
     def event(self, event: QEvent) -> bool:  # Qt override
         """Stop the claim thread before a ``deleteLater`` destroys it with the panel."""
@@ -309,57 +300,20 @@ class TourPanel(QWidget):
 
     def _evaluate(self) -> None:
         index = self._index
-        if index in self._results:
+        if self._claims.results(index) is not None:
             self.claimsEvaluated.emit(index)
-            return
-        if self._closed:
-            return
-        host = self._claims_host()
-        if host.is_busy() and self._job_index == index:
-            return  # already being evaluated
-        self._job_index = index
-        self._errors.pop(index, None)
-        claims, config = tuple(self.step()["claims"]), self.step_config()
+        else:  # a newer step wins: the running evaluation is cancelled, this one runs next
+            self._claims.request(index, tuple(self.step()["claims"]), self.step_config())
 
-        def make_job(request_id: int) -> ClaimJob:
-            self._latest_id = request_id
-            return ClaimJob(request_id, index, claims, config)
-
-        # A newer step wins: the running evaluation is cancelled, this one runs next.
-        host.request(make_job)
-
-    def _claims_host(self) -> WorkerHost:
-        if self._host is None:
-            worker = ClaimWorker()
-            worker.evaluated.connect(self._on_claims_evaluated)
-            worker.failed.connect(self._on_claims_failed)
-            self._host = WorkerHost(worker, "tour-claims", self)
-            self._host.jobFinished.connect(self._on_claims_finished)
-        return self._host
-
-    @Slot(object)
-    def _on_claims_evaluated(self, evaluated: ClaimsEvaluated) -> None:
-        if evaluated.request_id != self._latest_id or self._closed:
-            return  # superseded by a newer step
-        if not any(math.isnan(r.value) for r in evaluated.results):
-            self._results[evaluated.index] = list(evaluated.results)
-
-    @Slot(object)
-    def _on_claims_failed(self, failure: JobFailed) -> None:
-        if failure.request_id == self._latest_id and not self._closed:
-            self._errors[self._job_index] = failure.message
-
-    @Slot(object)
-    def _on_claims_finished(self, finished: JobFinished) -> None:
-        if finished.request_id != self._latest_id or self._closed:
-            return
-        if self._job_index == self._index:
+    @Slot(int)
+    def _on_claims_finished(self, index: int) -> None:
+        if index == self._index:
             self._render()
-            self.claimsEvaluated.emit(self._job_index)
+            self.claimsEvaluated.emit(index)
 
     # -------------------------------------------------------------------------------- render
     def _render(self) -> None:
-        if not hasattr(self, "_data") or not self._data.steps:
+        if not self._data.steps:
             return
         lang = self.language()
         step = self.step()
@@ -385,23 +339,21 @@ class TourPanel(QWidget):
         self.look_label.setText(f"{look_head} <b>{ui(text.get('look', ''))}</b>")
         self.body_label.setText("".join(f"<p>{ui(p)}</p>" for p in text.get("body", [])))
         self.try_label.setText(f"<i>{try_head}</i> {ui(text.get('try', ''))}")
-        self.engine_label.setText(self._enginehtml_escape(lang))
+        self.engine_label.setText(self._engine_html(lang))
 
     def engine_text(self) -> str:
-        """The engine-numbers box as plain text (what the user reads; used by tests)."""
-        from PySide6.QtGui import QTextDocument
-
+        """The engine-numbers box as plain text (what the user reads)."""
         doc = QTextDocument()
         doc.setHtml(self.engine_label.text())
         return doc.toPlainText()
 
-    def _enginehtml_escape(self, lang: str) -> str:
+    def _engine_html(self, lang: str) -> str:
         head = "<b>" + html_escape(translate("TourPanel", "Engine says:")) + "</b>"
-        index = self._index
-        if index in self._errors:
-            message = translate("TourPanel", "could not compute: {0}").format(self._errors[index])
+        error = self._claims.error(self._index)
+        if error is not None:
+            message = translate("TourPanel", "could not compute: {0}").format(error)
             return f"{head} {html_escape(message)}"
-        results = self._results.get(index)
+        results = self._claims.results(self._index)
         if results is None:
             waiting = translate("TourPanel", "computing…")
             return f"{head} {html_escape(waiting)}"
