@@ -27,6 +27,11 @@ class ExplorerView(PlotView):
     """
 
     _held_x: tuple[tuple[pg.PlotItem, ...], float, float] | None = None
+    #: The widget of the view's plots, which each view builds.
+    _widget: pg.GraphicsLayoutWidget
+
+    def export_item(self) -> pg.GraphicsLayoutWidget:
+        return self._widget
 
     def show_results(self, results: ExplorerResults) -> None:
         """Show ``results`` (cheap; skips work when the shown part did not change)."""

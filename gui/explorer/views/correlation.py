@@ -87,9 +87,6 @@ class CorrelationView(ExplorerView):
                 label.setText(translate("CorrelationView", "{0} Monte Carlo").format(
                     style.rule_name(rule)))
 
-    def export_item(self) -> pg.GraphicsLayoutWidget:
-        return self._widget
-
     def show_results(self, results: ExplorerResults) -> None:
         data = results.correlation
         if not self._is_new("correlation", data, results.config.rho):

@@ -113,9 +113,6 @@ class HeatmapView(ExplorerView):
         self._label_colour_bar()
         self._hover.setText(self._hover_hint())
 
-    def export_item(self) -> pg.GraphicsLayoutWidget:
-        return self._widget
-
     def show_results(self, results: ExplorerResults) -> None:
         snapshot = results.snapshot
         row = results.config.query_row

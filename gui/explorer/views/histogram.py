@@ -115,9 +115,6 @@ class HistogramView(ExplorerView):
                 left=translate("HistogramView", "probability density") if panel.col == 0 else None,
             )
 
-    def export_item(self) -> pg.GraphicsLayoutWidget:
-        return self._widget
-
     def show_results(self, results: ExplorerResults) -> None:
         snapshot = results.snapshot
         if not self._is_new("logits", snapshot, results.config.rule):

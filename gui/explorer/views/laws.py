@@ -130,9 +130,6 @@ class LawsView(ExplorerView):
             style.label_plot(self._plots[field], title=title, left=left)
         self._legend_rules = None  # the next show_results relabels the legend
 
-    def export_item(self) -> pg.GraphicsLayoutWidget:
-        return self._widget
-
     def show_results(self, results: ExplorerResults) -> None:
         n = results.config.n_tokens
         d_k = results.config.d_k

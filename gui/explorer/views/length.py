@@ -113,9 +113,6 @@ class LengthView(ExplorerView):
             "e³/(e³ + (n−1)e⁻²) → 0, SSMax's 1/(1 + (n−1)·n^(−5s)) → 1."))
         self._legend_rules = None  # the next show_results relabels the legend
 
-    def export_item(self) -> pg.GraphicsLayoutWidget:
-        return self._widget
-
     def show_results(self, results: ExplorerResults) -> None:
         config = results.config
         if not self._is_new("length", results.length_points, config.d_k, config.ssmax_s,

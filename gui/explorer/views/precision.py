@@ -163,9 +163,6 @@ class PrecisionView(ExplorerView):
         self._legend.addItem(self._logits_sample,
                              translate("PrecisionView", "only the logits rounded"))
 
-    def export_item(self) -> pg.GraphicsLayoutWidget:
-        return self._widget
-
     def show_results(self, results: ExplorerResults) -> None:
         if not self._is_new("sweep", results.sweep_points, results.sweep_done):
             return

@@ -80,9 +80,6 @@ class SoftmaxView(ExplorerView):
         )
         self._uniform.label.setFormat(translate("SoftmaxView", "uniform"))
 
-    def export_item(self) -> pg.GraphicsLayoutWidget:
-        return self._widget
-
     def show_results(self, results: ExplorerResults) -> None:
         snapshot = results.snapshot
         if not self._is_new("row", snapshot, results.config.query_row):

@@ -141,9 +141,6 @@ class TemperatureView(ExplorerView):
             )
         )
 
-    def export_item(self) -> pg.GraphicsLayoutWidget:
-        return self._widget
-
     def show_results(self, results: ExplorerResults) -> None:
         self._d_k = results.config.d_k
         self._sqrt_button.setText(f"T = √d_k = {math.sqrt(self._d_k):.4g}")
