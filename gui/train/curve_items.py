@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -30,15 +31,13 @@ def finite_array(values: object) -> np.ndarray:
     return a
 
 
-def divergence_y(st: object) -> float:
+def divergence_y(st: Any) -> float:
     """Loss value at which to draw a rule's divergence marker (the last finite loss)."""
-    history = np.asarray(st.loss_history, dtype=np.float64)  # type: ignore[attr-defined]
-    k = int(st.diverged_at)  # type: ignore[attr-defined]
-    good = history[: max(k, 0)]
+    good = np.asarray(st.loss_history, dtype=np.float64)[: max(int(st.diverged_at), 0)]
     good = good[np.isfinite(good) & (good > 0)]
     if good.size:
         return float(good[-1])
-    initial = float(st.initial_eval_loss)  # type: ignore[attr-defined]
+    initial = float(st.initial_eval_loss)
     return initial if math.isfinite(initial) and initial > 0 else 1.0
 
 
@@ -56,28 +55,20 @@ class RuleCurves:
 
     def __init__(self, plots: Mapping[str, pg.PlotItem], rule: ScalingRule) -> None:
         pen = style.rule_pen(rule, width=1.5)
-        symbol = {
-            "symbol": style.rule_symbol(rule),
-            "symbolSize": 6,
-            "symbolPen": style.rule_pen(rule, width=1),
-            "symbolBrush": style.rule_brush(rule, 200),
-        }
+        dashed = style.rule_pen(rule, width=1.5, style=Qt.PenStyle.DashLine)
         # One point per step: aliased 1 px pens (an antialiased wider pen goes through Qt's
         # general stroker, several ms per repaint and curve: style.DENSE_CURVE).
         thin = {"pen": style.rule_pen(rule, width=1), **style.DENSE_CURVE}
-        specs = {
-            "train_loss": ("loss", thin),
-            "eval_loss": ("loss", {
-                "pen": style.rule_pen(rule, width=1.5, style=Qt.PenStyle.DashLine), **symbol}),
-            "accuracy": ("accuracy", {"pen": pen}),
-            "grad_norm": ("grad_norm", thin),
-            "entropy": ("entropy", {"pen": pen}),
-        }
         self.rule = rule
-        self.curves: dict[str, pg.PlotDataItem] = {}
-        for series, (plot, options) in specs.items():
-            self.curves[series] = pg.PlotDataItem(connect="finite", **options)
-            plots[plot].addItem(self.curves[series])
+        self.curves = {
+            "train_loss": pg.PlotDataItem(connect="finite", **thin),
+            "eval_loss": style.rule_curve(rule, symbol_size=6, pen=dashed),
+            "accuracy": pg.PlotDataItem(connect="finite", pen=pen),
+            "grad_norm": pg.PlotDataItem(connect="finite", **thin),
+            "entropy": pg.PlotDataItem(connect="finite", pen=pen),
+        }
+        for series, curve in self.curves.items():  # both losses share the loss plot
+            plots["loss" if series.endswith("_loss") else series].addItem(curve)
         self.marker = pg.PlotDataItem(pen=None, symbol="x", symbolSize=18,
                                       symbolPen=style.rule_pen(rule, width=3),
                                       symbolBrush=style.rule_brush(rule))
@@ -95,41 +86,37 @@ class RuleCurves:
             curve.setData([], [])
         self._hide_divergence()
 
-    def show(self, st: object, training_loss: np.ndarray, grad_steps: np.ndarray,
-             grads: np.ndarray | None, marked: bool) -> None:
+    def show(self, st: Any, training_loss: np.ndarray, grad_steps: np.ndarray,
+             grads: np.ndarray | None, done: bool) -> None:
         """Draw the rule's state ``st`` (a ``RuleState``) with ``training_loss`` as shown.
 
-        ``grads`` are its gradient norms at ``grad_steps``; ``marked`` puts symbols on the
-        held-out loss.
+        ``grads`` are its gradient norms at ``grad_steps``. Markers go on the held-out loss
+        only once the run is ``done``: scatter symbols cost as much as all the lines together
+        in every 30 Hz repaint.
         """
-        eval_steps = np.asarray(st.eval_steps, dtype=np.float64)  # type: ignore[attr-defined]
+        eval_steps = np.asarray(st.eval_steps, dtype=np.float64)
         curves = self.curves
         curves["train_loss"].setData(np.arange(1, training_loss.size + 1), training_loss)
-        curves["eval_loss"].setData(
-            eval_steps, positive_array(st.eval_loss_history))  # type: ignore[attr-defined]
-        curves["accuracy"].setData(
-            eval_steps, finite_array(st.eval_accuracy_history))  # type: ignore[attr-defined]
-        entropy = np.asarray(st.entropy_history, dtype=np.float64)  # type: ignore[attr-defined]
+        curves["eval_loss"].setData(eval_steps, positive_array(st.eval_loss_history))
+        curves["accuracy"].setData(eval_steps, finite_array(st.eval_accuracy_history))
+        entropy = np.asarray(st.entropy_history, dtype=np.float64)
         mean_h = entropy.mean(axis=1) if entropy.size else np.zeros(0)
         curves["entropy"].setData(eval_steps[: mean_h.size], finite_array(mean_h))
-        eval_loss = curves["eval_loss"]
-        if (eval_loss.opts["symbol"] is not None) != marked:
-            eval_loss.setSymbol(style.rule_symbol(self.rule) if marked else None)
+        style.set_markers(curves["eval_loss"], self.rule, eval_steps.size if done else math.inf)
         if grads is not None and len(grads) == len(grad_steps):
             curves["grad_norm"].setData(grad_steps, positive_array(grads))
         else:
             curves["grad_norm"].setData([], [])
 
-    def show_divergence(self, st: object, index: int, y_coordinate: Callable[[float], float]
-                        ) -> None:
+    def show_divergence(self, st: Any, index: int, y_coordinate: Callable[[float], float]) -> None:
         """Mark where the rule diverged (hide the mark if it did not); ``index`` stacks the
         labels of rules that diverge at nearly the same place, ``y_coordinate`` places a loss
         on the plot's y axis."""
-        if st.diverged_at is None:  # type: ignore[attr-defined]
+        if st.diverged_at is None:
             if self.label.isVisible():
                 self._hide_divergence()
             return
-        k = int(st.diverged_at)  # type: ignore[attr-defined]
+        k = int(st.diverged_at)
         y = divergence_y(st)
         self.marker.setData([max(k, 0)], [y])
         self.label.setText(translate("TrainCurvesView", "diverged at step {0}").format(k))

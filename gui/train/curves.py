@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -52,12 +53,7 @@ class TrainCurvesView(TrainView):
     key = "train_curves"
 
     #: Panel names in layout order, with log-y.
-    PANELS: tuple[tuple[str, bool], ...] = (
-        ("loss", True),
-        ("accuracy", False),
-        ("grad_norm", True),
-        ("entropy", False),
-    )
+    PANELS = (("loss", True), ("accuracy", False), ("grad_norm", True), ("entropy", False))
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -96,11 +92,7 @@ class TrainCurvesView(TrainView):
         self._train_sample = pg.PlotDataItem(pen=pg.mkPen(style.THEORY_COLOR, width=1.5))
         self._eval_sample = pg.PlotDataItem(
             pen=pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DashLine),
-            symbol="o",
-            symbolSize=5,
-            symbolBrush=style.THEORY_COLOR,
-            symbolPen=None,
-        )
+            symbol="o", symbolSize=5, symbolBrush=style.THEORY_COLOR, symbolPen=None)
         self._results = TrainResults()
         self._x_total = -1
         self._planned_steps = _DEFAULT_PLANNED_STEPS
@@ -114,21 +106,15 @@ class TrainCurvesView(TrainView):
 
     def retranslate_ui(self) -> None:
         super().retranslate_ui()
+        # Short titles: the stacked panels of a narrow window are as wide as the longest.
         labels = {
-            "loss": (
-                translate("TrainCurvesView", "Loss"),
-                translate("TrainCurvesView", "cross-entropy (nats)"),
-            ),
-            "accuracy": (
-                translate("TrainCurvesView", "Held-out accuracy"),
-                translate("TrainCurvesView", "accuracy"),
-            ),
+            "loss": (translate("TrainCurvesView", "Loss"),
+                     translate("TrainCurvesView", "cross-entropy (nats)")),
+            "accuracy": (translate("TrainCurvesView", "Held-out accuracy"),
+                         translate("TrainCurvesView", "accuracy")),
             "grad_norm": (translate("TrainCurvesView", "Global gradient norm"), "‖∇<sub>θ</sub>L‖"),
-            "entropy": (
-                # Short titles: the stacked panels of a narrow window are as wide as the longest.
-                translate("TrainCurvesView", "Mean attention entropy"),
-                translate("TrainCurvesView", "H (nats)"),
-            ),
+            "entropy": (translate("TrainCurvesView", "Mean attention entropy"),
+                        translate("TrainCurvesView", "H (nats)")),
         }
         step = translate("TrainCurvesView", "step")
         for name, (title, left) in labels.items():
@@ -152,13 +138,10 @@ class TrainCurvesView(TrainView):
             if rule not in snap.rules:
                 items.clear()
         training_losses = self._shown_training_losses()  # as drawn: the y ranges fit these
-        # Markers only while they stay apart, and not while training runs: scatter symbols
-        # cost as much as all the lines together in every 30 Hz repaint.
         for index, (rule, st) in enumerate(snap.rules.items()):
-            marked = bool(snap.done) and len(st.eval_steps) <= style.MARKER_MAX_POINTS
             items = self._rules[rule]
             items.show(st, training_losses[index], results.grad_steps,
-                       results.grad_norms.get(rule), marked)
+                       results.grad_norms.get(rule), bool(snap.done))
             items.show_divergence(st, index, self._loss_coordinate)
         total = int(snap.total_steps)
         if total != self._x_total:
@@ -185,11 +168,8 @@ class TrainCurvesView(TrainView):
                 ("train_loss", np.arange(1, st.loss_history.size + 1), st.loss_history),
                 ("eval_loss", st.eval_steps, st.eval_loss_history),
                 ("eval_accuracy", st.eval_steps, st.eval_accuracy_history),
-                (
-                    "entropy_mean",
-                    st.eval_steps,
-                    np.asarray(st.entropy_history).mean(axis=1) if len(st.eval_steps) else (),
-                ),
+                ("entropy_mean", st.eval_steps,
+                 np.asarray(st.entropy_history).mean(axis=1) if len(st.eval_steps) else ()),
                 ("grad_norm", self._results.grad_steps, self._results.grad_norms.get(rule, ())),
             ]
             for name, xs, ys in series:
@@ -299,32 +279,22 @@ class TrainCurvesView(TrainView):
             items.clear()
         self._chance_loss.setVisible(False)
         self._chance_acc.setVisible(False)
-        self._note.setText(
-            translate(
-                "TrainCurvesView",
-                "Press Start (Ctrl+T) to train the selected rules side by "
-                "side: same initial weights, same batches.",
-            )
-        )
+        self._note.setText(translate(
+            "TrainCurvesView", "Press Start (Ctrl+T) to train the selected rules side by side: "
+            "same initial weights, same batches."))
 
-    def _note_text(self, snap: object) -> str:
+    def _note_text(self, snap: Any) -> str:
         parts = []
-        for rule, st in snap.rules.items():  # type: ignore[attr-defined]
+        for rule, st in snap.rules.items():
             if st.diverged:
-                parts.append(
-                    translate("TrainCurvesView", "{0}: diverged at step {1}").format(
-                        style.rule_name(rule), st.diverged_at
-                    )
-                )
+                parts.append(translate("TrainCurvesView", "{0}: diverged at step {1}").format(
+                    style.rule_name(rule), st.diverged_at))
             else:
-                parts.append(
-                    translate(
-                        "TrainCurvesView", "{0}: held-out loss {1:.3g}, accuracy {2:.2f}"
-                    ).format(style.rule_name(rule), st.eval_loss, st.eval_accuracy)
-                )
-        head = translate(
-            "TrainCurvesView", "Step {0} of {1}, chance loss ln {2} = {3:.3g}."
-        ).format(snap.step, snap.total_steps, snap.config.vocab, snap.chance_loss)  # type: ignore[attr-defined]
+                parts.append(translate(
+                    "TrainCurvesView", "{0}: held-out loss {1:.3g}, accuracy {2:.2f}").format(
+                    style.rule_name(rule), st.eval_loss, st.eval_accuracy))
+        head = translate("TrainCurvesView", "Step {0} of {1}, chance loss ln {2} = {3:.3g}.")
+        head = head.format(snap.step, snap.total_steps, snap.config.vocab, snap.chance_loss)
         return head + " " + "; ".join(parts)
 
     def _ensure_items(self, rules: list[ScalingRule]) -> None:

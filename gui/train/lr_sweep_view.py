@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -32,21 +33,10 @@ class SweepItems:
     """
 
     def __init__(self, plot: pg.PlotItem, rule: ScalingRule) -> None:
-        self.runs = pg.PlotDataItem(
-            pen=None,
-            symbol=style.rule_symbol(rule),
-            symbolSize=6,
-            symbolPen=style.rule_pen(rule, width=1),
-            symbolBrush=style.rule_brush(rule, 90),
-        )
-        self.mean = pg.PlotDataItem(
-            pen=style.rule_pen(rule, width=2.5),
-            connect="finite",
-            symbol=style.rule_symbol(rule),
-            symbolSize=10,
-            symbolPen=style.rule_pen(rule, width=1),
-            symbolBrush=style.rule_brush(rule),
-        )
+        self.runs = style.rule_curve(rule, symbol_size=6, pen=None,
+                                     symbolBrush=style.rule_brush(rule, 90))
+        self.mean = style.rule_curve(rule, width=2.5, symbol_size=10,
+                                     symbolBrush=style.rule_brush(rule))
         # The band follows two faint edge curves (log mode is applied to them by the plot).
         # They need a pen: a PlotDataItem without one never hands its data to the curve that
         # FillBetweenItem reads, and the min…max band would never be drawn.
@@ -54,31 +44,18 @@ class SweepItems:
         self.low = pg.PlotDataItem(pen=edge)
         self.high = pg.PlotDataItem(pen=edge)
         self.band = pg.FillBetweenItem(self.low, self.high, brush=style.rule_brush(rule, 50))
-        self.diverged = pg.PlotDataItem(
-            pen=None, symbol="x", symbolSize=14, symbolPen=style.rule_pen(rule, width=2.5)
-        )
-        self.stable = pg.PlotDataItem(
-            pen=None,
-            symbol="o",
-            symbolSize=22,
-            symbolPen=style.rule_pen(rule, width=2.5),
-            symbolBrush=pg.mkBrush(0, 0, 0, 0),
-        )
+        self.diverged = pg.PlotDataItem(pen=None, symbol="x", symbolSize=14,
+                                        symbolPen=style.rule_pen(rule, width=2.5))
+        self.stable = pg.PlotDataItem(pen=None, symbol="o", symbolSize=22,
+                                      symbolPen=style.rule_pen(rule, width=2.5),
+                                      symbolBrush=pg.mkBrush(0, 0, 0, 0))
         self.stable_line = pg.InfiniteLine(
-            angle=90, pen=style.rule_pen(rule, width=1.5, style=Qt.PenStyle.DotLine)
-        )
+            angle=90, pen=style.rule_pen(rule, width=1.5, style=Qt.PenStyle.DotLine))
         self.stable_line.setVisible(False)
         # The band adds no extent of its own (its edges are in the plot); while empty its path
         # sits at the view origin, i.e. lr = 1 on the log axis, and stretched the x range there.
         plot.addItem(self.band, ignoreBounds=True)
-        for item in (
-            self.low,
-            self.high,
-            self.runs,
-            self.mean,
-            self.diverged,
-            self.stable,
-        ):
+        for item in (self.low, self.high, self.runs, self.mean, self.diverged, self.stable):
             plot.addItem(item)
         plot.addItem(self.stable_line, ignoreBounds=True)
         self.band.setZValue(-5)
@@ -126,17 +103,12 @@ class LrSweepView(TrainView):
         self._widget.addItem(self._note, row=2, col=0)
         self._items: dict[ScalingRule, SweepItems] = {}
         self._legend_rules: list[ScalingRule] | None = None
-        self._sweep: object = None
-        self._stable_sample = pg.PlotDataItem(
-            pen=None,
-            symbol="o",
-            symbolSize=14,
-            symbolPen=pg.mkPen(style.THEORY_COLOR, width=2),
-            symbolBrush=pg.mkBrush(0, 0, 0, 0),
-        )
-        self._diverged_sample = pg.PlotDataItem(
-            pen=None, symbol="x", symbolSize=12, symbolPen=pg.mkPen(style.THEORY_COLOR, width=2)
-        )
+        self._sweep: Any = None
+        self._stable_sample = pg.PlotDataItem(pen=None, symbol="o", symbolSize=14,
+                                              symbolPen=pg.mkPen(style.THEORY_COLOR, width=2),
+                                              symbolBrush=pg.mkBrush(0, 0, 0, 0))
+        self._diverged_sample = pg.PlotDataItem(pen=None, symbol="x", symbolSize=12,
+                                                symbolPen=pg.mkPen(style.THEORY_COLOR, width=2))
         self.retranslate_ui()
         self.clear()
 
@@ -150,12 +122,10 @@ class LrSweepView(TrainView):
             self._plot,
             title=translate("LrSweepView", "Final held-out loss against learning rate"),
             left=translate("LrSweepView", "final held-out loss (nats)"),
-            bottom=translate("LrSweepView", "learning rate"),
-        )
+            bottom=translate("LrSweepView", "learning rate"))
         # setFormat() alone re-words the label only while the line is visible (pyqtgraph's
-        # InfLineLabel.valueChanged returns early otherwise): the line is hidden until a sweep
-        # finishes, so in a UI started in English the label stayed empty and appeared only
-        # after a switch to Chinese. Set the text itself as well.
+        # InfLineLabel.valueChanged returns early otherwise), and the line is hidden until a
+        # sweep finishes: set the text itself as well.
         text = translate("LrSweepView", "stable threshold")
         self._threshold.label.setFormat(text)
         self._threshold.label.setText(text)
@@ -171,12 +141,8 @@ class LrSweepView(TrainView):
             self._clear_items()
             return
         result = sweep.result
-        rules = (
-            list(result.config.rules)
-            if result is not None
-            else list(dict.fromkeys(r.rule for r in sweep.runs))
-        )
-        self._ensure_items(rules)
+        self._ensure_items(list(result.config.rules) if result is not None
+                           else list(dict.fromkeys(r.rule for r in sweep.runs)))
         for rule, items in self._items.items():
             runs = [r for r in sweep.runs if r.rule is rule]
             items.runs.setData([r.lr for r in runs], [r.final_loss for r in runs])
@@ -184,8 +150,7 @@ class LrSweepView(TrainView):
             if not rows:
                 items.clear_summary()
                 continue
-            lrs = [r.lr for r in rows]
-            items.mean.setData(lrs, [r.final_loss_mean for r in rows])
+            items.mean.setData([r.lr for r in rows], [r.final_loss_mean for r in rows])
             banded = [r for r in rows if math.isfinite(r.final_loss_min) and r.final_loss_min > 0]
             items.low.setData([r.lr for r in banded], [r.final_loss_min for r in banded])
             items.high.setData([r.lr for r in banded], [r.final_loss_max for r in banded])
@@ -203,9 +168,7 @@ class LrSweepView(TrainView):
         if result is not None:
             initial = np.nanmean([r.initial_loss_mean for r in result.rows])
             self._threshold.setValue(math.log10(result.stable_ratio * initial))
-            self._threshold.setVisible(True)
-        else:
-            self._threshold.setVisible(False)
+        self._threshold.setVisible(result is not None)
         self._note.setText(self._note_text(sweep))
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:
@@ -214,17 +177,8 @@ class LrSweepView(TrainView):
         if result is None:
             header = ["rule", "lr", "seed", "final_loss", "final_accuracy", "diverged_at"]
             runs = () if sweep is None else sweep.runs
-            return header, [
-                [
-                    r.rule.value,
-                    r.lr,
-                    r.seed,
-                    r.final_loss,
-                    r.final_accuracy,
-                    "" if r.diverged_at is None else r.diverged_at,
-                ]
-                for r in runs
-            ]
+            return header, [[r.rule.value, r.lr, r.seed, r.final_loss, r.final_accuracy,
+                             "" if r.diverged_at is None else r.diverged_at] for r in runs]
         return lr_sweep_table(result)  # type: ignore[return-value]
 
     # -- helpers ------------------------------------------------------------------------------
@@ -244,9 +198,8 @@ class LrSweepView(TrainView):
 
     def threshold_label(self) -> str:
         """The text shown on the dashed stable-threshold line ("" while the line is hidden)."""
-        if not self._threshold.isVisible():
-            return ""
-        return self._threshold.label.textItem.toPlainText()
+        shown = self._threshold.isVisible()
+        return self._threshold.label.textItem.toPlainText() if shown else ""
 
     def legend_labels(self) -> list[str]:
         """The legend's labels in order."""
@@ -256,33 +209,21 @@ class LrSweepView(TrainView):
         for items in self._items.values():
             items.clear()
         self._threshold.setVisible(False)
-        self._note.setText(
-            translate(
-                "LrSweepView",
-                "Run a learning-rate sweep (Ctrl+L) to see how far each "
-                "rule's learning rate can be pushed.",
-            )
-        )
+        self._note.setText(translate(
+            "LrSweepView", "Run a learning-rate sweep (Ctrl+L) to see how far each rule's "
+            "learning rate can be pushed."))
 
-    def _note_text(self, sweep: object) -> str:
-        result = sweep.result  # type: ignore[attr-defined]
+    def _note_text(self, sweep: Any) -> str:
+        result = sweep.result
         if result is None:
-            return translate(
-                "LrSweepView",
-                "Sweep running: {0} of {1} runs done (learning rate {2:g}, seed {3}).",
-            ).format(
-                sweep.done_runs,
-                sweep.total_runs,  # type: ignore[attr-defined]
-                sweep.lr,
-                sweep.seed,
-            )  # type: ignore[attr-defined]
+            return translate("LrSweepView", "Sweep running: {0} of {1} runs done (learning rate "
+                             "{2:g}, seed {3}).").format(sweep.done_runs, sweep.total_runs,
+                                                         sweep.lr, sweep.seed)
         parts = []
         for rule in result.config.rules:
             best = result.largest_stable_lr.get(rule)
-            parts.append(
-                f"{style.rule_name(rule)}: "
-                + (f"{best:g}" if best is not None else translate("LrSweepView", "no stable lr"))
-            )
+            parts.append(f"{style.rule_name(rule)}: " + (
+                f"{best:g}" if best is not None else translate("LrSweepView", "no stable lr")))
         return translate(
             "LrSweepView",
             "Largest stable learning rate (d<sub>k</sub> = {0}, {1} seeds, {2} "

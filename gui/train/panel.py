@@ -25,7 +25,7 @@ from engine.config.train import TrainConfig
 from engine.training.lr_sweep import check_lrs
 from gui.kit import style
 from gui.kit.forms import FieldForm
-from gui.kit.i18n import translate
+from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
 from gui.kit.wrapping_tabs import FlowLayout
 from gui.train.progress import RunProgress
 from gui.train.state import TrainState
@@ -35,6 +35,28 @@ __all__ = ["TRAIN_RULES", "TrainPanel", "parse_lrs"]
 #: Rules offered for training: every rule ``main.py train --rules`` accepts (the Train tab has no
 #: T, gain or cap controls: they take the defaults, T = √d_k, gain √d_k, cap 50).
 TRAIN_RULES: tuple[ScalingRule, ...] = tuple(ScalingRule)
+
+#: What each rule does, as the Train tab trains it (its tooltip).
+_RULE_TIPS = {
+    ScalingRule.NONE: QT_TRANSLATE_NOOP(
+        "TrainPanel", "No scaling: logits q·k with variance ≈ d_k at init."),
+    ScalingRule.SQRT: QT_TRANSLATE_NOOP(
+        "TrainPanel", "Divide the logits by √d_k (the Transformer rule)."),
+    ScalingRule.LINEAR: QT_TRANSLATE_NOOP("TrainPanel", "Divide the logits by d_k (μP)."),
+    ScalingRule.QK_NORM: QT_TRANSLATE_NOOP(
+        "TrainPanel", "Normalise q and k to unit length, times a gain (default √d_k)."),
+    ScalingRule.SOFTCAP: QT_TRANSLATE_NOOP(
+        "TrainPanel", "1/√d_k, then cap·tanh(s/cap) with cap = 50."),
+    ScalingRule.TEMPERATURE: QT_TRANSLATE_NOOP(
+        "TrainPanel", "Divide the logits by a temperature T (here T = √d_k: the same "
+        "model as 1/√d_k)."),
+    ScalingRule.LOG_N: QT_TRANSLATE_NOOP(
+        "TrainPanel", "Multiply the 1/√d_k logits by ln n, n the keys a row sees."),
+    ScalingRule.SSMAX: QT_TRANSLATE_NOOP(
+        "TrainPanel", "Scalable-Softmax: the 1/√d_k logits times s·ln n (s = 0.43)."),
+    ScalingRule.YARN: QT_TRANSLATE_NOOP(
+        "TrainPanel", "YaRN's temperature: the 1/√d_k logits times (0.1·ln f + 1)² (f = 4)."),
+}
 
 
 def parse_lrs(text: str) -> tuple[float, ...]:
@@ -179,56 +201,19 @@ class TrainPanel(QWidget):
         """Set every fixed text (items, row labels, buttons, tooltips) in the current language
         and re-word the progress bar and the validation message."""
         self._form.retranslate()
-        tips = {
-            ScalingRule.NONE: translate(
-                "TrainPanel", "No scaling: logits q·k with variance ≈ d_k at init."
-            ),
-            ScalingRule.SQRT: translate(
-                "TrainPanel", "Divide the logits by √d_k (the Transformer rule)."
-            ),
-            ScalingRule.LINEAR: translate("TrainPanel", "Divide the logits by d_k (μP)."),
-            ScalingRule.QK_NORM: translate(
-                "TrainPanel", "Normalise q and k to unit length, times a gain (default √d_k)."
-            ),
-            ScalingRule.SOFTCAP: translate(
-                "TrainPanel", "1/√d_k, then cap·tanh(s/cap) with cap = 50."
-            ),
-            ScalingRule.TEMPERATURE: translate(
-                "TrainPanel", "Divide the logits by a temperature T (here T = √d_k: the same "
-                "model as 1/√d_k)."
-            ),
-            ScalingRule.LOG_N: translate(
-                "TrainPanel", "Multiply the 1/√d_k logits by ln n, n the keys a row sees."
-            ),
-            ScalingRule.SSMAX: translate(
-                "TrainPanel", "Scalable-Softmax: the 1/√d_k logits times s·ln n (s = 0.43)."
-            ),
-            ScalingRule.YARN: translate(
-                "TrainPanel", "YaRN's temperature: the 1/√d_k logits times (0.1·ln f + 1)² "
-                "(f = 4)."
-            ),
-        }
         for rule, box in self.rule_boxes.items():
             box.setText(style.rule_name(rule))
-            box.setToolTip(tips[rule])
-        self.seeds.setToolTip(
-            translate(
-                "TrainPanel",
-                "Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread).",
-            )
-        )
+            box.setToolTip(translate("TrainPanel", _RULE_TIPS[rule]))
+        self.seeds.setToolTip(translate(
+            "TrainPanel", "Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread)."))
         self.lrs.setToolTip(
-            translate("TrainPanel", "Learning-rate sweep: comma-separated learning rates.")
-        )
+            translate("TrainPanel", "Learning-rate sweep: comma-separated learning rates."))
         buttons = (
             (self.start_button, translate("TrainPanel", "Start"),
              translate("TrainPanel", "Train the checked rules side by side (Ctrl+T).")),
-            (self.sweep_button, translate("TrainPanel", "Run lr sweep"),
-             translate(
-                 "TrainPanel",
-                 "Train every rule at every listed learning rate and seed; plot the final "
-                 "held-out loss (Ctrl+L).",
-             )),
+            (self.sweep_button, translate("TrainPanel", "Run lr sweep"), translate(
+                "TrainPanel", "Train every rule at every listed learning rate and seed; plot "
+                "the final held-out loss (Ctrl+L).")),
             (self.pause_button, translate("TrainPanel", "Pause"),
              translate("TrainPanel", "Hold the run between two steps (Ctrl+P).")),
             (self.resume_button, translate("TrainPanel", "Resume"),
@@ -237,13 +222,10 @@ class TrainPanel(QWidget):
              translate("TrainPanel", "End the run now; the curves so far stay (Ctrl+Shift+T).")),
             (self.reset_button, translate("TrainPanel", "Reset"),
              translate("TrainPanel", "Stop and clear all curves and the sweep (Ctrl+Shift+X).")),
-            (self.inspect_button, translate("TrainPanel", "Inspect trained model"),
-             translate(
-                 "TrainPanel",
-                 "Write every rule's trained q and k on the held-out set to a tensor file "
-                 "(layer i = rule i) and inspect its heads. Available once a run has trained "
-                 "and nothing runs (Ctrl+Shift+I).",
-             )),
+            (self.inspect_button, translate("TrainPanel", "Inspect trained model"), translate(
+                "TrainPanel", "Write every rule's trained q and k on the held-out set to a tensor "
+                "file (layer i = rule i) and inspect its heads. Available once a run has trained "
+                "and nothing runs (Ctrl+Shift+I).")),
         )
         for button, text, tip in buttons:
             shortcut = button.shortcut()
@@ -253,12 +235,8 @@ class TrainPanel(QWidget):
         self._model_box.setTitle(translate("TrainPanel", "Task and model"))
         self._training_box.setTitle(translate("TrainPanel", "Training"))
         self._sweep_box.setTitle(translate("TrainPanel", "Learning-rate sweep"))
-        row_texts = {
-            "lrs": translate("TrainPanel", "Learning rates"),
-            "seeds": translate("TrainPanel", "Seeds"),
-        }
-        for name, text in row_texts.items():
-            self._row_labels[name].setText(text)
+        self._row_labels["lrs"].setText(translate("TrainPanel", "Learning rates"))
+        self._row_labels["seeds"].setText(translate("TrainPanel", "Seeds"))
         self.progress.retranslate_ui()
         self._validate()  # the validation message is worded in the current language
 

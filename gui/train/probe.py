@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QFontMetricsF
@@ -18,17 +20,17 @@ from gui.train.view import TrainView
 __all__ = ["ProbePanel", "ProbeView", "probe_targets"]
 
 
-def probe_targets(snap: object) -> list[tuple[int, int]]:
+def probe_targets(snap: Any) -> list[tuple[int, int]]:
     """``(row, key)`` cells a perfect model attends to in the probe map of one head.
 
     Rows are the target positions. Retrieval: the key position whose key id equals the query's
     (the first id channel); copy-back: position t − offset. Read from the task's token ids,
     not computed from the model.
     """
-    config = snap.config  # type: ignore[attr-defined]
-    ids = np.asarray(snap.probe_ids)  # type: ignore[attr-defined]
+    config = snap.config
+    ids = np.asarray(snap.probe_ids)
     cells = []
-    for row, t in enumerate(snap.target_positions):  # type: ignore[attr-defined]
+    for row, t in enumerate(snap.target_positions):
         if config.task is TaskKind.RETRIEVAL:
             match = np.flatnonzero(ids[: config.n, 0] == ids[t, 0])
             cells.extend((row, int(j)) for j in match[:1])
@@ -42,13 +44,11 @@ _NICE_STEPS = (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)
 
 
 class CellAxis(PlotAxis):
-    """An axis that labels whole cells (keys, query rows) and thins its labels to fit.
+    """An axis that labels whole cells (keys, query rows) at their centres ``i + 0.5``.
 
-    pyqtgraph always draws every label of its top tick level, so seventeen key positions in a
-    narrow panel ran together ("9101112131415"). Here the labels are cell centres ``i + 0.5``;
-    only every k-th is shown, k the smallest of 1, 2, 5, 10, … whose labels are at least one
-    label (plus a gap) apart at the axis's current length in pixels. Without labels (see
-    :meth:`set_labels`) it is an ordinary numeric axis.
+    pyqtgraph draws every label of its top tick level, which run together in a narrow panel;
+    here only every k-th shows, k the smallest of 1, 2, 5, 10, … that keeps the labels apart
+    at the axis's length in pixels. Without labels it is an ordinary numeric axis.
     """
 
     GAP_PX = 8.0
@@ -125,24 +125,14 @@ class ProbePanel:
         self.target_bars.setZValue(10)
         plot.addItem(self.target_bars)
 
-    def bottom(self) -> CellAxis:
-        return self.plot.getAxis("bottom")  # type: ignore[return-value]
-
-    def left(self) -> CellAxis:
-        return self.plot.getAxis("left")  # type: ignore[return-value]
-
 
 class ProbeView(TrainView):
     """Attention weights of the probe example's target rows, per rule and head.
 
     Each panel stacks the heads vertically (rows: target positions of head 0, then head 1, …;
-    columns: key positions) on a shared viridis scale p ∈ [0, 1]. Magenta squares mark the
-    key that solves the task, so a sharp, correct map puts its bright cell inside them.
-
-    When each head has a single query row (the retrieval task), a one-row image stretched to
-    the panel's height read as tall bars with one meaningless y tick; the row is drawn as a bar
-    chart instead: p per key position (bars coloured on the same scale, heads side by side
-    within a key), with the answering key outlined in magenta.
+    columns: key positions) on a shared viridis scale p ∈ [0, 1]; magenta squares mark the key
+    that solves the task. A single query row per head (the retrieval task) is drawn as bars of
+    p per key instead (heads side by side within a key), the answering key outlined.
     """
 
     key = "train_probe"
@@ -150,18 +140,13 @@ class ProbeView(TrainView):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._colormap = pg.colormap.get(style.HEATMAP_COLORMAP)
-        self._colorbar = pg.ColorBarItem(
-            values=(0.0, 1.0),
-            colorMap=self._colormap,
-            interactive=False,
-            width=18,
-            colorMapMenu=False,
-        )
+        self._colorbar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=self._colormap,
+                                         interactive=False, width=18, colorMapMenu=False)
         style.style_plot(self._colorbar, grid=False)
         self._colorbar.getAxis("left").setLabel(style.axis_label_html("p"))
         self._panels: dict[ScalingRule, ProbePanel] = {}
         self._rules: tuple[ScalingRule, ...] = ()
-        self._snapshot: object = None
+        self._snapshot: Any = None
         self._empty_plot: pg.PlotItem | None = None  # the axes shown before the first run
         # (image rows, key positions, bar chart) the axes are set up for
         self._extent: tuple[int, int, bool] = (0, 0, False)
@@ -186,13 +171,8 @@ class ProbeView(TrainView):
         self._snapshot = snap
         if snap is None:
             self._build(())
-            self._note.setText(
-                translate(
-                    "ProbeView",
-                    "The attention map of one fixed held-out example "
-                    "appears here while training runs.",
-                )
-            )
+            self._note.setText(translate("ProbeView", "The attention map of one fixed held-out "
+                                         "example appears here while training runs."))
             return
         rules = tuple(snap.rules)
         if rules != self._rules:
@@ -228,39 +208,27 @@ class ProbeView(TrainView):
             entropy = float(np.mean(st.entropy)) if len(st.entropy) else float("nan")
             if st.diverged:
                 caption = translate("ProbeView", "{0}: diverged at step {1}").format(
-                    style.rule_name(rule), st.diverged_at
-                )
+                    style.rule_name(rule), st.diverged_at)
             else:
                 caption = translate("ProbeView", "{0}: H = {1:.2f} nats").format(
-                    style.rule_name(rule), entropy
-                )
+                    style.rule_name(rule), entropy)
             plot.setTitle(caption, color=style.FOREGROUND, size=f"{style.TITLE_PT}pt")
         last_key = int(np.asarray(snap.probe_ids).shape[0]) - 1
         if bars:
+            several = translate("ProbeView", " (heads side by side within each key)")
             note = translate(
                 "ProbeView",
                 "Step {0}. Bars: attention weight p of the query at position {1} on each key "
                 "position 0…{2}{3}. Magenta outline: the key that answers the probe.",
-            ).format(
-                snap.step,
-                int(snap.target_positions[0]),
-                last_key,
-                translate("ProbeView", " (heads side by side within each key)")
-                if heads > 1
-                else "",
-            )
+            ).format(snap.step, int(snap.target_positions[0]), last_key,
+                     several if heads > 1 else "")
         else:
+            several = translate("ProbeView", " of each head, heads stacked top to bottom")
             note = translate(
                 "ProbeView",
                 "Step {0}. Rows: target positions{1}; columns: key positions 0…{2}. "
                 "Magenta squares: the key that answers the probe.",
-            ).format(
-                snap.step,
-                translate("ProbeView", " of each head, heads stacked top to bottom")
-                if heads > 1
-                else "",
-                last_key,
-            )
+            ).format(snap.step, several if heads > 1 else "", last_key)
         self._note.setText(note)
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:
@@ -269,10 +237,10 @@ class ProbeView(TrainView):
         snap = self._snapshot
         if snap is None:
             return header, rows
-        for rule, st in snap.rules.items():  # type: ignore[attr-defined]
+        for rule, st in snap.rules.items():
             w = np.asarray(st.probe_weights, dtype=np.float64)
             for h in range(w.shape[0]):
-                for r, t in enumerate(snap.target_positions):  # type: ignore[attr-defined]
+                for r, t in enumerate(snap.target_positions):
                     for j in range(w.shape[2]):
                         rows.append([rule.value, h, int(t), j, float(w[h, r, j])])
         return header, rows
@@ -297,22 +265,20 @@ class ProbeView(TrainView):
         """The plot and items of ``rule``."""
         return self._panels[ScalingRule(rule)]
 
-    def _set_extent(self, snap: object) -> bool:
+    def _set_extent(self, snap: Any) -> bool:
         """Label rows and keys, fit the axes to the map; return True for the bar chart."""
-        positions = tuple(snap.target_positions)  # type: ignore[attr-defined]
-        heads = snap.config.heads  # type: ignore[attr-defined]
-        keys = int(np.asarray(snap.probe_ids).shape[0])  # type: ignore[attr-defined]
+        positions = tuple(snap.target_positions)
+        heads = snap.config.heads
+        keys = int(np.asarray(snap.probe_ids).shape[0])
         bars = len(positions) == 1
         extent = (heads * len(positions), keys, bars)
         if extent == self._extent:
             return bars
         self._extent = extent
-        rows = [
-            f"{t}" if heads == 1 else f"h{h}·{t}" for h in range(heads) for t in positions
-        ]
+        rows = [f"{t}" if heads == 1 else f"h{h}·{t}" for h in range(heads) for t in positions]
         for panel in self._panels.values():
-            panel.bottom().set_labels([str(j) for j in range(keys)])
-            panel.left().set_labels(None if bars else rows)
+            panel.plot.getAxis("bottom").set_labels([str(j) for j in range(keys)])
+            panel.plot.getAxis("left").set_labels(None if bars else rows)
             panel.plot.invertY(not bars)  # matrix convention: first target row at the top
         self._label_panels()
         self.reset_view()
@@ -349,9 +315,5 @@ class ProbeView(TrainView):
         for col, panel in enumerate(self._panels.values()):
             style.label_plot(panel.plot, bottom=keys, left=left if col == 0 else None)
         if not self._panels and self._empty_plot is not None:
-            style.label_plot(
-                self._empty_plot,
-                title=translate("ProbeView", "No training run yet"),
-                bottom=keys,
-                left=queries,
-            )
+            style.label_plot(self._empty_plot, title=translate("ProbeView", "No training run yet"),
+                             bottom=keys, left=queries)

@@ -8,13 +8,7 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal, Slot
 from PySide6.QtGui import QResizeEvent, QShowEvent
-from PySide6.QtWidgets import (
-    QFileDialog,
-    QScrollArea,
-    QSplitter,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QFileDialog, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
 from engine.cli.train import train_command_line
 from engine.config.train import TrainConfig
@@ -39,9 +33,8 @@ __all__ = ["DEMO_CONFIG", "TENSORS_FILE_NAME", "TrainTab"]
 TENSORS_FILE_NAME = "trained_heads.npz"
 
 #: A small model for driving the buttons in the self-test (its steps are nearly instant).
-DEMO_CONFIG = TrainConfig(
-    d_k=16, d_model=32, n=8, vocab=16, batch=32, steps=60, lr=0.01, eval_size=64
-)
+DEMO_CONFIG = TrainConfig(d_k=16, d_model=32, n=8, vocab=16, batch=32, steps=60, lr=0.01,
+                          eval_size=64)
 
 
 class TrainTab(QWidget):
@@ -85,9 +78,8 @@ class TrainTab(QWidget):
         self.probe = ProbeView()
         self.lr_sweep = LrSweepView()
         self.views: list[TrainView] = [self.curves, self.probe, self.lr_sweep]
-        self.controller = TrainController(
-            self.views, push_interval_ms=push_interval_ms, parent=self
-        )
+        self.controller = TrainController(self.views, push_interval_ms=push_interval_ms,
+                                          parent=self)
         self.view_tabs = WrappingTabWidget()
         self.view_tabs.setObjectName("trainViewTabs")
         for view in self.views:
@@ -180,12 +172,6 @@ class TrainTab(QWidget):
         self._status = ""  # re-worded in the new language
         self._update_status()
 
-    def changeEvent(self, event: QEvent) -> None:  # Qt override
-        """Re-translate when the application's language changes."""
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate_ui()
-        super().changeEvent(event)
-
     def showEvent(self, event: QShowEvent) -> None:  # Qt override
         """Catch the view in front up: a run that went on (or ended) behind another top-level
         tab was not pushed to it, and its sub-tab did not change to trigger the refresh."""
@@ -212,10 +198,13 @@ class TrainTab(QWidget):
         self._user_split = True
 
     def event(self, event: QEvent) -> bool:  # Qt override
-        """After a language change has reached the views (children get it after this widget's
-        ``changeEvent``), re-draw their result texts: notes, legends, captions."""
+        """On a language change re-word the tab, let Qt pass the change on to the panel and the
+        views (its children), then re-draw the views' result texts: notes, legends, captions."""
+        language = event.type() == QEvent.Type.LanguageChange
+        if language:
+            self.retranslate_ui()
         handled = super().event(event)
-        if event.type() == QEvent.Type.LanguageChange:
+        if language:
             self.controller.refresh_views()
         return handled
 
@@ -359,17 +348,11 @@ class TrainTab(QWidget):
         sweep = results.sweep
         lines = []
         if snap is not None:
-            lines.append(
-                translate("TrainTab", "Training: step {0} of {1}, {2:.0f} steps/s").format(
-                    snap.step, snap.total_steps, snap.steps_per_s
-                )
-            )
+            lines.append(translate("TrainTab", "Training: step {0} of {1}, {2:.0f} steps/s").format(
+                snap.step, snap.total_steps, snap.steps_per_s))
         if sweep is not None:
-            lines.append(
-                translate("TrainTab", "Sweep: {0} of {1} runs").format(
-                    sweep.done_runs, sweep.total_runs
-                )
-            )
+            lines.append(translate("TrainTab", "Sweep: {0} of {1} runs").format(
+                sweep.done_runs, sweep.total_runs))
         if self._written:
             lines.append(translate("TrainTab", "Wrote {0}").format(Path(self._written).name))
         self.panel.set_trained(self.controller.has_trained_model())

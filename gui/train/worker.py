@@ -22,12 +22,7 @@ from engine.training.process import TrainingProcess, export_job, lr_sweep_job, t
 from gui.kit.i18n import translate
 from gui.kit.job_worker import JobWorker
 
-__all__ = [
-    "TrainItem",
-    "TrainJob",
-    "TrainJobKind",
-    "TrainWorker",
-]
+__all__ = ["TrainItem", "TrainJob", "TrainJobKind", "TrainWorker"]
 
 
 class TrainJobKind(enum.Enum):
