@@ -79,8 +79,9 @@ class ClaimEvaluations(QObject):
         super().__init__(parent)
         self._host: WorkerHost | None = None
         self._closed = False
-        self._latest_id = -1  # request id of the newest evaluation; older results are dropped
-        self._job_index = -1  # step index of that evaluation
+        self._wanted = -1  # step index of the newest request
+        # (request id, step index) of the newest job handed to the worker; others are dropped
+        self._latest = (-1, -1)
         self._results: dict[int, list[ClaimResult]] = {}
         self._errors: dict[int, str] = {}
 
@@ -103,13 +104,13 @@ class ClaimEvaluations(QObject):
             worker.failed.connect(self._on_failed)
             self._host = WorkerHost(worker, "tour-claims", self)
             self._host.jobFinished.connect(self._on_finished)
-        if self._host.is_busy() and self._job_index == index:
+        if self._host.is_busy() and self._wanted == index:
             return
-        self._job_index = index
+        self._wanted = index
         self._errors.pop(index, None)
 
         def make_job(request_id: int) -> ClaimJob:
-            self._latest_id = request_id
+            self._latest = (request_id, index)
             return ClaimJob(request_id, index, claims, config)
 
         self._host.request(make_job)
@@ -130,19 +131,21 @@ class ClaimEvaluations(QObject):
         if self._host is not None:
             self._host.begin_shutdown()
 
+    def _is_latest(self, request_id: int) -> bool:
+        return request_id == self._latest[0] and not self._closed
+
     @Slot(object)
     def _on_evaluated(self, evaluated: ClaimsEvaluated) -> None:
-        if evaluated.request_id != self._latest_id or self._closed:
-            return  # superseded by a newer step
-        if not any(math.isnan(r.value) for r in evaluated.results):
+        if self._is_latest(evaluated.request_id) and not any(
+                math.isnan(r.value) for r in evaluated.results):
             self._results[evaluated.index] = list(evaluated.results)
 
     @Slot(object)
     def _on_failed(self, failure: JobFailed) -> None:
-        if failure.request_id == self._latest_id and not self._closed:
-            self._errors[self._job_index] = failure.message
+        if self._is_latest(failure.request_id):
+            self._errors[self._latest[1]] = failure.message
 
     @Slot(object)
     def _on_finished(self, finished: JobFinished) -> None:
-        if finished.request_id == self._latest_id and not self._closed:
-            self.finished.emit(self._job_index)
+        if self._is_latest(finished.request_id):
+            self.finished.emit(self._latest[1])

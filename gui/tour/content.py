@@ -29,7 +29,7 @@ from engine.tour.steps import validate_tour
 from gui.kit import i18n
 from gui.kit.i18n import translate
 
-__all__ = ["TourData", "claim_context", "html_escape", "load_tour", "ui_language"]
+__all__ = ["TourData", "claim_context", "load_tour", "ui_language"]
 
 _FALLBACK_LANGUAGE = "en"
 
@@ -57,19 +57,20 @@ class TourData:
 
     def step_text(self, language: str, step_id: str) -> Mapping[str, Any]:
         """Texts of ``step_id`` in ``language`` (English when that language lacks the step)."""
-        for lang in (self.resolve_language(language), _FALLBACK_LANGUAGE):
-            step = self.texts.get(lang, {}).get("steps", {}).get(step_id)
-            if step:
-                return step
-        return {"title": step_id, "look": "", "body": [], "try": ""}
+        return self._lookup(language, "steps", step_id) or {
+            "title": step_id, "look": "", "body": [], "try": ""}
 
     def label(self, language: str, quantity: str) -> str:
         """Display name of a claim quantity in ``language``."""
+        return str(self._lookup(language, "labels", quantity) or quantity)
+
+    def _lookup(self, language: str, section: str, key: str) -> Any:
+        """``texts[language][section][key]``, else English's, else None."""
         for lang in (self.resolve_language(language), _FALLBACK_LANGUAGE):
-            text = self.texts.get(lang, {}).get("labels", {}).get(quantity)
-            if text:
-                return str(text)
-        return quantity
+            found = self.texts.get(lang, {}).get(section, {}).get(key)
+            if found:
+                return found
+        return None
 
 
 def load_tour(folder: str | Path | None = None) -> TourData:
@@ -149,8 +150,3 @@ def claim_context(claim: Mapping[str, Any], config: AttentionConfig) -> str:
     if "temperature" in claim:
         parts.append(f"T = {claim['temperature']:g}")
     return ", ".join(parts)
-
-
-def html_escape(text: str) -> str:
-    """``text`` with ``&``, ``<`` and ``>`` escaped for a rich-text label."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -5,16 +5,17 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QFrame, QWidget
 
-__all__ = ["HIGHLIGHT_COLOR", "HIGHLIGHT_MS", "Highlight"]
+from gui.kit.style import HIGHLIGHT_COLOR
+
+__all__ = ["HIGHLIGHT_MS", "Highlight"]
 
 #: How long the frame around the step's view stays visible.
 HIGHLIGHT_MS = 2000
-#: Colour of that frame (the heatmap's row highlight: absent from every rule colour).
-HIGHLIGHT_COLOR = "#ff00ff"
 
 
 class Highlight(QFrame):
-    """A coloured frame laid over a widget for a moment; ignores the mouse."""
+    """A frame in the highlight colour (absent from every rule colour) laid over a widget for a
+    moment; ignores the mouse."""
 
     def __init__(self) -> None:
         super().__init__()

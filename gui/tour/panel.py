@@ -9,6 +9,8 @@ and shown under the text.
 
 from __future__ import annotations
 
+import functools
+import html
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,11 +32,14 @@ from engine.tour.claims import ClaimResult, describe_target, format_value
 from engine.tour.steps import expand_ui_refs, step_config
 from gui.kit.i18n import translate
 from gui.tour.claims_job import ClaimEvaluations
-from gui.tour.content import TourData, claim_context, html_escape, load_tour, ui_language
+from gui.tour.content import TourData, claim_context, load_tour, ui_language
 from gui.tour.highlight import Highlight
 from gui.tour.host import TourHost
 
 __all__ = ["TourPanel"]
+
+#: ``text`` with ``&``, ``<`` and ``>`` escaped for a rich-text label.
+html_escape = functools.partial(html.escape, quote=False)
 
 
 class TourPanel(QWidget):
