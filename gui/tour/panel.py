@@ -146,10 +146,6 @@ class TourPanel(QWidget):
         return label
 
     # ----------------------------------------------------------------------------- public API
-    def data(self) -> TourData:
-        """The tour content."""
-        return self._data
-
     def step_count(self) -> int:
         """Number of steps."""
         return len(self._data.steps)

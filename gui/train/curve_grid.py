@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject
-from PySide6.QtWidgets import QLayout, QScrollArea, QWidget
+from PySide6.QtWidgets import QScrollArea, QWidget
 
 from gui.kit import style
 
@@ -31,14 +31,12 @@ class PanelGrid(QObject):
     view
         The view whose scroll area is followed; it calls :meth:`follow_scroll_area` when shown
         and :meth:`reflow` when resized.
-    margins
-        The view's layout, whose margins lie between the viewport and the plots.
     """
 
-    def __init__(self, view: QWidget, margins: QLayout, widget: pg.GraphicsLayoutWidget,
-                 legend: pg.LegendItem, plots: Sequence[pg.PlotItem], note: pg.LabelItem) -> None:
+    def __init__(self, view: QWidget, widget: pg.GraphicsLayoutWidget, legend: pg.LegendItem,
+                 plots: Sequence[pg.PlotItem], note: pg.LabelItem) -> None:
         super().__init__(view)
-        self._view, self._margins, self._widget = view, margins, widget
+        self._view, self._widget = view, widget
         self._legend, self._plots, self._note = legend, list(plots), note
         self._columns = 0
         self._area: QScrollArea | None = None
@@ -79,7 +77,7 @@ class PanelGrid(QObject):
     def _available_width(self) -> int:
         if self._area is None:
             return self._view.width()
-        return self._area.viewport().width() - 2 * self._margins.contentsMargins().left()
+        return self._area.viewport().width() - 2 * self._view.layout().contentsMargins().left()
 
     def _arrange(self, columns: int) -> None:
         ci = self._widget.ci

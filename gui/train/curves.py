@@ -85,8 +85,8 @@ class TrainCurvesView(TrainView):
         self._chance_loss, self._chance_acc = _chance_line(), _chance_line()
         self._plots["loss"].addItem(self._chance_loss, ignoreBounds=True)
         self._plots["accuracy"].addItem(self._chance_acc, ignoreBounds=True)
-        self._grid = PanelGrid(self, self._layout, self._widget, self._legend,
-                               list(self._plots.values()), self._note)
+        self._grid = PanelGrid(self, self._widget, self._legend, list(self._plots.values()),
+                               self._note)
         self._rules: dict[ScalingRule, RuleCurves] = {}
         self._legend_rules: list[ScalingRule] | None = None
         self._train_sample = pg.PlotDataItem(pen=pg.mkPen(style.THEORY_COLOR, width=1.5))

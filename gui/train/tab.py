@@ -125,8 +125,7 @@ class TrainTab(QWidget):
         self._on_input_changed()
         self._status = ""
         self._error = ""
-        self.retranslate_ui()
-        self._update_status()
+        self.retranslate_ui()  # titles the view tabs and words the status line
 
     def status_line(self) -> str:
         """What the tab is doing, for the window's status bar (translated)."""

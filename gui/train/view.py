@@ -7,13 +7,12 @@ from PySide6.QtWidgets import QWidget
 
 from gui.kit import style
 from gui.kit.plot_view import PlotView
-from gui.train.results import TrainResults
 
 __all__ = ["TrainView"]
 
 
 class TrainView(PlotView):
-    """A training view: receives :class:`TrainResults` from the training controller.
+    """A training view: receives :class:`~gui.train.results.TrainResults` from the controller.
 
     The controller pushes the latest results at most every ``push_interval_ms`` to the visible
     views and calls :meth:`clear` on Reset. Every training view draws into one graphics layout
@@ -32,10 +31,6 @@ class TrainView(PlotView):
     def note_text(self) -> str:
         """The note under the plots, as shown."""
         return self._note.text
-
-    def show_results(self, results: TrainResults) -> None:
-        """Show ``results`` (cheap; skips work when the shown part did not change)."""
-        raise NotImplementedError
 
     def clear(self) -> None:
         """Remove everything shown (the Train tab's Reset)."""
