@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -36,65 +37,108 @@ def test_ruff_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-# Qt must not be needed by the engine tests. Running all of them a second time without Qt took
-# two of the suite's fifteen minutes, so the rule is proved in three cheaper parts that together
-# cover what that run covered: the import contract (test_engine_imports_no_qt_or_gui: engine
-# code never imports Qt, not even inside a function); every engine test collected and every
-# fixture set up in an interpreter where importing Qt fails, with pytest-qt disabled (a module,
-# conftest or fixture that needs Qt, or a test asking for qtbot, fails there); and no engine test
-# importing Qt in its body (the one place the set-up run does not reach).
-BLOCKED_ROOTS = {"PySide6", "shiboken6", "pyqtgraph", "superqt", "gui", "pytestqt"}
-
-_BLOCK_QT_AND_SET_UP_ENGINE_TESTS = f"""
-import importlib.abc, sys
-class BlockQt(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in {sorted(BLOCKED_ROOTS)!r}:
-            raise ImportError(f"{{name}} is blocked: engine tests must run without Qt")
-        return None
-sys.meta_path.insert(0, BlockQt())
-import pytest
-sys.exit(pytest.main(["tests/engine", "-q", "-p", "no:pytest-qt", "-p", "no:cacheprovider",
-                      "-o", "qt_api=", "-o", "qt_log_level_fail=", "--setup-only"]))
-"""
+# Qt must not be needed by the engine tests (they run where Qt cannot be installed). Proved
+# without running them a second time, in three parts: engine code never imports Qt, not even
+# inside a function (test_engine_imports_no_qt_or_gui); no engine test file imports Qt anywhere,
+# nor does what it imports at module level from the rest of the repository (main.py, helpers
+# in tests/), transitively; and no engine test or fixture asks for a pytest-qt fixture.
+QT_ROOTS = {"PySide6", "shiboken6", "pyqtgraph", "superqt", "gui", "pytestqt"}
+_IMPORTERS = {"importlib.import_module", "__import__", "import_module", "pytest.importorskip"}
 
 
-def test_engine_tests_are_collected_and_set_up_without_qt() -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", _BLOCK_QT_AND_SET_UP_ENGINE_TESTS],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "tests/engine/test_models.py::" in result.stdout  # the tests were really there
-
-
-def _imported_roots(tree: ast.AST) -> set[str]:
-    roots = set()
-    for node in ast.walk(tree):
+def _imported_modules(tree: ast.AST, module_level_only: bool = False) -> set[str]:
+    """Dotted names of the modules ``tree`` imports: every import, or only those that run when
+    the module is imported (not the ones inside a function)."""
+    names: set[str] = set()
+    pending = [tree]
+    while pending:
+        node = pending.pop()
         if isinstance(node, ast.Import):
-            roots |= {alias.name.split(".")[0] for alias in node.names}
+            names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            roots.add(node.module.split(".")[0])
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
         elif (isinstance(node, ast.Call) and node.args
               and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
-              and ast.unparse(node.func) in {"importlib.import_module", "__import__",
-                                             "import_module", "pytest.importorskip"}):
-            roots.add(node.args[0].value.split(".")[0])
-    return roots
+              and ast.unparse(node.func) in _IMPORTERS):
+            names.add(node.args[0].value)
+        if module_level_only and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef
+                                            | ast.Lambda):
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return names
 
 
-def test_no_engine_test_imports_qt_anywhere() -> None:
-    offenders = {}
-    for path in sorted((ROOT / "tests" / "engine").rglob("*.py")):
-        offenders[str(path.relative_to(ROOT))] = sorted(
-            _imported_roots(ast.parse(path.read_text())) & BLOCKED_ROOTS)
-    assert {path: roots for path, roots in offenders.items() if roots} == {}
+def _repository_file(module: str) -> Path | None:
+    """The file of ``module`` in this repository, if it is one of its modules."""
+    path = ROOT.joinpath(*module.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
-def test_the_import_scan_sees_imports_inside_functions() -> None:
-    source = ("def test_a():\n    from gui.kit import export\n"
-              "def test_b():\n    import importlib\n"
-              "    importlib.import_module('PySide6.QtCore')\n")
-    assert _imported_roots(ast.parse(source)) & BLOCKED_ROOTS == {"gui", "PySide6"}
+def _qt_reached_from(path: Path) -> set[str]:
+    """The Qt modules ``path`` imports anywhere or reaches through the repository modules it
+    imports (their module-level imports, followed transitively)."""
+    found, seen = set(), {path}
+    pending = [(path, False)]
+    while pending:
+        current, module_level_only = pending.pop()
+        for module in _imported_modules(ast.parse(current.read_text()), module_level_only):
+            if module.split(".")[0] in QT_ROOTS:
+                found.add(module)
+            elif module.split(".")[0] == "engine":
+                continue  # engine/ is lint-imports' (test_engine_imports_no_qt_or_gui)
+            elif (file := _repository_file(module)) is not None and file not in seen:
+                seen.add(file)
+                pending.append((file, True))
+    return found
+
+
+def _pytest_qt_fixtures() -> set[str]:
+    """The fixtures pytest-qt defines, read from its plugin's source."""
+    plugin = Path(importlib.util.find_spec("pytestqt.plugin").origin)
+    return {node.name for node in ast.walk(ast.parse(plugin.read_text()))
+            if isinstance(node, ast.FunctionDef)
+            and any("pytest.fixture" in ast.unparse(d) for d in node.decorator_list)}
+
+
+def _asked_fixtures(tree: ast.AST) -> set[str]:
+    """Parameter names of every function, and every string (as in ``usefixtures("…")``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            names |= {arg.arg for arg in (*node.args.posonlyargs, *node.args.args,
+                                          *node.args.kwonlyargs)}
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names.add(node.value)
+    return names
+
+
+#: The engine tests and the conftest above them, which pytest imports to run them.
+ENGINE_TESTS = [ROOT / "tests" / "conftest.py", *sorted((ROOT / "tests" / "engine").rglob("*.py"))]
+
+
+def test_no_engine_test_reaches_qt_through_its_imports() -> None:
+    offenders = {str(path.relative_to(ROOT)): _qt_reached_from(path) for path in ENGINE_TESTS}
+    assert {path: sorted(found) for path, found in offenders.items() if found} == {}
+
+
+def test_no_engine_test_asks_for_a_qt_fixture() -> None:
+    qt_fixtures = _pytest_qt_fixtures()
+    assert {"qtbot", "qapp"} <= qt_fixtures
+    offenders = {str(path.relative_to(ROOT)): _asked_fixtures(ast.parse(path.read_text()))
+                 & qt_fixtures for path in ENGINE_TESTS}
+    assert {path: sorted(asked) for path, asked in offenders.items() if asked} == {}
+
+
+def test_the_import_scan_follows_helpers_and_sees_imports_inside_functions(tmp_path) -> None:
+    test_file = tmp_path / "test_x.py"
+    test_file.write_text("import main\n"  # imports the window inside a function only
+                         "def test_a():\n    from gui.kit import export\n"
+                         "def test_b():\n    import importlib\n"
+                         "    importlib.import_module('PySide6.QtCore')\n")
+    assert _qt_reached_from(test_file) == {"gui.kit", "gui.kit.export", "PySide6.QtCore"}
+    test_file.write_text("from tests.gui import pixels\n")  # a helper that imports Qt
+    assert {"PySide6.QtGui", "gui.kit.session"} <= _qt_reached_from(test_file)
