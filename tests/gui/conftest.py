@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -150,12 +151,18 @@ def qt_session(qapp):
 
     Python's cyclic GC otherwise frees pyqtgraph's Qt objects in whatever thread allocates,
     worker threads included (gui/kit/qt_lifetime.py explains the crashes that caused).
+    What exists when the GUI tests start (modules, collected tests) lives for the whole run:
+    frozen, it is left out of the full collection after every test, which then walks only
+    what the tests made. :func:`pytest_sessionfinish` unfreezes it for the last check.
     """
     from gui.app import favour_the_gui_thread
-    from gui.kit.qt_lifetime import install_gui_thread_collector
+    from gui.kit.qt_lifetime import install_gui_thread_collector, release_qt_objects
 
     favour_the_gui_thread()  # as create_application does for the program
-    return install_gui_thread_collector(qapp)
+    collector = install_gui_thread_collector(qapp)
+    release_qt_objects()
+    gc.freeze()
+    return collector
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -172,6 +179,7 @@ def pytest_sessionfinish(session, exitstatus):
         return
     from gui.kit.qt_lifetime import release_qt_objects
 
+    gc.unfreeze()
     release_qt_objects()
     left = _live_qt_wrappers()
     if left:
