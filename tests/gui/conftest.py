@@ -52,34 +52,87 @@ def isolated_settings(tmp_path, monkeypatch):
     return folder
 
 
+def _open_window(config=SMALL_CONFIG, *, restore=False, show=True, settle=True, **options):
+    """A main window with small computations: shown at 1200×800 and its results in, by default."""
+    from gui.main_window import MainWindow
+
+    controller_options = {**FAST_CONTROLLER, **options.pop("controller_options", {})}
+    window = MainWindow(config=config, restore=restore, controller_options=controller_options,
+                        **options)
+    if show:
+        window.resize(1200, 800)
+        window.show()
+    if settle:
+        assert window.wait_until_settled(20_000), "results did not arrive"
+    return window
+
+
+def _close_window(window) -> None:
+    window.close()
+    window.shutdown()  # waits if the close had to wait for a long engine call
+    assert not window.workers_running(), "a worker thread was left running"
+    window.deleteLater()
+
+
 @pytest.fixture
 def make_window(qtbot):
     """Factory for main windows with small computations; closes them and checks the thread."""
-    from gui.main_window import MainWindow
-
     windows = []
 
-    def factory(config=SMALL_CONFIG, *, restore=False, show=True, settle=True, **options):
-        controller_options = {**FAST_CONTROLLER, **options.pop("controller_options", {})}
-        window = MainWindow(config=config, restore=restore,
-                            controller_options=controller_options, **options)
+    def factory(*args, **kwargs):
+        window = _open_window(*args, **kwargs)
         qtbot.addWidget(window)
         windows.append(window)
-        if show:
-            window.resize(1200, 800)
-            window.show()
-        if settle:
-            assert window.wait_until_settled(20_000), "results did not arrive"
         return window
 
     yield factory
     for window in windows:
-        window.close()
-        window.shutdown()  # waits if the close had to wait for a long engine call
-        assert not window.workers_running(), "a worker thread was left running"
-        window.deleteLater()
+        _close_window(window)
     # Drop the wrappers too: they hold pyqtgraph's Python-owned menus alive.
     windows.clear()
+
+
+@pytest.fixture(scope="module")
+def module_window(qapp, tmp_path_factory):
+    """One window (as ``window``) for a module's tests, through :func:`shared_window` only.
+
+    Its settings live in a folder of its own and are never written (``persist=False``).
+    """
+    from gui.kit.qt_lifetime import release_qt_objects
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(SETTINGS_DIR_ENV, str(tmp_path_factory.mktemp("settings")))
+        window = _open_window(persist=False)
+        yield window
+        _close_window(window)
+    release_qt_objects()
+
+
+def window_state(window) -> dict:
+    """What a test could leave changed in a window, as the user sees it."""
+    from PySide6.QtWidgets import QApplication
+
+    results = window.controller.results()
+    return {
+        "config": window.panel.config(), "results": (results.config, results.temperature),
+        "real head": window.controller.real_head(), "view": window.current_view().key,
+        "tab": window.mode_tabs.currentIndex(), "side by side": window.menu_actions[
+            "side"].isChecked(), "menu title": window.menus["file"].title(),
+        "session": window.files.session_path(), "train": window.train_tab.panel.config(),
+        "tensors": window.heads.view.controller.tensor_file(), "enabled": window.isEnabled(),
+        "size": window.size().toTuple(), "status": window.status.label.text(),
+        "other windows": sorted(type(w).__name__ for w in QApplication.topLevelWidgets()
+                                if w.isVisible() and w is not window),
+    }
+
+
+@pytest.fixture
+def shared_window(module_window):
+    """The module's window, for a test that leaves it as it found it (checked afterwards):
+    far cheaper than a window per test, and no test depends on another's leftovers."""
+    before = window_state(module_window)
+    yield module_window
+    assert window_state(module_window) == before, "the test left the shared window changed"
 
 
 @pytest.fixture

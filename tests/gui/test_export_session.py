@@ -16,9 +16,9 @@ from gui.kit.session import VIEW_KEYS, Session, SessionError, load_session, save
 
 
 @pytest.mark.parametrize(("width", "height"), [(640, 480), (1000, 420), (300, 900)])
-def test_png_has_requested_size_and_is_not_blank(window, tmp_path, width, height):
+def test_png_has_requested_size_and_is_not_blank(shared_window, tmp_path, width, height):
     for key in ("heatmap", "laws"):
-        path = export.export_png(window.view(key).export_item(), tmp_path / f"{key}.png",
+        path = export.export_png(shared_window.view(key).export_item(), tmp_path / f"{key}.png",
                                  width, height)
         stats = export.image_stats(path)
         assert (stats["width"], stats["height"]) == (width, height)
@@ -36,8 +36,8 @@ def test_hidden_view_exports_at_requested_size(window, tmp_path):
     assert export.image_stats(image)["non_background"] > 0.02
 
 
-def test_svg_and_csv(window, tmp_path):
-    view = window.view("softmax")
+def test_svg_and_csv(shared_window, tmp_path):
+    view = shared_window.view("softmax")
     svg = svg_export.export_svg(view.export_item(), tmp_path / "softmax.svg", 800, 600)
     text = svg.read_text(encoding="utf-8")
     assert text.lstrip().startswith("<?xml") and "<svg" in text and "<path" in text
@@ -88,26 +88,26 @@ def test_export_needs_only_the_plot_view_interface(qtbot, tmp_path):
                                             ["2.0", "2.0"]]
 
 
-def test_export_size_is_validated(window, tmp_path):
+def test_export_size_is_validated(shared_window, tmp_path):
     with pytest.raises(ValueError, match="width"):
-        export.export_png(window.view("heatmap").export_item(), tmp_path / "x.png", 0, 100)
+        export.export_png(shared_window.view("heatmap").export_item(), tmp_path / "x.png", 0, 100)
 
 
-def test_copy_to_clipboard(window):
-    export.copy_to_clipboard(window.current_view().export_item(), 400, 300)
+def test_copy_to_clipboard(shared_window):
+    export.copy_to_clipboard(shared_window.current_view().export_item(), 400, 300)
     image = QApplication.clipboard().image()
     assert (image.width(), image.height()) == (400, 300)
     assert export.image_stats(image)["colors"] > 16
 
 
-def test_export_all_writes_every_view_and_the_session(window, tmp_path):
-    written = window.files.export_everything(tmp_path / "all", 500, 350)
+def test_export_all_writes_every_view_and_the_session(shared_window, tmp_path):
+    written = shared_window.files.export_everything(tmp_path / "all", 500, 350)
     names = {p.name for p in written}
-    for view in window.views:
+    for view in shared_window.views:
         assert {f"{view.key}.png", f"{view.key}.svg", f"{view.key}.csv"} <= names
     assert "session.json" in names
     assert all(p.exists() and p.stat().st_size > 0 for p in written)
-    assert load_session(tmp_path / "all" / "session.json").config == window.panel.config()
+    assert load_session(tmp_path / "all" / "session.json").config == shared_window.panel.config()
     for path in written:
         if path.suffix == ".png":
             stats = export.image_stats(path)
@@ -148,11 +148,14 @@ def test_unknown_view_message_names_the_views(tmp_path):
         load_session(path)
 
 
-def test_session_view_keys_are_the_windows_views(window):
+def test_session_view_keys_are_the_windows_views(shared_window):
+    window = shared_window
     keys = [v.key for v in [*window.views, *window.train_tab.views, window.heads.view]]
     assert sorted(keys) == sorted(VIEW_KEYS)
+    front = window.current_view().key
     for key in VIEW_KEYS:  # every accepted key can be brought to the front
         assert window.show_view(key)
+    assert window.show_view(front)
 
 
 @pytest.mark.parametrize("content", [
@@ -172,23 +175,23 @@ def test_session_view_keys_are_the_windows_views(window):
     json.dumps({**_VALID, "view": {"current_view": "no_such_view"}}),
 ], ids=["not-json", "foreign", "version", "invalid-value", "not-object", "deep-nesting",
         "5000-digits", "huge-int-setting", "huge-int-temperature", "unknown-view"])
-def test_corrupt_session_changes_nothing(window, tmp_path, qtbot, content):
+def test_corrupt_session_changes_nothing(shared_window, tmp_path, qtbot, content):
     path = tmp_path / "bad.json"
     path.write_text(content, encoding="utf-8")
     with pytest.raises(SessionError) as raised:
         load_session(path)
     message = str(raised.value)
     assert "\n" not in message and len(message) <= 300
-    config_before = window.panel.config()
-    results_before = window.controller.results()
-    assert not window.files.open_session(path)
+    config_before = shared_window.panel.config()
+    results_before = shared_window.controller.results()
+    assert not shared_window.files.open_session(path)
     boxes = [w for w in QApplication.topLevelWidgets()
              if isinstance(w, QMessageBox) and w.isVisible()]
     assert boxes and "session" in boxes[-1].windowTitle().lower()
     assert boxes[-1].text() == message
     for box in boxes:
         box.close()
-    assert window.panel.config() == config_before
-    assert window.controller.config() == config_before
-    assert window.controller.results() is results_before
-    assert window.files.session_path() == ""
+    assert shared_window.panel.config() == config_before
+    assert shared_window.controller.config() == config_before
+    assert shared_window.controller.results() is results_before
+    assert shared_window.files.session_path() == ""
