@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import sys
 import threading
-import time
 
 import pytest
 import shiboken6
@@ -110,12 +109,16 @@ def test_the_heads_table_leaves_no_wrapper_of_an_item_it_deleted(qapp):
     assert not any(shiboken6.isValid(item) for item in shown)
 
 
-def test_waiting_for_results_leaves_no_qt_objects_behind(window):
+def test_waiting_for_results_leaves_no_qt_objects_behind(shared_window):
+    window = shared_window
+    seed = window.panel.config().seed
     children_before = len(window.findChildren(QObject))
     loops_before, timers_before = _wrappers_of(QEventLoop), _wrappers_of(QTimer)
-    for seed in range(1, 41):
-        window.panel.seed.setValue(seed)
+    for other in range(seed + 1, seed + 11):  # a leak of one object per wait shows at once
+        window.panel.seed.setValue(other)
         assert window.wait_until_settled(20_000)
+    window.panel.seed.setValue(seed)
+    assert window.wait_until_settled(20_000)
     assert len(window.findChildren(QObject)) <= children_before  # views may drop items
     assert _wrappers_of(QEventLoop) == loops_before
     assert _wrappers_of(QTimer) == timers_before
@@ -129,7 +132,8 @@ def test_wait_until_deletes_its_loop_even_on_timeout(qapp):
     assert (_wrappers_of(QEventLoop), _wrappers_of(QTimer)) == before
 
 
-def test_switching_language_keeps_one_catalogue(window):
+def test_switching_language_keeps_one_catalogue(shared_window):
+    window = shared_window
     app = QCoreApplication.instance()
     for _ in range(6):
         for code in ("zh_CN", "en"):
@@ -141,9 +145,9 @@ def test_switching_language_keeps_one_catalogue(window):
     window.language.set_language("en")
 
 
-#: A model whose every optimisation step takes ~0.5-3 s on this kind of machine, yet fits the
-#: memory budget: what a user who maxes out the Train panel's sizes gets.
-SLOW_STEP = TrainConfig(rules=("none", "sqrt", "linear"), d_k=512, heads=2, n=16, batch=64,
+#: A model whose optimisation step of one rule (Stop is checked between rules) lasts many times
+#: the close's wait (CLOSE_WAIT_MS), yet fits the memory budget.
+SLOW_STEP = TrainConfig(rules=("none", "sqrt", "linear"), d_k=512, heads=2, n=16, batch=512,
                         steps=1000, eval_size=16)
 
 
@@ -157,13 +161,12 @@ def test_closing_during_a_long_training_step_does_not_freeze(make_window):
     # right away, so the close below lands inside a long step.
     assert wait_until(lambda: controller.results().snapshot is not None,
                       (controller.resultsShown,), 60_000)
-    started = time.perf_counter()
     window.close()
-    blocked_s = time.perf_counter() - started
-    assert blocked_s < 1.0, f"close() blocked the GUI thread for {blocked_s:.2f} s"
-    if window.workers_running():  # the step was still going: the window says why it waits
-        assert window.isVisible() and not window.isEnabled()
-        assert "waiting" in window.status.label.text()
+    # close() returned inside the step, which takes far longer than its short wait, and the
+    # window says why it has not closed yet.
+    assert window.workers_running()
+    assert window.isVisible() and not window.isEnabled()
+    assert "waiting" in window.status.label.text()
     assert wait_until(lambda: not window.workers_running() and not window.isVisible(),
                       (controller.workerStopped, window.controller.workerStopped), 60_000)
 
