@@ -4,7 +4,6 @@ every head; save the capture; bad models and texts; Cancel; drops; the sample mo
 from __future__ import annotations
 
 import shutil
-import time
 
 import numpy as np
 import pytest
@@ -183,16 +182,15 @@ def test_cancel_stops_a_capture_between_layers(qtbot, window) -> None:
     _wait(qtbot, lambda: any(done >= 1 for done, _ in progress))
     close = dialog.findChild(object, "close_button")
     assert close.text() == "Cancel"
-    started = time.perf_counter()
     close.click()
-    _wait(qtbot, lambda: not controller.is_capturing(), 10_000)
-    assert time.perf_counter() - started < 5.0  # generous: the machines are noisy
+    _wait(qtbot, lambda: not controller.is_capturing())
     assert progress[-1][0] < progress[-1][1] == 30  # it stopped before the last layer
     assert dialog.isVisible() and close.text() == "Close"
     assert controller.tensor_file() is None  # nothing half-captured is shown
 
 
-def test_dropping_a_model_opens_the_capture_dialog(qtbot, window) -> None:
+def test_dropping_a_model_opens_the_capture_dialog(shared_window) -> None:
+    window = shared_window
     for path in (TINY_LLAMA, TINY_GGUF):
         assert _drag(window, path, QDragEnterEvent)
         assert _drag(window, path, QDropEvent)
@@ -212,7 +210,8 @@ def test_a_gguf_capture_opens_in_the_heads_tab(qtbot, window) -> None:
 
 
 def test_help_lists_the_sample_models_and_how_to_install_the_missing_ones(
-        window, monkeypatch) -> None:
+        shared_window, monkeypatch) -> None:
+    window = shared_window
     # One more sample whose package is surely not installed: its pip command is offered.
     missing = SampleModel("Nowhere-1M", "Llama", 2, 2, "ase_no_such_package",
                           "ase-no-such-package", "model", "a model that is not installed", 1)
