@@ -46,6 +46,11 @@ def _show_head(window, ref):
     assert not window.controller.last_error()
 
 
+def _back_to_random(window):
+    window.source_bar.back_button.click()
+    assert window.wait_until_settled(20_000)
+
+
 def test_a_real_head_fills_every_view_and_back_to_random_restores(make_window, tensor_file):
     tf, _ = tensor_file
     window = make_window()
@@ -132,9 +137,9 @@ def test_a_real_head_fills_every_view_and_back_to_random_restores(make_window, t
 
 
 @pytest.mark.parametrize("rule", list(ScalingRule))
-def test_every_rule_of_the_combo_replays_on_the_real_head(make_window, tensor_file, rule):
+def test_every_rule_of_the_combo_replays_on_the_real_head(shared_window, tensor_file, rule):
     tf, _ = tensor_file
-    window = make_window()
+    window = shared_window
     ref = HeadRef(tf, 0, 0)
     _show_head(window, ref)
     combo = window.panel.rule
@@ -147,11 +152,12 @@ def test_every_rule_of_the_combo_replays_on_the_real_head(make_window, tensor_fi
     np.testing.assert_array_equal(heatmap.panel_images()[0].image,
                                   heatmap.shown_values(expected.rules[rule].weights[0]))
     assert (results.config.n_tokens, results.config.d_k) == (N, D_K)
+    _back_to_random(window)
 
 
-def test_mask_and_query_row_stay_live_on_the_real_head(make_window, tensor_file):
+def test_mask_and_query_row_stay_live_on_the_real_head(shared_window, tensor_file):
     tf, _ = tensor_file
-    window = make_window()
+    window = shared_window
     _show_head(window, HeadRef(tf, 0, 1))
     window.panel.mask.setCurrentIndex(window.panel.mask.findData("none"))
     assert window.wait_until_settled(20_000)
@@ -161,11 +167,12 @@ def test_mask_and_query_row_stay_live_on_the_real_head(make_window, tensor_file)
     assert window.wait_until_settled(20_000)
     assert window.controller.results().config.query_row == N - 1
     assert "“w11”" in window.view("softmax").title_text()
+    _back_to_random(window)
 
 
-def test_switching_heads_of_one_file_keeps_the_replayed_rule(make_window, tensor_file):
+def test_switching_heads_of_one_file_keeps_the_replayed_rule(shared_window, tensor_file):
     tf, _ = tensor_file
-    window = make_window()
+    window = shared_window
     _show_head(window, HeadRef(tf, 0, 0))
     assert window.controller.config().rule is ScalingRule.SQRT  # the default 1/√d_k
     window.panel.rule.setCurrentIndex(window.panel.rule.findData("qk_norm"))
@@ -173,6 +180,7 @@ def test_switching_heads_of_one_file_keeps_the_replayed_rule(make_window, tensor
     _show_head(window, HeadRef(tf, 1, 0))
     assert window.controller.results().config.rule is ScalingRule.QK_NORM
     assert window.source_bar.label.text().endswith("layer 1 · head 0")
+    _back_to_random(window)
 
 
 def test_an_unreadable_head_keeps_the_previous_results(make_window, tensor_file, qtbot):
@@ -211,11 +219,11 @@ def test_a_head_over_the_memory_budget_is_refused_at_once(make_window, tmp_path)
     assert window.wait_until_settled(20_000) and window.controller.results() is before
 
 
-def test_a_head_without_tokens_keeps_numbered_axes(make_window, tmp_path):
+def test_a_head_without_tokens_keeps_numbered_axes(shared_window, tmp_path):
     rng = np.random.default_rng(8)
     arrays = {f"layer0.{part}": rng.standard_normal((2, 1, 6, 4)) for part in "qk"}
     tf = load_tensors(write_tensors(tmp_path / "plain.npz", arrays))
-    window = make_window()
+    window = shared_window
     _show_head(window, HeadRef(tf, 0, 0, 1))
     assert window.source_bar.label.text() == "Real q, k: plain.npz · layer 0 · head 0 · batch 1"
     plot = window.view("heatmap").panel_images()[0].getViewBox().parentItem()
@@ -223,3 +231,4 @@ def test_a_head_without_tokens_keeps_numbered_axes(make_window, tmp_path):
     assert labels and all(label.replace(".", "").isdigit() for label in labels)
     assert window.view("heatmap").masked_cells() == [None, None]  # no causal mask in the file
     assert "“" not in window.view("softmax").title_text()
+    _back_to_random(window)
