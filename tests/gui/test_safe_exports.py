@@ -16,13 +16,22 @@ from tests.engine.test_safe_outputs import OLD, ROOT, _limit_file_size, run_main
 
 
 def test_export_on_a_full_disk_changes_no_file_and_names_a_real_target(tmp_path: Path) -> None:
+    import numpy as np
+
+    from engine.io.tensors import write_tensors
+
+    # A small real head: the export writes as it does for any session, without waiting for
+    # the default configuration's sweep and the Train views' demo run.
+    qk = np.random.default_rng(0).standard_normal((1, 8, 4)).astype(np.float32)
+    head = write_tensors(tmp_path / "head.npz", {"layer0.q": qk, "layer0.k": qk})
     out = tmp_path / "figures"
     out.mkdir()
     (out / "heatmap.png").write_bytes(OLD)
     (out / "notes.txt").write_bytes(OLD)
     before = snapshot(out)
     proc = run_main("export", "--out", str(out), "--force", "--width", "400", "--height",
-                    "300", file_limit=20_000, timeout=300)
+                    "300", "--tensors", str(head), "--head", "0,0", file_limit=20_000,
+                    timeout=300)
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
