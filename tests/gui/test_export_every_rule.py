@@ -17,7 +17,9 @@ from gui.kit.resources import sample_tensors_path
 
 
 @pytest.mark.parametrize("source", ["random", "real head"])
-def test_every_view_exports_under_every_rule(window, tmp_path, source) -> None:
+def test_every_view_exports_under_every_rule(shared_window, tmp_path, source) -> None:
+    window = shared_window
+    start_rule = window.panel.rule.currentData()
     if source == "real head":
         window.controller.set_real_head(HeadRef(load_tensors(sample_tensors_path()), 0, 0))
         assert window.wait_until_settled(30_000)
@@ -30,3 +32,7 @@ def test_every_view_exports_under_every_rule(window, tmp_path, source) -> None:
             path = export_png(view.export_item(), tmp_path / f"{view.key}-{rule.value}.png",
                               640, 480)
             assert image_stats(path)["non_background"] > 0.01, (view.key, rule)
+    window.panel.rule.setCurrentIndex(window.panel.rule.findData(start_rule))
+    if source == "real head":
+        window.source_bar.back_button.click()
+    assert window.wait_until_settled(30_000)

@@ -1,9 +1,9 @@
 """A missing or damaged resource file ends the program with a message and exit status 1.
 
 Each case copies ``resources/`` to a temporary folder, damages one file, points the program at
-the copy (``$ATTENTION_EXPLORER_RESOURCES``) and starts a real entry point in a subprocess. Before
-the fix, a bad ``tour.json`` raised inside the window's constructor after the worker threads had
-started, and the process aborted with "QThread: Destroyed while thread 'explorer-worker' is still
+the copy (``$ATTENTION_EXPLORER_RESOURCES``) and starts a real entry point in a subprocess. A bad
+``tour.json`` raises inside the window's constructor after its worker threads started: unless the
+window stops them first, the process aborts with "QThread: Destroyed while thread … is still
 running" (exit 134).
 """
 
@@ -93,15 +93,22 @@ def test_resource_dir_prefers_override_then_checkout(monkeypatch, tmp_path):
 
 def test_installed_layout_uses_the_package_not_a_foreign_resources_folder(monkeypatch, tmp_path):
     """In site-packages, ``resources/`` beside ``gui/`` may belong to another distribution."""
+    import importlib.util
+
     site = tmp_path / "site-packages"
     (site / "resources").mkdir(parents=True)  # someone else's top-level "resources" package
     (site / "resources" / "__init__.py").write_text("", encoding="utf-8")
     package = site / RESOURCE_PACKAGE
     (package / "tour").mkdir(parents=True)
     (package / "__init__.py").write_text("", encoding="utf-8")
+    installed = site / "gui" / "kit" / "resources.py"  # the module as pip installs it
+    installed.parent.mkdir(parents=True)
+    shutil.copy(resources.__file__, installed)
+    spec = importlib.util.spec_from_file_location("installed_resources", installed)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     monkeypatch.delenv(RESOURCES_ENV, raising=False)
-    monkeypatch.setattr(resources, "_checkout_dir", lambda: site / "resources")
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delitem(sys.modules, RESOURCE_PACKAGE, raising=False)
-    assert resource_dir() == package.resolve()
-    assert resources.resource_path("tour", "tour.json") == package.resolve() / "tour" / "tour.json"
+    assert module.resource_dir() == package.resolve()
+    assert module.resource_path("tour", "tour.json") == package.resolve() / "tour" / "tour.json"
