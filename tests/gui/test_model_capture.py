@@ -6,13 +6,13 @@ from __future__ import annotations
 import shutil
 
 import numpy as np
-import pytest
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QMenu, QMessageBox
 
 from engine.analysis.heads import SINK_MASS_FLAG, SINK_UNIFORM_MARGIN
 from engine.io.tensors import load_tensors
 from engine.models import SampleModel, sample_models, samples
+from gui.heads.capture_dialog import DEFAULT_TEXT
 from gui.kit.token_axis import short_token
 from gui.window_heads import sample_title
 from tests.engine.test_models import FIXTURES, sample_model_path
@@ -133,41 +133,42 @@ def test_a_capture_that_cannot_be_saved_says_why_and_stays_open(qtbot, window,
     assert window.heads.view.controller.unsaved_capture() is not None
 
 
-@pytest.mark.parametrize("case", ["missing", "no-config", "empty-text", "truncated-gguf",
-                                  "bad-layers"])
+#: case -> what the capture dialog's message must name
+BAD_CAPTURES = {"missing": "no such file", "no-config": "config.json",
+                "truncated-gguf": "half.gguf", "bad-layers": "layer 9"}
+
+
 def test_bad_models_and_texts_give_one_message_and_lose_nothing(qtbot, window, tmp_path,
-                                                                case) -> None:
+                                                                subtests) -> None:
     window.heads.open_tensors(planted_file(tmp_path / "good.npz"))
     assert window.heads.view.wait_idle()
-    path, text, values = TINY_LLAMA, None, {}
-    if case == "missing":
-        path = tmp_path / "nowhere"
-    elif case == "no-config":
-        path = tmp_path / "folder"
-        shutil.copytree(TINY_LLAMA, path)
-        (path / "config.json").unlink()
-    elif case == "empty-text":
-        text = "   \n"
-    elif case == "truncated-gguf":
-        path = tmp_path / "half.gguf"
-        path.write_bytes(TINY_GGUF.read_bytes()[:5000])
-    else:
-        values = {"layers": "0,9"}
-    dialog = window.heads.open_model(path)
-    dialog.set_values(text=text, **values)
+    dialog = window.heads.open_model(TINY_LLAMA)
     button = dialog.findChild(object, "capture_button")
-    if case == "empty-text":
-        assert not button.isEnabled()  # nothing to run the model on
-        return
-    button.click()
-    _wait(qtbot, lambda: not window.heads.view.controller.is_capturing()
-          and dialog.message().startswith("Not captured"))
-    message = dialog.message()
-    expected = {"missing": "no such file", "no-config": "config.json",
-                "truncated-gguf": "half.gguf", "bad-layers": "layer 9"}[case]
-    assert expected in message
-    assert dialog.isVisible() and dialog.model_path() == str(path)  # the text as typed stays
-    assert "good.npz" in window.heads.view.status_text()
+    dialog.set_values(text="   \n")
+    assert not button.isEnabled()  # nothing to run the model on
+    for case, expected in BAD_CAPTURES.items():
+        with subtests.test(case=case):
+            path, layers = TINY_LLAMA, ""
+            if case == "missing":
+                path = tmp_path / "nowhere"
+            elif case == "no-config":
+                path = tmp_path / "folder"
+                shutil.copytree(TINY_LLAMA, path)
+                (path / "config.json").unlink()
+            elif case == "truncated-gguf":
+                path = tmp_path / "half.gguf"
+                path.write_bytes(TINY_GGUF.read_bytes()[:5000])
+            else:
+                layers = "0,9"
+            # The window has one dialog: each case sets every choice a case before changed.
+            assert window.heads.open_model(path) is dialog
+            dialog.set_values(text=DEFAULT_TEXT, layers=layers)
+            button.click()
+            _wait(qtbot, lambda expected=expected: not window.heads.view.controller
+                  .is_capturing() and expected in dialog.message())
+            assert dialog.message().startswith("Not captured")
+            assert dialog.isVisible() and dialog.model_path() == str(path)  # as typed: it stays
+            assert "good.npz" in window.heads.view.status_text()
 
 
 def test_cancel_stops_a_capture_between_layers(qtbot, window) -> None:
