@@ -72,13 +72,12 @@ def test_pinned_curves_stay_while_the_live_ones_change_and_survive_a_session(
     assert len(_datasets(view)) == len(before)
     assert not any("pin 1" in text for text in _texts(view))
 
-    other = make_window()
-    assert other.files.open_session(path)
-    settle(other)
-    restored = _datasets(other.view("laws"))
+    assert window.files.open_session(path)  # the pin comes back from the file
+    settle(window)
+    restored = _datasets(view)
     for x, y in before:
         assert _contains(restored, x, y)
-    assert any("pin 1: n = 24" in text for text in _texts(other.view("laws")))
+    assert any("pin 1: n = 24" in text for text in _texts(view))
 
 
 def test_a_heatmap_has_nothing_to_pin_and_a_view_holds_three_pins(make_window, settle):
