@@ -25,8 +25,10 @@ def _dark_pixels(window) -> int:
     return int((image.max(axis=-1) < 90).sum())
 
 
-def test_presentation_enlarges_the_view_and_esc_restores_the_window(make_window, qtbot, tmp_path):
-    window = make_window()
+def test_presentation_enlarges_the_view_and_esc_restores_the_window(shared_window, qtbot,
+                                                                   tmp_path):
+    window = shared_window
+    size, front = window.size(), window.current_view().key
     window.resize(1280, 800)
     window.show_view("laws")
     assert window.wait_until_settled(30_000)
@@ -66,10 +68,12 @@ def test_presentation_enlarges_the_view_and_esc_restores_the_window(make_window,
     assert window.parameter_dock.isVisible() and tabs_bar.isVisible()
     after = _vermillion_pixels(window, tmp_path, "after")
     assert abs(after - normal_pixels) <= 0.02 * normal_pixels
+    window.resize(size)
+    window.show_view(front)
 
 
-def test_esc_cancels_a_computation_when_not_presenting(make_window):
-    window = make_window()
+def test_esc_cancels_a_computation_when_not_presenting(shared_window):
+    window = shared_window
     assert not window.presentation.is_active()
     cancel = window.menu_actions["cancel"]
     assert cancel.shortcut() == QKeySequence("Esc")
