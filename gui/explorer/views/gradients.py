@@ -20,6 +20,7 @@ from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
 from gui.explorer.views.laws import group_by_rule
 from gui.kit import style
+from gui.kit.cell_items import WrappingLabel
 from gui.kit.i18n import translate
 from gui.kit.plot_view import finite_or_nan, positive_or_nan
 from gui.kit.steady_range import SteadyViewBox
@@ -33,13 +34,6 @@ __all__ = ["GradientView"]
 _QUANTITIES = (("jac", "jac_fro"), ("raw", "jac_raw"))
 
 
-def _rule_curve(rule: ScalingRule) -> pg.PlotDataItem:
-    """A rule's curve through its sweep points: its colour, its symbol, gaps at NaN."""
-    return pg.PlotDataItem(pen=style.rule_pen(rule, width=2), symbol=style.rule_symbol(rule),
-                           symbolSize=7, symbolPen=style.rule_pen(rule, width=1),
-                           symbolBrush=style.rule_brush(rule, 200), connect="finite")
-
-
 class _Band:
     """Median curve plus a filled 10–90 % band of one rule in one panel."""
 
@@ -48,7 +42,7 @@ class _Band:
         self.low = pg.PlotDataItem(pen=edge_pen)
         self.high = pg.PlotDataItem(pen=edge_pen)
         self.fill = pg.FillBetweenItem(self.low, self.high, brush=style.rule_brush(rule, 45))
-        self.median = _rule_curve(rule)
+        self.median = style.rule_curve(rule)
         plot.addItem(self.low)
         plot.addItem(self.high)
         # The fill spans exactly the two edge curves: auto-range need not measure its path too.
@@ -146,7 +140,7 @@ class GradientView(ExplorerView):
             title = style.make_label(size=style.TITLE_PT)
             # A wrapping label prefers its current wrapped width, which depends on the previous
             # arrangement; a fixed small preference lets the plots alone share the columns.
-            title.setPreferredWidth(style.WrappingLabel.MIN_WIDTH)
+            title.setPreferredWidth(WrappingLabel.MIN_WIDTH)
             self._titles[key] = title
         self._plots["saturated"].setYRange(0.0, 1.0, padding=0.05)
         self._note = style.make_label()
@@ -247,9 +241,6 @@ class GradientView(ExplorerView):
         )
         self._set_note()
         self._legend_rules = None  # the next show_results relabels the legend
-
-    def export_item(self) -> pg.GraphicsLayoutWidget:
-        return self._widget
 
     def show_results(self, results: ExplorerResults) -> None:
         snapshot = results.snapshot
@@ -389,7 +380,7 @@ class GradientView(ExplorerView):
         for rule in new:
             for key, _ in _QUANTITIES:
                 self._bands[key][rule] = _Band(self._plots[key], rule)
-            curve = _rule_curve(rule)
+            curve = style.rule_curve(rule)
             self._plots["saturated"].addItem(curve)
             self._saturated[rule] = curve
         # Only the rules of the current sweep are listed (others keep empty items).
