@@ -67,6 +67,7 @@ INDIRECT_CALLS = {
     "translate('HeadsView', self.tooltip)",
     "translate('HeadsView', FLAG_TEXT.get(flag, flag))",
     "translate('HeadsView', text)",  # gui.heads.table: the fixed column titles
+    "translate('TrainPanel', _RULE_TIPS[rule])",  # gui.train.panel: the rule boxes' tooltips
 }
 
 
