@@ -390,9 +390,9 @@ class ExplorerController(QObject):
             self._busy = busy
             self.busyChanged.emit(busy)
 
-    def _on_pushed(self, results: object, shown: Sequence[object]) -> None:
+    def _on_pushed(self, results: object, changed: Sequence[object]) -> None:
         # Held before resultsShown, so that a listener sees the paint pending (is_settled).
-        self._paint.paint_later(shown)
+        self._paint.paint_later(changed)
         self.resultsShown.emit(results)
 
 

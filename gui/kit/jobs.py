@@ -20,6 +20,8 @@ from typing import Any, Protocol
 import shiboken6
 from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 
+from gui.kit.plot_view import PlotView
+
 __all__ = ["Job", "JobFailed", "JobFinished", "Throttle", "ViewPusher", "WorkerHost"]
 
 
@@ -278,8 +280,8 @@ class ViewPusher(QObject):
     interval_ms
         Minimum interval between two pushes.
     pushed, after_push
-        Called after every push, inside ``guard`` with the results and the views that got them,
-        and outside it with those views.
+        Called after every push, inside ``guard`` with the results and the views whose content
+        it changed (:meth:`PlotView.take_change`), and outside it with those views.
     guard
         Context manager factory wrapped around every batch of view updates.
     """
@@ -358,6 +360,16 @@ class ViewPusher(QObject):
             with self._guard():
                 self._show(view, results)
 
+    def _show_changes(self, view: object, results: object) -> bool:
+        """Show ``results`` in ``view``; whether that changed what it shows (if not, the
+        view needs no paint)."""
+        if not isinstance(view, PlotView):
+            self._show(view, results)
+            return True
+        view.take_change()  # what a catch-up while hidden changed was painted as it came up
+        self._show(view, results)
+        return view.take_change()
+
     def _push(self) -> None:
         results = self._latest()
         if results is None or self._closed:
@@ -369,9 +381,9 @@ class ViewPusher(QObject):
                 if visible is not None and not visible():
                     self._stale.add(view)
                     continue
-                self._show(view, results)
+                if self._show_changes(view, results):
+                    shown.append(view)
                 self._stale.discard(view)
-                shown.append(view)
             if self._pushed is not None:
                 self._pushed(results, shown)
         if self._after_push is not None:

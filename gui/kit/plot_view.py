@@ -40,6 +40,7 @@ class PlotView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._seen: dict[str, tuple[object, ...]] = {}
+        self._changed = False
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(2)
@@ -120,7 +121,16 @@ class PlotView(QWidget):
             if all(_same(a, b) for a, b in zip(previous, objects, strict=True)):
                 return False
         self._seen[part] = objects
+        self._changed = True
         return True
+
+    def take_change(self) -> bool:
+        """Whether :meth:`show_results` has changed what the view shows since the last call.
+
+        A push that changed nothing (a σ edit leaves every sweep view as it was) needs no paint.
+        """
+        changed, self._changed = self._changed, False
+        return changed
 
     def _forget(self, part: str | None = None) -> None:
         """Make the next :meth:`_is_new` for ``part`` (or every part) return True."""

@@ -44,6 +44,7 @@ class SplitPaint(QObject):
         self.busy_s = 0.0
         # Viewports updated by the pushes, their updates disabled until the paint.
         self._held: list[QWidget] = []
+        self._pending = False
         # Preparation steps still to run before the paint, in order: (item, its method).
         self._steps: deque[tuple[object, Callable[[], None]]] = deque()
         self._timer = QTimer(self)
@@ -52,15 +53,18 @@ class SplitPaint(QObject):
         self._timer.timeout.connect(self._next_pass)
 
     def paint_later(self, views: Sequence[object]) -> None:
-        """Hold the viewports of ``views``; prepare and paint them in the next passes."""
-        if views:
-            with self.timed():
-                self._hold(views)
-            self._timer.start()
+        """Hold the viewports of ``views``; prepare and paint them in the next passes, then emit
+        :attr:`painted` (also for no views)."""
+        if self._closed:
+            return
+        with self.timed():
+            self._hold(views)
+        self._pending = True
+        self._timer.start()
 
     def is_pending(self) -> bool:
-        """True while held viewports wait for their paint."""
-        return bool(self._held)
+        """True until the paint of the last :meth:`paint_later` is done."""
+        return self._pending
 
     def close(self) -> None:
         """Re-enable every held viewport and prepare or paint nothing more."""
@@ -121,8 +125,7 @@ class SplitPaint(QObject):
         """Paint the viewports held by the pushes, in a timed block."""
         held, self._held = self._held, []
         self._timer.stop()
-        if not held:
-            return
+        pending, self._pending = self._pending, False
         with self.timed():
             for viewport in held:
                 viewport.setUpdatesEnabled(True)  # never leave a viewport frozen
@@ -131,7 +134,8 @@ class SplitPaint(QObject):
             windows = dict.fromkeys(viewport.window() for viewport in held)
             for window in windows:
                 QCoreApplication.sendPostedEvents(window, QEvent.Type.UpdateRequest)
-        self.painted.emit()
+        if pending:
+            self.painted.emit()
 
 
 def _graphics_views(views: Sequence[object]) -> list[QGraphicsView]:

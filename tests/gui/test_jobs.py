@@ -11,6 +11,7 @@ import shiboken6
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from gui.kit.jobs import Throttle, ViewPusher, WorkerHost
+from gui.kit.plot_view import PlotView
 from gui.kit.qt_lifetime import wait_until
 
 
@@ -197,6 +198,50 @@ def test_view_pusher_pushes_the_latest_to_visible_views_and_catches_up_hidden_on
     hidden.visible = True
     pusher.refresh_view(hidden)
     assert hidden.shown == [49] and not pusher.is_stale(hidden)
+    pusher.close()
+    pusher.deleteLater()
+
+
+class PartView(PlotView):
+    """Shows one part of the results (``results["part"]``), skipping it when unchanged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.updates = 0
+
+    def show_results(self, results) -> None:
+        if self._is_new("part", results["part"]):
+            self.updates += 1
+
+
+def test_view_pusher_hands_on_only_the_views_a_push_changed(qtbot):
+    # A view that changed nothing needs no paint: the pusher's callbacks do not get it, neither
+    # after a push of the same part nor after the catch-up of a hidden view (painted as it came up).
+    view = PartView()
+    qtbot.addWidget(view)
+    view.show()
+    latest = {"value": {"part": "a"}}
+    changed = []
+    pusher = ViewPusher([view], lambda: latest["value"],
+                        lambda v, results: v.show_results(results), 0,
+                        pushed=lambda results, views: changed.append(list(views)))
+    pusher.schedule()
+    assert changed == [[view]] and view.updates == 1
+    latest["value"] = {"part": "a"}  # new results, same part
+    wait_until(None, (), 20)
+    pusher.schedule()
+    assert changed == [[view], []] and view.updates == 1
+    view.hide()
+    latest["value"] = {"part": "b"}
+    wait_until(None, (), 20)
+    pusher.schedule()
+    assert pusher.is_stale(view) and changed[-1] == []
+    view.show()
+    pusher.refresh_view(view)
+    assert view.updates == 2
+    wait_until(None, (), 20)
+    pusher.schedule()
+    assert changed[-1] == []  # the catch-up's change is not painted a second time
     pusher.close()
     pusher.deleteLater()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 
 from engine.analysis.experiment import run_experiment, temperature_comparison
 from engine.analysis.explorer import ALL_RULES
@@ -144,6 +144,46 @@ def test_hidden_views_catch_up_when_shown(shared_window, settle):
     assert not window.controller.is_stale(softmax)
     expected = run_experiment(config, rules=ALL_RULES).rules[config.rule].weights[0, 3]
     np.testing.assert_array_equal(softmax.curve(config.rule).getData()[1], expected)
+    window.show_view("heatmap")
+    _back_to_start(window, settle)
+
+
+class PaintCounter(QObject):
+    """Counts the paint events of a plot's viewport."""
+
+    def __init__(self, widget) -> None:
+        super().__init__()
+        self.paints = 0
+        self.viewport = widget.viewport()
+        self.viewport.installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:  # Qt override
+        self.paints += event.type() == QEvent.Type.Paint
+        return False
+
+
+@pytest.mark.parametrize(("key", "repaints"), [("laws", False), ("heatmap", True)])
+def test_an_edit_repaints_only_the_views_it_changed(shared_window, settle, qtbot, key,
+                                                   repaints):
+    # σ leaves the d_k sweep as it was: the laws plot keeps its picture (no paint), while the
+    # heatmap shows the new weights; either way the window reports the push painted.
+    window = shared_window
+    window.show_view(key)
+    settle(window)
+    qtbot.wait(200)  # the tab's own first paints
+    counter = PaintCounter(window.view(key).export_item())
+    painted = []
+
+    def on_painted() -> None:
+        painted.append(counter.paints)
+
+    window.controller.resultsPainted.connect(on_painted)
+    window.panel.init_std.spin.setValue(0.6)
+    settle(window)
+    window.controller.resultsPainted.disconnect(on_painted)
+    assert painted and window.controller.results().config.init_std == 0.6
+    assert (counter.paints > 0) is repaints, counter.paints
+    counter.viewport.removeEventFilter(counter)
     window.show_view("heatmap")
     _back_to_start(window, settle)
 
