@@ -11,7 +11,6 @@ values are computed by :mod:`engine.tour.evaluate`. Every key and quantity: docs
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +31,6 @@ __all__ = [
     "claim_numbers",
     "describe_target",
     "format_value",
-    "number_pattern",
     "validate_claim",
 ]
 
@@ -258,22 +256,6 @@ def format_value(value: float) -> str:
         text = f"{value:.{digits}f}"
         return text.rstrip("0").rstrip(".") if "." in text else text
     return f"{value:.2e}"
-
-
-def number_pattern(value: float) -> re.Pattern[str]:
-    """A regex matching ``value`` written as a stand-alone decimal (e.g. ``64``, ``0.0156``).
-
-    The number must not be part of a longer number: ``64`` matches in "variance ≈ 64." but not
-    in "0.64" or "640". Below 10⁻⁶ it is written as ``1e-12``.
-    """
-    if value != 0 and abs(value) < 1e-6:
-        mantissa, exponent = f"{value:e}".split("e")
-        text = f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
-    else:
-        text = f"{value:.10f}".rstrip("0").rstrip(".")
-    if text in ("", "-"):
-        text = "0"
-    return re.compile(rf"(?<![\d.]){re.escape(text)}(?!\d|\.\d)")
 
 
 def describe_target(claim: Mapping[str, Any]) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 from engine.config import AttentionConfig, MaskKind, ScalingRule
 from engine.tour.claims import ClaimResult, check_value, claim_number, validate_claim
 
-__all__ = ["evaluate_claim", "evaluate_claims", "evaluate_quantity"]
+__all__ = ["evaluate_claims", "evaluate_quantity"]
 
 _SNAPSHOT = {"logit_var", "logit_var_theory", "max_abs_logit", "p_max_mean", "entropy_mean",
              "matched_gap_mean"}
@@ -264,13 +264,6 @@ def evaluate_quantity(
         result = correlation_rms([cfg.d_k], cfg.rho, max(cfg.samples, 2), cfg.seed)
         return float(result[f"rms_{rule.value}"][0])
     return _train_final_loss(claim, cfg, rule, cancel)
-
-
-def evaluate_claim(claim: Mapping[str, Any], config: AttentionConfig, *,
-                   cancel: threading.Event | None = None) -> ClaimResult:
-    """Evaluate one claim: the engine value and whether it satisfies the claim."""
-    value = evaluate_quantity(claim, config, cancel=cancel)
-    return ClaimResult(claim=claim, value=value, passed=check_value(claim, value))
 
 
 def evaluate_claims(

@@ -1,4 +1,4 @@
-"""engine.tour's claim machinery: targets, number patterns, validation and evaluation."""
+"""engine.tour's claim machinery: targets, validation and evaluation."""
 
 from __future__ import annotations
 
@@ -17,10 +17,9 @@ from engine.tour.claims import (
     claim_numbers,
     describe_target,
     format_value,
-    number_pattern,
     validate_claim,
 )
-from engine.tour.evaluate import evaluate_claim, evaluate_claims, evaluate_quantity
+from engine.tour.evaluate import evaluate_claims, evaluate_quantity
 from engine.tour.steps import expand_ui_refs, validate_tour
 
 EXPLORER_VIEWS = ("heatmap", "softmax")
@@ -39,15 +38,6 @@ def test_check_value_and_targets():
     assert describe_target(approx) == "≈ 64 ± 10 %"
     assert describe_target({"quantity": "logit_var", "approx": 0, "abs_tol": 0.5}) == "≈ 0 ± 0.5"
     assert describe_target(bounds) == "> 0.7, < 0.9"
-
-
-def test_number_pattern_matches_stand_alone_numbers_only():
-    pattern = number_pattern(64.0)
-    assert pattern.search("variance ≈ 64.") and pattern.search("(64)")
-    assert not pattern.search("0.64") and not pattern.search("640") and not pattern.search("6.4")
-    assert number_pattern(0.001).search("below 0.001 and")
-    assert not number_pattern(0.7).search("0.79")
-    assert number_pattern(0.0156).search("≈ 0.0156 (= 1/64)")
 
 
 def test_format_value():
@@ -147,9 +137,9 @@ def test_every_quantity_is_computable():
 def test_sweep_quantities_refuse_configs_the_sweep_cannot_draw():
     claim = {"quantity": "sweep_p_max_mean", "rule": "none", "greater_than": 0}
     with pytest.raises(ValueError, match="init_std = 1"):
-        evaluate_claim(claim, AttentionConfig(init_std=2.0))
+        evaluate_claims([claim], AttentionConfig(init_std=2.0))
     with pytest.raises(ValueError, match="use_projection = false"):
-        evaluate_claim(claim, AttentionConfig(use_projection=True))
+        evaluate_claims([claim], AttentionConfig(use_projection=True))
 
 
 def test_claim_overrides_apply_to_that_claim_only():
