@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from PySide6.QtCore import QEvent, Signal, Slot
+from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
 
 from engine.analysis.experiment import check_snapshot_memory
@@ -25,7 +25,7 @@ from engine.config import AttentionConfig, ScalingRule
 from engine.core.scaling import qk_norm_gain
 from gui.explorer.head_text import head_label
 from gui.kit.forms import FieldForm
-from gui.kit.i18n import translate
+from gui.kit.i18n import Retranslating, translate
 
 __all__ = ["FIXED_BY_HEAD", "ParameterPanel"]
 
@@ -36,7 +36,7 @@ FIXED_BY_HEAD = frozenset({
 })
 
 
-class ParameterPanel(QWidget):
+class ParameterPanel(Retranslating, QWidget):
     """Widgets for every field of :class:`AttentionConfig`.
 
     Parameters
@@ -163,9 +163,3 @@ class ParameterPanel(QWidget):
         self._form.retranslate()
         self._set_fixed()
         self._set_error(self._error)
-
-    def changeEvent(self, event: QEvent) -> None:  # Qt override
-        """Re-translate when the application's language changes."""
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate_ui()
-        super().changeEvent(event)

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QEvent, Signal, Slot
+from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from gui.explorer.head_text import head_label
-from gui.kit.i18n import translate
+from gui.kit.i18n import Retranslating, translate
 
 __all__ = ["SourceBar", "connect_real_head"]
 
 
-class SourceBar(QFrame):
+class SourceBar(Retranslating, QFrame):
     """"Real q, k: model.npz · layer 3 · head 5" and a "Back to random q, k" button.
 
     Signals
@@ -79,11 +79,6 @@ class SourceBar(QFrame):
             "SourceBar", "Show q and k drawn from the parameters again (the parameters "
             "from before the head was opened)"))
 
-    def changeEvent(self, event: QEvent) -> None:  # Qt override
-        """Re-translate when the application's language changes."""
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate_ui()
-        super().changeEvent(event)
 
     @Slot()
     def _on_back_clicked(self) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, Qt, Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from engine.cli.capture import read_text_file
 from engine.models import ModelError
-from gui.kit.i18n import translate
+from gui.kit.i18n import Retranslating, translate
 
 __all__ = ["DEFAULT_TEXT", "MAX_TOKENS_LIMIT", "CaptureDialog"]
 
@@ -40,7 +40,7 @@ DEFAULT_TEXT = "The cat sat on the mat because it was tired."
 MAX_TOKENS_LIMIT = 8192
 
 
-class CaptureDialog(QDialog):
+class CaptureDialog(Retranslating, QDialog):
     """Model, text, max tokens, layers; Capture with progress and Cancel.
 
     Signals
@@ -196,12 +196,6 @@ class CaptureDialog(QDialog):
         self._message.setText(translate("CaptureDialog", "Not captured: {0}").format(message))
 
     # -------------------------------------------------------------------------------- Qt
-    def changeEvent(self, event: QEvent) -> None:  # Qt override
-        """Follow a change of the interface language."""
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate_ui()
-        super().changeEvent(event)
-
     def reject(self) -> None:  # Qt override (Esc, the title bar's close button)
         """Cancel a running capture first; close when none runs."""
         if self._busy:

@@ -14,8 +14,8 @@ Conventions (``pyside6-lupdate`` only sees literal strings in calls it recognise
   no ``%n`` plurals: lupdate marks a numerus form only for a literal count, so texts are worded
   without plurals ("Heads not shown: {0}."); Chinese has none anyway.
 - Widgets set their texts in a ``retranslate_ui()`` method, called once after construction and
-  again from ``changeEvent`` on ``QEvent.LanguageChange``, so that :func:`set_language` switches
-  the whole UI without a restart.
+  again on ``QEvent.LanguageChange`` (:class:`Retranslating`), so that :func:`set_language`
+  switches the whole UI without a restart.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_LANGUAGE",
     "LANGUAGES",
     "QT_TRANSLATE_NOOP",
+    "Retranslating",
     "current_language",
     "resolve_language",
     "set_language",
@@ -72,6 +73,19 @@ def translate(context: str, text: str, disambiguation: str | None = None, n: int
         The translated string, or ``text`` itself when no translation exists.
     """
     return QCoreApplication.translate(context, text, disambiguation, n)
+
+
+class Retranslating:
+    """Mixin (before the Qt base class) for a widget with ``retranslate_ui()``: every
+    ``LanguageChange`` runs :meth:`_apply_language`, which subclasses may extend."""
+
+    def changeEvent(self, event: QEvent) -> None:  # Qt override
+        if event.type() == QEvent.Type.LanguageChange:
+            self._apply_language()
+        super().changeEvent(event)  # type: ignore[misc]
+
+    def _apply_language(self) -> None:
+        self.retranslate_ui()  # type: ignore[attr-defined]
 
 
 def system_language(locale: QLocale | None = None) -> str:

@@ -14,8 +14,9 @@ from enum import Enum
 from typing import Any, ClassVar
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from gui.kit.i18n import Retranslating
 
 __all__ = ["PlotView", "finite_or_nan", "positive_or_nan"]
 
@@ -24,7 +25,7 @@ __all__ = ["PlotView", "finite_or_nan", "positive_or_nan"]
 _SCALARS = (bool, int, float, str, Enum, type(None))
 
 
-class PlotView(QWidget):
+class PlotView(Retranslating, QWidget):
     """A plot family: receives immutable results, shows part of them, exports what it shows.
 
     Subclasses set :attr:`key` and implement the four methods below that raise
@@ -95,12 +96,6 @@ class PlotView(QWidget):
         change redraws them.
         """
         self._forget()
-
-    def changeEvent(self, event: QEvent) -> None:  # Qt override
-        """Re-translate when the application's language changes."""
-        if event.type() == QEvent.Type.LanguageChange:
-            self._apply_language()
-        super().changeEvent(event)
 
     def _apply_language(self) -> None:
         """Run :meth:`retranslate_ui` and lay the plots out for the new texts at once."""

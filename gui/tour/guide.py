@@ -11,13 +11,13 @@ from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu
 
-from gui.kit.i18n import translate
+from gui.kit.i18n import Retranslating, translate
 from gui.tour.panel import TourPanel
 
 __all__ = ["MIN_CENTRAL_WIDTH", "install_tour"]
 
 
-class _TourDock(QDockWidget):
+class _TourDock(Retranslating, QDockWidget):
     """The dock holding the tour panel; keeps its title and action text translated."""
 
     def __init__(self, panel: TourPanel, action: QAction, parent: QMainWindow) -> None:
@@ -35,11 +35,6 @@ class _TourDock(QDockWidget):
         self._action.setStatusTip(
             translate("TourPanel", "Step through the interview questions with live experiments"))
 
-    def changeEvent(self, event: QEvent) -> None:  # Qt override
-        """Follow the application's language."""
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate_ui()
-        super().changeEvent(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # Qt override
         """The tour ends: the settings its steps changed outside the explorer come back."""

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from engine.config import AttentionConfig
 from engine.tour.claims import ClaimResult, describe_target, format_value
 from engine.tour.steps import expand_ui_refs, step_config
-from gui.kit.i18n import translate
+from gui.kit.i18n import Retranslating, translate
 from gui.tour.claims_job import ClaimEvaluations
 from gui.tour.content import TourData, claim_context, load_tour, ui_language
 from gui.tour.highlight import Highlight
@@ -42,7 +42,7 @@ __all__ = ["TourPanel"]
 html_escape = functools.partial(html.escape, quote=False)
 
 
-class TourPanel(QWidget):
+class TourPanel(Retranslating, QWidget):
     """The guided-tour panel: step counter, title, what to look at, text, engine numbers.
 
     A step that fills the Train tab keeps the user's settings there and puts them back when the
@@ -258,11 +258,6 @@ class TourPanel(QWidget):
         self.next_button.setShortcut(QKeySequence("Alt+Right"))
         self._render()
 
-    def changeEvent(self, event: QEvent) -> None:  # Qt override
-        """Follow the application's language."""
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate_ui()
-        super().changeEvent(event)
 
     # ---------------------------------------------------------------------------------- steps
     def _apply_step(self) -> None:

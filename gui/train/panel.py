@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import QEvent, QSignalBlocker, Signal, Slot
+from PySide6.QtCore import QSignalBlocker, Signal, Slot
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -25,7 +25,7 @@ from engine.config.train import TrainConfig
 from engine.training.lr_sweep import check_lrs
 from gui.kit import style
 from gui.kit.forms import FieldForm
-from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
+from gui.kit.i18n import QT_TRANSLATE_NOOP, Retranslating, translate
 from gui.kit.wrapping_tabs import FlowLayout
 from gui.train.progress import RunProgress
 from gui.train.state import TrainState
@@ -82,7 +82,7 @@ def parse_lrs(text: str) -> tuple[float, ...]:
     return check_lrs(values)
 
 
-class TrainPanel(QWidget):
+class TrainPanel(Retranslating, QWidget):
     """Controls of the Train tab.
 
     :meth:`config` builds a validated :class:`~engine.config.train.TrainConfig`; invalid
@@ -240,11 +240,6 @@ class TrainPanel(QWidget):
         self.progress.retranslate_ui()
         self._validate()  # the validation message is worded in the current language
 
-    def changeEvent(self, event: QEvent) -> None:  # Qt override
-        """Re-translate when the application's language changes."""
-        if event.type() == QEvent.Type.LanguageChange:
-            self.retranslate_ui()
-        super().changeEvent(event)
 
     # --------------------------------------------------------------------------------- values
     def config(self) -> TrainConfig:
