@@ -2,7 +2,8 @@
 
 A step (``resources/tour/tour.json``) names a view, sets :class:`~engine.config.AttentionConfig`
 fields and states claims (:mod:`engine.tour.claims`); its optional ``formulas`` and ``given``
-account for the numbers of its texts that no claim computes (:mod:`engine.tour.prose`).
+account for the numbers of its texts that no claim computes
+(checked by ``tests/engine/tour_prose.py``).
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def _is_number(value: Any) -> bool:
 
 
 def _validate_prose_numbers(step: Mapping[str, Any], step_id: str) -> None:
-    """Check the form of a step's ``formulas`` and ``given`` (:mod:`engine.tour.prose`)."""
+    """Check the form of a step's ``formulas`` and ``given``."""
     formulas = step.get("formulas", [])
     if not isinstance(formulas, list) or not all(
             isinstance(f, Mapping) and set(f) == {"value", "expr"} and _is_number(f["value"])

@@ -20,14 +20,14 @@ from engine.tour.claims import (
     describe_target,
 )
 from engine.tour.evaluate import evaluate_claims
-from engine.tour.prose import (
+from engine.tour.steps import UI_REF, expand_ui_refs, step_config, validate_tour
+from tests.engine.tour_prose import (
     check_formulas,
     formula_value,
     prose_numbers,
     setup_numbers,
     unchecked_numbers,
 )
-from engine.tour.steps import UI_REF, expand_ui_refs, step_config, validate_tour
 
 TOUR_DIR = Path(__file__).resolve().parents[2] / "resources" / "tour"
 #: The explorer's view keys (gui/views) and the Train tab's (gui/train).

@@ -1,4 +1,4 @@
-"""The numbers a tour text states, and which of them a claim, the set-up or a formula checks.
+"""Test helper: the numbers a tour text states, and which a claim, the set-up or a formula checks.
 
 Every number in a step's texts must be a claim target, part of the step's set-up, a checked
 formula (:func:`formula_value`) or a declared given; :func:`unchecked_numbers` lists the others,
@@ -151,17 +151,10 @@ def _decimals(number: float) -> int:
 
 def check_formulas(step: Mapping[str, Any]) -> list[str]:
     """The problems of the step's ``formulas``: a value that is not its expression rounded to
-    the digits written (or a malformed entry)."""
+    the digits written (their form is checked by :func:`engine.tour.steps.validate_tour`)."""
     problems = []
     for entry in step.get("formulas", []):
-        if not isinstance(entry, Mapping) or set(entry) != {"value", "expr"}:
-            problems.append(f"a formula must be {{'value': number, 'expr': text}}, got {entry!r}")
-            continue
         written, expr = entry["value"], entry["expr"]
-        if isinstance(written, bool) or not isinstance(written, int | float) or not isinstance(
-                expr, str):
-            problems.append(f"formula {entry!r}: 'value' must be a number, 'expr' a text")
-            continue
         try:
             exact = formula_value(expr)
         except (ValueError, ArithmeticError) as exc:
@@ -178,8 +171,7 @@ def _accounted(step: Mapping[str, Any]) -> set[float]:
     numbers = setup_numbers(step)
     for claim in step.get("claims", []):
         numbers.update(claim_numbers(claim))
-    numbers.update(float(entry["value"]) for entry in step.get("formulas", [])
-                   if isinstance(entry, Mapping) and "value" in entry)
+    numbers.update(float(entry["value"]) for entry in step.get("formulas", []))
     numbers.update(_numbers_in(step.get("given", [])))
     return numbers
 
