@@ -125,7 +125,7 @@ def sweep_command(args: argparse.Namespace) -> int:
             if bar is not None:
                 bar.point()
 
-    interrupted = False
+    interrupted, error = False, None
     try:
         with contextlib.ExitStack() as stack:
             out = open_output(stack, args.out)
@@ -138,24 +138,17 @@ def sweep_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # a second Ctrl-C while the file was being completed
         interrupted, written = True, 0
     except ValueError as exc:  # e.g. MemoryBudgetError for huge sample counts
-        if bar is not None:
-            bar.finish()
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        error = str(exc)
     except OSError as exc:  # the disk filled up: the old --out file is left as it was
         if args.out == "-":
             raise  # stdout closed by its reader (BrokenPipeError): main.run ends quietly
-        if bar is not None:
-            bar.finish()
-        print(f"error: {output_error(args.out, exc)}", file=sys.stderr)
-        return 2
-    if interrupted:
-        if bar is not None:
-            bar.finish()
-        print(
-            f"interrupted: wrote {written} of {total} points to {out_name}", file=sys.stderr
-        )
-        return 130
+        error = output_error(args.out, exc)
     if bar is not None:
         bar.finish()
+    if error is not None:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if interrupted:
+        print(f"interrupted: wrote {written} of {total} points to {out_name}", file=sys.stderr)
+        return 130
     return 0
