@@ -17,12 +17,12 @@ from gui.explorer.panel import ParameterPanel
 from gui.explorer.source_bar import SourceBar, connect_real_head
 from gui.explorer.views.base import ExplorerView
 from gui.kit.activation import ignore_window_activation
-from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
+from gui.kit.i18n import QT_TRANSLATE_NOOP, Retranslating, translate
 from gui.kit.plot_view import PlotView
 from gui.kit.qt_lifetime import collect_young_soon, wait_until
 from gui.kit.settings import Settings, open_settings
 from gui.view_tabs import ViewTabs
-from gui.window_close import WindowClose
+from gui.window_close import WindowClose, stop_workers
 from gui.window_files import WindowFiles
 from gui.window_goto import GotoActions
 from gui.window_language import LanguageMenu
@@ -33,7 +33,7 @@ from gui.window_status import StatusLine
 __all__ = ["MainWindow"]
 
 
-class MainWindow(QMainWindow):
+class MainWindow(Retranslating, QMainWindow):
     """The Attention Scale Explorer window.
 
     Parameters
@@ -81,14 +81,7 @@ class MainWindow(QMainWindow):
             self._setup(settings=settings, config=config, restore=restore,
                         controller_options=controller_options, start=start, persist=persist)
         except BaseException:
-            # Worker threads start part-way through (controller, Train tab): a failure after
-            # that (a damaged resource, any bug) must stop them, or Qt aborts the process
-            # when a QThread is destroyed while running, instead of reporting the error.
-            heads = self.__dict__.get("heads")
-            for part in (self.__dict__.get("train_tab"), self.__dict__.get("controller"),
-                         heads.view.controller if heads is not None else None):
-                if part is not None:
-                    part.shutdown(1000)
+            stop_workers(self, 1000)  # those started before the failure, so it gets reported
             raise
 
     def _setup(
@@ -241,11 +234,9 @@ class MainWindow(QMainWindow):
         self.files.update_title()
         self.status.retranslate_ui()
 
-    def changeEvent(self, event: QEvent) -> None:  # Qt override
-        """Re-translate the window's own texts when the application's language changes."""
-        if event.type() == QEvent.Type.LanguageChange and hasattr(self, "menu_actions"):
+    def _apply_language(self) -> None:
+        if hasattr(self, "menu_actions"):  # the menus exist
             self.retranslate_ui()
-        super().changeEvent(event)
 
     def event(self, event: QEvent) -> bool:  # Qt override
         """After a language change has reached every child, re-draw the views' result texts

@@ -17,10 +17,27 @@ from PySide6.QtWidgets import QMainWindow
 from gui.kit.i18n import translate
 from gui.window_settings import save_window
 
-__all__ = ["CLOSE_WAIT_MS", "WindowClose"]
+__all__ = ["CLOSE_WAIT_MS", "WindowClose", "stop_workers"]
 
 #: How long closing the window waits for the workers before it closes asynchronously.
 CLOSE_WAIT_MS = 100
+
+
+def worker_owners(window: QMainWindow) -> list[Any]:
+    """The owners of worker threads ``window`` has built so far: training, explorer, heads
+    (stopped in that order)."""
+    parts = vars(window)
+    train, heads = parts.get("train_tab"), parts.get("heads")
+    owners = (train.controller if train is not None else None, parts.get("controller"),
+              heads.view.controller if heads is not None else None)
+    return [owner for owner in owners if owner is not None]
+
+
+def stop_workers(window: QMainWindow, timeout_ms: int) -> None:
+    """Stop every worker thread ``window`` has built and wait ``timeout_ms`` each (then without
+    bound): Qt aborts the process when a running ``QThread`` is destroyed."""
+    for owner in worker_owners(window):
+        owner.shutdown(timeout_ms)
 
 
 class WindowClose(QObject):
@@ -42,10 +59,9 @@ class WindowClose(QObject):
         self.closing = False  # begin() ran: no results are drawn any more
         self._pending = False  # a close event waits for the workers
 
-    def controllers(self) -> tuple[Any, ...]:
+    def controllers(self) -> list[Any]:
         """The owners of worker threads: training, explorer, heads (stopped in that order)."""
-        window = self._window
-        return (window.train_tab.controller, window.controller, window.heads.view.controller)
+        return worker_owners(self._window)
 
     def begin(self) -> None:
         """Ask every worker thread to stop and save settings, without waiting; idempotent."""
@@ -63,9 +79,7 @@ class WindowClose(QObject):
     def finish(self, timeout_ms: int) -> None:
         """Stop every worker and wait for it (``timeout_ms`` each, then without bound)."""
         self.begin()
-        self._window.train_tab.shutdown(timeout_ms)
-        for controller in self.controllers()[1:]:
-            controller.shutdown(timeout_ms)
+        stop_workers(self._window, timeout_ms)
 
     def workers_running(self) -> bool:
         """True while a worker thread (explorer, training, heads) is still alive."""
