@@ -42,32 +42,15 @@ def _as_rows(p: ArrayLike) -> NDArray[np.float64]:
     return arr
 
 
-def _complements(p: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-    """Return ``c_i = 1 − p_i`` computed without cancellation, and the argmax per row.
-
-    For every index except the row's argmax, ``p_i ≤ 1/2`` (two entries of a probability
-    vector cannot both exceed 1/2, and ``p_i ≤ p_max``), so ``1 − p_i ≥ 1/2`` is computed to
-    full relative precision by plain subtraction. For the argmax, ``1 − p_max`` is replaced by
-    the sum of the other entries, which is exact for a probability vector and keeps its
-    relative precision when ``p_max`` rounds to 1 (the other entries are tiny but accurate).
-    A row of zeros (fully masked) gets complement 0 at its argmax.
-    """
-    m = np.argmax(p, axis=-1)
-    c = 1.0 - p
-    others = p.copy()
-    np.put_along_axis(others, m[..., None], 0.0, axis=-1)
-    rest = others.sum(axis=-1, keepdims=True)
-    np.put_along_axis(c, m[..., None], rest, axis=-1)
-    return c, m
-
-
 def _split_max(
     p: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Return ``(others, p_m, c_m)``: p with its argmax zeroed, p_max and ``1 − p_max``.
 
     ``p_m`` and ``c_m`` keep a trailing axis of length 1. ``c_m`` is the sum of the other
-    entries (see :func:`_complements`).
+    entries: exact for a probability vector, and it keeps its relative precision when p_max
+    rounds to 1. Every other complement ``1 − p_i`` is ≥ 1/2 (``p_i ≤ 1/2``), so plain
+    subtraction is exact enough there.
     """
     m = np.argmax(p, axis=-1)[..., None]
     p_m = np.take_along_axis(p, m, axis=-1)
@@ -197,7 +180,8 @@ def softmax_jacobian(p: ArrayLike) -> NDArray[np.float64]:
         summing to one. The diagonal ``p_i(1 − p_i)`` uses the cancellation-free complement.
     """
     arr = _as_rows(p)
-    c, _ = _complements(arr)
+    c = 1.0 - arr
+    np.put_along_axis(c, np.argmax(arr, axis=-1)[..., None], _split_max(arr)[2], axis=-1)
     jac = -arr[..., :, None] * arr[..., None, :]
     diag = np.einsum("...ii->...i", jac)  # writable view of the diagonal
     diag[...] = arr * c
@@ -235,12 +219,10 @@ def jacobian_fro_norm(p: ArrayLike, col_scale: ArrayLike | None = None) -> NDArr
 def jacobian_spectral_norm(p: ArrayLike) -> NDArray[np.float64]:
     """Spectral norm ``‖J‖₂ = λ_max(J)`` of the softmax Jacobian of every row.
 
-    J is symmetric positive semi-definite, so its spectral norm is its largest eigenvalue.
-    It is computed with a batched ``numpy.linalg.eigvalsh`` on the explicit ``(n, n)``
-    Jacobians (cost O(n³) per row, memory 8·n² bytes per row): meant for inspection of a few
-    rows, not for sweeps (use :func:`jacobian_fro_norm`). Because eigvalsh's error is relative
-    to ‖J‖ itself and J's diagonal is built from cancellation-free complements, near-one-hot
-    rows keep their relative accuracy.
+    J is symmetric positive semi-definite: batched ``eigvalsh`` of the explicit Jacobians,
+    O(n³) time and 8·n² bytes per row, for inspecting a few rows (sweeps use
+    :func:`jacobian_fro_norm`). Near-one-hot rows keep their relative accuracy, since J's
+    diagonal uses cancellation-free complements.
 
     Raises
     ------
