@@ -143,10 +143,8 @@ class HeadQK(Protocol):
 def raw_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Return the unscaled scores ``q·kᵀ`` of ``(..., n, d)`` queries and keys (one GEMM per head).
 
-    Float64 BLAS, and every rule's logits are derived from it (float32 would be faster but
-    cost the 1e-12 accuracy the statistics rely on).
-    :func:`run_experiment` and :func:`temperature_comparison` both use it, so their numbers
-    agree bit for bit.
+    Float64, for the 1e-12 accuracy the statistics rely on; :func:`run_experiment` and
+    :func:`temperature_comparison` share it, so their numbers agree bit for bit.
     """
     return np.matmul(q, np.swapaxes(k, -1, -2))
 
@@ -164,16 +162,8 @@ def _rule_list(config: AttentionConfig, rules: Iterable[ScalingRule | str] | Non
 
 def check_snapshot_memory(config: AttentionConfig,
                           rules: Iterable[ScalingRule | str] = ()) -> None:
-    """Raise :class:`~engine.core.memory.MemoryBudgetError` if :func:`run_experiment` would.
-
-    Cheap (no array is allocated), so a user interface can check a configuration before it
-    requests it and explain the limit next to the control.
-
-    Parameters
-    ----------
-    config, rules
-        As for :func:`run_experiment`.
-    """
+    """Raise :class:`~engine.core.memory.MemoryBudgetError` if :func:`run_experiment` with
+    ``config`` and ``rules`` would; cheap (no array is allocated), for checking a control."""
     rule_list = _rule_list(config, rules)
     h, n, d = config.heads, config.n_tokens, config.d_k
     check_memory(
@@ -219,9 +209,7 @@ def run_experiment(
         q, k = draw_qk(config)
     else:
         q, k = _real_qk(config, real_head)
-    # One GEMM per head; every rule's logits are derived from these scores (n×n elementwise
-    # work) instead of another matmul.
-    raw = raw_scores(q, k)
+    raw = raw_scores(q, k)  # every rule's logits derive from these: no further matmul
     blocked = ~causal_mask(n, n) if config.mask is MaskKind.CAUSAL else None
     # Statistics of the logit variance use independent token pairs i ≠ j (see RuleView).
     # A real head's tokens are not independent draws: every unmasked entry counts.
@@ -230,6 +218,7 @@ def run_experiment(
     if blocked is not None:
         select &= ~blocked
     count = h * int(np.count_nonzero(select))
+
     def theory_var(rule: ScalingRule, c: float | np.ndarray) -> float:
         # Real q, k follow no law: no closed form to compare with.
         return math.nan if real_head is not None else theory_variance(config, rule, c)
@@ -281,11 +270,9 @@ def run_experiment(
         # Rules that are c·raw with the same c (e.g. T = √d_k and 1/√d_k) share every array.
         views[rule] = twin if own[rule] is rule else dataclasses.replace(
             twin, rule=rule, logit_var_theory=theory_var(rule, c))
-    if real_head is None:
-        return AttentionSnapshot(config=config, q=q, k=k, raw_scores=raw, rules=views)
+    gradients = None if real_head is None else gradient_summary(views, raw, d, config.cap)
     return AttentionSnapshot(config=config, q=q, k=k, raw_scores=raw, rules=views,
-                             real_head=real_head,
-                             gradients=gradient_summary(views, raw, d, config.cap))
+                             real_head=real_head, gradients=gradients)
 
 
 def _real_qk(config: AttentionConfig, head: HeadQK) -> tuple[np.ndarray, np.ndarray]:
