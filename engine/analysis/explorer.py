@@ -38,7 +38,6 @@ __all__ = [
     "PartReady",
     "PlanStep",
     "Reuse",
-    "StreamLength",
     "StreamSweep",
     "compute_correlation",
     "correlation_key",
@@ -168,18 +167,11 @@ class ComputeTemperature:
 
 @dataclasses.dataclass(frozen=True)
 class StreamSweep:
-    """Run ``sweep``, one :class:`PartReady` per point."""
+    """Run ``sweep`` (the d_k sweep, or the length view's n sweep when ``part`` is
+    ``LENGTH_POINT``), one :class:`PartReady` per point."""
 
     sweep: SweepConfig
-    part: Part = dataclasses.field(default=Part.SWEEP_POINT, init=False)
-
-
-@dataclasses.dataclass(frozen=True)
-class StreamLength:
-    """Run the length view's n sweep ``sweep``, one :class:`PartReady` per point."""
-
-    sweep: SweepConfig
-    part: Part = dataclasses.field(default=Part.LENGTH_POINT, init=False)
+    part: Part = Part.SWEEP_POINT
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,8 +185,7 @@ class Reuse:
     value: object = dataclasses.field(default=None, compare=False)
 
 
-PlanStep = (ComputeSnapshot | ComputeCorrelation | ComputeTemperature | StreamSweep
-            | StreamLength | Reuse)
+PlanStep = ComputeSnapshot | ComputeCorrelation | ComputeTemperature | StreamSweep | Reuse
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,19 +210,14 @@ class ExplorerPlan:
     snapshot: AttentionSnapshot | None = dataclasses.field(default=None, compare=False)
     head: HeadRef | None = None
 
-    def sweep(self) -> SweepConfig | None:
-        """The sweep this plan streams, or ``None``."""
-        for step in self.steps:
-            if isinstance(step, StreamSweep):
-                return step.sweep
-        return None
+    def sweep(self, part: Part = Part.SWEEP_POINT) -> SweepConfig | None:
+        """The sweep this plan streams for ``part`` (the d_k sweep by default), or ``None``."""
+        return next((step.sweep for step in self.steps
+                     if isinstance(step, StreamSweep) and step.part is part), None)
 
     def length(self) -> SweepConfig | None:
         """The length view's n sweep this plan streams, or ``None``."""
-        for step in self.steps:
-            if isinstance(step, StreamLength):
-                return step.sweep
-        return None
+        return self.sweep(Part.LENGTH_POINT)
 
 
 def plan_full(
@@ -286,7 +272,7 @@ def plan_full(
         if computed is not None and computed.length == length:
             steps.append(Reuse(Part.LENGTH_POINT))
         else:
-            steps.append(StreamLength(length))
+            steps.append(StreamSweep(length, Part.LENGTH_POINT))
     return ExplorerPlan(config, tuple(steps), head=head)
 
 
