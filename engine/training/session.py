@@ -100,30 +100,18 @@ def _model_dims(config: TrainConfig, task: Task) -> ModelDims:
     )
 
 
+def _param_count(dims: ModelDims) -> int:
+    return sum(int(np.prod(shape)) for shape in dims.param_shapes().values())
+
+
 def estimate_training_bytes(config: TrainConfig) -> int:
-    """Estimate the peak memory of training ``config`` side by side (an upper bound).
-
-    Counts the shared initial parameters, and per rule the parameters, their gradients and the
-    optimiser's state (Adam: two moments; SGD: one buffer), plus the activations of one forward
-    and backward pass on the larger of the training batch and the held-out set: the one-hot
-    inputs, x, q, k, v, the (batch, heads, targets, n) logits, exponentials and weights, the head
-    outputs, the class logits, their gradients, and the float64 entropy terms of an
-    evaluation.
-
-    Parameters
-    ----------
-    config
-        The training configuration.
-
-    Returns
-    -------
-    int
-        Bytes.
-    """
+    """Bytes training ``config`` side by side needs at its peak (an upper bound): the shared
+    initial parameters, per rule the parameters, gradients and optimiser state, and one forward
+    and backward pass on the larger of the training batch and the held-out set."""
     task = make_task(config)
     dims = _model_dims(config, task)
     itemsize = np.dtype(config.dtype.value).itemsize
-    n_params = sum(int(np.prod(shape)) for shape in dims.param_shapes().values())
+    n_params = _param_count(dims)
     optimizer_buffers = 2 if config.optimizer == "adam" else 1
     # The shared initial parameters, then per rule: parameters, gradients, optimiser state.
     params_bytes = itemsize * n_params * (1 + len(config.rules) * (2 + optimizer_buffers))
@@ -149,8 +137,7 @@ def check_training_memory(config: TrainConfig, budget: int | None = None) -> Non
     budget
         Bytes; ``None`` uses the engine-wide budget (:func:`engine.get_memory_budget`).
     """
-    task = make_task(config)
-    n_params = sum(int(np.prod(s)) for s in _model_dims(config, task).param_shapes().values())
+    n_params = _param_count(_model_dims(config, make_task(config)))
     check_memory(
         estimate_training_bytes(config),
         f"training {len(config.rules)} rule(s) side by side ({n_params:,} parameters each, "
