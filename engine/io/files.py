@@ -85,6 +85,7 @@ def atomic_output(
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
     target = Path(path)
+    text: dict[str, Any] = {} if mode == "wb" else {"encoding": encoding, "newline": newline}
     try:
         special = not stat.S_ISREG(os.stat(target).st_mode)
     except OSError:
@@ -92,21 +93,16 @@ def atomic_output(
     if special:
         # A device or FIFO (`--out /dev/null`) is written as it is: renaming a file over it
         # would replace the device itself.
-        with open(target, mode, **({} if mode == "wb" else
-                                   {"encoding": encoding, "newline": newline})) as handle:
+        with open(target, mode, **text) as handle:
             yield handle
         return
-    descriptor, temp_name = tempfile.mkstemp(
-        dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.",
-        suffix=".part")
+    descriptor, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
+                                             suffix=".part")
     temp = Path(temp_name)
     handle: IO[Any] | None = None
     try:
         os.chmod(descriptor, _OUTPUT_MODE)
-        if mode == "wb":
-            handle = os.fdopen(descriptor, "wb")
-        else:
-            handle = os.fdopen(descriptor, "w", encoding=encoding, newline=newline)
+        handle = os.fdopen(descriptor, mode, **text)
         with handle:
             yield handle
             handle.flush()
@@ -136,8 +132,8 @@ def probe_output(path: str | os.PathLike[str]) -> None:
     target = Path(path)
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "it is a folder; name a file", str(target))
-    with tempfile.NamedTemporaryFile(dir=target.parent if str(target.parent) else ".",
-                                     prefix=f".{target.name}.", suffix=".probe"):
+    with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.",
+                                     suffix=".probe"):
         pass
 
 
