@@ -98,8 +98,7 @@ class MainWindow(Retranslating, QMainWindow):
 
         self.setObjectName("MainWindow")
         settings = settings or open_settings()
-        # Not persisting: every choice the window remembers (exports' folder, the capture
-        # dialog's text, …) goes to a copy in memory, so headless runs leave no trace.
+        # Not persisting: every remembered choice goes to a copy in memory (headless runs).
         self.settings = settings if persist else settings.detached()
         session_path = self.settings.get("session/last_path") if restore else ""
         if config is None:
@@ -143,11 +142,8 @@ class MainWindow(Retranslating, QMainWindow):
     # ------------------------------------------------------------------------------- building
     def _build_central(self) -> None:
         self.view_tabs = ViewTabs(self.views, self.controller, self)
-        # "Real q, k: <head>" above the view tabs while a real head is shown.
-        self.source_bar = SourceBar()
+        self.source_bar = SourceBar()  # "Real q, k: <head>" while a real head is shown
         self.explorer_page = self.source_bar.page_with(self.view_tabs.splitter)
-        # Top level: the explorer (views + parameter dock) and the Train tab (gui/train), which
-        # has its own control panel and worker thread.
         from gui.train import TrainTab
 
         self.train_tab = TrainTab(settings=self.settings)
@@ -204,8 +200,6 @@ class MainWindow(Retranslating, QMainWindow):
         view_menu.addAction(self.parameter_dock.toggleViewAction())
         view_menu.addSeparator()
         self.language = LanguageMenu(view_menu, self.settings)
-        # The guided tour: a hidden dock opened by Help > Guided tour (F1, Ctrl+G); the dock
-        # translates its own title and this action's text.
         from gui.tour.guide import install_tour
 
         self.tour_dock, self.tour_action = install_tour(self, self.menus["help"])
@@ -216,10 +210,8 @@ class MainWindow(Retranslating, QMainWindow):
 
     # ----------------------------------------------------------------------------- language
     def retranslate_ui(self) -> None:
-        """Set every text the window itself owns (menus, actions, dock, status bar, tabs) in
-        the current language. Child widgets (views, panels) re-translate themselves on the same
-        ``LanguageChange`` event; see :meth:`event` for the results they re-draw afterwards.
-        """
+        """Set the texts the window itself owns (menus, dock, status bar, tabs); child widgets
+        re-translate themselves on the same ``LanguageChange``."""
         self.parameter_dock.setWindowTitle(translate("MainWindow", "Parameters"))
         for name, title in menu_table.MENU_TITLES.items():
             self.menus[name].setTitle(translate(menu_table.ACTION_CONTEXT, title))
@@ -239,9 +231,7 @@ class MainWindow(Retranslating, QMainWindow):
             self.retranslate_ui()
 
     def event(self, event: QEvent) -> bool:  # Qt override
-        """After a language change has reached every child, re-draw the views' result texts
-        (plot titles, notes, legends) from the current results.
-        """
+        """After a language change has reached every child, re-draw the views' result texts."""
         handled = super().event(event)
         closer = self.__dict__.get("closer")
         if event.type() == QEvent.Type.LanguageChange and closer is not None and not closer.closing:
@@ -371,10 +361,6 @@ class MainWindow(Retranslating, QMainWindow):
             results is not None and (results.sweep_done or not require_sweep)))
 
     # ----------------------------------------------------------------------------- shutdown
-    def begin_shutdown(self) -> None:
-        """Ask every worker thread to stop and save settings, without waiting; idempotent."""
-        self.closer.begin()
-
     def shutdown(self) -> None:
         """Stop every worker and wait for it (bounded, then without bound); idempotent."""
         self.closer.finish(1000)

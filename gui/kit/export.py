@@ -49,12 +49,7 @@ FORMATS = ("png", "svg", "pdf", "csv")
 def export_png(item: Any, path: str | os.PathLike[str], width: int, height: int) -> Path:
     """Write ``item`` as a ``width × height`` PNG to ``path`` and return the path.
 
-    The file appears whole or not at all (:func:`engine.io.files.write_bytes_atomic`).
-
-    Raises
-    ------
-    OSError
-        Naming ``path`` and the system's reason (disk full, no permission, missing folder).
+    The file appears whole or not at all; an ``OSError`` names ``path`` and the system's reason.
     """
     path = Path(path)
     image = render_image(item, width, height)
@@ -114,13 +109,9 @@ def export_view(view: PlotView, folder: str | os.PathLike[str], width: int, heig
     formats = check_formats(formats)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    if "png" in formats:
-        written.append(export_png(view.export_item(), folder / f"{view.key}.png", width, height))
-    if "svg" in formats:
-        written.append(export_svg(view.export_item(), folder / f"{view.key}.svg", width, height))
-    if "pdf" in formats:
-        written.append(export_pdf(view.export_item(), folder / f"{view.key}.pdf", width, height))
+    images = {"png": export_png, "svg": export_svg, "pdf": export_pdf}
+    written = [images[suffix](view.export_item(), folder / f"{view.key}.{suffix}", width, height)
+               for suffix in images if suffix in formats]
     if "csv" in formats:
         header, rows = view.data_table()
         written.append(export_csv(header, rows, folder / f"{view.key}.csv"))
@@ -130,31 +121,12 @@ def export_view(view: PlotView, folder: str | os.PathLike[str], width: int, heig
 def export_all(views: Iterable[PlotView], folder: str | os.PathLike[str], session: Any = None,
                width: int = 1200, height: int = 800,
                formats: Sequence[str] = FORMATS) -> list[Path]:
-    """Export every view (PNG, SVG, PDF, CSV: ``formats``) and the session JSON into ``folder``.
+    """Export every view (``formats`` of :data:`FORMATS`) and ``session`` (a
+    :class:`gui.kit.session.Session` or ``None``) as ``session.json`` into ``folder``; return
+    every file written.
 
     All files are written to a hidden folder first and moved into place once complete, so a
-    failed export changes no file in ``folder`` and leaves nothing behind.
-
-    Parameters
-    ----------
-    views, folder
-        The views (explorer and training); the destination folder (created if missing).
-    session
-        A :class:`gui.kit.session.Session` written as ``session.json``, or ``None``.
-    width, height
-        Image size in pixels.
-    formats
-        The files written per view (:data:`FORMATS`).
-
-    Returns
-    -------
-    list of Path
-        Every file written.
-
-    Raises
-    ------
-    OSError
-        If any file cannot be written.
+    failed export (``OSError``) changes no file in ``folder`` and leaves nothing behind.
     """
     from gui.kit.session import save_session
 
@@ -187,14 +159,8 @@ def export_all(views: Iterable[PlotView], folder: str | os.PathLike[str], sessio
 
 
 def image_stats(image: QImage | str | os.PathLike[str]) -> dict[str, float]:
-    """Return size and blankness measures of an image (used by the self-test and tests).
-
-    Returns
-    -------
-    dict
-        ``width``, ``height``, ``colors`` (distinct RGB values) and ``non_background``
-        (share of pixels that differ from the most common colour).
-    """
+    """Return ``width``, ``height``, ``colors`` (distinct RGB values) and ``non_background``
+    (share of pixels unlike the most common colour) of an image, to spot blank exports."""
     import numpy as np
 
     if not isinstance(image, QImage):

@@ -53,25 +53,8 @@ _state: dict[str, object] = {"language": DEFAULT_LANGUAGE, "translator": None, "
 
 
 def translate(context: str, text: str, disambiguation: str | None = None, n: int = -1) -> str:
-    """Translate ``text`` in ``context`` with the installed translators.
-
-    Parameters
-    ----------
-    context
-        Translation context, usually the class name of the widget showing the text. Must be a
-        literal at the call site so that ``pyside6-lupdate`` can extract it.
-    text
-        The English source string (a literal; format values in afterwards).
-    disambiguation
-        Optional comment telling translators apart two identical source texts.
-    n
-        For plural forms (``%n`` in ``text``); -1 when the text has none.
-
-    Returns
-    -------
-    str
-        The translated string, or ``text`` itself when no translation exists.
-    """
+    """Return ``text`` (a literal English string) translated in ``context`` (a literal,
+    usually the widget's class name), or ``text`` itself when no translation exists."""
     return QCoreApplication.translate(context, text, disambiguation, n)
 
 
@@ -113,23 +96,11 @@ def current_language() -> str:
 
 
 def set_language(code: str, app: QCoreApplication | None = None) -> bool:
-    """Show the UI in ``code`` (a key of :data:`LANGUAGES`) from now on, without a restart.
+    """Show the UI in ``code`` (a key of :data:`LANGUAGES`, else ``ValueError``) from now on,
+    without a restart; False (nothing changed) only if its catalogue is missing.
 
-    Removes the previous catalogue, installs the new one (English needs none), applies the
-    Chinese font fallback (:mod:`gui.kit.fonts`) and delivers the resulting ``LanguageChange``
-    events before returning, so every widget has re-translated itself when this returns.
-
-    Parameters
-    ----------
-    code
-        Language code; unknown codes raise ``ValueError``.
-    app
-        The application (default: the running instance).
-
-    Returns
-    -------
-    bool
-        True when the language is now ``code`` (False only if its catalogue is missing).
+    Swaps the catalogues, applies the Chinese font fallback (:mod:`gui.kit.fonts`) and delivers
+    the ``LanguageChange`` events, so every widget has re-translated itself when this returns.
     """
     if code not in LANGUAGES:
         raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {code!r}")

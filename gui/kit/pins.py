@@ -149,10 +149,6 @@ class PinBoard:
         """Every pin, view by view, oldest first."""
         return tuple(pin for pins in self._pins.values() for pin in pins)
 
-    def pins_of(self, key: str) -> tuple[Pin, ...]:
-        """The pins of view ``key``."""
-        return tuple(self._pins.get(key, ()))
-
     def add(self, pin: Pin) -> None:
         """Draw ``pin`` in its view; ``ValueError`` when the view has :data:`MAX_PINS` already."""
         pins = self._pins.setdefault(pin.view, [])
