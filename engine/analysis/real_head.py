@@ -156,32 +156,26 @@ def load_head(ref: HeadRef) -> RealHead:
                     cap=file.layer_cap(ref.layer))
 
 
-def _geometry(head: RealHead | HeadRef) -> tuple[TensorFile, int, float, float | None]:
-    """(file, layer, scale, cap) of a head or of a reference to one (no array is read)."""
-    ref = head.ref if isinstance(head, RealHead) else head
-    file = ref.file
-    return file, ref.layer, file.layer_scale(ref.layer), file.layer_cap(ref.layer)
+def _ref(head: RealHead | HeadRef) -> HeadRef:
+    return head.ref if isinstance(head, RealHead) else head
 
 
 def own_rule(head: RealHead | HeadRef) -> tuple[ScalingRule, float | None, float | None]:
     """The model's own scale as an explorer rule: ``(rule, temperature, cap)``.
 
-    c = 1 → ``none``, c = 1/√d_k → ``sqrt``, c = 1/d_k → ``linear``, any other c > 0 →
-    ``temperature`` with T = 1/c. A layer with a soft-cap and c = 1/√d_k is ``softcap`` with
-    that cap. ``temperature`` is returned only for the temperature rule and ``cap`` only for
-    soft-cap (``None`` otherwise: the caller keeps its own value).
-
-    A cap with another scale than 1/√d_k has no explorer rule (the soft-cap rule scales by
-    1/√d_k first): the scale is expressed and the cap is not, so the rule then shows the
-    logits before the cap.
+    c = 1, 1/√d_k, 1/d_k → ``none``, ``sqrt``, ``linear``; a soft-capped layer with c = 1/√d_k
+    → ``softcap``; any other c > 0 → ``temperature`` with T = 1/c. ``temperature`` and ``cap``
+    are ``None`` except for their own rule (the caller keeps its value). A cap with another
+    scale has no rule (soft-cap scales by 1/√d_k first): the rule then shows the uncapped logits.
 
     Raises
     ------
     ValueError
         If c ≤ 0 or T = 1/c is outside the temperature range of :class:`AttentionConfig`.
     """
-    file, _layer, c, cap = _geometry(head)
-    d = file.d_k
+    ref = _ref(head)
+    file = ref.file
+    c, cap, d = file.layer_scale(ref.layer), file.layer_cap(ref.layer), file.d_k
     if not c > 0 or not math.isfinite(c):
         raise ValueError(f"the model's scale c = {c:g} has no scaling rule (c must be > 0)")
 
@@ -227,14 +221,10 @@ def explorer_config_for(
 ) -> AttentionConfig:
     """The explorer configuration that shows ``head``: geometry from the head, rule from ``base``.
 
-    n_tokens = n and d_k = d_k of the head, one head, ``link_heads`` off, the mask from the
-    file (``keep_mask``: ``base``'s mask, for a user who turned the model's mask off), the
-    query row clamped to n − 1. The rule, temperature, gain and cap of ``base`` are kept (see
-    :func:`own_rule` for the model's own), and so are the fields that only shape random q, k
-    (σ, projections, ρ, seed, samples), which the theory views still use.
-
-    Accepts a :class:`HeadRef` too: no array is read, so a user interface can check a head
-    before it asks for it to be loaded.
+    n and d_k of the head, one head, ``link_heads`` off, the file's mask (``keep_mask``:
+    ``base``'s), the query row clamped to n − 1; every other field is ``base``'s (the theory
+    views still use those of random q, k). A :class:`HeadRef` needs no array read, so a head
+    can be checked before it is loaded.
 
     Raises
     ------
@@ -243,8 +233,8 @@ def explorer_config_for(
         exceed the memory budget (:class:`~engine.core.memory.MemoryBudgetError`); the message
         names the head.
     """
-    file, _layer, _c, _cap = _geometry(head)
-    label = (head.ref if isinstance(head, RealHead) else head).label
+    ref = _ref(head)
+    file, label = ref.file, ref.label
     n, d = file.n, file.d_k
     for name, value in (("n_tokens", n), ("d_k", d)):
         spec = AttentionConfig.FIELDS[name]
@@ -254,8 +244,8 @@ def explorer_config_for(
                              f"{spec.low:g}..{spec.high:g}")
     mask = base.mask if keep_mask else (MaskKind.CAUSAL if file.causal else MaskKind.NONE)
     config = dataclasses.replace(
-        base, n_tokens=n, d_k=d, heads=1, link_heads=False,
-        d_model=base.d_model, mask=mask, query_row=min(base.query_row, n - 1))
+        base, n_tokens=n, d_k=d, heads=1, link_heads=False, mask=mask,
+        query_row=min(base.query_row, n - 1))
     try:
         check_snapshot_memory(config, tuple(ScalingRule))
     except ValueError as exc:
