@@ -36,7 +36,6 @@ __all__ = [
     "EvalResult",
     "PreparedBatch",
     "evaluate",
-    "loss",
     "loss_and_grad",
     "prepare_batch",
     "project_qk",
@@ -102,13 +101,10 @@ class _Cache:
     logits: np.ndarray
 
 
-# Rules whose logits are c·q·k with a scalar c. For them the training step's backward is the
-# factored one below instead of engine.core.attention's backward: the key and value gradients
-# of every example are reduced onto the rows of the small input table without ever forming
-# the (B, h, T, d_k) gradients, which made the default step (64 × 1 × 17 keys) twice as fast.
-# The forward is engine.core.attention's for every rule. QK-norm and soft-cap (non-linear in
-# q, k) always use its backward; tests check both paths against finite differences and
-# against each other.
+# Rules whose logits are c·q·k with a scalar c: their training step uses the factored backward
+# below, which reduces the key and value gradients onto the rows of the small input table
+# without forming the (B, h, T, d_k) gradients. QK-norm and soft-cap (non-linear in q, k) use
+# engine.core.attention's backward; the forward is engine.core.attention's for every rule.
 _SCALAR_RULES = frozenset(
     {ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR, ScalingRule.TEMPERATURE}
 )
@@ -171,14 +167,8 @@ def project_qk(params: ParamSet, pb: PreparedBatch) -> tuple[np.ndarray, np.ndar
 
 
 def _forward(params: ParamSet, rule: Rule, pb: PreparedBatch) -> _Cache:
-    # Only the target positions are scored, so only they need queries: the attention runs on
-    # (P, T) logits instead of (T, T) (for retrieval P = 1), with the causal mask restricted to
-    # those rows (pb.mask).
-    #
-    # X = onehot·[Embed; Pos] is linear in the small input table, so K and V are gathered from
-    # [Embed; Pos]·W_KV (input_vocab + T rows) instead of multiplying the (B·T, d_model) X by
-    # W_KV: at the default size a 13× smaller product, and X is never formed. Same numbers up
-    # to float rounding (the sums are associated differently).
+    # Queries only at the scored target positions: (P, T) logits, pb.mask restricted to them.
+    # K and V are gathered from [Embed; Pos]·W_KV (see the module docstring): X is never formed.
     dims = params.dims
     b, t, p, h, dk = pb.batch, dims.seq_len, pb.positions.size, dims.heads, dims.d_k
     inputs = params.inputs
@@ -233,11 +223,13 @@ def _log_softmax(z: np.ndarray) -> np.ndarray:
     return shifted
 
 
-def loss(params: ParamSet, rule: Rule, pb: PreparedBatch) -> float:
-    """Mean cross-entropy of the model on ``pb`` (forward only, through engine.core.attention)."""
+def _forward_loss(params: ParamSet, rule: Rule, pb: PreparedBatch
+                  ) -> tuple[_Cache, np.ndarray, float]:
+    """The forward pass, its class log-probabilities and their mean cross-entropy."""
     cache = _forward(params, rule, pb)
     logp = _log_softmax(cache.z)
-    return float(-np.mean(logp[np.arange(logp.shape[0]), pb.targets], dtype=np.float64))
+    return cache, logp, float(-np.mean(logp[np.arange(logp.shape[0]), pb.targets],
+                                       dtype=np.float64))
 
 
 def loss_and_grad(
@@ -250,14 +242,10 @@ def loss_and_grad(
     """
     dims = params.dims
     b, t, p, h, dk, hd = pb.batch, dims.seq_len, pb.positions.size, dims.heads, dims.d_k, dims.hd
-    cache = _forward(params, rule, pb)
-    rows = np.arange(cache.z.shape[0])
-    logp = _log_softmax(cache.z)
-    value = float(-np.mean(logp[rows, pb.targets], dtype=np.float64))
-
+    cache, logp, value = _forward_loss(params, rule, pb)
     # dZ = (softmax − onehot) / N, reusing the log-softmax buffer.
     dz = np.exp(logp, out=logp)
-    dz[rows, pb.targets] -= 1
+    dz[np.arange(dz.shape[0]), pb.targets] -= 1
     dz *= dz.dtype.type(1.0 / dz.shape[0])
     np.matmul(cache.y.T, dz, out=grads["w_u"])
     np.sum(dz, axis=0, out=grads["b_u"])
@@ -319,10 +307,7 @@ class EvalResult:
 
 def evaluate(params: ParamSet, rule: Rule, pb: PreparedBatch) -> EvalResult:
     """Forward ``pb`` and return loss, accuracy and attention statistics."""
-    cache = _forward(params, rule, pb)
-    rows = np.arange(cache.z.shape[0])
-    logp = _log_softmax(cache.z)
-    value = float(-np.mean(logp[rows, pb.targets], dtype=np.float64))
+    cache, _, value = _forward_loss(params, rule, pb)
     accuracy = float(np.mean(np.argmax(cache.z, axis=1) == pb.targets))
     p = cache.weights  # (B, h, P, T)
     plogp = np.zeros(p.shape, dtype=np.float64)

@@ -10,7 +10,7 @@ import pytest
 from engine.config import ScalingRule
 from engine.config.train import TaskKind, TrainConfig
 from engine.core.scaling import Rule
-from engine.training.model import evaluate, loss, loss_and_grad, prepare_batch
+from engine.training.model import evaluate, loss_and_grad, prepare_batch
 from engine.training.optim import SGD, Adam, clip_grad_norm
 from engine.training.params import ModelDims, ParamSet, init_params
 from engine.training.tasks import make_task
@@ -51,9 +51,9 @@ def _finite_difference(params: ParamSet, spec: Rule, pb, h: float = 1e-6) -> np.
     for i in range(flat.size):
         old = flat[i]
         flat[i] = old + h
-        up = loss(params, spec, pb)
+        up = evaluate(params, spec, pb).loss
         flat[i] = old - h
-        down = loss(params, spec, pb)
+        down = evaluate(params, spec, pb).loss
         flat[i] = old
         out[i] = (up - down) / (2 * h)
     return out
@@ -69,7 +69,7 @@ def test_gradient_matches_finite_differences(rule, task, heads, fused):
     spec = _spec(rule)
     grads = params.zeros_like()
     value = loss_and_grad(params, grads, spec, pb, fused=fused)
-    assert value == pytest.approx(loss(params, spec, pb), rel=1e-12)
+    assert value == pytest.approx(evaluate(params, spec, pb).loss, rel=1e-12)
     fd = _finite_difference(params, spec, pb)
     fd_set = ParamSet(params.dims, np.float64, fd)
     for name, analytic in grads.matrices().items():
