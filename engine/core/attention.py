@@ -189,9 +189,7 @@ def scaled_dot_product_attention(
     )
     problem = tiled.prepare(plan)
     flat_scores = (problem.batch_size, plan.n_q, plan.n_k)
-    # One allocation for both n×n results: glibc keeps a freed block of that size for the next
-    # call, whereas two half-size blocks go back to the system after every call and page-fault
-    # in again (benchmarks/bench_engine.py compares this path with need_weights=False).
+    # One allocation for both n×n results, which glibc reuses (docs/numerics.md, "Attention").
     both = np.empty((2, *flat_scores), dtype=plan.dtype)
     logits, weights = both[0], both[1]  # indexing: unpacking the array costs twice as much
     output = np.empty((problem.batch_size, *output_shape[-2:]), dtype=plan.dtype)
@@ -220,6 +218,13 @@ def _sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     if axes:
         grad = grad.sum(axis=axes, keepdims=True)
     return grad
+
+
+def _check_shape(name: str, arr: np.ndarray, shape: tuple[int, ...], whose: str,
+                 last: str) -> None:
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have the {whose} shape {shape} (..., {last}), "
+                         f"got {arr.shape}")
 
 
 def scaled_dot_product_attention_backward(
@@ -261,45 +266,23 @@ def scaled_dot_product_attention_backward(
     """
     g_arr = as_real_array("grad_output", grad_output)
     plan = make_plan(
-        q,
-        k,
-        v,
-        rule=rule,
-        mask=mask,
-        temperature=temperature,
-        gain=gain,
-        cap=cap,
-        ssmax_s=ssmax_s,
-        yarn_factor=yarn_factor,
-        extra=(g_arr,),
-        check_finite=check_finite,
+        q, k, v, rule=rule, mask=mask, temperature=temperature, gain=gain, cap=cap,
+        ssmax_s=ssmax_s, yarn_factor=yarn_factor, extra=(g_arr,), check_finite=check_finite,
     )
     assert plan.v is not None
     d_v = plan.v.shape[-1]
     out_shape = (*plan.batch, plan.n_q, d_v)
-    if g_arr.shape != out_shape:
-        raise ValueError(
-            f"grad_output must have the output's shape {out_shape} (..., n_q, d_v), "
-            f"got {g_arr.shape}"
-        )
+    _check_shape("grad_output", g_arr, out_shape, "output's", "n_q, d_v")
     g = np.asarray(g_arr, dtype=plan.dtype)
     if check_finite:
         check_finite_array("grad_output", g)
     if output is not None:
         output = np.asarray(output, dtype=plan.dtype)
-        if output.shape != out_shape:
-            raise ValueError(
-                f"output must have the output's shape {out_shape} (..., n_q, d_v), "
-                f"got {output.shape}"
-            )
+        _check_shape("output", output, out_shape, "output's", "n_q, d_v")
     softcap = plan.rule is ScalingRule.SOFTCAP
     if weights is not None and not softcap:
         weights = np.asarray(weights, dtype=plan.dtype)
-        if weights.shape != plan.score_shape:
-            raise ValueError(
-                f"weights must have the logits' shape {plan.score_shape} (..., n_q, n_k), "
-                f"got {weights.shape}"
-            )
+        _check_shape("weights", weights, plan.score_shape, "logits'", "n_q, n_k")
     else:
         weights = None
     n_mats = 3 if softcap else 2
