@@ -42,7 +42,7 @@ __all__ = ["TILE_BYTES", "Scratch", "Tile", "TiledProblem", "each_tile", "prepar
            "scratch_bytes", "visible_keys", "write_tile_logits"]
 
 #: Bytes of one tile of logits (and of its exponentials): smaller tiles give the matrix
-#: products too few rows to run at full speed, and on two threads 1 MiB beat 256-512 KiB.
+#: products too few rows to run at full speed, larger ones fall out of cache.
 TILE_BYTES = 1 << 20
 
 #: (b0, b1, r0, r1): rows r0:r1 of the flattened (batch, head) entries b0:b1.
