@@ -120,28 +120,13 @@ class Task:
 
 def make_task(config: TrainConfig) -> Task:
     """Return the :class:`Task` described by ``config``."""
-    if config.task is TaskKind.RETRIEVAL:
-        return Task(
-            kind=config.task,
-            n=config.n,
-            vocab=config.vocab,
-            offset=config.offset,
-            seq_len=config.n + 1,
-            channels=2,
-            input_vocab=2 * config.vocab + 1,
-            n_classes=config.vocab,
-            target_positions=(config.n,),
-            mask=MaskKind.NONE,
-        )
+    retrieval = config.task is TaskKind.RETRIEVAL  # else copy_back
+    n, vocab = config.n, config.vocab
     return Task(
-        kind=config.task,
-        n=config.n,
-        vocab=config.vocab,
-        offset=config.offset,
-        seq_len=config.n,
-        channels=1,
-        input_vocab=config.vocab,
-        n_classes=config.vocab,
-        target_positions=tuple(range(config.offset, config.n)),
-        mask=MaskKind.CAUSAL,
+        kind=config.task, n=n, vocab=vocab, offset=config.offset, n_classes=vocab,
+        seq_len=n + 1 if retrieval else n,
+        channels=2 if retrieval else 1,
+        input_vocab=2 * vocab + 1 if retrieval else vocab,
+        target_positions=(n,) if retrieval else tuple(range(config.offset, n)),
+        mask=MaskKind.NONE if retrieval else MaskKind.CAUSAL,
     )
