@@ -29,15 +29,28 @@ _DEFAULT_PLANNED_STEPS = 500
 
 
 def _chance_line() -> pg.InfiniteLine:
-    """A dotted horizontal "chance" line, hidden until a run gives it a level."""
+    """A dotted horizontal "chance" line, hidden until a run gives it a level.
+
+    Its label sits at the right end, below the line in the plot's upper half and above it in
+    the lower half, so that it stays inside the plot.
+    """
     line = pg.InfiniteLine(
         angle=0,
         pen=pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DotLine),
         label="",  # set by retranslate_ui
-        labelOpts={"position": 0.97, "color": style.THEORY_COLOR, "anchors": [(1, 1), (1, 1)]},
+        labelOpts={"position": 0.97, "color": style.THEORY_COLOR, "anchors": [(1, 0), (1, 1)]},
     )
     line.setVisible(False)
     return line
+
+
+def _show_chance(line: pg.InfiniteLine, level: float) -> None:
+    """Show ``line`` at ``level``; a hidden line's label skips text changes, so it is
+    refreshed when the line appears."""
+    line.setValue(level)
+    if not line.isVisible():
+        line.setVisible(True)
+        line.label.valueChanged()
 
 
 class TrainCurvesView(TrainView):
@@ -147,10 +160,8 @@ class TrainCurvesView(TrainView):
         if total != self._x_total:
             self._x_total = total
             self._plots["loss"].setXRange(0, total, padding=0.02)
-        self._chance_loss.setValue(self._loss_coordinate(float(snap.chance_loss)))
-        self._chance_loss.setVisible(True)
-        self._chance_acc.setValue(1.0 / snap.config.vocab)
-        self._chance_acc.setVisible(True)
+        _show_chance(self._chance_loss, self._loss_coordinate(float(snap.chance_loss)))
+        _show_chance(self._chance_acc, 1.0 / snap.config.vocab)
         self._note.setText(self._note_text(snap))
         self._y_ranges.fit(snap, results, training_losses)
         # Auto-range now rather than in the paint: a range set while painting schedules a

@@ -118,3 +118,32 @@ def test_every_page_fits_1024x768(make_window, qtbot, english_after, language):
     window.tour_action.trigger()
     assert window.tour_dock.isVisible()
     _check_every_page(window, qtbot, f"{language}, tour")
+
+
+def _chance_labels(window) -> list[pg.InfLineLabel]:
+    """The labels of the dotted chance lines on the Train curves' loss and accuracy plots."""
+    view = window.train_tab.curves
+    return [item.label for name in ("loss", "accuracy") for item in view.plot(name).items
+            if isinstance(item, pg.InfiniteLine)]
+
+
+def test_chance_labels_read_whole_inside_their_plots_in_either_language(
+        make_window, qtbot, english_after):
+    window = make_window()
+    window.resize(*SMALL_SCREEN)
+    assert window.language.set_language("zh_CN")
+    assert window.show_view("train_curves")
+    assert all(not label.isVisible() for label in _chance_labels(window))  # before a run
+    assert window.train_tab.start_training()
+    assert window.train_tab.wait_until_idle(60_000)
+    for language in (None, "en", "zh_CN"):  # as the run left them, then after each switch
+        if language is not None:
+            assert window.language.set_language(language)
+        qtbot.wait(30)
+        for label in _chance_labels(window):
+            assert label.isVisible()
+            assert label.toPlainText() == i18n.translate("TrainCurvesView", "chance")
+            frame = label.getViewBox().sceneBoundingRect()
+            assert frame.contains(label.sceneBoundingRect()), (language, frame,
+                                                               label.sceneBoundingRect())
+        assert cut_texts(window) == [], language
