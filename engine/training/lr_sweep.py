@@ -155,17 +155,11 @@ def iter_lr_sweep(
                     return
             for rule, run in session.runs.items():
                 ev = run.last_eval if run.diverged_at is None else None
-                runs.append(
-                    LrRunResult(
-                        rule=rule,
-                        lr=lr,
-                        seed=seed,
-                        initial_loss=run.initial_eval_loss,
-                        final_loss=ev.loss if ev is not None else float("nan"),
-                        final_accuracy=ev.accuracy if ev is not None else float("nan"),
-                        diverged_at=run.diverged_at,
-                    )
-                )
+                runs.append(LrRunResult(
+                    rule=rule, lr=lr, seed=seed, initial_loss=run.initial_eval_loss,
+                    final_loss=ev.loss if ev is not None else float("nan"),
+                    final_accuracy=ev.accuracy if ev is not None else float("nan"),
+                    diverged_at=run.diverged_at))
             done += 1
             result = None
             if done == total:
