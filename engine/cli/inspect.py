@@ -95,13 +95,12 @@ def inspect_command(args: argparse.Namespace) -> int:
     except OSError as exc:  # the disk filled up: the old --out file is left as it was
         if args.out == "-":
             raise  # stdout closed by its reader (BrokenPipeError): main.run ends quietly
-        if progress is not None:
-            progress.write("\n")
-        print(f"error: {output_error(args.out, exc)}", file=sys.stderr)
-        return 2
+        message = output_error(args.out, exc)
     except (TensorFileError, ValueError) as exc:  # a head that is bad
-        if progress is not None:
-            progress.write("\n")
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+        message = str(exc)
+    else:
+        return 0
+    if progress is not None:
+        progress.write("\n")
+    print(f"error: {message}", file=sys.stderr)
+    return 2
