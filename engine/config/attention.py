@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from engine.config.base import (
     QT_TRANSLATE_NOOP,
@@ -305,7 +305,3 @@ class AttentionConfig(JsonConfig):
                 f"query_row must be in [0, {self.n_tokens - 1}] (n_tokens - 1), "
                 f"got {self.query_row}"
             )
-
-    def replace(self, **changes: Any) -> AttentionConfig:
-        """Return a validated copy with ``changes`` applied."""
-        return dataclasses.replace(self, **changes)

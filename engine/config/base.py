@@ -307,6 +307,10 @@ class JsonConfig:
                 data[key] = tuple(value)
         return cls(**data)
 
+    def replace(self, **changes: Any) -> Self:
+        """Return a validated copy with ``changes`` applied."""
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
     def to_json(self) -> str:
         """Serialise to a JSON string."""
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)

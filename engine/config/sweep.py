@@ -202,7 +202,3 @@ class SweepConfig(JsonConfig):
                    samples=min(attention.samples, samples_cap), seed=attention.seed,
                    temperature=attention.temperature, gain=attention.gain, cap=attention.cap,
                    ssmax_s=attention.ssmax_s, yarn_factor=attention.yarn_factor, **options)
-
-    def replace(self, **changes: Any) -> SweepConfig:
-        """Return a validated copy with ``changes`` applied."""
-        return dataclasses.replace(self, **changes)

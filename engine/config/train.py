@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from engine.config.attention import ATTENTION_FIELDS, ScalingRule
 from engine.config.base import (
@@ -281,7 +281,3 @@ class TrainConfig(JsonConfig):
         if self.init_std is not None:
             return self.init_std
         return 1.0 / math.sqrt(self.model_width)
-
-    def replace(self, **changes: Any) -> TrainConfig:
-        """Return a validated copy with ``changes`` applied."""
-        return dataclasses.replace(self, **changes)
