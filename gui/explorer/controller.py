@@ -105,7 +105,7 @@ class ExplorerController(QObject):
         # Each push's paint comes in later event-loop passes, prepared a little at a time.
         self._paint = SplitPaint(self)
         self._paint.painted.connect(self.resultsPainted)
-        self._pusher = ViewPusher(views, self.results, _show_results, push_interval_ms,
+        self._pusher = ViewPusher(views, self.results, push_interval_ms,
                                   pushed=self._on_pushed, parent=self)
         worker = Worker()
         worker.fastPartsReady.connect(self._on_fast_parts)
@@ -395,6 +395,3 @@ class ExplorerController(QObject):
         self._paint.paint_later(changed)
         self.resultsShown.emit(results)
 
-
-def _show_results(view: object, results: object) -> None:
-    view.show_results(results)  # type: ignore[attr-defined]

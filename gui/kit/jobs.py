@@ -107,10 +107,6 @@ class WorkerHost(QObject):
         """True while a job runs or is wanted."""
         return self._running is not None or self._wanted is not None
 
-    def is_closed(self) -> bool:
-        """True once shutdown has begun (no more jobs are accepted)."""
-        return self._closed
-
     def is_running(self) -> bool:
         """True while the worker thread is alive."""
         return self._thread.isRunning()
@@ -120,11 +116,6 @@ class WorkerHost(QObject):
         return self._thread.wait(max(0, int(timeout_ms)))
 
     # ------------------------------------------------------------------------------ requests
-    def new_id(self) -> int:
-        """A new request id, larger than every earlier one."""
-        self._next_id += 1
-        return self._next_id
-
     def request(self, make_job: Callable[[int], Any]) -> None:
         """Run ``make_job(request_id)`` now if idle; else cancel the running job and run it next.
 
@@ -174,7 +165,8 @@ class WorkerHost(QObject):
 
     # -------------------------------------------------------------------------------- private
     def _submit(self, make_job: Callable[[int], Any]) -> None:
-        job = make_job(self.new_id())
+        self._next_id += 1
+        job = make_job(self._next_id)
         self._running = job
         self._submitted.emit(job)
 
@@ -272,11 +264,10 @@ class ViewPusher(QObject):
     Parameters
     ----------
     views
-        The views; a hidden one is skipped and marked stale (:meth:`refresh_view` catches it up).
+        Objects with ``show_results(results)``; a hidden one is skipped and marked stale
+        (:meth:`refresh_view` catches it up).
     latest
         Returns the results to push (``None``: nothing yet).
-    show
-        ``show(view, results)`` updates one view.
     interval_ms
         Minimum interval between two pushes.
     pushed, after_push
@@ -288,9 +279,8 @@ class ViewPusher(QObject):
 
     def __init__(
         self,
-        views: Iterable[object],
+        views: Iterable[Any],
         latest: Callable[[], object | None],
-        show: Callable[[object, object], None],
         interval_ms: int,
         *,
         pushed: Callable[[object, Sequence[object]], None] | None = None,
@@ -299,19 +289,14 @@ class ViewPusher(QObject):
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
-        self._views = list(views)
+        self._views: list[Any] = list(views)
         self._latest = latest
-        self._show = show
         self._pushed = pushed
         self._after_push = after_push
         self._guard = guard
         self._stale: set[object] = set()
         self._closed = False
         self._throttle = Throttle(interval_ms, self._push, self)
-
-    def views(self) -> list[object]:
-        """The views, in push order."""
-        return list(self._views)
 
     def schedule(self) -> None:
         """New results: push now if the last push is an interval ago, else at its end."""
@@ -349,25 +334,25 @@ class ViewPusher(QObject):
             return
         with self._guard():
             for view in self._views:
-                self._show(view, results)
+                view.show_results(results)
         self._stale.clear()
 
-    def refresh_view(self, view: object) -> None:
+    def refresh_view(self, view: Any) -> None:
         """Bring ``view`` up to date if it missed pushes while hidden."""
         results = self._latest()
         if results is not None and view in self._stale:
             self._stale.discard(view)
             with self._guard():
-                self._show(view, results)
+                view.show_results(results)
 
-    def _show_changes(self, view: object, results: object) -> bool:
+    def _show_changes(self, view: Any, results: object) -> bool:
         """Show ``results`` in ``view``; whether that changed what it shows (if not, the
         view needs no paint)."""
         if not isinstance(view, PlotView):
-            self._show(view, results)
+            view.show_results(results)
             return True
         view.take_change()  # what a catch-up while hidden changed was painted as it came up
-        self._show(view, results)
+        view.show_results(results)
         return view.take_change()
 
     def _push(self) -> None:

@@ -90,7 +90,7 @@ class TrainController(QObject):
         self._paint = SplitPaint(self)
 
         self._pusher = ViewPusher(
-            self._views, self.results, _show_results, push_interval_ms, pushed=self._on_pushed,
+            self._views, self.results, push_interval_ms, pushed=self._on_pushed,
             after_push=self._paint.paint_later, guard=self._paint.timed, parent=self,
         )
 
@@ -327,6 +327,3 @@ class TrainController(QObject):
         self.progressChanged.emit(*self._progress)
         self.resultsShown.emit(results)
 
-
-def _show_results(view: object, results: object) -> None:
-    view.show_results(results)  # type: ignore[attr-defined]

@@ -114,7 +114,7 @@ def test_shutdown_is_bounded_and_announced(host):
     h.workerStopped.connect(lambda: stopped.append(True))
     h.request(lambda request_id: SleepJob(request_id, 10.0))
     h.begin_shutdown()  # does not wait
-    assert h.is_closed() and h.is_running()
+    assert h.is_running()
     assert wait_until(lambda: bool(stopped), (h.workerStopped,), 2000)
     assert not h.is_running()
     h.request(lambda request_id: SleepJob(request_id, 0.0))  # ignored once closed
@@ -185,8 +185,7 @@ def test_view_pusher_pushes_the_latest_to_visible_views_and_catches_up_hidden_on
     front, hidden = View(), View(visible=False)
     latest = {"value": None}
     pushed = []
-    pusher = ViewPusher([front, hidden], lambda: latest["value"],
-                        lambda view, results: view.show_results(results), 30,
+    pusher = ViewPusher([front, hidden], lambda: latest["value"], 30,
                         pushed=lambda results, shown: pushed.append((results, list(shown))))
     for i in range(50):
         latest["value"] = i
@@ -222,8 +221,7 @@ def test_view_pusher_hands_on_only_the_views_a_push_changed(qtbot):
     view.show()
     latest = {"value": {"part": "a"}}
     changed = []
-    pusher = ViewPusher([view], lambda: latest["value"],
-                        lambda v, results: v.show_results(results), 0,
+    pusher = ViewPusher([view], lambda: latest["value"], 0,
                         pushed=lambda results, views: changed.append(list(views)))
     pusher.schedule()
     assert changed == [[view]] and view.updates == 1
