@@ -9,10 +9,10 @@ Each feature subclasses it once for the results it feeds its views
 
 from __future__ import annotations
 
-import math
 from enum import Enum
 from typing import Any, ClassVar
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
@@ -143,18 +143,18 @@ def _same(a: object, b: object) -> bool:
     return False
 
 
-def positive_or_nan(values: object) -> list[float]:
-    """Return ``values`` as floats with non-positive entries replaced by NaN.
+def positive_or_nan(values: object) -> np.ndarray:
+    """Return ``values`` as floats with non-finite and non-positive entries replaced by NaN.
 
     Log axes cannot show zeros; NaN leaves a gap instead of a bogus point at -∞.
     """
-    out = []
-    for v in values:  # type: ignore[attr-defined]
-        f = float(v)
-        out.append(f if f > 0 and math.isfinite(f) else math.nan)
-    return out
+    a = np.array(values, dtype=np.float64)
+    a[~(np.isfinite(a) & (a > 0))] = np.nan
+    return a
 
 
-def finite_or_nan(values: object) -> list[float]:
+def finite_or_nan(values: object) -> np.ndarray:
     """Return ``values`` as floats with non-finite entries replaced by NaN."""
-    return [float(v) if math.isfinite(float(v)) else math.nan for v in values]  # type: ignore[attr-defined]
+    a = np.array(values, dtype=np.float64)
+    a[~np.isfinite(a)] = np.nan
+    return a

@@ -13,22 +13,9 @@ from PySide6.QtCore import Qt
 from engine.config import ScalingRule
 from gui.kit import style
 from gui.kit.i18n import translate
+from gui.kit.plot_view import finite_or_nan, positive_or_nan
 
-__all__ = ["RuleCurves", "finite_array", "positive_array"]
-
-
-def positive_array(values: object) -> np.ndarray:
-    """Float array with non-finite and non-positive entries as NaN (log axes show a gap)."""
-    a = np.array(values, dtype=np.float64)
-    a[~(np.isfinite(a) & (a > 0))] = np.nan
-    return a
-
-
-def finite_array(values: object) -> np.ndarray:
-    """Float array with non-finite entries as NaN."""
-    a = np.array(values, dtype=np.float64)
-    a[~np.isfinite(a)] = np.nan
-    return a
+__all__ = ["RuleCurves"]
 
 
 def divergence_y(st: Any) -> float:
@@ -97,14 +84,14 @@ class RuleCurves:
         eval_steps = np.asarray(st.eval_steps, dtype=np.float64)
         curves = self.curves
         curves["train_loss"].setData(np.arange(1, training_loss.size + 1), training_loss)
-        curves["eval_loss"].setData(eval_steps, positive_array(st.eval_loss_history))
-        curves["accuracy"].setData(eval_steps, finite_array(st.eval_accuracy_history))
+        curves["eval_loss"].setData(eval_steps, positive_or_nan(st.eval_loss_history))
+        curves["accuracy"].setData(eval_steps, finite_or_nan(st.eval_accuracy_history))
         entropy = np.asarray(st.entropy_history, dtype=np.float64)
         mean_h = entropy.mean(axis=1) if entropy.size else np.zeros(0)
-        curves["entropy"].setData(eval_steps[: mean_h.size], finite_array(mean_h))
+        curves["entropy"].setData(eval_steps[: mean_h.size], finite_or_nan(mean_h))
         style.set_markers(curves["eval_loss"], self.rule, eval_steps.size if done else math.inf)
         if grads is not None and len(grads) == len(grad_steps):
-            curves["grad_norm"].setData(grad_steps, positive_array(grads))
+            curves["grad_norm"].setData(grad_steps, positive_or_nan(grads))
         else:
             curves["grad_norm"].setData([], [])
 

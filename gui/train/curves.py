@@ -15,8 +15,9 @@ from engine.config import ScalingRule
 from engine.training.smoothing import trailing_mean
 from gui.kit import style
 from gui.kit.i18n import translate
+from gui.kit.plot_view import positive_or_nan
 from gui.train.curve_grid import PanelGrid
-from gui.train.curve_items import RuleCurves, positive_array
+from gui.train.curve_items import RuleCurves
 from gui.train.curve_ranges import MANAGED_Y, SteppedYRanges
 from gui.train.loss_display import LossDisplay
 from gui.train.results import TrainResults
@@ -253,8 +254,8 @@ class TrainCurvesView(TrainView):
         shown = []
         for st in self._results.snapshot.rules.values():
             history = st.loss_history
-            values = trailing_mean(positive_array(history), window) if window > 1 else history
-            shown.append(positive_array(values))
+            values = trailing_mean(positive_or_nan(history), window) if window > 1 else history
+            shown.append(positive_or_nan(values))
         return shown
 
     def _loss_coordinate(self, loss: float) -> float:
