@@ -4,7 +4,7 @@ Each :class:`ActionSpec` row gives an action's name, its text and status tip (ma
 translation where they are declared), its shortcut and the window attribute path of the slot it
 triggers. :func:`build_menu` creates the actions of one menu from its rows and
 :func:`retranslate_actions` sets their texts again after a language change, from the same rows,
-so a new command is one row plus its slot (napari declares its actions the same way).
+so a new command is one row plus its slot.
 """
 
 from __future__ import annotations
@@ -73,9 +73,6 @@ MENU_TITLES: dict[str, str] = {
     "help": QT_TRANSLATE_NOOP("MainWindow", "&Help"),
 }
 
-_EXPORT_ALL_TIP = QT_TRANSLATE_NOOP(
-    "MainWindow", "PNG, SVG, PDF and CSV of every view plus the session, into one folder")
-
 FILE_MENU: tuple[ActionSpec | None, ...] = (
     ActionSpec("open", QT_TRANSLATE_NOOP("MainWindow", "&Open session…"),
                "files.ask_open_session", QKeySequence.StandardKey.Open),
@@ -110,7 +107,9 @@ FILE_MENU: tuple[ActionSpec | None, ...] = (
                    "MainWindow", "A one-page vector PDF of the view in front, for papers")),
     ActionSpec("export_all", QT_TRANSLATE_NOOP("MainWindow", "Export &all…"),
                "files.ask_export_all", "Ctrl+Shift+A",
-               status_tip=_EXPORT_ALL_TIP),
+               status_tip=QT_TRANSLATE_NOOP(
+                   "MainWindow", "PNG, SVG, PDF and CSV of every view plus the session, into "
+                   "one folder")),
     ActionSpec("copy", QT_TRANSLATE_NOOP("MainWindow", "&Copy current plot"),
                "files.copy_current", "Ctrl+Shift+C"),
     SEPARATOR,
@@ -151,10 +150,6 @@ HELP_MENU: tuple[ActionSpec | None, ...] = (
 )
 
 
-def _resolve(owner: object, path: str) -> Any:
-    return operator.attrgetter(path)(owner)
-
-
 def build_menu(menu: QMenu, specs: Sequence[ActionSpec | None], owner: Any,
                actions: dict[str, QAction]) -> None:
     """Add the actions of ``specs`` to ``menu`` (owned by ``owner``) and record them by name.
@@ -168,7 +163,7 @@ def build_menu(menu: QMenu, specs: Sequence[ActionSpec | None], owner: Any,
         action = QAction(owner)
         if spec.shortcut is not None:
             action.setShortcut(QKeySequence(spec.shortcut))
-        slot = _resolve(owner, spec.slot)
+        slot = operator.attrgetter(spec.slot)(owner)
         if spec.checkable:
             action.setCheckable(True)
             action.toggled.connect(slot)

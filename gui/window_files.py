@@ -19,9 +19,8 @@ from PySide6.QtWidgets import (
 
 from gui.kit import export
 from gui.kit.i18n import translate
-from gui.kit.pdf_export import export_pdf
+from gui.kit.render import MAX_SIZE, MIN_SIZE
 from gui.kit.session import Session, SessionError, load_session, save_session
-from gui.kit.svg_export import export_svg
 
 __all__ = ["SizeDialog", "WindowFiles", "show_warning"]
 
@@ -35,7 +34,7 @@ class SizeDialog(QDialog):
         self.width_box = QSpinBox()
         self.height_box = QSpinBox()
         for box, value in ((self.width_box, width), (self.height_box, height)):
-            box.setRange(16, 8192)
+            box.setRange(MIN_SIZE, MAX_SIZE)
             box.setSuffix(" px")
             box.setValue(value)
         form = QFormLayout(self)
@@ -149,11 +148,7 @@ class WindowFiles(QObject):
         self._window.controller.refresh_views()
         item = self._window.current_view().export_item()
         suffix = str(path).lower().rsplit(".", 1)[-1]
-        if suffix == "svg":
-            return export_svg(item, path, width, height)
-        if suffix == "pdf":
-            return export_pdf(item, path, width, height)
-        return export.export_png(item, path, width, height)
+        return export.IMAGE_WRITERS.get(suffix, export.export_png)(item, path, width, height)
 
     def export_everything(self, folder: str | os.PathLike[str], width: int = 1200,
                           height: int = 800,

@@ -32,6 +32,7 @@ from gui.kit.svg_export import export_svg
 
 __all__ = [
     "FORMATS",
+    "IMAGE_WRITERS",
     "check_formats",
     "copy_to_clipboard",
     "export_all",
@@ -103,15 +104,18 @@ def check_formats(formats: Sequence[str]) -> tuple[str, ...]:
     return chosen
 
 
+#: The image writers by file suffix, in the order an export writes them.
+IMAGE_WRITERS = {"png": export_png, "svg": export_svg, "pdf": export_pdf}
+
+
 def export_view(view: PlotView, folder: str | os.PathLike[str], width: int, height: int,
                 formats: Sequence[str] = FORMATS) -> list[Path]:
     """Export one view as ``<key>.<format>`` for each of ``formats`` into ``folder``."""
     formats = check_formats(formats)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    images = {"png": export_png, "svg": export_svg, "pdf": export_pdf}
-    written = [images[suffix](view.export_item(), folder / f"{view.key}.{suffix}", width, height)
-               for suffix in images if suffix in formats]
+    written = [IMAGE_WRITERS[suffix](view.export_item(), folder / f"{view.key}.{suffix}", width,
+                                     height) for suffix in IMAGE_WRITERS if suffix in formats]
     if "csv" in formats:
         header, rows = view.data_table()
         written.append(export_csv(header, rows, folder / f"{view.key}.csv"))
