@@ -96,13 +96,10 @@ def scale_factor(
     ssmax_s: float | None = None,
     yarn_factor: float | None = None,
 ) -> float:
-    """Return the scalar c multiplying q·k under ``rule``.
+    """Return the scalar c multiplying q·k under ``rule`` (the module docstring lists them).
 
-    ``none`` → 1, ``sqrt`` → 1/√d_k, ``linear`` → 1/d_k, ``temperature`` → 1/T (``temperature``
-    required), ``qk_norm`` → 1 (its gain multiplies the normalised vectors instead), ``softcap``
-    → 1/√d_k (applied before the cap), ``log_n`` → ln n/√d_k and ``ssmax`` → s·ln n/√d_k
-    (``n`` = keys the row sees, required; ``ssmax_s`` default 0.43), ``yarn`` →
-    (0.1·ln f + 1)²/√d_k (``yarn_factor`` f, default 4).
+    ``qk_norm`` → 1 (its gain multiplies the normalised vectors instead); ``temperature`` needs
+    ``temperature``, ``log_n`` and ``ssmax`` need ``n`` (the keys the row sees).
     """
     rule = parse_rule(rule)
     d_k = check_dim("d_k", d_k)
