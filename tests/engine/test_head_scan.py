@@ -187,10 +187,9 @@ def test_a_long_head_is_cancelled_inside_and_diagnosed_in_tiles(tmp_path, monkey
 
 
 def test_replay_counts_every_rules_map_against_the_budget() -> None:
-    """A 44 KB file of q, k (1, 11000, 1) once took 45 s and 9.8 GB: one map per rule is
-    kept, and only one was counted. Now all are, before anything is allocated."""
+    """A replay keeps one (n, n) map per rule: all of them are counted against the budget,
+    before anything is allocated, so a tiny file of long q, k is refused at once."""
     import resource
-    import time
 
     from engine.core.memory import MemoryBudgetError, get_memory_budget
 
@@ -198,11 +197,9 @@ def test_replay_counts_every_rules_map_against_the_budget() -> None:
     q = rng.standard_normal((1, 11_000, 1))
     k = rng.standard_normal((1, 11_000, 1))
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    start = time.monotonic()
     with pytest.raises(MemoryBudgetError, match=r"9 rules \(10 float64 maps of 11000×11000; "
                        r"n ≤ \d+ fits\)"):
         replay_head(q, k, causal=False, rules=every_rule(Rule("sqrt")))
-    assert time.monotonic() - start < 5
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - peak_before
     assert grown < get_memory_budget()
     assert len(replay_head(q[:, :256], k[:, :256], causal=True,
