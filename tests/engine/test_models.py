@@ -76,7 +76,7 @@ def test_tiny_model_matches_transformers(arch: str) -> None:
                                    rtol=0, atol=1e-5)
 
 
-def test_tiny_models_cover_the_issue_s_cases() -> None:
+def test_tiny_models_cover_every_weight_type_and_architecture_feature() -> None:
     """F32, F16 and BF16 weights, a sharded folder, llama3 rope scaling, QK-norm, soft-cap and
     Gemma 2's query scalar: the fixtures hold what the comparison above is meant to cover."""
     types = {arch: open_model(FIXTURES / f"tiny-{arch}").weight_types for arch in ARCHITECTURES}

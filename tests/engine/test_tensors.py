@@ -265,7 +265,7 @@ def test_memory_guard_refuses_a_head_too_large(tmp_path) -> None:
             load_tensors(path)
         set_memory_budget(64 * 64 * 8)
         tf = load_tensors(path)
-        set_memory_budget(2 * 64 * 4 * 8 - 1)  # now the q, k pair itself is too large
+        set_memory_budget(2 * 64 * 4 * 8 - 1)  # the q, k pair itself is too large
         with pytest.raises(TensorFileError, match=r"q and k \(1×64×4\)"):
             tf.qk(0, 0)
     finally:
