@@ -159,19 +159,8 @@ def favour_the_gui_thread() -> None:
 
 
 def run_app(args: Any) -> int:
-    """Open the explorer window (``python main.py``) and run the event loop.
-
-    Parameters
-    ----------
-    args
-        Parsed command line (``session``, ``tensors`` and ``lang`` are used; ``main.py
-        --headless`` goes to :mod:`gui.headless.startup_check` instead).
-
-    Returns
-    -------
-    int
-        The process exit code.
-    """
+    """Open the explorer window (``python main.py``) with the parsed command line's
+    ``session``, ``tensors``, ``model`` and ``lang``; run the event loop; return the exit code."""
     if not has_display() and not os.environ.get("QT_QPA_PLATFORM"):
         print("No display found (DISPLAY/WAYLAND_DISPLAY unset), so the window cannot open. "
               "Without a display: 'export --out DIR' renders every view to files, "

@@ -90,15 +90,8 @@ def _input_in_output(folder: str, inputs: list[str | None]) -> str:
 
 def parse_head(tensors: str | None, head: str | None, batch: int | None) -> Any:
     """The ``HeadRef`` of ``export --tensors FILE --head L,H [--batch B]`` (``None`` without
-    ``--tensors``), checked against the file and the explorer's limits.
-
-    Raises
-    ------
-    ValueError
-        A one-line reason naming the option: a missing partner option, ``--head`` not two
-        integers, a file that cannot be read, a head not in the file, or a head too large for
-        the explorer.
-    """
+    ``--tensors``), checked against the file and the explorer's limits; ``ValueError`` with
+    a one-line reason naming the option."""
     if tensors is None:
         if head is not None or batch is not None:
             raise ValueError("--head and --batch need --tensors FILE")
@@ -131,12 +124,8 @@ def export_command(args: Any) -> int:
     Everything the user gave is checked before Qt starts: the session, the tensor file and
     head, and the output folder (new or empty unless ``--force``). With ``--tensors FILE
     --head L,H`` the explorer views show that real head and only they are written (the Train
-    views do not depend on it).
-
-    Returns
-    -------
-    int
-        0 on success, 1 when results did not arrive or an export failed, 2 for bad input.
+    views do not depend on it). Exit code 1 when results did not arrive or an export failed,
+    2 for bad input.
     """
     from gui.kit.session import SessionError, load_session
 

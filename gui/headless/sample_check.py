@@ -15,13 +15,8 @@ __all__ = ["check_model_capture", "check_sample_tensors"]
 
 
 def check_sample_tensors(window: Any, timeout_ms: int) -> tuple[list[str], str]:
-    """Open the sample in ``window``'s Heads tab and show a flagged head in the explorer.
-
-    Returns
-    -------
-    (lines, problem)
-        Report lines, and the reason of a failure ("" when everything worked).
-    """
+    """Open the sample in ``window``'s Heads tab and show a flagged head in the explorer;
+    return the report lines and the reason of a failure ("" when everything worked)."""
     from engine.config import ScalingRule
 
     view = window.heads.view
@@ -55,13 +50,8 @@ def check_sample_tensors(window: Any, timeout_ms: int) -> tuple[list[str], str]:
 
 def check_model_capture(window: Any, path: str, timeout_ms: int) -> tuple[list[str], str]:
     """Capture from the model at ``path`` through File › Open model… and diagnose its heads,
-    so that the bundle proves it can tokenize, dequantize and run a real model file.
-
-    Returns
-    -------
-    (lines, problem)
-        Report lines, and the reason of a failure ("" when everything worked).
-    """
+    so that the bundle proves it can tokenize, dequantize and run a real model file; return
+    as :func:`check_sample_tensors` does."""
     from PySide6.QtCore import QDeadlineTimer
     from PySide6.QtWidgets import QApplication
 

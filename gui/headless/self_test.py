@@ -177,13 +177,8 @@ def _drive_other_tabs(window: Any, model: str | None, report: _Report) -> None:
 
 def self_test_command(args: Any) -> int:
     """Open the real window, drive every control, export every view to ``args.self_test`` and
-    check every file; the Train and Heads tabs run too (see :func:`_drive_other_tabs`).
-
-    Returns
-    -------
-    int
-        0 when every check passed, 1 otherwise (the reasons are printed), 2 when the folder is
-        a file or cannot be written (checked before anything opens).
+    check every file; the Train and Heads tabs run too (see :func:`_drive_other_tabs`). Exit
+    code 1 when a check failed (the reasons are printed), 2 when the folder cannot be written.
     """
     from gui.app import has_display
 

@@ -36,14 +36,8 @@ class _Problems(QObject):
 
 
 def headless_command(args: Any) -> int:
-    """Run ``main.py --headless``: build the window offscreen, check it, close it.
-
-    Returns
-    -------
-    int
-        0 when everything arrived, 1 when a result did not or a file the program needs is
-        damaged (the same message as a window that cannot start).
-    """
+    """Run ``main.py --headless``: build the window offscreen, check it, close it; exit code 1
+    when a result did not arrive or a file the program needs is damaged."""
     from gui.app import (
         create_application,
         dispose_window,
@@ -69,20 +63,8 @@ def headless_command(args: Any) -> int:
 
 
 def run_startup_check(window: Any, args: Any) -> int:
-    """Open ``args.session`` / ``args.tensors`` in ``window``, wait for the results, report.
-
-    Parameters
-    ----------
-    window
-        A :class:`~gui.main_window.MainWindow`, not yet shown.
-    args
-        The parsed command line (``session``, ``tensors``).
-
-    Returns
-    -------
-    int
-        0 when everything arrived without a problem, 1 otherwise.
-    """
+    """Open ``args.session`` / ``args.tensors`` in ``window`` (not yet shown), wait for the
+    results and report them; exit code 0 when everything arrived without a problem, else 1."""
     from PySide6.QtGui import QGuiApplication
 
     started = time.perf_counter()

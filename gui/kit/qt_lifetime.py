@@ -187,12 +187,8 @@ def wait_until(condition: Callable[[], bool] | None, signals: Iterable[object],
     The condition is checked whenever one of ``signals`` (GUI-thread signals, e.g. a
     controller's ``resultsShown``) fires, never by spinning ``processEvents``. ``None`` waits
     the whole ``timeout_ms``. The loop, its timer and the waker are deleted before returning,
-    so that a thousand waits leave nothing behind for the garbage collector.
-
-    Returns
-    -------
-    bool
-        The condition's value at the end (True for ``None``).
+    so that a thousand waits leave nothing behind for the garbage collector. Returns the
+    condition's value at the end (True for ``None``).
     """
     if condition is not None and condition():
         return True

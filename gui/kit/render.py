@@ -247,20 +247,8 @@ def _paint_items(items: list[Any], painter: QPainter, source: QRectF, width: int
 
 
 def render_image(item: Any, width: int, height: int) -> QImage:
-    """Render a view's export item to a ``width × height`` image.
-
-    Parameters
-    ----------
-    item
-        ``view.export_item()``: a ``PlotWidget``, ``GraphicsLayoutWidget`` or graphics item.
-    width, height
-        Image size in pixels.
-
-    Returns
-    -------
-    QImage
-        The rendered image (ARGB32).
-    """
+    """Return ``view.export_item()`` (a plot widget or graphics item) rendered to a
+    ``width × height`` ARGB32 image."""
     width, height = check_size(width, height)
     image = QImage(width, height, QImage.Format.Format_ARGB32)
     image.fill(Qt.GlobalColor.transparent)

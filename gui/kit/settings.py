@@ -132,13 +132,7 @@ class Settings:
 
 
 def open_settings() -> Settings:
-    """Return the application's settings (INI format; isolated when the env variable is set).
-
-    Returns
-    -------
-    Settings
-        Typed wrapper around a fresh ``QSettings`` object.
-    """
+    """Return the application's settings (INI format; isolated when the env variable is set)."""
     folder = os.environ.get(SETTINGS_DIR_ENV)
     if folder:
         path = os.path.join(folder, f"{APPLICATION}.ini")

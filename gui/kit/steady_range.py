@@ -28,24 +28,10 @@ def steady_range(
     shown: Sequence[float], fitted: Sequence[float],
     keep_fraction: float = KEEP_FRACTION, margin: float = MARGIN,
 ) -> tuple[float, float]:
-    """Return the range to show on one axis, given the shown range and the auto-range fit.
-
-    Parameters
-    ----------
-    shown
-        ``(low, high)`` shown now.
-    fitted
-        ``(low, high)`` that auto-range wants (the data's bounds with pyqtgraph's padding).
-    keep_fraction, margin
-        See :data:`KEEP_FRACTION` and :data:`MARGIN`.
-
-    Returns
-    -------
-    tuple of float
-        ``shown`` when ``fitted`` lies inside it and spans at least ``keep_fraction`` of it;
-        otherwise ``fitted`` widened by ``margin`` of its span on each side. A degenerate
-        ``fitted`` (zero width) is returned as is: pyqtgraph widens it itself.
-    """
+    """Return the ``(low, high)`` to show on one axis: ``shown`` when the auto-range ``fitted``
+    lies inside it and spans at least ``keep_fraction`` of it, else ``fitted`` widened by
+    ``margin`` of its span on each side. A zero-width ``fitted`` is returned as is (pyqtgraph
+    widens it itself)."""
     low, high = float(fitted[0]), float(fitted[1])
     span = high - low
     if not span > 0:

@@ -123,24 +123,11 @@ def _font_as_painted(match: re.Match[str], cache: dict[tuple[str, str], str]) ->
 
 
 def render_svg(item: Any, width: int, height: int, title: str = "") -> bytes:
-    """Render a view's export item as SVG (vector) with the layout of a ``width × height`` PNG.
+    """Return ``view.export_item()`` as an SVG document (UTF-8) titled ``title``, laid out like a
+    ``width × height`` PNG (user units = its pixels).
 
     Painted by the same code as :func:`render_image`, into ``QSvgGenerator``; why not pyqtgraph's
     ``SVGExporter``: docs/design-notes.md.
-
-    Parameters
-    ----------
-    item
-        ``view.export_item()``.
-    width, height
-        Size of the drawing (SVG user units = pixels of the equivalent PNG).
-    title
-        Written as the SVG's ``<title>``.
-
-    Returns
-    -------
-    bytes
-        The SVG document (UTF-8).
     """
     width, height = check_size(width, height)
     with laid_out_at(item, width, height) as target:

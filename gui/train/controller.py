@@ -237,13 +237,8 @@ class TrainController(QObject):
         self._host.begin_shutdown()
 
     def shutdown(self, timeout_ms: int = 1000) -> bool:
-        """Stop the job and the thread, waiting at most ``timeout_ms`` (then without bound).
-
-        Returns
-        -------
-        bool
-            True if the thread stopped within ``timeout_ms``.
-        """
+        """Stop the job and the thread, waiting ``timeout_ms`` (then without bound); True if
+        it stopped within ``timeout_ms``."""
         self.begin_shutdown()
         stopped = self._host.shutdown(timeout_ms)
         self._process.close()  # the worker thread, its only user, has ended
