@@ -94,10 +94,9 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
     ``prog`` is the program's name in the usage lines: ``attention-explorer`` (the window's
     entry point and ``python main.py``) or ``attention-scale`` (the console script).
 
-    Every parser has ``allow_abbrev=False``: with abbreviations ``lr-sweep --seed 0`` silently
-    meant ``--seeds 0``. The options that set config fields come from the fields' declarations
-    (``engine.config``); only the command-specific ones (output, progress) are listed here.
-    Every option has a help text, and the help shows its default (:class:`_HelpFormatter`).
+    Every parser has ``allow_abbrev=False`` (``--seed`` must not mean ``--seeds``). Options
+    that set config fields come from their declarations (``engine.config``); only the
+    command-specific ones are listed here.
     """
     from engine.cli.options import add_field_options
     from engine.config import ScalingRule, SweepConfig, TrainConfig

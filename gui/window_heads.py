@@ -325,7 +325,7 @@ class WindowHeads(QObject):
         copy = box.addButton(translate("MainWindow", "Copy command"),
                              QMessageBox.ButtonRole.ActionRole)
         copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(command))
-        # With a second button Qt finds no escape button: Esc and the title bar's × did nothing.
+        # With a second button Qt finds no escape button for Esc and the title bar's ×.
         box.setEscapeButton(QMessageBox.StandardButton.Ok)
         box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)

@@ -93,7 +93,7 @@ class GridPanel(pg.GraphicsLayout):
 
     def __init__(self) -> None:
         super().__init__()
-        # Built without the context menus (made and then thrown away otherwise): ~4 ms each.
+        # Built without the context menus (made and then thrown away otherwise).
         self.grid_plot = self.addPlot(row=0, col=0, enableMenu=False)
         style.style_plot(self.grid_plot, grid=False)
         self.grid_plot.hideButtons()
@@ -150,8 +150,8 @@ class GridPanel(pg.GraphicsLayout):
             self.colorbar.setLevels(levels)
         self._letters.set_cells(flagged if values.size <= _MAX_MARKED_CELLS else [], heads,
                                 len(layers))
-        # Streamed diagnostics call this several times a second with the same geometry: each
-        # axis given its label, range or ticks again redraws itself (~5 ms each).
+        # Streamed diagnostics call this several times a second with the same geometry, and
+        # an axis given its label, range or ticks again redraws itself.
         axes = (layers, heads, metric.text())
         if axes != self._axes_shown:
             self._axes_shown = axes

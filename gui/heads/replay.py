@@ -38,8 +38,7 @@ _AXES_PX = 45.0
 _TITLE_PX = 75.0
 
 
-#: Time between two maps built ahead of the first replay: a map alone costs ~8 ms, and
-#: back to back with the file's first rows they added up to a 45-50 ms pause.
+#: Time between two maps built ahead of the first replay, so they never add up to a pause.
 _PREPARE_GAP_MS = 60
 
 
@@ -51,8 +50,8 @@ class ReplayPanel(pg.GraphicsLayout):
 
     def __init__(self, *, progressive: bool = False) -> None:
         super().__init__()
-        #: Fill one map per event (the tab's panel): four maps of n = 512 filled and first
-        #: painted in one event held the window 40-55 ms; an exported figure fills at once.
+        #: Fill one map per event (the tab's panel, so that no event holds the window long);
+        #: an exported figure fills at once.
         self._progressive = progressive
         self._fill_queue: list[ScalingRule] = []
         self.title = style.make_label()
@@ -145,7 +144,7 @@ class ReplayPanel(pg.GraphicsLayout):
 
     # ---------------------------------------------------------------------------- private
     def _plot(self, rule: ScalingRule) -> pg.PlotItem:
-        # Made on first use: nine plots built up front cost ~130 ms of every window's start.
+        # Made on first use: nine plots built up front would slow every window's start.
         if rule not in self._plots:
             plot = pg.PlotItem(axisItems={"bottom": TokenAxis("bottom"),
                                           "left": TokenAxis("left")}, enableMenu=False)
@@ -202,8 +201,7 @@ class ReplayPanel(pg.GraphicsLayout):
             for index, rule in enumerate(wanted):
                 row, column = divmod(index, columns)
                 plot = self._plot(rule)
-                # Placed maps appear as they are filled: placed, laid out and first painted
-                # together, four maps held the window ~30 ms before any was filled.
+                # Placed maps appear as they are filled, one event each.
                 plot.setVisible(not self._progressive)
                 self.addItem(plot, row=1 + row, col=column)
             self._placed = wanted
@@ -277,8 +275,7 @@ class ReplayPanel(pg.GraphicsLayout):
         plot.setTitle(f'<span style="color:{color}"><b>{style.rule_name(rule)}</b></span>'
                       f'<br><span style="color:{style.FOREGROUND}">{stats}</span>',
                       size=f"{style.TEXT_PT}pt")
-        # pyqtgraph gives a title row 30 px, one line: the stats line ran under the map (in
-        # Chinese, whose font is taller, by half its height).
+        # pyqtgraph gives a title row 30 px, one line: room for the stats line too.
         height = plot.titleLabel.item.boundingRect().height() + 2.0
         plot.titleLabel.setMaximumHeight(height)
         plot.layout.setRowFixedHeight(0, height)

@@ -139,9 +139,8 @@ class HeadsWorker(JobWorker):
         if job.cancel.is_set():
             return
         self.opened.emit(FileOpened(job.request_id, tensor_file, job.logits))
-        # The window shows the new file (grid, table, status) on the next events; a scan started
-        # at once competes with that first paint for the interpreter and stretched it from
-        # ~25 ms to 30-57 ms (benchmarks/bench_heads_gui.py). The scan starts a moment later.
+        # A scan started at once would compete for the interpreter with the window's first
+        # paint of the new file (benchmarks/bench_heads_gui.py): it starts a moment later.
         job.cancel.wait(FIRST_PAINT_S)
         rule = None if job.logits.own_scale else job.logits.rule
         batch: list[HeadRecord] = []

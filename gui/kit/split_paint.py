@@ -26,7 +26,7 @@ from gui.kit.axes import PlotAxis
 __all__ = ["SplitPaint"]
 
 #: Preparation steps run in one event-loop pass until this many seconds have gone by; a step is
-#: one plot's auto-range or one axis picture (at most about 8 ms each on these machines).
+#: one plot's auto-range or one axis picture.
 PASS_BUDGET_S = 0.008
 
 

@@ -118,9 +118,7 @@ class GradientView(ExplorerView):
         self._legend = style.make_legend(col_count=6)
         dk = "d<sub>k</sub>"
         self._plots: dict[str, pg.PlotItem] = {}
-        # Panel titles are wrapping labels in their own layout cells, not plot titles: a plot
-        # title's minimum width is its one-line text, which kept the panels from fitting a
-        # narrow window.
+        # Wrapping labels in their own cells, not plot titles (whose minimum width is one line).
         self._titles: dict[str, pg.LabelItem] = {}
         # (panel key, log y axis); titles and axis labels are set by retranslate_ui.
         specs = (("jac", True), ("raw", True), ("saturated", False))
@@ -129,9 +127,8 @@ class GradientView(ExplorerView):
             plot = pg.PlotItem(viewBox=SteadyViewBox(), axisItems=style.log_axis_items())
             style.style_plot(plot, bottom=dk)
             style.set_log_mode(plot, x=True, y=log_y)
-            # The two gradient panels share the d_k range. The saturation panel is not linked:
-            # pyqtgraph aligns linked x axes pixel by pixel, so a wider saturation panel (it
-            # spans both columns of the two-column layout) showed d_k up to 10⁴ with no data.
+            # The gradient panels share the d_k range; linking the wider saturation panel too
+            # would align the axes pixel by pixel and stretch its d_k range past the data.
             if first is None:
                 first = plot
             elif key != "saturated":
@@ -194,7 +191,7 @@ class GradientView(ExplorerView):
                 row += 2
         ci.addItem(self._note, row=row, col=0, colspan=columns)
         # Set after the items are back: an emptied grid ignores factors of rows and columns it
-        # does not have (it kept the three-column factors after a switch to two columns).
+        # does not have.
         for r in range(max(layout.rowCount(), 8)):
             layout.setRowStretchFactor(r, 1 if r in plot_rows else 0)
         # Give the two gradient panels more room than the saturation panel.
