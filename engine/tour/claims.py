@@ -34,43 +34,18 @@ __all__ = [
     "validate_claim",
 ]
 
-#: Quantity name -> short English description (the GUI shows translated labels instead).
-QUANTITIES: dict[str, str] = {
-    "logit_var": "empirical logit variance (snapshot, pairs i ≠ j)",
-    "logit_var_theory": "closed-form logit variance (snapshot)",
-    "max_abs_logit": "largest |logit| (snapshot)",
-    "p_max_mean": "mean p_max (snapshot rows)",
-    "entropy_mean": "mean row entropy in nats (snapshot rows)",
-    "sweep_logit_var": "pooled logit variance (sweep)",
-    "sweep_p_max_mean": "mean p_max (sweep)",
-    "sweep_entropy_mean": "mean row entropy in nats (sweep)",
-    "sweep_jac_fro_median": "median ‖∂p/∂s‖_F (sweep)",
-    "sweep_jac_raw_median": "median ‖∂p/∂S_raw‖_F (sweep)",
-    "sweep_saturated_share": "share of rows with p_max > 0.99 (sweep)",
-    "temperature_max_diff": "max |softmax(z/T) − softmax(z/√d_k)|",
-    "temperature_grad_max_diff": "max |gradient difference| between 1/T and 1/√d_k",
-    "correlation_rms": "RMS of c·q·k for correlated q, k",
-    "train_final_loss": "final held-out training loss",
-    "sweep_p_max_share": "share of rows with p_max above a threshold (sweep)",
-    "matched_gap_mean": "mean logit gap between the matched key and the others (snapshot)",
-    "backward_formula_err": "max |∂L/∂Q − c·(J·g)·K| / max |∂L/∂Q|",
-    "logit_step_ratio_adam": "logit change of one Adam step, unscaled ÷ rule (same logits)",
-    "logit_step_ratio_sgd": "logit change of one SGD step, unscaled ÷ rule (same logits)",
-    "train_grad_ratio_w_q": "‖∂L/∂W_Q‖ unscaled ÷ rule (training model at init)",
-    "train_grad_ratio_w_v": "‖∂L/∂W_V‖ unscaled ÷ rule (training model at init)",
-    "train_grad_ratio_w_o": "‖∂L/∂W_O‖ unscaled ÷ rule (training model at init)",
-    "sweep_overflow_share": "share of rows that overflow in a number format (sweep)",
-    "sweep_weight_err_mean": "mean per-row max |Δp| against float64 in a number format (sweep)",
-    "sweep_max_logit_mean": "mean row max |logit| (sweep)",
-    "dtype_largest": "largest finite value of a number format",
-    "dtype_exp_limit": "ln of the largest finite value (naive exp overflows beyond it)",
-    "length_entropy_mean": "mean row entropy in nats at n keys (length sweep)",
-    "length_p_max_mean": "mean p_max at n keys (length sweep)",
-    "length_entropy_ratio": "mean entropy / ln n at n keys (length sweep)",
-    "ssmax_toy_softmax": "SSMax toy: softmax weight of the +3 logit at n",
-    "ssmax_toy_ssmax": "SSMax toy: SSMax weight of the +3 logit at n",
-    "yarn_logit_factor": "YaRN logit multiplier (0.1·ln f + 1)²",
-}
+#: Every quantity a claim may name (docs/tour.md: what each is, which engine code computes it).
+QUANTITIES: tuple[str, ...] = (
+    "logit_var", "logit_var_theory", "max_abs_logit", "p_max_mean", "entropy_mean",
+    "sweep_logit_var", "sweep_p_max_mean", "sweep_entropy_mean", "sweep_jac_fro_median",
+    "sweep_jac_raw_median", "sweep_saturated_share", "temperature_max_diff",
+    "temperature_grad_max_diff", "correlation_rms", "train_final_loss", "sweep_p_max_share",
+    "matched_gap_mean", "backward_formula_err", "logit_step_ratio_adam", "logit_step_ratio_sgd",
+    "train_grad_ratio_w_q", "train_grad_ratio_w_v", "train_grad_ratio_w_o", "sweep_overflow_share",
+    "sweep_weight_err_mean", "sweep_max_logit_mean", "dtype_largest", "dtype_exp_limit",
+    "length_entropy_mean", "length_p_max_mean", "length_entropy_ratio", "ssmax_toy_softmax",
+    "ssmax_toy_ssmax", "yarn_logit_factor",
+)
 
 #: Quantities that take a number format (``dtype``); the first two also softmax and rounding.
 PRECISION_QUANTITIES = frozenset({"sweep_overflow_share", "sweep_weight_err_mean"})
