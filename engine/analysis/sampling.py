@@ -53,14 +53,9 @@ def _normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray
 def draw_qk(config: AttentionConfig) -> tuple[np.ndarray, np.ndarray]:
     """Draw the ``(heads, n, d_k)`` queries and keys of ``config`` (float64, deterministic).
 
-    Without projections q and ξ are iid N(0, σ²) with σ = ``config.init_std``. With
-    ``use_projection``, x ~ N(0, I_{d_model}) per token (shared by all heads) and
-    ``q = x W_Q``, ``ξ = x W_K`` with per-head ``W ~ N(0, s²)`` of shape (d_model, d_k).
-    Then ``k = ρ q + √(1−ρ²) ξ`` (token-wise: key i is correlated with query i only).
-    Normals are drawn in float32 (twice as fast; they are samples, not results) and
-    promoted to float64. The unit normals depend only on the seed and the shapes and are
-    memoised (up to 32 MiB), so changing σ, s or ρ re-uses them; the numbers are identical
-    either way.
+    As the module docstring says, with σ = ``config.init_std``; with projections x ~
+    N(0, I_{d_model}) per token is shared by all heads, each head has its own W ~ N(0, s²) of
+    shape (d_model, d_k), and key i is correlated with query i only.
     """
     h, n, d = config.heads, config.n_tokens, config.d_k
     if config.use_projection:
