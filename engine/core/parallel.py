@@ -106,23 +106,12 @@ def run_tiles(
     work: int,
     make_state: Callable[[], _S],
 ) -> list[_S]:
-    """Run ``fn(state, tile)`` for every tile, on several threads when that pays off.
+    """Run ``fn(state, tile)`` for every tile, on several threads when ``work`` (the
+    problem's multiply-adds) :func:`parallel_pays`.
 
-    Each thread creates its own ``state`` (scratch buffers, partial sums) once, with
-    ``make_state``, and passes it to every tile it takes; the states of the threads that ran
-    are returned (one when serial).
-
-    Parameters
-    ----------
-    fn
-        Computes one tile; called from several threads at once, so it may only write to its
-        own state and to its tile's part of shared arrays.
-    tiles
-        The work items, taken in order by whichever thread is free.
-    work
-        Multiply-adds of the whole problem: unless :func:`parallel_pays`, it runs serially.
-    make_state
-        Returns a new per-thread state.
+    Each thread makes its own ``state`` (scratch buffers, partial sums) once with
+    ``make_state`` and takes tiles in order while it is free; ``fn`` may therefore write only to
+    its state and its tile's part of shared arrays. Returns the states of the threads that ran.
     """
     threads = min(_num_threads, len(tiles))
     if threads < 2 or not parallel_pays(work) or not _parallel_lock.acquire(blocking=False):

@@ -32,13 +32,8 @@ def _get_controller() -> ThreadpoolController:
 
 
 def limit_blas_threads(threads: int | None) -> contextlib.AbstractContextManager[object]:
-    """Return a context manager that limits BLAS to ``threads`` threads inside its block.
-
-    Parameters
-    ----------
-    threads
-        The largest number of BLAS threads, at least 1; ``None`` leaves BLAS as it is (the
-        returned context manager does nothing).
+    """Return a context manager that limits BLAS to ``threads`` (≥ 1) threads inside its
+    block; ``None`` leaves BLAS as it is.
 
     Examples
     --------

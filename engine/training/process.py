@@ -128,16 +128,10 @@ class TrainingProcess:
         self, job: tuple[str, tuple[Any, ...]], cancel: threading.Event,
         running: threading.Event,
     ) -> Iterator[object]:
-        """Run ``job`` in the child and yield its items as they come.
-
-        Parameters
-        ----------
-        job
-            From :func:`train_job`, :func:`lr_sweep_job` or :func:`export_job`.
-        cancel
-            Set: the child stops after its current step (the generator then ends).
-        running
-            Cleared: the child pauses after its current item; set: it goes on.
+        """Run ``job`` (:func:`train_job`, :func:`lr_sweep_job`, :func:`export_job`) in the
+        child and yield its items as they come. Setting ``cancel`` stops the child after its
+        current step (the generator then ends); clearing ``running`` pauses it after its
+        current item, setting it again goes on.
 
         Raises
         ------

@@ -128,15 +128,8 @@ def estimate_training_bytes(config: TrainConfig) -> int:
 
 
 def check_training_memory(config: TrainConfig, budget: int | None = None) -> None:
-    """Raise :class:`~engine.core.memory.MemoryBudgetError` if ``config`` would not fit.
-
-    Parameters
-    ----------
-    config
-        The training configuration.
-    budget
-        Bytes; ``None`` uses the engine-wide budget (:func:`engine.get_memory_budget`).
-    """
+    """Raise :class:`~engine.core.memory.MemoryBudgetError` if ``config`` would not fit in
+    ``budget`` bytes (``None``: the engine-wide budget)."""
     n_params = _param_count(_model_dims(config, make_task(config)))
     check_memory(
         estimate_training_bytes(config),
@@ -148,16 +141,9 @@ def check_training_memory(config: TrainConfig, budget: int | None = None) -> Non
 
 
 class TrainingSession:
-    """A side-by-side training run, advanced one step at a time.
-
-    This is the machinery behind :func:`engine.training.trainer.iter_training` and
-    :func:`engine.training.lr_sweep.run_lr_sweep`; most callers want those.
-
-    Parameters
-    ----------
-    config
-        What to train.
-    """
+    """A side-by-side training run of ``config``, advanced one step at a time: the machinery
+    behind :func:`~engine.training.trainer.iter_training` and
+    :func:`~engine.training.lr_sweep.run_lr_sweep`, which most callers want."""
 
     def __init__(self, config: TrainConfig) -> None:
         check_training_memory(config)  # refuse before allocating, with a message
@@ -195,16 +181,8 @@ class TrainingSession:
     def evaluate(self, stop: Callable[[], bool] | None = None) -> bool:
         """Evaluate every live rule on the held-out set and record it at the current step.
 
-        Parameters
-        ----------
-        stop
-            Checked before each rule; when it returns True the evaluation ends early, the
-            session's records are incomplete and the session must be discarded.
-
-        Returns
-        -------
-        bool
-            False if ``stop`` ended it early.
+        ``stop`` is checked before each rule; False is returned when it ended the evaluation
+        early, which leaves the records incomplete: discard the session then.
         """
         for run in self.runs.values():
             if stop is not None and stop():
@@ -232,17 +210,9 @@ class TrainingSession:
     def train_step(self, stop: Callable[[], bool] | None = None) -> bool:
         """Advance every live rule by one optimizer step on one shared batch.
 
-        Parameters
-        ----------
-        stop
-            Checked before each rule, so that a stop request need not wait for the whole step
-            of a large model (seconds, times the number of rules). When it returns True the
-            step ends early, leaving the rules at different steps: discard the session.
-
-        Returns
-        -------
-        bool
-            False if ``stop`` ended the step early.
+        ``stop`` is checked before each rule, so that a stop need not wait for a whole step of
+        a large model; False is returned when it ended the step early, which leaves the rules
+        at different steps: discard the session then.
         """
         if self.step >= self.config.steps:
             raise RuntimeError(f"all {self.config.steps} steps are done")
