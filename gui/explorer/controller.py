@@ -36,13 +36,13 @@ from gui.explorer.worker import (
     TemperatureReady,
     Worker,
 )
-from gui.kit.jobs import JobFailed, JobFinished, Throttle, ViewPusher, WorkerHost
+from gui.kit.jobs import HostOwner, JobFailed, JobFinished, Throttle, ViewPusher, WorkerHost
 from gui.kit.split_paint import SplitPaint
 
 __all__ = ["ExplorerController"]
 
 
-class ExplorerController(QObject):
+class ExplorerController(HostOwner):
     """Owns the current config and the worker thread; pushes results to the views.
 
     Parameters
@@ -113,6 +113,7 @@ class ExplorerController(QObject):
         worker.sweepPointReady.connect(self._on_sweep_point)
         worker.failed.connect(self._on_failed)
         self._host = WorkerHost(worker, "explorer-worker", self)
+        self._hosts = [self._host]
         self._host.jobFinished.connect(self._on_finished)
         self._host.workerStopped.connect(self.workerStopped)
 
@@ -145,14 +146,6 @@ class ExplorerController(QObject):
                 and results.config == self._config
                 and self._applied_temperature_id == self._temperature_id
                 and not self._pusher.is_pending())
-
-    def is_running(self) -> bool:
-        """True while the worker thread is alive."""
-        return self._host.is_running()
-
-    def wait_stopped(self, timeout_ms: int) -> bool:
-        """Block at most ``timeout_ms`` for the thread to end; True if it has ended."""
-        return self._host.wait_stopped(timeout_ms)
 
     def real_head(self) -> HeadRef | None:
         """The real head whose q, k are requested, or ``None`` for random q, k."""

@@ -33,12 +33,12 @@ from gui.heads.worker import (
     ReplayReady,
     ScanJob,
 )
-from gui.kit.jobs import JobFailed, JobFinished, WorkerHost
+from gui.kit.jobs import HostOwner, JobFailed, JobFinished, WorkerHost
 
 __all__ = ["HeadsController"]
 
 
-class HeadsController(QObject):
+class HeadsController(HostOwner):
     """Owns the open tensor file, the diagnostics received so far and the replay.
 
     Signals
@@ -162,14 +162,6 @@ class HeadsController(QObject):
         """The capture shown when it has not been saved to a file, else None."""
         capture = self._capture
         return capture if capture is not None and capture.tensor_file is self._tensor_file else None
-
-    def is_running(self) -> bool:
-        """True while any worker thread is alive."""
-        return any(host.is_running() for host in self._hosts)
-
-    def wait_stopped(self, timeout_ms: int) -> bool:
-        """Block at most ``timeout_ms`` (per thread) for every thread to end."""
-        return all(host.wait_stopped(timeout_ms) for host in self._hosts)
 
     # ------------------------------------------------------------------------------ requests
     def open_file(self, path: str, logits: Logits | None = None,

@@ -22,7 +22,7 @@ from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 
 from gui.kit.plot_view import PlotView
 
-__all__ = ["Job", "JobFailed", "JobFinished", "Throttle", "ViewPusher", "WorkerHost"]
+__all__ = ["HostOwner", "Job", "JobFailed", "JobFinished", "Throttle", "ViewPusher", "WorkerHost"]
 
 
 class Job(Protocol):
@@ -200,6 +200,20 @@ class WorkerHost(QObject):
         if release is not None:
             release()
         shiboken6.delete(worker)
+
+
+class HostOwner(QObject):
+    """A controller that owns worker threads (its ``_hosts``, :class:`WorkerHost` objects)."""
+
+    _hosts: list[WorkerHost]
+
+    def is_running(self) -> bool:
+        """True while a worker thread is alive."""
+        return any(host.is_running() for host in self._hosts)
+
+    def wait_stopped(self, timeout_ms: int) -> bool:
+        """Block at most ``timeout_ms`` (per thread) for every thread to end; True if they have."""
+        return all(host.wait_stopped(timeout_ms) for host in self._hosts)
 
 
 class Throttle(QObject):

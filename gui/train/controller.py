@@ -30,7 +30,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.config.train import TrainConfig
 from engine.training.process import TrainingProcess
-from gui.kit.jobs import JobFailed, JobFinished, ViewPusher, WorkerHost
+from gui.kit.jobs import HostOwner, JobFailed, JobFinished, ViewPusher, WorkerHost
 from gui.kit.split_paint import SplitPaint
 from gui.train.results import TrainResults
 from gui.train.state import GradientHistory, TrainState
@@ -50,7 +50,7 @@ __all__ = [
 DEFAULT_PUSH_INTERVAL_MS = 100
 
 
-class TrainController(QObject):
+class TrainController(HostOwner):
     """Owns the training worker thread and the latest :class:`TrainResults`.
 
     Parameters
@@ -99,6 +99,7 @@ class TrainController(QObject):
         worker.itemReady.connect(self._on_item)
         worker.failed.connect(self._on_failed)
         self._host = WorkerHost(worker, "train-worker", self)
+        self._hosts = [self._host]
         self._host.jobFinished.connect(self._on_finished)
         self._host.workerStopped.connect(self._on_thread_finished)
 
@@ -119,14 +120,6 @@ class TrainController(QObject):
     def last_error(self) -> str:
         """Message of the most recent failed job ("" after a success)."""
         return self._last_error
-
-    def is_running(self) -> bool:
-        """True while the worker thread is alive."""
-        return self._host.is_running()
-
-    def wait_stopped(self, timeout_ms: int) -> bool:
-        """Block at most ``timeout_ms`` for the thread to end; True if it has ended."""
-        return self._host.wait_stopped(timeout_ms)
 
     def has_trained_model(self) -> bool:
         """True when the current training run has taken a step (its q and k can be written)."""
