@@ -109,21 +109,9 @@ def snapshot_head(snapshot: object) -> HeadRef | None:
 # -------------------------------------------------------------------------------- the plan
 @dataclasses.dataclass(frozen=True)
 class Computed:
-    """What the explorer has already computed (the parts a plan may re-use).
-
-    Parameters
-    ----------
-    config
-        The configuration the parts below belong to.
-    snapshot
-        Its snapshot, or ``None``.
-    correlation
-        Its correlation comparison, or ``None``.
-    sweep
-        The sweep whose points are all there (finished, not cancelled), or ``None``.
-    length
-        The same for the length view's n sweep.
-    """
+    """What the explorer has already computed for ``config`` (the parts a plan may re-use):
+    its snapshot and correlation comparison, and the d_k and length sweeps whose points are all
+    there (finished, not cancelled); ``None`` for a part not there."""
 
     config: AttentionConfig
     snapshot: AttentionSnapshot | None = None
@@ -190,20 +178,10 @@ PlanStep = ComputeSnapshot | ComputeCorrelation | ComputeTemperature | StreamSwe
 
 @dataclasses.dataclass(frozen=True)
 class ExplorerPlan:
-    """The steps of one explorer request, in the order :func:`iter_plan` runs them.
-
-    Parameters
-    ----------
-    config
-        The configuration the request is for.
-    steps
-        The steps; every part appears at most once.
-    snapshot
-        The snapshot of ``config`` a temperature step may use when the plan does not compute
-        one (``None``: q, k are drawn again, or the real head is loaded again).
-    head
-        The real head whose q, k the plan shows (``None``: random q, k).
-    """
+    """The steps of one explorer request for ``config``, each part at most once, in the order
+    :func:`iter_plan` runs them, on ``head``'s q, k (``None``: random ones). ``snapshot`` is
+    one of ``config`` a temperature step may use when the plan computes none (``None``: q, k
+    are drawn or loaded again)."""
 
     config: AttentionConfig
     steps: tuple[PlanStep, ...]
@@ -232,21 +210,11 @@ def plan_full(
 ) -> ExplorerPlan:
     """Plan every part for ``config``, re-using from ``computed`` what does not change.
 
-    The snapshot and the temperature comparison are always computed (on ``head``'s q, k when
-    given); the correlation and the sweeps are re-used while their inputs are unchanged.
-
-    Parameters
-    ----------
-    config, temperature
-        The new configuration and the temperature comparison's T.
-    computed
-        What is already there (``None``: nothing).
-    sweep_values, sweep_samples_cap
-        See :func:`sweep_config_for`.
-    head
-        A real head matching ``config`` (:func:`~engine.analysis.real_head.explorer_config_for`).
-    length_values
-        n values of the length view's sweep (empty: none).
+    The snapshot and the temperature comparison (at ``temperature``) are always computed, on
+    ``head``'s q, k when given (a head matching ``config``:
+    :func:`~engine.analysis.real_head.explorer_config_for`); the correlation and the sweeps
+    (:func:`sweep_config_for`; ``length_values``: the length view's n, none when empty) are
+    re-used while their inputs are unchanged.
     """
     loaded = None
     if head is not None and computed is not None and snapshot_head(computed.snapshot) == head:

@@ -104,16 +104,9 @@ def _operands(run: TrainedRun, q: np.ndarray, k: np.ndarray, d_k: int,
 
 def trained_tensors(session: TrainingSession, *, max_batch: int = MAX_BATCH,
                     command: str = "") -> TrainedTensors:
-    """Compute the tensor file of ``session``'s trained runs (see the module docstring).
-
-    Parameters
-    ----------
-    session
-        The training session; read from the thread that trains it, between steps.
-    max_batch
-        Write the first ``min(max_batch, eval_size)`` held-out sequences.
-    command
-        How the training was started, stored as ``meta["command"]``.
+    """Compute the tensor file of ``session``'s trained runs (see the module docstring) on the
+    first ``min(max_batch, eval_size)`` held-out sequences, with ``command`` (how the training
+    was started) as ``meta["command"]``. Call it from the thread that trains ``session``.
 
     Raises
     ------
