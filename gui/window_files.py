@@ -157,7 +157,7 @@ class WindowFiles(QObject):
         tab (when a file is open) and the session JSON."""
         window = self._window
         window.controller.refresh_views()
-        window.train_tab.refresh_views()
+        window.train_tab.controller.refresh_views()
         views = [*window.views, *window.train_tab.views]
         if window.heads.view.controller.tensor_file() is not None:
             views.append(window.heads.view)  # the Heads tab, once a file is open

@@ -165,21 +165,8 @@ class TensorsChoice:
 
 @dataclasses.dataclass(frozen=True)
 class Session:
-    """The contents of a session file.
-
-    Parameters
-    ----------
-    config
-        The attention configuration.
-    current_view
-        Key of the view shown in front (e.g. ``"heatmap"``).
-    temperature
-        Temperature T of the temperature view.
-    tensors
-        The Heads tab's tensor file and chosen head, or None.
-    pins
-        The views' pinned reference curves (:mod:`gui.kit.pins`).
-    """
+    """The contents of a session file: the attention configuration, the key of the view in
+    front, the temperature view's T, the Heads tab's file and head (or None) and the pins."""
 
     config: AttentionConfig
     current_view: str = "heatmap"
@@ -257,16 +244,8 @@ class Session:
 
 
 def save_session(path: str | os.PathLike[str], session: Session) -> None:
-    """Write ``session`` to ``path`` as UTF-8 JSON.
-
-    The file appears whole or not at all: a failed write (disk full) leaves an existing
-    session unchanged and no temporary file behind.
-
-    Raises
-    ------
-    OSError
-        Naming ``path`` and the system's reason.
-    """
+    """Write ``session`` to ``path`` as UTF-8 JSON, whole or not at all (a failed write leaves
+    an existing session unchanged); an ``OSError`` names ``path`` and the system's reason."""
     path = Path(path)
     data = json.dumps(session.to_dict(), indent=2, ensure_ascii=False).encode("utf-8")
     try:
@@ -276,15 +255,8 @@ def save_session(path: str | os.PathLike[str], session: Session) -> None:
 
 
 def load_session(path: str | os.PathLike[str]) -> Session:
-    """Read and validate a session file.
-
-    Raises
-    ------
-    SessionError
-        If the file cannot be read, is not JSON, or is not a valid session (also for hostile
-        files: nesting deeper than Python's recursion limit, integers with thousands of
-        digits); the message is one line.
-    """
+    """Read and validate a session file; a one-line :class:`SessionError` when it cannot be
+    read or is not a valid session (hostile files too: deep nesting, huge integers)."""
     name = Path(path).name
     try:
         # Bounded, and only a regular file: `--session /dev/zero` read forever, a FIFO blocked.

@@ -284,10 +284,6 @@ class TrainTab(QWidget):
                 return True
         return False
 
-    def refresh_views(self) -> None:
-        """Bring every training view up to date (hidden ones too), e.g. before exporting."""
-        self.controller.refresh_views()
-
     def wait_until_idle(self, timeout_ms: int = 60_000) -> bool:
         """Run a local event loop until no job runs (woken by GUI-thread signals).
 

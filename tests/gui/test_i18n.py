@@ -264,7 +264,7 @@ def test_switching_language_at_runtime_translates_the_explorer(window, english_a
     window.tour_action.trigger()
     window.language.actions["zh_CN"].trigger()
     window.controller.refresh_views()
-    window.train_tab.refresh_views()  # hidden training views too
+    window.train_tab.controller.refresh_views()  # hidden training views too
     texts = visible_texts(window)
     assert len(texts) > 200
     assert untranslated(texts) == []

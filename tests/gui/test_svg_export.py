@@ -25,7 +25,7 @@ from tests.gui.pixels import (
     RADIUS_PX,
     WIDTH,
     agreement,
-    chromium_image,
+    chromium_images,
     coloured,
     dilate,
     pdf_to_image,
@@ -67,7 +67,7 @@ def window(qapp, tmp_path_factory):
             problem = run_headless_demo(window.train_tab, 60_000)
             assert problem == "", problem
             window.controller.refresh_views()
-            window.train_tab.refresh_views()
+            window.train_tab.controller.refresh_views()
             yield window
         finally:
             window.close()
@@ -143,14 +143,22 @@ def test_librsvg_draws_what_the_png_shows(exported, key, tmp_path, record_proper
     _assert_draws_like(png, rsvg_image(source, WIDTH, HEIGHT), "librsvg", key, record_property)
 
 
+@pytest.fixture(scope="module")
+def chromium_drawn(exported, tmp_path_factory) -> dict[str, QImage]:
+    """Every view's SVG as headless Chromium draws it (one browser run for them all)."""
+    folder = tmp_path_factory.mktemp("chromium")
+    sources = {key: folder / f"{key}.svg" for key in exported}
+    for key, source in sources.items():
+        source.write_text(exported[key][2], encoding="utf-8")
+    return dict(zip(sources, chromium_images(list(sources.values()), WIDTH, HEIGHT),
+                    strict=True))
+
+
 @pytest.mark.parametrize("key", ALL_KEYS)
-def test_chromium_draws_what_the_png_shows(exported, key, tmp_path, record_property):
+def test_chromium_draws_what_the_png_shows(exported, chromium_drawn, key, record_property):
     """The SVG as a browser (and a slide deck in one) draws it: headless Chromium."""
-    png, _svg, text = exported[key]
-    source = tmp_path / f"{key}.svg"
-    source.write_text(text, encoding="utf-8")
-    _assert_draws_like(png, chromium_image(source, WIDTH, HEIGHT), "chromium", key,
-                       record_property)
+    png, _svg, _text = exported[key]
+    _assert_draws_like(png, chromium_drawn[key], "chromium", key, record_property)
 
 
 @pytest.mark.parametrize("key", ALL_KEYS)

@@ -20,7 +20,7 @@ def _train_and_show_probe(tab, qtbot, config):
     tab.panel.set_config(config)
     assert tab.start_training() and tab.wait_until_idle(30_000)
     tab.show_view(tab.probe.key)
-    tab.refresh_views()
+    tab.controller.refresh_views()
     qtbot.wait(50)
     return tab.controller.results().snapshot
 

@@ -62,7 +62,7 @@ def test_lr_sweep_view_draws_the_band_ranges_to_the_data_and_labels_the_threshol
     result = _sweep(tab, lrs, 2)
     view = tab.lr_sweep
     tab.show_view(view.key)
-    tab.refresh_views()
+    tab.controller.refresh_views()
     assert "Band: min…max over seeds" in view.note_text()
     spread = 0
     for rule in result.config.rules:
