@@ -168,21 +168,11 @@ def replay_head(
     batch_entry: int = 0,
     cancel: threading.Event | None = None,
 ) -> tuple[RuleReplay, ...]:
-    """Re-apply each of ``rules`` to the same real q and k.
+    """Re-apply each of ``rules`` (in order; all: :func:`every_rule`) to one head's
+    (batch, n, d_k) q and k: diagnostics over every batch entry, weights of ``batch_entry``.
 
-    Parameters
-    ----------
-    q, k
-        (batch, n, d_k) float arrays of one head.
-    causal
-        Mask key j for query i when j > i.
-    rules
-        The rules with their parameters, in the order returned (all: :func:`every_rule`).
-    batch_entry
-        The entry whose weights are returned (the diagnostics use every entry).
-    cancel
-        Checked before each rule, between the tiles of its diagnostics and between blocks of
-        rows of its softmax; once set, the rules done so far are returned.
+    ``cancel`` is checked before each rule, between the tiles of its diagnostics and between
+    blocks of its softmax rows; once set, the rules done so far are returned.
     """
     if not 0 <= batch_entry < q.shape[0]:
         raise ValueError(f"batch entry {batch_entry} is out of range (batch {q.shape[0]})")

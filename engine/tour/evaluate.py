@@ -222,22 +222,9 @@ def evaluate_quantity(
     cancel: threading.Event | None = None,
     _cache: _Cache | None = None,
 ) -> float:
-    """Compute the engine value of ``claim``'s quantity for ``config``.
-
-    Parameters
-    ----------
-    claim
-        A claim (see the module docstring); validated first.
-    config
-        The step's configuration (the claim's ``at`` overrides are applied to it).
-    cancel
-        Stops a ``train_final_loss`` computation early (the value is then NaN).
-
-    Returns
-    -------
-    float
-        The value (NaN when cancelled).
-    """
+    """The engine value of ``claim``'s quantity (the claim validated first) for the step's
+    ``config`` with the claim's ``at`` overrides; NaN when ``cancel`` stopped a
+    ``train_final_loss`` training."""
     validate_claim(claim)
     cache = _cache or _Cache()
     quantity = str(claim["quantity"])

@@ -147,17 +147,9 @@ def _factored_backward(
 
 
 def project_qk(params: ParamSet, pb: PreparedBatch) -> tuple[np.ndarray, np.ndarray]:
-    """The queries and keys the weights compute at *every* position of ``pb``.
-
-    Training scores only the target positions, so :func:`loss_and_grad` computes queries there
-    only; this computes q = X W_Q at all T positions (the same weights, the same numbers at the
-    target rows), e.g. to write a tensor file of the trained heads.
-
-    Returns
-    -------
-    q, k
-        Arrays of shape (B, h, T, d_k) in the parameters' dtype, before any scaling rule.
-    """
+    """The (B, h, T, d_k) queries and keys the weights compute at *every* position of ``pb``,
+    before any scaling rule (training computes queries at the target positions only), e.g. to
+    write a tensor file of the trained heads."""
     dims = params.dims
     b, t, h, dk = pb.batch, dims.seq_len, dims.heads, dims.d_k
     x = pb.onehot @ params.inputs  # (B·T, d_model)

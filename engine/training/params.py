@@ -49,17 +49,8 @@ class ModelDims:
 
 
 class ParamSet:
-    """All parameters (or gradients) in one contiguous flat buffer with named views.
-
-    Parameters
-    ----------
-    dims
-        Model shapes.
-    dtype
-        ``numpy.float32`` or ``numpy.float64``.
-    flat
-        Optional existing buffer to wrap (not copied).
-    """
+    """All parameters (or gradients) of ``dims`` in one contiguous flat buffer of ``dtype``
+    with named views; ``flat`` wraps an existing buffer (not copied)."""
 
     def __init__(self, dims: ModelDims, dtype: Any, flat: np.ndarray | None = None) -> None:
         shapes = dims.param_shapes()
