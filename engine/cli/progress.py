@@ -23,17 +23,8 @@ REDRAW_INTERVAL_S = 0.2
 
 
 class Progress:
-    """A progress line on ``stream``; nothing at all when ``quiet``.
-
-    Parameters
-    ----------
-    stream
-        Where the progress goes (stderr).
-    quiet
-        Show nothing (``--quiet``).
-    tty
-        Whether ``stream`` is a terminal (default: ``stream.isatty()``).
-    """
+    """A progress line on ``stream`` (stderr); nothing at all when ``quiet``. ``tty`` says
+    whether ``stream`` is a terminal (default: ``stream.isatty()``)."""
 
     def __init__(self, stream: IO[str], quiet: bool = False, *, tty: bool | None = None) -> None:
         self.stream = stream

@@ -142,10 +142,6 @@ def logit_row_stats(
         Exponentials and products in float32 (sums in float64) where every scaled logit lies
         within :data:`FLOAT32_EXP_RANGE` of its row maximum: faster, relative error below ~5e-6.
 
-    Returns
-    -------
-    RowStats
-
     Raises
     ------
     ValueError
