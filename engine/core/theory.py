@@ -273,9 +273,9 @@ def qk_norm_p_max_bound(n: int, gain: float) -> float:
 
 
 def softcap_p_max_bound(n: int, cap: float) -> float:
-    """Largest attainable p_max under soft-capping: ``1/(1+(n−1)e^{−2·cap})``."""
-    n = _pos_int("n", n)
-    return 1.0 / (1.0 + (n - 1) * math.exp(-2.0 * float(cap)))
+    """Largest attainable p_max under soft-capping: logits in (−cap, cap), so the QK-norm bound
+    with g = cap."""
+    return qk_norm_p_max_bound(n, cap)
 
 
 def uniform_jacobian_fro_norm(n: int) -> float:
