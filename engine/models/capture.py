@@ -103,12 +103,6 @@ class Model:
         kept = 4 * layers * spec.heads * n * spec.head_dim * (3 if keep_v else 2)
         return 2 * layer_bytes + activations + kept + 4 * n * spec.hidden * 2
 
-    def tokenize(self, text: str, max_tokens: int | None = None) -> tuple[list[int], bool]:
-        """Token ids of ``text`` (cut to ``max_tokens``, keeping the first ones) and whether
-        it was cut."""
-        encoded = self._encode(text, max_tokens, self.tokenizer.encode_text)
-        return list(encoded.ids), encoded.total > len(encoded.ids)
-
     def _encode(self, text: str, max_tokens: int | None,
                 tokenize: Callable[[str, int], Encoded | None]) -> Encoded:
         """``text``'s tokens by ``tokenize(text, limit)``, checked: not empty, within the

@@ -3,7 +3,9 @@ in-process, and as a user runs them in a subprocess where their output or their 
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import os
 import subprocess
@@ -75,9 +77,39 @@ def test_export_command_refuses_a_corrupt_session(qapp, tmp_path, capsys, conten
     assert not (tmp_path / "o").exists()
 
 
-def test_self_test_passes_and_reports(qapp, tmp_path, capsys, isolated_settings):
-    code = main(["--self-test", str(tmp_path / "st")])
-    out = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def self_test(qapp, tmp_path_factory):
+    """One ``--self-test`` run (with ``--model``: every check of the plain run, and the
+    capture) shared by the tests below; settings saved beforehand, to see them left alone.
+
+    Returns the exit code, the printed text, the output folder, the settings folder's files
+    before the run and the same files after it.
+    """
+    from gui.kit.settings import SETTINGS_DIR_ENV, open_settings
+    from tests.engine.test_models import FIXTURES
+
+    folder = tmp_path_factory.mktemp("self-test")
+    settings_dir = folder / "settings"
+    settings_dir.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(SETTINGS_DIR_ENV, str(settings_dir))
+        settings = open_settings()
+        settings.set("model/text", "an old text " * 40)
+        settings.set("model/max_tokens", 3)
+        settings.set("model/layers", "1")
+        settings.set("export/last_dir", "/somewhere/else")
+        settings.sync()
+        before = {path.name: path.read_bytes() for path in settings_dir.iterdir()}
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            code = main(["--self-test", str(folder / "st"), "--model",
+                         str(FIXTURES / "tiny-llama")])
+        after = {path.name: path.read_bytes() for path in settings_dir.iterdir()}
+    return code, printed.getvalue(), folder / "st", before, after
+
+
+def test_self_test_passes_and_reports(self_test):
+    code, out, folder, before, after = self_test
     assert code == 0, out
     assert "SELF-TEST PASSED" in out
     assert "FAIL" not in out
@@ -89,38 +121,26 @@ def test_self_test_passes_and_reports(qapp, tmp_path, capsys, isolated_settings)
     # ... in the Heads tab, whose first flagged head the explorer then shows.
     assert "explorer shows trained_heads.npz · layer 0 (none) · head 0" in out
     assert f"replayed under {len(ScalingRule)} rules" in out
-    assert (tmp_path / "st" / "correlation.png").exists()
-    assert (tmp_path / "st" / "heads.png").exists()
+    assert (folder / "correlation.png").exists()
+    assert (folder / "heads.png").exists()
     # The headless commands never write the user's (here: the isolated) settings.
-    assert not any(isolated_settings.iterdir())
+    assert before and after == before
 
 
-def test_self_test_captures_a_model_without_using_or_changing_saved_choices(
-        qapp, tmp_path, capsys, isolated_settings):
+def test_self_test_captures_a_model_without_using_or_changing_saved_choices(self_test):
     from gui.heads.capture_dialog import DEFAULT_TEXT
-    from gui.kit.settings import open_settings
     from tests.engine.test_models import FIXTURES
 
-    settings = open_settings()
-    settings.set("model/text", "an old text " * 40)
-    settings.set("model/max_tokens", 3)
-    settings.set("model/layers", "1")
-    settings.set("export/last_dir", "/somewhere/else")
-    settings.sync()
-    ini = next(isolated_settings.iterdir())
-    before = ini.read_bytes()
-    code = main(["--self-test", str(tmp_path / "st"), "--model",
-                 str(FIXTURES / "tiny-llama")])
-    out = capsys.readouterr().out
+    code, out, _folder, before, after = self_test
     assert code == 0, out
     line = next(line for line in out.splitlines() if "model capture" in line)
-    # The dialog's own defaults, not the 3 tokens and layer 1 saved above.
+    # The dialog's own defaults, not the 3 tokens and layer 1 saved before the run.
     from engine.models import open_model
     expected = len(open_model(FIXTURES / "tiny-llama").tokenize(DEFAULT_TEXT, 128)[0])
     assert f": {expected} tokens" in line, line
     # After the capture the explorer shows one of its heads (so heads.png is not empty).
     assert "explorer shows tiny-llama" in out
-    assert ini.read_bytes() == before
+    assert after == before
 
 
 def test_run_app_opens_session_and_saves_settings_on_close(qapp, tmp_path, isolated_settings):
