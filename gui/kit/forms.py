@@ -167,10 +167,6 @@ class FieldForm(QObject):
         self.retranslate()
         self.update_states()
 
-    def fixed(self) -> frozenset[str]:
-        """The names of the rows :meth:`set_fixed` disabled."""
-        return self._fixed
-
     # ----------------------------------------------------------------------------- values
     def value(self, name: str) -> Any:
         """The value the widget of field ``name`` holds (``None`` for its default)."""

@@ -36,15 +36,8 @@ class GuiThreadCollector(QObject):
     """Runs Python's cyclic garbage collector on the GUI thread only.
 
     On :meth:`start`, automatic collection is disabled process-wide and a timer in the GUI
-    thread collects each generation whose allocation count passed its threshold (the same rule
-    CPython applies, just in a known thread). :meth:`stop` restores automatic collection.
-
-    Parameters
-    ----------
-    interval_ms
-        Period of the check.
-    parent
-        Usually the ``QApplication``.
+    thread (every ``interval_ms``) collects each generation whose allocation count passed its
+    threshold: the rule CPython applies, just in a known thread.
     """
 
     def __init__(self, interval_ms: int = COLLECT_INTERVAL_MS,
@@ -53,24 +46,15 @@ class GuiThreadCollector(QObject):
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.collect_due)
-        self._was_enabled = gc.isenabled()
         self._next_full_at = 0.0  # perf_counter() before which no full collection runs
         #: Collections run by this object, per generation (for tests and the stress script).
         self.collections = [0, 0, 0]
 
     def start(self) -> None:
         """Disable automatic collection and start collecting from the GUI-thread timer."""
-        if self._timer.isActive():
-            return
-        self._was_enabled = gc.isenabled()
-        gc.disable()
-        self._timer.start()
-
-    def stop(self) -> None:
-        """Stop the timer and restore automatic collection as it was before :meth:`start`."""
-        self._timer.stop()
-        if self._was_enabled:
-            gc.enable()
+        if not self._timer.isActive():
+            gc.disable()
+            self._timer.start()
 
     def is_active(self) -> bool:
         """True while collection is done by this object's timer."""
