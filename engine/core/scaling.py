@@ -193,11 +193,6 @@ class Rule:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
 
-    def keywords(self) -> dict[str, Any]:
-        """The rule as keywords of :func:`engine.core.attention.scaled_dot_product_attention`."""
-        return {"rule": self.kind, "temperature": self.temperature, "gain": self.gain,
-                "cap": self.cap, "ssmax_s": self.ssmax_s, "yarn_factor": self.yarn_factor}
-
     def scale(self, d_k: int, n: int | None = None) -> float:
         """The factor c multiplying q·k at head dimension ``d_k`` (``n``: keys per row).
 
