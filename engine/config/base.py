@@ -1,14 +1,9 @@
 """Field declarations and the generic validation and JSON round trip of every config.
 
-Each config class is a frozen dataclass with a ``FIELDS`` table next to it: one
-:class:`FieldSpec` per field that carries everything known about the field in one place: the
-engine's validation range, the unit, and optionally how a panel shows it (:class:`Gui`: a
-narrower range where larger values only fail the memory budget or take minutes, log or linear
-scale, decimals, label, tooltip formula) and how the command line takes it (:class:`Cli`: flags
-and help). The dataclass default is the default everywhere. Panels (``gui.kit.forms``) and the
-command-line options (``engine.cli.options``) are generated from these tables, and
-:func:`validate_fields` checks a config against them, so that adding a field is one declaration
-plus the engine code that uses it.
+Each config class is a frozen dataclass with a ``FIELDS`` table of one :class:`FieldSpec` per
+field: its range and unit, how a panel shows it (:class:`Gui`) and how the command line takes
+it (:class:`Cli`); the dataclass default is the default everywhere. What is generated from the
+tables: docs/architecture.md, "One field, one place".
 
 Labels and tooltips are marked with :func:`QT_TRANSLATE_NOOP`, an engine-side marker with the
 call shape of Qt's: ``pyside6-lupdate`` extracts the literal (context, text) pairs from this
