@@ -9,6 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from gui.explorer.results import ExplorerResults
+from gui.kit import style
 from gui.kit.plot_view import PlotView
 
 __all__ = ["ExplorerView"]
@@ -27,7 +28,7 @@ class ExplorerView(PlotView):
     """
 
     _held_x: tuple[tuple[pg.PlotItem, ...], float, float] | None = None
-    #: The widget of the view's plots, which each view builds.
+    #: The widget of the view's plots (:meth:`_add_plot_widget`).
     _widget: pg.GraphicsLayoutWidget
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
@@ -36,6 +37,15 @@ class ExplorerView(PlotView):
     def show_results(self, results: ExplorerResults) -> None:
         """Show ``results`` (cheap; skips work when the shown part did not change)."""
         raise NotImplementedError
+
+    def _add_plot_widget(self, stretch: int = 0, legend_columns: int = 0,
+                         legend_colspan: int = 1) -> None:
+        """Add the view's plot widget, with a legend of ``legend_columns`` across its first row."""
+        self._widget = style.make_layout_widget()
+        self._layout.addWidget(self._widget, stretch)
+        if legend_columns:
+            self._legend = style.make_legend(col_count=legend_columns)
+            self._widget.addItem(self._legend, row=0, col=0, colspan=legend_colspan)
 
     def _add_controls(self, *widgets: QWidget) -> None:
         """Lay ``widgets`` out in a row above the plots, from the left."""

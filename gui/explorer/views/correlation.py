@@ -36,10 +36,7 @@ class CorrelationView(ExplorerView):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._widget = style.make_layout_widget()
-        self._layout.addWidget(self._widget)
-        self._legend = style.make_legend(col_count=3)
-        self._widget.addItem(self._legend, row=0, col=0)
+        self._add_plot_widget(legend_columns=3)
         self._plot = self._widget.addPlot(row=1, col=0, viewBox=SteadyViewBox(),
                                           axisItems=style.log_axis_items())
         style.style_plot(self._plot, bottom="d<sub>k</sub>")

@@ -113,9 +113,8 @@ class GradientView(ExplorerView):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._widget = style.make_layout_widget()
-        self._layout.addWidget(self._widget)
-        self._legend = style.make_legend(col_count=6)
+        self._add_plot_widget()
+        self._legend = style.make_legend(col_count=6)  # placed by the reflow
         dk = "d<sub>k</sub>"
         self._plots: dict[str, pg.PlotItem] = {}
         # Wrapping labels in their own cells, not plot titles (whose minimum width is one line).

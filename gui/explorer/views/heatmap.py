@@ -80,8 +80,7 @@ class HeatmapView(ExplorerView):
         #: The colour scale and map selectors.
         self.colours = ColourChoice()
         self._add_controls(self.colours)
-        self._widget = style.make_layout_widget()
-        self._layout.addWidget(self._widget, 1)
+        self._add_plot_widget(1)
         self._hover = QLabel()
         self._hover.setFont(style.font(style.TEXT_PT))
         self._hover.setMinimumHeight(self._hover.fontMetrics().height() + 6)

@@ -90,8 +90,7 @@ class HistogramView(ExplorerView):
         self._common_axis = QCheckBox()
         self._common_axis.toggled.connect(self._on_common_axis_toggled)
         self._add_controls(self._common_axis)
-        self._widget = style.make_layout_widget()
-        self._layout.addWidget(self._widget, 1)
+        self._add_plot_widget(1)
         self._panels = [_Panel(self._widget, 0), _Panel(self._widget, 1)]
         self._formula = style.make_label()
         self._widget.addItem(self._formula, row=2, col=0, colspan=2)

@@ -63,10 +63,7 @@ class LawsView(ExplorerView):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._widget = style.make_layout_widget()
-        self._layout.addWidget(self._widget)
-        self._legend = style.make_legend(col_count=4)
-        self._widget.addItem(self._legend, row=0, col=0, colspan=2)
+        self._add_plot_widget(legend_columns=4, legend_colspan=2)
         dk = "d<sub>k</sub>"
         self._plots: dict[str, pg.PlotItem] = {}
         self._vlines: list[pg.InfiniteLine] = []

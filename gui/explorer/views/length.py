@@ -48,10 +48,7 @@ class LengthView(ExplorerView):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._widget = style.make_layout_widget()
-        self._layout.addWidget(self._widget)
-        self._legend = style.make_legend(col_count=5)
-        self._widget.addItem(self._legend, row=0, col=0, colspan=2)
+        self._add_plot_widget(legend_columns=5, legend_colspan=2)
         self._plots: dict[str, pg.PlotItem] = {}
         for index, field in enumerate((*self.PANELS, "toy")):
             r, c = divmod(index, 2)

@@ -81,10 +81,7 @@ class PrecisionView(ExplorerView):
         # The naive form first: unscaled rows overflowing fp16 is the lab's opening picture.
         self._form.setCurrentIndex(1)
         self._add_controls(self._format_label, self._format, self._form_label, self._form)
-        self._widget = style.make_layout_widget()
-        self._layout.addWidget(self._widget, 1)
-        self._legend = style.make_legend(col_count=4)
-        self._widget.addItem(self._legend, row=0, col=0, colspan=3)
+        self._add_plot_widget(1, legend_columns=4, legend_colspan=3)
         self._plots: dict[str, pg.PlotItem] = {}
         first: pg.PlotItem | None = None
         for col, panel in enumerate(self.PANELS):

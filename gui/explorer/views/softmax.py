@@ -43,12 +43,9 @@ class SoftmaxView(ExplorerView):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._widget = style.make_layout_widget()
-        self._layout.addWidget(self._widget)
-        self._legend = style.make_legend(col_count=3)
         # The legend lives in its own layout cell above the plot: a spike of p ≈ 1 can sit
         # anywhere, so no corner of the plot is guaranteed to be free.
-        self._widget.addItem(self._legend, row=0, col=0)
+        self._add_plot_widget(legend_columns=3)
         # The key axis shows a real head's tokens (numbers for random q, k).
         self._plot = self._widget.addPlot(row=1, col=0, viewBox=SteadyViewBox(),
                                           axisItems={"bottom": TokenAxis("bottom", offset=0.0),

@@ -77,10 +77,7 @@ class TemperatureView(ExplorerView):
         controls.addWidget(self._sqrt_button)
         self._layout.addLayout(controls)
 
-        self._widget = style.make_layout_widget()
-        self._layout.addWidget(self._widget, 1)
-        self._legend = style.make_legend(col_count=2)
-        self._widget.addItem(self._legend, row=0, col=0)
+        self._add_plot_widget(1, legend_columns=2)
         self._plot = self._widget.addPlot(row=1, col=0, viewBox=SteadyViewBox(),
                                           axisItems=axis_items())
         style.style_plot(self._plot)
