@@ -79,7 +79,6 @@ class SourceBar(Retranslating, QFrame):
             "SourceBar", "Show q and k drawn from the parameters again (the parameters "
             "from before the head was opened)"))
 
-
     @Slot()
     def _on_back_clicked(self) -> None:
         self.headRequested.emit(None)

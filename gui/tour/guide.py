@@ -35,7 +35,6 @@ class _TourDock(Retranslating, QDockWidget):
         self._action.setStatusTip(
             translate("TourPanel", "Step through the interview questions with live experiments"))
 
-
     def closeEvent(self, event: QCloseEvent) -> None:  # Qt override
         """The tour ends: the settings its steps changed outside the explorer come back."""
         self.panel.end_tour()

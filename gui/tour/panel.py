@@ -258,7 +258,6 @@ class TourPanel(Retranslating, QWidget):
         self.next_button.setShortcut(QKeySequence("Alt+Right"))
         self._render()
 
-
     # ---------------------------------------------------------------------------------- steps
     def _apply_step(self) -> None:
         window = self._window

@@ -240,7 +240,6 @@ class TrainPanel(Retranslating, QWidget):
         self.progress.retranslate_ui()
         self._validate()  # the validation message is worded in the current language
 
-
     # --------------------------------------------------------------------------------- values
     def config(self) -> TrainConfig:
         """The configuration the controls describe.
