@@ -38,8 +38,8 @@ class Recorder(QObject):
 def wait_for(controller: ExplorerController, predicate, timeout_ms: int = 20_000) -> bool:
     """Run a local event loop until ``predicate(controller)`` holds (checked on GUI signals)."""
     return wait_until(lambda: predicate(controller),
-                      (controller.resultsShown, controller.busyChanged,
-                       controller.errorOccurred), timeout_ms)
+                      (controller.resultsShown, controller.resultsPainted,
+                       controller.busyChanged, controller.errorOccurred), timeout_ms)
 
 
 def settled(controller: ExplorerController) -> bool:
