@@ -269,7 +269,6 @@ class PartReady:
 
     part: Part
     value: Any
-    reused: bool = False
 
 
 def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iterator[PartReady]:
@@ -296,7 +295,7 @@ def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iter
             return
         if isinstance(step, Reuse):
             if step.part not in (Part.SWEEP_POINT, Part.LENGTH_POINT):
-                yield PartReady(step.part, step.value, reused=True)
+                yield PartReady(step.part, step.value)
         elif isinstance(step, ComputeSnapshot):
             real = step.loaded
             if real is None and step.head is not None:
