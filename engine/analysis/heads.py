@@ -26,7 +26,6 @@ from engine.core.tiled import Scratch, Tile, each_tile, prepare
 
 __all__ = [
     "FLAGS",
-    "FLAG_THRESHOLDS",
     "NEAR_UNIFORM_ENTROPY_FRACTION",
     "NEEDS_LOGITS",
     "SATURATED_SHARE_FLAG",
@@ -56,14 +55,6 @@ NEAR_UNIFORM_ENTROPY_FRACTION = 0.95
 
 #: The flags, in the order a head lists them.
 FLAGS = ("saturated", "sharp", "sink", "near-uniform")
-#: Every flag's threshold by name (for documentation and the window's tooltips).
-FLAG_THRESHOLDS = {
-    "saturated_share": SATURATED_SHARE_FLAG,
-    "sharp_entropy_fraction": SHARP_ENTROPY_FRACTION,
-    "sink_mass": SINK_MASS_FLAG,
-    "sink_uniform_margin": SINK_UNIFORM_MARGIN,
-    "near_uniform_entropy_fraction": NEAR_UNIFORM_ENTROPY_FRACTION,
-}
 
 
 @dataclass(frozen=True, slots=True)
