@@ -65,11 +65,6 @@ class AttentionResult:
             self.logits.setflags(False)
 
 
-# --------------------------------------------------------------------------------------------
-# Forward
-# --------------------------------------------------------------------------------------------
-
-
 def _mask_bytes(plan: Plan) -> int:
     return 0 if plan.mask_off is None else plan.mask_off.size
 
@@ -199,11 +194,6 @@ def scaled_dot_product_attention(
         weights = weights.reshape(plan.score_shape)
         logits = logits.reshape(plan.score_shape)
     return AttentionResult(output=output, weights=weights, logits=logits)
-
-
-# --------------------------------------------------------------------------------------------
-# Backward
-# --------------------------------------------------------------------------------------------
 
 
 def _sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
