@@ -136,7 +136,8 @@ def test_self_test_captures_a_model_without_using_or_changing_saved_choices(self
     line = next(line for line in out.splitlines() if "model capture" in line)
     # The dialog's own defaults, not the 3 tokens and layer 1 saved before the run.
     from engine.models import open_model
-    expected = len(open_model(FIXTURES / "tiny-llama").tokenize(DEFAULT_TEXT, 128)[0])
+    tokenizer = open_model(FIXTURES / "tiny-llama").tokenizer
+    expected = len(tokenizer.encode_text(DEFAULT_TEXT, 128).ids)
     assert f": {expected} tokens" in line, line
     # After the capture the explorer shows one of its heads (so heads.png is not empty).
     assert "explorer shows tiny-llama" in out
