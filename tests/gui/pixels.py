@@ -107,15 +107,25 @@ def pdf_to_image(path: Path, width: int, height: int) -> QImage:
     return QImage(str(stem) + ".png")
 
 
-def chromium_image(svg_path: Path, width: int, height: int) -> QImage:
-    """The SVG at ``svg_path`` as headless Chromium draws it in a ``width × height`` window."""
+def chromium_images(svg_paths: list[Path], width: int, height: int) -> list[QImage]:
+    """The SVGs at ``svg_paths`` as headless Chromium draws them at ``width × height`` each.
+
+    One browser start for them all (each start costs about a second): the SVGs are stacked
+    on one page, each as an ``<img>`` at the export size on white (the browser scales
+    nothing and adds no margin), and the one screenshot is cut back into one image per SVG.
+    """
     tool = shutil.which("chromium") or external_tool("chromium", "chromium")
-    page, shot = svg_path.with_suffix(".html"), svg_path.with_name(svg_path.stem + "-cr.png")
-    # An <img> at the export size on white: the browser scales nothing and adds no margin.
-    page.write_text(f'<html><body style="margin:0;background:white"><img src="{svg_path.name}"'
-                    f' width="{width}" height="{height}"></body></html>', encoding="utf-8")
+    folder = svg_paths[0].parent
+    page, shot = folder / "chromium-page.html", folder / "chromium-page.png"
+    images = "".join(f'<img src="{path.as_uri()}" width="{width}" height="{height}"'
+                     f' style="display:block">' for path in svg_paths)
+    page.write_text(f'<html><body style="margin:0;background:white">{images}</body></html>',
+                    encoding="utf-8")
     subprocess.run([tool, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--force-device-scale-factor=1", f"--window-size={width},{height}",
+                    "--force-device-scale-factor=1",
+                    f"--window-size={width},{height * len(svg_paths)}",
                     f"--screenshot={shot}", page.as_uri()], check=True, capture_output=True,
                    timeout=120)
-    return QImage(str(shot))
+    stacked = QImage(str(shot))
+    assert (stacked.width(), stacked.height()) == (width, height * len(svg_paths))
+    return [stacked.copy(0, index * height, width, height) for index in range(len(svg_paths))]

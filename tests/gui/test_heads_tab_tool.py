@@ -29,7 +29,7 @@ from gui.heads.worker import Logits
 from gui.kit import i18n
 from gui.kit.resources import sample_tensors_path
 from tests.gui.conftest import OFFSCREEN_NOISE
-from tests.gui.pixels import agreement, chromium_image, coloured, pdf_to_image, rgb, rsvg_image
+from tests.gui.pixels import agreement, chromium_images, coloured, pdf_to_image, rgb, rsvg_image
 from tests.gui.test_heads_view import planted_file
 from tests.gui.test_heads_window import _close_boxes, _visible_boxes
 
@@ -203,7 +203,7 @@ def test_every_export_names_the_file_the_rule_and_the_batch_entry(window, tmp_pa
     # the PNG has them.
     png = coloured(rgb(QImage(str(written["heads.png"]))))
     for renderer, drawn in (("librsvg", rsvg_image(written["heads.svg"], 1200, 800)),
-                            ("chromium", chromium_image(written["heads.svg"], 1200, 800)),
+                            ("chromium", chromium_images([written["heads.svg"]], 1200, 800)[0]),
                             ("poppler", pdf_to_image(written["heads.pdf"], 1200, 800))):
         figure = agreement(png, coloured(rgb(drawn)))
         print(f"heads: {renderer}/PNG coloured-pixel agreement within 3 px = {figure:.3f}")
