@@ -126,6 +126,13 @@ def window_state(window) -> dict:
     }
 
 
+def back_to_start(window, settle) -> None:
+    """Put the small configuration back into the panel (without signals) and the results."""
+    window.panel.set_config(SMALL_CONFIG)
+    window.controller.set_config(SMALL_CONFIG)
+    settle(window)
+
+
 @pytest.fixture
 def shared_window(module_window):
     """The module's window, for a test that leaves it as it found it (checked afterwards):

@@ -9,8 +9,7 @@ from PySide6.QtCore import QEvent, QObject, Qt
 from engine.analysis.experiment import run_experiment, temperature_comparison
 from engine.analysis.explorer import ALL_RULES
 from engine.config import AttentionConfig, MaskKind, ScalingRule
-
-SMALL_CONFIG = AttentionConfig(n_tokens=24, d_k=16, d_model=16, samples=300)  # = conftest's
+from tests.gui.conftest import SMALL_CONFIG, back_to_start
 
 
 def _heatmap_matches(window) -> None:
@@ -67,13 +66,6 @@ CONTROL_CASES = [
 ]
 
 
-def _back_to_start(window, settle) -> None:
-    """Put the small configuration back into the panel (without signals) and the results."""
-    window.panel.set_config(SMALL_CONFIG)
-    window.controller.set_config(SMALL_CONFIG)
-    settle(window)
-
-
 @pytest.mark.parametrize(("name", "change", "check"), CONTROL_CASES,
                          ids=[case[0] for case in CONTROL_CASES])
 def test_each_control_reaches_the_views(shared_window, settle, name, change, check):
@@ -86,7 +78,7 @@ def test_each_control_reaches_the_views(shared_window, settle, name, change, che
     assert results.config == window.panel.config()
     _heatmap_matches(window)
     _softmax_matches(window)
-    _back_to_start(window, settle)
+    back_to_start(window, settle)
 
 
 def test_histogram_label_shows_the_variance(shared_window, settle):
@@ -98,7 +90,7 @@ def test_histogram_label_shows_the_variance(shared_window, settle):
     var_none = snapshot.rules[ScalingRule.NONE].logit_var_empirical
     assert any(f"{var_none:.3g}" in label or f"{var_none:.2f}" in label for label in labels), (
         labels, var_none)
-    _back_to_start(window, settle)
+    back_to_start(window, settle)
 
 
 def test_temperature_slider_recomputes_only_the_comparison(shared_window, settle):
@@ -129,7 +121,7 @@ def test_invalid_combination_shows_message_and_does_not_emit(shared_window, sett
     window.panel.heads.setValue(4)
     assert window.panel.error_text() == ""
     assert emitted[-1].heads == 4
-    _back_to_start(window, settle)
+    back_to_start(window, settle)
 
 
 def test_hidden_views_catch_up_when_shown(shared_window, settle):
@@ -145,7 +137,7 @@ def test_hidden_views_catch_up_when_shown(shared_window, settle):
     expected = run_experiment(config, rules=ALL_RULES).rules[config.rule].weights[0, 3]
     np.testing.assert_array_equal(softmax.curve(config.rule).getData()[1], expected)
     window.show_view("heatmap")
-    _back_to_start(window, settle)
+    back_to_start(window, settle)
 
 
 class PaintCounter(QObject):
@@ -185,7 +177,7 @@ def test_an_edit_repaints_only_the_views_it_changed(shared_window, settle, qtbot
     assert (counter.paints > 0) is repaints, counter.paints
     counter.viewport.removeEventFilter(counter)
     window.show_view("heatmap")
-    _back_to_start(window, settle)
+    back_to_start(window, settle)
 
 
 def test_menus_and_shortcuts(shared_window):

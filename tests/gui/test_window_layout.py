@@ -3,6 +3,8 @@ and the fast update path."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pyqtgraph as pg
 from PySide6.QtCore import QRect
 from PySide6.QtGui import QGuiApplication
@@ -10,6 +12,7 @@ from PySide6.QtWidgets import QScrollArea, QWidget
 
 from gui.kit.cell_items import WrappingLabel
 from gui.window_settings import DEFAULT_SIZE, save_window
+from tests.gui.conftest import back_to_start
 
 
 def test_first_start_uses_default_size_clamped_to_the_screen(make_window) -> None:
@@ -30,38 +33,50 @@ def test_saved_geometry_wins_over_the_default(make_window) -> None:
     assert (second.width(), second.height()) == (700, 500)
 
 
-def test_every_view_fits_the_window_at_1280x800_with_the_dock_open(make_window, qtbot) -> None:
-    window = make_window()
-    window.resize(1280, 800)
-    assert window.parameter_dock.isVisible()
-    for view in window.views:
-        window.show_view(view.key)
-        qtbot.wait(20)  # let the layouts settle (a bounded wait, no computation pending)
-        graphics = view.findChildren(pg.GraphicsView)
-        assert graphics, view.key
-        for widget in graphics:
-            central = widget.centralWidget
-            # A layout wider than its view is drawn cut off at the right edge (the gradient
-            # view's note once did this): the scene content must fit the viewport.
-            assert central.size().width() <= widget.viewport().width() + 1, view.key
-            assert central.size().height() <= widget.viewport().height() + 1, view.key
+@contextmanager
+def resized(window, width: int, height: int):
+    """The shared window at ``width × height``; its size and view put back afterwards."""
+    size, view = window.size(), window.current_view().key
+    window.resize(width, height)
+    try:
+        yield window
+    finally:
+        window.show_view(view)
+        window.resize(size)
 
 
-def test_long_notes_wrap_instead_of_widening_the_layout(make_window, qtbot) -> None:
-    window = make_window()
-    window.resize(1280, 800)
-    window.show_view("gradients")
-    qtbot.wait(20)
-    view = window.view("gradients")
-    notes = [item for item in view.export_item().scene().items()
-             if isinstance(item, WrappingLabel) and item.text]
-    assert notes
-    for note in notes:
-        assert note.item.textWidth() > 0  # wrapped to the cell
-        assert note.item.boundingRect().width() <= view.export_item().viewport().width()
+def test_every_view_fits_the_window_at_1280x800_with_the_dock_open(shared_window,
+                                                                   qtbot) -> None:
+    with resized(shared_window, 1280, 800) as window:
+        assert window.parameter_dock.isVisible()
+        for view in window.views:
+            window.show_view(view.key)
+            qtbot.wait(20)  # let the layouts settle (a bounded wait, no computation pending)
+            graphics = view.findChildren(pg.GraphicsView)
+            assert graphics, view.key
+            for widget in graphics:
+                central = widget.centralWidget
+                # A layout wider than its view is drawn cut off at the right edge: the scene
+                # content must fit the viewport.
+                assert central.size().width() <= widget.viewport().width() + 1, view.key
+                assert central.size().height() <= widget.viewport().height() + 1, view.key
 
 
-def test_sigma_change_keeps_correlation_and_sweep_objects(window, settle) -> None:
+def test_long_notes_wrap_instead_of_widening_the_layout(shared_window, qtbot) -> None:
+    with resized(shared_window, 1280, 800) as window:
+        window.show_view("gradients")
+        qtbot.wait(20)
+        view = window.view("gradients")
+        notes = [item for item in view.export_item().scene().items()
+                 if isinstance(item, WrappingLabel) and item.text]
+        assert notes
+        for note in notes:
+            assert note.item.textWidth() > 0  # wrapped to the cell
+            assert note.item.boundingRect().width() <= view.export_item().viewport().width()
+
+
+def test_sigma_change_keeps_correlation_and_sweep_objects(shared_window, settle) -> None:
+    window = shared_window
     before = window.controller.results()
     window.panel.init_std.spin.setValue(0.7)
     settle(window)
@@ -73,6 +88,7 @@ def test_sigma_change_keeps_correlation_and_sweep_objects(window, settle) -> Non
     window.panel.rho.spin.setValue(0.5)
     settle(window)
     assert window.controller.results().correlation is not after.correlation
+    back_to_start(window, settle)
 
 
 # -- 1024×768: every plot inside the window or reachable by scrolling (issue 8, §4) ----------
@@ -168,18 +184,18 @@ def _resize_small(window, qtbot) -> None:
     qtbot.wait(30)
 
 
-def test_every_plot_is_reachable_at_1024x768_with_the_parameter_dock(make_window, qtbot):
-    window = make_window()
-    _resize_small(window, qtbot)
-    assert window.parameter_dock.isVisible()
-    _every_view_reachable(window, qtbot, "parameter dock")
-    # The gradient view reflows into two columns instead of needing the scroll bar.
-    window.show_view("gradients")
-    qtbot.wait(30)
-    gradients = window.view("gradients")
-    assert gradients.columns() == 2
-    area = _scroll_area_of(gradients)
-    assert area.horizontalScrollBar().maximum() == 0
+def test_every_plot_is_reachable_at_1024x768_with_the_parameter_dock(shared_window, qtbot):
+    with resized(shared_window, *SMALL_SCREEN) as window:
+        qtbot.wait(30)
+        assert window.parameter_dock.isVisible()
+        _every_view_reachable(window, qtbot, "parameter dock")
+        # The gradient view reflows into two columns instead of needing the scroll bar.
+        window.show_view("gradients")
+        qtbot.wait(30)
+        gradients = window.view("gradients")
+        assert gradients.columns() == 2
+        area = _scroll_area_of(gradients)
+        assert area.horizontalScrollBar().maximum() == 0
 
 
 def test_every_plot_is_reachable_at_1024x768_with_the_tour_open(make_window, qtbot):
@@ -216,10 +232,10 @@ def test_every_plot_is_reachable_at_1024x768_side_by_side(make_window, qtbot):
 
 
 # -- View › Language and the status bar (issue 8, §4) ------------------------------------------
-def test_language_menu_checks_exactly_the_current_language(make_window):
+def test_language_menu_checks_exactly_the_current_language(shared_window):
     from gui.kit import i18n
 
-    window = make_window()
+    window = shared_window
     actions = window.language.actions
     try:
         for code in ("zh_CN", "en", "zh_CN"):
@@ -234,7 +250,8 @@ def test_language_menu_checks_exactly_the_current_language(make_window):
         i18n.set_language("en")
 
 
-def test_status_bar_leaves_computing_once_idle(window, settle):
+def test_status_bar_leaves_computing_once_idle(shared_window, settle):
+    window = shared_window
     expected = "n = 24, d_k = 16, h = 1, rule 1/√d_k"
     assert window.status.label.text() == expected
     # σ does not enter the sweep: the job ends without a later push, which once left the
@@ -246,6 +263,9 @@ def test_status_bar_leaves_computing_once_idle(window, settle):
     window.panel.n_tokens.spin.setValue(32)
     settle(window)
     assert window.status.label.text() == "n = 32, d_k = 16, h = 1, rule 1/√d_k"
+    temperature = window.controller.temperature()
     window.controller.set_temperature(3.0)  # a temperature-only job
     settle(window)
     assert window.status.label.text() == "n = 32, d_k = 16, h = 1, rule 1/√d_k"
+    window.controller.set_temperature(temperature)
+    back_to_start(window, settle)
