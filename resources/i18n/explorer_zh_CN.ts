@@ -25,137 +25,137 @@
         <translation>未捕获：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="214"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="208"/>
         <source>Open model</source>
         <translation>打开模型</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="215"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="209"/>
         <source>&amp;Model:</source>
         <translation>模型(&amp;M)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="217"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="211"/>
         <source>a Hugging Face model folder or a .gguf file</source>
         <translation>Hugging Face 模型文件夹或 .gguf 文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="219"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="213"/>
         <source>A folder with config.json, model.safetensors (or a sharded model.safetensors.index.json) and tokenizer.json, or a GGUF file of the llama architecture. Weights stay on disk, memory-mapped; no PyTorch is needed.</source>
         <translation>含 config.json、model.safetensors（或分片的 model.safetensors.index.json）和 tokenizer.json 的文件夹，或 llama 架构的 GGUF 文件。权重留在磁盘上、以内存映射读取；不需要 PyTorch。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="223"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="217"/>
         <source>&amp;Folder…</source>
         <translation>文件夹(&amp;F)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="224"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="218"/>
         <source>&amp;GGUF file…</source>
         <translation>GGUF 文件(&amp;G)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="225"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="219"/>
         <source>&amp;Text:</source>
         <translation>文本(&amp;T)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="227"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="221"/>
         <source>The text the model reads, tokenized with its own tokenizer (special tokens added as the model does).</source>
         <translation>模型读取的文本，用模型自己的分词器切分（按模型的默认方式添加特殊 token）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="229"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="223"/>
         <source>Load te&amp;xt file…</source>
         <translation>载入文本文件(&amp;X)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="230"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="224"/>
         <source>&amp;Default sentence</source>
         <translation>默认句子(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="231"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="225"/>
         <source>Max &amp;tokens:</source>
         <translation>最多 token 数(&amp;K)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="233"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="227"/>
         <source>A longer text is cut to its first tokens; memory and time grow with n².</source>
         <translation>更长的文本只保留前面的 token；内存和时间随 n² 增长。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="235"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="229"/>
         <source>&amp;Layers:</source>
         <translation>层(&amp;L)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="237"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="231"/>
         <source>all (or e.g. 0,2,5-7)</source>
         <translation>全部（或例如 0,2,5-7）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="238"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="232"/>
         <source>Layers whose q and k are kept; empty keeps every layer.</source>
         <translation>保留其 q 和 k 的层；留空则保留所有层。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="240"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="234"/>
         <source>Also keep &amp;v</source>
         <translation>同时保留 &amp;v</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="241"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="235"/>
         <source>Store the values too (the file grows by half); the Heads tab needs q and k only.</source>
         <translation>也保存 value（文件增大一半）；注意力头标签页只需要 q 和 k。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="244"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="238"/>
         <source>&amp;Capture</source>
         <translation>捕获(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="245"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="239"/>
         <source>Run the model on the text and open every head in the Heads tab</source>
         <translation>在文本上运行模型，并在注意力头标签页中打开每个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="251"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="245"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="252"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="246"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="269"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="263"/>
         <source>{0}: no such file or folder</source>
         <translation>{0}：没有这个文件或文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="292"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="286"/>
         <source>Hugging Face model folder</source>
         <translation>Hugging Face 模型文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="299"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="293"/>
         <source>GGUF model file</source>
         <translation>GGUF 模型文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="300"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="294"/>
         <source>GGUF files (*.gguf);;All files (*)</source>
         <translation>GGUF 文件 (*.gguf);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="307"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="301"/>
         <source>Text file</source>
         <translation>文本文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="308"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="302"/>
         <source>Text files (*.txt *.md);;All files (*)</source>
         <translation>文本文件 (*.txt *.md);;所有文件 (*)</translation>
     </message>
@@ -163,38 +163,38 @@
 <context>
     <name>CorrelationView</name>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="85"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="76"/>
         <source>q–k correlation</source>
         <extracomment>(rule, key suffix in the engine&apos;s correlation_rms result) of the rules shown.</extracomment>
         <translation>q–k 相关性</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="89"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="80"/>
         <source>RMS of c·q·k</source>
         <translation>c·q·k 的均方根 (RMS)</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="93"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="84"/>
         <source>{0} Monte Carlo</source>
         <translation>{0} 蒙特卡洛</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="113"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="100"/>
         <source>k = ρq + √(1−ρ²)ξ with ρ = {0}</source>
         <translation>k = ρq + √(1−ρ²)ξ，ρ = {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="118"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="103"/>
         <source>At ρ = 0, 1/√d&lt;sub&gt;k&lt;/sub&gt; keeps the RMS at 1 for every d&lt;sub&gt;k&lt;/sub&gt;; 1/d&lt;sub&gt;k&lt;/sub&gt; shrinks it like 1/√d&lt;sub&gt;k&lt;/sub&gt; (too flat).</source>
         <translation>ρ = 0 时，1/√d&lt;sub&gt;k&lt;/sub&gt; 对任意 d&lt;sub&gt;k&lt;/sub&gt; 都使 RMS 保持为 1；1/d&lt;sub&gt;k&lt;/sub&gt; 则使其按 1/√d&lt;sub&gt;k&lt;/sub&gt; 缩小（分布过于平坦）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="124"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="109"/>
         <source>At ρ ≠ 0, q·k grows like ρ·d&lt;sub&gt;k&lt;/sub&gt;: under 1/√d&lt;sub&gt;k&lt;/sub&gt; the RMS grows like |ρ|·√d&lt;sub&gt;k&lt;/sub&gt;, while 1/d&lt;sub&gt;k&lt;/sub&gt; keeps it bounded (→ |ρ| = {0}), as μP prescribes.</source>
         <translation>ρ ≠ 0 时，q·k 按 ρ·d&lt;sub&gt;k&lt;/sub&gt; 增长：在 1/√d&lt;sub&gt;k&lt;/sub&gt; 下 RMS 按 |ρ|·√d&lt;sub&gt;k&lt;/sub&gt; 增长，而 1/d&lt;sub&gt;k&lt;/sub&gt; 使其保持有界（→ |ρ| = {0}），正如 μP 所规定。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/correlation.py" line="131"/>
+        <location filename="../../gui/explorer/views/correlation.py" line="116"/>
         <source>1/√d&lt;sub&gt;k&lt;/sub&gt; normalises independent q, k (ρ = 0); 1/d&lt;sub&gt;k&lt;/sub&gt; normalises correlated ones (ρ ≠ 0).</source>
         <translation>1/√d&lt;sub&gt;k&lt;/sub&gt; 归一化相互独立的 q、k（ρ = 0）；1/d&lt;sub&gt;k&lt;/sub&gt; 归一化相关的 q、k（ρ ≠ 0）。</translation>
     </message>
@@ -202,38 +202,38 @@
 <context>
     <name>GradientView</name>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="220"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="209"/>
         <source>Gradients</source>
         <extracomment>(panel key, SweepPoint prefix): the two gradient quantities. Widths (px) from which the three panels stand in three or two columns; below the second they stack. Each threshold lies above that arrangement&apos;s minimum width, so the choice cannot flip back and forth as the scroll area resizes the view.</extracomment>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="226"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="215"/>
         <source>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. scaled logits)</source>
         <translation>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt;（对缩放后的 logit）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="230"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="219"/>
         <source>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. raw q·k)</source>
         <translation>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt;（对原始 q·k）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="235"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="224"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="236"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="225"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="242"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="231"/>
         <source>Lines: median over query rows; bands: 10–90 % of rows.&lt;br&gt;Measured against the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate d&lt;sub&gt;k&lt;/sub&gt;; it collapses only once the softmax saturates (large d&lt;sub&gt;k&lt;/sub&gt;).</source>
         <translation>曲线：各查询行的中位数；色带：10–90 % 的行。&lt;br&gt;相对于原始 q·k 而言，不缩放规则（c = 1）在中等 d&lt;sub&gt;k&lt;/sub&gt; 下梯度更大；只有当 softmax 饱和（d&lt;sub&gt;k&lt;/sub&gt; 很大）时梯度才会坍缩。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="354"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="340"/>
         <source>Stars: this head ({0}), median over its query rows; bars: 10–90 % of its rows.</source>
         <translation>标记：此头（{0}），其各查询行的中位数；误差条：其 10–90 % 的行。</translation>
     </message>
@@ -260,18 +260,18 @@
         <translation>点击一个头，在每种规则下重放它</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/replay.py" line="262"/>
+        <location filename="../../gui/heads/replay.py" line="260"/>
         <source>key j</source>
-        <extracomment>The rules shown until the user picks others: the three fixed scales and QK-norm, the four the tab&apos;s question is about (is the model&apos;s scale the right one, and what would the others do). Most maps in one row (more rules wrap to a second row). Least width of a map&apos;s column (its two-line title), and the room its axes and title take beside and above the map, in pixels. Time between two maps built ahead of the first replay: a map alone costs ~8 ms, and back to back with the file&apos;s first rows they added up to a 45-50 ms pause. Fill one map per event (the tab&apos;s panel): four maps of n = 512 filled and first painted in one event held the window 40-55 ms; an exported figure fills at once.</extracomment>
+        <extracomment>The rules shown until the user picks others: the three fixed scales and QK-norm, the four the tab&apos;s question is about (is the model&apos;s scale the right one, and what would the others do). Most maps in one row (more rules wrap to a second row). Least width of a map&apos;s column (its two-line title), and the room its axes and title take beside and above the map, in pixels. Time between two maps built ahead of the first replay, so they never add up to a pause. Fill one map per event (the tab&apos;s panel, so that no event holds the window long); an exported figure fills at once.</extracomment>
         <translation>键 j</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/replay.py" line="263"/>
+        <location filename="../../gui/heads/replay.py" line="261"/>
         <source>query i</source>
         <translation>查询 i</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/replay.py" line="274"/>
+        <location filename="../../gui/heads/replay.py" line="272"/>
         <source>H {0} · p̄max {1}</source>
         <translation>H {0} · p̄max {1}</translation>
     </message>
@@ -400,143 +400,142 @@
         <translation>该头的问题（阈值见 README“Your own q and k”）；右键点击表头可隐藏或显示列</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="231"/>
+        <location filename="../../gui/heads/view.py" line="127"/>
         <source>Heads</source>
-        <extracomment>Interval of the grid/table refresh while diagnostics stream in (the GUI stays responsive).</extracomment>
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="235"/>
+        <location filename="../../gui/heads/controls.py" line="152"/>
         <source>Colour by</source>
         <translation>着色依据</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="236"/>
+        <location filename="../../gui/heads/controls.py" line="153"/>
         <source>Logits</source>
         <translation>Logit</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="237"/>
+        <location filename="../../gui/heads/controls.py" line="154"/>
         <source>gain</source>
         <translation>增益</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="238"/>
+        <location filename="../../gui/heads/controls.py" line="155"/>
         <source>cap</source>
         <translation>上限</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="241"/>
+        <location filename="../../gui/heads/controls.py" line="157"/>
         <source>batch entry</source>
         <translation>批次条目</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="242"/>
+        <location filename="../../gui/heads/controls.py" line="158"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="243"/>
+        <location filename="../../gui/heads/controls.py" line="159"/>
         <source>√d_k</source>
         <translation>√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="244"/>
+        <location filename="../../gui/heads/controls.py" line="160"/>
         <source>The diagnostic that colours the grid</source>
         <translation>为网格着色的诊断量</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="245"/>
+        <location filename="../../gui/heads/controls.py" line="161"/>
         <source>The logits diagnosed: the file&apos;s own scale c (meta.scale, default 1/√d_k), or a scaling rule re-applied to the same q and k</source>
         <translation>被诊断的 logit：文件自身的缩放 c（meta.scale，默认 1/√d_k），或在同一组 q、k 上重新应用的缩放规则</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="248"/>
+        <location filename="../../gui/heads/controls.py" line="164"/>
         <source>Temperature T of the rule 1/T</source>
         <translation>规则 1/T 的温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="249"/>
+        <location filename="../../gui/heads/controls.py" line="165"/>
         <source>QK-norm gain g (√d_k: the default)</source>
         <translation>QK-norm 增益 g（√d_k：默认值）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="250"/>
+        <location filename="../../gui/heads/controls.py" line="166"/>
         <source>Soft-cap value: cap·tanh(c·q·k/cap)</source>
         <translation>软上限值：cap·tanh(c·q·k/cap)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="251"/>
+        <location filename="../../gui/heads/controls.py" line="167"/>
         <source>Batch entry whose attention weights the replay shows (the diagnostics average over all entries)</source>
         <translation>重放显示其注意力权重的批次条目（诊断量对所有条目取平均）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="254"/>
+        <location filename="../../gui/heads/table_view.py" line="86"/>
         <source>Click a head to replay it under every rule and show it in the explorer&apos;s views; click a header to sort, right-click one to hide or show columns</source>
         <translation>点击一个头，在每种规则下重放它并在探索器的视图中显示；点击表头排序，右键点击表头隐藏或显示列</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="258"/>
+        <location filename="../../gui/heads/view.py" line="132"/>
         <source>Click a rule&apos;s map to open it in the explorer (that head, that rule)</source>
         <translation>点击某个规则的图，在探索器中打开（该头、该规则）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="261"/>
+        <location filename="../../gui/heads/controls.py" line="170"/>
         <source>Replay rules</source>
         <translation>重放规则</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="262"/>
+        <location filename="../../gui/heads/controls.py" line="171"/>
         <source>The rules whose attention maps are shown for the selected head (every rule is replayed and exported to CSV)</source>
         <translation>为所选头显示注意力图的规则（每种规则都会重放并导出到 CSV）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="268"/>
+        <location filename="../../gui/heads/controls.py" line="178"/>
         <source>file&apos;s own scale</source>
         <translation>文件自身的缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="270"/>
+        <location filename="../../gui/heads/view.py" line="134"/>
         <source>Grid letters: S saturated, P sharp, K sink, U near-uniform (a dot where a cell is too small for letters).</source>
         <translation>网格字母：S 饱和，P 尖锐，K 汇聚，U 近均匀（格子太小放不下字母时显示一个点）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="398"/>
+        <location filename="../../gui/heads/view.py" line="258"/>
         <source>Logits reset to the file&apos;s own scale (were {0}) for the new file.</source>
         <translation>新文件的 logits 已重置为文件自身的缩放（之前为 {0}）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="496"/>
+        <location filename="../../gui/heads/table_view.py" line="111"/>
         <source>Default columns</source>
         <translation>默认列</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="519"/>
+        <location filename="../../gui/heads/view.py" line="284"/>
         <source>The explorer needs q and k; this file holds attention weights only, so its replay stays in this tab.</source>
         <translation>探索器需要 q 和 k；此文件只有注意力权重，所以它的重放留在本页。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="550"/>
+        <location filename="../../gui/heads/view.py" line="315"/>
         <source>The file has no layer {0} head {1} batch entry {2}.</source>
         <translation>文件中没有第 {0} 层第 {1} 头批次条目 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="561"/>
+        <location filename="../../gui/heads/view.py" line="322"/>
         <source>No tensor file open. File › Open model… (Ctrl+M) runs a Hugging Face model folder or a GGUF file on your text; File › Open tensors… (Ctrl+Shift+O) opens a .npz, .safetensors or .npy file (or a folder of .npy files). Both can be dropped on the window; Help › Open sample tensors and Open sample model have examples.</source>
         <translation>未打开张量文件。文件 › 打开模型…（Ctrl+M）在你的文本上运行 Hugging Face 模型文件夹或 GGUF 文件；文件 › 打开张量…（Ctrl+Shift+O）打开 .npz、.safetensors 或 .npy 文件（或 .npy 文件的文件夹）。两者都可以拖放到窗口上；帮助 › 打开示例张量 和 打开示例模型 提供了例子。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="586"/>
+        <location filename="../../gui/heads/view.py" line="342"/>
         <source>Click a head to replay it under every scaling rule.</source>
         <translation>点击一个头，在每种缩放规则下重放它。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="595"/>
+        <location filename="../../gui/heads/controls.py" line="142"/>
         <source>{0}/{1} heads</source>
         <translation>{0}/{1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/view.py" line="613"/>
+        <location filename="../../gui/heads/view.py" line="362"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
@@ -689,114 +688,115 @@
 <context>
     <name>HeatmapView</name>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="139"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="106"/>
         <source>Attention weights</source>
-        <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden. RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not because attention chose 0). The log scale spans [log₁₀(1/n) − this, 0]: a uniform row (p = 1/n) sits in the upper half of the bar, weights 100× below uniform and less share the darkest colour. The colour maps offered (pyqtgraph names); both are perceptually uniform, cividis is also made to read the same under red–green colour-vision deficiency. log₁₀ p on [log₁₀(1/n) − 2, 0], shared by every map p on [0, 1], shared by every map p ÷ the largest p of its own map, on [0, 1]</extracomment>
+        <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden. RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not because attention chose 0). The colour scale and map selectors.</extracomment>
         <translation>注意力权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="143"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="104"/>
         <source>Colour scale:</source>
         <translation>颜色刻度：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="144"/>
-        <location filename="../../gui/explorer/views/heatmap.py" line="259"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="61"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="105"/>
         <source>log₁₀ p</source>
+        <extracomment>The log scale spans [log₁₀(1/n) − this, 0]: a uniform row (p = 1/n) sits in the upper half of the bar, weights 100× below uniform and less share the darkest colour. The colour maps offered (pyqtgraph names), both perceptually uniform. log₁₀ p on [log₁₀(1/n) − 2, 0], shared by every map p on [0, 1], shared by every map p ÷ the largest p of its own map, on [0, 1]</extracomment>
         <translation>log₁₀ p</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="145"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="106"/>
         <source>linear p</source>
         <translation>线性 p</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="146"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="107"/>
         <source>p ÷ largest p of each map</source>
         <translation>p ÷ 每张图的最大 p</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="147"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="108"/>
         <source>log₁₀ p shows how spread a row is at any n; linear p shows only weights near 1; per map stretches each map to its own largest weight</source>
         <translation>log₁₀ p 在任何 n 下都能看出一行有多分散；线性 p 只显出接近 1 的权重；按图则把每张图按它自己的最大权重放大</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="150"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="111"/>
         <source>Colours:</source>
         <translation>配色：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="152"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="113"/>
         <source>cividis (colour-blind safe)</source>
         <translation>cividis（适合看不清红绿的人）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="153"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="114"/>
         <source>Both maps are perceptually uniform; cividis also reads the same under red–green colour-vision deficiency</source>
         <translation>两种配色看起来都是均匀变化的；看不清红绿的人用 cividis 仍可读出同样的数值</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="261"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="63"/>
         <source>p ÷ largest p of its map</source>
         <translation>p ÷ 本图最大 p</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="378"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="289"/>
         <source>key j</source>
         <translation>键 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="378"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="289"/>
         <source>query i</source>
         <translation>查询 i</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="389"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="301"/>
         <source>head {0}</source>
         <translation>头 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="398"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="309"/>
         <source>Pairs: {0} | {1}. Rows: query i, columns: key j. Outlined: query row {2}.</source>
         <translation>成对显示：{0} | {1}。行：查询 i，列：键 j。框出：查询行 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="404"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="315"/>
         <source>Grey: masked keys (the model&apos;s mask).</source>
         <translation>填充格：被掩码的键（模型自身的掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="409"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="320"/>
         <source>Heads not shown: {0}.</source>
         <translation>未显示的头：{0} 个。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="416"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="71"/>
         <source>Colour: log₁₀ p of the softmax weight p; a uniform row is at log₁₀(1/n) = {0}; weights 100× below uniform (p ≤ {1}) share the darkest colour.</source>
         <translation>颜色：softmax 权重 p 的 log₁₀ p；均匀的一行位于 log₁₀(1/n) = {0}；比均匀值低 100 倍的权重（p ≤ {1}）都用色标最低一端的颜色。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="422"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="77"/>
         <source>Colour: softmax weight p ÷ the largest p of its own map.</source>
         <translation>颜色：softmax 权重 p ÷ 本图自己的最大 p。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="424"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="78"/>
         <source>Colour: p = softmax weight.</source>
         <translation>颜色：p = softmax 权重。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="463"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="331"/>
         <source>Hover over a cell to read head, i, j, logit, p.</source>
         <translation>将鼠标悬停在单元格上可读取头、i、j、logit 和 p。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="473"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="358"/>
         <source>masked</source>
         <translation>已掩码</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="476"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="359"/>
         <source>{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}</source>
         <translation>{0}：头 {1}，查询 i = {2}，键 j = {3}，logit = {4}，p = {5}</translation>
     </message>
@@ -820,57 +820,57 @@
         <translation>{0}：均值 = {1}，方差 = {2}（经验值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="107"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="102"/>
         <source>Logit histogram</source>
         <translation>Logit 直方图</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="111"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="106"/>
         <source>Common logit axis</source>
         <translation>统一 logit 坐标轴</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="113"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="108"/>
         <source>Show both rules on one logit scale to compare their spread</source>
         <translation>在同一 logit 刻度上显示两种规则，以比较其分布宽度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="118"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="113"/>
         <source>logit s = c·q·k</source>
         <translation>logit s = c·q·k</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="119"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="114"/>
         <source>probability density</source>
         <translation>概率密度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="140"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="132"/>
         <source>Dashed: the Gaussian of the same mean and variance as the head&apos;s logits (every unmasked pair), for comparison only: real q and k follow no variance law.</source>
         <translation>虚线：与此头 logit（所有未掩码的对）均值和方差相同的高斯分布，只用于比较：真实的 q 和 k 不符合任何方差定律。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="146"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="138"/>
         <source>Dashed: Gaussian N(0, Var&lt;sub&gt;theory&lt;/sub&gt;), Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c² for independent tokens; both variances are over pairs i ≠ j.</source>
         <translation>虚线：高斯分布 N(0, Var&lt;sub&gt;theory&lt;/sub&gt;)，对相互独立的词元，Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c²；两种方差均在 i ≠ j 的配对上计算。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="153"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="145"/>
         <source>With ρ ≠ 0, key i is correlated with query i: those diagonal logits (mean c·ρ·d&lt;sub&gt;k&lt;/sub&gt;) form the extra tail (right for ρ &gt; 0, left for ρ &amp;lt; 0).</source>
         <translation>ρ ≠ 0 时，键 i 与查询 i 相关：这些对角线 logit（均值 c·ρ·d&lt;sub&gt;k&lt;/sub&gt;）形成额外的尾部（ρ &gt; 0 时在右侧，ρ &amp;lt; 0 时在左侧）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="227"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="214"/>
         <source>−cap</source>
         <translation>−上限</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="228"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="215"/>
         <source>+cap</source>
         <translation>+上限</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="244"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="231"/>
         <source>|s| &amp;lt; cap = {0}</source>
         <translation>|s| &amp;lt; 上限 = {0}</translation>
     </message>
@@ -878,58 +878,58 @@
 <context>
     <name>LawsView</name>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="113"/>
+        <location filename="../../gui/explorer/views/laws.py" line="110"/>
         <source>Scaling laws</source>
         <extracomment>(SweepPoint field, log y) per panel, in layout order.</extracomment>
         <translation>缩放规律</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="118"/>
+        <location filename="../../gui/explorer/views/laws.py" line="115"/>
         <source>Logit variance</source>
         <translation>Logit 方差</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="118"/>
+        <location filename="../../gui/explorer/views/laws.py" line="115"/>
         <source>Var(s)</source>
         <translation>方差 Var(s)</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="120"/>
+        <location filename="../../gui/explorer/views/laws.py" line="117"/>
         <source>Mean row entropy</source>
         <translation>行平均熵</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="121"/>
+        <location filename="../../gui/explorer/views/laws.py" line="118"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="123"/>
+        <location filename="../../gui/explorer/views/laws.py" line="120"/>
         <source>Mean largest weight</source>
         <translation>平均最大权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="125"/>
+        <location filename="../../gui/explorer/views/laws.py" line="122"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="126"/>
+        <location filename="../../gui/explorer/views/laws.py" line="123"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="172"/>
+        <location filename="../../gui/explorer/views/laws.py" line="166"/>
         <source>  Sweep running: {0} of {1} points.</source>
         <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="173"/>
+        <location filename="../../gui/explorer/views/laws.py" line="167"/>
         <source>Markers: Monte Carlo (n = {0}); dashed: closed-form variance (d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c² at ρ = 0). Dotted line: current d&lt;sub&gt;k&lt;/sub&gt; = {1}.</source>
         <translation>标记：蒙特卡洛（n = {0}）；虚线：闭式方差（ρ = 0 时为 d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c²）。点线：当前 d&lt;sub&gt;k&lt;/sub&gt; = {1}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="250"/>
+        <location filename="../../gui/explorer/views/laws.py" line="237"/>
         <source>theory</source>
         <translation>理论值</translation>
     </message>
@@ -937,53 +937,53 @@
 <context>
     <name>LengthView</name>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="90"/>
+        <location filename="../../gui/explorer/views/length.py" line="87"/>
         <source>Length</source>
         <extracomment>Colours of the toy&apos;s two curves (the rules they stand for: 1/√d_k&apos;s blue, SSMax&apos;s wine). SweepPoint field per panel, in layout order (the toy is the fourth panel). Half-width of the error bars in standard errors (a 95 % interval).</extracomment>
         <translation>长度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="95"/>
+        <location filename="../../gui/explorer/views/length.py" line="92"/>
         <source>Mean row entropy</source>
         <translation>行平均熵</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="96"/>
+        <location filename="../../gui/explorer/views/length.py" line="93"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="97"/>
+        <location filename="../../gui/explorer/views/length.py" line="94"/>
         <source>Mean largest weight</source>
         <translation>平均最大权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="98"/>
+        <location filename="../../gui/explorer/views/length.py" line="95"/>
         <source>Entropy / ln n (1 = uniform)</source>
         <translation>熵 / ln n（1 为均匀）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="100"/>
+        <location filename="../../gui/explorer/views/length.py" line="97"/>
         <source>SSMax toy: logits −2, one +3</source>
         <translation>SSMax 示例：除一个 logit 为 +3 外均为 −2</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="101"/>
+        <location filename="../../gui/explorer/views/length.py" line="98"/>
         <source>weight of the +3 logit</source>
         <translation>+3 logit 的权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="108"/>
+        <location filename="../../gui/explorer/views/length.py" line="105"/>
         <source>iid rows of n Gaussian logits at the current d_k: with a fixed scale (1/√d_k, YaRN) the softmax disperses as n grows (p_max → 0, entropy → ln n); ln n/√d_k and SSMax s·ln n/√d_k keep it focused. Toy (Nakanishi 2025, Fig. 1): softmax&apos;s e³/(e³ + (n−1)e⁻²) → 0, SSMax&apos;s 1/(1 + (n−1)·n^(−5s)) → 1.</source>
         <translation>当前 d_k 下由 n 个独立同分布高斯 logit 组成的行：缩放固定时（1/√d_k、YaRN），softmax 随 n 增大而分散（p_max → 0，熵 → ln n）；ln n/√d_k 与 SSMax s·ln n/√d_k 使其保持集中。示例（Nakanishi 2025，图 1）：softmax 的 e³/(e³ + (n−1)e⁻²) → 0，SSMax 的 1/(1 + (n−1)·n^(−5s)) → 1。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="150"/>
+        <location filename="../../gui/explorer/views/length.py" line="144"/>
         <source>Lines: Monte Carlo means over iid rows (d&lt;sub&gt;k&lt;/sub&gt; = {0}, up to {1} rows per point, fewer at large n), bars: 95 % intervals (±1.96 standard errors). SSMax s = {2}, YaRN f = {3}.</source>
         <translation>曲线：独立同分布行的蒙特卡洛均值（d&lt;sub&gt;k&lt;/sub&gt; = {0}，每点最多 {1} 行，n 大时行数下降），误差棒：95 % 区间（±1.96 个标准误）。SSMax s = {2}，YaRN f = {3}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="156"/>
+        <location filename="../../gui/explorer/views/length.py" line="150"/>
         <source>  Sweep running: {0} of {1} points.</source>
         <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
     </message>
@@ -991,57 +991,57 @@
 <context>
     <name>LrSweepView</name>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="141"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="123"/>
         <source>Final held-out loss against learning rate</source>
         <translation>最终留出集损失与学习率的关系</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="142"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="124"/>
         <source>final held-out loss (nats)</source>
         <translation>最终留出集损失（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="143"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="125"/>
         <source>learning rate</source>
         <translation>学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="149"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="129"/>
         <source>stable threshold</source>
         <translation>稳定阈值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="135"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="117"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="263"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="212"/>
         <source>Run a learning-rate sweep (Ctrl+L) to see how far each rule&apos;s learning rate can be pushed.</source>
         <translation>运行学习率扫描（Ctrl+L），查看每种规则的学习率最多能调到多大。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="273"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="219"/>
         <source>Sweep running: {0} of {1} runs done (learning rate {2:g}, seed {3}).</source>
         <translation>扫描进行中：已完成 {0} / {1} 次运行（学习率 {2:g}，种子 {3}）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="287"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="226"/>
         <source>no stable lr</source>
         <translation>无稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="289"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="227"/>
         <source>Largest stable learning rate (d&lt;sub&gt;k&lt;/sub&gt; = {0}, {1} seeds, {2} steps): {3}. Band: min…max over seeds; ×: a seed diverged.</source>
         <translation>最大稳定学习率（d&lt;sub&gt;k&lt;/sub&gt; = {0}，{1} 个种子，{2} 步）：{3}。色带：各种子的最小值…最大值；×：有种子发散。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="304"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="242"/>
         <source>largest stable lr</source>
         <translation>最大稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="305"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="243"/>
         <source>diverged</source>
         <translation>发散</translation>
     </message>
@@ -1049,37 +1049,37 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../gui/window_files.py" line="34"/>
+        <location filename="../../gui/window_files.py" line="33"/>
         <source>Image size</source>
         <translation>图像尺寸</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="42"/>
+        <location filename="../../gui/window_files.py" line="41"/>
         <source>Width</source>
         <translation>宽度</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="43"/>
+        <location filename="../../gui/window_files.py" line="42"/>
         <source>Height</source>
         <translation>高度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="170"/>
+        <location filename="../../gui/main_window.py" line="153"/>
         <source>Explorer</source>
         <translation>探索</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="171"/>
+        <location filename="../../gui/main_window.py" line="154"/>
         <source>Train</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="173"/>
+        <location filename="../../gui/main_window.py" line="156"/>
         <source>Heads</source>
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="255"/>
+        <location filename="../../gui/main_window.py" line="215"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -1100,137 +1100,137 @@
         <translation>停止正在进行的计算（Esc）</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="74"/>
+        <location filename="../../gui/actions.py" line="71"/>
         <source>&amp;File</source>
         <translation>文件(&amp;F)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="79"/>
+        <location filename="../../gui/actions.py" line="110"/>
         <source>PNG, SVG, PDF and CSV of every view plus the session, into one folder</source>
         <translation>每个视图的 PNG、SVG、PDF 和 CSV 以及会话，写入同一文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="83"/>
+        <location filename="../../gui/actions.py" line="77"/>
         <source>&amp;Open session…</source>
         <translation>打开会话(&amp;O)…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="85"/>
+        <location filename="../../gui/actions.py" line="79"/>
         <source>&amp;Save session</source>
         <translation>保存会话(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="87"/>
+        <location filename="../../gui/actions.py" line="81"/>
         <source>Save session &amp;as…</source>
         <translation>会话另存为(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="90"/>
+        <location filename="../../gui/actions.py" line="84"/>
         <source>Open &amp;tensors…</source>
         <translation>打开张量(&amp;T)…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="92"/>
+        <location filename="../../gui/actions.py" line="86"/>
         <source>Open a model&apos;s q and k (.npz, .safetensors) and diagnose every head</source>
         <translation>打开模型的 q 和 k（.npz、.safetensors）并诊断每个头</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="95"/>
+        <location filename="../../gui/actions.py" line="89"/>
         <source>Open &amp;model…</source>
         <translation>打开模型(&amp;M)…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="97"/>
+        <location filename="../../gui/actions.py" line="91"/>
         <source>Run a Hugging Face model folder or a GGUF file on a text and diagnose every head (no PyTorch needed)</source>
         <translation>在一段文本上运行 Hugging Face 模型文件夹或 GGUF 文件，并诊断每个头（不需要 PyTorch）</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="100"/>
+        <location filename="../../gui/actions.py" line="94"/>
         <source>Save capt&amp;ured tensors…</source>
         <translation>保存捕获的张量(&amp;U)…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="102"/>
+        <location filename="../../gui/actions.py" line="96"/>
         <source>Write the q and k captured from a model as .npz or .safetensors</source>
         <translation>把从模型捕获的 q 和 k 写成 .npz 或 .safetensors</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="106"/>
+        <location filename="../../gui/actions.py" line="100"/>
         <source>Export current view as &amp;PNG…</source>
         <translation>将当前视图导出为 &amp;PNG…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="108"/>
+        <location filename="../../gui/actions.py" line="102"/>
         <source>Export current view as S&amp;VG…</source>
         <translation>将当前视图导出为 S&amp;VG…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="110"/>
+        <location filename="../../gui/actions.py" line="104"/>
         <source>Export current view as P&amp;DF…</source>
         <translation>将当前视图导出为 P&amp;DF…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="112"/>
+        <location filename="../../gui/actions.py" line="106"/>
         <source>A one-page vector PDF of the view in front, for papers</source>
         <translation>当前视图的单页 PDF（可无损缩放），适合论文</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="114"/>
+        <location filename="../../gui/actions.py" line="108"/>
         <source>Export &amp;all…</source>
         <translation>全部导出(&amp;A)…</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="117"/>
+        <location filename="../../gui/actions.py" line="113"/>
         <source>&amp;Copy current plot</source>
         <translation>复制当前图表(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="120"/>
+        <location filename="../../gui/actions.py" line="116"/>
         <source>&amp;Quit</source>
         <translation>退出(&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="126"/>
+        <location filename="../../gui/actions.py" line="122"/>
         <source>&amp;Reset view</source>
         <translation>重置视图(&amp;R)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="128"/>
+        <location filename="../../gui/actions.py" line="124"/>
         <source>Show current view &amp;side by side</source>
         <translation>并排显示当前视图(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="130"/>
+        <location filename="../../gui/actions.py" line="126"/>
         <source>&amp;Cancel computation</source>
         <translation>取消计算(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="149"/>
+        <location filename="../../gui/actions.py" line="145"/>
         <source>Open &amp;sample tensors</source>
         <translation>打开示例张量(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="151"/>
+        <location filename="../../gui/actions.py" line="147"/>
         <source>Heads of the mini-trainer&apos;s models, shipped with the program</source>
         <translation>随程序附带的迷你训练器模型的注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="153"/>
+        <location filename="../../gui/actions.py" line="149"/>
         <source>&amp;About</source>
         <translation>关于(&amp;A)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="75"/>
+        <location filename="../../gui/actions.py" line="72"/>
         <source>&amp;View</source>
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="260"/>
+        <location filename="../../gui/main_window.py" line="220"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="76"/>
+        <location filename="../../gui/actions.py" line="73"/>
         <source>&amp;Help</source>
         <translation>帮助(&amp;H)</translation>
     </message>
@@ -1247,88 +1247,88 @@
         <translation>就绪</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="121"/>
+        <location filename="../../gui/window_files.py" line="120"/>
         <source>Cannot open session</source>
         <translation>无法打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="126"/>
+        <location filename="../../gui/window_files.py" line="125"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="134"/>
+        <location filename="../../gui/window_files.py" line="133"/>
         <source>Cannot save session</source>
         <translation>无法保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="138"/>
+        <location filename="../../gui/window_files.py" line="137"/>
         <source>Saved {0}</source>
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="177"/>
+        <location filename="../../gui/window_files.py" line="172"/>
         <source>Open session</source>
         <translation>打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="179"/>
+        <location filename="../../gui/window_files.py" line="174"/>
         <source>Session files (*.json);;All files (*)</source>
         <translation>会话文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="195"/>
+        <location filename="../../gui/window_files.py" line="190"/>
         <source>Save session</source>
         <translation>保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="197"/>
+        <location filename="../../gui/window_files.py" line="192"/>
         <source>Session files (*.json)</source>
         <translation>会话文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="214"/>
+        <location filename="../../gui/window_files.py" line="209"/>
         <source>PDF documents (*.pdf)</source>
         <translation>PDF 文档 (*.pdf)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="268"/>
+        <location filename="../../gui/window_files.py" line="263"/>
         <source>Export view</source>
         <translation>导出视图</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="231"/>
-        <location filename="../../gui/window_files.py" line="274"/>
+        <location filename="../../gui/window_files.py" line="226"/>
+        <location filename="../../gui/window_files.py" line="269"/>
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="278"/>
+        <location filename="../../gui/window_files.py" line="273"/>
         <source>Exported {0}</source>
         <translation>已导出 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="204"/>
+        <location filename="../../gui/window_files.py" line="199"/>
         <source>PNG images (*.png)</source>
         <translation>PNG 图像 (*.png)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="209"/>
+        <location filename="../../gui/window_files.py" line="204"/>
         <source>SVG images (*.svg)</source>
         <translation>SVG 图像 (*.svg)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="224"/>
+        <location filename="../../gui/window_files.py" line="219"/>
         <source>Export all views into folder</source>
         <translation>将所有视图导出到文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="235"/>
+        <location filename="../../gui/window_files.py" line="230"/>
         <source>Exported {0} files to {1}</source>
         <translation>已将 {0} 个文件导出到 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="247"/>
+        <location filename="../../gui/window_files.py" line="242"/>
         <source>Copied {0} to the clipboard</source>
         <translation>已将“{0}”复制到剪贴板</translation>
     </message>
@@ -1338,12 +1338,12 @@
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="384"/>
+        <location filename="../../gui/main_window.py" line="323"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="385"/>
+        <location filename="../../gui/main_window.py" line="324"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -1363,158 +1363,159 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>n = {0}，d_k = {1}，h = {2}，规则 {3}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="91"/>
+        <location filename="../../gui/window_files.py" line="90"/>
         <source>Attention Scale Explorer</source>
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="480"/>
+        <location filename="../../gui/window_close.py" line="100"/>
         <source>Closing: waiting for the current computation step to end…</source>
+        <extracomment>How long closing the window waits for the workers before it closes asynchronously.</extracomment>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="65"/>
+        <location filename="../../gui/window_heads.py" line="49"/>
         <source>{0} ({1}, {2} layers × {3} heads)</source>
         <translation>{0}（{1}，{2} 层 × {3} 个头）</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="114"/>
+        <location filename="../../gui/window_heads.py" line="98"/>
         <source>Open tensors</source>
         <translation>打开张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="115"/>
+        <location filename="../../gui/window_heads.py" line="99"/>
         <source>Tensor files (*.npz *.safetensors *.npy);;All files (*)</source>
         <translation>张量文件 (*.npz *.safetensors *.npy);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="173"/>
+        <location filename="../../gui/window_heads.py" line="157"/>
         <source>Open sample &amp;model</source>
         <translation>打开示例模型(&amp;M)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="174"/>
+        <location filename="../../gui/window_heads.py" line="158"/>
         <source>Real models installed as Python packages: capture their heads</source>
         <translation>以 Python 包安装的真实模型：捕获它们的头</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="190"/>
+        <location filename="../../gui/window_heads.py" line="173"/>
         <source>Save captured tensors</source>
         <translation>保存捕获的张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="191"/>
+        <location filename="../../gui/window_heads.py" line="174"/>
         <source>NumPy archive (*.npz);;safetensors (*.safetensors)</source>
         <translation>NumPy 归档 (*.npz);;safetensors (*.safetensors)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="205"/>
+        <location filename="../../gui/window_heads.py" line="187"/>
         <source>Saving the captured tensors to {0}…</source>
         <translation>正在把捕获的张量保存到 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="213"/>
+        <location filename="../../gui/window_heads.py" line="195"/>
         <source>Captured tensors saved to {0}</source>
         <translation>捕获的张量已保存到 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="224"/>
+        <location filename="../../gui/window_heads.py" line="206"/>
         <source>Not saved</source>
         <translation>未保存</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="225"/>
+        <location filename="../../gui/window_heads.py" line="207"/>
         <source>The captured tensors were not saved to {0}: {1}. The capture is still open.</source>
         <translation>捕获的张量未能保存到 {0}：{1}。捕获结果仍然打开着。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="250"/>
+        <location filename="../../gui/window_heads.py" line="230"/>
         <source>Tensor file not found</source>
         <translation>找不到张量文件</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="251"/>
+        <location filename="../../gui/window_heads.py" line="231"/>
         <source>The session&apos;s tensor file {0} was not found (moved or deleted?). The rest of the session is open; open the file again with File › Open tensors…</source>
         <translation>未找到会话的张量文件 {0}（已移动或删除？）。会话的其余部分已打开；请用 文件 › 打开张量… 重新打开该文件。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="285"/>
+        <location filename="../../gui/window_heads.py" line="261"/>
         <source>Tensor file problem</source>
         <translation>张量文件问题</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="310"/>
+        <location filename="../../gui/window_heads.py" line="286"/>
         <source>Model problem</source>
         <translation>模型问题</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="333"/>
+        <location filename="../../gui/window_heads.py" line="306"/>
         <source>{0} ({1} MB): {2}</source>
         <translation>{0}（{1} MB）：{2}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="337"/>
+        <location filename="../../gui/window_heads.py" line="310"/>
         <source>{0} — not installed…</source>
         <translation>{0} — 未安装…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="339"/>
+        <location filename="../../gui/window_heads.py" line="312"/>
         <source>Not installed; install with: {0}</source>
         <translation>未安装；安装命令：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="347"/>
+        <location filename="../../gui/window_heads.py" line="319"/>
         <source>Sample model not installed</source>
         <translation>示例模型未安装</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="348"/>
+        <location filename="../../gui/window_heads.py" line="320"/>
         <source>{0} is not installed. Install it ({1} MB) into the Python environment the app runs in, then choose it again from Help › Open sample model:</source>
         <translation>{0} 未安装。请把它（{1} MB）安装到运行本程序的 Python 环境中，然后再从 帮助 › 打开示例模型 中选择它：</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="353"/>
+        <location filename="../../gui/window_heads.py" line="325"/>
         <source>Copy command</source>
         <translation>复制命令</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="132"/>
+        <location filename="../../gui/actions.py" line="128"/>
         <source>&amp;Presentation</source>
         <translation>投影模式(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="134"/>
+        <location filename="../../gui/actions.py" line="130"/>
         <source>The view in front fills the window with 1.6× larger text and lines, for a projector; Esc or F11 returns</source>
         <translation>当前视图占满窗口，文字和线条放大 1.6 倍，适合投影；按 Esc 或 F11 退出</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/pins.py" line="160"/>
+        <location filename="../../gui/kit/pins.py" line="156"/>
         <source>A view holds at most {0} pins: clear them first.</source>
         <extracomment>Pins per view: more faded copies make a plot unreadable. Points per pinned curve kept (a session file stays small).</extracomment>
         <translation>一个视图最多保留 {0} 个固定曲线：请先清除。</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/pins.py" line="187"/>
+        <location filename="../../gui/kit/pins.py" line="183"/>
         <source>{0} pin {1}: {2}</source>
         <translation>{0} 固定 {1}：{2}</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="137"/>
+        <location filename="../../gui/actions.py" line="133"/>
         <source>&amp;Pin curves</source>
         <translation>固定曲线(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="139"/>
+        <location filename="../../gui/actions.py" line="135"/>
         <source>Keep the current curves of this view as a faded reference; the live curves draw over them when a parameter changes</source>
         <translation>把此视图当前的曲线留作淡色的对比线；参数改变时，实时曲线显示在它们上面</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="142"/>
+        <location filename="../../gui/actions.py" line="138"/>
         <source>C&amp;lear pins</source>
         <translation>清除固定曲线(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="144"/>
+        <location filename="../../gui/actions.py" line="140"/>
         <source>Remove this view&apos;s pinned curves</source>
         <translation>移除此视图的固定曲线</translation>
     </message>
@@ -1552,228 +1553,228 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ParameterPanel</name>
     <message>
-        <location filename="../../engine/config/attention.py" line="155"/>
+        <location filename="../../engine/config/attention.py" line="154"/>
         <source>none (c = 1)</source>
         <translation>不缩放（c = 1）</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="158"/>
+        <location filename="../../engine/config/attention.py" line="157"/>
         <source>temperature 1/T</source>
         <translation>温度 1/T</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="159"/>
+        <location filename="../../engine/config/attention.py" line="158"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="160"/>
+        <location filename="../../engine/config/attention.py" line="159"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="217"/>
+        <location filename="../../engine/config/attention.py" line="216"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="218"/>
+        <location filename="../../engine/config/attention.py" line="217"/>
         <source>causal</source>
         <translation>因果</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="97"/>
+        <location filename="../../engine/config/attention.py" line="96"/>
         <source>tokens n</source>
         <extracomment>Largest attention-matrix footprint a single request may allocate unless told otherwise. Every field of :class:`AttentionConfig`, in the parameter panel&apos;s row order. The ranges are the engine&apos;s; ``Gui.low/high`` narrow a row where a larger value only makes a request fail the memory budget or take minutes (the CLI and saved sessions still get the full range).</extracomment>
         <translation>词元数 n</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="104"/>
+        <location filename="../../engine/config/attention.py" line="103"/>
         <source>head dim d_k</source>
         <translation>头维度 d_k</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="111"/>
+        <location filename="../../engine/config/attention.py" line="110"/>
         <source>heads h</source>
         <translation>头数 h</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="128"/>
+        <location filename="../../engine/config/attention.py" line="127"/>
         <source>init std σ</source>
         <translation>初始化标准差 σ</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="140"/>
+        <location filename="../../engine/config/attention.py" line="139"/>
         <source>projection std s</source>
         <translation>投影标准差 s</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="148"/>
+        <location filename="../../engine/config/attention.py" line="147"/>
         <source>scaling rule</source>
         <translation>缩放规则</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="149"/>
+        <location filename="../../engine/config/attention.py" line="148"/>
         <source>How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap), ln n/√d_k, SSMax s·ln n/√d_k, YaRN (0.1·ln f + 1)²/√d_k.</source>
         <translation>原始分数如何变为 logit：不缩放（c = 1）、1/√d_k、1/d_k、1/T、QK 归一化 g·(q/‖q‖)·(k/‖k‖)、软截断 cap·tanh((q·k/√d_k)/cap)、ln n/√d_k、SSMax s·ln n/√d_k、YaRN (0.1·ln f + 1)²/√d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="163"/>
+        <location filename="../../engine/config/attention.py" line="162"/>
         <source>YaRN temperature</source>
         <translation>YaRN 温度</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="166"/>
+        <location filename="../../engine/config/attention.py" line="165"/>
         <source>temperature T</source>
         <translation>温度 T</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="175"/>
+        <location filename="../../engine/config/attention.py" line="174"/>
         <source>gain g</source>
         <translation>增益 g</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="184"/>
+        <location filename="../../engine/config/attention.py" line="183"/>
         <source>cap</source>
         <translation>截断值 cap</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="191"/>
+        <location filename="../../engine/config/attention.py" line="190"/>
         <source>Scalable-Softmax (Nakanishi 2025): logits = s·ln n·q·k/√d_k, n the keys the row sees (under a causal mask row i sees i + 1); s = 0.43 in the paper&apos;s toy.</source>
         <translation>Scalable-Softmax（Nakanishi 2025）：logit = s·ln n·q·k/√d_k，n 为该行能关注的键数（因果掩码下第 i 行为 i + 1 个）；论文的示例取 s = 0.43。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="198"/>
+        <location filename="../../engine/config/attention.py" line="197"/>
         <source>YaRN factor f</source>
         <translation>YaRN 长度倍数 f</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="199"/>
+        <location filename="../../engine/config/attention.py" line="198"/>
         <source>YaRN context-extension factor f: logits = q·k/(t·√d_k) with √(1/t) = 0.1·ln f + 1, i.e. c = (0.1·ln f + 1)²/√d_k (f = 1 gives 1/√d_k).</source>
         <translation>YaRN 上下文长度倍数 f：logit = q·k/(t·√d_k)，其中 √(1/t) = 0.1·ln f + 1，即 c = (0.1·ln f + 1)²/√d_k（f = 1 时即为 1/√d_k）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="206"/>
+        <location filename="../../engine/config/attention.py" line="205"/>
         <source>q–k correlation ρ</source>
         <translation>q–k 相关系数 ρ</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="213"/>
+        <location filename="../../engine/config/attention.py" line="212"/>
         <source>mask</source>
         <translation>掩码</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="223"/>
+        <location filename="../../engine/config/attention.py" line="222"/>
         <source>query row</source>
         <translation>查询行</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="230"/>
+        <location filename="../../engine/config/attention.py" line="229"/>
         <source>seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="235"/>
+        <location filename="../../engine/config/attention.py" line="234"/>
         <source>samples</source>
         <translation>样本数</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="123"/>
+        <location filename="../../engine/config/attention.py" line="122"/>
         <source>link d_k = d_model / h</source>
         <translation>关联 d_k = d_model / h</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="133"/>
+        <location filename="../../engine/config/attention.py" line="132"/>
         <source>use projections W_Q, W_K</source>
         <translation>使用投影 W_Q、W_K</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="179"/>
+        <location filename="../../engine/config/attention.py" line="178"/>
         <source>default g = √d_k</source>
         <translation>默认 g = √d_k</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="98"/>
+        <location filename="../../engine/config/attention.py" line="97"/>
         <source>Number of tokens n (keys per softmax row). Uniform attention has entropy ln n; the largest of n Gaussian logits of std s is ≈ s·√(2 ln n).</source>
         <translation>词元数 n（每个 softmax 行中键的个数）。均匀注意力的熵为 ln n；n 个标准差为 s 的高斯 logit 中的最大值 ≈ s·√(2 ln n)。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="105"/>
+        <location filename="../../engine/config/attention.py" line="104"/>
         <source>Head dimension d_k. Raw scores: Var(q·k) = d_k·σ⁴ for iid q, k; 1/√d_k scaling gives Var = σ⁴, 1/d_k gives σ⁴/d_k.</source>
         <translation>头维度 d_k。原始分数：对独立同分布的 q、k，Var(q·k) = d_k·σ⁴；1/√d_k 缩放得到 Var = σ⁴，1/d_k 得到 σ⁴/d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="112"/>
+        <location filename="../../engine/config/attention.py" line="111"/>
         <source>Number of heads h; d_model must be divisible by h. With the link, d_k = d_model / h.</source>
         <translation>头数 h；d_model 必须能被 h 整除。启用关联时，d_k = d_model / h。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="118"/>
+        <location filename="../../engine/config/attention.py" line="117"/>
         <source>Model width d_model (divisible by h). With projections Var(q_j) = d_model·s².</source>
         <translation>模型宽度 d_model（可被 h 整除）。使用投影时 Var(q_j) = d_model·s²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="124"/>
+        <location filename="../../engine/config/attention.py" line="123"/>
         <source>Derive d_k = d_model / h instead of setting d_k directly.</source>
         <translation>由 d_k = d_model / h 推出 d_k，而不是直接设置 d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="129"/>
+        <location filename="../../engine/config/attention.py" line="128"/>
         <source>Std σ of every component of q and k: Var(q·k) = d_k·σ⁴.</source>
         <translation>q 和 k 每个分量的标准差 σ：Var(q·k) = d_k·σ⁴。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="134"/>
+        <location filename="../../engine/config/attention.py" line="133"/>
         <source>Draw x ~ N(0, I_d_model) and q = x·W_Q, k = x·W_K with W ~ N(0, s²): Var(q_j) = d_model·s², Var(q·k) = d_k·(d_model·s²)².</source>
         <translation>抽取 x ~ N(0, I_d_model)，令 q = x·W_Q、k = x·W_K，其中 W ~ N(0, s²)：Var(q_j) = d_model·s²，Var(q·k) = d_k·(d_model·s²)²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="141"/>
+        <location filename="../../engine/config/attention.py" line="140"/>
         <source>Projection init std s: Var(q_j) = d_model·s² (s = 1/√d_model keeps unit variance).</source>
         <translation>投影初始化标准差 s：Var(q_j) = d_model·s²（s = 1/√d_model 时保持单位方差）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="167"/>
+        <location filename="../../engine/config/attention.py" line="166"/>
         <source>logits = q·k / T; T = √d_k reproduces 1/√d_k, Var(logit) = d_k·σ⁴ / T².</source>
         <translation>logit = q·k / T；T = √d_k 时等同于 1/√d_k，Var(logit) = d_k·σ⁴ / T²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="180"/>
+        <location filename="../../engine/config/attention.py" line="179"/>
         <source>Use the default QK-norm gain g = √d_k.</source>
         <translation>使用默认的 QK 归一化增益 g = √d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="176"/>
+        <location filename="../../engine/config/attention.py" line="175"/>
         <source>QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k.</source>
         <translation>QK 归一化：logit = g·cos(q, k) ∈ [−g, g]；Var ≈ g²/d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="185"/>
+        <location filename="../../engine/config/attention.py" line="184"/>
         <source>Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap.</source>
         <translation>软截断：logit = cap·tanh((q·k/√d_k)/cap)，以 ±cap 为界。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="207"/>
+        <location filename="../../engine/config/attention.py" line="206"/>
         <source>q–k correlation: k = ρ·q + √(1−ρ²)·ξ, so E[q·k] = ρ·d_k·σ² (grows like d_k: the case for 1/d_k).</source>
         <translation>q–k 相关性：k = ρ·q + √(1−ρ²)·ξ，因此 E[q·k] = ρ·d_k·σ²（随 d_k 线性增长：此时应使用 1/d_k）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="214"/>
+        <location filename="../../engine/config/attention.py" line="213"/>
         <source>causal: query i attends only to keys j ≤ i (masked logits = −∞).</source>
         <translation>因果：查询 i 只关注 j ≤ i 的键（被掩码的 logit = −∞）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="224"/>
+        <location filename="../../engine/config/attention.py" line="223"/>
         <source>Row i of the attention matrix shown in the softmax view (with a causal mask it sees i + 1 keys).</source>
         <translation>在 softmax 视图中显示的注意力矩阵第 i 行（使用因果掩码时它能看到 i + 1 个键）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="231"/>
+        <location filename="../../engine/config/attention.py" line="230"/>
         <source>Seed of every random draw (same seed, same numbers).</source>
         <translation>所有随机抽样的种子（种子相同，数值相同）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="236"/>
+        <location filename="../../engine/config/attention.py" line="235"/>
         <source>Independent query rows used for the statistics (standard errors shrink like 1/√samples).</source>
         <translation>用于统计的独立查询行数（标准误按 1/√样本数 缩小）。</translation>
     </message>
@@ -1792,81 +1793,81 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>PrecisionView</name>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="147"/>
+        <location filename="../../gui/explorer/views/precision.py" line="135"/>
         <source>Precision</source>
         <extracomment>A point&apos;s weight error is drawn only when it averages at least this share of its rows: an error over the few rows that did not overflow describes those rows, not the point.</extracomment>
         <translation>数值精度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="151"/>
+        <location filename="../../gui/explorer/views/precision.py" line="139"/>
         <source>Format:</source>
         <translation>格式：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="152"/>
+        <location filename="../../gui/explorer/views/precision.py" line="140"/>
         <source>Number format of the logits, exponentials, row sum and weights (computed in float32 and rounded to it after every step)</source>
         <translation>logit、指数、行和与权重的数值格式（以 float32 计算，每一步后取为该格式最近的值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="155"/>
+        <location filename="../../gui/explorer/views/precision.py" line="143"/>
         <source>Softmax:</source>
         <translation>Softmax：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="156"/>
-        <location filename="../../gui/tour/content.py" line="135"/>
+        <location filename="../../gui/explorer/views/precision.py" line="144"/>
+        <location filename="../../gui/tour/content.py" line="136"/>
         <source>max subtracted (stable)</source>
         <translation>减去最大值（稳定）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="157"/>
-        <location filename="../../gui/tour/content.py" line="133"/>
+        <location filename="../../gui/explorer/views/precision.py" line="145"/>
+        <location filename="../../gui/tour/content.py" line="134"/>
         <source>naive exp(z)</source>
         <translation>直接 exp(z)（不减最大值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="158"/>
+        <location filename="../../gui/explorer/views/precision.py" line="146"/>
         <source>Subtract the row maximum before exp (stable) or not (naive)</source>
         <translation>在 exp 之前减去行最大值（稳定）或不减</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="161"/>
+        <location filename="../../gui/explorer/views/precision.py" line="149"/>
         <source>Rows that overflow</source>
         <translation>超出范围的行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="162"/>
+        <location filename="../../gui/explorer/views/precision.py" line="150"/>
         <source>share of rows</source>
         <translation>行的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="164"/>
+        <location filename="../../gui/explorer/views/precision.py" line="152"/>
         <source>Weight error</source>
         <translation>权重误差</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="165"/>
+        <location filename="../../gui/explorer/views/precision.py" line="153"/>
         <source>mean per-row max|Δp|</source>
         <translation>每行 max|Δp| 的均值</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="167"/>
+        <location filename="../../gui/explorer/views/precision.py" line="155"/>
         <source>Largest logit</source>
         <translation>最大 logit</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="168"/>
+        <location filename="../../gui/explorer/views/precision.py" line="156"/>
         <source>mean row max|z|</source>
         <translation>每行 max|z| 的均值</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="173"/>
-        <location filename="../../gui/tour/content.py" line="137"/>
+        <location filename="../../gui/explorer/views/precision.py" line="161"/>
+        <location filename="../../gui/tour/content.py" line="138"/>
         <source>only the logits rounded</source>
         <translation>只有 logit 取为该格式</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="251"/>
+        <location filename="../../gui/explorer/views/precision.py" line="236"/>
         <source>{0}: {1:.0%}
 of rows overflow
 at d_k = {2:g}</source>
@@ -1876,14 +1877,14 @@ d_k = {2:g} 时
 超出范围</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="277"/>
+        <location filename="../../gui/explorer/views/precision.py" line="262"/>
         <source>largest {0}:
 {1:.6g}</source>
         <translation>{0} 最大值：
 {1:.6g}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="280"/>
+        <location filename="../../gui/explorer/views/precision.py" line="265"/>
         <source>ln {0:.6g} ≈ {1:.3g}:
 naive exp
 overflows</source>
@@ -1892,17 +1893,17 @@ overflows</source>
 exp 超出范围</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="293"/>
+        <location filename="../../gui/explorer/views/precision.py" line="278"/>
         <source>n = {0}, q and k ~ N(0, 1); weight errors over the first ≤ {3} of {1} rows per point, against the float64 max-subtracted softmax, averaged over the rows that do not overflow; where more than half of them overflow no error is drawn. Right: dashed, the largest {2} value; dotted, its logarithm, above which exp overflows unless the row maximum is subtracted.</source>
         <translation>n = {0}，q 与 k ~ N(0, 1)；权重误差取每个点 {1} 行中的前 ≤ {3} 行，相对于 float64 减最大值的 softmax，只对未超出范围的行取平均；超过一半的行超出范围时不绘出误差。右图：虚线为 {2} 的最大值；点线为它的对数，不减行最大值时 logit 超过它 exp 就超出范围。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="302"/>
+        <location filename="../../gui/explorer/views/precision.py" line="287"/>
         <source> bfloat16 keeps float32&apos;s range (3.4·10³⁸).</source>
         <translation> bfloat16 与 float32 的范围相同（3.4·10³⁸）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="283"/>
+        <location filename="../../gui/explorer/views/precision.py" line="268"/>
         <source>  Sweep running.</source>
         <translation>  扫描进行中。</translation>
     </message>
@@ -1910,58 +1911,57 @@ exp 超出范围</translation>
 <context>
     <name>ProbeView</name>
     <message>
-        <location filename="../../gui/train/probe.py" line="171"/>
+        <location filename="../../gui/train/probe.py" line="158"/>
         <source>Probe attention</source>
-        <extracomment>At most 5 updates per second (see gui/train/controller.py): a map of attention weights changes slowly, and every repaint takes the GIL from the training thread.</extracomment>
         <translation>探针注意力</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="191"/>
+        <location filename="../../gui/train/probe.py" line="174"/>
         <source>The attention map of one fixed held-out example appears here while training runs.</source>
         <translation>训练进行时，这里显示一个固定留出样本的注意力图。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="231"/>
+        <location filename="../../gui/train/probe.py" line="210"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="235"/>
+        <location filename="../../gui/train/probe.py" line="213"/>
         <source>{0}: H = {1:.2f} nats</source>
         <translation>{0}：H = {1:.2f} 奈特</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="241"/>
+        <location filename="../../gui/train/probe.py" line="219"/>
         <source>Step {0}. Bars: attention weight p of the query at position {1} on each key position 0…{2}{3}. Magenta outline: the key that answers the probe.</source>
         <translation>第 {0} 步。条形：位置 {1} 处的查询在各键位置 0…{2} 上的注意力权重 p{3}。品红色框：回答该探针的键。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="249"/>
+        <location filename="../../gui/train/probe.py" line="218"/>
         <source> (heads side by side within each key)</source>
         <translation>（每个键内各头并排）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="254"/>
+        <location filename="../../gui/train/probe.py" line="227"/>
         <source>Step {0}. Rows: target positions{1}; columns: key positions 0…{2}. Magenta squares: the key that answers the probe.</source>
         <translation>第 {0} 步。行：目标位置{1}；列：键位置 0…{2}。品红色方块：回答该探针的键。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="260"/>
+        <location filename="../../gui/train/probe.py" line="226"/>
         <source> of each head, heads stacked top to bottom</source>
         <translation>（每个头一组，各头自上而下排列）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="359"/>
+        <location filename="../../gui/train/probe.py" line="312"/>
         <source>key position</source>
         <translation>键位置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="360"/>
+        <location filename="../../gui/train/probe.py" line="313"/>
         <source>query position</source>
         <translation>查询位置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="367"/>
+        <location filename="../../gui/train/probe.py" line="318"/>
         <source>No training run yet</source>
         <translation>尚未进行训练</translation>
     </message>
@@ -1984,12 +1984,12 @@ exp 超出范围</translation>
         <translation>批次 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="185"/>
+        <location filename="../../gui/kit/style.py" line="169"/>
         <source>layer {0}</source>
         <translation>第 {0} 层</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="195"/>
+        <location filename="../../gui/kit/style.py" line="179"/>
         <source>trained with {0}</source>
         <translation>用 {0} 训练</translation>
     </message>
@@ -1997,28 +1997,28 @@ exp 超出范围</translation>
 <context>
     <name>ScalingRule</name>
     <message>
-        <location filename="../../gui/kit/style.py" line="170"/>
+        <location filename="../../gui/kit/style.py" line="154"/>
         <source>none</source>
-        <extracomment>Plot background and text colours (light theme, chosen for projectors and PNG export). Muted grey for theory curves and reference lines that belong to no single rule. Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with the &quot;none&quot; rule, so the highlight uses a saturated magenta that viridis never contains). Perceptually uniform colormap for probabilities in [0, 1]. Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection). Display order of rules in legends and tables (the enum order: none, 1/√d_k, 1/d_k, ...). Options of curves with one point per key (up to n = 8192, redrawn on every change). Antialiased pens wider than one pixel go through Qt&apos;s general stroker: ~7 ms per 256-point curve, against ~0.6 ms without antialiasing (measured offscreen), so these curves are drawn aliased; at one point per key their steps hide the jaggies. Rows longer than this are drawn without markers (they would merge into a band). The rule labels that are words (engine.config&apos;s ``ScalingRule.label``), marked for extraction; the math labels 1/√d_k, 1/d_k, 1/T and YaRN read the same in every language (ln n/√d_k and SSMax hold lower-case letter pairs, so they are listed for completeness).</extracomment>
+        <extracomment>Plot background and text colours (light theme, chosen for projectors and PNG export). Muted grey for theory curves and reference lines that belong to no single rule. Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with the &quot;none&quot; rule, so the highlight uses a saturated magenta that viridis never contains). Perceptually uniform colormap for probabilities in [0, 1]. Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection). Options of curves with one point per key (up to n = 8192, redrawn on every change). Antialiased pens wider than one pixel go through Qt&apos;s general stroker, an order of magnitude slower, so these curves are drawn aliased; at one point per key their steps hide the jaggies. Rows longer than this are drawn without markers (they would merge into a band). The rule labels that are words (engine.config&apos;s ``ScalingRule.label``), marked for extraction; the math labels 1/√d_k, 1/d_k, 1/T and YaRN read the same in every language (ln n/√d_k and SSMax hold lower-case letter pairs, so they are listed for completeness).</extracomment>
         <translation>不缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="171"/>
+        <location filename="../../gui/kit/style.py" line="155"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="172"/>
+        <location filename="../../gui/kit/style.py" line="156"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="173"/>
+        <location filename="../../gui/kit/style.py" line="157"/>
         <source>ln n/√d_k</source>
         <translation>ln n/√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="174"/>
+        <location filename="../../gui/kit/style.py" line="158"/>
         <source>SSMax</source>
         <translation>SSMax</translation>
     </message>
@@ -2026,33 +2026,33 @@ exp 超出范围</translation>
 <context>
     <name>SoftmaxView</name>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="72"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="69"/>
         <source>Softmax of one row</source>
         <extracomment>Head whose row is shown (the per-row statistics of the legend belong to this head).</extracomment>
         <translation>单行 Softmax</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="78"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="75"/>
         <source>key index j</source>
         <translation>键索引 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="79"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="76"/>
         <source>attention weight p&lt;sub&gt;j&lt;/sub&gt;</source>
         <translation>注意力权重 p&lt;sub&gt;j&lt;/sub&gt;</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="81"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="78"/>
         <source>uniform</source>
         <translation>均匀分布</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="122"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="112"/>
         <source>Query row i = {0} (head 1), n = {1} keys</source>
         <translation>查询行 i = {0}（头 1），n = {1} 个键</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/softmax.py" line="126"/>
+        <location filename="../../gui/explorer/views/softmax.py" line="116"/>
         <source>Query row i = {0} ({1}), n = {2} keys</source>
         <translation>查询行 i = {0}（{1}），n = {2} 个键</translation>
     </message>
@@ -2078,13 +2078,13 @@ exp 超出范围</translation>
 <context>
     <name>Startup</name>
     <message>
-        <location filename="../../gui/app.py" line="245"/>
+        <location filename="../../gui/app.py" line="234"/>
         <source>Attention Scale Explorer cannot start</source>
         <extracomment>How long a thread may keep the interpreter lock while another waits (CPython: 5 ms).</extracomment>
         <translation>注意力缩放探索器无法启动</translation>
     </message>
     <message>
-        <location filename="../../gui/app.py" line="246"/>
+        <location filename="../../gui/app.py" line="235"/>
         <source>A file the program needs is missing or cannot be read. Reinstall the program.</source>
         <translation>程序所需的一个文件不存在或无法读取。请重新安装本程序。</translation>
     </message>
@@ -2092,53 +2092,53 @@ exp 超出范围</translation>
 <context>
     <name>TemperatureView</name>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="128"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="115"/>
         <source>Temperature</source>
         <extracomment>Range of the temperature slider (log scale) and spin box. Slider resolution: steps over the three decades of the range.</extracomment>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="132"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="119"/>
         <source>Temperature T:</source>
         <translation>温度 T：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="134"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="121"/>
         <source>Temperature T (log scale, 0.1 to 100)</source>
         <translation>温度 T（对数刻度，0.1 到 100）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="135"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="122"/>
         <source>Temperature T</source>
         <translation>温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="137"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="124"/>
         <source>Set T to √d_k: softmax(z/T) then equals the 1/√d_k rule</source>
         <translation>将 T 设为 √d_k：此时 softmax(z/T) 与 1/√d_k 规则相同</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="142"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="129"/>
         <source>key index j</source>
         <translation>键索引 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="143"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="130"/>
         <source>attention weight p&lt;sub&gt;j&lt;/sub&gt;</source>
         <translation>注意力权重 p&lt;sub&gt;j&lt;/sub&gt;</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="146"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="133"/>
         <source>Dividing by T = √d&lt;sub&gt;k&lt;/sub&gt; is the 1/√d&lt;sub&gt;k&lt;/sub&gt; rule, forward and backward: ∂softmax(z/T)/∂z = J(p&lt;sub&gt;T&lt;/sub&gt;)/T. Small T sharpens, large T flattens the row.</source>
         <translation>除以 T = √d&lt;sub&gt;k&lt;/sub&gt; 就是 1/√d&lt;sub&gt;k&lt;/sub&gt; 规则，前向与反向传播均如此：∂softmax(z/T)/∂z = J(p&lt;sub&gt;T&lt;/sub&gt;)/T。T 小则行分布更尖锐，T 大则更平坦。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="188"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="169"/>
         <source>Query row i = {0} (head 1), T = {1}, √d&lt;sub&gt;k&lt;/sub&gt; = {2}</source>
         <translation>查询行 i = {0}（头 1），T = {1}，√d&lt;sub&gt;k&lt;/sub&gt; = {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/temperature.py" line="192"/>
+        <location filename="../../gui/explorer/views/temperature.py" line="173"/>
         <source>Query row i = {0} ({1}), T = {2}, √d&lt;sub&gt;k&lt;/sub&gt; = {3}</source>
         <translation>查询行 i = {0}（{1}），T = {2}，√d&lt;sub&gt;k&lt;/sub&gt; = {3}</translation>
     </message>
@@ -2146,67 +2146,68 @@ exp 超出范围</translation>
 <context>
     <name>TourPanel</name>
     <message>
-        <location filename="../../gui/tour/panel.py" line="265"/>
+        <location filename="../../gui/tour/panel.py" line="255"/>
         <source>◀ Back</source>
+        <extracomment>``text`` with ``&amp;``, ``&lt;`` and ``&gt;`` escaped for a rich-text label.</extracomment>
         <translation>◀ 上一步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="379"/>
+        <location filename="../../gui/tour/panel.py" line="326"/>
         <source>Next ▶</source>
         <translation>下一步 ▶</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="266"/>
+        <location filename="../../gui/tour/panel.py" line="256"/>
         <source>Previous step (Alt+Left)</source>
         <translation>上一步（Alt+←）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="382"/>
+        <location filename="../../gui/tour/panel.py" line="329"/>
         <source>Next step (Alt+Right)</source>
         <translation>下一步（Alt+→）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="374"/>
+        <location filename="../../gui/tour/panel.py" line="321"/>
         <source>Step {0} / {1}</source>
         <translation>第 {0} / {1} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="378"/>
+        <location filename="../../gui/tour/panel.py" line="325"/>
         <source>Finish</source>
         <translation>完成</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="381"/>
+        <location filename="../../gui/tour/panel.py" line="328"/>
         <source>End the tour (Alt+Right)</source>
         <translation>结束导览（Alt+→）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="385"/>
+        <location filename="../../gui/tour/panel.py" line="332"/>
         <source>Look at:</source>
         <translation>请看：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="386"/>
+        <location filename="../../gui/tour/panel.py" line="333"/>
         <source>Try it yourself:</source>
         <translation>动手试试：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="401"/>
+        <location filename="../../gui/tour/panel.py" line="346"/>
         <source>Engine says:</source>
         <translation>引擎计算结果：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="404"/>
+        <location filename="../../gui/tour/panel.py" line="349"/>
         <source>could not compute: {0}</source>
         <translation>无法计算：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="408"/>
+        <location filename="../../gui/tour/panel.py" line="353"/>
         <source>computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="415"/>
+        <location filename="../../gui/tour/panel.py" line="360"/>
         <source>claim {0}</source>
         <translation>论断 {0}</translation>
     </message>
@@ -2229,133 +2230,134 @@ exp 超出范围</translation>
 <context>
     <name>TrainCurvesView</name>
     <message>
-        <location filename="../../gui/train/curves.py" line="161"/>
+        <location filename="../../gui/train/curves.py" line="125"/>
         <source>Loss</source>
         <translation>损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="162"/>
+        <location filename="../../gui/train/curves.py" line="126"/>
         <source>cross-entropy (nats)</source>
         <translation>交叉熵（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="165"/>
+        <location filename="../../gui/train/curves.py" line="127"/>
         <source>Held-out accuracy</source>
         <translation>留出集准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="166"/>
+        <location filename="../../gui/train/curves.py" line="128"/>
         <source>accuracy</source>
         <translation>准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="168"/>
+        <location filename="../../gui/train/curves.py" line="129"/>
         <source>Global gradient norm</source>
         <translation>全局梯度范数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="171"/>
+        <location filename="../../gui/train/curves.py" line="130"/>
         <source>Mean attention entropy</source>
         <translation>平均注意力熵</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="172"/>
+        <location filename="../../gui/train/curves.py" line="131"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="175"/>
+        <location filename="../../gui/train/curves.py" line="133"/>
         <source>step</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="179"/>
+        <location filename="../../gui/train/curves.py" line="137"/>
         <source>chance</source>
         <translation>随机水平</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="155"/>
+        <location filename="../../gui/train/curves.py" line="119"/>
         <source>Training curves</source>
-        <extracomment>Steps the smoothed training loss averages over: enough to calm a batch of 64&apos;s noise, few enough to follow the fall of a 500-step run. The x range of the empty plots before the first run has a length (steps). Panel names in layout order, with log-y. Width (px) from which the panels stand two by two; narrower, they stack. It lies above the two-column layout&apos;s minimum, so the choice cannot flip as a scroll area resizes it. Least height (px) of a stacked panel, its title and axis included.</extracomment>
+        <extracomment>The x range of the empty plots before the first run has a length (steps). Panel names in layout order, with log-y.</extracomment>
         <translation>训练曲线</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="180"/>
+        <location filename="../../gui/train/loss_display.py" line="51"/>
         <source>Training loss:</source>
+        <extracomment>Steps the smoothed training loss averages over: enough to calm a batch of 64&apos;s noise, few enough to follow the fall of a 500-step run.</extracomment>
         <translation>训练损失：</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="181"/>
+        <location filename="../../gui/train/loss_display.py" line="52"/>
         <source>every step</source>
         <translation>每一步</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="182"/>
+        <location filename="../../gui/train/loss_display.py" line="53"/>
         <source>mean of the last {0} steps</source>
         <translation>最近 {0} 步的均值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="184"/>
+        <location filename="../../gui/train/loss_display.py" line="55"/>
         <source>The loss of one batch jumps by orders of magnitude from step to step; its trailing mean shows the trend next to the held-out loss. The CSV keeps every step.</source>
         <translation>单个批次的损失每一步都会上下跳动很多；它最近几步的均值显出与留出集损失并列的趋向。CSV 保留每一步的值。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="188"/>
+        <location filename="../../gui/train/loss_display.py" line="59"/>
         <source>Loss axis:</source>
         <translation>损失坐标轴：</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="189"/>
+        <location filename="../../gui/train/loss_display.py" line="60"/>
         <source>log</source>
         <translation>对数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="190"/>
+        <location filename="../../gui/train/loss_display.py" line="61"/>
         <source>linear</source>
         <translation>线性</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="191"/>
+        <location filename="../../gui/train/loss_display.py" line="62"/>
         <source>Log shows the late, small losses; linear shows the early fall as it is.</source>
         <translation>对数坐标显出训练后段很小的损失；线性坐标按原样显出开始时的下降。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="483"/>
+        <location filename="../../gui/train/curves.py" line="294"/>
         <source>Press Start (Ctrl+T) to train the selected rules side by side: same initial weights, same batches.</source>
         <translation>按“开始”（Ctrl+T）并排训练所选规则：相同的初始权重，相同的批次。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="495"/>
+        <location filename="../../gui/train/curves.py" line="302"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="501"/>
+        <location filename="../../gui/train/curves.py" line="305"/>
         <source>{0}: held-out loss {1:.3g}, accuracy {2:.2f}</source>
         <translation>{0}：留出集损失 {1:.3g}，准确率 {2:.2f}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="505"/>
+        <location filename="../../gui/train/curves.py" line="308"/>
         <source>Step {0} of {1}, chance loss ln {2} = {3:.3g}.</source>
         <translation>第 {0} / {1} 步，随机水平损失 ln {2} = {3:.3g}。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="520"/>
+        <location filename="../../gui/train/curve_items.py" line="109"/>
         <source>diverged at step {0}</source>
         <translation>在第 {0} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="574"/>
+        <location filename="../../gui/train/curves.py" line="323"/>
         <source>training loss</source>
         <translation>训练损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="576"/>
+        <location filename="../../gui/train/curves.py" line="325"/>
         <source>training loss, mean of {0} steps</source>
         <translation>训练损失，{0} 步均值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="579"/>
+        <location filename="../../gui/train/curves.py" line="328"/>
         <source>held-out</source>
         <translation>留出集</translation>
     </message>
@@ -2363,13 +2365,12 @@ exp 超出范围</translation>
 <context>
     <name>TrainPanel</name>
     <message>
-        <location filename="../../gui/train/panel.py" line="52"/>
+        <location filename="../../gui/train/panel.py" line="73"/>
         <source>the learning-rate list is empty</source>
-        <extracomment>Rules offered for training: every rule ``main.py train --rules`` accepts (the Train tab has no T, gain or cap controls: they take the defaults, T = √d_k, gain √d_k, cap 50).</extracomment>
         <translation>学习率列表为空</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="59"/>
+        <location filename="../../gui/train/panel.py" line="80"/>
         <source>learning rates: {0!r} is not a number</source>
         <translation>学习率：{0!r} 不是数字</translation>
     </message>
@@ -2389,27 +2390,28 @@ exp 超出范围</translation>
         <translation>检索：n 个键/值对和一个查询键；输出与之配对的值（需要在 n 个键中的一个上形成尖锐的注意力）。回溯复制：输出向前第 k 个位置的词元（因果掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="194"/>
+        <location filename="../../gui/train/panel.py" line="41"/>
         <source>No scaling: logits q·k with variance ≈ d_k at init.</source>
+        <extracomment>Rules offered for training: every rule ``main.py train --rules`` accepts (the Train tab has no T, gain or cap controls: they take the defaults, T = √d_k, gain √d_k, cap 50). What each rule does, as the Train tab trains it (its tooltip).</extracomment>
         <translation>不缩放：logit 为 q·k，初始化时方差 ≈ d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="197"/>
+        <location filename="../../gui/train/panel.py" line="43"/>
         <source>Divide the logits by √d_k (the Transformer rule).</source>
         <translation>将 logit 除以 √d_k（Transformer 的规则）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="200"/>
+        <location filename="../../gui/train/panel.py" line="45"/>
         <source>Divide the logits by d_k (μP).</source>
         <translation>将 logit 除以 d_k（μP）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="201"/>
+        <location filename="../../gui/train/panel.py" line="46"/>
         <source>Normalise q and k to unit length, times a gain (default √d_k).</source>
         <translation>将 q 和 k 归一化为单位长度，再乘以增益（默认 √d_k）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="204"/>
+        <location filename="../../gui/train/panel.py" line="48"/>
         <source>1/√d_k, then cap·tanh(s/cap) with cap = 50.</source>
         <translation>先乘 1/√d_k，再取 cap·tanh(s/cap)，cap = 50。</translation>
     </message>
@@ -2509,72 +2511,72 @@ exp 超出范围</translation>
         <translation>固定留出集中的样本数（由随机种子决定）；样本 0 是显示其注意力的探针。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="226"/>
+        <location filename="../../gui/train/panel.py" line="207"/>
         <source>Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread).</source>
         <translation>学习率扫描：每个学习率使用种子 0…N−1（取均值和离散范围）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="232"/>
+        <location filename="../../gui/train/panel.py" line="210"/>
         <source>Learning-rate sweep: comma-separated learning rates.</source>
         <translation>学习率扫描：以逗号分隔的学习率。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="235"/>
+        <location filename="../../gui/train/panel.py" line="212"/>
         <source>Start</source>
         <translation>开始</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="236"/>
+        <location filename="../../gui/train/panel.py" line="213"/>
         <source>Train the checked rules side by side (Ctrl+T).</source>
         <translation>并排训练勾选的规则（Ctrl+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="237"/>
+        <location filename="../../gui/train/panel.py" line="214"/>
         <source>Run lr sweep</source>
         <translation>运行学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="238"/>
+        <location filename="../../gui/train/panel.py" line="214"/>
         <source>Train every rule at every listed learning rate and seed; plot the final held-out loss (Ctrl+L).</source>
         <translation>以列出的每个学习率和种子训练每种规则；绘制最终留出集损失（Ctrl+L）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="243"/>
+        <location filename="../../gui/train/panel.py" line="217"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="244"/>
+        <location filename="../../gui/train/panel.py" line="218"/>
         <source>Hold the run between two steps (Ctrl+P).</source>
         <translation>在两步之间暂停运行（Ctrl+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="245"/>
+        <location filename="../../gui/train/panel.py" line="219"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="246"/>
+        <location filename="../../gui/train/panel.py" line="220"/>
         <source>Continue a paused run (Ctrl+Shift+P).</source>
         <translation>继续已暂停的运行（Ctrl+Shift+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="247"/>
+        <location filename="../../gui/train/panel.py" line="221"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="248"/>
+        <location filename="../../gui/train/panel.py" line="222"/>
         <source>End the run now; the curves so far stay (Ctrl+Shift+T).</source>
         <translation>立即结束运行；已有曲线会保留（Ctrl+Shift+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="249"/>
+        <location filename="../../gui/train/panel.py" line="223"/>
         <source>Reset</source>
         <translation>重置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="250"/>
+        <location filename="../../gui/train/panel.py" line="224"/>
         <source>Stop and clear all curves and the sweep (Ctrl+Shift+X).</source>
         <translation>停止并清除所有曲线和扫描结果（Ctrl+Shift+X）。</translation>
     </message>
@@ -2594,52 +2596,52 @@ exp 超出范围</translation>
         <translation>留出集大小</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="365"/>
+        <location filename="../../gui/train/progress.py" line="59"/>
         <source>%p% — stopping</source>
         <translation>%p% — 正在停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="371"/>
+        <location filename="../../gui/train/progress.py" line="65"/>
         <source>idle</source>
         <translation>空闲</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="265"/>
+        <location filename="../../gui/train/progress.py" line="30"/>
         <source>Progress of the run or sweep, with the estimated time left (pauses excluded).</source>
         <translation>运行或扫描的进度，以及预计剩余时间（不含暂停）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="207"/>
+        <location filename="../../gui/train/panel.py" line="50"/>
         <source>Divide the logits by a temperature T (here T = √d_k: the same model as 1/√d_k).</source>
         <translation>把 logits 除以温度 T（这里 T = √d_k：与 1/√d_k 是同一个模型）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="211"/>
+        <location filename="../../gui/train/panel.py" line="53"/>
         <source>Multiply the 1/√d_k logits by ln n, n the keys a row sees.</source>
         <translation>把 1/√d_k 的 logits 乘以 ln n，n 为该行看到的 key 数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="214"/>
+        <location filename="../../gui/train/panel.py" line="55"/>
         <source>Scalable-Softmax: the 1/√d_k logits times s·ln n (s = 0.43).</source>
         <translation>Scalable-Softmax：1/√d_k 的 logits 乘以 s·ln n（s = 0.43）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="217"/>
+        <location filename="../../gui/train/panel.py" line="57"/>
         <source>YaRN&apos;s temperature: the 1/√d_k logits times (0.1·ln f + 1)² (f = 4).</source>
         <translation>YaRN 的温度：1/√d_k 的 logits 乘以 (0.1·ln f + 1)²（f = 4）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="251"/>
+        <location filename="../../gui/train/panel.py" line="225"/>
         <source>Inspect trained model</source>
         <translation>检查训练后的模型</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="252"/>
+        <location filename="../../gui/train/panel.py" line="225"/>
         <source>Write every rule&apos;s trained q and k on the held-out set to a tensor file (layer i = rule i) and inspect its heads. Available once a run has trained and nothing runs (Ctrl+Shift+I).</source>
         <translation>将每条规则训练后在留出集上的 q 和 k 保存为数组文件（第 i 层 = 第 i 条规则）并检查各个头。训练过且没有任务运行时可用（Ctrl+Shift+I）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="270"/>
+        <location filename="../../gui/train/panel.py" line="235"/>
         <source>Task and model</source>
         <translation>任务与模型</translation>
     </message>
@@ -2670,7 +2672,7 @@ exp 超出范围</translation>
         <translation>复制偏移 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="271"/>
+        <location filename="../../gui/train/panel.py" line="236"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
@@ -2700,52 +2702,52 @@ exp 超出范围</translation>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="272"/>
+        <location filename="../../gui/train/panel.py" line="237"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="274"/>
+        <location filename="../../gui/train/panel.py" line="238"/>
         <source>Learning rates</source>
         <translation>学习率列表</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="275"/>
+        <location filename="../../gui/train/panel.py" line="239"/>
         <source>Seeds</source>
         <translation>种子数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="363"/>
+        <location filename="../../gui/train/progress.py" line="57"/>
         <source>%p% — paused</source>
         <translation>%p% — 已暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="367"/>
+        <location filename="../../gui/train/progress.py" line="61"/>
         <source>%p% — writing q and k</source>
         <translation>%p% — 正在保存 q 和 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="369"/>
+        <location filename="../../gui/train/progress.py" line="63"/>
         <source>%p% — done</source>
         <translation>%p% — 已完成</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="371"/>
+        <location filename="../../gui/train/progress.py" line="65"/>
         <source>%p% — stopped</source>
         <translation>%p% — 已停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="374"/>
+        <location filename="../../gui/train/progress.py" line="68"/>
         <source>%p% — {0} left</source>
         <translation>%p% — 剩余 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="400"/>
+        <location filename="../../gui/train/progress.py" line="77"/>
         <source>{0} s</source>
         <translation>{0} 秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="401"/>
+        <location filename="../../gui/train/progress.py" line="78"/>
         <source>{0} min {1:02d} s</source>
         <translation>{0} 分 {1:02d} 秒</translation>
     </message>
@@ -2753,78 +2755,78 @@ exp 超出范围</translation>
 <context>
     <name>TrainTab</name>
     <message>
-        <location filename="../../gui/train/tab.py" line="148"/>
+        <location filename="../../gui/train/tab.py" line="138"/>
         <source>Training</source>
-        <extracomment>The file name the Inspect button offers (in the last export folder). A small model for driving the buttons in the self-test (a step takes well under 1 ms).</extracomment>
+        <extracomment>The file name the Inspect button offers (in the last export folder). A small model for driving the buttons in the self-test (its steps are nearly instant).</extracomment>
         <translation>训练中</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="149"/>
+        <location filename="../../gui/train/tab.py" line="139"/>
         <source>Paused</source>
         <translation>已暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="150"/>
+        <location filename="../../gui/train/tab.py" line="140"/>
         <source>Stopping after this step</source>
         <translation>本步后停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="151"/>
+        <location filename="../../gui/train/tab.py" line="141"/>
         <source>Writing the trained q and k</source>
         <translation>正在写入训练后的 q 和 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="158"/>
+        <location filename="../../gui/train/tab.py" line="148"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="160"/>
+        <location filename="../../gui/train/tab.py" line="150"/>
         <source>Done</source>
         <translation>完成</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="162"/>
+        <location filename="../../gui/train/tab.py" line="152"/>
         <source>Ready: press Start to train</source>
         <translation>就绪：按“开始”训练</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="261"/>
+        <location filename="../../gui/train/tab.py" line="249"/>
         <source>Save the trained q and k</source>
         <translation>保存训练后的 q 和 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="263"/>
+        <location filename="../../gui/train/tab.py" line="251"/>
         <source>Tensor files (*.npz *.safetensors)</source>
         <translation>q/k 数组文件 (*.npz *.safetensors)</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="363"/>
+        <location filename="../../gui/train/tab.py" line="346"/>
         <source>Training: step {0} of {1}, {2:.0f} steps/s</source>
         <translation>训练中：第 {0} / {1} 步，{2:.0f} 步/秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="369"/>
+        <location filename="../../gui/train/tab.py" line="349"/>
         <source>Sweep: {0} of {1} runs</source>
         <translation>扫描：{0} / {1} 次运行</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="374"/>
+        <location filename="../../gui/train/tab.py" line="352"/>
         <source>Wrote {0}</source>
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/worker.py" line="134"/>
+        <location filename="../../gui/train/worker.py" line="129"/>
         <source>The training process stopped unexpectedly ({0}). Start the run again; if it stops again, fewer tokens, a smaller batch or a smaller model need less memory.</source>
         <translation>训练进程意外停止（{0}）。请重新开始运行；如果再次停止，减小词元数、批大小或模型规模可以降低内存占用。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/worker.py" line="146"/>
+        <location filename="../../gui/train/worker.py" line="141"/>
         <source>There is no trained model to inspect.</source>
         <translation>没有可检查的训练模型。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/worker.py" line="148"/>
+        <location filename="../../gui/train/worker.py" line="143"/>
         <source>Could not write {0}: {1}</source>
         <translation>无法保存 {0}：{1}</translation>
     </message>
