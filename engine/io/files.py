@@ -29,6 +29,7 @@ __all__ = [
     "probe_output",
     "read_text_limited",
     "write_bytes_atomic",
+    "write_output",
 ]
 
 
@@ -142,6 +143,15 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     with atomic_output(path, "wb") as handle:
         handle.write(data)
     return Path(path)
+
+
+def write_output(path: str | os.PathLike[str], data: bytes) -> Path:
+    """:func:`write_bytes_atomic` for a file the user named: an ``OSError`` says
+    "could not write <path>: <the system's reason>"."""
+    try:
+        return write_bytes_atomic(path, data)
+    except OSError as exc:
+        raise OSError(f"could not write {path}: {describe_os_error(exc)}") from exc
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

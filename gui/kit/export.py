@@ -24,7 +24,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
 from engine.analysis.sweep import csv_cell
-from engine.io.files import describe_os_error, write_bytes_atomic
+from engine.io.files import describe_os_error, write_output
 from gui.kit.pdf_export import export_pdf
 from gui.kit.plot_view import PlotView
 from gui.kit.render import render_image
@@ -58,15 +58,8 @@ def export_png(item: Any, path: str | os.PathLike[str], width: int, height: int)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
     if not image.save(buffer, "PNG"):
         raise OSError(f"could not encode the PNG for {path}")
-    _write_file(path, bytes(buffer.data().data()))
+    write_output(path, bytes(buffer.data().data()))
     return path
-
-
-def _write_file(path: Path, data: bytes) -> None:
-    try:
-        write_bytes_atomic(path, data)
-    except OSError as exc:
-        raise OSError(f"could not write {path}: {describe_os_error(exc)}") from exc
 
 
 def export_csv(header: Sequence[str], rows: Iterable[Sequence[Any]],
@@ -82,7 +75,7 @@ def export_csv(header: Sequence[str], rows: Iterable[Sequence[Any]],
     writer.writerow(list(header))
     for row in rows:
         writer.writerow([csv_cell(value) for value in row])
-    _write_file(path, handle.getvalue().encode("utf-8"))
+    write_output(path, handle.getvalue().encode("utf-8"))
     return path
 
 

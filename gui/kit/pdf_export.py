@@ -16,7 +16,7 @@ from typing import Any
 from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, QSizeF
 from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter, QPicture
 
-from engine.io.files import describe_os_error, write_bytes_atomic
+from engine.io.files import write_output
 from gui.kit.render import check_size, laid_out_at, paint_vector
 
 __all__ = ["export_pdf", "render_pdf"]
@@ -52,8 +52,5 @@ def export_pdf(item: Any, path: str | os.PathLike[str], width: int = 1200,
     """
     path = Path(path)
     data = render_pdf(item, width, height, title=path.stem)
-    try:
-        write_bytes_atomic(path, data)
-    except OSError as exc:
-        raise OSError(f"could not write {path}: {describe_os_error(exc)}") from exc
+    write_output(path, data)
     return path

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import AttentionConfig, ScalingRule
-from engine.io.files import describe_os_error, read_text_limited, write_bytes_atomic
+from engine.io.files import describe_os_error, read_text_limited, write_output
 from gui.kit.pins import Pin, pin_from_dict
 
 __all__ = ["SESSION_APP", "SESSION_VERSION", "VIEW_KEYS", "LogitsChoice", "Session",
@@ -248,10 +248,7 @@ def save_session(path: str | os.PathLike[str], session: Session) -> None:
     an existing session unchanged); an ``OSError`` names ``path`` and the system's reason."""
     path = Path(path)
     data = json.dumps(session.to_dict(), indent=2, ensure_ascii=False).encode("utf-8")
-    try:
-        write_bytes_atomic(path, data)
-    except OSError as exc:
-        raise OSError(f"could not write {path}: {describe_os_error(exc)}") from exc
+    write_output(path, data)
 
 
 def load_session(path: str | os.PathLike[str]) -> Session:

@@ -18,7 +18,7 @@ from PySide6.QtCore import QBuffer, QIODevice, QRectF, QSize
 from PySide6.QtGui import QFont, QFontInfo, QGuiApplication, QImage, QRawFont
 from PySide6.QtSvg import QSvgGenerator
 
-from engine.io.files import describe_os_error, write_bytes_atomic
+from engine.io.files import write_bytes_atomic, write_output
 from gui.kit.render import MAX_SIZE, MIN_SIZE, check_size, laid_out_at, paint_vector
 
 __all__ = ["SceneSvgExporter", "export_svg", "install_svg_exporter", "render_svg"]
@@ -203,8 +203,5 @@ def export_svg(item: Any, path: str | os.PathLike[str], width: int = 1200,
     """Write ``item`` as an SVG (laid out at ``width × height``) to ``path``."""
     path = Path(path)
     data = render_svg(item, width, height)
-    try:
-        write_bytes_atomic(path, data)
-    except OSError as exc:
-        raise OSError(f"could not write {path}: {describe_os_error(exc)}") from exc
+    write_output(path, data)
     return path
