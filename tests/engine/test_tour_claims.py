@@ -19,7 +19,6 @@ from engine.tour.claims import (
     claim_numbers,
     describe_target,
 )
-from engine.tour.evaluate import evaluate_claims
 from engine.tour.steps import UI_REF, expand_ui_refs, step_config, validate_tour
 from tests.engine.tour_prose import (
     check_formulas,
@@ -28,6 +27,7 @@ from tests.engine.tour_prose import (
     setup_numbers,
     unchecked_numbers,
 )
+from tests.engine.tour_results import step_results
 
 TOUR_DIR = Path(__file__).resolve().parents[2] / "resources" / "tour"
 #: The explorer's view keys (gui/views) and the Train tab's (gui/train).
@@ -165,9 +165,7 @@ def test_formula_values():
 
 @pytest.mark.parametrize("step", STEPS, ids=STEP_IDS)
 def test_engine_confirms_every_claim(step):
-    config = step_config(step["settings"])
-    results = evaluate_claims(step["claims"], config)
-    for result in results:
+    for result in step_results(step["id"]):
         assert result.passed, (
             f"step {step['id']!r}: {result.claim['quantity']} = {result.value!r}, "
             f"claimed {describe_target(result.claim)}"

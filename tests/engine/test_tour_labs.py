@@ -6,9 +6,7 @@ casts, numpy softmaxes and the closed forms, not through the engine's precision 
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -20,6 +18,7 @@ from engine.analysis.sweep_rows import chunk_rows, draw_rows, setting_for
 from engine.config import AttentionConfig, ScalingRule, SweepConfig, SweepParam
 from engine.tour.evaluate import evaluate_claims, evaluate_quantity
 from engine.tour.steps import step_config
+from tests.engine.tour_results import step_results, tour_step
 
 CONFIG = AttentionConfig(n_tokens=64, d_k=64, samples=2000, rule="sqrt")
 
@@ -172,12 +171,6 @@ def test_lab_quantities_refuse_configs_the_sweeps_cannot_draw():
         _value("sweep_overflow_share", CONFIG.replace(use_projection=True), dtype="float16")
 
 
-def _tour_step(step_id: str) -> dict:
-    path = Path(__file__).resolve().parents[2] / "resources" / "tour" / "tour.json"
-    return next(s for s in json.loads(path.read_text(encoding="utf-8"))["steps"]
-                if s["id"] == step_id)
-
-
 # The same claim under the wrong physics: unscaled for 1/√d_k and back, 1/√d_k for the length
 # rules, bfloat16 for float16 (and back), SSMax's toy for the softmax's (and back), no extension.
 _SWAP_RULE = {"none": "sqrt", "sqrt": "none", "log_n": "sqrt", "ssmax": "sqrt", "yarn": "sqrt"}
@@ -200,9 +193,9 @@ def _wrong(claim: dict) -> dict:
 
 @pytest.mark.parametrize("step_id", ["half_precision", "long_context"])
 def test_the_lab_steps_claims_fail_under_the_wrong_physics(step_id):
-    step = _tour_step(step_id)
+    step = tour_step(step_id)
     config = step_config(step["settings"])
-    assert all(r.passed for r in evaluate_claims(step["claims"], config))
+    assert all(r.passed for r in step_results(step_id))
     wrong = evaluate_claims([_wrong(c) for c in step["claims"]], config)
     still = [r.claim for r in wrong if r.passed]
     # Only the stable softmax's "no overflow" holds whatever the scale: that is its point.

@@ -7,11 +7,11 @@ from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QFrame
 
 from engine.tour.claims import format_value
-from engine.tour.evaluate import evaluate_claims
 from engine.tour.steps import expand_ui_refs, step_config
 from gui.kit import i18n
 from gui.tour.content import claim_context, load_tour
 from gui.tour.panel import TourPanel
+from tests.engine.tour_results import step_results
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ def test_live_numbers_train_tab_and_language_switch(tour, qtbot):
     panel.go_to(_index("heads"))
     qtbot.waitUntil(lambda: panel.claim_results() is not None, timeout=15_000)
     step = panel.step()
-    expected = evaluate_claims(step["claims"], step_config(step["settings"]))
+    expected = step_results(step["id"])
     assert [r.value for r in panel.claim_results()] == [r.value for r in expected]
     text = panel.engine_text()
     for result in expected:
@@ -190,7 +190,7 @@ def test_a_newer_step_supersedes_the_evaluation_of_an_older_one(tour, qtbot):
     qtbot.waitUntil(lambda: panel.claim_results() is not None, timeout=15_000)
     assert panel.claim_results(lr) is None  # the cancelled evaluation left no numbers
     step = panel.step()
-    expected = evaluate_claims(step["claims"], step_config(step["settings"]))
+    expected = step_results(step["id"])
     assert [r.value for r in panel.claim_results()] == [r.value for r in expected]
     assert format_value(expected[0].value) in panel.engine_text()
 
@@ -232,7 +232,7 @@ def test_lab_steps_bring_their_views_and_the_engine_numbers(tour, qtbot):
         assert window.current_view().key == view
         qtbot.waitUntil(lambda: panel.claim_results() is not None, timeout=15_000)
         step = panel.step()
-        expected = evaluate_claims(step["claims"], step_config(step["settings"]))
+        expected = step_results(step["id"])
         assert [r.value for r in panel.claim_results()] == [r.value for r in expected]
         text = panel.engine_text()
         assert "✓" in text and "✗" not in text
