@@ -278,7 +278,8 @@ def test_settings_persist_config_and_view(make_window, settle):
     assert second.settings.get("session/restore_last") is True
 
 
-def test_worker_error_is_shown_and_keeps_old_results(window, qtbot):
+def test_worker_error_is_shown_and_keeps_old_results(shared_window, settle, qtbot):
+    window = shared_window
     before = window.controller.results()
     huge = AttentionConfig(n_tokens=4096, heads=64, d_k=64, d_model=64 * 64)
     with qtbot.waitSignal(window.controller.errorOccurred, timeout=10_000) as blocker:
@@ -288,6 +289,7 @@ def test_worker_error_is_shown_and_keeps_old_results(window, qtbot):
     assert window.controller.results() is before
     assert "Error" in window.status.label.text()
     assert SMALL_CONFIG == before.config
+    back_to_start(window, settle)
 
 
 def test_train_and_heads_have_menu_entries_and_shortcuts(shared_window):
