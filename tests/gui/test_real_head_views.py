@@ -13,6 +13,7 @@ from engine.analysis.real_head import HeadRef, explorer_config_for, load_head, w
 from engine.config import MaskKind, ScalingRule
 from engine.io.tensors import load_tensors, write_tensors
 from gui.explorer.panel import FIXED_BY_HEAD
+from tests.gui.conftest import back_to_start
 
 N, D_K = 12, 8
 TOKENS = [f"w{i}" for i in range(N)]
@@ -51,9 +52,9 @@ def _back_to_random(window):
     assert window.wait_until_settled(20_000)
 
 
-def test_a_real_head_fills_every_view_and_back_to_random_restores(make_window, tensor_file):
+def test_a_real_head_fills_every_view_and_back_to_random_restores(shared_window, tensor_file):
     tf, _ = tensor_file
-    window = make_window()
+    window = shared_window
     random_config = window.controller.config()
     random_weights = np.array(window.view("heatmap").panel_images()[0].image)
     ref = HeadRef(tf, 1, 1)
@@ -134,6 +135,7 @@ def test_a_real_head_fills_every_view_and_back_to_random_restores(make_window, t
     assert window.view("heatmap").masked_cells() == [None, None]
     assert _axis_labels(plot.getAxis("bottom"), 0, 24, 400.0) != TOKENS
     assert "Fixed" not in controls["n_tokens"].toolTip()
+    window.controller.realHeadChanged.disconnect(seen.append)
 
 
 @pytest.mark.parametrize("rule", list(ScalingRule))
@@ -183,9 +185,9 @@ def test_switching_heads_of_one_file_keeps_the_replayed_rule(shared_window, tens
     _back_to_random(window)
 
 
-def test_an_unreadable_head_keeps_the_previous_results(make_window, tensor_file, qtbot):
+def test_an_unreadable_head_keeps_the_previous_results(shared_window, tensor_file, settle):
     tf, arrays = tensor_file
-    window = make_window()
+    window = shared_window
     before = window.controller.results()
     arrays["layer0.q"][1, 0, 0] = np.nan
     write_tensors(tf.path, arrays, tokens=TOKENS)  # the file changed after it was opened
@@ -203,12 +205,14 @@ def test_an_unreadable_head_keeps_the_previous_results(make_window, tensor_file,
     window.panel.seed.setValue(9)
     assert window.wait_until_settled(20_000)
     assert window.controller.results().config.seed == 9 and not window.controller.last_error()
+    window.controller.errorOccurred.disconnect(errors.append)
+    back_to_start(window, settle)
 
 
-def test_a_head_over_the_memory_budget_is_refused_at_once(make_window, tmp_path):
+def test_a_head_over_the_memory_budget_is_refused_at_once(shared_window, tmp_path, settle):
     path = write_tensors(tmp_path / "big.npz", {"layer0.q": np.zeros((1, 3200, 2), np.float16),
                                                 "layer0.k": np.zeros((1, 3200, 2), np.float16)})
-    window = make_window()
+    window = shared_window
     before = window.controller.results()
     errors: list[str] = []
     window.controller.errorOccurred.connect(errors.append)
@@ -217,6 +221,8 @@ def test_a_head_over_the_memory_budget_is_refused_at_once(make_window, tmp_path)
     assert "budget" in errors[0]
     assert window.controller.real_head() is None and window.controller.results() is before
     assert window.wait_until_settled(20_000) and window.controller.results() is before
+    window.controller.errorOccurred.disconnect(errors.append)
+    back_to_start(window, settle)
 
 
 def test_a_head_without_tokens_keeps_numbered_axes(shared_window, tmp_path):
