@@ -13,6 +13,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QCheckBox, QWidget
 
+from engine.analysis.logit_histogram import logit_histogram
 from engine.config import ScalingRule
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
@@ -25,11 +26,6 @@ if TYPE_CHECKING:
     from engine.analysis.experiment import AttentionSnapshot
 
 __all__ = ["HistogramView"]
-
-BINS = 60
-#: Points of the overlaid Gaussian density curve.
-DENSITY_POINTS = 400
-
 
 def variance_text(rule: ScalingRule, empirical: float, theory: float) -> str:
     """Return the read-out line comparing the engine's empirical and theoretical variance."""
@@ -187,25 +183,9 @@ class HistogramView(ExplorerView):
 
     def _show_rule(self, panel: _Panel, snapshot: AttentionSnapshot, rule: ScalingRule) -> None:
         view = snapshot.rules[rule]
-        logits = np.asarray(view.logits, dtype=float).ravel()
-        logits = logits[np.isfinite(logits)]  # masked entries are -inf
-        empirical = float(view.logit_var_empirical)
-        theory = float(view.logit_var_theory)
         real = snapshot.real_head is not None
-        # The dashed Gaussian: the law's N(0, Var_theory), or for a real head the empirical
-        # N(mean, Var) of the same logits.
-        mean, var = ((float(view.logit_mean_empirical), empirical) if real else (0.0, theory))
-        if logits.size:
-            low, high = float(logits.min()), float(logits.max())
-            if theory > 0 and math.isfinite(theory):
-                # Make room for the predicted curve even if the sample is narrower than it.
-                sd = math.sqrt(theory)
-                low, high = min(low, -4 * sd), max(high, 4 * sd)
-            if high <= low:
-                low, high = low - 0.5, high + 0.5
-            counts, edges = np.histogram(logits, bins=BINS, range=(low, high), density=True)
-        else:
-            counts, edges = np.zeros(0), np.zeros(1)
+        histogram = logit_histogram(view, real)
+        empirical, theory = float(view.logit_var_empirical), float(view.logit_var_theory)
         capped = rule is ScalingRule.SOFTCAP
         for sign, line in zip((-1, 1), panel.cap_lines, strict=True):
             line.setVisible(capped)
@@ -213,24 +193,19 @@ class HistogramView(ExplorerView):
                 line.setValue(sign * float(snapshot.config.cap))
                 line.label.setFormat(translate("HistogramView", "−cap") if sign < 0
                                      else translate("HistogramView", "+cap"))
-        panel.rule, panel.edges, panel.counts = rule, edges, counts
+        panel.rule, panel.edges, panel.counts = rule, histogram.edges, histogram.density
         panel.empirical, panel.theory = empirical, theory
-        panel.hist.setData(edges, counts)
+        panel.hist.setData(histogram.edges, histogram.density)
         panel.hist.setPen(style.rule_pen(rule, width=1.5))
         panel.hist.setBrush(style.rule_brush(rule, 90))
-        if var > 0 and math.isfinite(var) and math.isfinite(mean) and logits.size:
-            x = np.linspace(edges[0], edges[-1], DENSITY_POINTS)
-            density = np.exp(-0.5 * (x - mean) ** 2 / var) / math.sqrt(2 * math.pi * var)
-            panel.density.setData(x, density)
-        else:
-            panel.density.setData([], [])
+        panel.density.setData(histogram.gauss_x, histogram.gauss_y)
         color = style.RULE_COLORS[rule]
         style.label_plot(panel.plot, title=(
             f'<span style="color:{color}"><b>{style.rule_name(rule)}</b></span>'
             f"  (c = {float(view.scale):.4g}"
             + (", " + translate("HistogramView", "|s| &lt; cap = {0}").format(
                 f"{float(snapshot.config.cap):.4g}") + ")" if capped else ")")))
-        panel.label.setText(real_variance_text(rule, mean, empirical) if real
+        panel.label.setText(real_variance_text(rule, histogram.mean, empirical) if real
                             else variance_text(rule, empirical, theory))
 
     def _on_common_axis_toggled(self, checked: bool) -> None:
