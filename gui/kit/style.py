@@ -286,6 +286,13 @@ def make_legend(col_count: int = 1) -> pg.LegendItem:
     return legend
 
 
+def set_line_label(line: pg.InfiniteLine, text: str) -> None:
+    """Label ``line`` with the fixed ``text``, also while the line is hidden (pyqtgraph's
+    ``setFormat`` alone re-words only a visible line's label)."""
+    line.label.setFormat(text)
+    line.label.setText(text)
+
+
 def make_text_item(anchor: tuple[float, float] = (0.0, 0.0)) -> pg.TextItem:
     """Return a text item for in-plot read-outs (shared colour, font and translucent fill)."""
     item = pg.TextItem(

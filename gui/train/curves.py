@@ -45,15 +45,6 @@ def _chance_line() -> pg.InfiniteLine:
     return line
 
 
-def _show_chance(line: pg.InfiniteLine, level: float) -> None:
-    """Show ``line`` at ``level``; a hidden line's label skips text changes, so it is
-    refreshed when the line appears."""
-    line.setValue(level)
-    if not line.isVisible():
-        line.setVisible(True)
-        line.label.valueChanged()
-
-
 class TrainCurvesView(TrainView):
     """Four live panels against the training step, one colour per rule.
 
@@ -134,7 +125,7 @@ class TrainCurvesView(TrainView):
         for name, (title, left) in labels.items():
             style.label_plot(self._plots[name], title=title, left=left, bottom=step)
         for line in (self._chance_loss, self._chance_acc):
-            line.label.setFormat(translate("TrainCurvesView", "chance"))
+            style.set_line_label(line, translate("TrainCurvesView", "chance"))
         self.loss_display.retranslate_ui()
         self._legend_rules = None  # the next show_results relabels the legend
 
@@ -161,8 +152,10 @@ class TrainCurvesView(TrainView):
         if total != self._x_total:
             self._x_total = total
             self._plots["loss"].setXRange(0, total, padding=0.02)
-        _show_chance(self._chance_loss, self._loss_coordinate(float(snap.chance_loss)))
-        _show_chance(self._chance_acc, 1.0 / snap.config.vocab)
+        self._chance_loss.setValue(self._loss_coordinate(float(snap.chance_loss)))
+        self._chance_acc.setValue(1.0 / snap.config.vocab)
+        for line in (self._chance_loss, self._chance_acc):
+            line.setVisible(True)
         self._note.setText(self._note_text(snap))
         self._y_ranges.fit(snap, results, training_losses)
         # Auto-range now rather than in the paint: a range set while painting schedules a

@@ -123,12 +123,8 @@ class LrSweepView(TrainView):
             title=translate("LrSweepView", "Final held-out loss against learning rate"),
             left=translate("LrSweepView", "final held-out loss (nats)"),
             bottom=translate("LrSweepView", "learning rate"))
-        # setFormat() alone re-words the label only while the line is visible (pyqtgraph's
-        # InfLineLabel.valueChanged returns early otherwise), and the line is hidden until a
-        # sweep finishes: set the text itself as well.
-        text = translate("LrSweepView", "stable threshold")
-        self._threshold.label.setFormat(text)
-        self._threshold.label.setText(text)
+        # Hidden until a sweep finishes.
+        style.set_line_label(self._threshold, translate("LrSweepView", "stable threshold"))
         self._legend_rules = None  # the next show_results relabels the legend
 
     def show_results(self, results: TrainResults) -> None:

@@ -191,7 +191,7 @@ class HistogramView(ExplorerView):
             line.setVisible(capped)
             if capped:
                 line.setValue(sign * float(snapshot.config.cap))
-                line.label.setFormat(translate("HistogramView", "−cap") if sign < 0
+                style.set_line_label(line, translate("HistogramView", "−cap") if sign < 0
                                      else translate("HistogramView", "+cap"))
         panel.rule, panel.edges, panel.counts = rule, histogram.edges, histogram.density
         panel.empirical, panel.theory = empirical, theory

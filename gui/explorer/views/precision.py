@@ -258,11 +258,11 @@ class PrecisionView(ExplorerView):
         top = largest_value(precision)
         self._max_line.setVisible(precision is not Precision.BFLOAT16)
         self._max_line.setValue(math.log10(top))
-        self._max_line.label.setFormat(
-            translate("PrecisionView", "largest {0}:\n{1:.6g}").format(precision.value, top))
+        style.set_line_label(self._max_line, translate(
+            "PrecisionView", "largest {0}:\n{1:.6g}").format(precision.value, top))
         self._exp_line.setValue(math.log10(math.log(top)))
-        self._exp_line.label.setFormat(
-            translate("PrecisionView", "ln {0:.6g} ≈ {1:.3g}:\nnaive exp\noverflows").format(
+        style.set_line_label(self._exp_line, translate(
+            "PrecisionView", "ln {0:.6g} ≈ {1:.3g}:\nnaive exp\noverflows").format(
                 top, math.log(top)))
         note = self._note_text(precision)
         running = translate("PrecisionView", "  Sweep running.")

@@ -75,7 +75,7 @@ class SoftmaxView(ExplorerView):
             bottom=translate("SoftmaxView", "key index j"),
             left=translate("SoftmaxView", "attention weight p<sub>j</sub>"),
         )
-        self._uniform.label.setFormat(translate("SoftmaxView", "uniform"))
+        style.set_line_label(self._uniform, translate("SoftmaxView", "uniform"))
 
     def show_results(self, results: ExplorerResults) -> None:
         snapshot = results.snapshot
