@@ -58,8 +58,11 @@ class RuleView:
     ----------
     rule, scale
         The scaling rule and its c (1 for QK-norm; for soft-cap the c before the cap).
-    logits, weights
-        ``(heads, n, n)`` scaled (capped) logits, masked entries ``-inf``, and softmax rows.
+    logits
+        ``(heads, n, n)`` scaled (capped) logits, masked entries ``-inf``.
+    stored_weights
+        Their ``(heads, n, n)`` softmax rows, or ``None`` when the snapshot left them to be
+        computed on first use (read them through :attr:`weights` or :meth:`row_weights`).
     entropy, p_max, jac_fro
         ``(heads, n)`` per query row: entropy (nats), largest weight, ``‖∂p/∂s‖_F``.
     logit_var_empirical, logit_mean_empirical
@@ -75,7 +78,7 @@ class RuleView:
     rule: ScalingRule
     scale: float
     logits: np.ndarray
-    weights: np.ndarray
+    stored_weights: np.ndarray | None
     entropy: np.ndarray
     p_max: np.ndarray
     jac_fro: np.ndarray
@@ -85,10 +88,34 @@ class RuleView:
     row_scale: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        for name in ("logits", "weights", "entropy", "p_max", "jac_fro"):
+        for name in ("logits", "entropy", "p_max", "jac_fro"):
             object.__setattr__(self, name, _readonly(getattr(self, name)))
-        if self.row_scale is not None:
-            object.__setattr__(self, "row_scale", _readonly(self.row_scale))
+        for name in ("stored_weights", "row_scale"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _readonly(getattr(self, name)))
+
+    @property
+    def weights(self) -> np.ndarray:
+        """``(heads, n, n)`` softmax rows of :attr:`logits` (computed once if not stored)."""
+        if self.stored_weights is None:
+            object.__setattr__(self, "stored_weights", _readonly(_softmax_rows(self.logits)))
+        return self.stored_weights
+
+    def row_weights(self, head: int, row: int) -> np.ndarray:
+        """The softmax row of query ``row`` in ``head``: the same numbers as ``weights[head,
+        row]``, without computing the whole matrix when it is not stored."""
+        if self.stored_weights is not None:
+            return self.stored_weights[head, row]
+        return _readonly(_softmax_rows(self.logits[head, row:row + 1])[0])
+
+
+def _softmax_rows(logits: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis, by the row statistics' pass (bit for bit what
+    :func:`run_experiment` stores)."""
+    n = logits.shape[-1]
+    weights = np.empty_like(logits)
+    logit_row_stats(logits.reshape(-1, n), weights_out=weights.reshape(-1, n))
+    return weights
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,15 +176,19 @@ def raw_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     return np.matmul(q, np.swapaxes(k, -1, -2))
 
 
-def _rule_list(config: AttentionConfig, rules: Iterable[ScalingRule | str] | None) -> list:
-    out = [ScalingRule.NONE, config.rule]
+def _parse_rules(rules: Iterable[ScalingRule | str] | None) -> list[ScalingRule]:
+    out = []
     for rule in rules or ():
         try:
             out.append(ScalingRule(rule))
         except ValueError:
             allowed = ", ".join(r.value for r in ScalingRule)
             raise ValueError(f"rules must be among {allowed}; got {rule!r}") from None
-    return list(dict.fromkeys(out))
+    return out
+
+
+def _rule_list(config: AttentionConfig, rules: Iterable[ScalingRule | str] | None) -> list:
+    return list(dict.fromkeys([ScalingRule.NONE, config.rule, *_parse_rules(rules)]))
 
 
 def check_snapshot_memory(config: AttentionConfig,
@@ -175,6 +206,7 @@ def check_snapshot_memory(config: AttentionConfig,
 def run_experiment(
     config: AttentionConfig, rules: Iterable[ScalingRule | str] | None = None, *,
     real_head: HeadQK | None = None, threads: int = 1,
+    stored_weights: Iterable[ScalingRule | str] | None = None,
 ) -> AttentionSnapshot:
     """Draw q, k from ``config`` (or take a real head's) and evaluate every scaling rule on them.
 
@@ -190,6 +222,10 @@ def run_experiment(
         head and its ``gradients``.
     threads
         Threads the rules are evaluated on (the snapshot is the same for any count).
+    stored_weights
+        The rules whose full weight matrices are computed now (``None``: all); the others'
+        are computed from their logits when first read (the same numbers), which spares a
+        pass over ``(heads, n, n)`` for every rule that only one row is shown of.
 
     Returns
     -------
@@ -236,6 +272,8 @@ def run_experiment(
         linear_in_raw = rule not in (ScalingRule.QK_NORM, ScalingRule.SOFTCAP) and not per_row
         own[rule] = first_of_scale.setdefault(c, rule) if linear_in_raw else rule
         plans.append((rule, c_all, c, linear_in_raw))
+    wanted = rule_list if stored_weights is None else _parse_rules(stored_weights)
+    store = {own[rule]: True for rule in rule_list if rule in wanted}
     raw_moments = (selected_moments(raw, select, count)
                    if any(linear for *_, linear in plans) else (math.nan, math.nan))
 
@@ -248,10 +286,11 @@ def run_experiment(
             mean_empirical, var_empirical = selected_moments(logits, select, count)
         if blocked is not None:
             np.copyto(logits, -np.inf, where=blocked)
-        weights = np.empty_like(logits)
-        stats = logit_row_stats(logits.reshape(-1, n), weights_out=weights.reshape(-1, n))
+        weights = np.empty_like(logits) if store.get(rule) else None
+        stats = logit_row_stats(logits.reshape(-1, n),
+                                weights_out=None if weights is None else weights.reshape(-1, n))
         return RuleView(
-            rule=rule, scale=c, logits=logits, weights=weights,
+            rule=rule, scale=c, logits=logits, stored_weights=weights,
             entropy=stats.entropy.reshape(h, n), p_max=stats.p_max.reshape(h, n),
             jac_fro=stats.jac_fro.reshape(h, n),
             logit_var_empirical=var_empirical, logit_var_theory=theory_var(rule, c_all),

@@ -41,6 +41,7 @@ __all__ = [
     "StreamSweep",
     "compute_correlation",
     "correlation_key",
+    "heatmap_rules",
     "iter_plan",
     "plan_full",
     "plan_temperature",
@@ -59,6 +60,16 @@ DEFAULT_SWEEP_VALUES: tuple[int, ...] = tuple(2**i for i in range(11))
 #: Upper bound of query rows per sweep point (the explorer's sample count can be much larger).
 DEFAULT_SWEEP_SAMPLES_CAP = 2000
 _SWEEP_RULES = (ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR)
+
+
+def heatmap_rules(rule: ScalingRule | str) -> tuple[ScalingRule, ScalingRule]:
+    """The heatmap's pair: ``rule`` next to ``none``, or ``none`` next to 1/√d_k, not to itself.
+
+    The snapshot stores the full weights of these two rules only; of the others the views show
+    one row, which :meth:`~engine.analysis.experiment.RuleView.row_weights` computes alone.
+    """
+    rule = ScalingRule(rule)
+    return rule, ScalingRule.SQRT if rule is ScalingRule.NONE else ScalingRule.NONE
 
 
 class Part(enum.Enum):
@@ -301,7 +312,8 @@ def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iter
             if real is None and step.head is not None:
                 real = load_head(step.head)
             snapshot = run_experiment(step.config, rules=ALL_RULES, real_head=real,
-                                      threads=get_num_threads())
+                                      threads=get_num_threads(),
+                                      stored_weights=heatmap_rules(step.config.rule))
             yield PartReady(Part.SNAPSHOT, snapshot)
         elif isinstance(step, ComputeCorrelation):
             yield PartReady(Part.CORRELATION, compute_correlation(step.config))

@@ -94,6 +94,28 @@ def test_a_snapshot_is_the_same_on_several_threads():
         assert other.logit_var_empirical == view.logit_var_empirical
 
 
+@pytest.mark.parametrize("mask", ["none", "causal"])
+def test_weights_left_out_of_the_snapshot_are_the_same_numbers_when_read(mask: str):
+    config = AttentionConfig(n_tokens=40, d_k=16, d_model=32, heads=2, mask=mask,
+                             rule="ssmax", init_std=2.0)
+    full = run_experiment(config, rules=ALL, threads=2)
+    lean = run_experiment(config, rules=ALL, threads=2, stored_weights=["ssmax", "sqrt"])
+    left_out = [rule for rule, view in lean.rules.items() if view.stored_weights is None]
+    assert ScalingRule.NONE in left_out and ScalingRule.SSMAX not in left_out
+    for rule, view in full.rules.items():
+        other = lean.rules[rule]
+        for name in ("logits", "entropy", "p_max", "jac_fro"):
+            np.testing.assert_array_equal(getattr(other, name), getattr(view, name))
+        for head in range(2):
+            for row in (0, 7, 39):
+                np.testing.assert_array_equal(other.row_weights(head, row), view.weights[head, row])
+        np.testing.assert_array_equal(other.weights, view.weights)
+        with pytest.raises(ValueError):
+            other.weights[0, 0, 0] = 1.0
+    with pytest.raises(ValueError, match="rules"):
+        run_experiment(config, stored_weights=["bogus"])
+
+
 def test_run_tasks_keeps_the_order_and_raises_the_first_error():
     from engine.core.parallel import run_tasks
 

@@ -15,6 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF
 from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QWidget
 
+from engine.analysis.explorer import heatmap_rules
 from engine.config import ScalingRule
 from gui.explorer.head_text import head_label
 from gui.explorer.results import ExplorerResults
@@ -123,9 +124,7 @@ class HeatmapView(ExplorerView):
         if compare not in snapshot.rules:
             compare = ScalingRule(snapshot.config.rule)
         self._snapshot = snapshot
-        # The chosen rule next to no scaling; no scaling itself next to 1/√d_k, not to itself.
-        partner = ScalingRule.SQRT if compare is ScalingRule.NONE else ScalingRule.NONE
-        self._rules = (compare, partner)
+        self._rules = heatmap_rules(compare)
         weights = [snapshot.rules[rule].weights for rule in self._rules]
         shown, n = min(weights[0].shape[0], MAX_HEADS_SHOWN), weights[0].shape[-1]
         if self._shape != (shown, n):

@@ -87,15 +87,15 @@ class SoftmaxView(ExplorerView):
         if rules != self._rules:
             self._rebuild_curves(rules)
         first = snapshot.rules[rules[0]]
-        n = first.weights.shape[-1]
-        row = min(results.config.query_row, first.weights.shape[-2] - 1)
+        n = first.logits.shape[-1]
+        row = min(results.config.query_row, first.logits.shape[-2] - 1)
         self._snapshot, self._row = snapshot, row
         x = np.arange(n)
         for rule in rules:
             view = snapshot.rules[rule]
             curve = self._curves[rule]
             style.set_markers(curve, rule, n)
-            curve.setData(x, np.asarray(view.weights[HEAD, row], dtype=float))
+            curve.setData(x, np.asarray(view.row_weights(HEAD, row), dtype=float))
             label = self._legend.getLabel(curve)
             if label is not None:
                 label.setText(
@@ -124,7 +124,7 @@ class SoftmaxView(ExplorerView):
             return header, rows
         for rule in self._rules:
             view = self._snapshot.rules[rule]
-            p = np.asarray(view.weights[HEAD, self._row], dtype=float)
+            p = np.asarray(view.row_weights(HEAD, self._row), dtype=float)
             h = float(view.entropy[HEAD, self._row])
             pm = float(view.p_max[HEAD, self._row])
             rows.extend([rule.value, HEAD, self._row, j, float(p[j]), h, pm] for j in range(p.size))
