@@ -70,6 +70,7 @@ import numpy as np
 from engine.core import attention, tiled
 from engine.core.memory import tune_allocator
 from engine.core.plan import make_plan
+from engine.core.scaling import Rule
 from engine.core.threads import limit_blas_threads
 
 FORWARD_SIZES = ((1, 1024, 128), (8, 256, 64), (64, 128, 64), (1, 2048, 64))
@@ -160,8 +161,7 @@ def numpy_calls(case: Case, backward: bool, pool: concurrent.futures.Executor) -
         np.matmul(dp.swapaxes(-1, -2), q)
 
     # The engine's own tiles for this call (its thread count decides them, as in the engine).
-    problem = tiled.prepare(make_plan(q, k, v, rule="sqrt", mask=None, temperature=None,
-                                      gain=None, cap=None))
+    problem = tiled.prepare(make_plan(q, k, v, rule=Rule("sqrt"), mask=None))
     tiles, tile_elements, n_k = problem.tiles, problem.tile_elements, k.shape[-2]
     floor_out = np.empty_like(q)
     scratch = threading.local()  # one logits buffer per pool thread, reused tile after tile

@@ -236,7 +236,8 @@ class WindowHeads(QObject):
         select = None if choice.layer is None or choice.head is None else (
             choice.layer, choice.head, choice.batch_entry)
         saved = choice.logits
-        rule = Rule(saved.rule or ScalingRule.SQRT, saved.temperature, saved.gain, saved.cap)
+        rule = Rule(saved.rule or ScalingRule.SQRT, temperature=saved.temperature, gain=saved.gain,
+                    cap=saved.cap)
         self.view.open_file(choice.path, select=select,
                             logits=Logits(rule, own_scale=saved.rule is None))
 

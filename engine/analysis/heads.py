@@ -254,9 +254,8 @@ def _diagnose(
     q, k = _check_qk(q, k)
     batch, n, d_k = q.shape
     replay = rule is not None
-    plan = make_plan(q, k, None, rule=rule if replay else ScalingRule.NONE,
-                     mask="causal" if causal else None, temperature=None, gain=None,
-                     cap=None if replay else cap)
+    own = Rule.from_keywords(ScalingRule.NONE, cap=cap)  # checks the file's cap
+    plan = make_plan(q, k, None, rule=rule if replay else own, mask="causal" if causal else None)
     if not replay:
         c = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
         if not math.isfinite(c):

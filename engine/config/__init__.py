@@ -9,8 +9,11 @@ from __future__ import annotations
 from engine.config.attention import (
     ATTENTION_FIELDS,
     DEFAULT_MEMORY_BUDGET_BYTES,
+    RULE_FIELDS,
+    RULE_PARAMETERS,
     AttentionConfig,
     MaskKind,
+    RuleParameters,
     ScalingRule,
 )
 from engine.config.precision import Precision, Rounding, ScaleOrder, SoftmaxForm
@@ -21,6 +24,8 @@ from engine.config.train import TRAIN_FIELDS, DType, OptimizerKind, TaskKind, Tr
 __all__ = [
     "ATTENTION_FIELDS",
     "DEFAULT_MEMORY_BUDGET_BYTES",
+    "RULE_FIELDS",
+    "RULE_PARAMETERS",
     "SWEEP_FIELDS",
     "TRAIN_FIELDS",
     "AttentionConfig",
@@ -29,6 +34,7 @@ __all__ = [
     "OptimizerKind",
     "Precision",
     "Rounding",
+    "RuleParameters",
     "ScaleOrder",
     "ScalingRule",
     "SoftmaxForm",

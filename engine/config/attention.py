@@ -4,7 +4,8 @@
 raises a ``ValueError`` naming the field and the allowed range. :data:`ATTENTION_FIELDS`, next
 to it, declares each field's range, unit, panel row (label, tooltip formula, widget, scale) and
 is what the explorer's parameter panel is generated from; the sweep and training configs reuse
-its ranges.
+its ranges. :class:`RuleParameters` declares the scaling rules' parameters for the rule, the
+explorer and the sweep.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import ClassVar
 
 from engine.config.base import (
     QT_TRANSLATE_NOOP,
+    Cli,
     FieldSpec,
     Gui,
     JsonConfig,
@@ -24,8 +26,11 @@ from engine.config.base import (
 __all__ = [
     "ATTENTION_FIELDS",
     "DEFAULT_MEMORY_BUDGET_BYTES",
+    "RULE_FIELDS",
+    "RULE_PARAMETERS",
     "AttentionConfig",
     "MaskKind",
+    "RuleParameters",
     "ScalingRule",
 ]
 
@@ -85,6 +90,74 @@ class MaskKind(StrEnum):
     NONE = "none"
     CAUSAL = "causal"
 
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RuleParameters:
+    """The scaling rules' parameters, each used by its own rule only.
+
+    Declared once for :class:`~engine.core.scaling.Rule` and for the configs that set them;
+    :data:`RULE_FIELDS` gives their ranges, panel rows and ``main.py sweep`` options.
+    ``temperature=None`` means T = √d_k and ``gain=None`` the QK-norm gain √d_k.
+    """
+
+    temperature: float | None = None
+    gain: float | None = None
+    cap: float = 50.0
+    ssmax_s: float = 0.43
+    yarn_factor: float = 4.0
+
+
+#: The names of the :class:`RuleParameters`, in order.
+RULE_PARAMETERS = tuple(field.name for field in dataclasses.fields(RuleParameters))
+
+#: Range, panel row (``None`` gain: a "default" check box above the slider) and sweep option of
+#: every rule parameter.
+RULE_FIELDS: dict[str, FieldSpec] = {
+    "temperature": FieldSpec(1e-6, 1e6, "", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "temperature T"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "logits = q·k / T; T = √d_k reproduces 1/√d_k, "
+            "Var(logit) = d_k·σ⁴ / T²."),
+        "slider", low=0.01, high=1000.0, log=True,
+        visible_when=("rule", ScalingRule.TEMPERATURE)),
+        Cli(("--temperature",), "temperature for the temperature rule (default √d_k)")),
+    "gain": FieldSpec(1e-6, 1e6, "", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "gain g"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel", "QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k."),
+        "slider", low=0.01, high=1000.0, log=True,
+        default_text=QT_TRANSLATE_NOOP("ParameterPanel", "default g = √d_k"),
+        default_tooltip=QT_TRANSLATE_NOOP(
+            "ParameterPanel", "Use the default QK-norm gain g = √d_k."),
+        visible_when=("rule", ScalingRule.QK_NORM)),
+        Cli(("--gain",), "QK-norm gain (default √d_k)")),
+    "cap": FieldSpec(1e-6, 1e6, "", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "cap"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel", "Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap."),
+        "slider", low=0.1, high=1000.0, log=True, decimals=2,
+        visible_when=("rule", ScalingRule.SOFTCAP)), Cli(("--cap",), "soft-cap value")),
+    "ssmax_s": FieldSpec(1e-6, 1e3, "", Gui(
+        "SSMax s",  # a method's name and a symbol
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "Scalable-Softmax (Nakanishi 2025): logits = s·ln n·q·k/√d_k, n the keys the row "
+            "sees (under a causal mask row i sees i + 1); s = 0.43 in the paper's toy."),
+        "slider", low=0.01, high=10.0, log=True, decimals=3,
+        visible_when=("rule", ScalingRule.SSMAX)),
+        Cli(("--ssmax-s",), "Scalable-Softmax s for the ssmax rule (c = s·ln n/√d_k)")),
+    "yarn_factor": FieldSpec(1.0, 1e6, "", Gui(
+        QT_TRANSLATE_NOOP("ParameterPanel", "YaRN factor f"),
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "YaRN context-extension factor f: logits = q·k/(t·√d_k) with "
+            "√(1/t) = 0.1·ln f + 1, i.e. c = (0.1·ln f + 1)²/√d_k (f = 1 gives 1/√d_k)."),
+        "slider", low=1.0, high=1024.0, log=True, decimals=2,
+        visible_when=("rule", ScalingRule.YARN)),
+        Cli(("--yarn-factor",), "YaRN context-extension factor f for the yarn rule "
+            "(c = (0.1·ln f + 1)²/√d_k)")),
+}
 
 #: Every field of :class:`AttentionConfig`, in the parameter panel's row order. The ranges are
 #: the engine's; ``Gui.low/high`` narrow a row where a larger value only makes a request fail
@@ -161,46 +234,7 @@ ATTENTION_FIELDS: dict[str, FieldSpec] = {
             ScalingRule.SSMAX: "SSMax s·ln n/√d_k",  # a method's name and math
             ScalingRule.YARN: QT_TRANSLATE_NOOP("ParameterPanel", "YaRN temperature"),
         })),
-    "temperature": FieldSpec(1e-6, 1e6, "", Gui(
-        QT_TRANSLATE_NOOP("ParameterPanel", "temperature T"),
-        QT_TRANSLATE_NOOP(
-            "ParameterPanel",
-            "logits = q·k / T; T = √d_k reproduces 1/√d_k, "
-            "Var(logit) = d_k·σ⁴ / T²."),
-        "slider", low=0.01, high=1000.0, log=True,
-        visible_when=("rule", ScalingRule.TEMPERATURE))),
-    # None means √d_k: the panel shows a "default" check box above the slider.
-    "gain": FieldSpec(1e-6, 1e6, "", Gui(
-        QT_TRANSLATE_NOOP("ParameterPanel", "gain g"),
-        QT_TRANSLATE_NOOP(
-            "ParameterPanel", "QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k."),
-        "slider", low=0.01, high=1000.0, log=True,
-        default_text=QT_TRANSLATE_NOOP("ParameterPanel", "default g = √d_k"),
-        default_tooltip=QT_TRANSLATE_NOOP(
-            "ParameterPanel", "Use the default QK-norm gain g = √d_k."),
-        visible_when=("rule", ScalingRule.QK_NORM))),
-    "cap": FieldSpec(1e-6, 1e6, "", Gui(
-        QT_TRANSLATE_NOOP("ParameterPanel", "cap"),
-        QT_TRANSLATE_NOOP(
-            "ParameterPanel", "Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap."),
-        "slider", low=0.1, high=1000.0, log=True, decimals=2,
-        visible_when=("rule", ScalingRule.SOFTCAP))),
-    "ssmax_s": FieldSpec(1e-6, 1e3, "", Gui(
-        "SSMax s",  # a method's name and a symbol
-        QT_TRANSLATE_NOOP(
-            "ParameterPanel",
-            "Scalable-Softmax (Nakanishi 2025): logits = s·ln n·q·k/√d_k, n the keys the row "
-            "sees (under a causal mask row i sees i + 1); s = 0.43 in the paper's toy."),
-        "slider", low=0.01, high=10.0, log=True, decimals=3,
-        visible_when=("rule", ScalingRule.SSMAX))),
-    "yarn_factor": FieldSpec(1.0, 1e6, "", Gui(
-        QT_TRANSLATE_NOOP("ParameterPanel", "YaRN factor f"),
-        QT_TRANSLATE_NOOP(
-            "ParameterPanel",
-            "YaRN context-extension factor f: logits = q·k/(t·√d_k) with "
-            "√(1/t) = 0.1·ln f + 1, i.e. c = (0.1·ln f + 1)²/√d_k (f = 1 gives 1/√d_k)."),
-        "slider", low=1.0, high=1024.0, log=True, decimals=2,
-        visible_when=("rule", ScalingRule.YARN))),
+    **RULE_FIELDS,
     "rho": FieldSpec(-1.0, 1.0, "", Gui(
         QT_TRANSLATE_NOOP("ParameterPanel", "q–k correlation ρ"),
         QT_TRANSLATE_NOOP(
@@ -241,7 +275,7 @@ ATTENTION_FIELDS: dict[str, FieldSpec] = {
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class AttentionConfig(JsonConfig):
+class AttentionConfig(RuleParameters, JsonConfig):
     """One attention experiment: random q, k (optionally through projections), one rule.
 
     Parameters
@@ -254,8 +288,8 @@ class AttentionConfig(JsonConfig):
         Standard deviation σ of the iid components of q and k (when not projecting).
     use_projection, projection_std
         Draw x ~ N(0, I_{d_model}) and q = x W_Q, k = x W_K with W ~ N(0, s²), s = projection_std.
-    rule, temperature, gain, cap, ssmax_s, yarn_factor
-        The scaling rule and its parameters (``gain=None``: √d_k).
+    rule
+        The scaling rule; its parameters are the :class:`RuleParameters` (T = 8 here).
     rho
         Correlation between q and k: k = ρ·q + √(1−ρ²)·ξ.
     mask
@@ -278,11 +312,7 @@ class AttentionConfig(JsonConfig):
     use_projection: bool = False
     projection_std: float = 0.125
     rule: ScalingRule = ScalingRule.SQRT
-    temperature: float = 8.0
-    gain: float | None = None
-    cap: float = 50.0
-    ssmax_s: float = 0.43
-    yarn_factor: float = 4.0
+    temperature: float = dataclasses.field(default=8.0, kw_only=True)
     rho: float = 0.0
     mask: MaskKind = MaskKind.NONE
     query_row: int = 0

@@ -273,15 +273,22 @@ class JsonConfig:
         return bound_fields(cls)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dictionary, tagged with the config kind."""
+        """Return a JSON-ready dictionary, tagged with the config kind.
+
+        The keys follow the dataclass fields; a class that inherits fields (which the dataclass
+        puts first) lists them in ``FIELDS`` order, where its table places them.
+        """
         out: dict[str, Any] = {"kind": self.kind}
-        for field in dataclasses.fields(self):  # type: ignore[arg-type]
-            value = getattr(self, field.name)
+        names = [field.name for field in dataclasses.fields(self)]  # type: ignore[arg-type]
+        if any(dataclasses.is_dataclass(base) for base in type(self).__mro__[1:]):
+            names = list(self.FIELDS)
+        for name in names:
+            value = getattr(self, name)
             if isinstance(value, StrEnum):
                 value = value.value
             elif isinstance(value, tuple):
                 value = [v.value if isinstance(v, StrEnum) else v for v in value]
-            out[field.name] = value
+            out[name] = value
         return out
 
     @classmethod

@@ -16,7 +16,10 @@ from typing import Any, ClassVar
 from engine.config.attention import (
     ATTENTION_FIELDS,
     DEFAULT_MEMORY_BUDGET_BYTES,
+    RULE_FIELDS,
+    RULE_PARAMETERS,
     AttentionConfig,
+    RuleParameters,
     ScalingRule,
 )
 from engine.config.base import (
@@ -70,15 +73,7 @@ SWEEP_FIELDS: dict[str, FieldSpec] = {
     "samples": _shared("samples", Cli(("--samples",), "query rows per point")),
     "seed": _shared("seed", Cli(("--seed",), "seed of the random q and k (a seed gives the same "
                                              "CSV on every run)")),
-    "temperature": _shared("temperature", Cli(
-        ("--temperature",), "temperature for the temperature rule (default √d_k)")),
-    "gain": _shared("gain", Cli(("--gain",), "QK-norm gain (default √d_k)")),
-    "cap": _shared("cap", Cli(("--cap",), "soft-cap value")),
-    "ssmax_s": _shared("ssmax_s", Cli(
-        ("--ssmax-s",), "Scalable-Softmax s for the ssmax rule (c = s·ln n/√d_k)")),
-    "yarn_factor": _shared("yarn_factor", Cli(
-        ("--yarn-factor",), "YaRN context-extension factor f for the yarn rule "
-        "(c = (0.1·ln f + 1)²/√d_k)")),
+    **{name: spec.but(gui=None) for name, spec in RULE_FIELDS.items()},
     "max_logits": FieldSpec(1, 1 << 40, "logits", cli=Cli(
         ("--max-logits",), "largest rows × n per point: a point with more uses "
         "max(64, max_logits // n) rows (long contexts)")),
@@ -98,8 +93,10 @@ SWEEP_FIELDS: dict[str, FieldSpec] = {
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class SweepConfig(JsonConfig):
+class SweepConfig(RuleParameters, JsonConfig):
     """A sweep of one parameter over values, for several scaling rules.
+
+    The rules' parameters are the :class:`RuleParameters` (``temperature=None``: √d_k).
 
     Parameters
     ----------
@@ -112,8 +109,6 @@ class SweepConfig(JsonConfig):
         The fixed values of the quantities not swept (``logit_std=None``: √d_k).
     samples, seed
         Query rows per point; seed of the whole sweep (every point derives its own stream).
-    temperature, gain, cap, ssmax_s, yarn_factor
-        Rule parameters, as in :class:`AttentionConfig` (``temperature=None``: √d_k).
     max_logits, min_rows
         A point of more than ``max_logits`` logits uses ``min(samples, max(min_rows,
         max_logits // n))`` rows; ``min_rows`` ≥ 2, so that standard errors exist.
@@ -137,11 +132,6 @@ class SweepConfig(JsonConfig):
     logit_std: float | None = None
     samples: int = 20_000
     seed: int = 0
-    temperature: float | None = None
-    gain: float | None = None
-    cap: float = 50.0
-    ssmax_s: float = 0.43
-    yarn_factor: float = 4.0
     max_logits: int = 1 << 22
     min_rows: int = 64
     memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
@@ -190,15 +180,13 @@ class SweepConfig(JsonConfig):
                   **options: Any) -> SweepConfig:
         """The sweep a view shows for the explorer's ``attention`` settings.
 
-        It carries over ρ, the seed and every rule parameter (T, gain, cap, SSMax s, YaRN
-        factor), adds ``attention.rule`` to ``rules`` when it is another one, and takes at most
-        ``samples_cap`` of its sample rows; ``options`` sets further fields (the fixed n or
-        d_k, caps, the precision grid).
+        It carries over ρ, the seed and every rule parameter, adds ``attention.rule`` to
+        ``rules`` when it is another one, and takes at most ``samples_cap`` of its sample rows;
+        ``options`` sets further fields (the fixed n or d_k, caps, the precision grid).
         """
         rules = tuple(rules)
         if attention.rule not in rules:
             rules += (attention.rule,)
         return cls(param=param, values=tuple(values), rules=rules, rho=attention.rho,
                    samples=min(attention.samples, samples_cap), seed=attention.seed,
-                   temperature=attention.temperature, gain=attention.gain, cap=attention.cap,
-                   ssmax_s=attention.ssmax_s, yarn_factor=attention.yarn_factor, **options)
+                   **{name: getattr(attention, name) for name in RULE_PARAMETERS}, **options)

@@ -74,23 +74,17 @@ def attention_logits(
     k: Any,
     *,
     rule: Rule | ScalingRule | str = "sqrt",
-    temperature: float | None = None,
-    gain: float | None = None,
-    cap: float | None = None,
     mask: Any = None,
-    ssmax_s: float | None = None,
-    yarn_factor: float | None = None,
     memory_budget_bytes: int | None = None,
     check_finite: bool = True,
+    **rule_parameters: float | None,
 ) -> np.ndarray:
     """Return the (..., n_q, n_k) logits after scaling/capping and masking (masked = −∞).
 
     Same conventions and validation as :func:`scaled_dot_product_attention`.
     """
-    plan = make_plan(
-        q, k, None, rule=rule, mask=mask, temperature=temperature, gain=gain, cap=cap,
-        ssmax_s=ssmax_s, yarn_factor=yarn_factor, check_finite=check_finite,
-    )
+    plan = make_plan(q, k, None, rule=Rule.from_keywords(rule, **rule_parameters), mask=mask,
+                     check_finite=check_finite)
     check_memory(
         plan.n_scores * plan.dtype.itemsize + _mask_bytes(plan),
         lambda: f"attention logits of shape {plan.score_shape} ({plan.dtype})",
@@ -113,14 +107,10 @@ def scaled_dot_product_attention(
     *,
     rule: Rule | ScalingRule | str = "sqrt",
     mask: Any = None,
-    temperature: float | None = None,
-    gain: float | None = None,
-    cap: float | None = None,
-    ssmax_s: float | None = None,
-    yarn_factor: float | None = None,
     memory_budget_bytes: int | None = None,
     need_weights: bool = True,
     check_finite: bool = True,
+    **rule_parameters: float | None,
 ) -> AttentionResult:
     """Scaled dot-product attention ``softmax(mask(scale(q, k))) @ v``.
 
@@ -129,13 +119,11 @@ def scaled_dot_product_attention(
     q, k, v
         (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v), all finite; leading dimensions broadcast.
     rule
-        A :class:`~engine.core.scaling.Rule` (it carries its parameters: leave the five keywords
-        below unset), or a :class:`~engine.config.ScalingRule` or its string.
+        A :class:`~engine.core.scaling.Rule` (it carries its parameters), or a
+        :class:`~engine.config.ScalingRule` or its string.
     mask
         ``None``/``"none"``, ``"causal"`` (:func:`~engine.core.plan.causal_mask`) or a boolean array
         broadcastable to (..., n_q, n_k), True = attend; a row with no key gets zero output.
-    temperature, gain, cap, ssmax_s, yarn_factor
-        The rules' parameters; ``None`` means the default of :mod:`engine.core.scaling`.
     memory_budget_bytes
         Budget for the n×n matrices (tile buffers without weights); ``None``: the global budget.
     need_weights
@@ -143,6 +131,9 @@ def scaled_dot_product_attention(
     check_finite
         Check q, k, v for NaN/±∞ (as :func:`scipy.linalg.solve`); ``False`` saves that pass,
         and non-finite inputs then give NaN instead of a message.
+    **rule_parameters
+        Beside a rule name: its parameters by name (the fields of
+        :class:`~engine.config.RuleParameters`, e.g. ``temperature=2.0``); ``None``: the default.
 
     Returns
     -------
@@ -156,10 +147,8 @@ def scaled_dot_product_attention(
     MemoryBudgetError
         If the n×n matrices would exceed the memory budget.
     """
-    plan = make_plan(
-        q, k, v, rule=rule, mask=mask, temperature=temperature, gain=gain, cap=cap,
-        ssmax_s=ssmax_s, yarn_factor=yarn_factor, check_finite=check_finite,
-    )
+    plan = make_plan(q, k, v, rule=Rule.from_keywords(rule, **rule_parameters), mask=mask,
+                     check_finite=check_finite)
     assert plan.v is not None
     output_shape = (*plan.batch, plan.n_q, plan.v.shape[-1])
     if not need_weights:
@@ -225,15 +214,11 @@ def scaled_dot_product_attention_backward(
     *,
     rule: Rule | ScalingRule | str = "sqrt",
     mask: Any = None,
-    temperature: float | None = None,
-    gain: float | None = None,
-    cap: float | None = None,
-    ssmax_s: float | None = None,
-    yarn_factor: float | None = None,
     memory_budget_bytes: int | None = None,
     output: Any = None,
     weights: Any = None,
     check_finite: bool = True,
+    **rule_parameters: float | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Analytic gradients of ``sum(output * grad_output)`` with respect to q, k and v.
 
@@ -255,10 +240,8 @@ def scaled_dot_product_attention_backward(
         ``(grad_q, grad_k, grad_v)`` in the computation dtype.
     """
     g_arr = as_real_array("grad_output", grad_output)
-    plan = make_plan(
-        q, k, v, rule=rule, mask=mask, temperature=temperature, gain=gain, cap=cap,
-        ssmax_s=ssmax_s, yarn_factor=yarn_factor, extra=(g_arr,), check_finite=check_finite,
-    )
+    plan = make_plan(q, k, v, rule=Rule.from_keywords(rule, **rule_parameters), mask=mask,
+                     extra=(g_arr,), check_finite=check_finite)
     assert plan.v is not None
     d_v = plan.v.shape[-1]
     out_shape = (*plan.batch, plan.n_q, d_v)

@@ -1,8 +1,8 @@
 """Validated inputs of one attention call (the plan), and the masks.
 
-:func:`make_plan` checks shapes, dtypes, finiteness, the rule and its parameters once, with
-messages that name the offending value, and returns a :class:`Plan` that the forward and
-backward passes share.
+:func:`make_plan` checks shapes, dtypes and finiteness once, with messages that name the
+offending value, applies the :class:`~engine.core.scaling.Rule` (checked when it was made) and
+returns a :class:`Plan` that the forward and backward passes share.
 """
 
 from __future__ import annotations
@@ -15,22 +15,8 @@ from typing import Any
 import numpy as np
 
 from engine.config import MaskKind, ScalingRule
-from engine.core.checks import (
-    check_all_finite,
-    check_array,
-    check_dim,
-    check_positive,
-    float_dtype,
-)
-from engine.core.scaling import (
-    DEFAULT_CAP,
-    RULE_PARAMETERS,
-    Rule,
-    length_scales,
-    parse_rule,
-    qk_norm_gain,
-    scale_factor,
-)
+from engine.core.checks import check_all_finite, check_array, check_dim, float_dtype
+from engine.core.scaling import Rule
 
 __all__ = ["Plan", "causal_mask", "make_plan"]
 
@@ -125,13 +111,8 @@ def make_plan(
     k: Any,
     v: Any,
     *,
-    rule: Any,
+    rule: Rule,
     mask: Any,
-    temperature: Any,
-    gain: Any,
-    cap: Any,
-    ssmax_s: Any = None,
-    yarn_factor: Any = None,
     extra: tuple[np.ndarray, ...] = (),
     check_finite: bool = True,
 ) -> Plan:
@@ -147,8 +128,6 @@ def make_plan(
     if v is not None:
         v = check_array("v", v, "(..., n_k, d_v)")
         arrays = (q, k, v)
-    spec = rule if isinstance(rule, Rule) else None
-    rule = parse_rule(rule) if spec is None else spec.kind
     n_q, d_k = q.shape[-2:]
     n_k = k.shape[-2]
     if k.shape[-1] != d_k:
@@ -176,37 +155,19 @@ def make_plan(
                 f"leading (batch, head) dimensions of q, k, v do not broadcast: {shapes}"
             ) from None
 
-    if spec is not None:
-        loose = [name for name, value in zip(
-            RULE_PARAMETERS, (temperature, gain, cap, ssmax_s, yarn_factor), strict=True)
-            if value is not None]
-        if loose:
-            raise ValueError(f"{', '.join(loose)} given beside a Rule: set them in the Rule")
-        temperature, gain, cap = spec.temperature_at(d_k), spec.gain, spec.cap
-        ssmax_s, yarn_factor = spec.ssmax_s, spec.yarn_factor
-    # Parameters are validated whenever they are given, even for rules that ignore them:
-    # a non-positive temperature is a bug wherever it comes from.
-    temperature = None if temperature is None else check_positive("temperature", temperature)
-    gain = qk_norm_gain(d_k, None if gain is None else check_positive("gain", gain))
-    cap = DEFAULT_CAP if cap is None else check_positive("cap", cap)
-    if ssmax_s is not None:
-        ssmax_s = check_positive("ssmax_s", ssmax_s)
-
     dtype = float_dtype(*arrays, *extra)
     score_shape = (*batch, n_q, n_k)
     mask_off, causal_offset = (None, None) if mask is None else _mask_off(mask, score_shape)
     scale: float | np.ndarray
-    length_dependent = rule.length_dependent
+    length_dependent = rule.kind.length_dependent
     if length_dependent and causal_offset is not None:
         # Each row is a softmax over the keys it sees: its own n (row i sees i + 1 + offset).
         keys = np.clip(np.arange(1 + causal_offset, n_q + 1 + causal_offset), 0, n_k)
-        scale = length_scales(rule, d_k, keys[:, None], ssmax_s)
+        scale = rule.row_scales(d_k, keys[:, None])
     elif length_dependent and mask_off is not None:
-        keys = np.count_nonzero(~mask_off, axis=-1, keepdims=True)
-        scale = length_scales(rule, d_k, keys, ssmax_s)
+        scale = rule.row_scales(d_k, np.count_nonzero(~mask_off, axis=-1, keepdims=True))
     else:
-        scale = scale_factor(rule, d_k, temperature=temperature, n=n_k, ssmax_s=ssmax_s,
-                             yarn_factor=yarn_factor)
+        scale = rule.scale(d_k, n_k)
 
     q = np.asarray(q, dtype=dtype)
     k = np.asarray(k, dtype=dtype)
@@ -226,10 +187,10 @@ def make_plan(
         n_q=n_q,
         n_k=n_k,
         d_k=d_k,
-        rule=rule,
+        rule=rule.kind,
         scale=scale,
-        gain=gain,
-        cap=cap,
+        gain=rule.gain_at(d_k),
+        cap=rule.cap,
         mask_off=mask_off,
         causal_offset=causal_offset,
         score_shape=score_shape,

@@ -5,8 +5,9 @@
 ``cap·tanh(s/cap)`` (default cap 50); ``log_n`` c = ln n/√d_k; ``ssmax`` c = s·ln n/√d_k
 (default s 0.43); ``yarn`` c = (0.1·ln f + 1)²/√d_k (default f 4). For ``log_n`` and ``ssmax``
 n is the number of keys a row sees (i + 1 for query i under a causal mask). Sources and
-details: docs/numerics.md, "Scaling rules". :func:`rule_operands` folds c into the n×d
-operands and :func:`write_logits` turns a block of query rows into logits.
+details: docs/numerics.md, "Scaling rules". :class:`Rule` holds a rule and its parameters,
+:func:`rule_operands` folds c into the n×d operands and :func:`write_logits` turns a block of
+query rows into logits.
 """
 
 from __future__ import annotations
@@ -18,18 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from engine.config import ScalingRule
+from engine.config import RuleParameters, ScalingRule
 from engine.core.checks import check_dim, check_positive
 
 __all__ = [
-    "DEFAULT_CAP",
-    "DEFAULT_SSMAX_S",
-    "DEFAULT_YARN_FACTOR",
     "NORM_EPS",
-    "RULE_PARAMETERS",
     "Rule",
     "RuleOperands",
-    "length_scales",
     "normalise_backward",
     "parse_rule",
     "qk_norm_gain",
@@ -38,15 +34,6 @@ __all__ = [
     "write_logits",
     "yarn_temperature_factor",
 ]
-
-#: Soft-cap used when the ``softcap`` rule is given no ``cap`` (Gemma 2's attention value).
-DEFAULT_CAP = 50.0
-
-#: Scalable-Softmax's s when none is given: the value of the paper's Fig. 1 toy.
-DEFAULT_SSMAX_S = 0.43
-
-#: YaRN's context-extension factor when none is given (a 4× longer context).
-DEFAULT_YARN_FACTOR = 4.0
 
 #: Norms below this are clamped in the QK-norm rule (as torch.nn.functional.normalize does), so
 #: that an all-zero q or k row maps to zero instead of 0/0.
@@ -87,83 +74,35 @@ def yarn_temperature_factor(factor: float) -> float:
     return (0.1 * math.log(f) + 1.0) ** 2
 
 
-def scale_factor(
-    rule: ScalingRule | str,
-    d_k: int,
-    *,
-    temperature: float | None = None,
-    n: int | None = None,
-    ssmax_s: float | None = None,
-    yarn_factor: float | None = None,
-) -> float:
-    """Return the scalar c multiplying q·k under ``rule`` (the module docstring lists them).
-
-    ``qk_norm`` → 1 (its gain multiplies the normalised vectors instead); ``temperature`` needs
-    ``temperature``, ``log_n`` and ``ssmax`` need ``n`` (the keys the row sees).
-    """
-    rule = parse_rule(rule)
-    d_k = check_dim("d_k", d_k)
-    if rule is ScalingRule.NONE or rule is ScalingRule.QK_NORM:
-        return 1.0
-    if rule is ScalingRule.SQRT or rule is ScalingRule.SOFTCAP:
-        return 1.0 / math.sqrt(d_k)
-    if rule is ScalingRule.LINEAR:
-        return 1.0 / d_k
-    if rule is ScalingRule.YARN:
-        f = DEFAULT_YARN_FACTOR if yarn_factor is None else yarn_factor
-        return yarn_temperature_factor(f) / math.sqrt(d_k)
-    if rule.length_dependent:
-        if n is None:
-            raise ValueError(f"n (keys per row) is required for rule {rule.value!r}")
-        return float(length_scales(rule, d_k, np.array([check_dim("n", n)]), ssmax_s)[0])
-    if temperature is None:
-        raise ValueError("temperature is required for rule 'temperature' (a number > 0)")
-    return 1.0 / check_positive("temperature", temperature)
+def scale_factor(rule: ScalingRule | str, d_k: int, *, n: int | None = None,
+                 **rule_parameters: float | None) -> float:
+    """The factor c multiplying q·k under ``rule`` and its parameters: :meth:`Rule.scale`."""
+    return Rule.from_keywords(rule, **rule_parameters).scale(d_k, n)
 
 
-def length_scales(
-    rule: ScalingRule, d_k: int, keys: np.ndarray, ssmax_s: float | None = None
-) -> np.ndarray:
-    """c for ``log_n`` / ``ssmax`` at each entry of ``keys`` (keys a row sees), float64.
-
-    ``log_n``: ln n/√d_k; ``ssmax``: s·ln n/√d_k. Rows that see no key get c = 0 (they are
-    fully masked, c is never used).
-    """
-    s = 1.0
-    if rule is ScalingRule.SSMAX:
-        s = DEFAULT_SSMAX_S if ssmax_s is None else check_positive("ssmax_s", ssmax_s)
-    n = np.maximum(np.asarray(keys, dtype=np.float64), 1.0)
-    return s * np.log(n) / math.sqrt(d_k)
-
-
-#: The parameters a :class:`Rule` carries, by their keyword names in the engine's functions.
-RULE_PARAMETERS = ("temperature", "gain", "cap", "ssmax_s", "yarn_factor")
+#: Every rule parameter and its default.
+_DEFAULTS = {field.name: field.default for field in dataclasses.fields(RuleParameters)}
 
 
 @dataclass(frozen=True, slots=True)
-class Rule:
-    """A scaling rule with its parameters: the one value configs, trainer, tour and heads pass.
+class Rule(RuleParameters):
+    """A scaling rule with its :class:`~engine.config.RuleParameters`: the one value configs,
+    trainer, tour and heads pass.
 
-    Each parameter is used only by its rule and is validated whenever it is given.
-    ``temperature=None`` means T = √d_k (the logits of ``sqrt``) and ``gain=None`` the QK-norm
-    gain √d_k, both at the d_k the rule is applied to.
+    Each parameter is used only by its rule and is validated whenever it is given; the
+    parameters are keywords (``Rule("softcap", cap=30.0)``).
     """
 
     kind: ScalingRule
-    temperature: float | None = None
-    gain: float | None = None
-    cap: float = DEFAULT_CAP
-    ssmax_s: float = DEFAULT_SSMAX_S
-    yarn_factor: float = DEFAULT_YARN_FACTOR
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", parse_rule(self.kind))
-        for name in ("temperature", "gain", "cap", "ssmax_s"):
+        for name, default in _DEFAULTS.items():
             value = getattr(self, name)
-            if value is not None:
+            if value is not None and value is not default:  # the defaults are valid
                 object.__setattr__(self, name, check_positive(name, value))
-        object.__setattr__(self, "yarn_factor", check_positive("yarn_factor", self.yarn_factor))
-        yarn_temperature_factor(self.yarn_factor)  # f >= 1, with its message
+        if self.yarn_factor is not _DEFAULTS["yarn_factor"]:
+            yarn_temperature_factor(self.yarn_factor)  # f >= 1, with its message
 
     @classmethod
     def of(cls, kind: ScalingRule | str, source: Any) -> Rule:
@@ -172,34 +111,56 @@ class Rule:
         Attributes ``source`` lacks keep their defaults; ``None`` for cap, s or f means the
         default too.
         """
-        found = {name: getattr(source, name) for name in RULE_PARAMETERS
+        found = {name: getattr(source, name) for name in _DEFAULTS
                  if getattr(source, name, None) is not None}
         return cls(kind, **found)
 
     @classmethod
-    def from_keywords(cls, rule: Rule | ScalingRule | str, **keywords: Any) -> Rule:
-        """The rule of an engine function's keywords (``None``: the default).
+    def from_keywords(cls, rule: Rule | ScalingRule | str, **keywords: float | None) -> Rule:
+        """The rule of an engine function's ``rule`` and parameter keywords (``None``: default).
 
-        As in :func:`scale_factor`, the ``temperature`` rule needs its T here.
+        A :class:`Rule` carries its own parameters, so none may be given beside it; the
+        ``temperature`` rule needs its T here.
         """
+        if keywords.keys() - _DEFAULTS.keys():
+            unknown = ", ".join(sorted(keywords.keys() - _DEFAULTS.keys()))
+            raise TypeError(f"unknown rule parameter(s) {unknown}; the rule parameters are "
+                            f"{', '.join(_DEFAULTS)}")
+        given = {name: value for name, value in keywords.items() if value is not None}
         if isinstance(rule, Rule):
+            if given:
+                raise ValueError(f"{', '.join(given)} given beside a Rule: set them in the Rule")
             return rule
         kind = parse_rule(rule)
-        if kind is ScalingRule.TEMPERATURE and keywords.get("temperature") is None:
+        if kind is ScalingRule.TEMPERATURE and "temperature" not in given:
             raise ValueError("temperature is required for rule 'temperature' (a number > 0)")
-        return cls(kind, **{name: value for name, value in keywords.items() if value is not None})
+        return cls(kind, **given) if given else _DEFAULT_RULES[kind]
 
     def replace(self, **changes: Any) -> Rule:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
 
     def scale(self, d_k: int, n: int | None = None) -> float:
-        """The factor c multiplying q·k at head dimension ``d_k`` (``n``: keys per row).
+        """The factor c multiplying q·k at head dimension ``d_k`` (the module docstring lists
+        them); ``n``, the keys per row, is needed by ``log_n`` and ``ssmax`` only.
 
-        ``n`` is needed by ``log_n`` and ``ssmax`` only; QK-norm's c is 1 (see :meth:`gain_at`).
+        QK-norm's c is 1: its gain multiplies the normalised vectors (see :meth:`gain_at`).
         """
-        return scale_factor(self.kind, d_k, temperature=self.temperature_at(d_k), n=n,
-                            ssmax_s=self.ssmax_s, yarn_factor=self.yarn_factor)
+        d_k = check_dim("d_k", d_k)
+        kind = self.kind
+        if kind is ScalingRule.NONE or kind is ScalingRule.QK_NORM:
+            return 1.0
+        if kind is ScalingRule.SQRT or kind is ScalingRule.SOFTCAP:
+            return 1.0 / math.sqrt(d_k)
+        if kind is ScalingRule.LINEAR:
+            return 1.0 / d_k
+        if kind is ScalingRule.YARN:
+            return yarn_temperature_factor(self.yarn_factor) / math.sqrt(d_k)
+        if kind.length_dependent:
+            if n is None:
+                raise ValueError(f"n (keys per row) is required for rule {kind.value!r}")
+            return float(self.row_scales(d_k, np.array([check_dim("n", n)]))[0])
+        return 1.0 / self.temperature_at(d_k)
 
     def temperature_at(self, d_k: int) -> float:
         """The temperature T at ``d_k``: the given one, or √d_k."""
@@ -208,8 +169,14 @@ class Rule:
         return self.temperature
 
     def row_scales(self, d_k: int, keys: np.ndarray) -> np.ndarray:
-        """c of every row of a ``log_n`` / ``ssmax`` softmax, from the keys each row sees."""
-        return length_scales(self.kind, d_k, keys, self.ssmax_s)
+        """c of every row of a ``log_n`` / ``ssmax`` softmax from the keys each row sees, float64.
+
+        ``log_n``: ln n/√d_k; ``ssmax``: s·ln n/√d_k. Rows that see no key get c = 0 (they are
+        fully masked, c is never used).
+        """
+        s = self.ssmax_s if self.kind is ScalingRule.SSMAX else 1.0
+        n = np.maximum(np.asarray(keys, dtype=np.float64), 1.0)
+        return s * np.log(n) / math.sqrt(d_k)
 
     def gain_at(self, d_k: int) -> float:
         """The QK-norm gain g at ``d_k``."""
@@ -230,6 +197,10 @@ class Rule:
             g = self.gain_at(d_k)
             return g * g / d_k
         return c * c * raw_variance
+
+
+# Rules without given parameters, built once: most attention calls name a rule only.
+_DEFAULT_RULES = {kind: Rule(kind) for kind in ScalingRule}
 
 
 def _l2_normalise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

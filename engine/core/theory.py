@@ -137,17 +137,13 @@ def scaled_logit_variance(
     *,
     sigma: float = 1.0,
     rho: float = 0.0,
-    temperature: float | None = None,
-    gain: float | None = None,
     n: int | None = None,
-    ssmax_s: float | None = None,
-    yarn_factor: float | None = None,
+    **rule_parameters: float | None,
 ) -> float:
     """Variance of the logits ``c·q·k`` under a scaling rule, for iid N(0, σ²) components.
 
-    ``c²·d σ⁴(1+ρ²)`` with the rule's c (``none``, ``sqrt``, ``linear``, ``temperature``,
-    ``log_n``, ``ssmax``, ``yarn``; n keys per row); ``qk_norm`` → ``g²/d`` (exact for ρ = 0, NaN
-    otherwise); ``softcap`` → NaN (see :func:`softcap_logit_variance_gaussian`).
+    ``c²·d σ⁴(1+ρ²)`` with the rule's c (n keys per row); ``qk_norm`` → ``g²/d`` (exact for
+    ρ = 0, NaN otherwise); ``softcap`` → NaN (see :func:`softcap_logit_variance_gaussian`).
 
     Parameters
     ----------
@@ -157,13 +153,13 @@ def scaled_logit_variance(
         Component standard deviation of q and k.
     rho
         Correlation of every key with the query (``k = ρq + √(1−ρ²)ξ``); 0 for independent tokens.
-    temperature, gain, n, ssmax_s, yarn_factor
-        The rules' parameters (``gain=None``: √d_k, unit variance).
+    n, **rule_parameters
+        Keys per row (``log_n``, ``ssmax``) and the rule's parameters by name (``gain=None``:
+        √d_k, unit variance).
     """
     d = _pos_int("d_k", d_k)
     rho = _rho(rho)
-    scaling = Rule.from_keywords(rule, temperature=temperature, gain=gain, ssmax_s=ssmax_s,
-                                 yarn_factor=yarn_factor)
+    scaling = Rule.from_keywords(rule, **rule_parameters)
     return scaling.logit_variance(d, correlated_dot_variance(d, rho, sigma),
                                   scaling.scale(d, n), isotropic=rho == 0.0)
 

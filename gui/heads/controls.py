@@ -108,8 +108,9 @@ class HeadsControls(QWidget):
         """The logits picked and the rules' parameters (T, gain and cap serve the replay
         whatever the logits: they stay editable)."""
         kind, gain = self.logits_rule.currentData(), self.gain.value()
-        rule = Rule(ScalingRule.SQRT if kind is None else kind, self.temperature.value(),
-                    gain if gain > 0 else None, self.cap.value())
+        rule = Rule(ScalingRule.SQRT if kind is None else kind,
+                    temperature=self.temperature.value(), gain=gain if gain > 0 else None,
+                    cap=self.cap.value())
         return Logits(rule, own_scale=kind is None)
 
     def replay_rules(self) -> tuple[ScalingRule, ...]:

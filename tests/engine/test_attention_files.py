@@ -115,7 +115,7 @@ def test_replay_from_weights_equals_replay_from_q_and_k(planted, tmp_path) -> No
     np.savez(path, attentions=_stack_of(qk), meta=np.array(json.dumps(meta)))
     weights = load_tensors(path)
     for layer, head in [(1, 1), (2, 2), (1, 4)]:
-        params = {"batch_entry": 0, "rules": every_rule(Rule("temperature", 3.0))}
+        params = {"batch_entry": 0, "rules": every_rule(Rule("temperature", temperature=3.0))}
         expected = {r.rule: r for r in replay_file_head(qk, layer, head, **params)}
         for replay in replay_file_head(weights, layer, head, **params):
             if replay.rule in MULTIPLICATIVE_RULES:
@@ -131,7 +131,7 @@ def test_replay_from_weights_equals_replay_from_q_and_k(planted, tmp_path) -> No
 
 def test_without_d_k_only_the_rules_free_of_it_are_replayed(planted) -> None:
     _, weights = planted
-    rules = every_rule(Rule("temperature", 2.0))
+    rules = every_rule(Rule("temperature", temperature=2.0))
     missing = {r.rule: r.missing for r in replay_file_head(weights, 1, 1, rules=rules)}
     assert missing == {
         ScalingRule.NONE: "d_k", ScalingRule.SQRT: "", ScalingRule.LINEAR: "d_k",

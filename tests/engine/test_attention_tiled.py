@@ -22,6 +22,7 @@ from engine.core.attention import (
 )
 from engine.core.memory import MemoryBudgetError
 from engine.core.plan import causal_mask, make_plan
+from engine.core.scaling import Rule
 
 
 @pytest.fixture
@@ -287,8 +288,8 @@ def test_tiles_cover_every_row_once_and_give_every_thread_work(
     parallel.set_num_threads(count)
     tiled.TILE_BYTES = tile_bytes
     try:
-        problem_ = tiled.prepare(make_plan(q, k, v, rule="sqrt", mask=None, temperature=None,
-                                           gain=None, cap=None, check_finite=False))
+        problem_ = tiled.prepare(make_plan(q, k, v, rule=Rule("sqrt"), mask=None,
+                                           check_finite=False))
         parallel_ = parallel.parallel_pays(2 * entries * n_q * n_k * (d + 1))
     finally:
         parallel.set_num_threads(old_threads)

@@ -13,6 +13,7 @@ import pytest
 
 from engine.config import (
     ATTENTION_FIELDS,
+    RULE_PARAMETERS,
     SWEEP_FIELDS,
     TRAIN_FIELDS,
     AttentionConfig,
@@ -93,6 +94,16 @@ def test_round_trip_dict_and_json(cfg) -> None:
     assert data["kind"] == cfg.kind
     if isinstance(cfg, SweepConfig):
         assert SweepConfig.from_json(cfg.to_json()).param is SweepParam(data["param"])
+    # A session file lists the rule parameters after the rule, as the panel does.
+    assert list(data)[1:] == list(cfg.FIELDS)
+
+
+def test_a_view_sweep_carries_every_rule_parameter_of_the_explorer() -> None:
+    attention = AttentionConfig(temperature=2.0, gain=5.0, cap=7.0, ssmax_s=0.9, yarn_factor=16.0)
+    sweep = SweepConfig.following(attention, param=SweepParam.D_K, values=(16,),
+                                  rules=(ScalingRule.SQRT,), samples_cap=100)
+    assert {name: getattr(sweep, name) for name in RULE_PARAMETERS} == {
+        "temperature": 2.0, "gain": 5.0, "cap": 7.0, "ssmax_s": 0.9, "yarn_factor": 16.0}
 
 
 def test_corrupt_and_foreign_json_is_refused_with_clear_messages() -> None:

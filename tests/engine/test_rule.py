@@ -59,6 +59,9 @@ def test_parameters_beside_a_rule_are_refused_by_name():
     q, k, v = _qkv()
     with pytest.raises(ValueError, match="cap, yarn_factor given beside a Rule"):
         scaled_dot_product_attention(q, k, v, rule=Rule("softcap"), cap=2.0, yarn_factor=2.0)
+    with pytest.raises(TypeError, match=r"unknown rule parameter\(s\) temprature; the "
+                       "rule parameters are temperature, gain"):
+        scaled_dot_product_attention(q, k, v, rule="temperature", temprature=2.0)
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [
@@ -80,7 +83,8 @@ def test_a_rule_takes_the_parameters_of_a_config():
     # A sweep's T = None stays None: √d_k at each swept d_k.
     sweep = Rule.of("temperature", SweepConfig(values=(4.0, 16.0)))
     assert [sweep.scale(d) for d in (4, 16)] == [0.5, 0.25]
-    assert rule.replace(kind="yarn", cap=3.0) == Rule("yarn", 2.0, 5.0, 3.0, 0.9, 16.0)
+    assert rule.replace(kind="yarn", cap=3.0) == Rule(
+        "yarn", temperature=2.0, gain=5.0, cap=3.0, ssmax_s=0.9, yarn_factor=16.0)
 
 
 @pytest.mark.parametrize("kind", list(ScalingRule))

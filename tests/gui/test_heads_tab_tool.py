@@ -158,7 +158,8 @@ def test_the_logits_choice_is_saved_and_resets_with_a_word(window, make_window,
     first = planted_file(tmp_path / "first.npz")
     _open(window, first)
     view = window.heads.view
-    qk_norm = Logits(Rule(ScalingRule.QK_NORM, 8.0, 4.0, 50.0), own_scale=False)
+    qk_norm = Logits(Rule(ScalingRule.QK_NORM, temperature=8.0, gain=4.0, cap=50.0),
+                     own_scale=False)
     view.controls.gain.setValue(4.0)
     _pick_logits(view, "QK-norm")
     assert view.wait_idle()
