@@ -73,6 +73,9 @@ class RuleView:
         and ρ ≠ 0, a real head).
     row_scale
         ``(n,)`` per-row c of ``log_n`` / ``ssmax`` under a causal mask, else ``None``.
+    stored_rows
+        Query row → its ``(heads, n)`` weights, stored when ``stored_weights`` is not (the
+        row a view shows, computed with the snapshot instead of on the caller's thread).
     """
 
     rule: ScalingRule
@@ -86,6 +89,7 @@ class RuleView:
     logit_var_theory: float
     logit_mean_empirical: float = math.nan
     row_scale: np.ndarray | None = None
+    stored_rows: Mapping[int, np.ndarray] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("logits", "entropy", "p_max", "jac_fro"):
@@ -93,6 +97,8 @@ class RuleView:
         for name in ("stored_weights", "row_scale"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, _readonly(getattr(self, name)))
+        object.__setattr__(self, "stored_rows", MappingProxyType(
+            {row: _readonly(w) for row, w in self.stored_rows.items()}))
 
     @property
     def weights(self) -> np.ndarray:
@@ -106,6 +112,8 @@ class RuleView:
         row]``, without computing the whole matrix when it is not stored."""
         if self.stored_weights is not None:
             return self.stored_weights[head, row]
+        if row in self.stored_rows:
+            return self.stored_rows[row][head]
         return _readonly(_softmax_rows(self.logits[head, row:row + 1])[0])
 
 
@@ -223,9 +231,10 @@ def run_experiment(
     threads
         Threads the rules are evaluated on (the snapshot is the same for any count).
     stored_weights
-        The rules whose full weight matrices are computed now (``None``: all); the others'
-        are computed from their logits when first read (the same numbers), which spares a
-        pass over ``(heads, n, n)`` for every rule that only one row is shown of.
+        The rules whose full weight matrices are computed now (``None``: all); of the others
+        only ``config.query_row`` is (``RuleView.stored_rows``), the rest when first read
+        (the same numbers). Spares a pass over ``(heads, n, n)`` per rule a view shows one
+        row of.
 
     Returns
     -------
@@ -289,8 +298,11 @@ def run_experiment(
         weights = np.empty_like(logits) if store.get(rule) else None
         stats = logit_row_stats(logits.reshape(-1, n),
                                 weights_out=None if weights is None else weights.reshape(-1, n))
+        rows = {}
+        if weights is None:
+            rows[config.query_row] = _softmax_rows(logits[:, config.query_row, :])
         return RuleView(
-            rule=rule, scale=c, logits=logits, stored_weights=weights,
+            rule=rule, scale=c, logits=logits, stored_weights=weights, stored_rows=rows,
             entropy=stats.entropy.reshape(h, n), p_max=stats.p_max.reshape(h, n),
             jac_fro=stats.jac_fro.reshape(h, n),
             logit_var_empirical=var_empirical, logit_var_theory=theory_var(rule, c_all),

@@ -236,7 +236,10 @@ def label_plot(plot: pg.PlotItem, *, title: str | None = None, left: str | None 
 
     Views call this from ``retranslate_ui`` to switch the language of a plot already built.
     """
-    if title is not None:
+    shown = plot.titleLabel
+    if title is not None and not (shown.isVisible() and shown.text == title):
+        # Setting a label re-lays out its plot: skipped when the text is already shown, as
+        # views re-title on every update and most updates keep the title.
         plot.setTitle(title, color=FOREGROUND, size=f"{TITLE_PT}pt")
     if left is not None:
         plot.setLabel("left", axis_label_html(left))

@@ -97,11 +97,12 @@ def test_a_snapshot_is_the_same_on_several_threads():
 @pytest.mark.parametrize("mask", ["none", "causal"])
 def test_weights_left_out_of_the_snapshot_are_the_same_numbers_when_read(mask: str):
     config = AttentionConfig(n_tokens=40, d_k=16, d_model=32, heads=2, mask=mask,
-                             rule="ssmax", init_std=2.0)
+                             rule="ssmax", init_std=2.0, query_row=7)
     full = run_experiment(config, rules=ALL, threads=2)
     lean = run_experiment(config, rules=ALL, threads=2, stored_weights=["ssmax", "sqrt"])
     left_out = [rule for rule, view in lean.rules.items() if view.stored_weights is None]
     assert ScalingRule.NONE in left_out and ScalingRule.SSMAX not in left_out
+    assert all(list(lean.rules[rule].stored_rows) == [7] for rule in left_out)
     for rule, view in full.rules.items():
         other = lean.rules[rule]
         for name in ("logits", "entropy", "p_max", "jac_fro"):
