@@ -9,7 +9,6 @@ from __future__ import annotations
 from engine.config.attention import (
     ATTENTION_FIELDS,
     DEFAULT_MEMORY_BUDGET_BYTES,
-    RULE_FIELDS,
     RULE_PARAMETERS,
     AttentionConfig,
     MaskKind,
@@ -24,7 +23,6 @@ from engine.config.train import TRAIN_FIELDS, DType, OptimizerKind, TaskKind, Tr
 __all__ = [
     "ATTENTION_FIELDS",
     "DEFAULT_MEMORY_BUDGET_BYTES",
-    "RULE_FIELDS",
     "RULE_PARAMETERS",
     "SWEEP_FIELDS",
     "TRAIN_FIELDS",
