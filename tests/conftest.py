@@ -6,9 +6,38 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 # Tests never need a display; set before any test module can import Qt.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from tests.run_failures import WORKER_OUTPUT_KEY, fail_run  # noqa: E402  (needs ROOT on the path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for ``-n auto`` (pyproject's addopts): one per core for the suite, none for the
+    tests of one file (they run in this process, without the workers' start-up)."""
+    files = {str(arg).split("::")[0] for arg in config.args}
+    if len(files) == 1 and (config.invocation_params.dir / files.pop()).is_file():
+        return 0
+    return len(os.sched_getaffinity(0))
+
+
+_FROM_WORKERS: list[str] = []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """Keep what a pytest-xdist worker found after its last test (tests/run_failures.py)."""
+    _FROM_WORKERS.extend(getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY, []))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the run for what the workers found after their last tests."""
+    for message in _FROM_WORKERS:
+        fail_run(session, message)

@@ -15,6 +15,7 @@ import pytest
 from engine.config import AttentionConfig
 from gui.app import configure_pyqtgraph
 from gui.kit.settings import SETTINGS_DIR_ENV
+from tests.run_failures import fail_run
 
 configure_pyqtgraph()
 
@@ -244,13 +245,7 @@ def pytest_sessionfinish(session, exitstatus):
     left = _live_qt_wrappers()
     if left:
         counts = {name: left.count(name) for name in sorted(set(left))}
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        message = f"Qt objects outlived the GUI tests ({len(left)}): {counts}"
-        if reporter is not None:
-            reporter.write_line(message, red=True)
-        else:
-            print(message)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        fail_run(session, f"Qt objects outlived the GUI tests ({len(left)}): {counts}")
 
 
 @pytest.fixture(autouse=True)
