@@ -28,6 +28,30 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return len(os.sched_getaffinity(0))
 
 
+#: Test files that share a per-process cache (tests/engine/tour_results.py): one worker runs
+#: them, so that the cache is filled once.
+ON_ONE_WORKER = ("tests/engine/test_tour_claims.py", "tests/engine/test_tour_labs.py",
+                 "tests/gui/test_tour.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadfile`` (pyproject's addopts), with the files of :data:`ON_ONE_WORKER` as one
+    unit of work. (pytest-xdist's own ``xdist_group`` mark has no effect on pytest 9.2's
+    node ids.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    assert all((ROOT / name).is_file() for name in ON_ONE_WORKER), ON_ONE_WORKER
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedCachesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return ON_ONE_WORKER[0] if path in ON_ONE_WORKER else path
+
+    return SharedCachesTogether(config, log)
+
+
 _FROM_WORKERS: list[str] = []
 
 
