@@ -22,7 +22,10 @@ from main import main
 SMALL = AttentionConfig(n_tokens=16, d_k=8, d_model=8, samples=100, seed=3)
 
 
-def test_export_command_renders_every_view(qapp, tmp_path, capsys):
+def test_export_command_renders_every_view(qapp, tmp_path, capsys, isolated_settings):
+    """``export`` as a user runs it: every view as PNG, SVG and CSV at the asked size, the
+    session's settings kept; it prints only the files it wrote (no Qt plugin noise) and writes
+    no settings."""
     session = tmp_path / "small.json"
     save_session(session, Session(SMALL, current_view="laws", temperature=2.0))
     out = tmp_path / "out"
@@ -34,10 +37,13 @@ def test_export_command_renders_every_view(qapp, tmp_path, capsys):
     assert "--force" in capsys.readouterr().err
     assert (out / "session.json").read_text(encoding="utf-8") == "an older export"
     # ... and written into with it (files of the same name replaced, others kept).
-    code = main(["export", "--out", str(out), "--session", str(session), "--force",
-                 "--width", "700", "--height", "450"])
-    printed = capsys.readouterr().out.split()
-    assert code == 0
+    done = _run(["export", "--out", str(out), "--session", str(session), "--force",
+                 "--width", "700", "--height", "450", "--lang", "zh_CN"], isolated_settings)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no "This plugin does not support propagateSizeHints()"
+    printed = done.stdout.splitlines()
+    assert all(Path(line).parent == out for line in printed)
+    assert not any(isolated_settings.iterdir())
     assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
     from gui.explorer.views import ALL_VIEWS
 
@@ -227,12 +233,3 @@ def test_without_a_display_the_window_explains_the_commands_that_need_none(isola
     assert message.startswith("No display found")
     for command in ("'export --out DIR'", "'--self-test DIR'", "'--headless' checks"):
         assert command in message
-
-
-def test_export_prints_only_its_own_lines(tmp_path, isolated_settings):
-    done = _run(["export", "--out", str(tmp_path / "out"), "--width", "320", "--height", "240",
-                 "--lang", "zh_CN"], isolated_settings)
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == ""  # no "This plugin does not support propagateSizeHints()"
-    assert all(Path(line).parent == tmp_path / "out" for line in done.stdout.splitlines())
-    assert not any(isolated_settings.iterdir())
