@@ -9,17 +9,15 @@ docs/numerics.md, "Low-precision attention".
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 from engine.config.precision import Precision, Rounding, ScaleOrder, SoftmaxForm
 
 __all__ = [
-    "FLOAT8_E4M3_MAX",
-    "FLOAT16_MAX",
     "PrecisionResult",
     "largest_value",
     "numpy_dtype",
@@ -29,33 +27,35 @@ __all__ = [
     "round_to",
 ]
 
-_DTYPES: dict[Precision, np.dtype] = {
-    Precision.FLOAT64: np.dtype(np.float64),
-    Precision.FLOAT32: np.dtype(np.float32),
-    Precision.FLOAT16: np.dtype(np.float16),
-    Precision.BFLOAT16: np.dtype(ml_dtypes.bfloat16),
-    Precision.FLOAT8_E4M3: np.dtype(ml_dtypes.float8_e4m3fn),
-}
+@functools.cache
+def _dtypes() -> dict[Precision, np.dtype]:
+    # ml_dtypes is imported on first use: its import takes about a second, which every
+    # ``main.py`` command would otherwise pay before doing anything.
+    import ml_dtypes
 
-#: Largest finite float16 (65504).
-FLOAT16_MAX = float(ml_dtypes.finfo(np.float16).max)
-#: Largest finite float8 e4m3 (448).
-FLOAT8_E4M3_MAX = float(ml_dtypes.finfo(ml_dtypes.float8_e4m3fn).max)
+    return {
+        Precision.FLOAT64: np.dtype(np.float64),
+        Precision.FLOAT32: np.dtype(np.float32),
+        Precision.FLOAT16: np.dtype(np.float16),
+        Precision.BFLOAT16: np.dtype(ml_dtypes.bfloat16),
+        Precision.FLOAT8_E4M3: np.dtype(ml_dtypes.float8_e4m3fn),
+    }
 
 
 def numpy_dtype(precision: Precision | str) -> np.dtype:
     """The numpy dtype of ``precision`` (ml_dtypes for bfloat16 and float8 e4m3)."""
-    return _DTYPES[Precision(precision)]
+    return _dtypes()[Precision(precision)]
 
 
 def largest_value(precision: Precision | str) -> float:
     """The largest finite value of ``precision`` (``ml_dtypes.finfo(...).max``)."""
+    import ml_dtypes
+
     return float(ml_dtypes.finfo(numpy_dtype(precision)).max)
 
 
 def _work(precision: Precision) -> np.dtype:
-    return _DTYPES[Precision.FLOAT64] if precision is Precision.FLOAT64 else _DTYPES[
-        Precision.FLOAT32]
+    return np.dtype(np.float64 if precision is Precision.FLOAT64 else np.float32)
 
 
 def round_to(x: np.ndarray, precision: Precision | str) -> np.ndarray:
@@ -67,7 +67,7 @@ def round_to(x: np.ndarray, precision: Precision | str) -> np.ndarray:
     p = Precision(precision)
     work = _work(p)
     with np.errstate(over="ignore", invalid="ignore"):
-        return np.asarray(x).astype(_DTYPES[p]).astype(work)
+        return np.asarray(x).astype(numpy_dtype(p)).astype(work)
 
 
 def reference_weights(logits: np.ndarray) -> np.ndarray:
