@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.analysis.head_gradients import GradientSummary, gradient_summary
-from engine.analysis.sampling import draw_qk
+from engine.analysis.sampling import draw_scores
 from engine.analysis.snapshot_rules import (
     logits_from_raw,
     rule_scale,
@@ -250,11 +250,12 @@ def run_experiment(
     check_snapshot_memory(config, rules)
     rule_list = _rule_list(config, rules)
     h, n, d = config.heads, config.n_tokens, config.d_k
+    # Every rule's logits derive from the raw scores: no further matmul.
     if real_head is None:
-        q, k = draw_qk(config)
+        q, k, raw = draw_scores(config)
     else:
         q, k = _real_qk(config, real_head)
-    raw = raw_scores(q, k)  # every rule's logits derive from these: no further matmul
+        raw = raw_scores(q, k)
     blocked = ~causal_mask(n, n) if config.mask is MaskKind.CAUSAL else None
     # Statistics of the logit variance use independent token pairs i ≠ j (see RuleView).
     # A real head's tokens are not independent draws: every unmasked entry counts.
@@ -375,10 +376,13 @@ def temperature_comparison(
             raise ValueError("snapshot was computed for other q, k than real_head")
         z = snapshot.raw_scores[head, row]
     else:
-        q, k = draw_qk(config) if real_head is None else _real_qk(config, real_head)
-        # The same GEMM as run_experiment's raw scores (not a matrix-vector product, whose
+        # The raw scores as run_experiment computes them (not a matrix-vector product, whose
         # rounding differs), so both paths give the same bits.
-        z = raw_scores(q[head], k[head])[row]
+        if real_head is None:
+            z = draw_scores(config)[2][head, row]
+        else:
+            q, k = _real_qk(config, real_head)
+            z = raw_scores(q[head], k[head])[row]
     attend = None
     if config.mask is MaskKind.CAUSAL:
         attend = np.arange(config.n_tokens) <= row

@@ -14,7 +14,7 @@ import numpy as np
 
 from engine.config import AttentionConfig
 
-__all__ = ["draw_qk"]
+__all__ = ["draw_qk", "draw_scores"]
 
 
 #: Unit-normal draws at most this large are memoised (two entries), so that moving a slider
@@ -50,6 +50,19 @@ def _normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray
     return _unit_normals(seed, shapes)
 
 
+def _gram(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    product = np.matmul(a, np.swapaxes(b, -1, -2))
+    product.flags.writeable = False
+    return product
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_unit_products(seed: int, shape: tuple[int, int, int], with_self: bool
+                          ) -> tuple[np.ndarray, np.ndarray | None]:
+    z_q, z_xi = _normals(seed, (shape, shape))
+    return _gram(z_q, z_xi), _gram(z_q, z_q) if with_self else None
+
+
 def draw_qk(config: AttentionConfig) -> tuple[np.ndarray, np.ndarray]:
     """Draw the ``(heads, n, d_k)`` queries and keys of ``config`` (float64, deterministic).
 
@@ -72,3 +85,21 @@ def draw_qk(config: AttentionConfig) -> tuple[np.ndarray, np.ndarray]:
     if rho == 0.0:
         return q, xi
     return q, rho * q + math.sqrt(1.0 - rho * rho) * xi
+
+
+def draw_scores(config: AttentionConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The q, k of :func:`draw_qk` and their ``(heads, n, n)`` raw scores q·kᵀ (float64).
+
+    Without projections q·kᵀ = σ²·(z_q·z_ξᵀ) for ρ = 0 and σ²·(ρ·z_q·z_qᵀ + √(1−ρ²)·z_q·z_ξᵀ)
+    otherwise: the products of the unit normals are memoised with them, so that moving σ, ρ or
+    a rule's control costs no matrix product (the scores equal q·kᵀ up to rounding).
+    """
+    q, k = draw_qk(config)
+    h, n, d = config.heads, config.n_tokens, config.d_k
+    if config.use_projection or 8 * h * n * n * 2 > _NORMALS_CACHE_MAX_BYTES:
+        return q, k, np.matmul(q, np.swapaxes(k, -1, -2))
+    rho, variance = config.rho, config.init_std * config.init_std
+    cross, own = _cached_unit_products(config.seed, (h, n, d), rho != 0.0)
+    if own is None:
+        return q, k, variance * cross
+    return q, k, variance * (rho * own + math.sqrt(1.0 - rho * rho) * cross)

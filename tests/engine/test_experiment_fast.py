@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine.analysis.experiment import raw_scores, run_experiment, temperature_comparison
-from engine.analysis.sampling import draw_qk
+from engine.analysis.sampling import draw_qk, draw_scores
 from engine.config import AttentionConfig, ScalingRule
 from engine.core.attention import attention_logits
 from engine.core.softmax import softmax
@@ -79,6 +79,21 @@ def test_temperature_comparison_from_snapshot_is_bit_identical(mask: str) -> Non
 def test_raw_scores_is_q_k_transpose() -> None:
     q, k = draw_qk(AttentionConfig(n_tokens=5, d_k=3, heads=2, d_model=6))
     np.testing.assert_allclose(raw_scores(q, k), np.einsum("hid,hjd->hij", q, k), rtol=1e-12)
+
+
+@pytest.mark.parametrize(("sigma", "rho", "projection"), [
+    (1.0, 0.0, False), (0.7, 0.0, False), (2.5, 0.6, False), (0.3, -0.9, False), (1.3, 0.4, True)])
+def test_scores_from_memoised_unit_products_are_q_k_transpose(sigma, rho, projection) -> None:
+    config = AttentionConfig(n_tokens=33, d_k=24, heads=3, d_model=72, init_std=sigma, rho=rho,
+                             use_projection=projection, seed=4)
+    q, k, raw = draw_scores(config)
+    drawn_q, drawn_k = draw_qk(config)
+    np.testing.assert_array_equal(q, drawn_q)
+    np.testing.assert_array_equal(k, drawn_k)
+    np.testing.assert_allclose(raw, raw_scores(q, k), rtol=1e-13, atol=1e-13 * sigma**2 * 24)
+    if (sigma == 1.0 and rho == 0.0) or projection:
+        np.testing.assert_array_equal(raw, raw_scores(q, k))
+    np.testing.assert_array_equal(run_experiment(config).raw_scores, raw)
 
 
 def test_a_snapshot_is_the_same_on_several_threads():
