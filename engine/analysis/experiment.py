@@ -283,7 +283,7 @@ def run_experiment(
         own[rule] = first_of_scale.setdefault(c, rule) if linear_in_raw else rule
         plans.append((rule, c_all, c, linear_in_raw))
     wanted = rule_list if stored_weights is None else _parse_rules(stored_weights)
-    store = {own[rule]: True for rule in rule_list if rule in wanted}
+    store = {own[rule] for rule in rule_list if rule in wanted}
     raw_moments = (selected_moments(raw, select, count)
                    if any(linear for *_, linear in plans) else (math.nan, math.nan))
 
@@ -296,7 +296,7 @@ def run_experiment(
             mean_empirical, var_empirical = selected_moments(logits, select, count)
         if blocked is not None:
             np.copyto(logits, -np.inf, where=blocked)
-        weights = np.empty_like(logits) if store.get(rule) else None
+        weights = np.empty_like(logits) if rule in store else None
         stats = logit_row_stats(logits.reshape(-1, n),
                                 weights_out=None if weights is None else weights.reshape(-1, n))
         rows = {}

@@ -97,7 +97,7 @@ def draw_scores(config: AttentionConfig) -> tuple[np.ndarray, np.ndarray, np.nda
     q, k = draw_qk(config)
     h, n, d = config.heads, config.n_tokens, config.d_k
     if config.use_projection or 8 * h * n * n * 2 > _NORMALS_CACHE_MAX_BYTES:
-        return q, k, np.matmul(q, np.swapaxes(k, -1, -2))
+        return q, k, _gram(q, k)
     rho, variance = config.rho, config.init_std * config.init_std
     cross, own = _cached_unit_products(config.seed, (h, n, d), rho != 0.0)
     if own is None:
