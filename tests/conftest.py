@@ -25,7 +25,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     files = {str(arg).split("::")[0] for arg in config.args}
     if len(files) == 1 and (config.invocation_params.dir / files.pop()).is_file():
         return 0
-    return len(os.sched_getaffinity(0))
+    if hasattr(os, "sched_getaffinity"):  # Linux: the cores this process may use
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 #: Test files that share a per-process cache (tests/engine/tour_results.py): one worker runs
