@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.io.source import shown
+from engine.models.values import Values
 from engine.models.weights import ModelError
 
 __all__ = ["ARCHITECTURES", "GGUF_ARCHITECTURES", "ModelSpec", "spec_from_gguf",
@@ -20,6 +22,21 @@ ARCHITECTURES: Mapping[str, str] = {
 #: GGUF ``general.architecture`` values this app runs.
 GGUF_ARCHITECTURES = ("llama",)
 ROPE_TYPES = ("default", "linear", "llama3")
+#: The activations the forward pass computes (engine.models.forward).
+ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "silu", "swish")
+
+# Bounds on the counts a config gives, well above the largest published models (126 layers,
+# 128 heads, width 16,384, 10M positions), so that a hostile count is refused before anything
+# is built from it (a billion layers once built a 7.9 GB tuple before the weights were read).
+MAX_LAYERS = 1024
+MAX_HEADS = 4096
+MAX_WIDTH = 1 << 17
+MAX_INNER = 1 << 20
+MAX_HEAD_DIM = 1 << 13
+MAX_POSITIONS = 1 << 24
+#: The smallest norm epsilon: a smaller one is 0 in float32 (a row of zeros would divide by
+#: zero); BERT's 1e-12 is the smallest in use. A negative one gives NaN q and k.
+TINY_EPS = 1e-30
 
 
 @dataclass(frozen=True)
@@ -46,6 +63,8 @@ class ModelSpec:
     rope: Mapping[str, Any] = field(default_factory=dict)
     sliding_window: int | None = None
     scale_note: str = ""
+    #: Whether q, k, v and o have biases the config asks for (Qwen2's q, k and v always do).
+    attention_bias: bool = False
 
     def rope_inverse_frequencies(self) -> Any:
         """The rotary frequencies per pair of dimensions (float64), with the model's scaling."""
@@ -54,7 +73,7 @@ class ModelSpec:
         assert self.rope_theta is not None
         dim = self.head_dim
         inv = 1.0 / self.rope_theta ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
-        kind = self.rope.get("rope_type", self.rope.get("type", "default"))
+        kind = self.rope.get("rope_type", "default")
         if kind == "linear":
             inv = inv / float(self.rope["factor"])
         elif kind == "llama3":
@@ -70,38 +89,61 @@ class ModelSpec:
         return inv
 
 
-def _get(config: Mapping[str, Any], *keys: str, default: Any = None) -> Any:
-    for key in keys:
-        value = config.get(key)
-        if value is not None:
-            return value
-    return default
+def _rope_of(config: Values) -> tuple[float, dict[str, Any]]:
+    """rope_theta and the rotary scaling, checked: each scaling's keys present and in range."""
+    # transformers 5 writes "rope_parameters" (with rope_theta inside, per attention kind
+    # for some models); older configs write rope_theta and rope_scaling beside each other.
+    params = config.mapping("rope_parameters")
+    if params is not None and params.has("full_attention"):
+        params = params.mapping("full_attention")
+    if params is None:
+        params = config.mapping("rope_scaling") or Values({}, "")
+    theta = params.number("rope_theta", above=1, default=None)
+    if theta is None:
+        theta = config.number("rope_theta", above=1, default=10000.0)
+    kind = params.choice("rope_type", "type", options=ROPE_TYPES, default="default")
+    for where in (params, config):
+        partial = where.number("partial_rotary_factor", default=1.0, above=0)
+        if partial != 1.0:
+            raise where.refuse("partial_rotary_factor", partial,
+                               "1 (rotary embedding of part of a head is not modelled)")
+    rope: dict[str, Any] = {"rope_type": kind}
+    if kind in ("linear", "llama3"):
+        # transformers warns below 1: a factor < 1 would squeeze positions together, and
+        # a tiny one sends the angles to infinity (NaN q and k).
+        rope["factor"] = params.number("factor", least=1)
+    if kind == "llama3":
+        low = rope["low_freq_factor"] = params.number("low_freq_factor", above=0)
+        rope["high_freq_factor"] = params.number("high_freq_factor", above=low)
+        rope["original_max_position_embeddings"] = params.whole(
+            "original_max_position_embeddings", high=MAX_POSITIONS)
+    return theta, rope
 
 
-def _whole(label: str, key: str, value: Any, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ModelError(f"{label}: '{key}' must be a whole number ≥ {low}, got {value!r}")
-    return value
+def _check_rotary(label: str, head_dim: int) -> None:
+    if head_dim % 2:
+        raise ModelError(f"{label}: the rotary embedding turns pairs of dimensions, but the "
+                         f"head width is {head_dim} (odd)")
 
 
-def _rope_of(config: Mapping[str, Any], label: str) -> tuple[float, dict[str, Any]]:
-    # transformers 5 writes "rope_parameters" (with rope_theta inside); older configs write
-    # rope_theta and rope_scaling beside each other.
-    params = config.get("rope_parameters")
-    if isinstance(params, Mapping) and "full_attention" in params:
-        params = params["full_attention"]
-    if not isinstance(params, Mapping):
-        params = dict(config.get("rope_scaling") or {})
-        params.setdefault("rope_theta", config.get("rope_theta", 10000.0))
-    params = dict(params)
-    kind = params.get("rope_type", params.get("type", "default"))
-    if kind not in ROPE_TYPES:
-        raise ModelError(f"{label}: rotary scaling '{kind}' is not supported; supported: "
-                         f"{', '.join(ROPE_TYPES)}")
-    theta = float(params.get("rope_theta", config.get("rope_theta", 10000.0)))
-    if not math.isfinite(theta) or theta <= 1:
-        raise ModelError(f"{label}: 'rope_theta' must be a number > 1, got {theta!r}")
-    return theta, params
+def _heads_and_width(config: Values, family: str, label: str) -> tuple[int, int, int, int]:
+    """hidden, heads, key heads and head width, checked against one another."""
+    hidden = config.whole("hidden_size", "n_embd", high=MAX_WIDTH)
+    heads = config.whole("num_attention_heads", "n_head", high=MAX_HEADS)
+    rotary = family in ("llama", "gemma2")
+    # BERT and GPT-2 have neither grouped keys nor a head width of their own: transformers
+    # ignores those keys there, and so does this.
+    kv_heads = config.whole("num_key_value_heads", default=heads, high=heads) if rotary else heads
+    if heads % kv_heads:
+        raise ModelError(f"{label}: {heads} query heads cannot share {kv_heads} key heads")
+    head_dim = config.whole("head_dim", default=None, high=MAX_HEAD_DIM) if rotary else None
+    if head_dim is None:
+        if hidden % heads:
+            raise ModelError(f"{label}: hidden size {hidden} is not a multiple of {heads} heads")
+        head_dim = hidden // heads
+    if rotary:
+        _check_rotary(label, head_dim)
+    return hidden, heads, kv_heads, head_dim
 
 
 def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
@@ -111,96 +153,130 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
     ------
     ModelError
         For an architecture not in :data:`ARCHITECTURES`, naming it and the supported ones, or
-        a field that is missing or out of range.
+        a field that is missing, of the wrong type or out of range (naming the key, its value
+        and what is allowed), or that asks for what the forward pass does not model.
     """
-    arch = config.get("model_type")
-    if arch not in ARCHITECTURES:
+    values = Values(config, label)
+    _, arch = values.raw("model_type")
+    if not isinstance(arch, str) or arch not in ARCHITECTURES:
         classes = config.get("architectures")
-        extra = f" ({', '.join(map(str, classes))})" if isinstance(classes, list) else ""
-        raise ModelError(f"{label}: the architecture {arch!r}{extra} is not supported; "
-                         f"supported: {', '.join(ARCHITECTURES)}")
+        extra = (f" ({shown(', '.join(map(str, classes)), 80)})" if isinstance(classes, list)
+                 else "")
+        raise ModelError(f"{label}: the architecture {shown(repr(arch), 60)}{extra} is not "
+                         f"supported; supported: {', '.join(ARCHITECTURES)}")
     family = ARCHITECTURES[arch]
-    layers = _whole(label, "num_hidden_layers", _get(config, "num_hidden_layers", "n_layer"))
-    hidden = _whole(label, "hidden_size", _get(config, "hidden_size", "n_embd"))
-    heads = _whole(label, "num_attention_heads", _get(config, "num_attention_heads", "n_head"))
-    kv_heads = _whole(label, "num_key_value_heads", _get(config, "num_key_value_heads",
-                                                          default=heads))
-    if heads % kv_heads:
-        raise ModelError(f"{label}: {heads} query heads cannot share {kv_heads} key heads")
-    head_dim = _get(config, "head_dim")
-    if head_dim is None:
-        if hidden % heads:
-            raise ModelError(f"{label}: hidden size {hidden} is not a multiple of {heads} heads")
-        head_dim = hidden // heads
-    head_dim = _whole(label, "head_dim", head_dim)
-    intermediate = _get(config, "intermediate_size", "n_inner", default=4 * hidden)
-    intermediate = _whole(label, "intermediate_size", intermediate)
-    eps = float(_get(config, "layer_norm_eps", "layer_norm_epsilon", "rms_norm_eps",
-                     default=1e-5))
-    positions = _whole(label, "max_position_embeddings",
-                       _get(config, "max_position_embeddings", "n_positions", default=2048))
-    activation = str(_get(config, "hidden_activation", "hidden_act", "activation_function",
-                          default="gelu"))
+    layers = values.whole("num_hidden_layers", "n_layer", high=MAX_LAYERS)
+    hidden, heads, kv_heads, head_dim = _heads_and_width(values, family, label)
+    intermediate = values.whole("intermediate_size", "n_inner", default=4 * hidden,
+                                high=MAX_INNER)
+    eps = values.number("layer_norm_eps", "layer_norm_epsilon", "rms_norm_eps", default=1e-5,
+                        least=TINY_EPS, below=1)
+    positions = values.whole("max_position_embeddings", "n_positions", default=2048,
+                             high=MAX_POSITIONS)
+    activation_keys = (("hidden_activation",) if family == "gemma2" else
+                       ("hidden_activation", "hidden_act", "activation_function"))
+    activation = values.choice(*activation_keys, options=ACTIVATIONS,
+                               default="gelu_pytorch_tanh" if family == "gemma2" else "gelu")
     scale = head_dim ** -0.5
-    scales = (scale,) * layers
     note = "1/√d_head"
     cap = None
     theta, rope = None, {}
     window = None
+    per_layer = biases = False
+    if family == "bert":
+        values.choice("position_embedding_type", options=("absolute",), default="absolute")
+        if values.flag("is_decoder", default=False):
+            raise ModelError(f"{label}: 'is_decoder' is true: a BERT decoder (causal, with "
+                             "cross-attention) is not modelled")
     if family == "gpt2":
-        if config.get("scale_attn_weights", True) is False:
-            scales, note = (1.0,) * layers, "1 (scale_attn_weights off)"
-        if config.get("scale_attn_by_inverse_layer_idx"):
-            scales = tuple(s / (i + 1) for i, s in enumerate(scales))
+        if not values.flag("scale_attn_weights", default=True):
+            scale, note = 1.0, "1 (scale_attn_weights off)"
+        if values.flag("scale_attn_by_inverse_layer_idx", default=False):
+            per_layer = True
             note += ", ÷ (layer + 1)"
     if family in ("llama", "gemma2"):
-        theta, rope = _rope_of(config, label)
-        if arch == "mistral" or config.get("use_sliding_window", arch == "gemma2"):
-            window = config.get("sliding_window")
+        theta, rope = _rope_of(values)
+        if values.flag("mlp_bias", default=False):
+            raise values.refuse("mlp_bias", True, "false (biases of the MLP are not modelled)")
+        biases = values.flag("attention_bias", default=False)
+        if arch == "mistral" or values.flag("use_sliding_window", default=arch == "gemma2"):
+            window = values.whole("sliding_window", default=None, high=MAX_POSITIONS)
     if family == "gemma2":
-        scalar = float(_get(config, "query_pre_attn_scalar", default=head_dim))
-        scales = (scalar ** -0.5,) * layers
+        # A width-like number (Gemma 2 uses the head width or width / heads): below 1 the
+        # scale 1/√scalar can overflow float32's logits.
+        scalar = values.number("query_pre_attn_scalar", default=float(head_dim), least=1)
+        scale = scalar ** -0.5
         note = f"query_pre_attn_scalar {scalar:g}: 1/√{scalar:g}"
-        cap = config.get("attn_logit_softcapping")
-        cap = None if cap is None else float(cap)
-        activation = str(_get(config, "hidden_activation", default="gelu_pytorch_tanh"))
+        # Gemma 2 caps at 50; outside float32's range cap·tanh(z/cap) is 0/0 or inf·0 = NaN.
+        cap = values.number("attn_logit_softcapping", default=None, least=1e-3, below=1e6)
+    scales = (tuple(scale / (i + 1) for i in range(layers)) if per_layer
+              else (scale,) * layers)
     return ModelSpec(architecture=arch, family=family, layers=layers, hidden=hidden, heads=heads,
                      kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, eps=eps,
                      max_positions=positions, activation=activation, causal=family != "bert",
                      scales=scales, cap=cap, qk_norm=arch == "qwen3", rope_theta=theta, rope=rope,
-                     sliding_window=None if window is None else int(window), scale_note=note)
+                     sliding_window=window, scale_note=note, attention_bias=biases)
 
 
 def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
-    """Read the metadata of a GGUF file (``general.architecture`` must be ``llama``)."""
-    arch = metadata.get("general.architecture")
-    if arch not in GGUF_ARCHITECTURES:
-        raise ModelError(f"{label}: the GGUF architecture {arch!r} is not supported; supported: "
-                         f"{', '.join(GGUF_ARCHITECTURES)}")
+    """Read the metadata of a GGUF file (``general.architecture`` must be ``llama``).
 
-    def key(name: str, default: Any = None) -> Any:
-        value = metadata.get(f"{arch}.{name}", default)
-        if value is None:
-            raise ModelError(f"{label}: the GGUF metadata has no '{arch}.{name}'")
-        return value
+    Raises
+    ------
+    ModelError
+        For another architecture, a value that is missing, of the wrong type or out of range
+        (naming the key, its value and what is allowed), or a key that changes the forward
+        pass in a way this app does not model (YaRN rotary scaling, partial rotary, experts).
+    """
+    values = Values(metadata, label)
+    _, arch = values.raw("general.architecture")
+    if not isinstance(arch, str) or arch not in GGUF_ARCHITECTURES:
+        raise ModelError(f"{label}: the GGUF architecture {shown(repr(arch), 60)} is not "
+                         f"supported; supported: {', '.join(GGUF_ARCHITECTURES)}")
 
-    hidden = _whole(label, "embedding_length", key("embedding_length"))
-    heads = _whole(label, "attention.head_count", key("attention.head_count"))
-    kv_heads = _whole(label, "attention.head_count_kv", key("attention.head_count_kv", heads))
-    if heads % kv_heads or hidden % heads:
+    def key(name: str) -> str:
+        return f"{arch}.{name}"
+
+    hidden = values.whole(key("embedding_length"), high=MAX_WIDTH)
+    heads = values.whole(key("attention.head_count"), high=MAX_HEADS)
+    kv_heads = values.whole(key("attention.head_count_kv"), default=heads, high=heads)
+    head_dim = values.whole(key("attention.key_length"), default=None, high=MAX_HEAD_DIM)
+    if heads % kv_heads or (head_dim is None and hidden % heads):
         raise ModelError(f"{label}: {heads} heads, {kv_heads} key heads and width {hidden} "
                          "do not fit together")
-    head_dim = _whole(label, "rope.dimension_count", key("rope.dimension_count", hidden // heads))
-    layers = _whole(label, "block_count", key("block_count"))
-    rope: dict[str, Any] = {}
-    if metadata.get(f"{arch}.rope.scaling.type") == "linear":
-        rope = {"rope_type": "linear", "factor": float(key("rope.scaling.factor"))}
-    theta = float(key("rope.freq_base", 10000.0))
+    head_dim = hidden // heads if head_dim is None else head_dim
+    # llama.cpp allows a value width, and a rotary width, other than the key width; the
+    # forward pass here (as transformers' Llama) has one head width, rotated whole.
+    for name, what in (("attention.value_length", "the key width"),
+                       ("rope.dimension_count", "the head width (partial rotary is not "
+                                                "modelled)")):
+        width = values.whole(key(name), default=head_dim, high=MAX_HEAD_DIM)
+        if width != head_dim:
+            raise values.refuse(key(name), width, f"{head_dim}, {what}")
+    _check_rotary(label, head_dim)
+    layers = values.whole(key("block_count"), high=MAX_LAYERS)
+    experts = values.whole(key("expert_count"), default=0, low=0, high=MAX_HEADS)
+    if experts:
+        raise values.refuse(key("expert_count"), experts,
+                            "0 (a mixture of experts is not modelled)")
+    rope: dict[str, Any] = {"rope_type": "default"}
+    scaling = values.choice(key("rope.scaling.type"), options=("none", "linear"),
+                            default="none")
+    if scaling == "linear":
+        rope = {"rope_type": "linear", "factor": values.number(key("rope.scaling.factor"),
+                                                               least=1)}
+    scale_linear = values.number(key("rope.scale_linear"), default=1.0, above=0)
+    if scale_linear != 1.0:
+        raise values.refuse(key("rope.scale_linear"), scale_linear,
+                            "1 (write the factor as rope.scaling.type linear and "
+                            "rope.scaling.factor)")
     return ModelSpec(architecture=arch, family="llama", layers=layers, hidden=hidden, heads=heads,
                      kv_heads=kv_heads, head_dim=head_dim,
-                     intermediate=_whole(label, "feed_forward_length",
-                                         key("feed_forward_length")),
-                     eps=float(key("attention.layer_norm_rms_epsilon", 1e-5)),
-                     max_positions=_whole(label, "context_length", key("context_length", 2048)),
+                     intermediate=values.whole(key("feed_forward_length"), high=MAX_INNER),
+                     eps=values.number(key("attention.layer_norm_rms_epsilon"), default=1e-5,
+                                       least=TINY_EPS, below=1),
+                     max_positions=values.whole(key("context_length"), default=2048,
+                                                high=MAX_POSITIONS),
                      activation="silu", causal=True, scales=(head_dim ** -0.5,) * layers,
-                     rope_theta=theta, rope=rope, scale_note="1/√d_head")
+                     rope_theta=values.number(key("rope.freq_base"), default=10000.0, above=1),
+                     rope=rope, scale_note="1/√d_head")
