@@ -225,7 +225,7 @@ def run_forward(
             h = _layer_norm(x, w("norm2.w"), w("norm2.b"), spec.eps)
             x = x + act(h @ w("up.w") + w("up.b")) @ w("down.w") + w("down.b")
         elif spec.family == "gemma2":
-            h = _linear(attended, w("o.w"), None)
+            h = _linear(attended, w("o.w"), w.optional("o.b"))
             x = x + _rms_norm(h, w("post_attn_norm.w"), spec.eps, True)
             h = _rms_norm(x, w("pre_ff_norm.w"), spec.eps, True)
             h = _linear(act(_linear(h, w("gate.w"), None)) * _linear(h, w("up.w"), None),

@@ -110,33 +110,123 @@ class _GgufLlamaStore(WeightStore):
         return self._gguf.rows(name, index)
 
 
+# Every weight each forward pass reads (engine.models.forward), by short name, with its shape
+# in the config's terms: h the width, q the query heads' width (heads × head width), kv the key
+# heads', i the MLP's, d one head's; P a table of at least max_positions rows, V any rows.
+_TOP_SHAPES = {
+    "bert": {"embed": ("V", "h"), "pos": ("P", "h"), "embed_norm.w": ("h",),
+             "embed_norm.b": ("h",)},
+    "gpt2": {"embed": ("V", "h"), "pos": ("P", "h")},
+    "llama": {"embed": ("V", "h")},
+    "gemma2": {"embed": ("V", "h")},
+}
+_ROTARY_ATTENTION = {"norm1.w": ("h",), "q.w": ("q", "h"), "k.w": ("kv", "h"),
+                     "v.w": ("kv", "h"), "o.w": ("h", "q")}
+_GATED_MLP = {"gate.w": ("i", "h"), "up.w": ("i", "h"), "down.w": ("h", "i")}
+_LAYER_SHAPES = {
+    "bert": {"q.w": ("q", "h"), "q.b": ("q",), "k.w": ("q", "h"), "k.b": ("q",),
+             "v.w": ("q", "h"), "v.b": ("q",), "o.w": ("h", "q"), "o.b": ("h",),
+             "norm1.w": ("h",), "norm1.b": ("h",), "up.w": ("i", "h"), "up.b": ("i",),
+             "down.w": ("h", "i"), "down.b": ("h",), "norm2.w": ("h",), "norm2.b": ("h",)},
+    # GPT-2's Conv1D stores (in, out), the transpose of nn.Linear.
+    "gpt2": {"norm1.w": ("h",), "norm1.b": ("h",), "qkv.w": ("h", "3q"), "qkv.b": ("3q",),
+             "o.w": ("q", "h"), "o.b": ("h",), "norm2.w": ("h",), "norm2.b": ("h",),
+             "up.w": ("h", "i"), "up.b": ("i",), "down.w": ("i", "h"), "down.b": ("h",)},
+    "llama": {**_ROTARY_ATTENTION, "norm2.w": ("h",), **_GATED_MLP},
+    "gemma2": {**_ROTARY_ATTENTION, "post_attn_norm.w": ("h",), "pre_ff_norm.w": ("h",),
+               "post_ff_norm.w": ("h",), **_GATED_MLP},
+}
+#: Biases of q, k, v and o that the llama and gemma2 passes add where the weights hold them.
+_ATTENTION_BIASES = {"q.b": ("q",), "k.b": ("kv",), "v.b": ("kv",), "o.b": ("h",)}
+_QK_NORMS = {"q_norm.w": ("d",), "k_norm.w": ("d",)}
+#: Weights that change a llama forward pass which it does not model (llama 3.1's rotary
+#: frequency factors in GGUF; MLP biases): refused rather than ignored.
+_UNMODELLED_TOP = {"rope_freqs.weight": "rotary frequency factors"}
+_UNMODELLED_LAYER = ("gate.b", "up.b", "down.b")
+
+
+def _expected_weights(spec: ModelSpec) -> tuple[dict[str, tuple[str, ...]],
+                                                  dict[str, tuple[str, ...]]]:
+    """The weights each layer must have and those it may have, by short name."""
+    must = dict(_LAYER_SHAPES[spec.family])
+    may: dict[str, tuple[str, ...]] = {}
+    if spec.family in ("llama", "gemma2"):
+        if spec.attention_bias:
+            must.update(_ATTENTION_BIASES)
+        elif spec.architecture == "qwen2":  # Qwen2's q, k and v always have biases
+            must.update({k: v for k, v in _ATTENTION_BIASES.items() if k != "o.b"})
+            may["o.b"] = _ATTENTION_BIASES["o.b"]
+        else:
+            may.update(_ATTENTION_BIASES)
+    if spec.qk_norm:
+        must.update(_QK_NORMS)
+    return must, may
+
+
+def _dimensions(spec: ModelSpec) -> dict[str, tuple[int, str]]:
+    q, kv, hd = spec.heads * spec.head_dim, spec.kv_heads * spec.head_dim, spec.head_dim
+    return {"h": (spec.hidden, f"width {spec.hidden}"),
+            "q": (q, f"{spec.heads} heads × {hd}"),
+            "kv": (kv, f"{spec.kv_heads} key heads × {hd}"),
+            "3q": (3 * q, f"3 × {spec.heads} heads × {hd}"),
+            "i": (spec.intermediate, f"MLP width {spec.intermediate}"),
+            "d": (hd, f"head width {hd}"),
+            "P": (spec.max_positions, f"≥ {spec.max_positions} positions")}
+
+
+def _check_shape(name: str, got: tuple[int, ...], want: tuple[str, ...],
+                 dims: dict[str, tuple[int, str]], label: str) -> None:
+    fits = len(got) == len(want) and all(
+        size >= 1 if kind == "V" else size >= dims[kind][0] if kind == "P"
+        else size == dims[kind][0] for size, kind in zip(got, want, strict=True))
+    if not fits:
+        expected = tuple("rows" if kind == "V" else dims[kind][0] for kind in want)
+        why = "; ".join(dims[kind][1] for kind in want if kind != "V")
+        raise ModelError(f"{label}: '{shown(name, 80)}' has shape {got}, but the config gives "
+                         f"{expected} ({why}): the config does not match the weights")
+
+
 def _check_weights(spec: ModelSpec, store: WeightStore, names: Callable[[int, str], str],
                    label: str) -> int:
-    """Check that the weights have the shapes the config gives; return the vocabulary size."""
-    embed = names(-1, "embed")
-    shape = store.shape(embed)
-    if len(shape) != 2 or shape[1] != spec.hidden:
-        raise ModelError(f"{label}: '{embed}' has shape {shape}, but the config says "
-                         f"a width of {spec.hidden}: the config does not match the weights")
-    q_out = spec.heads * spec.head_dim
-    kv_out = spec.kv_heads * spec.head_dim
-    expect = {"q.w": q_out, "k.w": kv_out, "v.w": kv_out}
-    if spec.family == "gpt2":
-        expect = {"qkv.w": 3 * spec.hidden}
+    """Check that every weight the forward pass reads is there with the shape the config
+    gives (shapes only: no weight is read); return the vocabulary size.
+
+    Layer by layer from the first, so that a layer count beyond the weights is refused at
+    the first missing layer.
+    """
+    dims = _dimensions(spec)
+    for name, what in _UNMODELLED_TOP.items():
+        if name in store.names:
+            raise ModelError(f"{label}: the weights hold '{name}' ({what}), which this app "
+                             "does not model")
+    for short, want in _TOP_SHAPES[spec.family].items():
+        name = names(-1, short)
+        if name not in store.names:
+            raise ModelError(f"{label}: the weights lack '{shown(name, 80)}': they do not "
+                             f"belong to a {spec.architecture} model as the config says")
+        _check_shape(name, store.shape(name), want, dims, label)
+    if spec.family == "bert" and names(-1, "type") in store.names:
+        _check_shape(names(-1, "type"), store.shape(names(-1, "type")), ("V", "h"), dims,
+                     label)
+    must, may = _expected_weights(spec)
     for layer in range(spec.layers):
-        for short, rows in expect.items():
+        for short, want in must.items():
             name = names(layer, short)
             if name not in store.names:
-                raise ModelError(f"{label}: the weights lack '{name}' (layer {layer} "
-                                 f"of {spec.layers}): a shard missing, or a config that "
-                                 "does not match the weights")
-            got = store.shape(name)
-            size = got[-1] if spec.family == "gpt2" else got[0]
-            if size != rows:
-                raise ModelError(f"{label}: '{name}' has shape {got}, which does not "
-                                 f"match {spec.heads} heads × {spec.head_dim} (key heads "
-                                 f"{spec.kv_heads}) of the config")
-    return shape[0]
+                raise ModelError(f"{label}: the weights lack '{shown(name, 80)}' (layer "
+                                 f"{layer} of {spec.layers}): a shard missing, or a config "
+                                 "that does not match the weights")
+            _check_shape(name, store.shape(name), want, dims, label)
+        for short, want in may.items():
+            name = names(layer, short)
+            if name in store.names:
+                _check_shape(name, store.shape(name), want, dims, label)
+        if spec.family in ("llama", "gemma2"):
+            for short in _UNMODELLED_LAYER:
+                if names(layer, short) in store.names:
+                    raise ModelError(f"{label}: the weights hold '{names(layer, short)}', a "
+                                     "bias of the MLP, which this app does not model")
+    return store.shape(names(-1, "embed"))[0]
 
 
 def _read_config(folder: Path) -> dict[str, Any]:
