@@ -23,6 +23,8 @@ import pytest
 
 from engine.core.memory import MemoryBudgetError
 from engine.models import ModelError, open_model
+from engine.models.forward import _activation
+from engine.models.spec import ACTIVATIONS
 from tests.engine.hostile_models import (
     FIXTURES,
     GGUF,
@@ -229,6 +231,8 @@ def test_the_fixtures_themselves_open_and_capture() -> None:
 CHILD_OPEN = textwrap.dedent("""
     import resource, time
     from engine.models import ModelError, open_model
+from engine.models.forward import _activation
+from engine.models.spec import ACTIVATIONS
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     start = time.perf_counter()
     try:
@@ -330,3 +334,12 @@ def test_every_gguf_key_with_hostile_values_opens_or_is_refused(tmp_path) -> Non
             path = gguf_with({key: value})(tmp_path)
             refused += not _opens_or_refuses(path, f"{key}={value!r}")
     assert refused > len(GGUF_KEYS) * len(HOSTILE_VALUES) // 2
+
+
+def test_every_activation_a_config_may_name_is_one_the_forward_pass_computes() -> None:
+    """The config readers accept the names of spec.ACTIVATIONS, so each must run."""
+    x = np.linspace(-3, 3, 7, dtype=np.float32)
+    for name in ACTIVATIONS:
+        assert np.isfinite(_activation(name)(x)).all(), name
+    with pytest.raises(ModelError, match="relu"):
+        _activation("relu")
