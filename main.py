@@ -249,6 +249,10 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
     capture.add_argument("--layers", metavar="L,…",
                          help="layers to keep, e.g. 0,3,5-7 (default: all)")
     capture.add_argument("--with-v", action="store_true", help="also write each layer's v")
+    capture.add_argument("--memory-budget", metavar="SIZE", default=None,
+                         help="largest memory the capture may allocate, e.g. 4G or 512M "
+                         "(default 1G); the estimate counts the chosen layers and tokens, "
+                         "with the weights converted one at a time")
     capture.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     size_range = f"{EXPORT_MIN_SIZE}..{EXPORT_MAX_SIZE}"

@@ -21,6 +21,7 @@ __all__ = [
     "ALLOCATOR_THRESHOLDS",
     "MemoryBudgetError",
     "check_memory",
+    "format_bytes",
     "get_memory_budget",
     "set_memory_budget",
     "tune_allocator",
@@ -57,7 +58,8 @@ def set_memory_budget(nbytes: int) -> None:
     _memory_budget = _check_budget_value("nbytes", nbytes)
 
 
-def _format_bytes(n: float) -> str:
+def format_bytes(n: float) -> str:
+    """``n`` bytes as people read them: "1.51 GiB", "340.00 MiB", "12 B"."""
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
             return f"{n / size:.2f} {unit}"
@@ -82,8 +84,8 @@ def check_memory(n_bytes: int, what: str | Callable[[], str], budget: int | None
         if callable(what):
             what = what()
         raise MemoryBudgetError(
-            f"{what} would need {_format_bytes(n_bytes)} ({int(n_bytes):,} bytes), more than the "
-            f"memory budget of {_format_bytes(limit)} ({limit:,} bytes); use fewer tokens, heads "
+            f"{what} would need {format_bytes(n_bytes)} ({int(n_bytes):,} bytes), more than the "
+            f"memory budget of {format_bytes(limit)} ({limit:,} bytes); use fewer tokens, heads "
             "or batch entries, or raise the budget (memory_budget_bytes / set_memory_budget)"
         )
 

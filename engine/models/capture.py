@@ -12,6 +12,7 @@ count and token ids.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from engine.core.memory import check_memory, get_memory_budget
+from engine.core.memory import MemoryBudgetError, format_bytes, get_memory_budget
 from engine.io.names import layer_array
+from engine.io.source import shown
 from engine.io.tensors import TensorFile, tensors_from_arrays, write_tensors
 from engine.models.forward import CaptureCancelled, LayerCapture, run_forward
 from engine.models.spec import ModelSpec
@@ -29,6 +31,27 @@ from engine.models.tokenize import Encoded, Tokenizer, TokenizerSource
 from engine.models.weights import ModelError, WeightStore
 
 __all__ = ["Capture", "Model", "layers_text"]
+
+#: Dequantizing converts a block of a quantized tensor's rows at a time (about 4M weights),
+#: holding some 16 bytes of temporaries per weight of the block besides its output.
+DEQUANTIZE_ROWS_WEIGHTS, DEQUANTIZE_BYTES_PER_WEIGHT = 1 << 22, 16
+#: The first prefix of a long text that is tokenized (characters), and how many tokens past
+#: the limit make the tokens before them those of the whole text.
+PREFIX_CHARS, SETTLED_TOKENS = 4096, 32
+#: The widest range ``layers_text`` builds without a layer count to check against.
+MAX_LAYER_RANGE = 1 << 16
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_LAYER_PART = re.compile(r"([0-9]{1,9})(?:-([0-9]{1,9}))?", re.ASCII)
+
+
+def _prefix(text: str, chars: int) -> str:
+    """The first ``chars`` characters of ``text``, cut back to the last white space in their
+    final quarter if there is one (so the cut does not split a word)."""
+    if len(text) <= chars:
+        return text
+    head = text[:chars]
+    space = max(head.rfind(" ", chars * 3 // 4), head.rfind("\n", chars * 3 // 4))
+    return head[:space] if space > 0 else head
 
 #: What the app captures, for the ``where`` of its files.
 WHERE = "attention inputs as the model computes them: after rotary embedding and QK-norm"
@@ -69,7 +92,10 @@ class Model:
                  names: Callable[[int, str], str], tokenizer: TokenizerSource, fmt: str,
                  weight_types: Sequence[str], vocab_size: int,
                  build_tokenizer: Callable[[], Tokenizer] | None = None) -> None:
-        self.path, self.name, self.spec = path, name, spec
+        self.path, self.spec = path, spec
+        #: The model's name as messages show it: a config's ``_name_or_path`` is whatever its
+        #: writer put there, control characters and kilobytes included.
+        self.name = shown(_CONTROL.sub("?", name).strip() or path.name, 80)
         self._build_tokenizer = build_tokenizer or tokenizer.build
         self._store, self._names = store, names
         #: Where the tokenizer comes from (it is built when first used, see :attr:`tokenizer`).
@@ -89,25 +115,63 @@ class Model:
             self._tokenizer = self._build_tokenizer()
         return self._tokenizer
 
-    def estimate_bytes(self, n: int, layers: int | None = None, keep_v: bool = False) -> int:
-        """Memory a capture of ``n`` tokens needs: the float32 weights of the largest layer
-        (twice: the mapped pages and their conversion), the activations and the kept q, k."""
+    def _largest_layer_tensor(self) -> int:
+        """Bytes of the largest weight of layer 0 once converted to float32 (every layer of
+        these families has the same shapes)."""
         spec = self.spec
-        layers = spec.layers if layers is None else layers
         probe = self._names(0, "qkv.w" if spec.family == "gpt2" else "q.w")
         prefix = probe[: probe.index(".0.") + 3] if ".0." in probe else probe
-        layer_bytes = sum(self._store.nbytes(name) for name in self._store.names
-                          if name.startswith(prefix))
-        width = max(spec.hidden, spec.heads * spec.head_dim)
-        activations = 4 * n * (6 * width + 3 * spec.intermediate) + 4 * 3 * spec.heads * n * n
-        kept = 4 * layers * spec.heads * n * spec.head_dim * (3 if keep_v else 2)
-        return 2 * layer_bytes + activations + kept + 4 * n * spec.hidden * 2
+        return max((self._store.nbytes(name) for name in self._store.names
+                    if name.startswith(prefix)), default=0)
+
+    def estimate_bytes(self, n: int, layers: int | None = None, keep_v: bool = False) -> int:
+        """Memory a capture of ``n`` tokens keeping ``layers`` layers allocates at its peak.
+
+        The forward converts one weight at a time to float32 while the rest stays mapped on
+        disk (clean file pages, which the kernel reclaims, so they are not counted): the
+        largest weight twice (its conversion and one copy: GGUF's q/k reordering, or a check),
+        plus what dequantizing a quantized block of rows holds. Then the activations of one
+        layer: the residual stream and its norms, q, k, v with their head-major copies and
+        rotations, the heads' n × n logits with the causal mask, and the MLP's inner
+        activations; and the q and k (and v) kept of every chosen layer.
+        """
+        spec = self.spec
+        layers = spec.layers if layers is None else layers
+        largest = self._largest_layer_tensor()
+        weights = 5 * largest // 2  # the conversion, a reordered copy, a finiteness mask
+        if any(kind not in ("F32", "F16", "BF16", "F64") for kind in self.weight_types):
+            weights += DEQUANTIZE_BYTES_PER_WEIGHT * min(largest // 4, DEQUANTIZE_ROWS_WEIGHTS)
+        width = spec.heads * spec.head_dim
+        # BERT's exact GELU computes erf in float64: its temporaries are twice as wide.
+        inner = 56 if spec.activation == "gelu" else 20
+        stream = 4 * n * (6 * spec.hidden + 8 * width) + inner * n * spec.intermediate
+        logits = spec.heads * n * n * 4 + 2 * n * n  # float32 logits, the boolean mask twice
+        kept = 4 * layers * width * n * (3 if keep_v else 2)
+        return weights + stream + logits + kept
+
+    def tokens_that_fit(self, n: int, layers: int, keep_v: bool, budget: int) -> int:
+        """The largest token count ≤ ``n`` whose :meth:`estimate_bytes` is within ``budget``
+        (0 when not even one token fits)."""
+        low, high = 0, n
+        while low < high:  # the estimate grows with n
+            middle = (low + high + 1) // 2
+            if self.estimate_bytes(middle, layers, keep_v) <= budget:
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
     def _encode(self, text: str, max_tokens: int | None,
                 tokenize: Callable[[str, int], Encoded | None]) -> Encoded:
         """``text``'s tokens by ``tokenize(text, limit)``, checked: not empty, within the
         model's positions unless ``max_tokens`` cuts it (the limit is one more than the
         positions without it, so that a text too long is recognised).
+
+        A long text is tokenized by growing prefixes, each cut at a space, until one gives
+        :data:`SETTLED_TOKENS` tokens more than the limit: the tokens that far before the cut
+        are those of the whole text, and a pasted book with max tokens 64 costs a few
+        kilobytes of tokenizing instead of the whole book. Its ``total`` then counts the
+        prefix's tokens only (a lower bound, enough to say the text was cut).
 
         Raises
         ------
@@ -118,19 +182,46 @@ class Model:
         """
         if not text.strip():
             raise ModelError("the text is empty: type or paste a text to run the model on")
-        if max_tokens is not None and max_tokens < 1:
-            raise ModelError(f"max tokens must be ≥ 1, got {max_tokens}")
+        if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
+            raise ModelError(f"max tokens must be ≥ 1, got {max_tokens!r}")
         positions = self.spec.max_positions
-        encoded = tokenize(text, positions + 1 if max_tokens is None else max_tokens)
-        if encoded is None:
-            raise CaptureCancelled()
+        limit = positions + 1 if max_tokens is None else min(max_tokens, positions + 1)
+        chars = max(PREFIX_CHARS, 16 * limit)
+        while True:
+            prefix = _prefix(text, chars)
+            encoded = tokenize(prefix, limit)
+            if encoded is None:
+                raise CaptureCancelled()
+            if len(prefix) == len(text) or encoded.total >= limit + SETTLED_TOKENS:
+                break
+            chars *= 4
         if not encoded.ids:
             raise ModelError("the text gives no tokens")
         if len(encoded.ids) > positions:
-            raise ModelError(f"the text has {encoded.total:,} tokens, more than the "
+            more = "" if len(prefix) == len(text) else "more than "
+            raise ModelError(f"the text has {more}{encoded.total:,} tokens, more than the "
                              f"{positions:,} positions {self.name} reads; shorten it or set "
                              f"max tokens ≤ {positions:,}")
+        if max_tokens is not None and len(encoded.ids) > max_tokens:
+            encoded = Encoded(encoded.ids[:max_tokens], encoded.tokens[:max_tokens],
+                              encoded.total)
         return encoded
+
+    def _too_large(self, n: int, chosen: Sequence[int], keep_v: bool,
+                   budget: int) -> MemoryBudgetError:
+        """The error for a capture of ``n`` tokens over ``budget``, saying what would fit."""
+        need = self.estimate_bytes(n, len(chosen), keep_v)
+        what = (f"capturing {len(chosen)} of the {self.spec.layers} layers of {self.name} at "
+                f"n = {n:,} needs about {format_bytes(need)}, more than the memory limit of "
+                f"{format_bytes(budget)}")
+        fits = self.tokens_that_fit(n, len(chosen), keep_v, budget)
+        if fits:
+            advice = f"at most {fits:,} tokens fit; use fewer tokens or layers, or raise the limit"
+        else:
+            weight = 2 * self._largest_layer_tensor()
+            advice = (f"not even one token fits (converting its largest weight alone takes "
+                      f"{format_bytes(weight)}); raise the limit")
+        return MemoryBudgetError(f"{what}: {advice}")
 
     def capture(
         self,
@@ -142,11 +233,14 @@ class Model:
         progress: Callable[[int, int], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
         tokenize: Callable[[str, int], Encoded | None] | None = None,
+        memory_budget: int | None = None,
     ) -> Capture:
         """Run the model on ``text`` and return q and k of ``layers`` (default: all).
 
         ``tokenize(text, limit)`` replaces the model's tokenizer in this process, e.g. by
         :meth:`TokenizerProcess.encode` of :attr:`tokenizer_source` (the window does that).
+        ``memory_budget`` (bytes) bounds :meth:`estimate_bytes`; default
+        :func:`engine.core.memory.get_memory_budget`.
 
         Raises
         ------
@@ -157,6 +251,9 @@ class Model:
             When ``cancelled()`` returned True between two steps.
         """
         spec = self.spec
+        if layers is not None and len(layers) > 4 * spec.layers + 64:
+            raise ModelError(f"layers: {len(layers):,} numbers for a model of {spec.layers} "
+                             "layers")
         chosen = list(range(spec.layers)) if layers is None else sorted(set(layers))
         if not chosen:
             raise ModelError("choose at least one layer")
@@ -164,6 +261,9 @@ class Model:
         if bad:
             raise ModelError(f"layer {bad[0]} does not exist: {self.name} has layers "
                              f"0–{spec.layers - 1}")
+        budget = get_memory_budget() if memory_budget is None else memory_budget
+        if self.estimate_bytes(1, len(chosen), keep_v) > budget:  # before any tokenizing
+            raise self._too_large(1, chosen, keep_v, budget)
         encoded = self._encode(text, max_tokens, tokenize or self.tokenizer.encode_text)
         ids, cut = list(encoded.ids), encoded.total > len(encoded.ids)
         n = len(ids)
@@ -174,12 +274,8 @@ class Model:
             raise ModelError(f"the tokenizer gives id {max(ids)}, but the model has "
                              f"{self.vocab_size} embeddings: the tokenizer does not belong to "
                              "these weights")
-        need = self.estimate_bytes(n, len(chosen), keep_v)
-        fits = n
-        while fits > 1 and self.estimate_bytes(fits, len(chosen), keep_v) > get_memory_budget():
-            fits = fits * 3 // 4
-        check_memory(need, lambda: f"capturing {len(chosen)} layers of {self.name} at "
-                     f"n = {n} (at most about {fits} tokens fit)")
+        if self.estimate_bytes(n, len(chosen), keep_v) > budget:
+            raise self._too_large(n, chosen, keep_v, budget)
         captured = run_forward(spec, self._store, self._names, np.asarray(ids, dtype=np.int64),
                                chosen, keep_v=keep_v, progress=progress, cancelled=cancelled)
         cap = {} if spec.cap is None else {"cap": spec.cap}
@@ -197,22 +293,39 @@ class Model:
                        name=f"{self.name} (captured)")
 
 
-def layers_text(text: str) -> list[int]:
-    """Parse ``"0,2,5-7"`` into sorted layer indices (:meth:`Model.capture` checks them)."""
-    out: list[int] = []
+#: Errors a hostile model file can still raise where this app's checks did not foresee it.
+UNFORESEEN_ERRORS = (RecursionError, MemoryError, ArithmeticError, LookupError, TypeError,
+                     AttributeError, UnicodeError, OverflowError)
+
+
+def unforeseen(path: str | Path, exc: BaseException) -> ModelError:
+    """One line for an error the checks of a model file did not foresee (a bug, reported as
+    such, but never a traceback in the user's face)."""
+    return ModelError(f"{shown(str(path))}: cannot be used (unexpected {type(exc).__name__}: "
+                      f"{shown(' '.join(str(exc).split()), 200)})")
+
+
+def layers_text(text: str, count: int | None = None) -> list[int]:
+    """Parse ``"0,2,5-7"`` into sorted layer indices, each below ``count`` when given (a
+    range is checked before it is built: "0-50000000" costs nothing)."""
+    out: set[int] = set()
     for part in text.replace(" ", "").split(","):
         if not part:
             continue
-        first, dash, last = part.partition("-")
-        try:
-            lo = int(first)
-            hi = int(last) if dash else lo
-        except ValueError:
-            raise ModelError(f"layers: {part!r} is not a layer number or range like 2-5"
-                             ) from None
+        match = _LAYER_PART.fullmatch(part)
+        if match is None:
+            raise ModelError(f"layers: {shown(part, 40)!r} is not a layer number or a range "
+                             "like 2-5 (digits 0-9)")
+        lo = int(match[1])
+        hi = lo if match[2] is None else int(match[2])
         if hi < lo:
             raise ModelError(f"layers: the range {part} runs backwards")
-        out.extend(range(lo, hi + 1))
+        if count is not None and hi >= count:
+            raise ModelError(f"layers: layer {hi} does not exist: the model has layers "
+                             f"0–{count - 1}")
+        if hi - lo >= MAX_LAYER_RANGE:
+            raise ModelError(f"layers: the range {part} has more than {MAX_LAYER_RANGE:,} layers")
+        out.update(range(lo, hi + 1))
     if not out:
         raise ModelError("layers: none given")
-    return sorted(set(out))
+    return sorted(out)
