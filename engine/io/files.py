@@ -5,7 +5,8 @@ Every file the program writes (CSV, tensor files, images, sessions) goes through
 in the destination's folder and renamed over the destination only once it is complete, so a
 full disk or an interrupted run leaves the old file as it was and no fragment behind.
 :func:`check_output_not_input` refuses an output path that would overwrite an input.
-:func:`check_regular_file` and :func:`read_text_limited` keep FIFOs, devices and endless files
+:func:`check_regular_file`, :func:`open_regular`, :func:`read_regular_file` and
+:func:`read_text_limited` keep FIFOs, devices and endless files
 (``/dev/zero``) from blocking or filling memory.
 """
 
@@ -26,7 +27,9 @@ __all__ = [
     "check_output_not_input",
     "check_regular_file",
     "describe_os_error",
+    "open_regular",
     "probe_output",
+    "read_regular_file",
     "read_text_limited",
     "write_bytes_atomic",
     "write_output",
@@ -218,11 +221,61 @@ def check_regular_file(path: str | os.PathLike[str], what: str = "file") -> os.s
     return info
 
 
-def read_text_limited(path: str | os.PathLike[str], limit: int, what: str = "file") -> str:
-    """Read a regular UTF-8 text file of at most ``limit`` bytes.
+def open_regular(path: str | os.PathLike[str], what: str = "file") -> tuple[int, os.stat_result]:
+    """Open a regular file for reading; return its descriptor and status.
 
-    The size is checked before and while reading, so files whose size the system reports as 0
-    (``/proc``) or that grow while read still stop at ``limit``.
+    The path is checked before it is opened, and the open itself does not wait (``O_NONBLOCK``:
+    a FIFO swapped in between the check and the open would otherwise block it until a writer
+    came); the opened descriptor is checked again. The caller closes the descriptor.
+
+    Raises
+    ------
+    OSError
+        If the path is missing, not a regular file, or cannot be opened.
+    """
+    check_regular_file(path, what)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    descriptor = os.open(path, flags)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(0, f"it changed into something else than a regular {what} while "
+                          "being opened", str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(descriptor, True)  # reads of a regular file never wait anyway
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor, info
+
+
+def read_regular_file(path: str | os.PathLike[str], limit: int, what: str = "file") -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes.
+
+    Neither a FIFO, a device nor a socket is opened (nothing blocks), and the size is checked
+    before and while reading, so files whose size the system reports as 0 (``/proc``) or that
+    grow while read still stop at ``limit``.
+
+    Raises
+    ------
+    OSError
+        If the path is not a regular file, cannot be read, or holds more than ``limit`` bytes
+        (``strerror`` says which, for a one-line message).
+    """
+    descriptor, info = open_regular(path, what)
+    with os.fdopen(descriptor, "rb") as handle:
+        if info.st_size > limit:
+            raise OSError(0, f"{info.st_size} bytes is more than a {what} may hold "
+                          f"({limit} bytes)", str(path))
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(0, f"more than a {what} may hold ({limit} bytes)", str(path))
+    return data
+
+
+def read_text_limited(path: str | os.PathLike[str], limit: int, what: str = "file") -> str:
+    """Read a regular UTF-8 text file of at most ``limit`` bytes (see
+    :func:`read_regular_file`).
 
     Raises
     ------
@@ -231,12 +284,4 @@ def read_text_limited(path: str | os.PathLike[str], limit: int, what: str = "fil
     UnicodeDecodeError
         If the bytes are not UTF-8.
     """
-    info = check_regular_file(path, what)
-    if info.st_size > limit:
-        raise OSError(0, f"{info.st_size} bytes is more than a {what} may hold "
-                      f"({limit} bytes)", str(path))
-    with open(path, "rb") as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise OSError(0, f"more than a {what} may hold ({limit} bytes)", str(path))
-    return data.decode("utf-8")
+    return read_regular_file(path, limit, what).decode("utf-8")

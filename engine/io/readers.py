@@ -30,6 +30,7 @@ from safetensors import SafetensorError, safe_open
 from engine.io.files import check_regular_file, describe_os_error
 from engine.io.npz import ARCHIVE_ERRORS, Npz
 from engine.io.source import (
+    MAX_HEADER_BYTES,
     Source,
     Stamp,
     TensorFileError,
@@ -46,10 +47,6 @@ from engine.io.source import (
 )
 
 __all__ = ["MAX_HEADER_BYTES", "open_source"]
-
-#: Largest safetensors header read, in bytes (names, shapes and offsets take ~80 bytes a
-#: tensor; tokens and meta are bounded separately, to 1 MiB each).
-MAX_HEADER_BYTES = 16 << 20
 
 
 class _NpyFolder:

@@ -13,12 +13,16 @@ import numpy as np
 
 from engine.core.memory import MemoryBudgetError, check_memory
 
-__all__ = ["MAX_ARRAYS", "ArrayInfo", "MemorySource", "Source", "Stamp", "TensorFileError",
-           "bfloat16", "check_count", "check_size", "check_whole_read", "head_index", "nbytes",
-           "npy_header", "shown", "stamp", "stamp_now", "to_bfloat16"]
+__all__ = ["MAX_ARRAYS", "MAX_HEADER_BYTES", "ArrayInfo", "MemorySource", "Source", "Stamp",
+           "TensorFileError", "bfloat16", "check_count", "check_size", "check_whole_read",
+           "head_index", "nbytes", "npy_header", "shown", "stamp", "stamp_now", "to_bfloat16"]
 
 #: Most arrays one file may hold (a 100-layer model with q, k and v has 300).
 MAX_ARRAYS = 10_000
+#: Largest safetensors header read, in bytes, by the tensor readers and the model loader alike
+#: (names, shapes and offsets take ~80 bytes a tensor; tokens and meta are bounded separately,
+#: to 1 MiB each).
+MAX_HEADER_BYTES = 16 << 20
 
 
 class TensorFileError(ValueError):
