@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from engine.io.files import check_regular_file, describe_os_error, read_regular_file
 from engine.io.source import shown
-from engine.models.weights import ModelError
+from engine.models.weights import MAX_JSON_BYTES, ModelError
 
 __all__ = ["GGUF_TOKENIZERS", "Encoded", "Tokenizer", "TokenizerProcess", "TokenizerSource",
            "check_gguf_vocabulary", "check_hf_tokenizer", "gguf_tokenizer", "hf_tokenizer"]
@@ -37,6 +38,8 @@ _QWEN2_SPLIT = (
     r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 _SPLITS = {"llama3": _LLAMA3_SPLIT, "llama-bpe": _LLAMA3_SPLIT, "qwen2": _QWEN2_SPLIT}
+# The special tokens a GGUF file names by id (``tokenizer.ggml.<key>_token_id``).
+_GGUF_TOKEN_IDS = ("bos", "eos", "unknown", "separator", "padding", "cls", "mask", "eot", "eom")
 # Byte-level vocabularies whose pre-tokenizer is GPT-2's, with digits split one by one first.
 _DIGITS_FIRST = ("smollm", "starcoder", "refact")
 
@@ -107,9 +110,9 @@ class TokenizerSource:
         path = Path(self.path)
         if self.kind == "tokenizer.json":
             return hf_tokenizer(path.parent)
-        from engine.models.weights import GgufFile
+        from engine.models.gguf_file import GgufFile
 
-        return gguf_tokenizer(GgufFile(path).metadata, shown(path.name))
+        return gguf_tokenizer(GgufFile(path, tensors=False).metadata, shown(path.name))
 
 
 @functools.lru_cache(maxsize=4)
@@ -233,9 +236,14 @@ class TokenizerProcess:
 def check_hf_tokenizer(folder: Path) -> Path:
     """The folder's ``tokenizer.json``, if there is one (else :class:`ModelError`)."""
     path = folder / "tokenizer.json"
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise ModelError(f"{shown(folder.name)}: no tokenizer.json in the folder (the model's "
                          "fast tokenizer, which the app runs to turn a text into tokens)")
+    try:
+        check_regular_file(path)
+    except OSError as exc:  # a FIFO, a device, a dangling link
+        raise ModelError(f"{shown(folder.name)}: tokenizer.json cannot be read: "
+                         f"{describe_os_error(exc)}") from exc
     return path
 
 
@@ -245,7 +253,15 @@ def hf_tokenizer(folder: Path) -> Tokenizer:
 
     path = check_hf_tokenizer(folder)
     try:
-        backend = Backend.from_file(str(path))
+        # Read here, not by path in ``tokenizers``: a FIFO swapped in since the check would
+        # block it, and its size is bounded.
+        text = read_regular_file(path, MAX_JSON_BYTES, "tokenizer.json").decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = describe_os_error(exc) if isinstance(exc, OSError) else "not UTF-8"
+        raise ModelError(f"{shown(folder.name)}: tokenizer.json cannot be read: {reason}"
+                         ) from exc
+    try:
+        backend = Backend.from_str(text)
     except Exception as exc:  # tokenizers raises its own Exception subclass
         raise ModelError(f"{shown(folder.name)}: tokenizer.json cannot be read: "
                          f"{str(exc)[:200]}") from exc
@@ -282,6 +298,15 @@ def check_gguf_vocabulary(metadata: Mapping[str, Any], label: str) -> tuple[list
     merges = metadata.get("tokenizer.ggml.merges")
     if not isinstance(tokens, list) or not isinstance(merges, list):
         raise ModelError(f"{label}: the GGUF metadata lacks the vocabulary or its merges")
+    for key, values in (("tokens", tokens), ("merges", merges)):
+        if not all(isinstance(value, str) for value in values):
+            raise ModelError(f"{label}: tokenizer.ggml.{key} must be a list of strings")
+    for key in _GGUF_TOKEN_IDS:
+        token = metadata.get(f"tokenizer.ggml.{key}_token_id")
+        if token is not None and (type(token) is not int or not 0 <= token < len(tokens)):
+            raise ModelError(f"{label}: tokenizer.ggml.{key}_token_id is "
+                             f"{shown(repr(token), 40)}; a token id is 0..{len(tokens) - 1} "
+                             "(the vocabulary's size less one)")
     return tokens, merges
 
 

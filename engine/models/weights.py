@@ -1,297 +1,245 @@
-"""Memory-mapped weights of a model: Hugging Face safetensors (one file or shards) and GGUF.
+"""Memory-mapped weights of a model: the store a forward pass reads, and Hugging Face
+safetensors (one file or shards); GGUF files are in :mod:`engine.models.gguf_file`.
 
 Both stores hand out one tensor at a time as float32 in the orientation of a Hugging Face
 ``nn.Linear`` weight (out_features, in_features), so a forward pass holds one layer's weights in
 float32 at a time while the rest stays mapped on disk. The headers are parsed here rather than
-by ``safetensors``/``gguf``: the checks (every tensor inside its file, a declared size that
-matches its shape) come first, and ``gguf.GGUFReader`` turns a large vocabulary into
-per-string arrays many times slower than a plain loop. The ``gguf`` package does the
-dequantizing.
+by ``safetensors``/``gguf``: every count, offset and size a file declares is checked against the
+file before anything is built from it, and only regular files are opened, so a hostile file
+gets one line naming the problem instead of a hang, a huge allocation or silently wrong values.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import mmap
 import os
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from engine.io.files import describe_os_error
-from engine.io.source import bfloat16, shown
+from engine.io.files import describe_os_error, open_regular, read_regular_file
+from engine.io.source import MAX_HEADER_BYTES, bfloat16, shown
 
-__all__ = ["GGUF_TYPES", "GgufFile", "ModelError", "SafetensorsWeights", "WeightStore"]
+__all__ = ["MAX_HEADER_BYTES", "MAX_JSON_BYTES", "ModelError", "Poll", "SafetensorsWeights",
+           "WeightStore", "check_disjoint", "mapped", "no_poll", "parse_json", "read_json"]
 
 
 class ModelError(ValueError):
     """A model folder or file that cannot be used, with a message that says why."""
 
 
+#: Called often inside every loop of an open that can be long; raises to stop the open (the
+#: loader's raises ``CaptureCancelled`` once the user cancelled).
+Poll = Callable[[], None]
+
+
+def no_poll() -> None:
+    """The :data:`Poll` of an open nobody can cancel."""
+
+
+#: Largest config.json, tokenizer.json or index read (Gemma's tokenizer.json is 34 MB).
+MAX_JSON_BYTES = 256 << 20
+
 _ST_DTYPES: Mapping[str, np.dtype] = {
     "F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "F64": np.dtype("<f8"),
 }
-MAX_HEADER_BYTES = 100 << 20
+# Bytes per value of every safetensors dtype, the ones the forward pass skips included, so the
+# size each entry declares is checked for all of them.
+_ST_ITEMSIZES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2,
+                 "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8,
+                 "F64": 8}
 
 
-def _mapped(path: Path) -> mmap.mmap:
+def _refused(label: str, exc: OSError) -> ModelError:
+    return ModelError(f"{label}: cannot read it: {describe_os_error(exc)}")
+
+
+def mapped(path: Path, what: str = "file") -> mmap.mmap:
+    """``path`` mapped read-only; a FIFO, device or socket is refused before it is opened."""
+    label = shown(path.name)
     try:
-        with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size == 0:
-                raise ModelError(f"{shown(path.name)}: the file is empty")
-            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        descriptor, info = open_regular(path, what)
+        try:
+            if info.st_size == 0:
+                raise ModelError(f"{label}: the file is empty")
+            return mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ)
+        finally:
+            os.close(descriptor)
     except OSError as exc:
-        raise ModelError(f"{shown(path.name)}: cannot read it: {describe_os_error(exc)}"
-                         ) from exc
+        raise _refused(label, exc) from exc
+
+
+def parse_json(raw: bytes, label: str, what: str) -> Any:
+    """``raw`` as JSON; ``label: what is not JSON (…)`` in one line for anything else, deep
+    nesting included (json raises RecursionError past Python's recursion limit)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ModelError(f"{label}: {what} is JSON nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{label}: {what} is not JSON ({shown(str(exc), 120)})") from exc
+
+
+def read_json(path: Path, label: str) -> Any:
+    """The JSON of a regular file of at most :data:`MAX_JSON_BYTES` (nothing blocks)."""
+    name = shown(path.name, 80)
+    try:
+        raw = read_regular_file(path, MAX_JSON_BYTES)
+    except OSError as exc:
+        raise ModelError(f"{label}: {name} cannot be read: {describe_os_error(exc)}") from exc
+    return parse_json(raw, label, name)
 
 
 class WeightStore:
-    """What a forward pass reads: tensors by name, as float32."""
+    """What a forward pass reads: tensors by name, as float32, refused when not finite."""
 
     names: frozenset[str]
 
     def shape(self, name: str) -> tuple[int, ...]:
         raise NotImplementedError
 
+    def source(self, name: str) -> str:
+        """The file ``name`` is read from, as messages name it."""
+        raise NotImplementedError
+
     def get(self, name: str) -> np.ndarray:
         """The whole tensor ``name`` as a new float32 array."""
-        raise NotImplementedError
+        return self._finite(name, self._get(name))
 
     def rows(self, name: str, index: np.ndarray) -> np.ndarray:
         """Rows ``index`` of a 2-D tensor (an embedding) as float32, without the rest."""
+        return self._finite(name, self._rows(name, index))
+
+    def _get(self, name: str) -> np.ndarray:
         raise NotImplementedError
+
+    def _rows(self, name: str, index: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _finite(self, name: str, values: np.ndarray) -> np.ndarray:
+        # A sum is one pass without a temporary; NaN and inf always carry through it. Only a
+        # sum that overflowed from large finite values needs the exact (allocating) test.
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = np.add.reduce(values, axis=None)
+        if not np.isfinite(total) and not np.isfinite(values).all():
+            raise ModelError(f"{self.source(name)}: tensor '{shown(name, 80)}' holds NaN or "
+                             "infinite values")
+        return values
 
     def nbytes(self, name: str) -> int:
         """Bytes of ``name`` once converted to float32."""
         return 4 * math.prod(self.shape(name))
 
 
+def _ints(value: Any, count: int | None = None) -> list[int] | None:
+    """``value`` if it is a list of plain integers (of ``count`` of them), else ``None``."""
+    if not isinstance(value, list) or (count is not None and len(value) != count):
+        return None
+    if not all(type(v) is int for v in value):  # bools and floats are not sizes
+        return None
+    return value
+
+
 class SafetensorsWeights(WeightStore):
     """One ``model.safetensors`` or the shards listed by ``model.safetensors.index.json``."""
 
-    def __init__(self, files: Iterable[Path]) -> None:
-        self._where: dict[str, tuple[mmap.mmap, int, int, np.dtype, tuple[int, ...]]] = {}
+    def __init__(self, files: Iterable[Path], poll: Poll = no_poll) -> None:
+        self._where: dict[str, tuple[mmap.mmap, int, np.dtype, tuple[int, ...], str]] = {}
         self.dtypes: set[str] = set()
         for path in files:
-            self._add(path)
+            poll()
+            self._add(path, poll)
         self.names = frozenset(self._where)
 
-    def _add(self, path: Path) -> None:
-        data = _mapped(path)
-        label = shown(path.name)
+    def _header(self, data: mmap.mmap, label: str) -> tuple[dict[str, Any], int]:
         if len(data) < 8:
             raise ModelError(f"{label}: truncated (no safetensors header)")
         (size,) = struct.unpack_from("<Q", data, 0)
-        if size > MAX_HEADER_BYTES or 8 + size > len(data):
+        if size > MAX_HEADER_BYTES:
+            raise ModelError(f"{label}: a safetensors header of {size:,} bytes; at most "
+                             f"{MAX_HEADER_BYTES:,} are read")
+        if 8 + size > len(data):
             raise ModelError(f"{label}: truncated or not a safetensors file (header of {size:,}"
                              f" bytes in a file of {len(data):,})")
-        try:
-            header = json.loads(bytes(data[8:8 + size]))
-        except ValueError as exc:
-            raise ModelError(f"{label}: not a safetensors file (its header is not JSON)") from exc
+        header = parse_json(bytes(data[8:8 + size]), label, "its safetensors header")
         if not isinstance(header, dict):
             raise ModelError(f"{label}: not a safetensors file (its header is not an object)")
-        start = 8 + size
-        for name, entry in header.items():
+        return header, 8 + size
+
+    def _add(self, path: Path, poll: Poll) -> None:
+        data = mapped(path)
+        label = shown(path.name)
+        header, start = self._header(data, label)
+        room = len(data) - start
+        spans: list[tuple[int, int, str]] = []
+        for count, (name, entry) in enumerate(header.items()):
+            if not count % 256:
+                poll()
             if name == "__metadata__":
                 continue
-            try:
-                dtype_name = entry["dtype"]
-                shape = tuple(int(s) for s in entry["shape"])
-                begin, end = (int(o) for o in entry["data_offsets"])
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ModelError(f"{label}: tensor '{shown(name, 80)}' has a malformed entry"
-                                 ) from exc
+            tensor = f"{label}: tensor '{shown(name, 80)}'"
+            if name in self._where:
+                raise ModelError(f"{tensor} is also in {self._where[name][4]}; a tensor may be "
+                                 "stored once")
+            fields = entry if isinstance(entry, dict) else {}
+            dtype_name, shape = fields.get("dtype"), _ints(fields.get("shape"))
+            offsets = _ints(fields.get("data_offsets"), 2)
+            if not isinstance(dtype_name, str) or shape is None or offsets is None:
+                raise ModelError(f"{tensor} has a malformed entry (it needs a dtype, a shape "
+                                 "of integers and data_offsets [begin, end])")
+            begin, end = offsets
+            if min(shape, default=0) < 0 or len(shape) > 8:
+                raise ModelError(f"{tensor} has shape {shown(str(shape), 80)}; a shape is at "
+                                 "most 8 sizes ≥ 0")
+            if not 0 <= begin <= end:
+                raise ModelError(f"{tensor} has data_offsets [{begin}, {end}]; they must be "
+                                 "0 ≤ begin ≤ end")
+            if end > room:
+                raise ModelError(f"{tensor} runs past the end of the file (truncated?): it "
+                                 f"ends at byte {end:,} of a data section of {room:,}")
+            itemsize = _ST_ITEMSIZES.get(dtype_name)
+            if itemsize is not None and end - begin != itemsize * math.prod(shape):
+                raise ModelError(f"{tensor} holds {end - begin:,} bytes, but {dtype_name} of "
+                                 f"shape {tuple(shape)} needs {itemsize * math.prod(shape):,}")
+            spans.append((begin, end, name))
             dtype = bfloat16() if dtype_name == "BF16" else _ST_DTYPES.get(dtype_name)
             if dtype is None:
                 continue  # integer buffers (position ids) are not weights of the forward pass
-            if end - begin != dtype.itemsize * math.prod(shape) or start + end > len(data):
-                raise ModelError(f"{label}: tensor '{shown(name, 80)}' runs past the end of "
-                                 "the file (truncated?)")
             self.dtypes.add(dtype_name)
-            self._where[name] = (data, start + begin, start + end, dtype, shape)
+            self._where[name] = (data, start + begin, dtype, tuple(shape), label)
+        check_disjoint(spans, label, poll)
 
     def shape(self, name: str) -> tuple[int, ...]:
+        return self._where[name][3]
+
+    def source(self, name: str) -> str:
         return self._where[name][4]
 
     def _array(self, name: str) -> np.ndarray:
-        data, begin, _end, dtype, shape = self._where[name]
+        data, begin, dtype, shape, _label = self._where[name]
         return np.frombuffer(data, dtype=dtype, count=math.prod(shape), offset=begin
                              ).reshape(shape)
 
-    def get(self, name: str) -> np.ndarray:
+    def _get(self, name: str) -> np.ndarray:
         return self._array(name).astype(np.float32)
 
-    def rows(self, name: str, index: np.ndarray) -> np.ndarray:
+    def _rows(self, name: str, index: np.ndarray) -> np.ndarray:
         return self._array(name)[index].astype(np.float32)
 
 
-# GGUF value types (gguf's GGUFValueType): struct format of each scalar.
-_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
-                 10: "<Q", 11: "<q", 12: "<d"}
-_GGUF_STRING, _GGUF_ARRAY = 8, 9
-MAX_GGUF_COUNT = 1 << 24
-
-
-class _Cursor:
-    def __init__(self, data: mmap.mmap, label: str) -> None:
-        self.data, self.pos, self.label = data, 0, label
-
-    def take(self, fmt: str) -> Any:
-        size = struct.calcsize(fmt)
-        if self.pos + size > len(self.data):
-            raise ModelError(f"{self.label}: truncated (the GGUF header ends early)")
-        (value,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += size
-        return value
-
-    def string(self) -> str:
-        size = self.take("<Q")
-        if self.pos + size > len(self.data):
-            raise ModelError(f"{self.label}: truncated (the GGUF header ends early)")
-        raw = self.data[self.pos:self.pos + size]
-        self.pos += size
-        return raw.decode("utf-8", errors="replace")
-
-    def value(self, kind: int) -> Any:
-        if kind in _GGUF_SCALARS:
-            return self.take(_GGUF_SCALARS[kind])
-        if kind == _GGUF_STRING:
-            return self.string()
-        if kind == _GGUF_ARRAY:
-            item, count = self.take("<I"), self.take("<Q")
-            if count > MAX_GGUF_COUNT:
-                raise ModelError(f"{self.label}: an array of {count:,} values in the header")
-            if item in _GGUF_SCALARS and item != 7:
-                fmt = _GGUF_SCALARS[item]
-                size = struct.calcsize(fmt) * count
-                if self.pos + size > len(self.data):
-                    raise ModelError(f"{self.label}: truncated (the GGUF header ends early)")
-                values = np.frombuffer(self.data, dtype=np.dtype(fmt), count=count,
-                                       offset=self.pos).tolist()
-                self.pos += size
-                return values
-            return [self.value(item) for _ in range(count)]
-        raise ModelError(f"{self.label}: unknown GGUF value type {kind}")
-
-
-def _gguf_types() -> dict[int, str]:
-    import gguf
-
-    names = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K",
-             "Q4_K", "Q5_K", "Q6_K")
-    return {int(gguf.GGMLQuantizationType[name]): name for name in names}
-
-
-#: Tensor types of GGUF files this app dequantizes (with the ``gguf`` package).
-GGUF_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K",
-              "Q4_K", "Q5_K", "Q6_K")
-
-
-class GgufFile(WeightStore):
-    """A GGUF file: its metadata and its tensors, dequantized one at a time."""
-
-    MAGIC: ClassVar[bytes] = b"GGUF"
-
-    def __init__(self, path: Path) -> None:
-        import gguf
-
-        self.path = path
-        label = shown(path.name)
-        data = _mapped(path)
-        if bytes(data[:4]) != self.MAGIC:
-            raise ModelError(f"{label}: not a GGUF file (it does not start with 'GGUF')")
-        cursor = _Cursor(data, label)
-        cursor.pos = 4
-        version = cursor.take("<I")
-        if version not in (2, 3):
-            raise ModelError(f"{label}: GGUF version {version}; versions 2 and 3 are read")
-        n_tensors, n_fields = cursor.take("<Q"), cursor.take("<Q")
-        if n_tensors > MAX_GGUF_COUNT or n_fields > MAX_GGUF_COUNT:
-            raise ModelError(f"{label}: not a usable GGUF file ({n_tensors:,} tensors)")
-        self.metadata: dict[str, Any] = {}
-        for _ in range(n_fields):
-            key = cursor.string()
-            self.metadata[key] = cursor.value(cursor.take("<I"))
-        infos = []
-        for _ in range(n_tensors):
-            name = cursor.string()
-            n_dims = cursor.take("<I")
-            if n_dims > 8:
-                raise ModelError(f"{label}: tensor '{shown(name, 80)}' has {n_dims} dimensions")
-            dims = tuple(cursor.take("<Q") for _ in range(n_dims))
-            infos.append((name, dims, cursor.take("<I"), cursor.take("<Q")))
-        alignment = int(self.metadata.get("general.alignment", 32)) or 32
-        start = -(-cursor.pos // alignment) * alignment
-        known = _gguf_types()
-        self._where: dict[str, tuple[int, int, tuple[int, ...], int]] = {}
-        self.types: set[str] = set()
-        for name, dims, kind, offset in infos:
-            # GGUF lists dimensions fastest first: (in_features, out_features) is numpy's
-            # (out_features, in_features).
-            shape = tuple(reversed(dims))
-            if kind not in known:
-                try:
-                    kind_name = gguf.GGMLQuantizationType(kind).name
-                except ValueError:
-                    kind_name = f"type {kind}"
-                raise ModelError(f"{label}: tensor '{shown(name, 80)}' is stored as {kind_name},"
-                                 f" which this app cannot dequantize; supported: "
-                                 f"{', '.join(GGUF_TYPES)}")
-            block, type_size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(kind)]
-            if not shape or shape[-1] % block:
-                raise ModelError(f"{label}: tensor '{shown(name, 80)}' has a row of "
-                                 f"{shape[-1] if shape else 0} values, not whole blocks")
-            row_bytes = shape[-1] // block * type_size
-            nbytes = row_bytes * math.prod(shape[:-1])
-            begin = start + offset
-            if begin + nbytes > len(data):
-                raise ModelError(f"{label}: tensor '{shown(name, 80)}' runs past the end of the "
-                                 "file (truncated?)")
-            self.types.add(known[kind])
-            self._where[name] = (begin, row_bytes, shape, kind)
-        self._data = data
-        self.names = frozenset(self._where)
-
-    def shape(self, name: str) -> tuple[int, ...]:
-        return self._where[name][2]
-
-    def _raw(self, name: str) -> tuple[np.ndarray, int]:
-        begin, row_bytes, shape, kind = self._where[name]
-        rows = math.prod(shape[:-1])
-        raw = np.frombuffer(self._data, dtype=np.uint8, count=rows * row_bytes, offset=begin)
-        return raw.reshape(rows, row_bytes), kind
-
-    def _dequantize(self, raw: np.ndarray, kind: int, shape: tuple[int, ...]) -> np.ndarray:
-        import gguf
-
-        qtype = gguf.GGMLQuantizationType(kind)
-        if qtype == gguf.GGMLQuantizationType.F32:
-            return raw.view(np.float32).reshape(shape).copy()  # off the read-only mapping
-        if qtype == gguf.GGMLQuantizationType.F16:
-            return raw.view(np.float16).astype(np.float32).reshape(shape)
-        traits = getattr(gguf.quants, "_type_traits", {}).get(qtype)
-        if traits is None:  # a gguf version without the per-type classes
-            return np.asarray(gguf.quants.dequantize(raw, qtype), np.float32).reshape(shape)
-        # gguf.quants.dequantize works through 16 rows at a time: for a 135M model half the
-        # capture's time went to its per-group Python overhead. Chunks of ~4M weights keep
-        # the temporaries of a large model's matrices bounded.
-        traits.init_grid()
-        out = np.empty((raw.shape[0], shape[-1]), dtype=np.float32)
-        step = max(1, (1 << 22) // max(shape[-1], 1))
-        for start in range(0, raw.shape[0], step):
-            out[start:start + step] = traits.dequantize_rows(raw[start:start + step])
-        return out.reshape(shape)
-
-    def get(self, name: str) -> np.ndarray:
-        raw, kind = self._raw(name)
-        return self._dequantize(raw, kind, self.shape(name))
-
-    def rows(self, name: str, index: np.ndarray) -> np.ndarray:
-        raw, kind = self._raw(name)
-        picked = raw[np.asarray(index)]
-        return self._dequantize(picked, kind, (len(picked), self.shape(name)[-1]))
+def check_disjoint(spans: list[tuple[int, int, str]], label: str, poll: Poll) -> None:
+    """Refuse two tensors whose bytes ``[begin, end)`` overlap: one of them would be read as
+    the other's values."""
+    poll()
+    spans = sorted(span for span in spans if span[1] > span[0])
+    for (begin, end, name), (next_begin, next_end, next_name) in itertools.pairwise(spans):
+        if next_begin < end:
+            raise ModelError(f"{label}: tensor '{shown(next_name, 80)}' (bytes {next_begin:,}"
+                             f"..{next_end:,}) overlaps tensor '{shown(name, 80)}' (bytes "
+                             f"{begin:,}..{end:,})")
