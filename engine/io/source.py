@@ -36,8 +36,12 @@ Stamp = tuple[int, int, int, int]
 
 def shown(path: str | os.PathLike[str], limit: int = 160) -> str:
     """``path`` (or a name) as messages show it: cut in the middle beyond ``limit`` characters
-    (a hostile name of thousands of characters would fill the window with one message)."""
+    (a hostile name of thousands of characters would fill the window with one message), and
+    control characters, newlines and lone surrogates escaped (``\\n``), so a name read from a
+    file cannot break a message into lines or fail to print."""
     text = os.fspath(path)
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     return text if len(text) <= limit else text[: limit // 2] + "…" + text[-(limit // 2 - 1):]
 
 

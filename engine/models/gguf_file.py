@@ -32,9 +32,9 @@ _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<
 _STRING, _ARRAY = 8, 9
 #: Most tensors or metadata keys one file may declare (a 405B llama has ~1,100 tensors).
 MAX_GGUF_COUNT = 1 << 16
-#: Most values all of a file's arrays may hold together (Gemma 3's vocabulary has 262,144
-#: tokens; every string becomes a Python object of ~60 bytes).
-MAX_GGUF_VALUES = 1 << 23
+#: Most values all of a file's arrays may hold together: Gemma 3's vocabulary, its token types
+#: and scores are ~800,000; each value becomes a Python object of up to ~60 bytes.
+MAX_GGUF_VALUES = 1 << 22
 #: Longest key, tensor name or string value read (GGUF's own limit for keys).
 _MAX_STRING = (1 << 16) - 1
 _MAX_VALUE_STRING = 1 << 20
@@ -98,12 +98,15 @@ class _Cursor:
                              f"more than the {self.room():,} bytes left in the file can hold "
                              "(truncated?)")
         self.values_left -= count
+        values: list[Any] = []
         if item in _SCALARS and item != 7:
-            values = np.frombuffer(self.data, dtype=np.dtype(_SCALARS[item]), count=count,
-                                   offset=self.pos).tolist()
+            array = np.frombuffer(self.data, dtype=np.dtype(_SCALARS[item]), count=count,
+                                  offset=self.pos)
+            for begin in range(0, count, 1 << 16):  # ~2 ms of work between two polls
+                self.poll()
+                values.extend(array[begin:begin + (1 << 16)].tolist())
             self.pos += count * _MIN_ITEM_BYTES[item]
             return values
-        values = []
         for index in range(count):
             if not index & 0xFFF:  # a 150k-token vocabulary parses in ~60 ms
                 self.poll()
@@ -148,7 +151,7 @@ class GgufFile(WeightStore):
     def __init__(self, path: Path, *, poll: Poll = no_poll,
                  architectures: Sequence[str] | None = None, tensors: bool = True) -> None:
         self.path = path
-        self._label = label = shown(path.name)
+        self._label = self.label = label = shown(path.name)
         data = self._data = mapped(path)
         if bytes(data[:4]) != self.MAGIC:
             raise ModelError(f"{label}: not a GGUF file (it does not start with 'GGUF')")
@@ -245,13 +248,13 @@ class GgufFile(WeightStore):
         check_disjoint(spans, label, poll)
 
     def shape(self, name: str) -> tuple[int, ...]:
-        return self._where[name][2]
+        return self._entry(name)[2]
 
     def source(self, name: str) -> str:
         return self._label
 
     def _raw(self, name: str) -> tuple[np.ndarray, int]:
-        begin, row_bytes, shape, kind = self._where[name]
+        begin, row_bytes, shape, kind = self._entry(name)
         rows = math.prod(shape[:-1])
         raw = np.frombuffer(self._data, dtype=np.uint8, count=rows * row_bytes, offset=begin)
         return raw.reshape(rows, row_bytes), kind

@@ -301,6 +301,12 @@ def check_gguf_vocabulary(metadata: Mapping[str, Any], label: str) -> tuple[list
     for key, values in (("tokens", tokens), ("merges", merges)):
         if not all(isinstance(value, str) for value in values):
             raise ModelError(f"{label}: tokenizer.ggml.{key} must be a list of strings")
+    types = metadata.get("tokenizer.ggml.token_type", [])
+    if not isinstance(types, list) or not all(type(t) is int for t in types):
+        raise ModelError(f"{label}: tokenizer.ggml.token_type must be a list of integers")
+    if not isinstance(metadata.get("tokenizer.ggml.pre", ""), str):
+        raise ModelError(f"{label}: tokenizer.ggml.pre must be a string (a pre-tokenizer's "
+                         "name)")
     for key in _GGUF_TOKEN_IDS:
         token = metadata.get(f"tokenizer.ggml.{key}_token_id")
         if token is not None and (type(token) is not int or not 0 <= token < len(tokens)):

@@ -100,6 +100,16 @@ class WeightStore:
     """What a forward pass reads: tensors by name, as float32, refused when not finite."""
 
     names: frozenset[str]
+    #: The folder or file, as messages name it.
+    label: str = "the weights"
+    _where: Mapping[str, Any] = {}
+
+    def _entry(self, name: str) -> Any:
+        """Where ``name`` is stored; a name the file lacks is one line, not a KeyError."""
+        try:
+            return self._where[name]
+        except KeyError:
+            raise ModelError(f"{self.label}: the weights lack '{shown(name, 80)}'") from None
 
     def shape(self, name: str) -> tuple[int, ...]:
         raise NotImplementedError
@@ -153,6 +163,7 @@ class SafetensorsWeights(WeightStore):
         self._where: dict[str, tuple[mmap.mmap, int, np.dtype, tuple[int, ...], str]] = {}
         self.dtypes: set[str] = set()
         for path in files:
+            self.label = shown(path.parent.name)
             poll()
             self._add(path, poll)
         self.names = frozenset(self._where)
@@ -216,13 +227,13 @@ class SafetensorsWeights(WeightStore):
         check_disjoint(spans, label, poll)
 
     def shape(self, name: str) -> tuple[int, ...]:
-        return self._where[name][3]
+        return self._entry(name)[3]
 
     def source(self, name: str) -> str:
-        return self._where[name][4]
+        return self._entry(name)[4]
 
     def _array(self, name: str) -> np.ndarray:
-        data, begin, dtype, shape, _label = self._where[name]
+        data, begin, dtype, shape, _label = self._entry(name)
         return np.frombuffer(data, dtype=dtype, count=math.prod(shape), offset=begin
                              ).reshape(shape)
 

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import safetensors.numpy
 
-from engine.models.weights import GgufFile, SafetensorsWeights
+from engine.models.gguf_file import GgufFile
+from engine.models.weights import SafetensorsWeights
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "models"

@@ -16,7 +16,6 @@ import random
 import subprocess
 import sys
 import textwrap
-import threading
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +25,7 @@ import pytest
 import safetensors.numpy
 
 from engine.io.tensors import TensorFileError, load_tensors, write_tensors
+from tests.engine.fuzzing import mutate, run_bounded
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -314,24 +314,6 @@ def _seeds(tmp_path: Path) -> dict[str, bytes]:
     return seeds
 
 
-def _mutate(data: bytes, rnd: random.Random) -> bytes:
-    out = bytearray(data)
-    kind = rnd.random()
-    if kind < 0.5:  # flipped bytes
-        for _ in range(rnd.randint(1, 8)):
-            out[rnd.randrange(len(out))] = rnd.randrange(256)
-    elif kind < 0.7:  # cut short
-        del out[rnd.randrange(len(out)):]
-    elif kind < 0.85:  # an extreme 32-bit field (sizes, offsets, lengths)
-        at = rnd.randrange(len(out))
-        out[at:at + 4] = rnd.choice([b"\xff\xff\xff\xff", b"\x00\x00\x00\x00",
-                                     b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00"])
-    else:  # inserted bytes
-        at = rnd.randrange(len(out))
-        out[at:at] = rnd.randbytes(rnd.randint(1, 16))
-    return bytes(out)
-
-
 #: Mutations per container.
 FUZZ_CASES = 250
 
@@ -348,7 +330,7 @@ def test_fuzzed_files_read_or_give_one_clear_message(tmp_path) -> None:
         rnd = random.Random(20261202)
         for kind, data in seeds.items():
             for i in range(FUZZ_CASES):
-                mutated = _mutate(data, rnd)
+                mutated = mutate(data, rnd)
                 if kind == "npy":
                     path = tmp_path / f"folder{i}"
                     path.mkdir()
@@ -370,10 +352,7 @@ def test_fuzzed_files_read_or_give_one_clear_message(tmp_path) -> None:
                 except BaseException as exc:  # anything else is what this looks for
                     escaped.append(f"{kind} #{i}: {type(exc).__name__}: {exc}")
 
-    worker = threading.Thread(target=fuzz, daemon=True)
-    worker.start()
-    worker.join(timeout=60)
-    assert not worker.is_alive(), "the fuzz set hung"
+    run_bounded(fuzz, 60)
     assert not escaped, escaped[:5]
     assert not bad_messages, bad_messages[:5]
 
