@@ -2,7 +2,7 @@
 
 pyqtgraph's own ``SVGExporter`` is replaced (:func:`install_svg_exporter`): the SVG is painted
 by :func:`gui.kit.render.paint_scene` into Qt's ``QSvgGenerator``, so it shows what the PNG
-shows, with the fonts Qt really painted with and unsmoothed images.
+shows, with the fonts Qt really painted with and heatmap cells sharp in every viewer.
 """
 
 from __future__ import annotations
@@ -20,13 +20,15 @@ from PySide6.QtSvg import QSvgGenerator
 
 from engine.io.files import write_bytes_atomic, write_output
 from gui.kit.render import MAX_SIZE, MIN_SIZE, check_size, laid_out_at, paint_vector
+from gui.kit.svg_images import enlarge_images
 
 __all__ = ["SceneSvgExporter", "export_svg", "install_svg_exporter", "render_svg"]
 
 
-#: Ask every SVG viewer to scale embedded images (heatmaps) without smoothing. The SVG 1.1
-#: keyword is the one Qt's renderer, Inkscape and the browsers all honour; a CSS
-#: ``image-rendering:pixelated`` style would override it and Qt would then smooth.
+#: Ask SVG viewers to scale embedded images (heatmaps) without smoothing. Qt's renderer and
+#: Inkscape honour this SVG 1.1 keyword (a CSS ``image-rendering:pixelated`` style would
+#: override it and Qt would then smooth); librsvg and Chromium do not, hence
+#: :func:`gui.kit.svg_images.enlarge_images`.
 _PIXELATED = 'image-rendering="optimizeSpeed"'
 _IMAGE_TAG = re.compile(r"<image\b[^>]*>")
 _RENDERING_ATTRIBUTE = re.compile(r'\s(?:image-rendering|style)="[^"]*"')
@@ -150,7 +152,7 @@ def _svg_document(target: Any, width: int, height: int, title: str = "") -> byte
     paint_vector(target, generator, width, height)
     buffer.close()
     text = bytes(buffer.data().data()).decode("utf-8")
-    text = _IMAGE_TAG.sub(_pixelated, text)
+    text = enlarge_images(_IMAGE_TAG.sub(_pixelated, text))
     text = _MATRIX_GROUP.sub(_flatten_group, text)
     fonts: dict[tuple[str, str], str] = {}
     text = _FONT.sub(lambda m: _font_as_painted(m, fonts), text)

@@ -28,6 +28,7 @@ from tests.gui.pixels import (
     chromium_images,
     coloured,
     dilate,
+    edge_mixing,
     pdf_to_image,
     render_svg,
     rgb,
@@ -204,6 +205,32 @@ def test_heatmap_svg_embeds_an_unsmoothed_image(exported, key):
     changed = float((difference[inside] > 24).mean())
     print(f"\n{key}: share of heatmap pixels whose SVG colour differs = {changed:.4f}")
     assert changed < 0.01
+
+
+#: Share of the PNG's cell edges a rendered SVG must show sharp (mixing < 0.15): SVG cell edges
+#: lie at fractional pixels where the PNG's are rounded, which shifts a few by one pixel.
+MIN_SHARP_EDGES = 0.8
+
+
+@pytest.mark.parametrize("renderer", ["librsvg", "chromium"])
+def test_heatmap_cells_stay_sharp_in_librsvg_and_chromium(exported, chromium_drawn, renderer,
+                                                           tmp_path):
+    """Neither viewer honours image-rendering: a heatmap embedded at its n × n size came out
+    as a blur spread over every cell. The step between two neighbouring cells must complete
+    within 2 px, as in the PNG."""
+    png, _svg, text = exported["heatmap"]
+    if renderer == "librsvg":
+        source = tmp_path / "heatmap.svg"
+        source.write_text(text, encoding="utf-8")
+        drawn = rsvg_image(source, WIDTH, HEIGHT)
+    else:
+        drawn = chromium_drawn["heatmap"]
+    mixing = edge_mixing(rgb(png), rgb(drawn))
+    assert mixing.size > 1000, "too few cell edges to judge (the heatmap shows almost nothing)"
+    sharp = float((mixing < 0.15).mean())
+    print(f"\nheatmap in {renderer}: {mixing.size} cell edges, {sharp:.3f} sharp, "
+          f"median mixing {np.median(mixing):.3f}")
+    assert sharp >= MIN_SHARP_EDGES
 
 
 def test_svg_writes_the_painted_font_not_the_requested_alias(exported):
