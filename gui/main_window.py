@@ -153,6 +153,9 @@ class MainWindow(Retranslating, QMainWindow):
         self.mode_tabs.add_page(self.explorer_page, QT_TRANSLATE_NOOP("MainWindow", "Explorer"))
         self.mode_tabs.add_page(self.train_tab, QT_TRANSLATE_NOOP("MainWindow", "Train"))
         self.heads = WindowHeads(self)
+        from gui.window_captions import WindowCaptions
+
+        self.captions = WindowCaptions(self)  # what each export's caption line says
         self.mode_tabs.add_page(self.heads.view, QT_TRANSLATE_NOOP("MainWindow", "Heads"))
         self.mode_tabs.currentChanged.connect(self.view_tabs.refresh_shown)
         self.setCentralWidget(self.mode_tabs)
@@ -220,6 +223,7 @@ class MainWindow(Retranslating, QMainWindow):
         self.language.menu.setTitle(translate("MainWindow", "&Language"))
         self.pins.retranslate_ui()
         self.heads.retranslate_ui()
+        self.captions.refresh()
         self.view_tabs.retranslate_ui()
         self.mode_tabs.retranslate_ui()
         self.goto.retranslate_ui()  # after the tabs: their (translated) titles

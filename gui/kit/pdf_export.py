@@ -17,7 +17,7 @@ from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, QSizeF
 from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter, QPicture
 
 from engine.io.files import write_output
-from gui.kit.render import check_size, laid_out_at, paint_vector
+from gui.kit.render import check_size, laid_out_for_export, paint_vector
 
 __all__ = ["export_pdf", "render_pdf"]
 
@@ -38,8 +38,8 @@ def render_pdf(item: Any, width: int, height: int, title: str = "") -> bytes:
         QPageLayout.Orientation.Portrait, QMarginsF(0, 0, 0, 0)))
     writer.setCreator("Attention Scale Explorer")
     writer.setTitle(title)
-    with laid_out_at(item, width, height) as target:
-        paint_vector(target, writer, width, height)
+    with laid_out_for_export(item, width, height) as (target, plots, caption):
+        paint_vector(target, writer, width, height, plots, caption)
     buffer.close()
     return bytes(buffer.data().data())
 

@@ -23,8 +23,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["MAX_SIZE", "MIN_SIZE", "check_size", "laid_out_at", "paint_scene", "paint_vector",
-           "render_image"]
+from gui.kit.caption import caption_height, caption_of, draw_caption
+
+__all__ = ["MAX_SIZE", "MIN_SIZE", "check_size", "laid_out_at", "laid_out_for_export",
+           "paint_export", "paint_scene", "paint_vector", "render_image"]
 
 #: Smallest and largest export width or height in pixels.
 MIN_SIZE, MAX_SIZE = 16, 8192
@@ -100,6 +102,24 @@ def laid_out_at(item: Any, width: int, height: int) -> Iterator[Any]:
         _send_resize(widget, old, new)
 
 
+@contextlib.contextmanager
+def laid_out_for_export(item: Any, width: int, height: int) -> Iterator[tuple[Any, int, str]]:
+    """:func:`laid_out_at` with room for the item's caption (:mod:`gui.kit.caption`) below
+    the plots: yield the target, the height the plots get and the caption."""
+    caption = caption_of(item)
+    plots = height - caption_height(caption, width, height)
+    with laid_out_at(item, width, plots) as target:
+        yield target, plots, caption
+
+
+def paint_export(target: Any, painter: QPainter, width: int, height: int, plots: int,
+                 caption: str, explicit_clips: bool = False) -> None:
+    """Paint ``target`` into the top ``plots`` pixels and ``caption`` in the strip below."""
+    paint_scene(target, painter, width, plots, explicit_clips)
+    draw_caption(painter, caption, width, plots, height,
+                 _background(Exporter(target).getScene()))
+
+
 def _geometry(target: Any) -> list[tuple[float, float, float, float]]:
     rects = [i.sceneBoundingRect() for i in Exporter(target).getPaintItems()
              if isinstance(i, QGraphicsWidget)]
@@ -137,13 +157,16 @@ def _background(scene: Any) -> QColor:
     return colour
 
 
-def paint_vector(target: Any, device: Any, width: int, height: int) -> None:
-    """Paint ``target`` onto a vector ``device`` (SVG generator, PDF writer) with explicit clips.
+def paint_vector(target: Any, device: Any, width: int, height: int, plots: int | None = None,
+                 caption: str = "") -> None:
+    """Paint ``target`` onto a vector ``device`` (SVG generator, PDF writer) with explicit clips,
+    into the top ``plots`` units (default all) and ``caption`` below.
 
     The painter is ended even when painting fails, so the device's output stays closed."""
     painter = QPainter(device)
     try:
-        paint_scene(target, painter, width, height, explicit_clips=True)
+        paint_export(target, painter, width, height, height if plots is None else plots,
+                     caption, explicit_clips=True)
     finally:
         painter.end()
 
@@ -248,14 +271,17 @@ def _paint_items(items: list[Any], painter: QPainter, source: QRectF, width: int
 
 def render_image(item: Any, width: int, height: int) -> QImage:
     """Return ``view.export_item()`` (a plot widget or graphics item) rendered to a
-    ``width × height`` ARGB32 image."""
+    ``width × height`` ARGB32 image, its caption under the plots and as the image's
+    ``Description`` text (which a saved PNG keeps)."""
     width, height = check_size(width, height)
     image = QImage(width, height, QImage.Format.Format_ARGB32)
     image.fill(Qt.GlobalColor.transparent)
-    with laid_out_at(item, width, height) as target:
+    with laid_out_for_export(item, width, height) as (target, plots, caption):
         painter = QPainter(image)
         try:
-            paint_scene(target, painter, width, height)
+            paint_export(target, painter, width, height, plots, caption)
         finally:
             painter.end()
+    if caption:
+        image.setText("Description", caption)
     return image

@@ -19,7 +19,7 @@ from PySide6.QtGui import QFont, QFontInfo, QGuiApplication, QImage, QRawFont
 from PySide6.QtSvg import QSvgGenerator
 
 from engine.io.files import write_bytes_atomic, write_output
-from gui.kit.render import MAX_SIZE, MIN_SIZE, check_size, laid_out_at, paint_vector
+from gui.kit.render import MAX_SIZE, MIN_SIZE, check_size, laid_out_for_export, paint_vector
 from gui.kit.svg_images import enlarge_images
 
 __all__ = ["SceneSvgExporter", "export_svg", "install_svg_exporter", "render_svg"]
@@ -129,15 +129,18 @@ def render_svg(item: Any, width: int, height: int, title: str = "") -> bytes:
     ``width × height`` PNG (user units = its pixels).
 
     Painted by the same code as :func:`render_image`, into ``QSvgGenerator``; why not pyqtgraph's
-    ``SVGExporter``: docs/design-notes.md.
+    ``SVGExporter``: docs/design-notes.md. The item's caption is drawn below the plots (as
+    ``<text>``) and is the document's ``<desc>``.
     """
     width, height = check_size(width, height)
-    with laid_out_at(item, width, height) as target:
-        return _svg_document(target, width, height, title)
+    with laid_out_for_export(item, width, height) as (target, plots, caption):
+        return _svg_document(target, width, height, title, plots, caption)
 
 
-def _svg_document(target: Any, width: int, height: int, title: str = "") -> bytes:
-    """Paint ``target`` as laid out now into an SVG document of ``width × height`` units."""
+def _svg_document(target: Any, width: int, height: int, title: str = "",
+                  plots: int | None = None, caption: str = "") -> bytes:
+    """Paint ``target`` as laid out now into an SVG document of ``width × height`` units (the
+    plots in the top ``plots``, ``caption`` below)."""
     buffer = QBuffer()
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
     # SVG 1.1 (not the default SVG Tiny 1.2) so that the plots' clipping is written as
@@ -149,7 +152,9 @@ def _svg_document(target: Any, width: int, height: int, title: str = "") -> byte
     generator.setResolution(QImage(1, 1, QImage.Format.Format_ARGB32).logicalDpiX())
     if title:
         generator.setTitle(title)
-    paint_vector(target, generator, width, height)
+    if caption:
+        generator.setDescription(caption)
+    paint_vector(target, generator, width, height, plots, caption)
     buffer.close()
     text = bytes(buffer.data().data()).decode("utf-8")
     text = enlarge_images(_IMAGE_TAG.sub(_pixelated, text))

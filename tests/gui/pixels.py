@@ -9,8 +9,10 @@ coloured pixels by far more than that.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+from html import unescape
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +92,17 @@ def edge_mixing(png: np.ndarray, drawn: np.ndarray, flat: int = 3,
         inside_high = np.abs(r[ys, xs + flat + 1] - high[ys, xs]).max(axis=-1)
         found.append(np.maximum(inside_low, inside_high) / step[ys, xs])
     return np.concatenate(found)
+
+
+_SVG_TEXT = re.compile(r'<text\b[^>]*\sy="([0-9.]+)"[^>]*>([^<]*)</text>', re.S)
+
+
+def svg_lines(text: str) -> list[str]:
+    """The SVG's text runs joined into lines by baseline, top to bottom."""
+    lines: dict[float, str] = {}
+    for y, run in _SVG_TEXT.findall(text):
+        lines[float(y)] = lines.get(float(y), "") + unescape(run).replace("\n", "")
+    return [lines[y] for y in sorted(lines)]
 
 
 def render_svg(data: bytes | str, width: int, height: int) -> QImage:

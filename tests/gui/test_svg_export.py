@@ -33,6 +33,7 @@ from tests.gui.pixels import (
     render_svg,
     rgb,
     rsvg_image,
+    svg_lines,
 )
 
 
@@ -231,6 +232,19 @@ def test_heatmap_cells_stay_sharp_in_librsvg_and_chromium(exported, chromium_dra
     print(f"\nheatmap in {renderer}: {mixing.size} cell edges, {sharp:.3f} sharp, "
           f"median mixing {np.median(mixing):.3f}")
     assert sharp >= MIN_SHARP_EDGES
+
+
+def test_train_exports_say_the_learning_rate_and_init_std(window, exported):
+    """A Train figure's caption (its last line of text) names what it was trained with."""
+    config = window.train_tab.controller.results().snapshot.config
+    sweep = window.train_tab.controller.results().sweep.result
+    curves = svg_lines(exported["train_curves"][2])[-1]
+    assert curves.startswith(f"Trained: n = {config.n}, d_k = {config.d_k}, rules none, ")
+    assert (f"learning rate {config.lr:.3g}, seed {config.seed}, init std "
+            f"{config.resolved_init_std:.3g}, {config.steps} steps") in curves
+    swept = svg_lines(exported["train_lr_sweep"][2])[-1]
+    assert (f"learning rates {min(sweep.lrs):.3g} … {max(sweep.lrs):.3g}, {len(sweep.seeds)} "
+            f"seeds, init std {sweep.config.resolved_init_std:.3g}") in swept
 
 
 def test_svg_writes_the_painted_font_not_the_requested_alias(exported):
