@@ -130,6 +130,11 @@ VIEW_MENU: tuple[ActionSpec | None, ...] = (
                status_tip=QT_TRANSLATE_NOOP(
                    "MainWindow", "The view in front fills the window with 1.6× larger text and "
                    "lines, for a projector; Esc or F11 returns")),
+    ActionSpec("back_to_random", QT_TRANSLATE_NOOP("MainWindow", "Back to &random q, k"),
+               "heads.back_to_random",
+               status_tip=QT_TRANSLATE_NOOP(
+                   "MainWindow", "The Explorer shows a real head (picked in the Heads tab): "
+                   "show q and k drawn from the parameters again")),
     ActionSpec("pin", QT_TRANSLATE_NOOP("MainWindow", "&Pin curves"),
                "pins.pin_current", "Ctrl+K",
                status_tip=QT_TRANSLATE_NOOP(

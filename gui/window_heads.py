@@ -16,6 +16,7 @@ from engine.analysis.real_head import HeadRef
 from engine.config import AttentionConfig, ScalingRule
 from engine.core.scaling import Rule
 from engine.models import SampleModel, sample_models
+from gui.explorer.head_text import head_label
 from gui.heads.capture_dialog import CaptureDialog
 from gui.heads.capture_worker import CaptureReady
 from gui.heads.view import HeadsView
@@ -80,6 +81,7 @@ class WindowHeads(QObject):
         self._samples_menu: QMenu | None = None
         # Train tab › Inspect trained model: the file it wrote opens here.
         window.train_tab.tensorsWritten.connect(self.open_tensors)
+        window.controller.realHeadChanged.connect(self.update_actions)
         window.setAcceptDrops(True)
         window.installEventFilter(self)
 
@@ -100,6 +102,11 @@ class WindowHeads(QObject):
         if path:
             settings.set("tensors/last_dir", str(Path(path).parent))
             self.open_tensors(path)
+
+    @Slot()
+    def back_to_random(self) -> None:
+        """View › Back to random q, k: the explorer leaves the real head it shows."""
+        self._window.controller.set_real_head(None)
 
     @Slot()
     def open_sample(self) -> None:
@@ -289,12 +296,14 @@ class WindowHeads(QObject):
     @Slot()
     @Slot(object)
     def update_actions(self, *_args: object) -> None:
-        """Enable File › Save captured tensors… for an unsaved capture (not while it is written)."""
-        action = self._window.menu_actions.get("save_capture")
-        if action is not None:
-            controller = self.view.controller
-            action.setEnabled(controller.unsaved_capture() is not None
-                              and not controller.is_saving())
+        """Enable File › Save captured tensors… for an unsaved capture (not while it is written)
+        and View › Back to random q, k while the explorer shows a real head."""
+        actions, controller = self._window.menu_actions, self.view.controller
+        if "save_capture" in actions:
+            actions["save_capture"].setEnabled(controller.unsaved_capture() is not None
+                                               and not controller.is_saving())
+        if "back_to_random" in actions:
+            actions["back_to_random"].setEnabled(self._window.controller.real_head() is not None)
 
     @Slot()
     def _fill_samples_menu(self) -> None:
@@ -367,7 +376,12 @@ class WindowHeads(QObject):
         if tensor_file is None or tensor_file.kind == "weights":
             return  # weights only: the explorer has no q and k to compute from
         window = self._window
-        window.controller.set_real_head(HeadRef(tensor_file, layer, head, batch_entry))
+        ref = HeadRef(tensor_file, layer, head, batch_entry)
+        window.controller.set_real_head(ref)
+        if window.controller.real_head() == ref:  # say it: the Explorer is out of sight here
+            window.statusBar().showMessage(translate(
+                "MainWindow", "The Explorer now shows {0} (n = {1}); View › Back to random q, k "
+                "returns to the parameters").format(head_label(ref), tensor_file.n), 10_000)
         config, self._session_config = self._session_config, None
         if config is not None and (config.n_tokens, config.d_k) == (tensor_file.n,
                                                                      tensor_file.d_k):

@@ -2,6 +2,49 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN" sourcelanguage="en">
 <context>
+    <name>Caption</name>
+    <message>
+        <location filename="../../gui/window_captions.py" line="48"/>
+        <source>rule {0}</source>
+        <translation>规则 {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_captions.py" line="50"/>
+        <source>Real q, k of {0} (n = {1}, d_k = {2}) · {3}</source>
+        <translation>{0} 的真实 q, k（n = {1}，d_k = {2}）· {3}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_captions.py" line="53"/>
+        <source>projections W_Q, W_K (d_model = {0}, s = {1})</source>
+        <translation>投影 W_Q、W_K（d_model = {0}，s = {1}）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_captions.py" line="57"/>
+        <source>Random q, k: n = {0}, d_k = {1}, {2}, ρ = {3}, seed {4}</source>
+        <translation>随机 q, k：n = {0}，d_k = {1}，{2}，ρ = {3}，随机种子 {4}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_captions.py" line="60"/>
+        <source>causal mask</source>
+        <translation>因果掩码</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_captions.py" line="68"/>
+        <source>learning rates {0} … {1}, {2} seeds</source>
+        <translation>学习率 {0} … {1}，{2} 个种子</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_captions.py" line="71"/>
+        <source>learning rate {0}, seed {1}</source>
+        <translation>学习率 {0}，种子 {1}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_captions.py" line="73"/>
+        <source>Trained: n = {0}, d_k = {1}, rules {2} · {3}, init std {4}, {5} steps</source>
+        <translation>训练：n = {0}，d_k = {1}，规则 {2} · {3}，初始化标准差 {4}，{5} 步</translation>
+    </message>
+</context>
+<context>
     <name>CaptureDialog</name>
     <message>
         <location filename="../../gui/heads/capture_dialog.py" line="177"/>
@@ -405,67 +448,67 @@
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="152"/>
+        <location filename="../../gui/heads/controls.py" line="153"/>
         <source>Colour by</source>
         <translation>着色依据</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="153"/>
+        <location filename="../../gui/heads/controls.py" line="154"/>
         <source>Logits</source>
         <translation>Logit</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="154"/>
+        <location filename="../../gui/heads/controls.py" line="155"/>
         <source>gain</source>
         <translation>增益</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="155"/>
+        <location filename="../../gui/heads/controls.py" line="156"/>
         <source>cap</source>
         <translation>上限</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="157"/>
+        <location filename="../../gui/heads/controls.py" line="158"/>
         <source>batch entry</source>
         <translation>批次条目</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="158"/>
+        <location filename="../../gui/heads/controls.py" line="159"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="159"/>
+        <location filename="../../gui/heads/controls.py" line="160"/>
         <source>√d_k</source>
         <translation>√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="160"/>
+        <location filename="../../gui/heads/controls.py" line="161"/>
         <source>The diagnostic that colours the grid</source>
         <translation>为网格着色的诊断量</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="161"/>
+        <location filename="../../gui/heads/controls.py" line="162"/>
         <source>The logits diagnosed: the file&apos;s own scale c (meta.scale, default 1/√d_k), or a scaling rule re-applied to the same q and k</source>
         <translation>被诊断的 logit：文件自身的缩放 c（meta.scale，默认 1/√d_k），或在同一组 q、k 上重新应用的缩放规则</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="164"/>
+        <location filename="../../gui/heads/controls.py" line="165"/>
         <source>Temperature T of the rule 1/T</source>
         <translation>规则 1/T 的温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="165"/>
+        <location filename="../../gui/heads/controls.py" line="166"/>
         <source>QK-norm gain g (√d_k: the default)</source>
         <translation>QK-norm 增益 g（√d_k：默认值）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="166"/>
+        <location filename="../../gui/heads/controls.py" line="167"/>
         <source>Soft-cap value: cap·tanh(c·q·k/cap)</source>
         <translation>软上限值：cap·tanh(c·q·k/cap)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="167"/>
+        <location filename="../../gui/heads/controls.py" line="168"/>
         <source>Batch entry whose attention weights the replay shows (the diagnostics average over all entries)</source>
         <translation>重放显示其注意力权重的批次条目（诊断量对所有条目取平均）</translation>
     </message>
@@ -480,17 +523,17 @@
         <translation>点击某个规则的图，在探索器中打开（该头、该规则）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="170"/>
+        <location filename="../../gui/heads/controls.py" line="171"/>
         <source>Replay rules</source>
         <translation>重放规则</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="171"/>
+        <location filename="../../gui/heads/controls.py" line="172"/>
         <source>The rules whose attention maps are shown for the selected head (every rule is replayed and exported to CSV)</source>
         <translation>为所选头显示注意力图的规则（每种规则都会重放并导出到 CSV）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="178"/>
+        <location filename="../../gui/heads/controls.py" line="179"/>
         <source>file&apos;s own scale</source>
         <translation>文件自身的缩放</translation>
     </message>
@@ -530,7 +573,7 @@
         <translation>点击一个头，在每种缩放规则下重放它。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="142"/>
+        <location filename="../../gui/heads/controls.py" line="143"/>
         <source>{0}/{1} heads</source>
         <translation>{0}/{1} 个头</translation>
     </message>
@@ -688,7 +731,7 @@
 <context>
     <name>HeatmapView</name>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="106"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="107"/>
         <source>Attention weights</source>
         <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden. RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not because attention chose 0). The colour scale and map selectors.</extracomment>
         <translation>注意力权重</translation>
@@ -741,32 +784,32 @@
         <translation>p ÷ 本图最大 p</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="289"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="288"/>
         <source>key j</source>
         <translation>键 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="289"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="288"/>
         <source>query i</source>
         <translation>查询 i</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="301"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="300"/>
         <source>head {0}</source>
         <translation>头 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="309"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="308"/>
         <source>Pairs: {0} | {1}. Rows: query i, columns: key j. Outlined: query row {2}.</source>
         <translation>成对显示：{0} | {1}。行：查询 i，列：键 j。框出：查询行 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="315"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="314"/>
         <source>Grey: masked keys (the model&apos;s mask).</source>
         <translation>填充格：被掩码的键（模型自身的掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="320"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="319"/>
         <source>Heads not shown: {0}.</source>
         <translation>未显示的头：{0} 个。</translation>
     </message>
@@ -786,17 +829,17 @@
         <translation>颜色：p = softmax 权重。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="331"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="330"/>
         <source>Hover over a cell to read head, i, j, logit, p.</source>
         <translation>将鼠标悬停在单元格上可读取头、i、j、logit 和 p。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="358"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="357"/>
         <source>masked</source>
         <translation>已掩码</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="359"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="358"/>
         <source>{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}</source>
         <translation>{0}：头 {1}，查询 i = {2}，键 j = {3}，logit = {4}，p = {5}</translation>
     </message>
@@ -804,73 +847,72 @@
 <context>
     <name>HistogramView</name>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="36"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="32"/>
         <source>n/a</source>
-        <extracomment>Points of the overlaid Gaussian density curve.</extracomment>
         <translation>不适用</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="37"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="33"/>
         <source>{0}: Var empirical = {1}, theory = {2}</source>
         <translation>{0}：经验方差 Var = {1}，理论值 = {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="44"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="40"/>
         <source>{0}: mean = {1}, Var = {2} (empirical)</source>
         <translation>{0}：均值 = {1}，方差 = {2}（经验值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="102"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="98"/>
         <source>Logit histogram</source>
         <translation>Logit 直方图</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="106"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="102"/>
         <source>Common logit axis</source>
         <translation>统一 logit 坐标轴</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="108"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="104"/>
         <source>Show both rules on one logit scale to compare their spread</source>
         <translation>在同一 logit 刻度上显示两种规则，以比较其分布宽度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="113"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="109"/>
         <source>logit s = c·q·k</source>
         <translation>logit s = c·q·k</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="114"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="110"/>
         <source>probability density</source>
         <translation>概率密度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="132"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="128"/>
         <source>Dashed: the Gaussian of the same mean and variance as the head&apos;s logits (every unmasked pair), for comparison only: real q and k follow no variance law.</source>
         <translation>虚线：与此头 logit（所有未掩码的对）均值和方差相同的高斯分布，只用于比较：真实的 q 和 k 不符合任何方差定律。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="138"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="134"/>
         <source>Dashed: Gaussian N(0, Var&lt;sub&gt;theory&lt;/sub&gt;), Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c² for independent tokens; both variances are over pairs i ≠ j.</source>
         <translation>虚线：高斯分布 N(0, Var&lt;sub&gt;theory&lt;/sub&gt;)，对相互独立的词元，Var&lt;sub&gt;theory&lt;/sub&gt; = d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²·σ&lt;sub&gt;k&lt;/sub&gt;²·c²；两种方差均在 i ≠ j 的配对上计算。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="145"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="141"/>
         <source>With ρ ≠ 0, key i is correlated with query i: those diagonal logits (mean c·ρ·d&lt;sub&gt;k&lt;/sub&gt;) form the extra tail (right for ρ &gt; 0, left for ρ &amp;lt; 0).</source>
         <translation>ρ ≠ 0 时，键 i 与查询 i 相关：这些对角线 logit（均值 c·ρ·d&lt;sub&gt;k&lt;/sub&gt;）形成额外的尾部（ρ &gt; 0 时在右侧，ρ &amp;lt; 0 时在左侧）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="214"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="194"/>
         <source>−cap</source>
         <translation>−上限</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="215"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="195"/>
         <source>+cap</source>
         <translation>+上限</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/histogram.py" line="231"/>
+        <location filename="../../gui/explorer/views/histogram.py" line="206"/>
         <source>|s| &amp;lt; cap = {0}</source>
         <translation>|s| &amp;lt; 上限 = {0}</translation>
     </message>
@@ -1006,7 +1048,7 @@
         <translation>学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="129"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="127"/>
         <source>stable threshold</source>
         <translation>稳定阈值</translation>
     </message>
@@ -1016,32 +1058,32 @@
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="212"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="208"/>
         <source>Run a learning-rate sweep (Ctrl+L) to see how far each rule&apos;s learning rate can be pushed.</source>
         <translation>运行学习率扫描（Ctrl+L），查看每种规则的学习率最多能调到多大。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="219"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="215"/>
         <source>Sweep running: {0} of {1} runs done (learning rate {2:g}, seed {3}).</source>
         <translation>扫描进行中：已完成 {0} / {1} 次运行（学习率 {2:g}，种子 {3}）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="226"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="222"/>
         <source>no stable lr</source>
         <translation>无稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="227"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="223"/>
         <source>Largest stable learning rate (d&lt;sub&gt;k&lt;/sub&gt; = {0}, {1} seeds, {2} steps): {3}. Band: min…max over seeds; ×: a seed diverged.</source>
         <translation>最大稳定学习率（d&lt;sub&gt;k&lt;/sub&gt; = {0}，{1} 个种子，{2} 步）：{3}。色带：各种子的最小值…最大值；×：有种子发散。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="242"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="238"/>
         <source>largest stable lr</source>
         <translation>最大稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="243"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="239"/>
         <source>diverged</source>
         <translation>发散</translation>
     </message>
@@ -1074,12 +1116,12 @@
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="156"/>
+        <location filename="../../gui/main_window.py" line="159"/>
         <source>Heads</source>
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="215"/>
+        <location filename="../../gui/main_window.py" line="218"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -1205,17 +1247,27 @@
         <translation>取消计算(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="145"/>
+        <location filename="../../gui/actions.py" line="133"/>
+        <source>Back to &amp;random q, k</source>
+        <translation>回到随机 q, k(&amp;R)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/actions.py" line="135"/>
+        <source>The Explorer shows a real head (picked in the Heads tab): show q and k drawn from the parameters again</source>
+        <translation>探索页正显示一个真实的头（在注意力头页中选择）：重新显示按参数随机抽取的 q 和 k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/actions.py" line="150"/>
         <source>Open &amp;sample tensors</source>
         <translation>打开示例张量(&amp;S)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="147"/>
+        <location filename="../../gui/actions.py" line="152"/>
         <source>Heads of the mini-trainer&apos;s models, shipped with the program</source>
         <translation>随程序附带的迷你训练器模型的注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="149"/>
+        <location filename="../../gui/actions.py" line="154"/>
         <source>&amp;About</source>
         <translation>关于(&amp;A)</translation>
     </message>
@@ -1225,7 +1277,7 @@
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="220"/>
+        <location filename="../../gui/main_window.py" line="223"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -1338,12 +1390,12 @@
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="323"/>
+        <location filename="../../gui/main_window.py" line="327"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="324"/>
+        <location filename="../../gui/main_window.py" line="328"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -1374,109 +1426,114 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="49"/>
+        <location filename="../../gui/window_heads.py" line="50"/>
         <source>{0} ({1}, {2} layers × {3} heads)</source>
         <translation>{0}（{1}，{2} 层 × {3} 个头）</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="98"/>
+        <location filename="../../gui/window_heads.py" line="100"/>
         <source>Open tensors</source>
         <translation>打开张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="99"/>
+        <location filename="../../gui/window_heads.py" line="101"/>
         <source>Tensor files (*.npz *.safetensors *.npy);;All files (*)</source>
         <translation>张量文件 (*.npz *.safetensors *.npy);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="157"/>
+        <location filename="../../gui/window_heads.py" line="164"/>
         <source>Open sample &amp;model</source>
         <translation>打开示例模型(&amp;M)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="158"/>
+        <location filename="../../gui/window_heads.py" line="165"/>
         <source>Real models installed as Python packages: capture their heads</source>
         <translation>以 Python 包安装的真实模型：捕获它们的头</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="173"/>
+        <location filename="../../gui/window_heads.py" line="180"/>
         <source>Save captured tensors</source>
         <translation>保存捕获的张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="174"/>
+        <location filename="../../gui/window_heads.py" line="181"/>
         <source>NumPy archive (*.npz);;safetensors (*.safetensors)</source>
         <translation>NumPy 归档 (*.npz);;safetensors (*.safetensors)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="187"/>
+        <location filename="../../gui/window_heads.py" line="194"/>
         <source>Saving the captured tensors to {0}…</source>
         <translation>正在把捕获的张量保存到 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="195"/>
+        <location filename="../../gui/window_heads.py" line="202"/>
         <source>Captured tensors saved to {0}</source>
         <translation>捕获的张量已保存到 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="206"/>
+        <location filename="../../gui/window_heads.py" line="213"/>
         <source>Not saved</source>
         <translation>未保存</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="207"/>
+        <location filename="../../gui/window_heads.py" line="214"/>
         <source>The captured tensors were not saved to {0}: {1}. The capture is still open.</source>
         <translation>捕获的张量未能保存到 {0}：{1}。捕获结果仍然打开着。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="230"/>
+        <location filename="../../gui/window_heads.py" line="237"/>
         <source>Tensor file not found</source>
         <translation>找不到张量文件</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="231"/>
+        <location filename="../../gui/window_heads.py" line="238"/>
         <source>The session&apos;s tensor file {0} was not found (moved or deleted?). The rest of the session is open; open the file again with File › Open tensors…</source>
         <translation>未找到会话的张量文件 {0}（已移动或删除？）。会话的其余部分已打开；请用 文件 › 打开张量… 重新打开该文件。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="261"/>
+        <location filename="../../gui/window_heads.py" line="269"/>
         <source>Tensor file problem</source>
         <translation>张量文件问题</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="286"/>
+        <location filename="../../gui/window_heads.py" line="294"/>
         <source>Model problem</source>
         <translation>模型问题</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="306"/>
+        <location filename="../../gui/window_heads.py" line="316"/>
         <source>{0} ({1} MB): {2}</source>
         <translation>{0}（{1} MB）：{2}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="310"/>
+        <location filename="../../gui/window_heads.py" line="320"/>
         <source>{0} — not installed…</source>
         <translation>{0} — 未安装…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="312"/>
+        <location filename="../../gui/window_heads.py" line="322"/>
         <source>Not installed; install with: {0}</source>
         <translation>未安装；安装命令：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="319"/>
+        <location filename="../../gui/window_heads.py" line="329"/>
         <source>Sample model not installed</source>
         <translation>示例模型未安装</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="320"/>
+        <location filename="../../gui/window_heads.py" line="330"/>
         <source>{0} is not installed. Install it ({1} MB) into the Python environment the app runs in, then choose it again from Help › Open sample model:</source>
         <translation>{0} 未安装。请把它（{1} MB）安装到运行本程序的 Python 环境中，然后再从 帮助 › 打开示例模型 中选择它：</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="325"/>
+        <location filename="../../gui/window_heads.py" line="335"/>
         <source>Copy command</source>
         <translation>复制命令</translation>
+    </message>
+    <message>
+        <location filename="../../gui/window_heads.py" line="382"/>
+        <source>The Explorer now shows {0} (n = {1}); View › Back to random q, k returns to the parameters</source>
+        <translation>探索页现在显示 {0}（n = {1}）；视图 › 回到随机 q, k 可回到参数</translation>
     </message>
     <message>
         <location filename="../../gui/actions.py" line="128"/>
@@ -1500,22 +1557,22 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>{0} 固定 {1}：{2}</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="133"/>
+        <location filename="../../gui/actions.py" line="138"/>
         <source>&amp;Pin curves</source>
         <translation>固定曲线(&amp;P)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="135"/>
+        <location filename="../../gui/actions.py" line="140"/>
         <source>Keep the current curves of this view as a faded reference; the live curves draw over them when a parameter changes</source>
         <translation>把此视图当前的曲线留作淡色的对比线；参数改变时，实时曲线显示在它们上面</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="138"/>
+        <location filename="../../gui/actions.py" line="143"/>
         <source>C&amp;lear pins</source>
         <translation>清除固定曲线(&amp;L)</translation>
     </message>
     <message>
-        <location filename="../../gui/actions.py" line="140"/>
+        <location filename="../../gui/actions.py" line="145"/>
         <source>Remove this view&apos;s pinned curves</source>
         <translation>移除此视图的固定曲线</translation>
     </message>
@@ -1553,228 +1610,229 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ParameterPanel</name>
     <message>
-        <location filename="../../engine/config/attention.py" line="154"/>
+        <location filename="../../engine/config/attention.py" line="227"/>
         <source>none (c = 1)</source>
         <translation>不缩放（c = 1）</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="157"/>
+        <location filename="../../engine/config/attention.py" line="230"/>
         <source>temperature 1/T</source>
         <translation>温度 1/T</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="158"/>
+        <location filename="../../engine/config/attention.py" line="231"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="159"/>
+        <location filename="../../engine/config/attention.py" line="232"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="216"/>
+        <location filename="../../engine/config/attention.py" line="250"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="217"/>
+        <location filename="../../engine/config/attention.py" line="251"/>
         <source>causal</source>
         <translation>因果</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="96"/>
+        <location filename="../../engine/config/attention.py" line="169"/>
         <source>tokens n</source>
-        <extracomment>Largest attention-matrix footprint a single request may allocate unless told otherwise. Every field of :class:`AttentionConfig`, in the parameter panel&apos;s row order. The ranges are the engine&apos;s; ``Gui.low/high`` narrow a row where a larger value only makes a request fail the memory budget or take minutes (the CLI and saved sessions still get the full range).</extracomment>
+        <extracomment>Every field of :class:`AttentionConfig`, in the parameter panel&apos;s row order. The ranges are the engine&apos;s; ``Gui.low/high`` narrow a row where a larger value only makes a request fail the memory budget or take minutes (the CLI and saved sessions still get the full range).</extracomment>
         <translation>词元数 n</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="103"/>
+        <location filename="../../engine/config/attention.py" line="176"/>
         <source>head dim d_k</source>
         <translation>头维度 d_k</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="110"/>
+        <location filename="../../engine/config/attention.py" line="183"/>
         <source>heads h</source>
         <translation>头数 h</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="127"/>
+        <location filename="../../engine/config/attention.py" line="200"/>
         <source>init std σ</source>
         <translation>初始化标准差 σ</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="139"/>
+        <location filename="../../engine/config/attention.py" line="212"/>
         <source>projection std s</source>
         <translation>投影标准差 s</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="147"/>
+        <location filename="../../engine/config/attention.py" line="220"/>
         <source>scaling rule</source>
         <translation>缩放规则</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="148"/>
+        <location filename="../../engine/config/attention.py" line="221"/>
         <source>How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap), ln n/√d_k, SSMax s·ln n/√d_k, YaRN (0.1·ln f + 1)²/√d_k.</source>
         <translation>原始分数如何变为 logit：不缩放（c = 1）、1/√d_k、1/d_k、1/T、QK 归一化 g·(q/‖q‖)·(k/‖k‖)、软截断 cap·tanh((q·k/√d_k)/cap)、ln n/√d_k、SSMax s·ln n/√d_k、YaRN (0.1·ln f + 1)²/√d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="162"/>
+        <location filename="../../engine/config/attention.py" line="235"/>
         <source>YaRN temperature</source>
         <translation>YaRN 温度</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="165"/>
+        <location filename="../../engine/config/attention.py" line="117"/>
         <source>temperature T</source>
+        <extracomment>Largest attention-matrix footprint a single request may allocate unless told otherwise. The names of the :class:`RuleParameters`, in order. Range, panel row (``None`` gain: a &quot;default&quot; check box above the slider) and sweep option of every rule parameter.</extracomment>
         <translation>温度 T</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="174"/>
+        <location filename="../../engine/config/attention.py" line="126"/>
         <source>gain g</source>
         <translation>增益 g</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="183"/>
+        <location filename="../../engine/config/attention.py" line="136"/>
         <source>cap</source>
         <translation>截断值 cap</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="190"/>
+        <location filename="../../engine/config/attention.py" line="143"/>
         <source>Scalable-Softmax (Nakanishi 2025): logits = s·ln n·q·k/√d_k, n the keys the row sees (under a causal mask row i sees i + 1); s = 0.43 in the paper&apos;s toy.</source>
         <translation>Scalable-Softmax（Nakanishi 2025）：logit = s·ln n·q·k/√d_k，n 为该行能关注的键数（因果掩码下第 i 行为 i + 1 个）；论文的示例取 s = 0.43。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="197"/>
+        <location filename="../../engine/config/attention.py" line="151"/>
         <source>YaRN factor f</source>
         <translation>YaRN 长度倍数 f</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="198"/>
+        <location filename="../../engine/config/attention.py" line="152"/>
         <source>YaRN context-extension factor f: logits = q·k/(t·√d_k) with √(1/t) = 0.1·ln f + 1, i.e. c = (0.1·ln f + 1)²/√d_k (f = 1 gives 1/√d_k).</source>
         <translation>YaRN 上下文长度倍数 f：logit = q·k/(t·√d_k)，其中 √(1/t) = 0.1·ln f + 1，即 c = (0.1·ln f + 1)²/√d_k（f = 1 时即为 1/√d_k）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="205"/>
+        <location filename="../../engine/config/attention.py" line="239"/>
         <source>q–k correlation ρ</source>
         <translation>q–k 相关系数 ρ</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="212"/>
+        <location filename="../../engine/config/attention.py" line="246"/>
         <source>mask</source>
         <translation>掩码</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="222"/>
+        <location filename="../../engine/config/attention.py" line="256"/>
         <source>query row</source>
         <translation>查询行</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="229"/>
+        <location filename="../../engine/config/attention.py" line="263"/>
         <source>seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="234"/>
+        <location filename="../../engine/config/attention.py" line="268"/>
         <source>samples</source>
         <translation>样本数</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="122"/>
+        <location filename="../../engine/config/attention.py" line="195"/>
         <source>link d_k = d_model / h</source>
         <translation>关联 d_k = d_model / h</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="132"/>
+        <location filename="../../engine/config/attention.py" line="205"/>
         <source>use projections W_Q, W_K</source>
         <translation>使用投影 W_Q、W_K</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="178"/>
+        <location filename="../../engine/config/attention.py" line="130"/>
         <source>default g = √d_k</source>
         <translation>默认 g = √d_k</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="97"/>
+        <location filename="../../engine/config/attention.py" line="170"/>
         <source>Number of tokens n (keys per softmax row). Uniform attention has entropy ln n; the largest of n Gaussian logits of std s is ≈ s·√(2 ln n).</source>
         <translation>词元数 n（每个 softmax 行中键的个数）。均匀注意力的熵为 ln n；n 个标准差为 s 的高斯 logit 中的最大值 ≈ s·√(2 ln n)。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="104"/>
+        <location filename="../../engine/config/attention.py" line="177"/>
         <source>Head dimension d_k. Raw scores: Var(q·k) = d_k·σ⁴ for iid q, k; 1/√d_k scaling gives Var = σ⁴, 1/d_k gives σ⁴/d_k.</source>
         <translation>头维度 d_k。原始分数：对独立同分布的 q、k，Var(q·k) = d_k·σ⁴；1/√d_k 缩放得到 Var = σ⁴，1/d_k 得到 σ⁴/d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="111"/>
+        <location filename="../../engine/config/attention.py" line="184"/>
         <source>Number of heads h; d_model must be divisible by h. With the link, d_k = d_model / h.</source>
         <translation>头数 h；d_model 必须能被 h 整除。启用关联时，d_k = d_model / h。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="117"/>
+        <location filename="../../engine/config/attention.py" line="190"/>
         <source>Model width d_model (divisible by h). With projections Var(q_j) = d_model·s².</source>
         <translation>模型宽度 d_model（可被 h 整除）。使用投影时 Var(q_j) = d_model·s²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="123"/>
+        <location filename="../../engine/config/attention.py" line="196"/>
         <source>Derive d_k = d_model / h instead of setting d_k directly.</source>
         <translation>由 d_k = d_model / h 推出 d_k，而不是直接设置 d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="128"/>
+        <location filename="../../engine/config/attention.py" line="201"/>
         <source>Std σ of every component of q and k: Var(q·k) = d_k·σ⁴.</source>
         <translation>q 和 k 每个分量的标准差 σ：Var(q·k) = d_k·σ⁴。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="133"/>
+        <location filename="../../engine/config/attention.py" line="206"/>
         <source>Draw x ~ N(0, I_d_model) and q = x·W_Q, k = x·W_K with W ~ N(0, s²): Var(q_j) = d_model·s², Var(q·k) = d_k·(d_model·s²)².</source>
         <translation>抽取 x ~ N(0, I_d_model)，令 q = x·W_Q、k = x·W_K，其中 W ~ N(0, s²)：Var(q_j) = d_model·s²，Var(q·k) = d_k·(d_model·s²)²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="140"/>
+        <location filename="../../engine/config/attention.py" line="213"/>
         <source>Projection init std s: Var(q_j) = d_model·s² (s = 1/√d_model keeps unit variance).</source>
         <translation>投影初始化标准差 s：Var(q_j) = d_model·s²（s = 1/√d_model 时保持单位方差）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="166"/>
+        <location filename="../../engine/config/attention.py" line="118"/>
         <source>logits = q·k / T; T = √d_k reproduces 1/√d_k, Var(logit) = d_k·σ⁴ / T².</source>
         <translation>logit = q·k / T；T = √d_k 时等同于 1/√d_k，Var(logit) = d_k·σ⁴ / T²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="179"/>
+        <location filename="../../engine/config/attention.py" line="131"/>
         <source>Use the default QK-norm gain g = √d_k.</source>
         <translation>使用默认的 QK 归一化增益 g = √d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="175"/>
+        <location filename="../../engine/config/attention.py" line="127"/>
         <source>QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k.</source>
         <translation>QK 归一化：logit = g·cos(q, k) ∈ [−g, g]；Var ≈ g²/d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="184"/>
+        <location filename="../../engine/config/attention.py" line="137"/>
         <source>Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap.</source>
         <translation>软截断：logit = cap·tanh((q·k/√d_k)/cap)，以 ±cap 为界。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="206"/>
+        <location filename="../../engine/config/attention.py" line="240"/>
         <source>q–k correlation: k = ρ·q + √(1−ρ²)·ξ, so E[q·k] = ρ·d_k·σ² (grows like d_k: the case for 1/d_k).</source>
         <translation>q–k 相关性：k = ρ·q + √(1−ρ²)·ξ，因此 E[q·k] = ρ·d_k·σ²（随 d_k 线性增长：此时应使用 1/d_k）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="213"/>
+        <location filename="../../engine/config/attention.py" line="247"/>
         <source>causal: query i attends only to keys j ≤ i (masked logits = −∞).</source>
         <translation>因果：查询 i 只关注 j ≤ i 的键（被掩码的 logit = −∞）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="223"/>
+        <location filename="../../engine/config/attention.py" line="257"/>
         <source>Row i of the attention matrix shown in the softmax view (with a causal mask it sees i + 1 keys).</source>
         <translation>在 softmax 视图中显示的注意力矩阵第 i 行（使用因果掩码时它能看到 i + 1 个键）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="230"/>
+        <location filename="../../engine/config/attention.py" line="264"/>
         <source>Seed of every random draw (same seed, same numbers).</source>
         <translation>所有随机抽样的种子（种子相同，数值相同）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="235"/>
+        <location filename="../../engine/config/attention.py" line="269"/>
         <source>Independent query rows used for the statistics (standard errors shrink like 1/√samples).</source>
         <translation>用于统计的独立查询行数（标准误按 1/√样本数 缩小）。</translation>
     </message>
@@ -1877,14 +1935,14 @@ d_k = {2:g} 时
 超出范围</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="262"/>
+        <location filename="../../gui/explorer/views/precision.py" line="261"/>
         <source>largest {0}:
 {1:.6g}</source>
         <translation>{0} 最大值：
 {1:.6g}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="265"/>
+        <location filename="../../gui/explorer/views/precision.py" line="264"/>
         <source>ln {0:.6g} ≈ {1:.3g}:
 naive exp
 overflows</source>
@@ -2230,52 +2288,52 @@ exp 超出范围</translation>
 <context>
     <name>TrainCurvesView</name>
     <message>
-        <location filename="../../gui/train/curves.py" line="125"/>
+        <location filename="../../gui/train/curves.py" line="116"/>
         <source>Loss</source>
         <translation>损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="126"/>
+        <location filename="../../gui/train/curves.py" line="117"/>
         <source>cross-entropy (nats)</source>
         <translation>交叉熵（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="127"/>
+        <location filename="../../gui/train/curves.py" line="118"/>
         <source>Held-out accuracy</source>
         <translation>留出集准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="128"/>
+        <location filename="../../gui/train/curves.py" line="119"/>
         <source>accuracy</source>
         <translation>准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="129"/>
+        <location filename="../../gui/train/curves.py" line="120"/>
         <source>Global gradient norm</source>
         <translation>全局梯度范数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="130"/>
+        <location filename="../../gui/train/curves.py" line="121"/>
         <source>Mean attention entropy</source>
         <translation>平均注意力熵</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="131"/>
+        <location filename="../../gui/train/curves.py" line="122"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="133"/>
+        <location filename="../../gui/train/curves.py" line="124"/>
         <source>step</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="137"/>
+        <location filename="../../gui/train/curves.py" line="128"/>
         <source>chance</source>
         <translation>随机水平</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="119"/>
+        <location filename="../../gui/train/curves.py" line="110"/>
         <source>Training curves</source>
         <extracomment>The x range of the empty plots before the first run has a length (steps). Panel names in layout order, with log-y.</extracomment>
         <translation>训练曲线</translation>
@@ -2322,22 +2380,22 @@ exp 超出范围</translation>
         <translation>对数坐标显出训练后段很小的损失；线性坐标按原样显出开始时的下降。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="294"/>
+        <location filename="../../gui/train/curves.py" line="287"/>
         <source>Press Start (Ctrl+T) to train the selected rules side by side: same initial weights, same batches.</source>
         <translation>按“开始”（Ctrl+T）并排训练所选规则：相同的初始权重，相同的批次。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="302"/>
+        <location filename="../../gui/train/curves.py" line="295"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="305"/>
+        <location filename="../../gui/train/curves.py" line="298"/>
         <source>{0}: held-out loss {1:.3g}, accuracy {2:.2f}</source>
         <translation>{0}：留出集损失 {1:.3g}，准确率 {2:.2f}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="308"/>
+        <location filename="../../gui/train/curves.py" line="301"/>
         <source>Step {0} of {1}, chance loss ln {2} = {3:.3g}.</source>
         <translation>第 {0} / {1} 步，随机水平损失 ln {2} = {3:.3g}。</translation>
     </message>
@@ -2347,17 +2405,17 @@ exp 超出范围</translation>
         <translation>在第 {0} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="323"/>
+        <location filename="../../gui/train/curves.py" line="316"/>
         <source>training loss</source>
         <translation>训练损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="325"/>
+        <location filename="../../gui/train/curves.py" line="318"/>
         <source>training loss, mean of {0} steps</source>
         <translation>训练损失，{0} 步均值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="328"/>
+        <location filename="../../gui/train/curves.py" line="321"/>
         <source>held-out</source>
         <translation>留出集</translation>
     </message>
