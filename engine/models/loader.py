@@ -3,16 +3,14 @@ a GGUF file; each architecture's tensor names, and GGUF's q/k rows in Hugging Fa
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any
+from pathlib import Path
 
 import numpy as np
 
 from engine.io.source import shown
 from engine.models.capture import Model
-from engine.models.forward import CaptureCancelled
+from engine.models.folder import path_kind, poller, read_config, safetensors_files
 from engine.models.gguf_file import GgufFile
 from engine.models.spec import (
     GGUF_ARCHITECTURES,
@@ -28,11 +26,8 @@ from engine.models.tokenize import (
 )
 from engine.models.weights import (
     ModelError,
-    Poll,
     SafetensorsWeights,
     WeightStore,
-    no_poll,
-    read_json,
 )
 
 __all__ = ["open_model"]
@@ -246,92 +241,6 @@ def _check_weights(spec: ModelSpec, store: WeightStore, names: Callable[[int, st
     return store.shape(names(-1, "embed"))[0]
 
 
-def _read_config(folder: Path) -> dict[str, Any]:
-    path = folder / "config.json"
-    if not os.path.lexists(path):  # a FIFO or a dangling link is reported by read_json
-        raise ModelError(f"{shown(folder.name)}: no config.json in the folder; a Hugging Face "
-                         "model folder holds config.json, model.safetensors and tokenizer.json")
-    config = read_json(path, shown(folder.name))
-    if not isinstance(config, dict):
-        raise ModelError(f"{shown(folder.name)}: config.json is not a JSON object")
-    return config
-
-
-def _shard_roots(folder: Path) -> list[str]:
-    """Where a folder's shards may lie once links are followed: the folder, and for a
-    snapshot of the Hugging Face cache (``…/snapshots/REV``, its files links to
-    ``…/blobs``) that cache's blobs."""
-    roots = [os.path.realpath(folder)]
-    if os.path.basename(os.path.dirname(roots[0])) == "snapshots":
-        roots.append(os.path.join(os.path.dirname(os.path.dirname(roots[0])), "blobs"))
-    return roots
-
-
-def _shard(folder: Path, name: str, roots: list[str]) -> Path:
-    """The shard ``name`` of the index, if it is a file name inside the model folder."""
-    label = f"{shown(folder.name)}: model.safetensors.index.json lists the shard " \
-            f"{shown(repr(name), 80)}"
-    if (not name or "\x00" in name or "\\" in name or PurePosixPath(name).is_absolute()
-            or PureWindowsPath(name).drive or ".." in PurePosixPath(name).parts):
-        raise ModelError(f"{label}; a shard must be named by a path inside the model folder "
-                         "(no '..', not absolute)")
-    path = folder / name
-    real = os.path.realpath(path)
-    if not any(os.path.commonpath([real, root]) == root for root in roots):
-        raise ModelError(f"{label}, which leads outside the model folder (to "
-                         f"{shown(real, 80)})")
-    return path
-
-
-def _safetensors_files(folder: Path, poll: Poll = no_poll) -> list[Path]:
-    single = folder / "model.safetensors"
-    index = folder / "model.safetensors.index.json"
-    label = shown(folder.name)
-    # lexists, not is_file: a FIFO or a dangling link is then refused by name when opened.
-    if os.path.lexists(single):
-        return [single]
-    if os.path.lexists(index):
-        listing = read_json(index, label)
-        weight_map = listing.get("weight_map") if isinstance(listing, dict) else None
-        if not isinstance(weight_map, dict):
-            found = "nothing" if weight_map is None else f"a {type(weight_map).__name__}"
-        else:
-            found = next((shown(repr(v), 60) for v in weight_map.values()
-                          if not isinstance(v, str)), "")
-        if found:
-            raise ModelError(f"{label}: model.safetensors.index.json: 'weight_map' must map "
-                             f"each tensor name to a shard's file name; found {found}")
-        shards = sorted(set(weight_map.values()))
-        roots = _shard_roots(folder)
-        paths = []
-        for count, name in enumerate(shards):
-            if not count % 64:
-                poll()
-            paths.append(_shard(folder, name, roots))
-        missing = [s for s, p in zip(shards, paths, strict=True) if not os.path.lexists(p)]
-        if missing:
-            raise ModelError(f"{label}: {len(missing)} of {len(shards)} shards "
-                             f"are missing, e.g. {shown(missing[0], 80)}")
-        return paths
-    if any(folder.glob("*.bin")) or any(folder.glob("*.pt")):
-        raise ModelError(f"{label}: the weights are PyTorch pickles (.bin); the "
-                         "app reads model.safetensors (convert with transformers' "
-                         "save_pretrained(safe_serialization=True))")
-    raise ModelError(f"{label}: no model.safetensors or "
-                     "model.safetensors.index.json in the folder")
-
-
-def _poller(cancelled: Callable[[], bool] | None) -> Poll:
-    if cancelled is None:
-        return no_poll
-
-    def poll() -> None:
-        if cancelled():
-            raise CaptureCancelled()
-
-    return poll
-
-
 def open_model(path: str | Path, *, cancelled: Callable[[], bool] | None = None) -> Model:
     """Open a Hugging Face model folder or a ``.gguf`` file (weights stay memory-mapped).
 
@@ -353,15 +262,13 @@ def open_model(path: str | Path, *, cancelled: Callable[[], bool] | None = None)
     CaptureCancelled
         Once ``cancelled()`` returned True.
     """
-    poll = _poller(cancelled)
+    poll = poller(cancelled)
     path = Path(path)
-    if not path.exists():
-        raise ModelError(f"{shown(path)}: no such file or folder")
-    if path.is_dir():
-        config = _read_config(path)
+    if path_kind(path) == "folder":
+        config = read_config(path)
         label = shown(path.name)
         spec = spec_from_hf_config(config, label)
-        store = SafetensorsWeights(_safetensors_files(path, poll), poll)
+        store = SafetensorsWeights(safetensors_files(path, poll), poll)
         tokenizer = TokenizerSource.of("tokenizer.json", check_hf_tokenizer(path))
         name = str(config.get("_name_or_path") or path.name)
         if not name or name in (".", "") or name.startswith("/"):

@@ -133,6 +133,17 @@ def test_the_capture_command_exits_2_with_one_line(tmp_path: Path, name: str) ->
     assert _fingerprint(tmp_path) == before and not out.exists()
 
 
+@pytest.mark.parametrize(("path", "reason"), [
+    ("bad\x00name.gguf", "no such file or folder"), ("x" * 5000 + ".gguf", "File name too long"),
+    ("/proc/self/status", "open a Hugging Face model folder"),
+    ("/dev/null", "open a Hugging Face model folder")])
+def test_an_impossible_path_is_one_short_line(path: str, reason: str) -> None:
+    with pytest.raises(ModelError) as info:
+        open_model(path)
+    message = str(info.value)
+    assert reason in message and "\n" not in message and len(message) < 300, message
+
+
 def test_a_hugging_face_cache_snapshot_still_opens(tmp_path: Path) -> None:
     """Shards that are links into the cache's blobs (how huggingface_hub stores them) are
     inside the model as far as the loader is concerned; any other link out is not."""
