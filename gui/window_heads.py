@@ -29,16 +29,20 @@ __all__ = ["TENSOR_SUFFIXES", "WindowHeads", "dropped_file", "sample_title"]
 
 # Tensor files the window opens (and folders of .npy files); one .npy holds attention weights.
 TENSOR_SUFFIXES = (".npz", ".safetensors", ".npy")
+#: Files that make a dropped folder a model folder (its config.json may be the one missing).
+MODEL_FOLDER_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json",
+                      "tokenizer.json", "pytorch_model.bin")
 
 
 def dropped_file(urls: list[Any]) -> tuple[str, str]:
-    """The first model among dropped ``urls`` (a .gguf file, a folder with a config.json) as
-    ("model", path), else the first tensor file or folder as ("tensors", path), or ("", "")."""
+    """The first model among dropped ``urls`` (a .gguf file, or a folder holding any file of a
+    Hugging Face model) as ("model", path), else the first tensor file or folder as
+    ("tensors", path), or ("", "")."""
     paths = [url.toLocalFile() for url in urls if url.isLocalFile()]
     for path in paths:
-        if (Path(path, "config.json").is_file() if os.path.isdir(path)
-                else Path(path).suffix.lower() == ".gguf"):
-            return "model", path
+        if (any(Path(path, name).is_file() for name in MODEL_FOLDER_FILES)
+                if os.path.isdir(path) else Path(path).suffix.lower() == ".gguf"):
+            return "model", path  # opening it says what the folder lacks
     for path in paths:  # none is a model
         if Path(path).suffix.lower() in TENSOR_SUFFIXES or os.path.isdir(path):
             return "tensors", path
@@ -136,7 +140,8 @@ class WindowHeads(QObject):
             dialog = CaptureDialog(self._window)
             dialog.set_values(path=settings.get("model/last_path"),
                               max_tokens=settings.get("model/max_tokens"),
-                              layers=settings.get("model/layers"))
+                              layers=settings.get("model/layers"),
+                              memory_gib=settings.get("model/memory_gib"))
             if settings.get("model/text"):
                 dialog.set_values(text=settings.get("model/text"))
             controller = self.view.controller
@@ -270,14 +275,15 @@ class WindowHeads(QObject):
 
     @Slot(str, str, int, str, bool)
     def _on_capture_requested(self, path: str, text: str, max_tokens: int, layers: str,
-                              keep_v: bool) -> None:
+                              keep_v: bool, memory_gib: float) -> None:
         settings = self._window.settings
         settings.set("model/last_path", path)
         settings.set("model/max_tokens", max_tokens)
         settings.set("model/layers", layers)
+        settings.set("model/memory_gib", memory_gib)
         settings.set("model/text", text if len(text) <= 4000 else "")
         self.view.capture_model(path, text, max_tokens=max_tokens, layers=layers,
-                                keep_v=keep_v)
+                                keep_v=keep_v, memory_budget=int(memory_gib * 2**30))
 
     @Slot(object)
     def _on_captured(self, message: CaptureReady) -> None:

@@ -100,12 +100,19 @@ def _rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
 
 
 class _Layer:
-    """The float32 weights of one layer, read by short names."""
+    """The float32 weights of one layer, read by short names.
 
-    def __init__(self, store: WeightStore, names: Callable[[str], str]) -> None:
-        self._store, self._names = store, names
+    Reading a weight is where the forward's steps meet (each is followed by its matrix
+    product), so a cancel is checked there: a large model's layer takes seconds, and closing
+    the window must not wait for a whole one.
+    """
+
+    def __init__(self, store: WeightStore, names: Callable[[str], str],
+                 cancelled: Callable[[], bool] | None = None) -> None:
+        self._store, self._names, self._cancelled = store, names, cancelled
 
     def __call__(self, short: str) -> np.ndarray:
+        _check(self._cancelled)
         return self._store.get(self._names(short))
 
     def optional(self, short: str) -> np.ndarray | None:
@@ -182,7 +189,7 @@ def run_forward(
     out: dict[int, LayerCapture] = {}
     for i in range(last + 1):
         _check(cancelled)
-        w = _Layer(store, lambda short, i=i: names(i, short))
+        w = _Layer(store, lambda short, i=i: names(i, short), cancelled)
         if spec.family == "bert":
             q = _heads(_linear(x, w("q.w"), w("q.b")), spec.heads, hd)
             k = _heads(_linear(x, w("k.w"), w("k.b")), spec.heads, hd)

@@ -8,12 +8,15 @@ opened in the Heads tab.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
+    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
@@ -28,10 +31,11 @@ from PySide6.QtWidgets import (
 )
 
 from engine.cli.capture import read_text_file
+from engine.config import DEFAULT_MEMORY_BUDGET_BYTES
 from engine.models import ModelError
 from gui.kit.i18n import Retranslating, translate
 
-__all__ = ["DEFAULT_TEXT", "MAX_TOKENS_LIMIT", "CaptureDialog"]
+__all__ = ["DEFAULT_TEXT", "MAX_TOKENS_LIMIT", "CaptureDialog", "physical_memory_gib"]
 
 #: The sentence the text box starts with (the one the README's SmolLM2 figures were made on).
 DEFAULT_TEXT = "The cat sat on the mat because it was tired."
@@ -40,18 +44,28 @@ DEFAULT_TEXT = "The cat sat on the mat because it was tired."
 MAX_TOKENS_LIMIT = 8192
 
 
+def physical_memory_gib() -> float:
+    """The machine's memory in GiB (64 where the system does not say), the memory limit's
+    largest value."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (AttributeError, ValueError, OSError):
+        return 64.0
+
+
 class CaptureDialog(Retranslating, QDialog):
     """Model, text, max tokens, layers; Capture with progress and Cancel.
 
     Signals
     -------
-    captureRequested(str, str, int, str, bool)
-        Model path, text, max tokens, layers as typed ("" for all), keep v.
+    captureRequested(str, str, int, str, bool, float)
+        Model path, text, max tokens, layers as typed ("" for all), keep v, memory limit in
+        GiB.
     cancelRequested()
         The user cancelled the running capture.
     """
 
-    captureRequested = Signal(str, str, int, str, bool)
+    captureRequested = Signal(str, str, int, str, bool, float)
     cancelRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -59,6 +73,8 @@ class CaptureDialog(Retranslating, QDialog):
         self.setObjectName("capture_dialog")
         self.setWindowModality(Qt.WindowModality.WindowModal)
         self._busy = False
+        self._cancelling = False  # the user cancelled the capture that runs
+        self._failed = False  # the message says why the last capture did not run
         self._model_label = QLabel()
         self._path = QLineEdit()
         self._path.setObjectName("model_path")
@@ -91,6 +107,12 @@ class CaptureDialog(Retranslating, QDialog):
         self._layers = QLineEdit()
         self._layers.setObjectName("layers")
         self._keep_v = QCheckBox()
+        self._memory = QDoubleSpinBox()
+        self._memory.setObjectName("memory_limit")
+        self._memory.setDecimals(2)
+        self._memory.setSingleStep(0.25)
+        self._memory.setRange(0.25, max(1.0, physical_memory_gib()))
+        self._memory.setValue(DEFAULT_MEMORY_BUDGET_BYTES / 2**30)
 
         self._form = QFormLayout()
         self._form.addRow(self._model_label, path_row)
@@ -100,6 +122,8 @@ class CaptureDialog(Retranslating, QDialog):
         self._max_label, self._layers_label = QLabel(), QLabel()
         self._form.addRow(self._max_label, self._max_tokens)
         self._form.addRow(self._layers_label, self._layers)
+        self._memory_label = QLabel()
+        self._form.addRow(self._memory_label, self._memory)
         self._form.addRow("", self._keep_v)
 
         self._progress = QProgressBar()
@@ -148,15 +172,18 @@ class CaptureDialog(Retranslating, QDialog):
         return self._busy
 
     def values(self) -> dict[str, object]:
-        """The choices, for the settings: path, text, max tokens, layers, keep v."""
+        """The choices, for the settings: path, text, max tokens, layers, keep v, memory
+        limit (GiB)."""
         return {"path": self.model_path(), "text": self.text(),
                 "max_tokens": self._max_tokens.value(), "layers": self._layers.text(),
-                "keep_v": self._keep_v.isChecked()}
+                "keep_v": self._keep_v.isChecked(), "memory_gib": self._memory.value()}
 
     def set_values(self, *, path: str | None = None, text: str | None = None,
                    max_tokens: int | None = None, layers: str | None = None,
-                   keep_v: bool | None = None) -> None:
+                   keep_v: bool | None = None, memory_gib: float | None = None) -> None:
         """Fill in the choices given (the others stay)."""
+        if memory_gib is not None:
+            self._memory.setValue(memory_gib)
         if path is not None:
             self._path.setText(path)
         if text is not None:
@@ -181,27 +208,41 @@ class CaptureDialog(Retranslating, QDialog):
 
     @Slot(bool)
     def set_busy(self, busy: bool) -> None:
-        """A capture runs (Cancel stops it) or not."""
+        """A capture runs (Cancel stops it) or not; when it ends, the message says how
+        (cancelled, or why it failed), never that it still runs."""
         self._busy = busy
         self._progress.setVisible(busy)
         if busy:
+            self._failed = self._cancelling = False
             self._progress.setRange(0, 0)  # opening the model: no layer count yet
             self._message.setText(translate("CaptureDialog", "Opening the model…"))
+        elif self._cancelling:
+            self._cancelling = False
+            self._message.setText(translate("CaptureDialog", "Cancelled: nothing was captured."))
+        elif not self._failed:
+            self._message.setText("")
         self._retranslate_close()
         self._update_enabled()
 
     @Slot(str)
     def show_error(self, message: str) -> None:
         """Why the capture did not run; the dialog stays as it was."""
+        self._failed = True
         self._message.setText(translate("CaptureDialog", "Not captured: {0}").format(message))
 
     # -------------------------------------------------------------------------------- Qt
     def reject(self) -> None:  # Qt override (Esc, the title bar's close button)
         """Cancel a running capture first; close when none runs."""
         if self._busy:
-            self.cancelRequested.emit()
+            self._cancel()
             return
         super().reject()
+
+    def showEvent(self, event: QShowEvent) -> None:  # Qt override
+        """Opened again after a capture that ended: no message of the last one stays."""
+        if not self._busy and not self._failed:
+            self._message.setText("")
+        super().showEvent(event)
 
     def retranslate_ui(self) -> None:
         """Set every text in the current language."""
@@ -231,6 +272,13 @@ class CaptureDialog(Retranslating, QDialog):
         self._layers.setPlaceholderText(translate("CaptureDialog", "all (or e.g. 0,2,5-7)"))
         self._layers.setToolTip(translate("CaptureDialog", "Layers whose q and k are kept; empty "
                                    "keeps every layer."))
+        self._memory_label.setText(translate("CaptureDialog", "Memory l&imit:"))
+        self._memory_label.setBuddy(self._memory)
+        self._memory.setSuffix(translate("CaptureDialog", " GiB"))
+        self._memory.setToolTip(translate(
+            "CaptureDialog", "The most memory the capture may allocate. It is estimated from "
+            "the layers and tokens chosen (weights are converted one at a time) before the "
+            "model runs; a capture over the limit is refused and says how many tokens fit."))
         self._keep_v.setText(translate("CaptureDialog", "Also keep &v"))
         self._keep_v.setToolTip(translate(
             "CaptureDialog", "Store the values too (the file grows by half); the Heads tab "
@@ -251,7 +299,7 @@ class CaptureDialog(Retranslating, QDialog):
         self._capture_button.setEnabled(ready and not self._busy)
         for widget in (self._path, self._folder_button, self._gguf_button, self._text,
                        self._text_file_button, self._default_button, self._max_tokens,
-                       self._layers, self._keep_v):
+                       self._layers, self._keep_v, self._memory):
             widget.setEnabled(not self._busy)
 
     @Slot()
@@ -265,12 +313,18 @@ class CaptureDialog(Retranslating, QDialog):
             return
         self._message.setText("")
         self.captureRequested.emit(path, self.text(), self._max_tokens.value(),
-                                   self._layers.text().strip(), self._keep_v.isChecked())
+                                   self._layers.text().strip(), self._keep_v.isChecked(),
+                                   self._memory.value())
+
+    def _cancel(self) -> None:
+        self._cancelling = True
+        self._message.setText(translate("CaptureDialog", "Cancelling…"))
+        self.cancelRequested.emit()
 
     @Slot()
     def _on_close_clicked(self) -> None:
         if self._busy:
-            self.cancelRequested.emit()
+            self._cancel()
         else:
             self.reject()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+from collections.abc import Callable
 
 from PySide6.QtCore import Signal
 
@@ -20,6 +21,7 @@ from engine.core.threads import limit_blas_threads
 from engine.io.files import describe_os_error
 from engine.io.tensors import TensorFile
 from engine.models import Capture, CaptureCancelled, Model, layers_text, open_model
+from engine.models.capture import UNFORESEEN_ERRORS, unforeseen
 from engine.models.tokenize import TokenizerProcess
 from gui.kit.job_worker import JobWorker
 
@@ -38,10 +40,11 @@ class CaptureJob:
     layers: str = ""
     keep_v: bool = False
     threads: int = 1
+    memory_budget: int | None = None
     cancel: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False)
 
     def stop(self) -> None:
-        """Cancel the capture (it ends before the next layer)."""
+        """Cancel the capture: opening the model and each layer stop at their next step."""
         self.cancel.set()
 
 
@@ -89,10 +92,13 @@ class CaptureWorker(JobWorker):
 
     def execute(self, job: CaptureJob) -> None:
         """Open the model (or re-use it), capture, and emit the result."""
-        model = self._open(job.path)
+        try:
+            model = self._open(job.path, job.cancel.is_set)
+        except CaptureCancelled:
+            return
         if job.cancel.is_set():
             return
-        layers = layers_text(job.layers) if job.layers.strip() else None
+        layers = layers_text(job.layers, model.spec.layers) if job.layers.strip() else None
         name = model.name
 
         def progress(done: int, total: int) -> None:
@@ -106,9 +112,12 @@ class CaptureWorker(JobWorker):
                     job.text, max_tokens=job.max_tokens, layers=layers, keep_v=job.keep_v,
                     progress=progress, cancelled=job.cancel.is_set,
                     tokenize=lambda text, limit: self._tokenizer.encode(
-                        model.tokenizer_source, text, limit, job.cancel.is_set))
+                        model.tokenizer_source, text, limit, job.cancel.is_set),
+                    memory_budget=job.memory_budget)
             except CaptureCancelled:
                 return
+            except UNFORESEEN_ERRORS as exc:
+                raise unforeseen(job.path, exc) from exc
         tensor_file = capture.tensor_file()
         if not job.cancel.is_set():
             self.captured.emit(CaptureReady(job.request_id, capture, tensor_file))
@@ -117,14 +126,17 @@ class CaptureWorker(JobWorker):
         """End the tokenizer's helper process."""
         self._tokenizer.close()
 
-    def _open(self, path: str) -> Model:
+    def _open(self, path: str, cancelled: Callable[[], bool]) -> Model:
         try:
             key = (os.path.realpath(path), os.stat(path).st_mtime_ns)
-        except OSError:
+        except (OSError, ValueError):
             key = None
         if key is None or key != self._model_key:
             self._model, self._model_key = None, None  # release the old model's mappings
-            self._model = open_model(path)
+            try:
+                self._model = open_model(path, cancelled=cancelled)
+            except UNFORESEEN_ERRORS as exc:
+                raise unforeseen(path, exc) from exc
             self._model_key = key
         assert self._model is not None
         return self._model

@@ -198,9 +198,10 @@ class HeadsController(HostOwner):
 
     def capture_model(self, path: str, text: str, *, max_tokens: int | None = None,
                       layers: str = "", keep_v: bool = False,
-                      logits: Logits | None = None) -> None:
+                      logits: Logits | None = None, memory_budget: int | None = None) -> None:
         """Run the model at ``path`` on ``text`` and open what it captured, diagnosed under
-        ``logits`` (default the current ones); a newer capture supersedes a running one."""
+        ``logits`` (default the current ones), within ``memory_budget`` bytes (default the
+        engine's); a newer capture supersedes a running one."""
         if self._closed:
             return
         # One core stays with the GUI thread; the rest run the model's matrix products.
@@ -209,7 +210,8 @@ class HeadsController(HostOwner):
 
         def make(request_id: int) -> CaptureJob:
             self._capture_id = request_id
-            return CaptureJob(request_id, str(path), text, max_tokens, layers, keep_v, threads)
+            return CaptureJob(request_id, str(path), text, max_tokens, layers, keep_v, threads,
+                              memory_budget)
 
         self._capture_host.request(make)
         self.captureBusyChanged.emit(True)

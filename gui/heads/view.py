@@ -213,12 +213,15 @@ class HeadsView(PlotView):
         self._update_status()
 
     def capture_model(self, path: str | Path, text: str, *, max_tokens: int | None = None,
-                      layers: str = "", keep_v: bool = False) -> None:
+                      layers: str = "", keep_v: bool = False,
+                      memory_budget: int | None = None) -> None:
         """Run the model at ``path`` on ``text`` (on the capture worker) and open its q and k
-        here, at the model's own scale; ``layers`` as typed ("0,2,5-7", "" for all)."""
+        here, at the model's own scale; ``layers`` as typed ("0,2,5-7", "" for all);
+        ``memory_budget`` in bytes (default the engine's)."""
         self._pending_select = None
         self.controller.capture_model(str(path), text, max_tokens=max_tokens, layers=layers,
-                                      keep_v=keep_v, logits=self._logits_for_new_file(None))
+                                      keep_v=keep_v, logits=self._logits_for_new_file(None),
+                                      memory_budget=memory_budget)
 
     @Slot(int, int)
     def choose_head(self, layer: int, head: int) -> None:

