@@ -231,8 +231,6 @@ def test_the_fixtures_themselves_open_and_capture() -> None:
 CHILD_OPEN = textwrap.dedent("""
     import resource, time
     from engine.models import ModelError, open_model
-from engine.models.forward import _activation
-from engine.models.spec import ACTIVATIONS
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     start = time.perf_counter()
     try:
