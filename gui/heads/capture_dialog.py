@@ -110,6 +110,7 @@ class CaptureDialog(Retranslating, QDialog):
         self._memory = QDoubleSpinBox()
         self._memory.setObjectName("memory_limit")
         self._memory.setDecimals(2)
+        self._memory.setSuffix(" GiB")  # a unit symbol, the same in every language
         self._memory.setSingleStep(0.25)
         self._memory.setRange(0.25, max(1.0, physical_memory_gib()))
         self._memory.setValue(DEFAULT_MEMORY_BUDGET_BYTES / 2**30)
@@ -274,7 +275,6 @@ class CaptureDialog(Retranslating, QDialog):
                                    "keeps every layer."))
         self._memory_label.setText(translate("CaptureDialog", "Memory l&imit:"))
         self._memory_label.setBuddy(self._memory)
-        self._memory.setSuffix(translate("CaptureDialog", " GiB"))
         self._memory.setToolTip(translate(
             "CaptureDialog", "The most memory the capture may allocate. It is estimated from "
             "the layers and tokens chosen (weights are converted one at a time) before the "

@@ -47,115 +47,110 @@
 <context>
     <name>CaptureDialog</name>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="204"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="205"/>
         <source>{0}/{1} layers</source>
         <extracomment>The sentence the text box starts with (the one the README&apos;s SmolLM2 figures were made on). The largest &quot;Max tokens&quot; the dialog offers (the model&apos;s own positions bound it further).</extracomment>
         <translation>{0}/{1} 层</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="207"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="208"/>
         <source>Running {0}…</source>
         <translation>正在运行 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="218"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="219"/>
         <source>Opening the model…</source>
         <translation>正在打开模型…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="221"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="222"/>
         <source>Cancelled: nothing was captured.</source>
         <translation>已取消：什么也没有捕获。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="231"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="232"/>
         <source>Not captured: {0}</source>
         <translation>未捕获：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="249"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="250"/>
         <source>Open model</source>
         <translation>打开模型</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="250"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="251"/>
         <source>&amp;Model:</source>
         <translation>模型(&amp;M)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="252"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="253"/>
         <source>a Hugging Face model folder or a .gguf file</source>
         <translation>Hugging Face 模型文件夹或 .gguf 文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="254"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="255"/>
         <source>A folder with config.json, model.safetensors (or a sharded model.safetensors.index.json) and tokenizer.json, or a GGUF file of the llama architecture. Weights stay on disk, memory-mapped; no PyTorch is needed.</source>
         <translation>含 config.json、model.safetensors（或分片的 model.safetensors.index.json）和 tokenizer.json 的文件夹，或 llama 架构的 GGUF 文件。权重留在磁盘上、以内存映射读取；不需要 PyTorch。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="258"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="259"/>
         <source>&amp;Folder…</source>
         <translation>文件夹(&amp;F)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="259"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="260"/>
         <source>&amp;GGUF file…</source>
         <translation>GGUF 文件(&amp;G)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="260"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="261"/>
         <source>&amp;Text:</source>
         <translation>文本(&amp;T)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="262"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="263"/>
         <source>The text the model reads, tokenized with its own tokenizer (special tokens added as the model does).</source>
         <translation>模型读取的文本，用模型自己的分词器切分（按模型的默认方式添加特殊 token）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="264"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="265"/>
         <source>Load te&amp;xt file…</source>
         <translation>载入文本文件(&amp;X)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="265"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="266"/>
         <source>&amp;Default sentence</source>
         <translation>默认句子(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="266"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="267"/>
         <source>Max &amp;tokens:</source>
         <translation>最多 token 数(&amp;K)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="268"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="269"/>
         <source>A longer text is cut to its first tokens; memory and time grow with n².</source>
         <translation>更长的文本只保留前面的 token；内存和时间随 n² 增长。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="270"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="271"/>
         <source>&amp;Layers:</source>
         <translation>层(&amp;L)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="272"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="273"/>
         <source>all (or e.g. 0,2,5-7)</source>
         <translation>全部（或例如 0,2,5-7）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="273"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="274"/>
         <source>Layers whose q and k are kept; empty keeps every layer.</source>
         <translation>保留其 q 和 k 的层；留空则保留所有层。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="275"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="276"/>
         <source>Memory l&amp;imit:</source>
         <translation>内存上限(&amp;I)：</translation>
-    </message>
-    <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="277"/>
-        <source> GiB</source>
-        <translation> GiB</translation>
     </message>
     <message>
         <location filename="../../gui/heads/capture_dialog.py" line="278"/>
