@@ -99,12 +99,15 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
     command-specific ones are listed here.
     """
     from engine.cli.options import add_field_options
+    from engine.cli.parser import SuggestingParser
     from engine.config import ScalingRule, SweepConfig, TrainConfig
 
-    parser = argparse.ArgumentParser(
+    # Its subparsers inherit the class: every command names a mistyped option and the near one.
+    parser = SuggestingParser(
         prog=prog,
         description="See and test why scaled dot-product attention divides logits by √d_k. "
-        "Only the plain program (optionally with --session, --tensors and --lang) opens the "
+        "Only the plain program (optionally with --session, --tensors, --model and --lang) opens "
+        "the "
         "explorer window and runs until you close it; --headless builds it offscreen, checks "
         "it and exits. None of the COMMANDs opens a window: sweep, train, lr-sweep, inspect and "
         "capture print or write results, export renders offscreen to files.",
@@ -208,11 +211,14 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
     export.add_argument("--lang", choices=UI_LANGUAGES, default=argparse.SUPPRESS, help=lang_help)
     inspect = sub.add_parser(
         "inspect", allow_abbrev=False, formatter_class=_HelpFormatter,
-        help="diagnose every head of a q/k tensor file to CSV (engine only, no Qt)",
-        description="Read the q and k of every (layer, head) from FILE and write one CSV row "
-        "per head: logit spread against the √d_k law, entropy, p_max, saturation, sink mass, "
-        "q-k correlation and flags. The logits use the file's own scale (or the scaling rule "
-        "that --rule replays) and the file's causal mask.")
+        help="diagnose every head of a q/k tensor file: a table, or CSV with --out (engine "
+        "only, no Qt)",
+        description="Read the q and k of every (layer, head) from FILE and print a table of "
+        "every head (entropy against uniform, p_max, saturated share, sink mass, logit spread, "
+        "flags), or with --out write one CSV row per head with every number: logit spread "
+        "against the √d_k law, entropy, p_max, saturation, sink mass, q-k correlation and "
+        "flags. The logits use the file's own scale (or the scaling rule that --rule replays) "
+        "and the file's causal mask.")
     inspect.add_argument("file", metavar="FILE", help="tensor file (.npz, .safetensors or a "
                          "folder of .npy files)")
     inspect.add_argument("--rule", choices=[rule.value for rule in ScalingRule], default=None,
@@ -224,7 +230,9 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
                          help="QK-norm gain for --rule qk_norm (default √d_k)")
     inspect.add_argument("--cap", type=float, default=None,
                          help="soft-cap value for --rule softcap (default 50)")
-    inspect.add_argument("--out", required=True, help="CSV file to write ('-' for stdout)")
+    inspect.add_argument("--out", default=None,
+                         help="write the CSV to this file ('-' for stdout) instead of printing "
+                         "the table")
     inspect.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     capture = sub.add_parser(

@@ -32,6 +32,9 @@ def test_help_lists_every_subcommand() -> None:
     text = " ".join(result.stdout.split())
     assert "None of the COMMANDs opens a window" in text
     assert "--headless builds it offscreen, checks it and exits" in text
+    # Every option the window takes is named where the help says what opens it.
+    assert ("Only the plain program (optionally with --session, --tensors, --model and --lang) "
+            "opens the explorer window") in text
 
 
 def test_the_console_script_calls_itself_attention_scale() -> None:
@@ -83,21 +86,43 @@ def test_version_falls_back_to_pyproject_when_not_installed(monkeypatch) -> None
         assert main.version() == tomllib.load(handle)["project"]["version"]
 
 
-@pytest.mark.parametrize("words", [
-    ["--vers"],
-    ["sweep", "--values", "1", "--samp", "3"],
-    ["train", "--step", "1"],
-    ["lr-sweep", "--seed", "0"],  # would silently have meant --seeds 0
-    ["export", "--out", "x", "--widt", "700"],
-    ["inspect", "f.npz", "--out", "-", "--rul", "sqrt"],
-    ["capture", "m", "--text", "t", "--out", "x.npz", "--max-tok", "4"],
-], ids=lambda words: words[0].lstrip("-"))
-def test_no_parser_accepts_abbreviations(words: list[str], capsys) -> None:
+@pytest.mark.parametrize(("words", "meant"), [
+    (["--vers"], "--version"),
+    (["sweep", "--values", "1", "--samp", "3"], "--samples"),
+    (["train", "--step", "1"], "--steps"),
+    (["lr-sweep", "--seed", "0"], "--seeds"),  # would silently have meant --seeds 0
+    (["export", "--out", "x", "--widt", "700"], "--width"),
+    (["inspect", "f.npz", "--out", "-", "--rul", "sqrt"], "--rule"),
+    (["capture", "m", "--text", "t", "--out", "x.npz", "--max-tok", "4"], "--max-tokens"),
+], ids=lambda value: value[0].lstrip("-") if isinstance(value, list) else "")
+def test_no_parser_accepts_abbreviations(words: list[str], meant: str, capsys) -> None:
     with pytest.raises(SystemExit) as exited:
         build_parser().parse_args(words)
     abbreviated = next(word for word in reversed(words) if word.startswith("--"))
     assert exited.value.code == 2
-    assert f"unrecognized arguments: {abbreviated}" in capsys.readouterr().err
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.endswith(f"error: unrecognized option {abbreviated} (did you mean {meant}?)")
+
+
+@pytest.mark.parametrize(("words", "message"), [
+    # argparse alone said "the following arguments are required: --values".
+    (["sweep", "--valuse", "1,2"], "sweep: error: unrecognized option --valuse (did you mean "
+                                   "--values?)"),
+    # ...and "unrecognized arguments: --rule sqrt", as if the program had no such option.
+    (["sweep", "--values", "2", "--rule", "sqrt"], "sweep: error: unrecognized option --rule "
+                                                   "(did you mean --rules?)"),
+    (["sweep", "--values=2", "--sed=3"], "sweep: error: unrecognized option --sed (did you "
+                                         "mean --seed?)"),
+    (["--modle", "m.gguf"], "attention-explorer: error: unrecognized option --modle (did you "
+                            "mean --model?)"),
+    # Nothing near: no guess.
+    (["inspect", "f.npz", "--zzzzzz"], "inspect: error: unrecognized option --zzzzzz"),
+], ids=["required", "stray", "joined", "window", "far"])
+def test_a_mistyped_option_is_named_with_the_near_one(words: list[str], message: str) -> None:
+    result = run_main(*words)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].endswith(message), result.stderr
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("words", [["--values", "-3:1"], ["--values=-3:1"]],

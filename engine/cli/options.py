@@ -10,12 +10,13 @@ back by field name, so a new declared option needs no change here or in the comm
 from __future__ import annotations
 
 import argparse
+import re
 from enum import StrEnum
 from typing import Any
 
 from engine.config.base import BoundField, JsonConfig
 
-__all__ = ["add_field_options", "field_values", "option_fields"]
+__all__ = ["add_field_options", "build_config", "field_values", "option_fields"]
 
 
 def option_fields(cls: type[JsonConfig], command: str | None = None) -> list[BoundField]:
@@ -98,3 +99,21 @@ def field_values(args: argparse.Namespace, cls: type[JsonConfig]) -> dict[str, A
     given = vars(args)
     return {name: given[name] for name, field in cls.bound().items()
             if field.spec.cli is not None and name in given}
+
+
+#: A config's message starts with the field it is about: "n_tokens must be in [1, 8192], ...".
+_FIELD_FIRST = re.compile(r"^(\w+)(?= must )")
+
+
+def build_config(cls: type[JsonConfig], values: dict[str, Any]) -> Any:
+    """``cls(**values)``; a refused value's message names the option (``--n``), not the field
+    (``n_tokens``), since the option is what the user typed."""
+    try:
+        return cls(**values)
+    except ValueError as exc:
+        message = str(exc)
+        match = _FIELD_FIRST.match(message)
+        field = cls.bound().get(match.group(1)) if match else None
+        if field is None or field.spec.cli is None:
+            raise
+        raise ValueError(field.spec.cli.flags[0] + message[match.end():]) from None

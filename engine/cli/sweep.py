@@ -10,13 +10,14 @@ from collections.abc import Iterator
 from typing import IO
 
 from engine.analysis.sweep import iter_sweep, write_sweep_csv
-from engine.cli.options import field_values
+from engine.cli.options import build_config, field_values
 from engine.cli.output import open_output, output_error
 from engine.cli.progress import Progress
 from engine.config import SweepConfig
+from engine.config.sweep import swept_value_range
 from engine.core.parallel import get_num_threads
 
-__all__ = ["parse_values", "sweep_command"]
+__all__ = ["check_swept_values", "parse_values", "sweep_command"]
 
 _BAR_WIDTH = 30
 
@@ -61,12 +62,55 @@ def parse_values(text: str) -> tuple[float, ...]:
     return tuple(values)
 
 
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _power(value: float) -> int | None:
+    """k where ``value`` is 2^k exactly, else None."""
+    exponent = math.log2(value) if value > 0 else math.nan
+    return int(exponent) if math.isfinite(exponent) and exponent.is_integer() else None
+
+
+def check_swept_values(text: str, param: str, values: tuple[float, ...]) -> None:
+    """Refuse a value of ``--values`` that ``--param`` cannot take, in the words typed.
+
+    Raises
+    ------
+    ValueError
+        Naming ``--values`` as given, what an ``a:b`` range meant, the range ``--param``
+        takes and the first value outside it (``--values 4:30 means 2^4..2^30 ...``).
+    """
+    kind, low, high = swept_value_range(param)
+    for value in values:
+        if kind is int and not value.is_integer():
+            problem = f"{_number(value)} is not an integer"
+        elif not low <= value <= high:
+            problem = f"{_number(value)} is outside"
+            if ":" in text:
+                problem = f"2^{_power(value)} = {problem}"
+        else:
+            continue
+        given = f"--values {text.strip()}"
+        if ":" in text:
+            first, last = _power(values[0]), _power(values[-1])
+            given += (f" means 2^{first}..2^{last} "
+                      f"({_number(values[0])}..{_number(values[-1])})")
+        bounds = f"[{_number(low)}, {_number(high)}]"
+        if kind is int and _power(low) is not None and _power(high) is not None:
+            bounds += f" (2^{_power(low)}..2^{_power(high)})"
+        what = "integers" if kind is int else "numbers"
+        joint = ";" if ":" in text else ":"
+        raise ValueError(f"{given}{joint} --param {param} takes {what} in {bounds}: {problem}")
+
+
 def _build_config(args: argparse.Namespace) -> SweepConfig:
     # Scalar options map onto fields one to one; the two lists are parsed here.
     values = field_values(args, SweepConfig)
     values["values"] = parse_values(str(args.values))
+    check_swept_values(str(args.values), str(args.param), values["values"])
     values["rules"] = tuple(rule.strip() for rule in str(args.rules).split(",") if rule.strip())
-    return SweepConfig(**values)
+    return build_config(SweepConfig, values)
 
 
 class _ProgressBar:

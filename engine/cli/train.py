@@ -17,7 +17,7 @@ import sys
 from enum import StrEnum
 from pathlib import Path
 
-from engine.cli.options import field_values, option_fields
+from engine.cli.options import build_config, field_values, option_fields
 from engine.cli.output import output_error
 from engine.cli.progress import Progress
 from engine.config.train import TrainConfig
@@ -57,7 +57,7 @@ def _config_from_args(args: argparse.Namespace) -> TrainConfig:
     # sweeps them); the rule list is parsed here.
     values = field_values(args, TrainConfig)
     values["rules"] = tuple(_split(args.rules, "--rules"))
-    return TrainConfig(**values)
+    return build_config(TrainConfig, values)
 
 
 def _option_text(value: object) -> str:

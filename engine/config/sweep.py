@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, ClassVar
@@ -32,7 +31,8 @@ from engine.config.base import (
 )
 from engine.config.precision import Precision, Rounding, SoftmaxForm
 
-__all__ = ["RULES_HELP", "SWEEP_FIELDS", "SWEPT_N_MAX", "SweepConfig", "SweepParam"]
+__all__ = ["RULES_HELP", "SWEEP_FIELDS", "SWEPT_N_MAX", "SweepConfig", "SweepParam",
+           "swept_value_range"]
 
 #: Largest swept n. Sweep rows are streamed chunk by chunk, so n is bounded by one row's
 #: working memory (~160 B per key: 2^22 keys ≈ 0.7 GB), not by an n×n matrix as in the
@@ -90,6 +90,21 @@ SWEEP_FIELDS: dict[str, FieldSpec] = {
     # The explorer's precision view: every format × softmax form × rounding for none and sqrt.
     "precision_grid": FieldSpec(),
 }
+
+
+def swept_value_range(param: SweepParam | str) -> tuple[type, float, float]:
+    """The type (int or float) and inclusive range of every swept value of ``param``.
+
+    The command line states it when ``--values`` leaves it; :class:`SweepConfig` enforces it.
+    """
+    param = SweepParam(param)
+    if param is SweepParam.N:
+        return int, 1, SWEPT_N_MAX
+    if param is SweepParam.S:
+        return float, 0.0, 1e6
+    spec = SWEEP_FIELDS[param.value].but()
+    assert spec.low is not None and spec.high is not None
+    return (int if param is SweepParam.D_K else float), spec.low, spec.high
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -151,21 +166,11 @@ class SweepConfig(RuleParameters, JsonConfig):
         values = tuple(self.values) if not isinstance(self.values, int | float) else (self.values,)
         if not values:
             raise ValueError("values must hold at least one value")
-        fields = self.bound()
-        checked: list[float] = []
-        for value in values:
-            if self.param is SweepParam.D_K:
-                checked.append(fields["d_k"].check(value))
-            elif self.param is SweepParam.N:
-                checked.append(check_value("n_tokens", int, value, 1, SWEPT_N_MAX))
-            elif self.param is SweepParam.RHO:
-                checked.append(fields["rho"].check(value))
-            else:
-                if isinstance(value, bool) or not isinstance(value, int | float):
-                    raise ValueError(f"values for s must be numbers, got {value!r}")
-                if not (math.isfinite(value) and 0 <= value <= 1e6):
-                    raise ValueError(f"values for s must be in [0, 1e6], got {value}")
-                checked.append(float(value))
+        kind, low, high = swept_value_range(self.param)
+        # Named like the field a swept value stands for, as the explorer's messages name it.
+        name = {SweepParam.D_K: "d_k", SweepParam.N: "n_tokens",
+                SweepParam.RHO: "rho"}.get(self.param, "values for s")
+        checked = [check_value(name, kind, value, low, high) for value in values]
         set_(self, "values", tuple(checked))
         if isinstance(self.memory_budget_bytes, bool) or not isinstance(
             self.memory_budget_bytes, int

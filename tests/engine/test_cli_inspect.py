@@ -114,3 +114,43 @@ def test_inspect_uses_each_layers_own_scale_and_cap(tmp_path, capsys) -> None:
     assert float(rows[1]["logit_std"]) == diagnose_head(*tf.qk(1, 0), scale=1.0).logit_std
     capped = diagnose_head(*tf.qk(2, 0), scale=0.25, cap=0.75)
     assert float(rows[2]["max_abs_logit"]) == capped.max_abs_logit <= 0.75
+
+
+def test_inspect_without_out_prints_a_table_to_read(tmp_path, capsys) -> None:
+    path = _file(tmp_path / "model.npz", meta={"causal": True,
+                                               "layers": {"3": {"name": "unscaled run"}}})
+    assert main.main(["inspect", str(path), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    lines = captured.out.splitlines()
+    assert lines[0].split() == ["layer", "head", "n", "entropy/uniform", "p_max", "saturated",
+                                "sink", "logit", "std", "max|logit|", "flags"]
+    assert len(lines) == 1 + 4 + 1
+    tf = load_tensors(path)
+    for line, (layer, head) in zip(lines[1:5], [(0, 0), (0, 1), (3, 0), (3, 1)], strict=True):
+        d = diagnose_head(*tf.qk(layer, head), scale=0.25, causal=True)
+        label = "3 unscaled run" if layer == 3 else "0"
+        assert line.startswith(label + " ")
+        cells = line[len(label):].split()
+        assert cells[:7] == [str(head), "16", f"{d.entropy_mean / d.entropy_uniform:.3f}",
+                             f"{d.p_max_mean:.3f}", f"{d.saturated_share:.3f}",
+                             f"{d.sink_mass:.3f}", f"{d.logit_std:.3g}"]
+        assert float(cells[7]) == pytest.approx(d.max_abs_logit, rel=5e-3)
+        assert "e" not in cells[7]  # never 1.2e+02: a number people read
+        assert cells[8:] == ([", ".join(d.flags)] if d.flags else ["-"])
+    flagged = sum(line.split()[-1] != "-" for line in lines[1:5])
+    assert lines[-1] == (f"{flagged} of 4 heads flagged; --out FILE writes every number as CSV")
+    # Columns line up under their titles: every row is as wide as the header up to the flags.
+    flags_at = lines[0].index("flags")
+    assert all(line[flags_at - 2:flags_at] == "  " for line in lines[1:5])
+
+
+def test_the_table_of_a_weights_file_leaves_the_logits_blank(tmp_path, capsys) -> None:
+    rng = np.random.default_rng(RNG_SEED)
+    logits = rng.standard_normal((1, 2, 8, 8))
+    weights = np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True)
+    path = write_tensors(tmp_path / "w.npz", {"layer0.attn": weights})
+    assert main.main(["inspect", str(path), "--quiet"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:3]]
+    assert all(row[7:9] == ["-", "-"] for row in rows)  # logit std, max|logit|: need q and k
+    assert all(0 < float(row[3]) <= 1 for row in rows)

@@ -106,12 +106,16 @@ def test_train_options_keep_their_established_order() -> None:
 
 @pytest.mark.parametrize(
     ("command", "argv", "message"),
-    [(train_command, ["train", "--n", "1"], "error: n must be in [2, 1024], got 1"),
-     (train_command, ["train", "--lr", "1000"], "error: lr must be in [1e-08, 100], got 1000"),
+    # The option's flag, as typed (the field behind --n is n_tokens in a sweep).
+    [(train_command, ["train", "--n", "1"], "error: --n must be in [2, 1024], got 1"),
+     (train_command, ["train", "--lr", "1000"], "error: --lr must be in [1e-08, 100], got 1000"),
+     (train_command, ["train", "--d-k", "0"], "error: --d-k must be in [1, 8192], got 0"),
      (sweep_command, ["sweep", "--values", "2", "--n", "9000"],
-      "error: n_tokens must be in [1, 8192], got 9000")],
+      "error: --n must be in [1, 8192], got 9000"),
+     (sweep_command, ["sweep", "--values", "2", "--n", "0"],
+      "error: --n must be in [1, 8192], got 0")],
 )
-def test_a_range_error_names_the_field_and_its_declared_range(command, argv, message,
+def test_a_range_error_names_the_option_and_its_declared_range(command, argv, message,
                                                               capsys) -> None:
     assert command(build_parser().parse_args(argv)) == 2
     assert capsys.readouterr().err.strip() == message

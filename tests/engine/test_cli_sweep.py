@@ -55,9 +55,28 @@ def test_quiet_stdout_and_bad_input(capsys) -> None:
     captured = capsys.readouterr()
     assert captured.err == "" and captured.out.startswith("param,value,rule")
     assert sweep_command(_args("--values", "0", "--quiet")) == 2
-    assert "error: d_k must be in [1, 8192]" in capsys.readouterr().err
+    assert capsys.readouterr().err == ("error: --values 0: --param d_k takes integers in "
+                                       "[1, 8192] (2^0..2^13): 0 is outside\n")
     assert sweep_command(_args("--values", "2", "--rules", "sqrt,bogus")) == 2
-    assert capsys.readouterr().err.startswith("error: rules must be one of")
+    assert capsys.readouterr().err.startswith("error: --rules must be one of")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    # argparse's range would have said only "got 8388608".
+    (["--param", "n", "--values", "4:30"],
+     "--values 4:30 means 2^4..2^30 (16..1073741824); --param n takes integers in "
+     "[1, 4194304] (2^0..2^22): 2^23 = 8388608 is outside"),
+    (["--values", "1.5,2"],
+     "--values 1.5,2: --param d_k takes integers in [1, 8192] (2^0..2^13): 1.5 is not an "
+     "integer"),
+    (["--param", "rho", "--values", "0.5,2"],
+     "--values 0.5,2: --param rho takes numbers in [-1, 1]: 2 is outside"),
+    (["--param", "s", "--values", "2,-1"],
+     "--values 2,-1: --param s takes numbers in [0, 1000000]: -1 is outside"),
+])
+def test_a_value_out_of_range_says_what_values_meant(argv, message, capsys) -> None:
+    assert sweep_command(_args(*argv, "--quiet")) == 2
+    assert capsys.readouterr().err == f"error: {message}\n"
 
 
 def test_keyboard_interrupt_returns_130(tmp_path, monkeypatch, capsys) -> None:
