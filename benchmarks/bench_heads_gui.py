@@ -148,7 +148,7 @@ def main() -> int:
         print(f"replay of layer {worst.layer} head {worst.head} under 6 rules (and the "
               f"explorer's views of it): {seconds:.3f} s, max stall {max(lateness):.1f} ms")
         # The explorer still computes the views of the head just replayed: let it settle, so
-        # that the capture line measures the capture (its README claim is "explorer idle").
+        # that the capture line measures the capture (benchmarks/README.md: "explorer idle").
         window.wait_until_settled(60_000)
         capture_line = capture_stalls(window, view)
         window.close()

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import IO
 
 from engine.analysis.head_scan import HeadRecord
+from engine.cli.output import readable_number
 
 __all__ = ["HEADER", "write_head_table"]
 
@@ -28,22 +29,12 @@ def _share(value: float) -> str:
     return f"{value:.3f}" if math.isfinite(value) else MISSING
 
 
-def _logit(value: float) -> str:
-    """Three significant figures without an exponent: 0.0123, 4.08, 49.0, 997."""
-    if not math.isfinite(value):
-        return MISSING
-    if value == 0:
-        return "0"
-    decimals = max(0, 2 - math.floor(math.log10(abs(value))))
-    return f"{value:.{decimals}f}"
-
-
 def _cells(record: HeadRecord, layer_label: str) -> list[str]:
     d = record.diagnostics
     ratio = d.entropy_mean / d.entropy_uniform if d.entropy_uniform > 0 else math.nan
     return [layer_label, str(record.head), str(d.n), _share(ratio), _share(d.p_max_mean),
-            _share(d.saturated_share), _share(d.sink_mass), _logit(d.logit_std),
-            _logit(d.max_abs_logit), ", ".join(d.flags) or MISSING]
+            _share(d.saturated_share), _share(d.sink_mass), readable_number(d.logit_std),
+            readable_number(d.max_abs_logit), ", ".join(d.flags) or MISSING]
 
 
 def write_head_table(records: Iterable[HeadRecord], layer_labels: dict[int, str],

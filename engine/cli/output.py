@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 from typing import TextIO
 
 from engine.io.files import atomic_output, describe_os_error
 
-__all__ = ["open_output", "output_error"]
+__all__ = ["open_output", "output_error", "readable_number"]
 
 
 def output_error(path: str, exc: OSError, option: str = "--out") -> str:
@@ -37,3 +38,14 @@ def open_output(stack: contextlib.ExitStack, path: str) -> TextIO | None:
     except OSError as exc:
         print(f"error: {output_error(path, exc)}", file=sys.stderr)
         return None
+
+
+def readable_number(value: float, missing: str = "-") -> str:
+    """Three significant figures without an exponent (0.0123, 4.08, 49.0, 997, 1097): a
+    terminal table's logits, which span 0.01 to thousands. ``missing`` where not finite."""
+    if not math.isfinite(value):
+        return missing
+    if value == 0:
+        return "0"
+    decimals = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}"

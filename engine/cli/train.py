@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from engine.cli.options import build_config, field_values, option_fields
-from engine.cli.output import output_error
+from engine.cli.output import output_error, readable_number
 from engine.cli.progress import Progress
 from engine.config.train import TrainConfig
 from engine.io.files import probe_output
@@ -211,7 +211,7 @@ def train_command(args: argparse.Namespace) -> int:
         div = "-" if st.diverged_at is None else f"step {st.diverged_at} ({st.diverge_reason})"
         ent = sum(st.entropy) / len(st.entropy)
         print(f"{rule.value:10s} {st.train_loss:10.4f} {st.eval_loss:10.4f} "
-              f"{st.eval_accuracy:9.3f} {ent:8.3f} {st.max_abs_logit:10.3g}  {div}")
+              f"{st.eval_accuracy:9.3f} {ent:8.3f} {readable_number(st.max_abs_logit):>10s}  {div}")
     return EXIT_OK
 
 

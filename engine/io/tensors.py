@@ -2,7 +2,7 @@
 
 ``layer{L}.q`` / ``layer{L}.k`` (optionally ``.v``), ``tokens`` and ``meta`` in a ``.npz``, a
 ``.safetensors`` file or a folder of ``.npy`` files; TransformerLens caches and attention weights
-are read too (:mod:`engine.io.layouts`). The README's "tensor file format" section specifies it.
+are read too (:mod:`engine.io.layouts`). docs/tensor-format.md specifies it.
 A hostile file is refused with one :class:`TensorFileError` naming the file, before it costs
 more time or memory than its size warrants (:mod:`engine.io.readers`, :mod:`engine.io.meta`).
 """

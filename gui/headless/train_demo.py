@@ -18,12 +18,12 @@ from gui.train.tab import DEMO_CONFIG, TrainTab
 __all__ = ["HEADLESS_DEMO_CONFIG", "HEADLESS_DEMO_LRS", "HEADLESS_DEMO_SEEDS",
            "drive_train_buttons", "run_headless_demo", "wait_for"]
 
-#: The Train views of ``export`` and ``--self-test`` show this run and sweep: the README's
+#: The Train views of ``export`` and ``--self-test`` show this run and sweep: docs/training.md's
 #: retrieval task shrunk to run in a few seconds (d_model 32, n 8, 150 steps, 2 seeds
-#: instead of d_model 64, n 16, 500 steps, 3 seeds). It still shows the README's d_k 16 row:
+#: instead of d_model 64, n 16, 500 steps, 3 seeds). It still shows docs/training.md's d_k 16 row:
 #: the largest stable lr is 0.01 without scaling, 0.03 for 1/√d_k and 1/d_k, and every rule
 #: fails at 0.1. (A 60-step run with lrs up to 3 found "no stable lr" for none, contradicting
-#: the README.) The sweep view's caption states d_k, seeds and steps.
+#: docs/training.md.) The sweep view's caption states d_k, seeds and steps.
 HEADLESS_DEMO_CONFIG = TrainConfig(
     d_k=16, d_model=32, n=8, vocab=16, batch=32, steps=150, lr=0.01, eval_size=64
 )

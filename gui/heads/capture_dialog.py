@@ -37,7 +37,7 @@ from gui.kit.i18n import Retranslating, translate
 
 __all__ = ["DEFAULT_TEXT", "MAX_TOKENS_LIMIT", "CaptureDialog", "physical_memory_gib"]
 
-#: The sentence the text box starts with (the one the README's SmolLM2 figures were made on).
+#: The sentence the text box starts with (the one docs/heads.md's SmolLM2 figures were made on).
 DEFAULT_TEXT = "The cat sat on the mat because it was tired."
 
 #: The largest "Max tokens" the dialog offers (the model's own positions bound it further).

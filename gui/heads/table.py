@@ -33,7 +33,7 @@ _FIXED = (
 )
 _FIXED_KEYS = ("flags", "layer", "head")
 #: The columns hidden until the user shows them: the law's ratio, the distance to the entropy
-#: floor and max |logit| read only with the README at hand; the others fit 1024 px beside the
+#: floor and max |logit| read only with docs/heads.md at hand; the others fit 1024 px beside the
 #: grid.
 DEFAULT_HIDDEN_COLUMNS = ("max_abs_logit", "logit_std_ratio", "entropy_above_floor")
 _RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter

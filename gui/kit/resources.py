@@ -49,7 +49,7 @@ RESOURCE_FILES: tuple[str, ...] = (
     "fonts/ExplorerNotoSansSC-Subset.otf",
     "samples/trained_heads.npz",
 )
-#: The sample tensor file (trained heads of the mini-trainer; README says how it was made).
+#: The sample tensor file (trained heads of the mini-trainer; docs/heads.md says how it was made).
 SAMPLE_TENSORS = "samples/trained_heads.npz"
 
 

@@ -6,7 +6,7 @@ The fixtures in ``tests/fixtures/real`` were made by ``tests/fixtures/make_real_
 models with random weights, rotary embeddings and grouped-query attention (4 query heads,
 2 key heads): a TransformerLens ``HookedTransformer`` (``run_with_cache``) and a Hugging Face
 ``LlamaForCausalLM`` (``output_attentions=True``, and q and k captured after RoPE by the
-README's recipe). Nothing here imports torch.
+the recipe in docs/tensor-format.md). Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -126,10 +126,11 @@ def _snippets(text: str) -> dict[str, str]:
     return out
 
 
-def test_the_readme_quotes_the_producer_snippets_that_made_the_fixtures() -> None:
-    """The README's three producer snippets are the code that wrote these files, verbatim."""
+def test_the_format_page_quotes_the_producer_snippets_that_made_the_fixtures() -> None:
+    """The three producer snippets of docs/tensor-format.md are the code that wrote these
+    files, verbatim."""
     script = _snippets((ROOT / "tests" / "fixtures" / "make_real_fixtures.py").read_text())
     assert set(script) == {"tl-cache", "hf-attentions", "hf-qk-after-rope"}
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "tensor-format.md").read_text(encoding="utf-8")
     for name, code in script.items():
         assert code in readme, name

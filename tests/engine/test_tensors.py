@@ -285,11 +285,13 @@ def test_writer_refuses_other_suffixes(tmp_path) -> None:
         write_tensors(tmp_path / "x.pt", BASE)
 
 
-def _readme_blocks() -> list[tuple[str, str]]:
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    start = text.index("## Your own q and k: the tensor file format (version 1)")
-    section = text[start : text.index("\n## ", start + 1)]
-    return re.findall(r"^```(\w+)\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
+def _format_page_blocks() -> list[tuple[str, str]]:
+    """The fenced blocks of the tensor format's page (docs/tensor-format.md, linked from the
+    README)."""
+    page = Path(__file__).resolve().parents[2] / "docs" / "tensor-format.md"
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("# Your own q and k: the tensor file format (version 1)")
+    return re.findall(r"^```(\w+)\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
 
 
 def test_readme_recipes_compile() -> None:
@@ -297,10 +299,10 @@ def test_readme_recipes_compile() -> None:
     every ```python block); tests/engine/test_real_layouts.py checks that they are the code
     that wrote its fixtures. Here: each compiles, and the q-and-k recipe takes q and k after
     RoPE with grouped-query keys repeated."""
-    recipes = [code for lang, code in _readme_blocks() if lang == "py"]
+    recipes = [code for lang, code in _format_page_blocks() if lang == "py"]
     assert len(recipes) >= 4
     for code in recipes:
-        compile(code, "README.md", "exec")
+        compile(code, "docs/tensor-format.md", "exec")
     capture = next(code for code in recipes if "def capture_qk" in code)
     assert "AttentionInterface.register" in capture and "repeat_interleave" in capture
     assert "register_forward_hook" not in "".join(recipes)  # before RoPE: wrong logits

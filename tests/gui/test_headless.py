@@ -58,7 +58,7 @@ def test_export_command_renders_every_view(qapp, tmp_path, capsys, isolated_sett
     assert saved["view"]["temperature"] == 2.0
     # The laws view's CSV holds the finished sweep (11 d_k values × 3 rules).
     assert len((out / "laws.csv").read_text(encoding="utf-8").splitlines()) == 1 + 11 * 3
-    # The Train views' demo agrees with the README's table (a smaller lr is stable without
+    # The Train views' demo agrees with docs/training.md's table (a smaller lr is stable without
     # scaling than with 1/√d_k or 1/d_k) instead of finding no stable lr for "none".
     with (out / "train_lr_sweep.csv").open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))

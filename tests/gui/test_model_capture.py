@@ -241,7 +241,7 @@ def test_help_lists_the_sample_models_and_how_to_install_the_missing_ones(
 
 def test_the_heads_tab_flags_the_sinks_transformers_shows_in_smollm2(qtbot, window) -> None:
     # The reference: transformers' own attention weights of SmolLM2 on the dialog's default
-    # sentence. A head is a sink where its mean weight on token 0 passes the README's rule;
+    # sentence. A head is a sink where its mean weight on token 0 passes docs/heads.md's rule;
     # the Heads tab, from the q and k captured in numpy, must flag exactly those heads.
     reference = np.load(FIXTURES / "smollm2_reference.npz")
     weights = reference["text0.attn"]  # (layers, heads, n, n)
