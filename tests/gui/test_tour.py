@@ -32,6 +32,22 @@ def _index(step_id: str) -> int:
     return [s["id"] for s in _steps()].index(step_id)
 
 
+#: A guard against a hang, not a wait: the claims of a step take seconds on a loaded machine.
+HANG_MS = 180_000
+
+
+def _go_and_wait_for_numbers(panel, qtbot, index: int) -> None:
+    """Go to step ``index`` and return once its engine numbers are on screen.
+
+    ``claimsEvaluated(index)`` is emitted on the GUI thread after the box is drawn; the results
+    themselves are stored earlier, by the claim thread, so waiting for them raced the drawing
+    (the box could still say "computing…" on a loaded machine).
+    """
+    with qtbot.waitSignal(panel.claimsEvaluated, timeout=HANG_MS,
+                          check_params_cb=lambda evaluated: evaluated == index):
+        panel.go_to(index)
+
+
 def test_open_next_back_and_step_settings(tour, qtbot):
     window, panel = tour
     steps = _steps()
@@ -54,7 +70,7 @@ def test_open_next_back_and_step_settings(tour, qtbot):
     assert panel.counter_label.text().endswith(f"2 / {panel.step_count()}")
     frame = window.current_view().findChild(QFrame, "tourHighlight")
     assert frame is not None and frame.isVisible()
-    qtbot.waitUntil(lambda: not frame.isVisible(), timeout=5000)
+    qtbot.waitUntil(lambda: not frame.isVisible(), timeout=HANG_MS)
     # The widgets show the step's values (pushed under signal blockers: no echo as an edit).
     assert int(window.panel.d_k.value()) == step_config(steps[1]["settings"]).d_k
 
@@ -122,8 +138,7 @@ def test_a_step_that_fills_the_train_tab_puts_the_settings_back(tour):
 def test_live_numbers_train_tab_and_language_switch(tour, qtbot):
     window, panel = tour
     # The engine numbers under the text are the engine's values for the step's settings.
-    panel.go_to(_index("heads"))
-    qtbot.waitUntil(lambda: panel.claim_results() is not None, timeout=15_000)
+    _go_and_wait_for_numbers(panel, qtbot, _index("heads"))
     step = panel.step()
     expected = step_results(step["id"])
     assert [r.value for r in panel.claim_results()] == [r.value for r in expected]
@@ -186,8 +201,7 @@ def test_a_newer_step_supersedes_the_evaluation_of_an_older_one(tour, qtbot):
     _window, panel = tour
     lr, heads = _index("learning_rate"), _index("heads")
     panel.go_to(lr)  # a training claim (about a second), cancelled by the next step
-    panel.go_to(heads)
-    qtbot.waitUntil(lambda: panel.claim_results() is not None, timeout=15_000)
+    _go_and_wait_for_numbers(panel, qtbot, heads)
     assert panel.claim_results(lr) is None  # the cancelled evaluation left no numbers
     step = panel.step()
     expected = step_results(step["id"])
@@ -202,7 +216,7 @@ def test_closing_during_a_training_claim_stops_its_thread(make_window, qtbot):
     panel.go_to(_index("learning_rate"))
     assert panel.is_evaluating()
     window.close()
-    qtbot.waitUntil(lambda: not panel.is_evaluating(), timeout=10_000)
+    qtbot.waitUntil(lambda: not panel.is_evaluating(), timeout=HANG_MS)
     assert panel.claim_results() is None and "computing" in panel.engine_text()
 
 
@@ -228,9 +242,8 @@ def test_lab_steps_bring_their_views_and_the_engine_numbers(tour, qtbot):
     # lists every claim with what sets it apart (format, softmax form, n).
     window, panel = tour
     for step_id, view in (("half_precision", "precision"), ("long_context", "length")):
-        panel.go_to(_index(step_id))
+        _go_and_wait_for_numbers(panel, qtbot, _index(step_id))
         assert window.current_view().key == view
-        qtbot.waitUntil(lambda: panel.claim_results() is not None, timeout=15_000)
         step = panel.step()
         expected = step_results(step["id"])
         assert [r.value for r in panel.claim_results()] == [r.value for r in expected]
@@ -260,7 +273,7 @@ def test_a_claim_the_engine_refuses_shows_the_engines_reason(qtbot):
     panel = TourPanel(data=dataclasses.replace(data, steps=(refused, *data.steps[1:])))
     qtbot.addWidget(panel)
     try:
-        with qtbot.waitSignal(panel.claimsEvaluated, timeout=20_000):
+        with qtbot.waitSignal(panel.claimsEvaluated, timeout=HANG_MS):
             panel.start()
         assert panel.claim_results(0) is None
         text = panel.engine_text()
