@@ -53,6 +53,11 @@ def isolated_settings(tmp_path, monkeypatch):
     return folder
 
 
+#: How long a wait for an event may take before the test calls it a hang. A guard, not a
+#: budget: on a loaded 2-core machine the small sweeps alone have taken over 20 s.
+HANG_MS = 180_000
+
+
 def _open_window(config=SMALL_CONFIG, *, restore=False, show=True, settle=True, **options):
     """A main window with small computations: shown at 1200×800 and its results in, by default."""
     from gui.main_window import MainWindow
@@ -64,7 +69,7 @@ def _open_window(config=SMALL_CONFIG, *, restore=False, show=True, settle=True, 
         window.resize(1200, 800)
         window.show()
     if settle:
-        assert window.wait_until_settled(20_000), "results did not arrive"
+        assert window.wait_until_settled(HANG_MS), "results did not arrive"
     return window
 
 
@@ -174,7 +179,7 @@ def window(make_window):
 def settle():
     """Return ``settle(window)``: wait (QEventLoop on GUI-thread signals) for every result."""
 
-    def wait(window, timeout_ms: int = 20_000, require_sweep: bool = True) -> None:
+    def wait(window, timeout_ms: int = HANG_MS, require_sweep: bool = True) -> None:
         assert window.wait_until_settled(timeout_ms, require_sweep), "results did not arrive"
         assert window.controller.last_error() == ""
 

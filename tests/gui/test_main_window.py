@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import QApplication
 
 from engine.analysis.experiment import run_experiment, temperature_comparison
 from engine.analysis.explorer import ALL_RULES
 from engine.config import AttentionConfig, MaskKind, ScalingRule
-from tests.gui.conftest import SMALL_CONFIG, back_to_start
+from tests.gui.conftest import HANG_MS, SMALL_CONFIG, back_to_start
 
 
 def _heatmap_matches(window) -> None:
@@ -153,6 +154,13 @@ class PaintCounter(QObject):
         self.paints += event.type() == QEvent.Type.Paint
         return False
 
+    def quiet(self) -> bool:
+        """Deliver every posted event (layouts, update requests); True if none painted."""
+        before = self.paints
+        QApplication.sendPostedEvents()
+        QApplication.processEvents()
+        return self.paints == before
+
 
 @pytest.mark.parametrize(("key", "repaints"), [("laws", False), ("heatmap", True)])
 def test_an_edit_repaints_only_the_views_it_changed(shared_window, settle, qtbot, key,
@@ -162,8 +170,11 @@ def test_an_edit_repaints_only_the_views_it_changed(shared_window, settle, qtbot
     window = shared_window
     window.show_view(key)
     settle(window)
-    qtbot.wait(200)  # the tab's own first paints
     counter = PaintCounter(window.view(key).export_item())
+    # The tab's own first paints, however late a loaded machine delivers them: counted from the
+    # edit on only.
+    qtbot.waitUntil(counter.quiet, timeout=HANG_MS)
+    counter.paints = 0
     painted = []
 
     def on_painted() -> None:
@@ -240,7 +251,7 @@ def test_escape_cancels_a_running_sweep(make_window, qtbot):
                          controller_options={"sweep_values": (1, 2, 4, 8, 16, 32, 64, 128,
                                                               256, 512, 1024),
                                              "sweep_samples_cap": 5000})
-    with qtbot.waitSignal(window.controller.progressChanged, timeout=20_000,
+    with qtbot.waitSignal(window.controller.progressChanged, timeout=HANG_MS,
                           check_params_cb=lambda done, total: done >= 1):
         pass
     qtbot.keyClick(window, Qt.Key.Key_Escape)
@@ -254,15 +265,19 @@ def test_closing_mid_sweep_stops_it_at_once_and_leaves_no_thread(make_window, qt
     window = make_window(AttentionConfig(n_tokens=128, samples=20_000), settle=False,
                          controller_options={"sweep_values": tuple(2**i for i in range(11)),
                                              "sweep_samples_cap": 20_000})
-    with qtbot.waitSignal(window.controller.progressChanged, timeout=20_000,
+    with qtbot.waitSignal(window.controller.progressChanged, timeout=HANG_MS,
                           check_params_cb=lambda done, total: done >= 1):
         pass
     assert window.controller.is_busy()
     window.close()
-    # The engine yields every <= 50 ms, so the sweep stops within the close's short wait: the
-    # window closes at once, not later, disabled, once the computation has ended.
-    assert not window.isVisible()
-    assert not window.controller.is_running()
+    # The engine yields every <= 50 ms of its own work, so on a quiet machine the sweep stops
+    # within the close's short wait and the window closes at once. On a loaded one those 50 ms
+    # of work can take longer than the wait: the window then stays, disabled, and closes itself
+    # when the computation ends. Either way no thread is left.
+    if window.isVisible():
+        assert not window.isEnabled()
+    qtbot.waitUntil(lambda: not window.isVisible() and not window.controller.is_running(),
+                    timeout=HANG_MS)
 
 
 def test_settings_persist_config_and_view(make_window, settle):
@@ -282,10 +297,10 @@ def test_worker_error_is_shown_and_keeps_old_results(shared_window, settle, qtbo
     window = shared_window
     before = window.controller.results()
     huge = AttentionConfig(n_tokens=4096, heads=64, d_k=64, d_model=64 * 64)
-    with qtbot.waitSignal(window.controller.errorOccurred, timeout=10_000) as blocker:
+    with qtbot.waitSignal(window.controller.errorOccurred, timeout=HANG_MS) as blocker:
         window.controller.set_config(huge)
     assert "GiB" in blocker.args[0] or "MiB" in blocker.args[0]
-    assert window.wait_until_settled(10_000, require_sweep=False)
+    assert window.wait_until_settled(HANG_MS, require_sweep=False)
     assert window.controller.results() is before
     assert "Error" in window.status.label.text()
     assert SMALL_CONFIG == before.config
