@@ -95,8 +95,8 @@ class HeadsTableModel(QStandardItemModel):
         labels += [metric.text() for metric in METRICS]
         self.setHorizontalHeaderLabels(labels)
         self.horizontalHeaderItem(0).setToolTip(translate(
-            "HeadsView", "The head's faults (README, \"Your own q and k\": the thresholds); "
-            "right-click a header to hide or show columns"))
+            "HeadsView", "The head's faults (thresholds: docs/heads.md); right-click a header to "
+            "hide or show columns"))
         for index, metric in enumerate(METRICS):
             header = self.horizontalHeaderItem(len(_FIXED) + index)
             header.setToolTip(metric.tooltip_text())

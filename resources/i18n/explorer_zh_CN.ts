@@ -49,7 +49,7 @@
     <message>
         <location filename="../../gui/heads/capture_dialog.py" line="205"/>
         <source>{0}/{1} layers</source>
-        <extracomment>The sentence the text box starts with (the one the README&apos;s SmolLM2 figures were made on). The largest &quot;Max tokens&quot; the dialog offers (the model&apos;s own positions bound it further).</extracomment>
+        <extracomment>The sentence the text box starts with (the one docs/heads.md&apos;s SmolLM2 figures were made on). The largest &quot;Max tokens&quot; the dialog offers (the model&apos;s own positions bound it further).</extracomment>
         <translation>{0}/{1} 层</translation>
     </message>
     <message>
@@ -458,9 +458,9 @@
     </message>
     <message>
         <location filename="../../gui/heads/table.py" line="97"/>
-        <source>The head&apos;s faults (README, &quot;Your own q and k&quot;: the thresholds); right-click a header to hide or show columns</source>
-        <extracomment>The columns hidden until the user shows them: the law&apos;s ratio, the distance to the entropy floor and max |logit| read only with the README at hand; the others fit 1024 px beside the grid.</extracomment>
-        <translation>该头的问题（阈值见 README“Your own q and k”）；右键点击表头可隐藏或显示列</translation>
+        <source>The head&apos;s faults (thresholds: docs/heads.md); right-click a header to hide or show columns</source>
+        <extracomment>The columns hidden until the user shows them: the law&apos;s ratio, the distance to the entropy floor and max |logit| read only with docs/heads.md at hand; the others fit 1024 px beside the grid.</extracomment>
+        <translation>该头的问题（阈值见 docs/heads.md）；右键点击表头可隐藏或显示列</translation>
     </message>
     <message>
         <location filename="../../gui/heads/view.py" line="127"/>
