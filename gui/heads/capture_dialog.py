@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import QMimeData, Qt, Signal, Slot
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -35,13 +35,39 @@ from engine.config import DEFAULT_MEMORY_BUDGET_BYTES
 from engine.models import ModelError
 from gui.kit.i18n import Retranslating, translate
 
-__all__ = ["DEFAULT_TEXT", "MAX_TOKENS_LIMIT", "CaptureDialog", "physical_memory_gib"]
+__all__ = ["DEFAULT_TEXT", "MAX_TEXT_CHARS", "MAX_TOKENS_LIMIT", "CaptureDialog",
+           "physical_memory_gib"]
 
 #: The sentence the text box starts with (the one docs/heads.md's SmolLM2 figures were made on).
 DEFAULT_TEXT = "The cat sat on the mat because it was tired."
 
 #: The largest "Max tokens" the dialog offers (the model's own positions bound it further).
 MAX_TOKENS_LIMIT = 8192
+#: The most characters the text box holds: far more than MAX_TOKENS_LIMIT tokens of any text,
+#: while the 8 MB a careless paste brings froze the window for seconds in the box's layout.
+MAX_TEXT_CHARS = 1 << 18
+
+
+class _BoundedTextEdit(QPlainTextEdit):
+    """A text box that keeps at most :data:`MAX_TEXT_CHARS` characters of a paste or drop.
+
+    Signals
+    -------
+    cut(int)
+        A pasted or dropped text was cut; the characters it had.
+    """
+
+    cut = Signal(int)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:  # Qt override
+        """Insert a paste or drop, cut to what the box still holds."""
+        text = source.text() if source.hasText() else ""
+        room = MAX_TEXT_CHARS - len(self.toPlainText()) + len(self.textCursor().selectedText())
+        if len(text) <= room:
+            super().insertFromMimeData(source)
+            return
+        self.textCursor().insertText(text[: max(room, 0)])
+        self.cut.emit(len(text))
 
 
 def physical_memory_gib() -> float:
@@ -88,7 +114,8 @@ class CaptureDialog(Retranslating, QDialog):
         path_row.addWidget(self._folder_button)
         path_row.addWidget(self._gguf_button)
 
-        self._text = QPlainTextEdit(DEFAULT_TEXT)
+        self._text = _BoundedTextEdit(DEFAULT_TEXT)
+        self._text.cut.connect(self._on_text_cut)
         self._text.setObjectName("capture_text")
         self._text.setTabChangesFocus(True)
         self._text_file_button = QPushButton()
@@ -188,7 +215,7 @@ class CaptureDialog(Retranslating, QDialog):
         if path is not None:
             self._path.setText(path)
         if text is not None:
-            self._text.setPlainText(text)
+            self._set_text(text)
         if max_tokens is not None:
             self._max_tokens.setValue(max_tokens)
         if layers is not None:
@@ -316,6 +343,17 @@ class CaptureDialog(Retranslating, QDialog):
                                    self._layers.text().strip(), self._keep_v.isChecked(),
                                    self._memory.value())
 
+    def _set_text(self, text: str) -> None:
+        self._text.setPlainText(text[:MAX_TEXT_CHARS])
+        if len(text) > MAX_TEXT_CHARS:
+            self._on_text_cut(len(text))
+
+    @Slot(int)
+    def _on_text_cut(self, chars: int) -> None:
+        self._message.setText(translate(
+            "CaptureDialog", "The text had {0:,} characters; the box keeps the first {1:,} "
+            "(more than any model reads as tokens).").format(chars, MAX_TEXT_CHARS))
+
     def _cancel(self) -> None:
         self._cancelling = True
         self._message.setText(translate("CaptureDialog", "Cancelling…"))
@@ -357,6 +395,6 @@ class CaptureDialog(Retranslating, QDialog):
         if not path:
             return
         try:
-            self._text.setPlainText(read_text_file(path))
+            self._set_text(read_text_file(path))
         except ModelError as exc:
             self.show_error(str(exc))

@@ -47,178 +47,183 @@
 <context>
     <name>CaptureDialog</name>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="205"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="232"/>
         <source>{0}/{1} layers</source>
-        <extracomment>The sentence the text box starts with (the one docs/heads.md&apos;s SmolLM2 figures were made on). The largest &quot;Max tokens&quot; the dialog offers (the model&apos;s own positions bound it further).</extracomment>
+        <extracomment>The sentence the text box starts with (the one docs/heads.md&apos;s SmolLM2 figures were made on). The largest &quot;Max tokens&quot; the dialog offers (the model&apos;s own positions bound it further). The most characters the text box holds: far more than MAX_TOKENS_LIMIT tokens of any text, while the 8 MB a careless paste brings froze the window for seconds in the box&apos;s layout.</extracomment>
         <translation>{0}/{1} 层</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="208"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="235"/>
         <source>Running {0}…</source>
         <translation>正在运行 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="219"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="246"/>
         <source>Opening the model…</source>
         <translation>正在打开模型…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="222"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="249"/>
         <source>Cancelled: nothing was captured.</source>
         <translation>已取消：什么也没有捕获。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="232"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="259"/>
         <source>Not captured: {0}</source>
         <translation>未捕获：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="250"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="277"/>
         <source>Open model</source>
         <translation>打开模型</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="251"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="278"/>
         <source>&amp;Model:</source>
         <translation>模型(&amp;M)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="253"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="280"/>
         <source>a Hugging Face model folder or a .gguf file</source>
         <translation>Hugging Face 模型文件夹或 .gguf 文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="255"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="282"/>
         <source>A folder with config.json, model.safetensors (or a sharded model.safetensors.index.json) and tokenizer.json, or a GGUF file of the llama architecture. Weights stay on disk, memory-mapped; no PyTorch is needed.</source>
         <translation>含 config.json、model.safetensors（或分片的 model.safetensors.index.json）和 tokenizer.json 的文件夹，或 llama 架构的 GGUF 文件。权重留在磁盘上、以内存映射读取；不需要 PyTorch。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="259"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="286"/>
         <source>&amp;Folder…</source>
         <translation>文件夹(&amp;F)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="260"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="287"/>
         <source>&amp;GGUF file…</source>
         <translation>GGUF 文件(&amp;G)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="261"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="288"/>
         <source>&amp;Text:</source>
         <translation>文本(&amp;T)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="263"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="290"/>
         <source>The text the model reads, tokenized with its own tokenizer (special tokens added as the model does).</source>
         <translation>模型读取的文本，用模型自己的分词器切分（按模型的默认方式添加特殊 token）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="265"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="292"/>
         <source>Load te&amp;xt file…</source>
         <translation>载入文本文件(&amp;X)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="266"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="293"/>
         <source>&amp;Default sentence</source>
         <translation>默认句子(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="267"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="294"/>
         <source>Max &amp;tokens:</source>
         <translation>最多 token 数(&amp;K)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="269"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="296"/>
         <source>A longer text is cut to its first tokens; memory and time grow with n².</source>
         <translation>更长的文本只保留前面的 token；内存和时间随 n² 增长。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="271"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="298"/>
         <source>&amp;Layers:</source>
         <translation>层(&amp;L)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="273"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="300"/>
         <source>all (or e.g. 0,2,5-7)</source>
         <translation>全部（或例如 0,2,5-7）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="274"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="301"/>
         <source>Layers whose q and k are kept; empty keeps every layer.</source>
         <translation>保留其 q 和 k 的层；留空则保留所有层。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="276"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="303"/>
         <source>Memory l&amp;imit:</source>
         <translation>内存上限(&amp;I)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="278"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="305"/>
         <source>The most memory the capture may allocate. It is estimated from the layers and tokens chosen (weights are converted one at a time) before the model runs; a capture over the limit is refused and says how many tokens fit.</source>
         <translation>捕获最多可以分配的内存。模型运行前按所选的层和词元数计算所需内存（权重逐个转换）；超过上限时不会捕获，并说明最多可以用多少个词元。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="282"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="309"/>
         <source>Also keep &amp;v</source>
         <translation>同时保留 &amp;v</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="283"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="310"/>
         <source>Store the values too (the file grows by half); the Heads tab needs q and k only.</source>
         <translation>也保存 value（文件增大一半）；注意力头标签页只需要 q 和 k。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="286"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="313"/>
         <source>&amp;Capture</source>
         <translation>捕获(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="287"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="314"/>
         <source>Run the model on the text and open every head in the Heads tab</source>
         <translation>在文本上运行模型，并在注意力头标签页中打开每个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="293"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="320"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="294"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="321"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="311"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="338"/>
         <source>{0}: no such file or folder</source>
         <translation>{0}：没有这个文件或文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="321"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="353"/>
+        <source>The text had {0:,} characters; the box keeps the first {1:,} (more than any model reads as tokens).</source>
+        <translation>文本有 {0:,} 个字符；文本框只保留前 {1:,} 个（多于任何模型能读的词元数）。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/capture_dialog.py" line="359"/>
         <source>Cancelling…</source>
         <translation>正在取消…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="340"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="378"/>
         <source>Hugging Face model folder</source>
         <translation>Hugging Face 模型文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="347"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="385"/>
         <source>GGUF model file</source>
         <translation>GGUF 模型文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="348"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="386"/>
         <source>GGUF files (*.gguf);;All files (*)</source>
         <translation>GGUF 文件 (*.gguf);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="355"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="393"/>
         <source>Text file</source>
         <translation>文本文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="356"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="394"/>
         <source>Text files (*.txt *.md);;All files (*)</source>
         <translation>文本文件 (*.txt *.md);;所有文件 (*)</translation>
     </message>

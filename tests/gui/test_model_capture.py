@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication, QMenu, QMessageBox
 
 from engine.analysis.heads import SINK_MASS_FLAG, SINK_UNIFORM_MARGIN
 from engine.io.tensors import load_tensors
-from engine.models import SampleModel, sample_models, samples
+from engine.models import SampleModel, open_model, sample_models, samples
 from gui.heads.capture_dialog import DEFAULT_TEXT
 from gui.kit.token_axis import short_token
 from gui.window_heads import sample_title
@@ -335,3 +335,25 @@ def test_dropping_a_folder_without_config_opens_it_as_a_model_and_says_what_lack
     dialog.findChild(object, "capture_button").click()
     _wait(qtbot, lambda: "config.json" in dialog.message())
     assert dialog.message().startswith("Not captured: no-config: no config.json")
+
+
+def test_a_huge_paste_is_cut_to_what_the_box_holds_and_says_so(qtbot, window) -> None:
+    from gui.heads.capture_dialog import MAX_TEXT_CHARS
+
+    dialog = window.heads.open_model(TINY_LLAMA)
+    box = dialog.findChild(object, "capture_text")
+    box.clear()
+    book = ("The cat sat on the mat because it was tired. " * 200_000)[: 8 << 20]
+    QApplication.clipboard().setText(book)
+    box.paste()
+    assert dialog.text() == book[:MAX_TEXT_CHARS]
+    assert dialog.message() == (f"The text had {len(book):,} characters; the box keeps the "
+                                f"first {MAX_TEXT_CHARS:,} (more than any model reads as "
+                                "tokens).")
+    dialog.set_values(max_tokens=12)
+    dialog.findChild(object, "capture_button").click()
+    controller = window.heads.view.controller
+    _wait(qtbot, lambda: controller.tensor_file() is not None)
+    expected = open_model(TINY_LLAMA).tokenizer.encode(book[:2000])[:12]
+    assert list(controller.tensor_file().meta["token_ids"]) == expected
+    QApplication.clipboard().clear()
