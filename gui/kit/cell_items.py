@@ -21,6 +21,10 @@ class CellLegend(pg.LegendItem):
     its frame outside the picture, until the next resize. Here the layout places it again.
     """
 
+    #: The most columns the view wants; fewer when the window is narrow (see
+    #: :func:`gui.kit.layout_fit.fit_legend_columns`).
+    most_columns = 1
+
     def updateSize(self) -> None:  # pyqtgraph override
         self.updateGeometry()
 

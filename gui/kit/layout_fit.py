@@ -11,12 +11,15 @@ their minimum first, so they rarely need the scroll bar. """
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pyqtgraph as pg
+import shiboken6
 from PySide6.QtCore import QEvent, QObject, QSize, Qt
 from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
 
-__all__ = ["SceneMinimumTracker", "scroll_area_for", "track_scene_minimums"]
+__all__ = ["SceneMinimumTracker", "WidthFollower", "fit_legend_columns", "legend_width",
+           "scroll_area_for", "track_scene_minimums"]
 
 
 class SceneMinimumTracker(QObject):
@@ -88,3 +91,86 @@ def scroll_area_for(widget: QWidget, name: str) -> QScrollArea:
     area.setFrameShape(QFrame.Shape.NoFrame)
     area.setWidget(widget)
     return area
+
+
+def legend_width(legend: pg.LegendItem, columns: int) -> float:
+    """The least width of ``legend`` laid out in ``columns`` columns (its frame included).
+
+    pyqtgraph fills a legend row by row, entry ``i`` in column ``i % columns``; each column is
+    as wide as its widest sample and label.
+    """
+    widths = [0.0] * max(columns, 1)
+    minimum = Qt.SizeHint.MinimumSize
+    for index, (sample, label) in enumerate(legend.items):
+        entry = (sample.effectiveSizeHint(minimum).width()
+                 + label.effectiveSizeHint(minimum).width())
+        widths[index % len(widths)] = max(widths[index % len(widths)], entry)
+    grid = legend.layout
+    left, _top, right, _bottom = grid.getContentsMargins()
+    return sum(widths) + grid.horizontalSpacing() * (2 * len(widths) - 1) + left + right
+
+
+def fit_legend_columns(legend: pg.LegendItem, room: float, most: int) -> int:
+    """Give ``legend`` the most columns (up to ``most``) whose width fits ``room`` (scene
+    units), at least one; return that count. Set only on a change: a legend laid out again
+    asks its layout to run again, which would come back here."""
+    count = next((c for c in range(max(most, 1), 1, -1) if legend_width(legend, c) <= room), 1)
+    if count != legend.columnCount:
+        legend.setColumnCount(count)
+    return count
+
+
+class WidthFollower(QObject):
+    """Tell ``view`` (through ``fit(width)``) the width the window gives it, whenever that
+    changes or the view is shown.
+
+    That width is the viewport of the scroll area around the view less what lies beside the
+    view in the area (tab frames), not the view's own width: a view never shrinks below the
+    minimum of its current arrangement, so a too-wide legend or grid would otherwise keep the
+    view too wide for good and the area would scroll sideways.
+    """
+
+    def __init__(self, view: QWidget, fit: Callable[[int], None]) -> None:
+        super().__init__(view)
+        self._view, self._fit = view, fit
+        self._area: QScrollArea | None = None
+        view.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # Qt override
+        """Follow the area's viewport on resize; find the area when the view is shown."""
+        kind = event.type()
+        if kind not in (QEvent.Type.Show, QEvent.Type.Resize):
+            return False
+        # Events still reach the filter while the view is torn down, its wrapper half gone.
+        view = getattr(self, "_view", None)
+        if view is None or not shiboken6.isValid(view) or not shiboken6.isValid(self):
+            return False
+        if watched is view and kind == QEvent.Type.Show:
+            self._follow_area()
+            self.refit()
+        elif kind == QEvent.Type.Resize and view.isVisible():
+            self.refit()
+        return False
+
+    def available_width(self) -> int:
+        """The width (px) the view may take without the area scrolling sideways."""
+        view, area = self._view, self._area
+        if area is None or area.widget() is None:
+            return view.width()
+        beside = max(area.widget().width() - view.width(), 0)
+        return area.viewport().width() - beside
+
+    def refit(self) -> None:
+        """Call ``fit`` with :meth:`available_width` (after a change of content, too)."""
+        self._fit(self.available_width())
+
+    def _follow_area(self) -> None:
+        area = self._view.parentWidget()
+        while area is not None and not isinstance(area, QScrollArea):
+            area = area.parentWidget()
+        if area is not self._area:
+            if self._area is not None:
+                self._area.viewport().removeEventFilter(self)
+            self._area = area
+            if area is not None:
+                area.viewport().installEventFilter(self)

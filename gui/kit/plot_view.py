@@ -16,13 +16,17 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from gui.kit.cell_items import CellLegend
 from gui.kit.i18n import Retranslating
+from gui.kit.layout_fit import WidthFollower, fit_legend_columns
 
 __all__ = ["PlotView", "finite_or_nan", "positive_or_nan"]
 
 # Values compared by equality rather than identity in PlotView._is_new: small immutable
 # scalars (a query row, a rule) arrive as new-but-equal objects on every push.
 _SCALARS = (bool, int, float, str, Enum, type(None))
+#: Scene units around a legend's cell: the layout's margins and the view's frame.
+LEGEND_MARGIN = 24
 
 
 class PlotView(Retranslating, QWidget):
@@ -45,6 +49,8 @@ class PlotView(Retranslating, QWidget):
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(2)
+        #: Reflows the view (:meth:`fit_to_width`) to the width the window gives it.
+        self.width_follower = WidthFollower(self, self.fit_to_width)
 
     # -- contract -----------------------------------------------------------------------------
     def title(self) -> str:
@@ -85,6 +91,19 @@ class PlotView(Retranslating, QWidget):
         for plot in self.plots():
             plot.enableAutoRange()
             plot.autoRange()
+
+    def fit_to_width(self, width: int) -> None:
+        """Re-arrange for ``width`` px (the room the window gives the view) so that nothing
+        needs a sideways scroll bar: here every legend takes as many of its columns as fit.
+
+        Views that can reflow more (a grid of heads, a row of panels) extend it.
+        """
+        item = self.export_item()
+        scale = getattr(item, "scale_factor", lambda: 1.0)()
+        room = width / scale - LEGEND_MARGIN
+        for legend in item.scene().items():
+            if isinstance(legend, CellLegend):
+                fit_legend_columns(legend, room, legend.most_columns)
 
     # -- translation ----------------------------------------------------------------------------
     def retranslate_ui(self) -> None:

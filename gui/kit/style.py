@@ -286,6 +286,7 @@ def make_legend(col_count: int = 1) -> pg.LegendItem:
     # In a layout cell the legend is laid out like the plots, so it scales with them (a
     # magnified presentation view); pyqtgraph's floating legends keep a fixed pixel size.
     legend.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations, False)
+    legend.most_columns = col_count
     return legend
 
 

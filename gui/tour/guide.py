@@ -95,7 +95,7 @@ def install_tour(window: QMainWindow, menu: QMenu) -> tuple[QDockWidget, QAction
 
 #: Narrowest central area (px) left beside both docks; below it the tour shares the left dock
 #: area with the parameters (as tabs) instead of taking a column of its own.
-MIN_CENTRAL_WIDTH = 560
+MIN_CENTRAL_WIDTH = 700
 
 
 def _place_dock(window: QMainWindow, dock: QDockWidget) -> None:

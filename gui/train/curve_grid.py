@@ -9,6 +9,7 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QScrollArea, QWidget
 
 from gui.kit import style
+from gui.kit.layout_fit import fit_legend_columns
 
 __all__ = ["TWO_COLUMNS_FROM", "PanelGrid"]
 
@@ -69,10 +70,7 @@ class PanelGrid(QObject):
     def fit_legend(self) -> None:
         """As many legend columns as fit the width (one entry per row in a narrow window)."""
         room = self._available_width() - 40  # the layout's margins and the view's frame
-        for count in range(7, 0, -1):
-            self._legend.setColumnCount(count)
-            if self._legend.layout.minimumWidth() <= room:
-                break
+        fit_legend_columns(self._legend, room, self._legend.most_columns)
 
     def _available_width(self) -> int:
         if self._area is None:

@@ -213,6 +213,11 @@ class TrainCurvesView(TrainView):
         super().showEvent(event)
         self._grid.follow_scroll_area()
 
+    def fit_to_width(self, width: int) -> None:
+        """The panel grid follows the width itself (two columns or stacked, and the legend)."""
+        del width
+        self._grid.reflow()
+
     # -- what the user sees -------------------------------------------------------------------
     def set_planned_steps(self, steps: int) -> None:
         """The length of the next run: the step axis of the empty plots spans it."""

@@ -120,7 +120,8 @@ class LrSweepView(TrainView):
         super().retranslate_ui()
         style.label_plot(
             self._plot,
-            title=translate("LrSweepView", "Final held-out loss against learning rate"),
+            # Two lines: one would be wider than the view beside the Train panel and the tour.
+            title=translate("LrSweepView", "Final held-out loss<br>against learning rate"),
             left=translate("LrSweepView", "final held-out loss (nats)"),
             bottom=translate("LrSweepView", "learning rate"))
         # Hidden until a sweep finishes.

@@ -270,38 +270,38 @@
 <context>
     <name>GradientView</name>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="209"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="210"/>
         <source>Gradients</source>
         <extracomment>(panel key, SweepPoint prefix): the two gradient quantities. Widths (px) from which the three panels stand in three or two columns; below the second they stack. Each threshold lies above that arrangement&apos;s minimum width, so the choice cannot flip back and forth as the scroll area resizes the view.</extracomment>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="215"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="216"/>
         <source>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. scaled logits)</source>
         <translation>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt;（对缩放后的 logit）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="219"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="220"/>
         <source>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. raw q·k)</source>
         <translation>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt;（对原始 q·k）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="224"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="225"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="225"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="226"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="231"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="232"/>
         <source>Lines: median over query rows; bands: 10–90 % of rows.&lt;br&gt;Measured against the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate d&lt;sub&gt;k&lt;/sub&gt;; it collapses only once the softmax saturates (large d&lt;sub&gt;k&lt;/sub&gt;).</source>
         <translation>曲线：各查询行的中位数；色带：10–90 % 的行。&lt;br&gt;相对于原始 q·k 而言，不缩放规则（c = 1）在中等 d&lt;sub&gt;k&lt;/sub&gt; 下梯度更大；只有当 softmax 饱和（d&lt;sub&gt;k&lt;/sub&gt; 很大）时梯度才会坍缩。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="340"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="341"/>
         <source>Stars: this head ({0}), median over its query rows; bars: 10–90 % of its rows.</source>
         <translation>标记：此头（{0}），其各查询行的中位数；误差条：其 10–90 % 的行。</translation>
     </message>
@@ -756,9 +756,9 @@
 <context>
     <name>HeatmapView</name>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="107"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="112"/>
         <source>Attention weights</source>
-        <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden. RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not because attention chose 0). The colour scale and map selectors.</extracomment>
+        <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden. Least height (px) of a panel, title and axis included, in a grid of more than three rows. RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not because attention chose 0). The colour scale and map selectors.</extracomment>
         <translation>注意力权重</translation>
     </message>
     <message>
@@ -809,32 +809,32 @@
         <translation>p ÷ 本图最大 p</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="288"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="330"/>
         <source>key j</source>
         <translation>键 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="288"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="330"/>
         <source>query i</source>
         <translation>查询 i</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="300"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="345"/>
         <source>head {0}</source>
         <translation>头 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="308"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="353"/>
         <source>Pairs: {0} | {1}. Rows: query i, columns: key j. Outlined: query row {2}.</source>
         <translation>成对显示：{0} | {1}。行：查询 i，列：键 j。框出：查询行 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="314"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="359"/>
         <source>Grey: masked keys (the model&apos;s mask).</source>
         <translation>填充格：被掩码的键（模型自身的掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="319"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="364"/>
         <source>Heads not shown: {0}.</source>
         <translation>未显示的头：{0} 个。</translation>
     </message>
@@ -854,17 +854,17 @@
         <translation>颜色：p = softmax 权重。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="330"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="375"/>
         <source>Hover over a cell to read head, i, j, logit, p.</source>
         <translation>将鼠标悬停在单元格上可读取头、i、j、logit 和 p。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="357"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="402"/>
         <source>masked</source>
         <translation>已掩码</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="358"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="403"/>
         <source>{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}</source>
         <translation>{0}：头 {1}，查询 i = {2}，键 j = {3}，logit = {4}，p = {5}</translation>
     </message>
@@ -945,58 +945,58 @@
 <context>
     <name>LawsView</name>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="110"/>
+        <location filename="../../gui/explorer/views/laws.py" line="112"/>
         <source>Scaling laws</source>
         <extracomment>(SweepPoint field, log y) per panel, in layout order.</extracomment>
         <translation>缩放规律</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="115"/>
+        <location filename="../../gui/explorer/views/laws.py" line="117"/>
         <source>Logit variance</source>
         <translation>Logit 方差</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="115"/>
+        <location filename="../../gui/explorer/views/laws.py" line="117"/>
         <source>Var(s)</source>
         <translation>方差 Var(s)</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="117"/>
+        <location filename="../../gui/explorer/views/laws.py" line="119"/>
         <source>Mean row entropy</source>
         <translation>行平均熵</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="118"/>
+        <location filename="../../gui/explorer/views/laws.py" line="120"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="120"/>
+        <location filename="../../gui/explorer/views/laws.py" line="122"/>
         <source>Mean largest weight</source>
         <translation>平均最大权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="122"/>
+        <location filename="../../gui/explorer/views/laws.py" line="124"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="123"/>
+        <location filename="../../gui/explorer/views/laws.py" line="125"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="166"/>
+        <location filename="../../gui/explorer/views/laws.py" line="168"/>
         <source>  Sweep running: {0} of {1} points.</source>
         <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="167"/>
+        <location filename="../../gui/explorer/views/laws.py" line="169"/>
         <source>Markers: Monte Carlo (n = {0}); dashed: closed-form variance (d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c² at ρ = 0). Dotted line: current d&lt;sub&gt;k&lt;/sub&gt; = {1}.</source>
         <translation>标记：蒙特卡洛（n = {0}）；虚线：闭式方差（ρ = 0 时为 d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c²）。点线：当前 d&lt;sub&gt;k&lt;/sub&gt; = {1}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="237"/>
+        <location filename="../../gui/explorer/views/laws.py" line="239"/>
         <source>theory</source>
         <translation>理论值</translation>
     </message>
@@ -1032,7 +1032,7 @@
     <message>
         <location filename="../../gui/explorer/views/length.py" line="97"/>
         <source>SSMax toy: logits −2, one +3</source>
-        <translation>SSMax 示例：除一个 logit 为 +3 外均为 −2</translation>
+        <translation>SSMax 示例：logit 均为 −2，一个为 +3</translation>
     </message>
     <message>
         <location filename="../../gui/explorer/views/length.py" line="98"/>
@@ -1058,22 +1058,17 @@
 <context>
     <name>LrSweepView</name>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="123"/>
-        <source>Final held-out loss against learning rate</source>
-        <translation>最终留出集损失与学习率的关系</translation>
-    </message>
-    <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="124"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="125"/>
         <source>final held-out loss (nats)</source>
         <translation>最终留出集损失（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="125"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="126"/>
         <source>learning rate</source>
         <translation>学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="127"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="128"/>
         <source>stable threshold</source>
         <translation>稳定阈值</translation>
     </message>
@@ -1083,32 +1078,37 @@
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="208"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="124"/>
+        <source>Final held-out loss&lt;br&gt;against learning rate</source>
+        <translation>最终留出集损失&lt;br&gt;与学习率的关系</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/lr_sweep_view.py" line="209"/>
         <source>Run a learning-rate sweep (Ctrl+L) to see how far each rule&apos;s learning rate can be pushed.</source>
         <translation>运行学习率扫描（Ctrl+L），查看每种规则的学习率最多能调到多大。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="215"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="216"/>
         <source>Sweep running: {0} of {1} runs done (learning rate {2:g}, seed {3}).</source>
         <translation>扫描进行中：已完成 {0} / {1} 次运行（学习率 {2:g}，种子 {3}）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="222"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="223"/>
         <source>no stable lr</source>
         <translation>无稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="223"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="224"/>
         <source>Largest stable learning rate (d&lt;sub&gt;k&lt;/sub&gt; = {0}, {1} seeds, {2} steps): {3}. Band: min…max over seeds; ×: a seed diverged.</source>
         <translation>最大稳定学习率（d&lt;sub&gt;k&lt;/sub&gt; = {0}，{1} 个种子，{2} 步）：{3}。色带：各种子的最小值…最大值；×：有种子发散。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="238"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="239"/>
         <source>largest stable lr</source>
         <translation>最大稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="239"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="240"/>
         <source>diverged</source>
         <translation>发散</translation>
     </message>
@@ -2406,22 +2406,22 @@ exp 超出范围</translation>
         <translation>对数坐标显出训练后段很小的损失；线性坐标按原样显出开始时的下降。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="287"/>
+        <location filename="../../gui/train/curves.py" line="292"/>
         <source>Press Start (Ctrl+T) to train the selected rules side by side: same initial weights, same batches.</source>
         <translation>按“开始”（Ctrl+T）并排训练所选规则：相同的初始权重，相同的批次。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="295"/>
+        <location filename="../../gui/train/curves.py" line="300"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="298"/>
+        <location filename="../../gui/train/curves.py" line="303"/>
         <source>{0}: held-out loss {1:.3g}, accuracy {2:.2f}</source>
         <translation>{0}：留出集损失 {1:.3g}，准确率 {2:.2f}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="301"/>
+        <location filename="../../gui/train/curves.py" line="306"/>
         <source>Step {0} of {1}, chance loss ln {2} = {3:.3g}.</source>
         <translation>第 {0} / {1} 步，随机水平损失 ln {2} = {3:.3g}。</translation>
     </message>
@@ -2431,17 +2431,17 @@ exp 超出范围</translation>
         <translation>在第 {0} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="316"/>
+        <location filename="../../gui/train/curves.py" line="321"/>
         <source>training loss</source>
         <translation>训练损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="318"/>
+        <location filename="../../gui/train/curves.py" line="323"/>
         <source>training loss, mean of {0} steps</source>
         <translation>训练损失，{0} 步均值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="321"/>
+        <location filename="../../gui/train/curves.py" line="326"/>
         <source>held-out</source>
         <translation>留出集</translation>
     </message>

@@ -40,7 +40,7 @@ def cut_texts(window: QWidget) -> list[str]:
                     problems.append(f"tab {bar.tabText(index)!r} behind the tab bar's arrows")
     for area in window.findChildren(QScrollArea):
         name = area.objectName()
-        if area.isVisible() and name.endswith("ViewScroll") and (
+        if area.isVisible() and name.lower().endswith("viewscroll") and (
                 area.horizontalScrollBar().maximum() > 0):
             problems.append(f"{name} scrolls sideways by {area.horizontalScrollBar().maximum()} px")
     for graphics in window.findChildren(pg.GraphicsView):
@@ -79,7 +79,8 @@ def _scrolled(widget: QWidget) -> bool:
     """Inside a scroll area: reachable by scrolling, judged by the scroll-area check."""
     parent = widget.parentWidget()
     while parent is not None:
-        if isinstance(parent, QScrollArea) and not parent.objectName().endswith("ViewScroll"):
+        name = parent.objectName().lower()
+        if isinstance(parent, QScrollArea) and not name.endswith("viewscroll"):
             return True
         parent = parent.parentWidget()
     return False

@@ -197,7 +197,8 @@ class GradientView(ExplorerView):
         stretch = {3: (3, 3, 2), 2: (1, 1, 0), 1: (1, 0, 0)}[columns]
         for col, factor in enumerate(stretch):
             layout.setColumnStretchFactor(col, factor)
-        self._legend.setColumnCount(6 if columns > 1 else 2)
+        self._legend.most_columns = 6 if columns > 1 else 2
+        self._legend.setColumnCount(self._legend.most_columns)
         self._columns = columns
         style.relayout(self._widget)
         # Re-adding items re-activates the top layout at its minimum size: give it the

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, QRectF
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
 from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QWidget
 
 from engine.analysis.explorer import heatmap_rules
@@ -29,6 +29,7 @@ from gui.explorer.views.heatmap_colours import (
 )
 from gui.kit import style
 from gui.kit.i18n import translate
+from gui.kit.plot_view import LEGEND_MARGIN
 from gui.kit.token_axis import TokenAxis, short_token
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ __all__ = ["MAX_HEADS_SHOWN", "HeatmapView"]
 
 #: More heads than this would make every panel a few pixels wide; the rest are listed as hidden.
 MAX_HEADS_SHOWN = 16
+#: Least height (px) of a panel, title and axis included, in a grid of more than three rows.
+MIN_PANEL_HEIGHT = 150
 #: RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not
 #: because attention chose 0).
 MASKED_RGBA = (200, 200, 200, 255)
@@ -92,6 +95,8 @@ class HeatmapView(ExplorerView):
         style.style_plot(self._colorbar, grid=False)
         self._panels: list[_Panel] = []
         self._shape = (0, 1)  # (heads shown, n) the grid was built for
+        self._pair_cols = 0  # head pairs side by side in the grid (see fit_to_width)
+        self._room = 0.0  # scene width the window gives the grid
         self._snapshot: AttentionSnapshot | None = None
         self._rules: tuple[ScalingRule, ScalingRule] = (ScalingRule.SQRT, ScalingRule.NONE)
         self._query_row = 0
@@ -128,11 +133,12 @@ class HeatmapView(ExplorerView):
         weights = [snapshot.rules[rule].weights for rule in self._rules]
         shown, n = min(weights[0].shape[0], MAX_HEADS_SHOWN), weights[0].shape[-1]
         if self._shape != (shown, n):
-            self._build_grid(shown, n)
+            self._build_grid(shown, n, self._most_pair_cols(shown))
         self._query_row = min(row, n - 1)
         self._draw_images()
         self._set_token_ticks()
         self._update_titles(snapshot)
+        self._fit_grid()  # the titles decide how wide a pair must be
         # The read-out described the previous snapshot: read the cell under the pointer again
         # from the new one (or show the hint if the pointer is no longer over a cell).
         cell = "" if self._hover_pos is None else self._cell_text(snapshot, self._hover_pos)
@@ -242,12 +248,46 @@ class HeatmapView(ExplorerView):
             for name in ("bottom", "left"):
                 panel.plot.getAxis(name).set_tokens(tokens)
 
-    def _build_grid(self, shown: int, n: int) -> None:
-        """(Re)create the panels; only called when the number of heads or tokens changes."""
+    @staticmethod
+    def _most_pair_cols(shown: int) -> int:
+        # Heads go in pair-columns so that many heads fill the window instead of one tall strip.
+        return 1 if shown <= 2 else 2 if shown <= 8 else 4
+
+    def fit_to_width(self, width: int) -> None:
+        """Fewer head pairs side by side when the window is too narrow for all of them."""
+        super().fit_to_width(width)
+        self._room = width / self._widget.scale_factor() - LEGEND_MARGIN
+        self._fit_grid()
+
+    def _fit_grid(self) -> None:
+        """Rebuild the grid with the most pair-columns whose least width fits the room.
+
+        The least width of one pair is read off the grid as built (titles and tick labels
+        decide it), so the choice follows the language and the presentation scale.
+        """
+        shown, n = self._shape
+        if not self._panels or self._room <= 0:
+            return
+        minimum = Qt.SizeHint.MinimumSize
+        bar = self._colorbar.effectiveSizeHint(minimum).width()
+        style.relayout(self._widget)
+        pair = (self._widget.ci.effectiveSizeHint(minimum).width() - bar) / self._pair_cols
+        fitting = [c for c in range(self._most_pair_cols(shown), 0, -1)
+                   if bar + c * pair <= self._room]
+        pair_cols = fitting[0] if fitting else 1
+        if pair_cols != self._pair_cols:
+            self._build_grid(shown, n, pair_cols)
+            self._draw_images()
+            self._set_token_ticks()
+            if self._snapshot is not None:
+                self._update_titles(self._snapshot)
+
+    def _build_grid(self, shown: int, n: int, pair_cols: int) -> None:
+        """(Re)create the panels in ``pair_cols`` pairs per row; only called when the number
+        of heads or tokens changes, or the room for them."""
         self._widget.clear()
         self._panels = []
-        # Heads go in pair-columns so that many heads fill the window instead of one tall strip.
-        pair_cols = 1 if shown <= 2 else 2 if shown <= 8 else 4
+        self._pair_cols = pair_cols
         grid_rows = math.ceil(shown / pair_cols)
         view0: pg.ViewBox | None = None
         for head in range(shown):
@@ -267,6 +307,8 @@ class HeatmapView(ExplorerView):
                 else:
                     plot.setXLink(view0)
                     plot.setYLink(view0)
+                # Many rows scroll rather than squeeze each panel to a strip.
+                plot.setMinimumHeight(MIN_PANEL_HEIGHT if grid_rows > 3 else 0)
                 panel = _Panel(plot, head, column)
                 self._panels.append(panel)
         self._label_axes()
@@ -294,13 +336,16 @@ class HeatmapView(ExplorerView):
         real = snapshot.real_head
         names = tuple(style.rule_name(rule) + (" (c = 1)" if rule is ScalingRule.NONE else "")
                       for rule in self._rules)
+        # Beyond two heads the rule goes under the head: a one-line title would make every
+        # panel as wide as "head 10 · 1/√d_k", and twelve heads would not fit 1024 px.
+        separator = "<br>" if len(self._panels) > 4 else " · "
         for panel in self._panels:
             rule = self._rules[panel.column]
             color = style.RULE_COLORS[rule]
             head_text = (translate("HeatmapView", "head {0}").format(panel.head + 1)
                          if real is None else head_label(real.ref, with_file=False))
             panel.plot.setTitle(
-                f'{head_text} · <span style="color:{color}"><b>'
+                f'{head_text}{separator}<span style="color:{color}"><b>'
                 f'{style.rule_name(rule)}</b></span>',
                 color=style.FOREGROUND,
                 size=f"{style.TEXT_PT}pt",

@@ -88,7 +88,9 @@ class LawsView(ExplorerView):
             angle=0,
             pen=pg.mkPen(style.THEORY_COLOR, width=2, style=Qt.PenStyle.DashLine),
             label="ln n",
-            labelOpts={"position": 0.97, "color": style.THEORY_COLOR, "anchors": [(1, 1), (1, 1)]},
+            # Under the line: above it the range leaves one normal text line of room, too
+            # little for the enlarged text of presentation mode in a short panel.
+            labelOpts={"position": 0.97, "color": style.THEORY_COLOR, "anchors": [(1, 0), (1, 0)]},
         )
         self._plots["entropy_mean"].addItem(self._ln_n)
         self._note = style.make_label()
