@@ -8,7 +8,7 @@ import math
 from engine.analysis.heads import HeadDiagnostics
 from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
 
-__all__ = ["FLAG_TEXT", "METRICS", "Metric", "flag_text", "metric_by_key"]
+__all__ = ["FLAG_TEXT", "METRICS", "Metric", "flag_text", "metric_by_key", "ratio_text"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,6 +26,14 @@ class Metric:
         """The metric of one head (NaN when the engine has none)."""
         value = float(getattr(diagnostics, self.key))
         return value if math.isfinite(value) else math.nan
+
+    def format(self, value: float) -> str:
+        """``value`` as the table shows it: ratios and shares (the metrics with a fixed colour
+        range) with three decimals, and "< 0.001" rather than 1.655e-38 for what rounds to
+        zero; other quantities with three significant digits (whole numbers up to 10⁵)."""
+        if self.levels is not None:
+            return ratio_text(value)
+        return f"{value:.0f}" if 1000 <= abs(value) < 1e5 else f"{value:.3g}"
 
     def text(self) -> str:
         """The label in the current language."""
@@ -81,6 +89,14 @@ FLAG_TEXT: dict[str, str] = {
     "sink": QT_TRANSLATE_NOOP("HeadsView", "sink"),
     "near-uniform": QT_TRANSLATE_NOOP("HeadsView", "near-uniform"),
 }
+
+
+def ratio_text(value: float) -> str:
+    """A ratio or share with three decimals; a value that would print as ±0.000 but is not 0
+    says how small it is ("< 0.001", "> −0.001")."""
+    if value != 0 and abs(value) < 0.0005:
+        return "< 0.001" if value > 0 else "> −0.001"
+    return f"{value:.3f}".replace("-", "−")
 
 
 def flag_text(flags: tuple[str, ...]) -> str:

@@ -102,19 +102,22 @@ class HeadsTableModel(QStandardItemModel):
             header.setToolTip(metric.tooltip_text())
         for row, record in enumerate(self._records):
             self.item(row, 0).setText(flag_text(record.diagnostics.flags))
+            self.item(row, 0).setToolTip(flag_text(record.diagnostics.flags))
 
     def _row(self, record: HeadRecord) -> list[QStandardItem]:
         name = self._layer_names.get(record.layer, str(record.layer))
         flags = record.diagnostics.flags
         # Sorted by how many flags, then which: the most troubled heads first (descending).
-        row = [_item(flag_text(flags), f"{len(flags)}:{','.join(flags)}", right=False),
+        flags_item = _item(flag_text(flags), f"{len(flags)}:{','.join(flags)}", right=False)
+        flags_item.setToolTip(flag_text(flags))  # whole, should the user narrow the column
+        row = [flags_item,
                _item(name, record.layer), _item(str(record.head), record.head)]
         # What a file of weights (or logits) cannot give says so instead of "—".
         missing = "—" if record.diagnostics.source == "qk" else missing_text("q_and_k")
         for metric in METRICS:
             value = metric.value(record.diagnostics)
             nan = math.isnan(value)
-            row.append(_item(missing if nan else f"{value:.4g}", -math.inf if nan else value))
+            row.append(_item(missing if nan else metric.format(value), -math.inf if nan else value))
         return row
 
 

@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QMenu, QTableView,
 
 from engine.analysis.head_scan import HeadRecord
 from engine.io.tensors import TensorFile
+from gui.heads.metrics import flag_text
 from gui.heads.table import DEFAULT_HIDDEN_COLUMNS, HeadsTableModel, make_sorted_model
 from gui.heads.texts import layer_names
 from gui.kit.i18n import translate
@@ -58,6 +59,17 @@ class HeadsTable(QTableView):
         if records and tf is not self._sized_for:
             self._sized_for = tf
             self.resizeColumnsToContents()
+        self._fit_flags(records)
+
+    def _fit_flags(self, records: tuple[HeadRecord, ...]) -> None:
+        """Widen the flags column for a later head with more flags than the first rows had
+        ("saturated, sharp, sink" was cut to "saturate…"); measures only the flag texts."""
+        metrics = self.fontMetrics()
+        texts = {flag_text(record.diagnostics.flags) for record in records}
+        # The cell's margins and the sort arrow's room, as resizeColumnsToContents leaves.
+        needed = max((metrics.horizontalAdvance(text) for text in texts), default=0) + 16
+        if needed > self.columnWidth(0):
+            self.setColumnWidth(0, needed)
 
     def select_head(self, layer: int, head: int) -> None:
         """Select and show the row of (layer, head), if it has arrived."""

@@ -7,6 +7,8 @@ Assertions compare what the tab shows with the engine's own diagnostics of the s
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
@@ -15,7 +17,7 @@ from engine.analysis.head_scan import every_rule, iter_file_diagnostics, replay_
 from engine.config import ScalingRule
 from engine.core.scaling import Rule
 from engine.io.tensors import load_tensors, write_tensors
-from gui.heads.metrics import metric_by_key
+from gui.heads.metrics import metric_by_key, ratio_text
 from gui.heads.replay import DEFAULT_REPLAY_RULES
 from gui.heads.view import HeadsView
 
@@ -204,3 +206,38 @@ def test_the_tab_shows_a_replays_maps_one_per_event_and_all_by_idle(view, tmp_pa
     for image, replay in zip(panel.replay_images(), panel.shown(), strict=True):
         assert image.isVisible()
         np.testing.assert_array_equal(image.image, expected[replay.rule].weights)
+
+
+def test_ratios_read_as_numbers_and_flags_fit_their_column(view, tmp_path) -> None:
+    path = planted_file(tmp_path / "planted.npz")
+    tf = load_tensors(path)
+    records = tuple(iter_file_diagnostics(tf))
+    # A head that arrives after the columns were sized, with more flags than any before it
+    # and a share the float says is 1.655e-38.
+    late = records[-1]
+    tiny = dataclasses.replace(late.diagnostics, flags=("saturated", "sharp", "sink"),
+                               sink_mass=1.655e-38)
+    table = view.table
+    table.show_records(tf, records[:-1])
+    table.show_records(tf, (*records[:-1], dataclasses.replace(late, diagnostics=tiny)))
+    model = table.model()
+    source = model.sourceModel()
+    row = model.mapFromSource(source.index(source.rowCount() - 1, 0)).row()
+    flags = model.index(row, 0)
+    assert flags.data() == "saturated, sharp, sink"
+    assert flags.data(Qt.ItemDataRole.ToolTipRole) == flags.data()
+    assert table.fontMetrics().horizontalAdvance(flags.data()) < table.columnWidth(0)
+    assert model.index(row, _column(view, "sink_mass")).data() == "< 0.001"
+    for key in ("entropy_fraction", "p_max_mean", "saturated_share", "rho"):
+        for r in range(model.rowCount()):
+            text = model.index(r, _column(view, key)).data()
+            assert "e" not in text and len(text.split(".")[-1]) == 3, (key, text)
+
+
+def test_ratio_text() -> None:
+    assert ratio_text(1.655e-38) == "< 0.001"
+    assert ratio_text(-2e-9) == "> −0.001"
+    assert ratio_text(0.0) == "0.000"
+    assert ratio_text(0.42) == "0.420"
+    assert ratio_text(-0.5) == "−0.500"
+    assert ratio_text(0.0006) == "0.001"
