@@ -30,6 +30,8 @@ __all__ = [
     "claim_number",
     "claim_numbers",
     "describe_target",
+    "format_bound",
+    "format_claim_value",
     "format_value",
     "validate_claim",
 ]
@@ -233,22 +235,61 @@ def format_value(value: float) -> str:
     return f"{value:.2e}"
 
 
+def format_bound(value: float) -> str:
+    """A number of a claim as the tour states it (0.9999 stays 0.9999, 1e-12 stays 1e-12):
+    rounding a threshold to three digits would print "> 1" for "> 0.9999"."""
+    return f"{value:.12g}"
+
+
+def _decimals(text: str) -> int:
+    return len(text.split(".")[1]) if "." in text and "e" not in text else 0
+
+
+def format_claim_value(claim: Mapping[str, Any], value: float) -> str:
+    """``value`` printed so that, read next to :func:`describe_target`, the comparison reads
+    as the engine decided it.
+
+    Three significant digits (:func:`format_value`), but a value compared with a threshold
+    gets one decimal more than the threshold states (0.99995 against "> 0.9999", never "1"),
+    and digits are added while the printed number would pass or fail where the value does not
+    (0.99990001 is not "0.9999" against "> 0.9999").
+    """
+    text = format_value(value)
+    if text == "nan" or "e" in text or value == 0:
+        return text
+    magnitude_digits = _decimals(text)
+    thresholds = [float(claim[k]) for k in ("greater_than", "less_than") if k in claim]
+    digits = max([magnitude_digits, *(_decimals(format_bound(b)) + 1 for b in thresholds)])
+    stated = {key: float(format_bound(float(claim[key]))) for key in
+              ("approx", "rel_tol", "abs_tol", "greater_than", "less_than") if key in claim}
+    verdict = check_value(claim, value)
+    while digits < 15:
+        text = f"{value:.{digits}f}"
+        text = text.rstrip("0").rstrip(".") if digits > magnitude_digits else text
+        if check_value(stated, float(text)) == verdict:
+            return text
+        digits += 1
+    return repr(value)
+
+
 def describe_target(claim: Mapping[str, Any]) -> str:
-    """Language-neutral summary of the claim's target, e.g. ``≈ 64 ± 10 %`` or ``< 0.001``."""
+    """Language-neutral summary of the claim's target, e.g. ``≈ 64 ± 10 %``, ``< 0.001`` or,
+    for a tolerance below 0.01 %, ``≈ 64 (|Δ|/64 < 1e-09)`` (not "± 1e-07 %")."""
     parts = []
     approx = claim_number(claim, "approx")
     if approx is not None:
-        text = f"≈ {format_value(approx)}"
+        text = f"≈ {format_bound(approx)}"
         rel = claim_number(claim, "rel_tol") or 0.0
         abs_tol = claim_number(claim, "abs_tol")
-        if rel > 0:
-            text += f" ± {rel * 100:g} %"
+        if rel >= 1e-4:
+            text += f" ± {format_bound(rel * 100)} %"
+        elif rel > 0:
+            text += f" (|Δ|/{format_bound(abs(approx))} ≤ {format_bound(rel)})"
         elif abs_tol:
-            text += f" ± {format_value(abs_tol)}"
+            text += f" ± {format_bound(abs_tol)}"
         parts.append(text)
     if "greater_than" in claim:
-        parts.append(f"> {format_value(float(claim['greater_than']))}")
+        parts.append(f"> {format_bound(float(claim['greater_than']))}")
     if "less_than" in claim:
-        parts.append(f"< {format_value(float(claim['less_than']))}")
+        parts.append(f"< {format_bound(float(claim['less_than']))}")
     return ", ".join(parts)
-

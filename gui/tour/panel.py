@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.config import AttentionConfig
-from engine.tour.claims import ClaimResult, describe_target, format_value
+from engine.tour.claims import ClaimResult, describe_target, format_claim_value
 from engine.tour.steps import expand_ui_refs, step_config
 from gui.kit.i18n import Retranslating, translate
 from gui.tour.claims_job import ClaimEvaluations
@@ -361,7 +361,7 @@ class TourPanel(Retranslating, QWidget):
             lines.append(
                 f"{html_escape(self._data.label(lang, str(claim['quantity'])))} "
                 f"[{html_escape(claim_context(claim, self.step_config()))}]: "
-                f"<b>{html_escape(format_value(result.value))}</b> {mark} "
+                f"<b>{html_escape(format_claim_value(claim, result.value))}</b> {mark} "
                 f"<span style='color:#555555'>({html_escape(target)})</span>"
             )
         return head + "<br>" + "<br>".join(lines)

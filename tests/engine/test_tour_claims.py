@@ -18,6 +18,7 @@ from engine.config.train import TrainConfig
 from engine.tour.claims import (
     claim_numbers,
     describe_target,
+    format_claim_value,
 )
 from engine.tour.steps import UI_REF, expand_ui_refs, step_config, validate_tour
 from tests.engine.tour_prose import (
@@ -163,6 +164,30 @@ def test_formula_values():
     assert check_formulas({"formulas": [{"value": 2.9, "expr": "sqrt(2 * log(64))"}]}) == []
 
 
+def reads_true(value_text: str, target_text: str) -> bool:
+    """Whether the number ``value_text`` satisfies ``target_text`` as a reader takes them:
+    every part of the target ("≈ 64 ± 10 %", "≈ 64 (|Δ|/64 ≤ 1e-09)", "≈ 0.19 ± 0.01",
+    "≈ 0", "> 0.9999", "< 50") read off the printed text alone."""
+    value = float(value_text)
+    slack = 1e-12 * max(abs(value), 1.0)  # the reader's decimal arithmetic, not binary
+    for part in target_text.split(", "):
+        if m := re.fullmatch(r"≈ (\S+) ± (\S+) %", part):
+            ok = abs(value - float(m[1])) <= float(m[2]) / 100 * abs(float(m[1])) + slack
+        elif m := re.fullmatch(r"≈ (\S+) \(\|Δ\|/(\S+) ≤ (\S+)\)", part):
+            ok = abs(value - float(m[1])) / float(m[2]) <= float(m[3]) + slack
+        elif m := re.fullmatch(r"≈ (\S+) ± (\S+)", part):
+            ok = abs(value - float(m[1])) <= float(m[2]) + slack
+        elif m := re.fullmatch(r"≈ (\S+)", part):
+            ok = value == float(m[1])
+        elif m := re.fullmatch(r"([<>]) (\S+)", part):
+            ok = value > float(m[2]) if m[1] == ">" else value < float(m[2])
+        else:
+            raise AssertionError(f"unreadable claim {part!r}")
+        if not ok:
+            return False
+    return True
+
+
 @pytest.mark.parametrize("step", STEPS, ids=STEP_IDS)
 def test_engine_confirms_every_claim(step):
     for result in step_results(step["id"]):
@@ -170,6 +195,21 @@ def test_engine_confirms_every_claim(step):
             f"step {step['id']!r}: {result.claim['quantity']} = {result.value!r}, "
             f"claimed {describe_target(result.claim)}"
         )
+        # As the tour prints it: the value, then "(claim …)", and the one reads true of the
+        # other (not "1 ✓ (claim > 1)" for 0.99995 against > 0.9999).
+        shown = format_claim_value(result.claim, result.value)
+        target = describe_target(result.claim)
+        assert reads_true(shown, target), (step["id"], shown, target)
+
+
+def test_claims_print_as_stated():
+    near_one = {"quantity": "ssmax_toy_ssmax", "n": 1048576, "greater_than": 0.9999}
+    assert (format_claim_value(near_one, 0.999953), describe_target(near_one)) == (
+        "0.99995", "> 0.9999")
+    assert format_claim_value(near_one, 0.99990001) == "0.99990001"
+    tiny = {"quantity": "logit_step_ratio_sgd", "approx": 64, "rel_tol": 1e-9}
+    assert describe_target(tiny) == "≈ 64 (|Δ|/64 ≤ 1e-09)"
+    assert not reads_true("1", "> 1") and reads_true("0.99995", "> 0.9999")
 
 
 def test_train_claims_use_the_train_tab_settings():

@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QFrame
 
-from engine.tour.claims import format_value
+from engine.tour.claims import format_claim_value
 from engine.tour.steps import expand_ui_refs, step_config
 from gui.kit import i18n
 from gui.tour.content import claim_context, load_tour
@@ -145,7 +145,7 @@ def test_live_numbers_train_tab_and_language_switch(tour, qtbot):
     text = panel.engine_text()
     for result in expected:
         assert result.passed
-        assert format_value(result.value) in text
+        assert format_claim_value(result.claim, result.value) in text
     assert "✓" in text and "✗" not in text
 
     # The learning-rate step fills the Train tab (or falls back to an explorer view).
@@ -206,7 +206,7 @@ def test_a_newer_step_supersedes_the_evaluation_of_an_older_one(tour, qtbot):
     step = panel.step()
     expected = step_results(step["id"])
     assert [r.value for r in panel.claim_results()] == [r.value for r in expected]
-    assert format_value(expected[0].value) in panel.engine_text()
+    assert format_claim_value(expected[0].claim, expected[0].value) in panel.engine_text()
 
 
 def test_closing_during_a_training_claim_stops_its_thread(make_window, qtbot):
@@ -250,7 +250,7 @@ def test_lab_steps_bring_their_views_and_the_engine_numbers(tour, qtbot):
         text = panel.engine_text()
         assert "✓" in text and "✗" not in text
         for result in expected:
-            assert format_value(result.value) in text
+            assert format_claim_value(result.claim, result.value) in text
     half = _steps()[_index("half_precision")]
     config = step_config(half["settings"])
     contexts = [claim_context(c, config) for c in half["claims"]]
