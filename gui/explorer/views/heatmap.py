@@ -25,6 +25,7 @@ from gui.explorer.views.heatmap_colours import (
     colour_bar_label,
     colour_levels,
     colour_note,
+    masked_overlays,
     shown_values,
 )
 from gui.kit import style
@@ -41,9 +42,11 @@ __all__ = ["MAX_HEADS_SHOWN", "HeatmapView"]
 MAX_HEADS_SHOWN = 16
 #: Least height (px) of a panel, title and axis included, in a grid of more than three rows.
 MIN_PANEL_HEIGHT = 150
-#: RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not
-#: because attention chose 0).
-MASKED_RGBA = (200, 200, 200, 255)
+
+
+def _most_pair_cols(shown: int) -> int:
+    # Heads go in pair-columns so that many heads fill the window instead of one tall strip.
+    return 1 if shown <= 2 else 2 if shown <= 8 else 4
 
 
 class _Panel:
@@ -133,7 +136,7 @@ class HeatmapView(ExplorerView):
         weights = [snapshot.rules[rule].weights for rule in self._rules]
         shown, n = min(weights[0].shape[0], MAX_HEADS_SHOWN), weights[0].shape[-1]
         if self._shape != (shown, n):
-            self._build_grid(shown, n, self._most_pair_cols(shown))
+            self._build_grid(shown, n, _most_pair_cols(shown))
         self._query_row = min(row, n - 1)
         self._draw_images()
         self._set_token_ticks()
@@ -154,7 +157,7 @@ class HeatmapView(ExplorerView):
         levels = self.colour_levels()
         self._colorbar.setLevels(levels, update_items=False)  # setImage below sets them
         self._label_colour_bar()
-        masks = self._masked_cells(snapshot)
+        masks = masked_overlays(snapshot, self._rules)
         for panel in self._panels:
             panel.image.setImage(self.shown_values(weights[panel.column][panel.head]),
                                  autoLevels=False, levels=levels)
@@ -225,21 +228,6 @@ class HeatmapView(ExplorerView):
         """Per panel, the RGBA overlay drawn over masked cells (``None``: not drawn)."""
         return [p.masked.image if p.masked.isVisible() else None for p in self._panels]
 
-    def _masked_cells(self, snapshot: AttentionSnapshot) -> list[np.ndarray | None]:
-        """RGBA overlays of the masked (−∞) logits of head 0 per rule, for a real head only."""
-        if snapshot.real_head is None:
-            return [None, None]
-        out: list[np.ndarray | None] = []
-        for rule in self._rules:
-            blocked = np.isneginf(snapshot.rules[rule].logits[0])
-            if not blocked.any():
-                out.append(None)
-                continue
-            rgba = np.zeros((*blocked.shape, 4), dtype=np.uint8)
-            rgba[blocked] = MASKED_RGBA
-            out.append(rgba)
-        return out
-
     def _set_token_ticks(self) -> None:
         """The file's tokens on both axes of a real head; numbers otherwise."""
         real = self._snapshot.real_head if self._snapshot is not None else None
@@ -248,11 +236,6 @@ class HeatmapView(ExplorerView):
             for name in ("bottom", "left"):
                 panel.plot.getAxis(name).set_tokens(tokens)
 
-    @staticmethod
-    def _most_pair_cols(shown: int) -> int:
-        # Heads go in pair-columns so that many heads fill the window instead of one tall strip.
-        return 1 if shown <= 2 else 2 if shown <= 8 else 4
-
     def fit_to_width(self, width: int) -> None:
         """Fewer head pairs side by side when the window is too narrow for all of them."""
         super().fit_to_width(width)
@@ -260,11 +243,8 @@ class HeatmapView(ExplorerView):
         self._fit_grid()
 
     def _fit_grid(self) -> None:
-        """Rebuild the grid with the most pair-columns whose least width fits the room.
-
-        The least width of one pair is read off the grid as built (titles and tick labels
-        decide it), so the choice follows the language and the presentation scale.
-        """
+        """Rebuild the grid with the most pair-columns whose least width fits the room; a
+        pair's least width is read off the grid as built (its titles and ticks decide it)."""
         shown, n = self._shape
         if not self._panels or self._room <= 0:
             return
@@ -272,7 +252,7 @@ class HeatmapView(ExplorerView):
         bar = self._colorbar.effectiveSizeHint(minimum).width()
         style.relayout(self._widget)
         pair = (self._widget.ci.effectiveSizeHint(minimum).width() - bar) / self._pair_cols
-        fitting = [c for c in range(self._most_pair_cols(shown), 0, -1)
+        fitting = [c for c in range(_most_pair_cols(shown), 0, -1)
                    if bar + c * pair <= self._room]
         pair_cols = fitting[0] if fitting else 1
         if pair_cols != self._pair_cols:
@@ -283,8 +263,7 @@ class HeatmapView(ExplorerView):
                 self._update_titles(self._snapshot)
 
     def _build_grid(self, shown: int, n: int, pair_cols: int) -> None:
-        """(Re)create the panels in ``pair_cols`` pairs per row; only called when the number
-        of heads or tokens changes, or the room for them."""
+        """(Re)create the panels, ``pair_cols`` pairs a row (for new heads, n or room)."""
         self._widget.clear()
         self._panels = []
         self._pair_cols = pair_cols

@@ -8,7 +8,9 @@ maps are viridis and cividis (which reads the same under red–green colour-visi
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 from PySide6.QtCore import Signal
@@ -17,12 +19,16 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 from gui.kit import style
 from gui.kit.i18n import translate
 
-__all__ = ["COLOUR_MAPS", "LOG_DECADES_BELOW_UNIFORM", "ColourChoice", "ColourScale",
-           "colour_bar_label", "colour_levels", "colour_note", "shown_values"]
+__all__ = ["COLOUR_MAPS", "LOG_DECADES_BELOW_UNIFORM", "MASKED_RGBA", "ColourChoice",
+           "ColourScale", "colour_bar_label", "colour_levels", "colour_note", "masked_overlays",
+           "shown_values"]
 
 #: The log scale spans [log₁₀(1/n) − this, 0]: a uniform row (p = 1/n) sits in the upper
 #: half of the bar, weights 100× below uniform and less share the darkest colour.
 LOG_DECADES_BELOW_UNIFORM = 2.0
+#: RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not
+#: because attention chose 0).
+MASKED_RGBA = (200, 200, 200, 255)
 #: The colour maps offered (pyqtgraph names), both perceptually uniform.
 COLOUR_MAPS = (style.HEATMAP_COLORMAP, "cividis")
 
@@ -133,3 +139,20 @@ class ColourChoice(QWidget):
         if index < 0:
             raise ValueError(f"unknown colour map {name!r}; choose one of {COLOUR_MAPS}")
         self._map.setCurrentIndex(index)
+
+
+def masked_overlays(snapshot: Any, rules: Sequence[Any]) -> list[np.ndarray | None]:
+    """RGBA overlays of the masked (−∞) logits of head 0 per rule (an ``AttentionSnapshot``'s),
+    for a real head only; ``None`` where nothing is masked."""
+    if snapshot.real_head is None:
+        return [None] * len(rules)
+    out: list[np.ndarray | None] = []
+    for rule in rules:
+        blocked = np.isneginf(snapshot.rules[rule].logits[0])
+        if not blocked.any():
+            out.append(None)
+            continue
+        rgba = np.zeros((*blocked.shape, 4), dtype=np.uint8)
+        rgba[blocked] = MASKED_RGBA
+        out.append(rgba)
+    return out
