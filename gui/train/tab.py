@@ -335,16 +335,23 @@ class TrainTab(QWidget):
         self.panel.set_state(state)
         if state == TrainState.RUNNING:
             self._error = ""
-        self._update_status()
+        results = self.controller.results()
+        if results.snapshot is not None or results.sweep is not None:
+            self._on_results_shown(results)  # "Training: step …" only while it trains
+        else:
+            self._update_status()
 
     @Slot(object)
     def _on_results_shown(self, results: Any) -> None:
         snap = results.snapshot
         sweep = results.sweep
         lines = []
-        if snap is not None:
+        if snap is not None and self.controller.state() == TrainState.RUNNING:
             lines.append(translate("TrainTab", "Training: step {0} of {1}, {2:.0f} steps/s").format(
                 snap.step, snap.total_steps, snap.steps_per_s))
+        elif snap is not None:  # paused, stopped or done: "Done · Training: …" read as both
+            lines.append(translate("TrainTab", "Step {0} of {1}").format(
+                snap.step, snap.total_steps))
         if sweep is not None:
             lines.append(translate("TrainTab", "Sweep: {0} of {1} runs").format(
                 sweep.done_runs, sweep.total_runs))

@@ -55,6 +55,22 @@ def test_curves_equal_snapshot_histories_and_legend_lists_rules(tab):
     assert header == ["rule", "series", "step", "value"] and len(rows) > 2 * SMALL.steps
 
 
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_the_status_says_done_without_training_once_a_run_ends(tab, language):
+    from gui.kit import i18n
+
+    try:
+        i18n.set_language(language)
+        assert tab.start_training()
+        assert tab.wait_until_idle(20_000)
+        done, step = (i18n.translate("TrainTab", text) for text in ("Done", "Step {0} of {1}"))
+        assert tab.status_line() == f"{done} · " + step.format(SMALL.steps, SMALL.steps)
+        assert i18n.translate("TrainTab", "Training") not in tab.status_line()
+    finally:
+        i18n.set_language("en")
+    assert tab.status_line() == f"Done · Step {SMALL.steps} of {SMALL.steps}"
+
+
 def test_huge_learning_rate_marks_divergence(tab):
     tab.panel.set_config(SMALL.replace(lr=100.0, optimizer="sgd", steps=20))
     assert tab.start_training()
@@ -76,6 +92,7 @@ def test_pause_holds_resume_continues_stop_ends_the_run(tab):
     tab.panel.pause_button.click()
     assert tab.controller.state() == TrainState.PAUSED
     assert "paused" in tab.panel.progress.text()
+    assert tab.status_line().startswith("Paused · Step ")  # not "Paused · Training: …"
     wait_for(tab, None, 100)  # a snapshot already in flight may still arrive
     held = shown_step(tab)
     wait_for(tab, None, 300)
