@@ -5,18 +5,21 @@ line (translated in the ``HeadsView`` context)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from engine.analysis.head_scan import HeadRecord
+from engine.config.train import TRAIN_FIELDS
 from engine.io.tensors import TensorFile
 from gui.heads.metrics import flag_text
 from gui.heads.worker import Logits, ReplayReady
 from gui.kit import style
+from gui.kit.forms import translated
 from gui.kit.i18n import translate
 from gui.kit.style import layer_name
 
 __all__ = ["export_header", "file_text", "flagged_text", "layer_names", "logits_text",
-           "meta_tooltip", "replay_title", "status_line"]
+           "meta_tooltip", "model_text", "replay_title", "status_line"]
 
 
 def missing_text(needs: str) -> str:
@@ -29,9 +32,32 @@ def missing_text(needs: str) -> str:
     return translate("HeadsView", "needs q and k")
 
 
+# The English model line the mini-trainer writes (engine.training.export_qk._MODEL).
+_TRAINER_MODEL = re.compile(
+    r"Attention Scale Explorer mini-trainer: one attention layer \(no residual, no MLP\), "
+    r"(\d+) head\(s\) of d_k (\d+), d_model (\d+), task (\w+)")
+
+
+def model_text(tf: TensorFile) -> str | None:
+    """The file's model as its meta states it; the app's own trainer's files (the shipped
+    sample among them) in the UI's language, since that wording is the app's, not a user's."""
+    model = tf.meta.get("model")
+    match = _TRAINER_MODEL.fullmatch(model) if isinstance(model, str) else None
+    if match is None:
+        return None if model is None else str(model)
+    heads, d_k, d_model, task = match.groups()
+    field = TRAIN_FIELDS["task"].gui
+    choices = field.choices if field is not None and field.choices else {}
+    task_text = next((translated(label) for kind, label in choices.items()
+                      if str(kind) == task), task)
+    return translate("HeadsView", "the app's mini-trainer: one attention layer (no residual, "
+                     "no MLP), heads: {0}, d_k {1}, d_model {2}, task: {3}").format(
+        heads, d_k, d_model, task_text)
+
+
 def file_text(tf: TensorFile) -> str:
     """One line naming the file, its model, geometry, mask and where q, k were taken."""
-    model = tf.meta.get("model")
+    model = model_text(tf)
     if isinstance(model, str) and len(model) > 80:
         model = model[:79] + "…"
     where = tf.meta.get("where")

@@ -137,4 +137,8 @@ def set_language(code: str, app: QCoreApplication | None = None) -> bool:
     # QApplication answers the LanguageChange it receives by *posting* one to every top-level
     # widget; deliver those now so that callers (menus, tests) see the new texts at once.
     QCoreApplication.sendPostedEvents(None, QEvent.Type.LanguageChange)
+    # pyqtgraph words its plot menus once, when a plot is built: word the built ones again.
+    from gui.kit.plot_menus import retranslate_every_plot_menu  # pyqtgraph: loaded late
+
+    retranslate_every_plot_menu()
     return True

@@ -268,6 +268,139 @@
     </message>
 </context>
 <context>
+    <name>Form</name>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="38"/>
+        <source>Link Axis:</source>
+        <translation>关联轴：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="38"/>
+        <source>Auto</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="39"/>
+        <source>Manual</source>
+        <translation>手动</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="39"/>
+        <source>Invert Axis</source>
+        <translation>反转轴</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="40"/>
+        <source>Mouse Enabled</source>
+        <translation>启用鼠标</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="40"/>
+        <source>Visible Data Only</source>
+        <translation>只用可见数据</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="41"/>
+        <source>Auto Pan Only</source>
+        <translation>只自动平移</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="41"/>
+        <source>Alpha</source>
+        <translation>Alpha 值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="42"/>
+        <source>Average</source>
+        <translation>平均</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="42"/>
+        <source>Clip to View</source>
+        <translation>只绘制视图内的部分</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="43"/>
+        <source>Downsample</source>
+        <translation>降采样</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="43"/>
+        <source>Forget hidden traces</source>
+        <translation>不保留隐藏的曲线</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="44"/>
+        <source>Log X</source>
+        <translation>对数 X</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="44"/>
+        <source>Log Y</source>
+        <translation>对数 Y</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="45"/>
+        <source>Max Traces:</source>
+        <translation>最多曲线数：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="45"/>
+        <source>Mean</source>
+        <translation>均值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="46"/>
+        <source>Opacity</source>
+        <translation>可见程度</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="46"/>
+        <source>Peak</source>
+        <translation>峰值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="47"/>
+        <source>Points</source>
+        <translation>数据点</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="47"/>
+        <source>Power Spectrum (FFT)</source>
+        <translation>FFT 频率能量</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="48"/>
+        <source>Show X Grid</source>
+        <translation>显示 X 网格</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="48"/>
+        <source>Show Y Grid</source>
+        <translation>显示 Y 网格</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="49"/>
+        <source>Subsample</source>
+        <translation>抽样</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="49"/>
+        <source>Subtract Mean</source>
+        <translation>减去均值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="50"/>
+        <source>dy/dx</source>
+        <translation>dy/dx</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="50"/>
+        <source>Y vs. Y&apos;</source>
+        <translation>Y 对 Y&apos;</translation>
+    </message>
+</context>
+<context>
     <name>GradientView</name>
     <message>
         <location filename="../../gui/explorer/views/gradients.py" line="210"/>
@@ -304,6 +437,15 @@
         <location filename="../../gui/explorer/views/gradients.py" line="341"/>
         <source>Stars: this head ({0}), median over its query rows; bars: 10–90 % of its rows.</source>
         <translation>标记：此头（{0}），其各查询行的中位数；误差条：其 10–90 % 的行。</translation>
+    </message>
+</context>
+<context>
+    <name>GraphicsScene</name>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="32"/>
+        <location filename="../../gui/kit/plot_menus.py" line="99"/>
+        <source>Export...</source>
+        <translation>导出…</translation>
     </message>
 </context>
 <context>
@@ -344,114 +486,114 @@
         <translation>H {0} · p̄max {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="61"/>
+        <location filename="../../gui/heads/metrics.py" line="69"/>
         <source>logit std ÷ √d_k law</source>
         <translation>logit 标准差 ÷ √d_k 定律</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="50"/>
+        <location filename="../../gui/heads/metrics.py" line="58"/>
         <source>max |logit|</source>
         <translation>最大 |logit|</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="51"/>
+        <location filename="../../gui/heads/metrics.py" line="59"/>
         <source>largest unmasked |c·q·k| over all rows and batch entries</source>
         <translation>所有行与批次条目中未遮蔽 |c·q·k| 的最大值</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="42"/>
+        <location filename="../../gui/heads/metrics.py" line="50"/>
         <source>entropy ÷ uniform</source>
         <extracomment>The first is the grid&apos;s default colour: every flag shows in it (saturated and sharp heads near 0, near-uniform ones near 1, a sink pulls a head&apos;s entropy down).</extracomment>
         <translation>熵 ÷ 均匀熵</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="43"/>
+        <location filename="../../gui/heads/metrics.py" line="51"/>
         <source>mean row entropy divided by that of uniform weights over the keys each row sees (ln n without a mask; row i of a causal head sees i + 1 keys): 0 one-hot, 1 uniform</source>
         <translation>行平均熵除以各行可见键上均匀权重的熵（无遮蔽时为 ln n；因果头的第 i 行可见 i + 1 个键）：0 为独热，1 为均匀</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="46"/>
+        <location filename="../../gui/heads/metrics.py" line="54"/>
         <source>logit std</source>
         <translation>logit 标准差</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="47"/>
+        <location filename="../../gui/heads/metrics.py" line="55"/>
         <source>std of the unmasked logits at the model&apos;s own scale (about 1 for a healthy head at 1/√d_k; a grown q or k shows here)</source>
         <translation>模型自身缩放下未遮蔽 logit 的标准差（1/√d_k 下健康的头约为 1；q 或 k 变大会在此显示）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="53"/>
+        <location filename="../../gui/heads/metrics.py" line="61"/>
         <source>mean p_max</source>
         <translation>平均 p_max</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="54"/>
+        <location filename="../../gui/heads/metrics.py" line="62"/>
         <source>mean over query rows of the largest weight</source>
         <translation>各查询行最大权重的平均值</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="56"/>
+        <location filename="../../gui/heads/metrics.py" line="64"/>
         <source>saturated share</source>
         <translation>饱和占比</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="57"/>
+        <location filename="../../gui/heads/metrics.py" line="65"/>
         <source>share of the query rows that see two or more keys with p_max &gt; 0.99</source>
         <translation>可见两个及以上键的查询行中 p_max &gt; 0.99 的占比</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="73"/>
+        <location filename="../../gui/heads/metrics.py" line="81"/>
         <source>correlation of matching q and k components, each centred over the tokens first (the explorer&apos;s ρ)</source>
         <translation>q 与 k 对应分量的相关系数，各分量先在词元上中心化（即探索器中的 ρ）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="59"/>
+        <location filename="../../gui/heads/metrics.py" line="67"/>
         <source>sink mass</source>
         <translation>汇聚质量</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="60"/>
+        <location filename="../../gui/heads/metrics.py" line="68"/>
         <source>mean weight on token 0</source>
         <translation>第 0 个词元上的平均权重</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="62"/>
+        <location filename="../../gui/heads/metrics.py" line="70"/>
         <source>std of c·q·k over the unmasked logits, divided by the law&apos;s √d_k·σ(c·q)·σ(k) from the head&apos;s own spread of q and k: tests whether the logits are sums of independent products (1: they are), not whether they are large: a grown q or k grows the law too</source>
         <translation>未遮蔽 logit c·q·k 的标准差除以由该头自身 q、k 分布得到的定律预测 √d_k·σ(c·q)·σ(k)：检验 logit 是否为独立乘积之和（1 表示是），而不是其大小：q 或 k 变大时定律预测也随之变大</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="67"/>
+        <location filename="../../gui/heads/metrics.py" line="75"/>
         <source>entropy − floor at norm</source>
         <translation>熵 − 范数下的最小熵</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="68"/>
+        <location filename="../../gui/heads/metrics.py" line="76"/>
         <source>mean row entropy minus the least entropy a row with the same logit norm ‖z − z̄‖ can have (the extremal bound of Zhai et al. 2023), in nats; 0: rows as peaked as their logits allow</source>
         <translation>行平均熵减去具有相同 logit 范数 ‖z − z̄‖ 的行所能达到的最小熵（Zhai 等 2023 的极值界），单位 nat；0 表示各行已尖锐到其 logit 所允许的极限</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="72"/>
+        <location filename="../../gui/heads/metrics.py" line="80"/>
         <source>ρ(q, k)</source>
         <translation>ρ(q, k)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="79"/>
+        <location filename="../../gui/heads/metrics.py" line="87"/>
         <source>saturated</source>
         <extracomment>Flag -&gt; its name in the table (marked for translation).</extracomment>
         <translation>饱和</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="80"/>
+        <location filename="../../gui/heads/metrics.py" line="88"/>
         <source>sharp</source>
         <translation>尖锐</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="81"/>
+        <location filename="../../gui/heads/metrics.py" line="89"/>
         <source>sink</source>
         <translation>汇聚</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/metrics.py" line="82"/>
+        <location filename="../../gui/heads/metrics.py" line="90"/>
         <source>near-uniform</source>
         <translation>近均匀</translation>
     </message>
@@ -538,7 +680,7 @@
         <translation>重放显示其注意力权重的批次条目（诊断量对所有条目取平均）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/table_view.py" line="86"/>
+        <location filename="../../gui/heads/table_view.py" line="98"/>
         <source>Click a head to replay it under every rule and show it in the explorer&apos;s views; click a header to sort, right-click one to hide or show columns</source>
         <translation>点击一个头，在每种规则下重放它并在探索器的视图中显示；点击表头排序，右键点击表头隐藏或显示列</translation>
     </message>
@@ -573,7 +715,7 @@
         <translation>新文件的 logits 已重置为文件自身的缩放（之前为 {0}）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/table_view.py" line="111"/>
+        <location filename="../../gui/heads/table_view.py" line="123"/>
         <source>Default columns</source>
         <translation>默认列</translation>
     </message>
@@ -608,147 +750,152 @@
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="26"/>
+        <location filename="../../gui/heads/texts.py" line="29"/>
         <source>needs d_k (meta &quot;d_k&quot;)</source>
         <translation>需要 d_k（meta &quot;d_k&quot;）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="28"/>
+        <location filename="../../gui/heads/texts.py" line="31"/>
         <source>needs a scale &gt; 0</source>
         <translation>需要大于 0 的缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="29"/>
+        <location filename="../../gui/heads/texts.py" line="32"/>
         <source>needs q and k</source>
         <translation>需要 q 和 k</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="42"/>
+        <location filename="../../gui/heads/texts.py" line="53"/>
+        <source>the app&apos;s mini-trainer: one attention layer (no residual, no MLP), heads: {0}, d_k {1}, d_model {2}, task: {3}</source>
+        <translation>本程序的迷你训练器：单个注意力层（无 residual、无 MLP），头数 {0}，d_k {1}，d_model {2}，任务：{3}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="68"/>
         <source>{0} layers × {1} heads, n = {2}, batch {3}, {4}</source>
         <translation>{0} 层 × {1} 头，n = {2}，批次 {3}，{4}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="44"/>
+        <location filename="../../gui/heads/texts.py" line="70"/>
         <source>logits only (no q and k)</source>
         <translation>只有 logits（无 q 和 k）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="45"/>
+        <location filename="../../gui/heads/texts.py" line="71"/>
         <source>attention weights only (no q and k)</source>
         <translation>只有注意力权重（无 q 和 k）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="47"/>
+        <location filename="../../gui/heads/texts.py" line="73"/>
         <source>{0} layers × {1} heads, n = {2}, d_k = {3}, batch {4}, {5}</source>
         <translation>{0} 层 × {1} 头，n = {2}，d_k = {3}，批次 {4}，{5}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="51"/>
+        <location filename="../../gui/heads/texts.py" line="77"/>
         <source>grouped-query: {0} key heads</source>
         <translation>分组查询：{0} 个键头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="53"/>
+        <location filename="../../gui/heads/texts.py" line="79"/>
         <source>TransformerLens cache</source>
         <translation>TransformerLens 缓存</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="54"/>
+        <location filename="../../gui/heads/texts.py" line="80"/>
         <source>causal</source>
         <translation>因果</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="55"/>
+        <location filename="../../gui/heads/texts.py" line="81"/>
         <source>not causal</source>
         <translation>非因果</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="59"/>
+        <location filename="../../gui/heads/texts.py" line="85"/>
         <source>captured, not saved (File › Save captured tensors…)</source>
         <translation>已捕获，未保存（文件 › 保存捕获的张量…）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="77"/>
+        <location filename="../../gui/heads/texts.py" line="103"/>
         <source>Flagged heads: none.</source>
         <translation>被标记的头：没有。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="78"/>
+        <location filename="../../gui/heads/texts.py" line="104"/>
         <source>Flagged heads: none so far.</source>
         <translation>被标记的头：目前没有。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="82"/>
+        <location filename="../../gui/heads/texts.py" line="108"/>
         <source>Flagged heads ({0}): {1}</source>
         <translation>被标记的头（{0}）：{1}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="84"/>
+        <location filename="../../gui/heads/texts.py" line="110"/>
         <source>and {0} more (sort the flags column).</source>
         <translation>另有 {0} 个（按标记列排序查看）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="100"/>
+        <location filename="../../gui/heads/texts.py" line="126"/>
         <source>logits: the file&apos;s own scale</source>
         <translation>logits：文件自身的缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="101"/>
+        <location filename="../../gui/heads/texts.py" line="127"/>
         <source>logits: {0} re-applied</source>
         <translation>logits：重新应用 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="108"/>
+        <location filename="../../gui/heads/texts.py" line="134"/>
         <source>No tensor file open.</source>
         <translation>未打开张量文件。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="111"/>
+        <location filename="../../gui/heads/texts.py" line="137"/>
         <source>replay: layer {0}, head {1}, batch entry {2}</source>
         <translation>重放：第 {0} 层，头 {1}，批次条目 {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="120"/>
+        <location filename="../../gui/heads/texts.py" line="146"/>
         <source>Opening {0}…</source>
         <translation>正在打开 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="124"/>
+        <location filename="../../gui/heads/texts.py" line="150"/>
         <source>No tensor file open</source>
         <translation>未打开张量文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="127"/>
+        <location filename="../../gui/heads/texts.py" line="153"/>
         <source>{0}: diagnosing, {1}/{2} heads</source>
         <translation>{0}：正在诊断，{1}/{2} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="130"/>
+        <location filename="../../gui/heads/texts.py" line="156"/>
         <source>{0}: replaying the selected head</source>
         <translation>{0}：正在重放所选的头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="132"/>
+        <location filename="../../gui/heads/texts.py" line="158"/>
         <source>{0}: stopped after {1}/{2} heads</source>
         <translation>{0}：在 {1}/{2} 个头后停止</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="134"/>
+        <location filename="../../gui/heads/texts.py" line="160"/>
         <source>{0}: {1} heads diagnosed</source>
         <translation>{0}：已诊断 {1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="136"/>
+        <location filename="../../gui/heads/texts.py" line="162"/>
         <source>replayed layer {0}, head {1}</source>
         <translation>已重放第 {0} 层，头 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="144"/>
+        <location filename="../../gui/heads/texts.py" line="170"/>
         <source>Layer {0}, head {1}, batch entry {2}: the rules that multiply the logits, replayed exactly from the file&apos;s weights (colour: weight p from 0 to 1)</source>
         <translation>第 {0} 层第 {1} 头，批次条目 {2}：乘以 logits 的各规则，由文件中的权重精确重放（颜色：权重 p，0 到 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="148"/>
+        <location filename="../../gui/heads/texts.py" line="174"/>
         <source>Layer {0}, head {1}, batch entry {2}: every rule on the same real q and k (colour: weight p from 0 to 1, as in the explorer)</source>
         <translation>第 {0} 层第 {1} 头，批次条目 {2}：同一组真实 q、k 上的每种规则（颜色：权重 p，0 到 1，与探索器相同）</translation>
     </message>
@@ -756,115 +903,115 @@
 <context>
     <name>HeatmapView</name>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="112"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="115"/>
         <source>Attention weights</source>
-        <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden. Least height (px) of a panel, title and axis included, in a grid of more than three rows. RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not because attention chose 0). The colour scale and map selectors.</extracomment>
+        <extracomment>More heads than this would make every panel a few pixels wide; the rest are listed as hidden. Least height (px) of a panel, title and axis included, in a grid of more than three rows. The colour scale and map selectors.</extracomment>
         <translation>注意力权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap_colours.py" line="104"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="110"/>
         <source>Colour scale:</source>
         <translation>颜色刻度：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap_colours.py" line="61"/>
-        <location filename="../../gui/explorer/views/heatmap_colours.py" line="105"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="67"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="111"/>
         <source>log₁₀ p</source>
-        <extracomment>The log scale spans [log₁₀(1/n) − this, 0]: a uniform row (p = 1/n) sits in the upper half of the bar, weights 100× below uniform and less share the darkest colour. The colour maps offered (pyqtgraph names), both perceptually uniform. log₁₀ p on [log₁₀(1/n) − 2, 0], shared by every map p on [0, 1], shared by every map p ÷ the largest p of its own map, on [0, 1]</extracomment>
+        <extracomment>The log scale spans [log₁₀(1/n) − this, 0]: a uniform row (p = 1/n) sits in the upper half of the bar, weights 100× below uniform and less share the darkest colour. RGBA of a masked cell of a real head (its weight is 0 because the key is masked, not because attention chose 0). The colour maps offered (pyqtgraph names), both perceptually uniform. log₁₀ p on [log₁₀(1/n) − 2, 0], shared by every map p on [0, 1], shared by every map p ÷ the largest p of its own map, on [0, 1]</extracomment>
         <translation>log₁₀ p</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap_colours.py" line="106"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="112"/>
         <source>linear p</source>
         <translation>线性 p</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap_colours.py" line="107"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="113"/>
         <source>p ÷ largest p of each map</source>
         <translation>p ÷ 每张图的最大 p</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap_colours.py" line="108"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="114"/>
         <source>log₁₀ p shows how spread a row is at any n; linear p shows only weights near 1; per map stretches each map to its own largest weight</source>
         <translation>log₁₀ p 在任何 n 下都能看出一行有多分散；线性 p 只显出接近 1 的权重；按图则把每张图按它自己的最大权重放大</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap_colours.py" line="111"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="117"/>
         <source>Colours:</source>
         <translation>配色：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap_colours.py" line="113"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="119"/>
         <source>cividis (colour-blind safe)</source>
         <translation>cividis（适合看不清红绿的人）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap_colours.py" line="114"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="120"/>
         <source>Both maps are perceptually uniform; cividis also reads the same under red–green colour-vision deficiency</source>
         <translation>两种配色看起来都是均匀变化的；看不清红绿的人用 cividis 仍可读出同样的数值</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap_colours.py" line="63"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="69"/>
         <source>p ÷ largest p of its map</source>
         <translation>p ÷ 本图最大 p</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="330"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="309"/>
         <source>key j</source>
         <translation>键 j</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="330"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="309"/>
         <source>query i</source>
         <translation>查询 i</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="345"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="324"/>
         <source>head {0}</source>
         <translation>头 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="353"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="332"/>
         <source>Pairs: {0} | {1}. Rows: query i, columns: key j. Outlined: query row {2}.</source>
         <translation>成对显示：{0} | {1}。行：查询 i，列：键 j。框出：查询行 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="359"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="338"/>
         <source>Grey: masked keys (the model&apos;s mask).</source>
         <translation>填充格：被掩码的键（模型自身的掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="364"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="343"/>
         <source>Heads not shown: {0}.</source>
         <translation>未显示的头：{0} 个。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap_colours.py" line="71"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="77"/>
         <source>Colour: log₁₀ p of the softmax weight p; a uniform row is at log₁₀(1/n) = {0}; weights 100× below uniform (p ≤ {1}) share the darkest colour.</source>
         <translation>颜色：softmax 权重 p 的 log₁₀ p；均匀的一行位于 log₁₀(1/n) = {0}；比均匀值低 100 倍的权重（p ≤ {1}）都用色标最低一端的颜色。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap_colours.py" line="77"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="83"/>
         <source>Colour: softmax weight p ÷ the largest p of its own map.</source>
         <translation>颜色：softmax 权重 p ÷ 本图自己的最大 p。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap_colours.py" line="78"/>
+        <location filename="../../gui/explorer/views/heatmap_colours.py" line="84"/>
         <source>Colour: p = softmax weight.</source>
         <translation>颜色：p = softmax 权重。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="375"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="354"/>
         <source>Hover over a cell to read head, i, j, logit, p.</source>
         <translation>将鼠标悬停在单元格上可读取头、i、j、logit 和 p。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="402"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="381"/>
         <source>masked</source>
         <translation>已掩码</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="403"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="382"/>
         <source>{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}</source>
         <translation>{0}：头 {1}，查询 i = {2}，键 j = {3}，logit = {4}，p = {5}</translation>
     </message>
@@ -1872,6 +2019,45 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <location filename="../../gui/explorer/panel.py" line="158"/>
         <source>Not applied: {0}</source>
         <translation>未应用：{0}</translation>
+    </message>
+</context>
+<context>
+    <name>PlotItem</name>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="33"/>
+        <location filename="../../gui/kit/plot_menus.py" line="87"/>
+        <source>Plot Options</source>
+        <translation>绘图设置</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="33"/>
+        <source>Transforms</source>
+        <translation>变换</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="34"/>
+        <source>Downsample</source>
+        <translation>降采样</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="34"/>
+        <source>Average</source>
+        <translation>平均</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="35"/>
+        <source>Alpha</source>
+        <translation>Alpha 值</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="35"/>
+        <source>Grid</source>
+        <translation>网格</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="36"/>
+        <source>Points</source>
+        <translation>数据点</translation>
     </message>
 </context>
 <context>
@@ -2885,17 +3071,22 @@ exp 超出范围</translation>
         <translation>q/k 数组文件 (*.npz *.safetensors)</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="346"/>
+        <location filename="../../gui/train/tab.py" line="350"/>
         <source>Training: step {0} of {1}, {2:.0f} steps/s</source>
         <translation>训练中：第 {0} / {1} 步，{2:.0f} 步/秒</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="349"/>
+        <location filename="../../gui/train/tab.py" line="353"/>
+        <source>Step {0} of {1}</source>
+        <translation>第 {0} / {1} 步</translation>
+    </message>
+    <message>
+        <location filename="../../gui/train/tab.py" line="356"/>
         <source>Sweep: {0} of {1} runs</source>
         <translation>扫描：{0} / {1} 次运行</translation>
     </message>
     <message>
-        <location filename="../../gui/train/tab.py" line="352"/>
+        <location filename="../../gui/train/tab.py" line="359"/>
         <source>Wrote {0}</source>
         <translation>已保存 {0}</translation>
     </message>
@@ -2913,6 +3104,42 @@ exp 超出范围</translation>
         <location filename="../../gui/train/worker.py" line="143"/>
         <source>Could not write {0}: {1}</source>
         <translation>无法保存 {0}：{1}</translation>
+    </message>
+</context>
+<context>
+    <name>ViewBox</name>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="29"/>
+        <location filename="../../gui/kit/plot_menus.py" line="71"/>
+        <source>ViewBox options</source>
+        <translation>视图设置</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="29"/>
+        <location filename="../../gui/kit/plot_menus.py" line="72"/>
+        <source>View All</source>
+        <translation>显示全部</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="30"/>
+        <source>axis</source>
+        <translation>轴</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="30"/>
+        <location filename="../../gui/kit/plot_menus.py" line="77"/>
+        <source>Mouse Mode</source>
+        <translation>鼠标模式</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="31"/>
+        <source>3 button</source>
+        <translation>三键</translation>
+    </message>
+    <message>
+        <location filename="../../gui/kit/plot_menus.py" line="31"/>
+        <source>1 button</source>
+        <translation>单键</translation>
     </message>
 </context>
 </TS>
