@@ -53,8 +53,17 @@ def _prefix(text: str, chars: int) -> str:
     space = max(head.rfind(" ", chars * 3 // 4), head.rfind("\n", chars * 3 // 4))
     return head[:space] if space > 0 else head
 
-#: What the app captures, for the ``where`` of its files.
-WHERE = "attention inputs as the model computes them: after rotary embedding and QK-norm"
+
+def where_of(spec: ModelSpec) -> str:
+    """What the app captures, for the ``where`` of its files: the attention inputs after what
+    this family applies to q and k (rotary embedding, QK-norm), or that it applies neither
+    (BERT, GPT-2: q and k straight from the projections)."""
+    applied = [step for step, present in (("rotary embedding", spec.rope_theta is not None),
+                                          ("QK-norm", spec.qk_norm)) if present]
+    if not applied:
+        return ("attention inputs as the model computes them: q and k from the projections "
+                "(this model has no rotary embedding and no QK-norm)")
+    return "attention inputs as the model computes them: after " + " and ".join(applied)
 
 
 @dataclass(frozen=True)
@@ -282,7 +291,7 @@ class Model:
         layer_meta = {str(layer): {"scale": spec.scales[layer], **cap} for layer in chosen}
         meta = {
             "model": self.name, "path": str(self.path), "architecture": spec.architecture,
-            "format": self.format, "weights": list(self.weight_types), "where": WHERE,
+            "format": self.format, "weights": list(self.weight_types), "where": where_of(spec),
             "scale": spec.scales[chosen[0]], "scale_rule": spec.scale_note,
             "causal": spec.causal, "kv_heads": spec.kv_heads, "d_k": spec.head_dim,
             "token_ids": list(ids), "truncated": cut, "tokenizer": self.tokenizer_source.kind,

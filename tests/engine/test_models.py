@@ -159,7 +159,19 @@ def test_saved_capture_reads_back(tmp_path: Path) -> None:
         assert tf.meta["architecture"] == "qwen3" and tf.meta["token_ids"] == list(
             capture.token_ids)
         assert tf.layer_scale(1) == pytest.approx(16 ** -0.5) and tf.causal
-        assert "after rotary" in tf.meta["where"]
+        assert tf.meta["where"].endswith("after rotary embedding and QK-norm")  # Qwen3 has both
+
+
+@pytest.mark.parametrize(("arch", "where"), [
+    ("tiny-bert", "q and k from the projections (this model has no rotary embedding and no "
+                  "QK-norm)"),
+    ("tiny-gpt2", "q and k from the projections (this model has no rotary embedding and no "
+                  "QK-norm)"),
+    ("tiny-llama", "after rotary embedding"), ("tiny-gemma2", "after rotary embedding"),
+    ("tiny-qwen3", "after rotary embedding and QK-norm")])
+def test_where_says_what_the_family_applies_to_q_and_k(arch: str, where: str) -> None:
+    tf = open_model(FIXTURES / arch).capture("The fox.", layers=[0]).tensor_file()
+    assert tf.meta["where"] == f"attention inputs as the model computes them: {where}"
 
 
 def test_capture_progress_and_cancel() -> None:
