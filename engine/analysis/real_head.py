@@ -222,7 +222,8 @@ def explorer_config_for(
     """The explorer configuration that shows ``head``: geometry from the head, rule from ``base``.
 
     n and d_k of the head, one head, ``link_heads`` off, the file's mask (``keep_mask``:
-    ``base``'s), the query row clamped to n − 1; every other field is ``base``'s (the theory
+    ``base``'s), the query row clamped to n − 1 (row 0 of a causal head: the last row); every
+    other field is ``base``'s (the theory
     views still use those of random q, k). A :class:`HeadRef` needs no array read, so a head
     can be checked before it is loaded.
 
@@ -243,9 +244,11 @@ def explorer_config_for(
             raise ValueError(f"{label}: {what} = {value} is outside the explorer's range "
                              f"{spec.low:g}..{spec.high:g}")
     mask = base.mask if keep_mask else (MaskKind.CAUSAL if file.causal else MaskKind.NONE)
+    # Row 0 of a causal head sees one key (every rule gives it p_max = 1): show the last row,
+    # which sees them all, unless another row was chosen.
+    row = n - 1 if mask is MaskKind.CAUSAL and base.query_row == 0 else min(base.query_row, n - 1)
     config = dataclasses.replace(
-        base, n_tokens=n, d_k=d, heads=1, link_heads=False, mask=mask,
-        query_row=min(base.query_row, n - 1))
+        base, n_tokens=n, d_k=d, heads=1, link_heads=False, mask=mask, query_row=row)
     try:
         check_snapshot_memory(config, tuple(ScalingRule))
     except ValueError as exc:

@@ -156,9 +156,14 @@ def test_explorer_config_for_takes_the_geometry_and_keeps_the_rule(tmp_path):
     assert (config.rho, config.seed) == (0.4, 5)
     kept = explorer_config_for(HeadRef(tf, 0, 1), base.replace(mask="none"), keep_mask=True)
     assert kept.mask is MaskKind.NONE
+    # Row 0 of a causal head sees one key: the head opens at its last row instead (issue 56);
+    # a row chosen by the user stays, and a head without a mask keeps row 0.
+    assert explorer_config_for(HeadRef(tf, 0, 1), base.replace(query_row=0)).query_row == 5
+    assert explorer_config_for(HeadRef(tf, 0, 1), base.replace(query_row=2)).query_row == 2
     tf2, _ = _file(tmp_path, name="plain.npz")
     assert explorer_config_for(HeadRef(tf2, 0, 0), base.replace(mask="causal")).mask is (
         MaskKind.NONE)
+    assert explorer_config_for(HeadRef(tf2, 0, 0), base.replace(query_row=0)).query_row == 0
 
 
 def test_explorer_config_for_refuses_heads_beyond_range_or_memory(tmp_path):

@@ -89,7 +89,10 @@ def test_a_real_head_fills_every_view_and_back_to_random_restores(shared_window,
     softmax = window.view("softmax")
     assert _axis_labels(softmax.curve(ScalingRule.NONE).getViewBox().parentItem()
                         .getAxis("bottom"), 0, N - 1) == TOKENS
-    assert "“w0”" in softmax.title_text() and "layer 1 · head 1" in softmax.title_text()
+    # A causal head opens at its last row (row 0 sees one key: p_max = 1 under every rule).
+    assert f"i = {N - 1} “w{N - 1}”" in softmax.title_text()
+    assert "layer 1 · head 1" in softmax.title_text()
+    assert min(float(label.split("p_max=")[1]) for label in softmax.legend_labels().values()) < 1
 
     histogram = window.view("histogram")
     view = snap.rules[ScalingRule.NONE]
