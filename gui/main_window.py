@@ -21,6 +21,7 @@ from gui.kit.i18n import QT_TRANSLATE_NOOP, Retranslating, translate
 from gui.kit.plot_view import PlotView
 from gui.kit.qt_lifetime import collect_young_soon, wait_until
 from gui.kit.settings import Settings, open_settings
+from gui.train.state import TrainState
 from gui.view_tabs import ViewTabs
 from gui.window_close import WindowClose, stop_workers
 from gui.window_files import WindowFiles
@@ -313,6 +314,17 @@ class MainWindow(Retranslating, QMainWindow):
         except ValueError:
             sweep = None
         return config, sweep
+
+    def start_training(self) -> bool:
+        """Start a run of the Train tab's configuration (False when one is going already)."""
+        if self.train_tab.controller.state() is not TrainState.IDLE:
+            return False
+        return self.train_tab.start_training()
+
+    def stop_training(self) -> None:
+        """Stop the Train tab's run, as its Stop button does."""
+        if self.train_tab.controller.state() in (TrainState.RUNNING, TrainState.PAUSED):
+            self.train_tab.controller.stop()
     # --- end of the TourHost block ---
 
     @Slot()

@@ -82,6 +82,10 @@ def validate_tour(tour: Mapping[str, Any], views: Sequence[str] | None = None) -
             or not temperature > 0
         ):
             raise ValueError(f"step {step_id!r}: view_temperature must be a positive number")
+        if "run_training" in step and (not isinstance(step["run_training"], bool)
+                                       or "train_settings" not in step):
+            raise ValueError(f"step {step_id!r}: run_training must be true or false, and goes "
+                             "with train_settings (the run it starts)")
         claims = step.get("claims")
         if not isinstance(claims, list) or not claims:
             raise ValueError(f"step {step_id!r} needs a non-empty 'claims' list")

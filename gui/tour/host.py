@@ -34,6 +34,13 @@ class TourHost(Protocol):
         :meth:`apply_train_settings` takes them back (``None`` for a part whose input is
         invalid now: it cannot be put back)."""
 
+    def start_training(self) -> bool:
+        """Start a run of the Train tab's configuration, as its Start button does (off the GUI
+        thread, with its progress bar and Stop); False when a run or sweep is going already."""
+
+    def stop_training(self) -> None:
+        """Stop the Train tab's run, as its Stop button does (nothing when none runs)."""
+
     def show_view(self, key: str) -> bool:
         """Bring the view ``key`` to the front; False when there is no such view."""
 

@@ -83,6 +83,7 @@ class TourPanel(Retranslating, QWidget):
         self._highlight = Highlight()
         # The Train tab's (config, lr sweep) before a step replaced them; None: nothing to undo.
         self._saved_train: tuple[Any, Any] | None = None
+        self._own_run = False  # the Train tab's run was started by the current step
 
         self.counter_label = QLabel()
         self.counter_label.setObjectName("tourCounter")
@@ -193,6 +194,7 @@ class TourPanel(Retranslating, QWidget):
         """Put back what the steps changed outside the explorer (the Train tab's settings);
         idempotent. Called when the tour is closed or finished."""
         self._highlight.stop()
+        self._stop_own_run()
         self._restore_train_settings()
 
     @Slot()
@@ -263,6 +265,7 @@ class TourPanel(Retranslating, QWidget):
         window = self._window
         if window is None:
             return
+        self._stop_own_run()  # a step's training belongs to it, as its claims' do
         step = self.step()
         temperature = step.get("view_temperature")
         window.apply_explorer_config(
@@ -278,6 +281,10 @@ class TourPanel(Retranslating, QWidget):
             if self._saved_train is None:  # the user's own, not a previous step's
                 self._saved_train = window.train_settings()
             window.apply_train_settings(train, lr_sweep)
+            if step.get("run_training"):
+                # The side-by-side run the text talks about, as the Start button runs it: off
+                # the GUI thread, the Train tab's progress bar and Stop button with it.
+                self._own_run = window.start_training()
         else:
             self._restore_train_settings()
         shown = window.show_view(str(step["view"]))
@@ -287,6 +294,11 @@ class TourPanel(Retranslating, QWidget):
             target = window.current_view()
             if isinstance(target, QWidget):
                 self._highlight.flash(target)
+
+    def _stop_own_run(self) -> None:
+        if self._own_run and self._window is not None and not self._closed:
+            self._window.stop_training()
+        self._own_run = False
 
     def _restore_train_settings(self) -> None:
         saved, self._saved_train = self._saved_train, None

@@ -280,3 +280,37 @@ def test_a_claim_the_engine_refuses_shows_the_engines_reason(qtbot):
         assert "sweep_p_max_mean comes from a sweep" in text and "mask = none" in text, text
     finally:
         panel.shutdown()
+
+
+def test_the_init_step_runs_the_side_by_side_training_it_talks_about(tour, qtbot):
+    from gui.train.state import TrainState
+
+    window, panel = tour
+    step = _steps()[_index("init")]
+    tab = window.train_tab
+    panel.go_to(_index("init"))
+    # Started by the step, as the Start button starts it: the step's settings, both rules.
+    assert tab.controller.state() is TrainState.RUNNING
+    config = tab.panel.config()
+    assert config.init_std == step["train_settings"]["init_std"] == 0.0442
+    assert [r.value for r in config.rules] == ["none", "sqrt"]
+    assert tab.wait_until_idle(60_000)
+    snap = tab.controller.results().snapshot
+    assert snap.done and snap.step == step["train_settings"]["steps"]
+    final = {rule.value: float(st.eval_loss_history[-1]) for rule, st in snap.rules.items()}
+    # What the run shows is what the engine box states: unscaled still at chance (ln 32 ≈
+    # 3.47), 1/√d_k down to ≈ 0.15.
+    qtbot.waitUntil(lambda: panel.claim_results() is not None, timeout=60_000)
+    stated = {r.claim["rule"]: r for r in panel.claim_results()
+              if r.claim["quantity"] == "train_final_loss"}
+    assert stated["none"].passed and stated["sqrt"].passed
+    assert final["none"] > 3 and abs(final["sqrt"] - 0.15) < 0.015, final
+    assert final["sqrt"] == pytest.approx(stated["sqrt"].value, rel=0.02)
+    assert format_claim_value(stated["sqrt"].claim, stated["sqrt"].value) in panel.engine_text()
+    # Leaving the step while its run goes stops the run (the claims' training stops too).
+    panel.go_to(_index("init"))
+    assert tab.controller.state() is TrainState.RUNNING
+    panel.go_to(_index("heads"))
+    assert tab.wait_until_idle(10_000)
+    assert not tab.controller.results().snapshot.done
+    panel.shutdown()
