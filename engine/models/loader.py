@@ -3,6 +3,7 @@ a GGUF file; each architecture's tensor names, and GGUF's q/k rows in Hugging Fa
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -89,6 +90,15 @@ def _gguf_names(index: int, short: str) -> str:
     return f"blk.{index}.{_GGUF_LAYER[part]}.{_SUFFIX[kind or 'w']}"
 
 
+#: How each GGUF architecture lays out the pairs its rotary embedding turns. llama.cpp turns
+#: adjacent dimensions (2i, 2i+1) for llama ("NORM"; its converter permutes q/k rows to suit),
+#: and dimensions i and i + d/2 for qwen2, qwen3, gemma2 and phi3 ("NEOX", rows as in Hugging
+#: Face). The forward pass here turns halves, so only a NORM file's q/k rows are reordered.
+GGUF_ROPE_LAYOUT = {"llama": "norm"}
+#: llama.cpp's converter writes Llama 3's rope scaling as this tensor: one divisor per pair.
+ROPE_FREQS = "rope_freqs.weight"
+
+
 def _unpermute(w: np.ndarray, heads: int) -> np.ndarray:
     """Undo llama.cpp's reordering of q/k rows (interleaved rotary pairs) so q and k come
     out in Hugging Face's layout (halves rotated together), as transformers reads them."""
@@ -112,6 +122,8 @@ class _GgufLlamaStore(WeightStore):
 
     def get(self, name: str) -> np.ndarray:
         w = self._gguf.get(name)
+        if GGUF_ROPE_LAYOUT[self._spec.architecture] != "norm":
+            return w
         if name.endswith(".attn_q.weight"):
             return _unpermute(w, self._spec.heads)
         if name.endswith(".attn_k.weight"):
@@ -151,9 +163,10 @@ _LAYER_SHAPES = {
 #: Biases of q, k, v and o that the llama and gemma2 passes add where the weights hold them.
 _ATTENTION_BIASES = {"q.b": ("q",), "k.b": ("kv",), "v.b": ("kv",), "o.b": ("h",)}
 _QK_NORMS = {"q_norm.w": ("d",), "k_norm.w": ("d",)}
-#: Weights that change a llama forward pass which it does not model (llama 3.1's rotary
+#: Weights that change a llama forward pass which it does not model (Phi-3's LongRoPE
 #: frequency factors in GGUF; MLP biases): refused rather than ignored.
-_UNMODELLED_TOP = {"rope_freqs.weight": "rotary frequency factors"}
+_UNMODELLED_TOP = {"rope_factors_long.weight": "LongRoPE frequency factors",
+                   "rope_factors_short.weight": "LongRoPE frequency factors"}
 _UNMODELLED_LAYER = ("gate.b", "up.b", "down.b")
 
 
@@ -241,6 +254,29 @@ def _check_weights(spec: ModelSpec, store: WeightStore, names: Callable[[int, st
     return store.shape(names(-1, "embed"))[0]
 
 
+def _with_rope_factors(spec: ModelSpec, gguf: GgufFile, label: str) -> ModelSpec:
+    """``spec`` with the file's rotary frequency divisors, when it holds ``rope_freqs``.
+
+    Every Llama 3.1/3.2 GGUF has them (from ``rope_scaling`` llama3, which the converter
+    writes nowhere else): without them q and k come out as plain RoPE, silently wrong.
+    """
+    if ROPE_FREQS not in gguf.names:
+        return spec
+    pairs = spec.head_dim // 2
+    shape = gguf.shape(ROPE_FREQS)
+    if shape != (pairs,):
+        raise ModelError(f"{label}: '{ROPE_FREQS}' has shape {shape}, but a head width of "
+                         f"{spec.head_dim} needs ({pairs},): one frequency divisor per pair")
+    divisors = gguf.get(ROPE_FREQS).astype(np.float64).reshape(pairs)
+    bad = ~(np.isfinite(divisors) & (divisors > 0))
+    if bad.any():
+        pair = int(np.argmax(bad))
+        raise ModelError(f"{label}: '{ROPE_FREQS}' holds {divisors[pair]:g} for pair {pair}: "
+                         "each rotary frequency divisor must be a finite number > 0")
+    return dataclasses.replace(spec, rope={**spec.rope,
+                                           "freq_factors": tuple(divisors.tolist())})
+
+
 def open_model(path: str | Path, *, cancelled: Callable[[], bool] | None = None) -> Model:
     """Open a Hugging Face model folder or a ``.gguf`` file (weights stay memory-mapped).
 
@@ -282,7 +318,7 @@ def open_model(path: str | Path, *, cancelled: Callable[[], bool] | None = None)
                          "config.json) or a .gguf file")
     gguf = GgufFile(path, poll=poll, architectures=GGUF_ARCHITECTURES)
     label = shown(path.name)
-    spec = spec_from_gguf(gguf.metadata, label)
+    spec = _with_rope_factors(spec_from_gguf(gguf.metadata, label), gguf, label)
     check_gguf_vocabulary(gguf.metadata, label)
     tokenizer = TokenizerSource.of("GGUF vocabulary", path)
     # The file's own name: converters write general.name as they please ("Smollm2 135M 8k

@@ -67,7 +67,12 @@ class ModelSpec:
     attention_bias: bool = False
 
     def rope_inverse_frequencies(self) -> Any:
-        """The rotary frequencies per pair of dimensions (float64), with the model's scaling."""
+        """The rotary frequencies per pair of dimensions (float64), with the model's scaling.
+
+        ``rope["freq_factors"]``, where a GGUF file gives them (``rope_freqs.weight``), divide
+        the frequencies pair by pair after any other scaling, as llama.cpp's ``ggml_rope_ext``
+        does: its converter writes Llama 3's scaling that way, not as metadata.
+        """
         import numpy as np
 
         assert self.rope_theta is not None
@@ -86,6 +91,9 @@ class ModelSpec:
             middle = (1 - smooth) * scaled / factor + smooth * scaled
             between = (wavelen >= original / high) & (wavelen <= original / low)
             inv = np.where(between, middle, scaled)
+        divisors = self.rope.get("freq_factors")
+        if divisors is not None:
+            inv = inv / np.asarray(divisors, dtype=np.float64)
         return inv
 
 

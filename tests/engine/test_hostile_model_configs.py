@@ -195,8 +195,11 @@ CASES: dict[str, tuple[Callable[[Path], Path], tuple[str, ...]]] = {
                            ("'llama.context_length'",)),
     "GGUF old linear scale": (gguf_with({"llama.rope.scale_linear": 2.0}),
                               ("'llama.rope.scale_linear'",)),
-    "GGUF rotary frequency factors": (gguf_with({}, {"output_norm.weight": "rope_freqs.weight"}),
-                                      ("'rope_freqs.weight'", "does not model")),
+    "GGUF rotary frequency divisors of the wrong length": (
+        gguf_with({}, {"output_norm.weight": "rope_freqs.weight"}),
+        ("'rope_freqs.weight' has shape (256,)", "(32,)")),
+    "GGUF LongRoPE factors": (gguf_with({}, {"output_norm.weight": "rope_factors_long.weight"}),
+                              ("'rope_factors_long.weight'", "LongRoPE", "does not model")),
 }
 
 
