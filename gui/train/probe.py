@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import QWidget
 
@@ -14,6 +15,7 @@ from engine.config.train import TaskKind
 from gui.kit import style
 from gui.kit.axes import PlotAxis
 from gui.kit.i18n import translate
+from gui.kit.plot_view import LEGEND_MARGIN
 from gui.train.results import TrainResults
 from gui.train.view import TrainView
 
@@ -150,6 +152,8 @@ class ProbeView(TrainView):
         self._empty_plot: pg.PlotItem | None = None  # the axes shown before the first run
         # (image rows, key positions, bar chart) the axes are set up for
         self._extent: tuple[int, int, bool] = (0, 0, False)
+        self._columns = 0  # panels side by side (see fit_to_width)
+        self._room = 0.0  # scene width the window gives the panels
         self.retranslate_ui()
         self.clear()
 
@@ -230,6 +234,48 @@ class ProbeView(TrainView):
                 "Magenta squares: the key that answers the probe.",
             ).format(snap.step, several if heads > 1 else "", last_key)
         self._note.setText(note)
+        self._fit_columns()  # the captions decide how wide a panel must be
+
+    def fit_to_width(self, width: int) -> None:
+        """Fewer panels side by side when the window is too narrow for one row of them."""
+        super().fit_to_width(width)
+        self._room = width / self._widget.scale_factor() - LEGEND_MARGIN
+        self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        """Arrange the panels in the most columns whose least width fits the room (read off
+        the panels as built: their captions and ticks decide it)."""
+        if not self._panels or self._room <= 0:
+            return
+        minimum = Qt.SizeHint.MinimumSize
+        style.relayout(self._widget)
+        bar = self._colorbar.effectiveSizeHint(minimum).width()
+        panel = max(p.plot.effectiveSizeHint(minimum).width() for p in self._panels.values())
+        spacing = self._widget.ci.layout.horizontalSpacing()
+        count = len(self._panels)
+        columns = next((c for c in range(count, 0, -1)
+                        if bar + c * (panel + spacing) <= self._room), 1)
+        if columns != self._columns:
+            self._arrange(columns)
+
+    def _arrange(self, columns: int) -> None:
+        """Panels row by row in ``columns`` columns, the colour bar beside, the note below."""
+        ci = self._widget.ci
+        plots = [p.plot for p in self._panels.values()]
+        for item in [*plots, self._colorbar, self._note]:
+            if item in ci.items:
+                ci.removeItem(item)
+        for index, plot in enumerate(plots):
+            ci.addItem(plot, row=index // columns, col=index % columns)
+        rows = -(-len(plots) // columns)
+        ci.addItem(self._colorbar, row=0, col=columns, rowspan=rows)
+        ci.addItem(self._note, row=rows, col=0, colspan=columns + 1)
+        self._columns = columns
+        self._label_panels()
+        style.relayout(self._widget)
+        # Re-adding items re-activates the top layout at its minimum size: give it the
+        # viewport again (what pyqtgraph's resizeEvent does).
+        ci.setGeometry(self._widget.range)
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:
         header = ["rule", "head", "query_position", "key_position", "p"]
@@ -299,12 +345,12 @@ class ProbeView(TrainView):
             self._panels[rule] = ProbePanel(plot, self._colormap)
         if rules:
             self._colorbar.setImageItem([p.image for p in self._panels.values()])
-            self._widget.addItem(self._colorbar, row=0, col=len(rules))
+            self._arrange(len(rules))
         else:
             # Before the first run: empty axes, so the tab (and an export) shows where maps go.
             self._empty_plot = self._widget.addPlot(row=0, col=0)
             style.style_plot(self._empty_plot)
-        self._widget.addItem(self._note, row=1, col=0, colspan=max(len(rules), 1) + 1)
+            self._widget.addItem(self._note, row=1, col=0, colspan=2)
         self._label_panels()
 
     def _label_panels(self) -> None:
@@ -312,8 +358,11 @@ class ProbeView(TrainView):
         keys = translate("ProbeView", "key position")
         queries = translate("ProbeView", "query position")
         left = "p" if self._extent[2] else queries
-        for col, panel in enumerate(self._panels.values()):
-            style.label_plot(panel.plot, bottom=keys, left=left if col == 0 else None)
+        for index, panel in enumerate(self._panels.values()):
+            first = index % max(self._columns, 1) == 0  # the first column of the arrangement
+            style.label_plot(panel.plot, bottom=keys, left=left if first else None)
+            if not first:
+                panel.plot.getAxis("left").showLabel(False)
         if not self._panels and self._empty_plot is not None:
             style.label_plot(self._empty_plot, title=translate("ProbeView", "No training run yet"),
                              bottom=keys, left=queries)

@@ -77,6 +77,9 @@ def test_every_view_tour_step_and_presentation_fit(make_window, qtbot, english_a
     window = make_window()
     window.resize(*SIZES[0])
     assert window.language.set_language(language)
+    # The Train views are widest with a run's results (a caption per rule's probe panel).
+    assert window.train_tab.start_training()
+    assert window.train_tab.wait_until_idle(60_000)
     keys = [view.key for view in window.views] + [view.key for view in window.train_tab.views]
     for key in [*keys, "heads"]:
         assert window.show_view(key), key
