@@ -29,17 +29,19 @@ __all__ = ["TrainCurvesView"]
 _DEFAULT_PLANNED_STEPS = 500
 
 
-def _chance_line() -> pg.InfiniteLine:
+def _chance_line(below: bool) -> pg.InfiniteLine:
     """A dotted horizontal "chance" line, hidden until a run gives it a level.
 
-    Its label sits at the right end, below the line in the plot's upper half and above it in
-    the lower half, so that it stays inside the plot.
+    Its label sits at the right end, below the line (``below``: the loss, whose chance level
+    is near the top of its plot, where a label above was cut) or above it (the accuracy, whose
+    chance level 1/vocab is near the bottom).
     """
+    anchor = (1, 0) if below else (1, 1)
     line = pg.InfiniteLine(
         angle=0,
         pen=pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DotLine),
         label="",  # set by retranslate_ui
-        labelOpts={"position": 0.97, "color": style.THEORY_COLOR, "anchors": [(1, 0), (1, 1)]},
+        labelOpts={"position": 0.97, "color": style.THEORY_COLOR, "anchors": [anchor, anchor]},
     )
     line.setVisible(False)
     return line
@@ -87,7 +89,7 @@ class TrainCurvesView(TrainView):
         self._plots["accuracy"].setYRange(0.0, 1.0, padding=0.03)
         self._plots["accuracy"].enableAutoRange(y=False)
         self._y_ranges = SteppedYRanges({name: self._plots[name] for name in MANAGED_Y})
-        self._chance_loss, self._chance_acc = _chance_line(), _chance_line()
+        self._chance_loss, self._chance_acc = _chance_line(below=True), _chance_line(below=False)
         self._plots["loss"].addItem(self._chance_loss, ignoreBounds=True)
         self._plots["accuracy"].addItem(self._chance_acc, ignoreBounds=True)
         self._grid = PanelGrid(self, self._widget, self._legend, list(self._plots.values()),
