@@ -15,6 +15,7 @@ from PySide6.QtTest import QTest
 
 from engine.config import ScalingRule
 from gui.kit import export, svg_export
+from tests.gui.conftest import HANG_MS
 from tests.gui.pixels import rgb, svg_lines
 
 
@@ -34,7 +35,7 @@ def _random_caption(config) -> str:
 
 def test_explorer_export_names_random_q_k_and_its_settings(window, tmp_path):
     window.panel.seed.setValue(7)
-    assert window.wait_until_settled(20_000)
+    assert window.wait_until_settled(HANG_MS)
     config = window.controller.results().config
     assert config.seed == 7 and config.rule is ScalingRule.SQRT
     svg_line, description, strip = exported_caption(window.view("heatmap"), tmp_path)
@@ -63,14 +64,14 @@ def test_a_head_picked_in_the_heads_tab_is_announced_and_left_in_one_click(windo
     layer = int(model.index(0, keys.index("layer")).data().split(" ")[0])
     head = int(model.index(0, keys.index("head")).data())
     _click_table_row(heads, 0)
-    assert heads.wait_idle() and window.wait_until_settled(30_000)
+    assert heads.wait_idle() and window.wait_until_settled(HANG_MS)
     ref = window.controller.real_head()
     assert (ref.layer, ref.head) == (layer, head)
     where = f"{ref.file.path.name} · layer {layer}"
     # Said where the user is (the Heads tab), in the banner and the menu, and in exports.
     assert window.statusBar().currentMessage().startswith(f"The Explorer now shows {where}")
     window.mode_tabs.setCurrentIndex(0)
-    assert window.wait_until_settled(30_000)
+    assert window.wait_until_settled(HANG_MS)
     assert window.source_bar.isVisible() and where in window.source_bar.label.text()
     assert back.isEnabled()
     assert not window.panel.controls()["n_tokens"].isEnabled()
@@ -81,7 +82,7 @@ def test_a_head_picked_in_the_heads_tab_is_announced_and_left_in_one_click(windo
     assert f"(n = {config.n_tokens}, d_k = {config.d_k})" in svg_line
 
     back.trigger()  # View › Back to random q, k
-    assert window.wait_until_settled(30_000)
+    assert window.wait_until_settled(HANG_MS)
     assert window.controller.real_head() is None and not window.source_bar.isVisible()
     assert not back.isEnabled()
     assert window.panel.controls()["n_tokens"].isEnabled()

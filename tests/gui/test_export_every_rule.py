@@ -16,6 +16,7 @@ from engine.io.tensors import load_tensors
 from gui.kit.export import image_stats
 from gui.kit.render import render_image
 from gui.kit.resources import sample_tensors_path
+from tests.gui.conftest import HANG_MS
 
 
 @pytest.mark.parametrize("source", ["random", "real head"])
@@ -24,10 +25,10 @@ def test_every_view_exports_under_every_rule(shared_window, source) -> None:
     start_rule = window.panel.rule.currentData()
     if source == "real head":
         window.controller.set_real_head(HeadRef(load_tensors(sample_tensors_path()), 0, 0))
-        assert window.wait_until_settled(30_000)
+        assert window.wait_until_settled(HANG_MS)
     for rule in ScalingRule:
         window.panel.rule.setCurrentIndex(window.panel.rule.findData(rule.value))
-        assert window.wait_until_settled(30_000)
+        assert window.wait_until_settled(HANG_MS)
         assert window.controller.results().config.rule is rule
         for view in window.views:
             window.controller.refresh_view(view)
@@ -36,4 +37,4 @@ def test_every_view_exports_under_every_rule(shared_window, source) -> None:
     window.panel.rule.setCurrentIndex(window.panel.rule.findData(start_rule))
     if source == "real head":
         window.source_bar.back_button.click()
-    assert window.wait_until_settled(30_000)
+    assert window.wait_until_settled(HANG_MS)

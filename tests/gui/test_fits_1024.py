@@ -9,6 +9,7 @@ from PySide6.QtCore import QRect, QRectF
 from PySide6.QtWidgets import QLabel, QScrollArea, QTabBar, QToolButton, QWidget
 
 from gui.kit import i18n
+from tests.gui.conftest import HANG_MS
 
 SMALL_SCREEN = (1024, 768)
 
@@ -90,10 +91,10 @@ def _check_every_page(window, qtbot, label: str) -> None:
     keys = [view.key for view in window.views] + [view.key for view in window.train_tab.views]
     for key in [*keys, "heads"]:
         assert window.show_view(key), key
-        assert window.wait_until_settled(30_000), key
+        assert window.wait_until_settled(HANG_MS), key
         assert (window.width(), window.height()) == SMALL_SCREEN
         try:
-            qtbot.waitUntil(lambda: cut_texts(window) == [], timeout=3000)
+            qtbot.waitUntil(lambda: cut_texts(window) == [], timeout=HANG_MS)
         except qtbot.TimeoutError:
             pass  # the assertion below names what is cut
         assert cut_texts(window) == [], (label, key)

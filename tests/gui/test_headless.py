@@ -18,6 +18,7 @@ from engine.config import AttentionConfig, ScalingRule
 from gui.kit.export import image_stats
 from gui.kit.session import Session, save_session
 from main import main
+from tests.gui.conftest import HANG_MS
 
 SMALL = AttentionConfig(n_tokens=16, d_k=8, d_model=8, samples=100, seed=3)
 
@@ -164,7 +165,7 @@ def test_run_app_opens_session_and_saves_settings_on_close(qapp, tmp_path, isola
     def close_when_settled() -> None:
         windows = [w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow)]
         window = windows[-1]
-        window.wait_until_settled(20_000)
+        window.wait_until_settled(HANG_MS)
         seen.append((window.controller.results().config, window.current_view().key))
         window.close()
 

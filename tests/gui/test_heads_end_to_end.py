@@ -17,6 +17,7 @@ from engine.config import ScalingRule
 from engine.io.tensors import load_tensors
 from gui.kit.export import image_stats
 from gui.kit.resources import sample_tensors_path
+from tests.gui.conftest import HANG_MS
 
 #: A session's logits choice when the heads are diagnosed at the file's own scale.
 OWN_SCALE = {"rule": None, "temperature": 8.0, "gain": None, "cap": 50.0}
@@ -44,7 +45,7 @@ def test_sample_flagged_head_replayed_with_qk_norm_and_exported(window, make_win
 
     _click_table_row(heads, row)  # the user clicks the flagged head
     assert heads.wait_idle()
-    assert window.wait_until_settled(30_000)
+    assert window.wait_until_settled(HANG_MS)
     tf = load_tensors(sample_tensors_path())
     ref = HeadRef(tf, layer, head, 0)
     assert window.controller.real_head() == ref
@@ -55,7 +56,7 @@ def test_sample_flagged_head_replayed_with_qk_norm_and_exported(window, make_win
     # it was hidden when the head arrived and catches up when its page is shown.
     heatmap = next(view for view in window.views if view.key == "heatmap")
     window.mode_tabs.setCurrentIndex(0)
-    assert window.wait_until_settled(30_000)
+    assert window.wait_until_settled(HANG_MS)
     head_weights = window.controller.results().snapshot.rules[ScalingRule.NONE].weights[0]
     # "none" is on the right of the rule chosen, or on the left when it is the rule chosen.
     column = 0 if window.controller.config().rule == ScalingRule.NONE else 1
@@ -66,7 +67,7 @@ def test_sample_flagged_head_replayed_with_qk_norm_and_exported(window, make_win
     # In the explorer, the user replays QK-norm on the real q and k.
     window.show_view("heatmap")
     window.panel.rule.setCurrentIndex(window.panel.rule.findData("qk_norm"))
-    assert window.wait_until_settled(30_000)
+    assert window.wait_until_settled(HANG_MS)
     results = window.controller.results()
     assert results.config.rule is ScalingRule.QK_NORM and results.real_head.ref == ref
     expected = run_experiment(results.config, ALL_RULES, real_head=load_head(ref))
@@ -100,7 +101,7 @@ def test_sample_flagged_head_replayed_with_qk_norm_and_exported(window, make_win
     other = make_window()
     assert other.files.open_session(written["session.json"])
     assert other.heads.view.wait_idle()
-    assert other.wait_until_settled(30_000)
+    assert other.wait_until_settled(HANG_MS)
     assert other.heads.view.controller.selected() == (layer, head, 0)
     assert other.controller.real_head() == ref
     # ... with the rule that was replayed on it when the session was saved.
@@ -111,11 +112,11 @@ def test_sample_flagged_head_replayed_with_qk_norm_and_exported(window, make_win
 def test_a_tour_step_brings_back_random_q_and_k(window) -> None:
     tf = load_tensors(sample_tensors_path())
     window.controller.set_real_head(HeadRef(tf, 1, 0))
-    assert window.wait_until_settled(30_000)
+    assert window.wait_until_settled(HANG_MS)
     assert window.controller.results().real_head is not None
     config = window.controller.config().replace(n_tokens=24, d_k=16)
     window.apply_explorer_config(config)  # what a tour step does (gui.tour.host.TourHost)
-    assert window.wait_until_settled(30_000)
+    assert window.wait_until_settled(HANG_MS)
     results = window.controller.results()
     assert results.real_head is None and window.controller.real_head() is None
     assert (results.config.n_tokens, results.config.d_k) == (24, 16)

@@ -18,6 +18,7 @@ from engine.config import ScalingRule
 from engine.io.tensors import load_tensors
 from gui.heads.replay import DEFAULT_REPLAY_RULES
 from tests.engine.test_head_faults import planted_file
+from tests.gui.conftest import HANG_MS
 
 
 def _open(window, path) -> None:
@@ -119,7 +120,7 @@ def test_a_transformer_lens_cache_opens_with_grouped_query_keys(window, tmp_path
     assert {"sharp", "saturated"} & set(flags[1, 3]) and not flags[0, 0]
     view.choose_head(1, 3)
     assert view.wait_idle()
-    assert window.wait_until_settled(30_000)
+    assert window.wait_until_settled(HANG_MS)
     real = window.controller.results().real_head
     assert (real.ref.layer, real.ref.head) == (1, 3)
 

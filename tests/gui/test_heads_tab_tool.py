@@ -28,7 +28,7 @@ from gui.heads.table import DEFAULT_HIDDEN_COLUMNS
 from gui.heads.worker import Logits
 from gui.kit import i18n
 from gui.kit.resources import sample_tensors_path
-from tests.gui.conftest import OFFSCREEN_NOISE
+from tests.gui.conftest import HANG_MS, OFFSCREEN_NOISE
 from tests.gui.pixels import agreement, chromium_images, coloured, pdf_to_image, rgb, rsvg_image
 from tests.gui.test_heads_view import planted_file
 from tests.gui.test_heads_window import _close_boxes, _visible_boxes
@@ -117,7 +117,7 @@ def test_clicking_a_replayed_map_opens_that_rule_in_the_explorer(window, tmp_pat
     with qtbot.waitSignal(view.ruleChosen) as chosen:
         QTest.mouseClick(view.replay.viewport(), Qt.MouseButton.LeftButton, pos=point)
     assert chosen.args == [1, 2, 0, "qk_norm"]
-    assert window.wait_until_settled(30_000)
+    assert window.wait_until_settled(HANG_MS)
     assert window.mode_tabs.currentWidget() is window.explorer_page
     assert window.current_view().key == "heatmap"
     assert window.controller.config().rule == ScalingRule.QK_NORM

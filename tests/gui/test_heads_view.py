@@ -20,6 +20,7 @@ from engine.io.tensors import load_tensors, write_tensors
 from gui.heads.metrics import metric_by_key, ratio_text
 from gui.heads.replay import DEFAULT_REPLAY_RULES
 from gui.heads.view import HeadsView
+from tests.gui.conftest import HANG_MS
 
 RNG_SEED = 20261201
 LAYERS, HEADS, BATCH, N, D_K = 2, 3, 2, 24, 16
@@ -151,7 +152,7 @@ def test_a_bad_file_is_reported_and_the_file_shown_stays(view, tmp_path, qtbot) 
 def test_cancel_stops_the_scan_and_keeps_what_arrived(view, tmp_path, qtbot) -> None:
     path = planted_file(tmp_path / "big.npz", n=384, heads=12, layers=6)
     view.open_file(path)
-    qtbot.waitUntil(lambda: len(view.controller.records()) > 0, timeout=30_000)
+    qtbot.waitUntil(lambda: len(view.controller.records()) > 0, timeout=HANG_MS)
     assert view.controls.cancel.isVisible()
     view.controls.cancel.click()
     assert view.wait_idle()
@@ -192,7 +193,7 @@ def test_the_tab_shows_a_replays_maps_one_per_event_and_all_by_idle(view, tmp_pa
     path = planted_file(tmp_path / "planted.npz")
     _open(view, path)
     panel = view.replay.panel
-    with qtbot.waitSignal(view.controller.replayReady, timeout=30_000):
+    with qtbot.waitSignal(view.controller.replayReady, timeout=HANG_MS):
         view.choose_head(1, 2)
     # Right after the replay arrives the first map is drawn and the others are still hidden.
     visible = [image.parentItem() is not None and image.isVisible()

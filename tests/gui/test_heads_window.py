@@ -9,6 +9,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 
 from gui.kit.export import image_stats
+from tests.gui.conftest import HANG_MS
 from tests.gui.test_heads_view import planted_file
 
 #: A session's logits choice when the heads are diagnosed at the file's own scale.
@@ -136,9 +137,9 @@ def test_closing_while_a_large_file_is_diagnosed_exits_cleanly(make_window, tmp_
     window = make_window()
     path = planted_file(tmp_path / "big.npz", n=384, heads=12, layers=6)
     window.heads.open_tensors(path)
-    qtbot.waitUntil(lambda: len(window.heads.view.controller.records()) > 0, timeout=30_000)
+    qtbot.waitUntil(lambda: len(window.heads.view.controller.records()) > 0, timeout=HANG_MS)
     window.close()
-    qtbot.waitUntil(lambda: not window.workers_running(), timeout=5_000)
+    qtbot.waitUntil(lambda: not window.workers_running(), timeout=HANG_MS)
 
 
 def test_help_open_sample_tensors_shows_the_shipped_trained_heads(window) -> None:

@@ -14,6 +14,7 @@ from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, QTimer, QTrans
 from engine.config import AttentionConfig
 from engine.config.train import TrainConfig
 from gui.kit.qt_lifetime import release_qt_objects, wait_until
+from tests.gui.conftest import HANG_MS
 
 SMALL_CONFIG = AttentionConfig(n_tokens=24, d_k=16, d_model=16, samples=300)  # = conftest's
 
@@ -48,13 +49,13 @@ def collections_by_thread():
 
 def test_garbage_is_collected_on_the_gui_thread_only(make_window, collections_by_thread):
     window = make_window(SMALL_CONFIG.replace(n_tokens=64, samples=2000), settle=False)
-    assert window.wait_until_settled(30_000)
+    assert window.wait_until_settled(HANG_MS)
     tab = window.train_tab
     assert tab.start_training()
     assert tab.wait_until_idle(60_000)
     for seed in range(1, 6):  # sweeps and snapshots in the explorer worker thread
         window.panel.seed.setValue(seed)
-        assert window.wait_until_settled(30_000)
+        assert window.wait_until_settled(HANG_MS)
     main = threading.main_thread().name
     assert collections_by_thread, "the GUI-thread collector never ran"
     elsewhere = [name for name in collections_by_thread if name != main]
@@ -67,7 +68,7 @@ def test_the_built_window_ages_its_objects_once_its_first_results_show(make_wind
     collector = install_gui_thread_collector(QCoreApplication.instance())
     young_before = collector.collections[1]
     window = make_window(SMALL_CONFIG, settle=False)
-    assert window.wait_until_settled(30_000)
+    assert window.wait_until_settled(HANG_MS)
     assert wait_until(lambda: collector.collections[1] > young_before, (), 2_000)
     # What the window built (~60k objects) waits in the oldest generation, not in the middle
     # one, where the next young collection would walk it all (38 ms, measured).
@@ -116,9 +117,9 @@ def test_waiting_for_results_leaves_no_qt_objects_behind(shared_window):
     loops_before, timers_before = _wrappers_of(QEventLoop), _wrappers_of(QTimer)
     for other in range(seed + 1, seed + 11):  # a leak of one object per wait shows at once
         window.panel.seed.setValue(other)
-        assert window.wait_until_settled(20_000)
+        assert window.wait_until_settled(HANG_MS)
     window.panel.seed.setValue(seed)
-    assert window.wait_until_settled(20_000)
+    assert window.wait_until_settled(HANG_MS)
     assert len(window.findChildren(QObject)) <= children_before  # views may drop items
     assert _wrappers_of(QEventLoop) == loops_before
     assert _wrappers_of(QTimer) == timers_before

@@ -255,7 +255,7 @@ def test_escape_cancels_a_running_sweep(make_window, qtbot):
                           check_params_cb=lambda done, total: done >= 1):
         pass
     qtbot.keyClick(window, Qt.Key.Key_Escape)
-    assert window.wait_until_settled(5_000, require_sweep=False)
+    assert window.wait_until_settled(HANG_MS, require_sweep=False)
     results = window.controller.results()
     assert not results.sweep_done
     assert 0 < len(results.sweep_points) < results.sweep_points[0].total

@@ -16,6 +16,7 @@ from gui.heads.capture_dialog import DEFAULT_TEXT
 from gui.kit.token_axis import short_token
 from gui.window_heads import sample_title
 from tests.engine.test_models import FIXTURES, sample_model_path
+from tests.gui.conftest import HANG_MS
 from tests.gui.test_heads_view import planted_file
 from tests.gui.test_heads_window import _drag
 from tests.gui.test_real_head_views import _axis_labels
@@ -24,7 +25,7 @@ TINY_LLAMA = FIXTURES / "tiny-llama"
 TINY_GGUF = FIXTURES / "tiny-llama.gguf"
 
 
-def _wait(qtbot, condition, timeout_ms: int = 60_000) -> None:
+def _wait(qtbot, condition, timeout_ms: int = HANG_MS) -> None:
     qtbot.waitUntil(condition, timeout=timeout_ms)
 
 
@@ -65,7 +66,7 @@ def test_file_open_model_captures_and_diagnoses_every_head(qtbot, window) -> Non
     # A head chosen: the explorer's heatmap has the model's own tokens on its axes.
     heads.choose_head(1, 2)
     _wait(qtbot, lambda: window.controller.real_head() is not None)
-    assert window.wait_until_settled(20_000)
+    assert window.wait_until_settled(HANG_MS)
     plot = window.view("heatmap").panel_images()[0].getViewBox().parentItem()
     labels = _axis_labels(plot.getAxis("bottom"), 0, tensor_file.n, 4000.0)
     assert labels and set(labels) <= {short_token(token) for token in tensor_file.tokens}
@@ -124,7 +125,7 @@ def test_a_capture_that_cannot_be_saved_says_why_and_stays_open(qtbot, window,
         return [w for w in QApplication.topLevelWidgets()
                 if isinstance(w, QMessageBox) and w.isVisible()]
 
-    qtbot.waitUntil(lambda: bool(boxes()), timeout=10_000)
+    qtbot.waitUntil(lambda: bool(boxes()), timeout=HANG_MS)
     text = boxes()[-1].text()
     assert "not saved" in text and "still open" in text and "no such folder" in text
     for box in boxes():

@@ -13,6 +13,7 @@ from PySide6.QtGui import QImage
 from gui.kit.export import export_png
 from gui.kit.pins import MAX_PINS, pin_from_dict
 from gui.kit.session import VIEW_KEYS, SessionError, load_session
+from tests.gui.conftest import HANG_MS
 from tests.gui.pixels import rgb
 
 
@@ -127,7 +128,7 @@ def test_training_curves_can_be_pinned_and_outlive_a_reset(make_window, qtbot):
     assert window.show_view("train_curves")
     assert tab.start_training()
     assert tab.wait_until_idle(60_000)
-    qtbot.waitUntil(lambda: len(_datasets(tab.curves)) > 0, timeout=5000)
+    qtbot.waitUntil(lambda: len(_datasets(tab.curves)) > 0, timeout=HANG_MS)
     pin = window.pins.pin_current()
     assert pin is not None, window.status.text()
     assert pin.label.startswith("d_k = ")

@@ -7,6 +7,7 @@ from PySide6.QtGui import QImage, QKeySequence
 
 from gui.kit.export import export_png
 from gui.kit.render import render_image
+from tests.gui.conftest import HANG_MS
 from tests.gui.pixels import rgb
 
 VERMILLION = np.array([0xD5, 0x5E, 0x00])  # rule "none"
@@ -31,7 +32,7 @@ def test_presentation_enlarges_the_view_and_esc_restores_the_window(shared_windo
     size, front = window.size(), window.current_view().key
     window.resize(1280, 800)
     window.show_view("laws")
-    assert window.wait_until_settled(30_000)
+    assert window.wait_until_settled(HANG_MS)
     action = window.menu_actions["presentation"]
     assert action.shortcut() == QKeySequence("F11")
     assert action in window.menus["view"].actions()
@@ -63,7 +64,7 @@ def test_presentation_enlarges_the_view_and_esc_restores_the_window(shared_windo
     assert window.statusBar().isVisible() and window.mode_tabs.tabBar().isVisible()
     # Back on the explorer: its dock and tab rows are there again, the lines as before.
     assert window.show_view("laws")
-    assert window.wait_until_settled(30_000)
+    assert window.wait_until_settled(HANG_MS)
     qtbot.wait(50)
     assert window.parameter_dock.isVisible() and tabs_bar.isVisible()
     after = _vermillion_pixels(window, tmp_path, "after")

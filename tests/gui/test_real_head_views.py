@@ -13,7 +13,7 @@ from engine.analysis.real_head import HeadRef, explorer_config_for, load_head, w
 from engine.config import MaskKind, ScalingRule
 from engine.io.tensors import load_tensors, write_tensors
 from gui.explorer.panel import FIXED_BY_HEAD
-from tests.gui.conftest import back_to_start
+from tests.gui.conftest import HANG_MS, back_to_start
 
 N, D_K = 12, 8
 TOKENS = [f"w{i}" for i in range(N)]
@@ -43,13 +43,13 @@ def _axis_labels(axis, low, high, size=2000.0):
 
 def _show_head(window, ref):
     window.controller.set_real_head(ref)
-    assert window.wait_until_settled(20_000)
+    assert window.wait_until_settled(HANG_MS)
     assert not window.controller.last_error()
 
 
 def _back_to_random(window):
     window.source_bar.back_button.click()
-    assert window.wait_until_settled(20_000)
+    assert window.wait_until_settled(HANG_MS)
 
 
 def test_a_real_head_fills_every_view_and_back_to_random_restores(shared_window, tensor_file):
@@ -128,7 +128,7 @@ def test_a_real_head_fills_every_view_and_back_to_random_restores(shared_window,
 
     # Back to random q, k: the previous configuration and pictures return.
     window.source_bar.back_button.click()
-    assert window.wait_until_settled(20_000)
+    assert window.wait_until_settled(HANG_MS)
     assert window.controller.real_head() is None and seen == [ref, None]
     assert window.controller.results().config == random_config == window.panel.config()
     assert window.controller.results().real_head is None
@@ -149,7 +149,7 @@ def test_every_rule_of_the_combo_replays_on_the_real_head(shared_window, tensor_
     _show_head(window, ref)
     combo = window.panel.rule
     combo.setCurrentIndex(combo.findData(rule.value))
-    assert window.wait_until_settled(20_000)
+    assert window.wait_until_settled(HANG_MS)
     results = window.controller.results()
     assert results.config.rule is rule and results.real_head.ref == ref
     expected = run_experiment(results.config, ALL_RULES, real_head=load_head(ref))
@@ -165,11 +165,11 @@ def test_mask_and_query_row_stay_live_on_the_real_head(shared_window, tensor_fil
     window = shared_window
     _show_head(window, HeadRef(tf, 0, 1))
     window.panel.mask.setCurrentIndex(window.panel.mask.findData("none"))
-    assert window.wait_until_settled(20_000)
+    assert window.wait_until_settled(HANG_MS)
     assert window.controller.results().config.mask is MaskKind.NONE
     assert window.view("heatmap").masked_cells() == [None, None]
     window.panel.query_row.spin.setValue(N - 1)
-    assert window.wait_until_settled(20_000)
+    assert window.wait_until_settled(HANG_MS)
     assert window.controller.results().config.query_row == N - 1
     assert "“w11”" in window.view("softmax").title_text()
     _back_to_random(window)
@@ -181,7 +181,7 @@ def test_switching_heads_of_one_file_keeps_the_replayed_rule(shared_window, tens
     _show_head(window, HeadRef(tf, 0, 0))
     assert window.controller.config().rule is ScalingRule.SQRT  # the default 1/√d_k
     window.panel.rule.setCurrentIndex(window.panel.rule.findData("qk_norm"))
-    assert window.wait_until_settled(20_000)
+    assert window.wait_until_settled(HANG_MS)
     _show_head(window, HeadRef(tf, 1, 0))
     assert window.controller.results().config.rule is ScalingRule.QK_NORM
     assert window.source_bar.label.text().endswith("layer 1 · head 0")
@@ -197,7 +197,7 @@ def test_an_unreadable_head_keeps_the_previous_results(shared_window, tensor_fil
     errors: list[str] = []
     window.controller.errorOccurred.connect(errors.append)
     window.controller.set_real_head(HeadRef(tf, 0, 1))
-    assert window.wait_until_settled(20_000)
+    assert window.wait_until_settled(HANG_MS)
     assert errors and errors[-1].startswith("model.npz · layer 0 · head 1: ")
     assert "NaN/inf" in errors[-1]
     assert window.controller.results() is before
@@ -206,7 +206,7 @@ def test_an_unreadable_head_keeps_the_previous_results(shared_window, tensor_fil
     assert window.panel.controls()["n_tokens"].isEnabled()
     # The window still works: the next edit computes random q, k as before.
     window.panel.seed.setValue(9)
-    assert window.wait_until_settled(20_000)
+    assert window.wait_until_settled(HANG_MS)
     assert window.controller.results().config.seed == 9 and not window.controller.last_error()
     window.controller.errorOccurred.disconnect(errors.append)
     back_to_start(window, settle)
@@ -223,7 +223,7 @@ def test_a_head_over_the_memory_budget_is_refused_at_once(shared_window, tmp_pat
     assert errors and errors[0].startswith("big.npz · layer 0 · head 0: ")
     assert "budget" in errors[0]
     assert window.controller.real_head() is None and window.controller.results() is before
-    assert window.wait_until_settled(20_000) and window.controller.results() is before
+    assert window.wait_until_settled(HANG_MS) and window.controller.results() is before
     window.controller.errorOccurred.disconnect(errors.append)
     back_to_start(window, settle)
 

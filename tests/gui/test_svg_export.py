@@ -18,6 +18,7 @@ from PySide6.QtGui import QImage
 
 from gui.kit import export, pdf_export, render, svg_export
 from gui.kit.settings import SETTINGS_DIR_ENV
+from tests.gui.conftest import HANG_MS
 from tests.gui.pixels import (
     ALL_KEYS,
     HEIGHT,
@@ -65,7 +66,7 @@ def window(qapp, tmp_path_factory):
         try:
             window.resize(1200, 800)
             window.show()
-            assert window.wait_until_settled(20_000), "results did not arrive"
+            assert window.wait_until_settled(HANG_MS), "results did not arrive"
             problem = run_headless_demo(window.train_tab, 60_000)
             assert problem == "", problem
             window.controller.refresh_views()
@@ -368,7 +369,7 @@ def test_an_export_keeps_its_size_when_the_views_own_layout_is_pending(make_wind
     window.resize(1400, 900)
     window.view_tabs.show_view("heatmap")
     window.controller.set_real_head(HeadRef(tf, 0, 0))
-    assert window.wait_until_settled(20_000) and not window.controller.last_error()
+    assert window.wait_until_settled(HANG_MS) and not window.controller.last_error()
     view = window.view("heatmap")
     assert view.export_item().size().width() != WIDTH  # the export must resize it
     view.layout().invalidate()  # posts a layout request to the view, as a changed label does

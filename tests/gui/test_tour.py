@@ -79,7 +79,7 @@ def test_open_next_back_and_step_settings(tour, qtbot):
     assert panel.step_index() == 0
     assert window.panel.config() == step_config(steps[0]["settings"])
     assert window.current_view().key == steps[0]["view"]
-    assert window.wait_until_settled(20_000)
+    assert window.wait_until_settled(HANG_MS)
     assert window.controller.last_error() == ""
     assert window.controller.results().config == step_config(steps[0]["settings"])
 

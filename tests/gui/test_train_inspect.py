@@ -19,6 +19,7 @@ from gui.kit.settings import open_settings
 from gui.train import TrainTab
 from gui.train import tab as tab_module
 from gui.train.state import TrainState
+from tests.gui.conftest import HANG_MS
 
 SMALL = TrainConfig(rules=("none", "sqrt"), d_k=16, d_model=32, heads=2, n=8, vocab=16,
                     batch=32, steps=40, lr=0.01, eval_size=24)
@@ -64,7 +65,7 @@ def test_button_writes_the_trained_heads_and_emits_the_path(tab, qtbot, dialog, 
     _train(tab)
     assert button.isEnabled()
     (tmp_path / "out").mkdir()
-    with qtbot.waitSignal(tab.tensorsWritten, timeout=30_000) as signal:
+    with qtbot.waitSignal(tab.tensorsWritten, timeout=HANG_MS) as signal:
         button.click()
         # Written on the training thread: meanwhile nothing else may start.
         assert tab.controller.state() == TrainState.EXPORTING
@@ -102,7 +103,7 @@ def test_unwritable_path_shows_a_message_and_keeps_the_run(tab, qtbot, dialog, t
     dialog.answer = str(tmp_path / "missing-folder" / name)
     written: list[str] = []
     tab.tensorsWritten.connect(written.append)
-    with qtbot.waitSignal(tab.controller.errorOccurred, timeout=30_000):
+    with qtbot.waitSignal(tab.controller.errorOccurred, timeout=HANG_MS):
         tab.panel.inspect_button.click()
     assert tab.wait_until_idle(10_000)
     assert written == []
@@ -112,7 +113,7 @@ def test_unwritable_path_shows_a_message_and_keeps_the_run(tab, qtbot, dialog, t
     assert tab.controller.results().snapshot is snap  # nothing lost
     assert tab.panel.inspect_button.isEnabled()
     # A name without a tensor suffix gets .npz; the retry works.
-    with qtbot.waitSignal(tab.tensorsWritten, timeout=30_000) as signal:
+    with qtbot.waitSignal(tab.tensorsWritten, timeout=HANG_MS) as signal:
         assert tab.inspect_trained(tmp_path / "again")
     assert signal.args[0] == str(tmp_path / "again.npz") and load_tensors(signal.args[0])
 
@@ -124,7 +125,7 @@ def test_a_training_process_that_died_is_reported_when_inspecting(tab, qtbot, di
     (child,) = [p for p in multiprocessing.active_children() if p.name == "attention-training"]
     os.kill(child.pid, signal.SIGKILL)
     child.join(5)
-    with qtbot.waitSignal(tab.controller.errorOccurred, timeout=30_000):
+    with qtbot.waitSignal(tab.controller.errorOccurred, timeout=HANG_MS):
         tab.panel.inspect_button.click()
     assert tab.wait_until_idle(10_000)
     assert "no trained model" in tab.panel.error_text()
@@ -135,12 +136,12 @@ def test_a_training_process_that_died_is_reported_when_inspecting(tab, qtbot, di
 def test_a_stopped_run_can_be_inspected_reset_disables(tab, qtbot, dialog, tmp_path):
     tab.panel.set_config(SMALL.replace(steps=100_000, rules=("sqrt", "qk_norm")))
     assert tab.start_training()
-    qtbot.waitUntil(lambda: tab.controller.has_trained_model(), timeout=30_000)
+    qtbot.waitUntil(lambda: tab.controller.has_trained_model(), timeout=HANG_MS)
     assert not tab.panel.inspect_button.isEnabled()  # training runs
     tab.controller.stop()
     assert tab.wait_until_idle(30_000)
     assert tab.panel.inspect_button.isEnabled()
-    with qtbot.waitSignal(tab.tensorsWritten, timeout=30_000) as signal:
+    with qtbot.waitSignal(tab.tensorsWritten, timeout=HANG_MS) as signal:
         assert tab.inspect_trained(tmp_path / "stopped.npz")
     tf = load_tensors(signal.args[0])
     assert [tf.layer_name(i) for i in tf.layers] == ["sqrt", "qk_norm"]

@@ -14,6 +14,7 @@ from gui.kit.axes import axis_items
 from gui.kit.split_paint import SplitPaint
 from gui.train.controller import DEFAULT_PUSH_INTERVAL_MS, TrainController
 from gui.train.state import TrainState
+from tests.gui.conftest import HANG_MS
 
 LONG = TrainConfig(rules=("none", "sqrt"), d_k=16, d_model=32, n=8, vocab=16, batch=32,
                    steps=100_000, lr=0.01, eval_size=64)
@@ -49,18 +50,20 @@ def slow(qtbot):
 def test_a_slow_view_is_pushed_at_most_once_per_interval_and_ends_on_the_final_state(slow, qtbot):
     controller, view = slow
     assert controller.start_training(LONG)
-    qtbot.waitUntil(lambda: len(view.steps) >= 1, timeout=20_000)
+    qtbot.waitUntil(lambda: len(view.steps) >= 1, timeout=HANG_MS)
     start, pushes0 = time.perf_counter(), len(view.steps)
-    qtbot.wait(2000)
+    # Until a dozen pushes arrived, however long a loaded machine takes for them: the bound
+    # below is on the rate, so a slower machine only makes it easier to keep.
+    qtbot.waitUntil(lambda: len(view.steps) >= pushes0 + 12, timeout=HANG_MS)
     elapsed = time.perf_counter() - start
     pushes = len(view.steps) - pushes0
     # Snapshots come every 50 ms; the pusher passes at most one per interval (100 ms + the
-    # view's own 40 ms), so about 14 in these 2 s, not 40.
-    assert 2 <= pushes <= elapsed / (DEFAULT_PUSH_INTERVAL_MS / 1000) + 1, (pushes, elapsed)
+    # view's own 40 ms): about 7 a second, not 20.
+    assert pushes <= elapsed / (DEFAULT_PUSH_INTERVAL_MS / 1000) + 1, (pushes, elapsed)
     assert view.steps == sorted(view.steps)
     # After Stop the view ends on the last snapshot.
     controller.stop()
-    qtbot.waitUntil(lambda: controller.state() == TrainState.IDLE, timeout=5000)
+    qtbot.waitUntil(lambda: controller.state() == TrainState.IDLE, timeout=HANG_MS)
     assert view.steps[-1] == controller.results().snapshot.step > view.steps[pushes0]
 
 
@@ -79,7 +82,7 @@ def test_the_scene_work_before_the_paint_counts_as_the_views_time(qtbot):
     paint.paint_later([view])
     assert paint.busy_s > 0
     assert not graphics.viewport().updatesEnabled()
-    qtbot.waitUntil(lambda: graphics.viewport().updatesEnabled(), timeout=2000)
+    qtbot.waitUntil(lambda: graphics.viewport().updatesEnabled(), timeout=HANG_MS)
 
 
 def test_a_split_paint_shows_the_new_range_on_the_axis_and_releases_the_viewport(qtbot):
@@ -98,7 +101,7 @@ def test_a_split_paint_shows_the_new_range_on_the_axis_and_releases_the_viewport
     curve.setData([0, 1, 2], [0, 500, 1000])
     paint.paint_later([plot])
     assert paint.is_pending()
-    qtbot.waitUntil(lambda: bool(painted), timeout=2000)
+    qtbot.waitUntil(lambda: bool(painted), timeout=HANG_MS)
     assert not paint.is_pending() and plot.viewport().updatesEnabled()
     left = plot.getPlotItem().getAxis("left")
     low, high = left.range

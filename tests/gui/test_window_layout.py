@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QScrollArea, QWidget
 
 from gui.kit.cell_items import WrappingLabel
 from gui.window_settings import DEFAULT_SIZE, save_window
-from tests.gui.conftest import back_to_start
+from tests.gui.conftest import HANG_MS, back_to_start
 
 
 def test_first_start_uses_default_size_clamped_to_the_screen(make_window) -> None:
@@ -166,7 +166,7 @@ def _assert_reachable(window, qtbot, label: object) -> None:
     as posted LayoutRequest events, one level per event-loop pass)."""
     assert (window.width(), window.height()) == SMALL_SCREEN, label
     try:
-        qtbot.waitUntil(lambda: unreachable_plots(window) == [], timeout=3000)
+        qtbot.waitUntil(lambda: unreachable_plots(window) == [], timeout=HANG_MS)
     except AssertionError:
         pass
     assert unreachable_plots(window) == [], label
@@ -209,7 +209,7 @@ def test_every_plot_is_reachable_at_1024x768_with_the_tour_open(make_window, qtb
     panel = window.tour_dock.panel
     for index in (5, 6, 9, 10):
         panel.go_to(index)
-        assert window.wait_until_settled(30_000), index
+        assert window.wait_until_settled(HANG_MS), index
         assert window.tour_dock.isVisible(), index
         _assert_reachable(window, qtbot, (index, window.current_view().key))
 
