@@ -288,19 +288,23 @@ def test_the_init_step_runs_the_side_by_side_training_it_talks_about(tour, qtbot
     window, panel = tour
     step = _steps()[_index("init")]
     tab = window.train_tab
+    # The engine box is drawn when claimsEvaluated(step) is emitted (the results are stored
+    # earlier, off the GUI thread): listened for from the start, waited for below.
+    drawn = qtbot.waitSignal(panel.claimsEvaluated, timeout=HANG_MS,
+                             check_params_cb=lambda evaluated: evaluated == _index("init"))
     panel.go_to(_index("init"))
     # Started by the step, as the Start button starts it: the step's settings, both rules.
     assert tab.controller.state() is TrainState.RUNNING
     config = tab.panel.config()
     assert config.init_std == step["train_settings"]["init_std"] == 0.0442
     assert [r.value for r in config.rules] == ["none", "sqrt"]
-    assert tab.wait_until_idle(60_000)
+    assert tab.wait_until_idle(HANG_MS)
     snap = tab.controller.results().snapshot
     assert snap.done and snap.step == step["train_settings"]["steps"]
     final = {rule.value: float(st.eval_loss_history[-1]) for rule, st in snap.rules.items()}
     # What the run shows is what the engine box states: unscaled still at chance (ln 32 ≈
     # 3.47), 1/√d_k down to ≈ 0.15.
-    qtbot.waitUntil(lambda: panel.claim_results() is not None, timeout=60_000)
+    drawn.wait()
     stated = {r.claim["rule"]: r for r in panel.claim_results()
               if r.claim["quantity"] == "train_final_loss"}
     assert stated["none"].passed and stated["sqrt"].passed
@@ -311,6 +315,6 @@ def test_the_init_step_runs_the_side_by_side_training_it_talks_about(tour, qtbot
     panel.go_to(_index("init"))
     assert tab.controller.state() is TrainState.RUNNING
     panel.go_to(_index("heads"))
-    assert tab.wait_until_idle(10_000)
+    assert tab.wait_until_idle(HANG_MS)
     assert not tab.controller.results().snapshot.done
     panel.shutdown()
