@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import csv
 import math
+import re
 import sys
 from collections.abc import Iterator
 from typing import IO, Any
@@ -79,6 +80,19 @@ def _layer_labels(tf: Any) -> dict[int, str]:
     return labels
 
 
+#: A refused rule parameter's message starts with its name, which is also its option's.
+_PARAMETER_FIRST = re.compile(r"^(temperature|gain|cap)(?= must )")
+
+
+def _replayed_rule(args: argparse.Namespace) -> Rule:
+    """The ``--rule`` to replay; a refused value is named by its option (``--cap``)."""
+    try:
+        return Rule.from_keywords(args.rule, temperature=args.temperature, gain=args.gain,
+                                  cap=args.cap)
+    except ValueError as exc:
+        raise ValueError(_PARAMETER_FIRST.sub(r"--\1", str(exc))) from None
+
+
 def inspect_command(args: argparse.Namespace) -> int:
     """Run the ``inspect`` subcommand; return the exit code (0 ok, 2 bad input, 130 interrupted).
 
@@ -94,8 +108,7 @@ def inspect_command(args: argparse.Namespace) -> int:
         if args.out not in (None, "-"):
             check_output_not_input(args.out, [args.file])
         tf = load_tensors(args.file)
-        rule = None if args.rule is None else Rule.from_keywords(
-            args.rule, temperature=args.temperature, gain=args.gain, cap=args.cap)
+        rule = None if args.rule is None else _replayed_rule(args)
         check_weights_rule(tf, rule)
     except (TensorFileError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -154,3 +154,14 @@ def test_the_table_of_a_weights_file_leaves_the_logits_blank(tmp_path, capsys) -
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:3]]
     assert all(row[7:9] == ["-", "-"] for row in rows)  # logit std, max|logit|: need q and k
     assert all(0 < float(row[3]) <= 1 for row in rows)
+
+
+@pytest.mark.parametrize(("option", "value"), [("--temperature", "0"), ("--gain", "0"),
+                                               ("--cap", "-1")])
+def test_a_refused_rule_parameter_is_named_by_its_option(tmp_path, capsys, option, value) -> None:
+    rule = {"--temperature": "temperature", "--gain": "qk_norm", "--cap": "softcap"}[option]
+    path = _file(tmp_path / "model.npz")
+    assert main.main(["inspect", str(path), "--rule", rule, option, value, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {option} must be a positive finite number") and err.count(
+        "\n") == 1, err
