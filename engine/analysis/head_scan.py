@@ -26,6 +26,7 @@ from engine.analysis.heads import HeadDiagnostics, _diagnose
 from engine.config import ScalingRule
 from engine.core.attention import attention_logits
 from engine.core.memory import check_memory, get_memory_budget
+from engine.core.plan import layer_mask
 from engine.core.scaling import Rule
 from engine.core.softmax import softmax
 from engine.io.tensors import TensorFile, TensorFileError
@@ -72,7 +73,8 @@ def iter_file_diagnostics(
                     q, k = tf.qk(layer, head)
                     diagnostics = _diagnose(q, k, scale=tf.layer_scale(layer),
                                             cap=tf.layer_cap(layer), rule=rule,
-                                            causal=tf.causal, cancel=cancel)
+                                            causal=tf.causal, cancel=cancel,
+                                            window=tf.layer_window(layer))
             except TensorFileError:
                 raise
             except ValueError as exc:
@@ -167,9 +169,13 @@ def replay_head(
     rules: tuple[Rule, ...],
     batch_entry: int = 0,
     cancel: threading.Event | None = None,
+    window: int | None = None,
 ) -> tuple[RuleReplay, ...]:
     """Re-apply each of ``rules`` (in order; all: :func:`every_rule`) to one head's
     (batch, n, d_k) q and k: diagnostics over every batch entry, weights of ``batch_entry``.
+
+    ``window`` is the layer's sliding window under the causal mask
+    (:func:`engine.core.plan.layer_mask`).
 
     ``cancel`` is checked before each rule, between the tiles of its diagnostics and between
     blocks of its softmax rows; once set, the rules done so far are returned.
@@ -178,9 +184,11 @@ def replay_head(
         raise ValueError(f"batch entry {batch_entry} is out of range (batch {q.shape[0]})")
     check_replay_memory(q.shape[1], k.shape[1], len(rules))
     return _replay_each(
-        rules, cancel, lambda rule: _diagnose(q, k, rule=rule, causal=causal, cancel=cancel),
+        rules, cancel,
+        lambda rule: _diagnose(q, k, rule=rule, causal=causal, cancel=cancel, window=window),
         lambda rule: _softmax_rows(attention_logits(q[batch_entry], k[batch_entry], rule=rule,
-                                                    mask="causal" if causal else None), cancel))
+                                                    mask=layer_mask(q.shape[1], causal, window)),
+                                   cancel))
 
 
 def _replay_each(
@@ -225,7 +233,7 @@ def replay_file_head(
         if cancel is not None and cancel.is_set():
             return ()
         return replay_head(q, k, causal=tf.causal, rules=rules, batch_entry=batch_entry,
-                           cancel=cancel)
+                           cancel=cancel, window=tf.layer_window(layer))
     if not 0 <= batch_entry < tf.batch:
         raise ValueError(f"batch entry {batch_entry} is out of range (batch {tf.batch})")
     check_replay_memory(tf.n, tf.n, len(rules))

@@ -18,7 +18,7 @@ import numpy as np
 
 from engine.config import ScalingRule
 from engine.core.moments import RunningMoments, block_moments
-from engine.core.plan import make_plan
+from engine.core.plan import layer_mask, make_plan
 from engine.core.scaling import Rule
 from engine.core.stats import SATURATION_THRESHOLD
 from engine.core.theory import zhai_min_entropy_rows
@@ -203,6 +203,7 @@ def diagnose_head(
     gain: float | None = None,
     cap: float | None = None,
     causal: bool = False,
+    window: int | None = None,
 ) -> HeadDiagnostics:
     """Diagnose one attention head.
 
@@ -222,6 +223,9 @@ def diagnose_head(
         Without ``rule``, a ``cap`` is the model's own soft-cap: logits cap·tanh(c·q·kᵀ/cap).
     causal
         Mask key j for query i when j > i.
+    window
+        With ``causal``, a sliding window: mask key j for query i also when j ≤ i − window
+        (each row's uniform references then count the keys it sees).
 
     Returns
     -------
@@ -236,7 +240,8 @@ def diagnose_head(
     """
     replay = None if rule is None else Rule.from_keywords(rule, temperature=temperature,
                                                           gain=gain, cap=cap)
-    return _diagnose(q, k, scale=scale, cap=cap, rule=replay, causal=causal, cancel=None)
+    return _diagnose(q, k, scale=scale, cap=cap, rule=replay, causal=causal, cancel=None,
+                     window=window)
 
 
 class _Cancelled(Exception):
@@ -246,16 +251,19 @@ class _Cancelled(Exception):
 def _diagnose(
     q: np.ndarray, k: np.ndarray, *, rule: Rule | None, causal: bool,
     cancel: threading.Event | None, scale: float | None = None, cap: float | None = None,
+    window: int | None = None,
 ) -> HeadDiagnostics | None:
     """:func:`diagnose_head`, tile by tile on the attention kernel; None once ``cancel`` is set.
 
-    ``scale`` and ``cap`` are the model's own, used when ``rule`` is None.
+    ``scale`` and ``cap`` are the model's own, used when ``rule`` is None; ``window`` is the
+    layer's sliding window under the causal mask (:func:`engine.core.plan.layer_mask`).
     """
     q, k = _check_qk(q, k)
     batch, n, d_k = q.shape
     replay = rule is not None
     own = Rule.from_keywords(ScalingRule.NONE, cap=cap)  # checks the file's cap
-    plan = make_plan(q, k, None, rule=rule if replay else own, mask="causal" if causal else None)
+    plan = make_plan(q, k, None, rule=rule if replay else own,
+                     mask=layer_mask(n, causal, window))
     if not replay:
         c = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
         if not math.isfinite(c):
@@ -320,11 +328,13 @@ def _diagnose(
     visible = np.full(n, float(n))
     if plan.causal_offset is not None:  # (a single query sees every key: no mask)
         visible = np.minimum(np.arange(n) + 1.0 + plan.causal_offset, n)
+    elif plan.mask_off is not None:  # a sliding window: row i sees min(i + 1, w) keys
+        visible = np.count_nonzero(~plan.mask_off, axis=-1).astype(np.float64).reshape(-1)
     # Norm of each row's centred visible logits (masked entries of z are 0).
     centred_sq = z_sq - z_sum * z_sum / visible
     floor = zhai_min_entropy_rows(visible, np.sqrt(np.maximum(centred_sq, 0.0)))
     summary = summarise_rows(entropy_rows, 1.0 / rowsum, first / rowsum, visible,
-                             masked=plan.causal_offset is not None)
+                             masked=plan.masked)
     scales = np.ravel(plan.scale)
     return HeadDiagnostics(
         n=n, d_k=d_k, batch=batch, rule=plan.rule.value if replay else None,

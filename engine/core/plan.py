@@ -18,7 +18,7 @@ from engine.config import MaskKind, ScalingRule
 from engine.core.checks import check_all_finite, check_array, check_dim, float_dtype
 from engine.core.scaling import Rule
 
-__all__ = ["Plan", "causal_mask", "make_plan"]
+__all__ = ["Plan", "causal_mask", "layer_mask", "make_plan"]
 
 
 def causal_mask(n_q: int, n_k: int) -> np.ndarray:
@@ -32,6 +32,20 @@ def causal_mask(n_q: int, n_k: int) -> np.ndarray:
     n_q = check_dim("n_q", n_q)
     n_k = check_dim("n_k", n_k)
     return np.tri(n_q, n_k, k=n_k - n_q, dtype=bool)
+
+
+def layer_mask(n: int, causal: bool, window: int | None = None) -> str | np.ndarray | None:
+    """The ``mask`` argument of :func:`make_plan` for a model layer of n tokens.
+
+    None without a mask, ``"causal"`` for a causal one, and for a causal sliding window of w
+    keys the boolean (n, n) array (True = attend) of transformers' mask: query i sees keys
+    i − w + 1 … i. A window of n or more keys is the causal mask itself.
+    """
+    if not causal:
+        return None
+    if window is None or window >= n:
+        return "causal"
+    return np.tri(n, dtype=bool) & ~np.tri(n, k=-window, dtype=bool)
 
 
 # Small causal tiles are cached (building one costs more than using it); large ones are not,

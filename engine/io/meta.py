@@ -31,6 +31,9 @@ MAX_SCALE = 1e6
 CAP_RANGE = (float(AttentionConfig.FIELDS["cap"].low), float(AttentionConfig.FIELDS["cap"].high))
 #: Largest d_k a weights-only file may declare in ``meta["d_k"]``.
 MAX_D_K = 1 << 20
+#: The largest sliding window read: the most positions a model config may give
+#: (engine.models.spec.MAX_POSITIONS; io does not import the models).
+MAX_WINDOW = 1 << 24
 
 
 def _decode_json_array(name: str, arr: np.ndarray) -> Any:
@@ -138,6 +141,11 @@ def parse_meta(source: Source) -> Mapping[str, Any]:
             label = f"'layers.{key[:20]}{'…' if len(key) > 20 else ''}"
             _check_number(entry, "scale", f"{label}.scale'", bounds=(-MAX_SCALE, MAX_SCALE))
             _check_number(entry, "cap", f"{label}.cap'", bounds=CAP_RANGE)
+            window = entry.get("window")
+            if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                                       or not 1 <= window <= MAX_WINDOW):
+                raise TensorFileError(f"array 'meta': {label}.window' must be a whole number "
+                                      f"in 1..{MAX_WINDOW:,}, got {_shown_json(window)}")
             # Refused, not cut: a cut name could make two layers look alike.
             name = entry.get("name")
             if name is not None and len(str(name)) > MAX_NAME_CHARS:

@@ -110,6 +110,13 @@ class TensorFile:
         value = self._layer_meta(layer).get("cap", self.meta.get("cap"))
         return None if value is None else float(value)
 
+    def layer_window(self, layer: int) -> int | None:
+        """The sliding window of ``layer`` under a causal mask (query i sees keys
+        i − window + 1 … i): ``meta["layers"][str(layer)]["window"]``, else None (every
+        earlier key)."""
+        value = self._layer_meta(layer).get("window")
+        return int(value) if value is not None and self.causal else None
+
     def layer_name(self, layer: int) -> str:
         """A label for ``layer``: ``meta["layers"][str(layer)]["name"]``, else ``"layer L"``."""
         name = self._layer_meta(layer).get("name")
