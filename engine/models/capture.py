@@ -276,9 +276,6 @@ class Model:
         encoded = self._encode(text, max_tokens, tokenize or self.tokenizer.encode_text)
         ids, cut = list(encoded.ids), encoded.total > len(encoded.ids)
         n = len(ids)
-        if spec.sliding_window is not None and n > spec.sliding_window:
-            raise ModelError(f"{n} tokens are more than the sliding window of "
-                             f"{spec.sliding_window}; the app models full causal masks only")
         if max(ids) >= self.vocab_size:
             raise ModelError(f"the tokenizer gives id {max(ids)}, but the model has "
                              f"{self.vocab_size} embeddings: the tokenizer does not belong to "
@@ -288,7 +285,10 @@ class Model:
         captured = run_forward(spec, self._store, self._names, np.asarray(ids, dtype=np.int64),
                                chosen, keep_v=keep_v, progress=progress, cancelled=cancelled)
         cap = {} if spec.cap is None else {"cap": spec.cap}
-        layer_meta = {str(layer): {"scale": spec.scales[layer], **cap} for layer in chosen}
+        # A layer's window is its own mask (meta "window": query i sees keys i − window + 1 …
+        # i); a layer without one sees every earlier key, as "causal" says.
+        layer_meta = {str(layer): {"scale": spec.scales[layer], **cap,
+                                   **_window_meta(spec.window(layer))} for layer in chosen}
         meta = {
             "model": self.name, "path": str(self.path), "architecture": spec.architecture,
             "format": self.format, "weights": list(self.weight_types), "where": where_of(spec),
@@ -300,6 +300,10 @@ class Model:
         return Capture(layers=MappingProxyType(captured), tokens=encoded.tokens,
                        token_ids=tuple(ids), meta=MappingProxyType(meta),
                        name=f"{self.name} (captured)")
+
+
+def _window_meta(window: int | None) -> dict[str, int]:
+    return {} if window is None else {"window": window}
 
 
 #: Errors a hostile model file can still raise where this app's checks did not foresee it.

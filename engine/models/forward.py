@@ -126,8 +126,11 @@ def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
 
 
 def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: float | None,
-            causal: bool) -> np.ndarray:
-    """softmax(c·q·kᵀ [soft-capped], masked) v for (heads, n, d) inputs; returns (n, heads·d)."""
+            causal: bool, window: int | None = None) -> np.ndarray:
+    """softmax(c·q·kᵀ [soft-capped], masked) v for (heads, n, d) inputs; returns (n, heads·d).
+
+    ``window`` (causal only): query i sees keys i − window + 1 … i, as transformers'
+    sliding-window mask (key j kept iff j > i − window)."""
     z = q @ k.transpose(0, 2, 1)
     z *= np.float32(scale)
     if cap is not None:
@@ -136,6 +139,8 @@ def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: floa
         z *= np.float32(cap)
     if causal:  # the future keys: -inf, weight 0 (in place: no new array per layer)
         z[:, ~np.tri(z.shape[-1], dtype=bool)] = -np.inf
+        if window is not None and window < z.shape[-1]:  # and the keys behind the window
+            z[:, np.tri(z.shape[-1], k=-window, dtype=bool)] = -np.inf
     out = _softmax(z) @ v
     return out.transpose(1, 0, 2).reshape(q.shape[1], -1)
 
@@ -220,7 +225,7 @@ def run_forward(
                 progress(i + 1, last + 1)
             break
         _check(cancelled)
-        attended = _attend(q, k, v, spec.scales[i], spec.cap, spec.causal)
+        attended = _attend(q, k, v, spec.scales[i], spec.cap, spec.causal, spec.window(i))
         if spec.family == "bert":
             x = _layer_norm(_linear(attended, w("o.w"), w("o.b")) + x, w("norm1.w"),
                             w("norm1.b"), spec.eps)

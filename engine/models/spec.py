@@ -10,6 +10,7 @@ from typing import Any
 from engine.io.source import shown
 from engine.models.values import Values
 from engine.models.weights import ModelError
+from engine.models.windows import layer_windows
 
 __all__ = ["ARCHITECTURES", "GGUF_ARCHITECTURES", "ModelSpec", "spec_from_gguf",
            "spec_from_hf_config"]
@@ -61,10 +62,15 @@ class ModelSpec:
     qk_norm: bool = False
     rope_theta: float | None = None
     rope: Mapping[str, Any] = field(default_factory=dict)
-    sliding_window: int | None = None
+    #: The sliding window of each layer (None: every earlier key; see engine.models.windows).
+    windows: tuple[int | None, ...] = ()
     scale_note: str = ""
     #: Whether q, k, v and o have biases the config asks for (Qwen2's q, k and v always do).
     attention_bias: bool = False
+
+    def window(self, layer: int) -> int | None:
+        """The sliding window of ``layer`` (None: it sees every earlier key)."""
+        return self.windows[layer] if self.windows else None
 
     def rope_inverse_frequencies(self) -> Any:
         """The rotary frequencies per pair of dimensions (float64), with the model's scaling.
@@ -189,7 +195,6 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
     note = "1/√d_head"
     cap = None
     theta, rope = None, {}
-    window = None
     per_layer = biases = False
     if family == "bert":
         values.choice("position_embedding_type", options=("absolute",), default="absolute")
@@ -207,8 +212,6 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
         if values.flag("mlp_bias", default=False):
             raise values.refuse("mlp_bias", True, "false (biases of the MLP are not modelled)")
         biases = values.flag("attention_bias", default=False)
-        if arch == "mistral" or values.flag("use_sliding_window", default=arch == "gemma2"):
-            window = values.whole("sliding_window", default=None, high=MAX_POSITIONS)
     if family == "gemma2":
         # A width-like number (Gemma 2 uses the head width or width / heads): below 1 the
         # scale 1/√scalar can overflow float32's logits.
@@ -223,7 +226,8 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
                      kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, eps=eps,
                      max_positions=positions, activation=activation, causal=family != "bert",
                      scales=scales, cap=cap, qk_norm=arch == "qwen3", rope_theta=theta, rope=rope,
-                     sliding_window=window, scale_note=note, attention_bias=biases)
+                     windows=layer_windows(values, arch, layers, MAX_POSITIONS),
+                     scale_note=note, attention_bias=biases)
 
 
 def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
@@ -287,4 +291,4 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
                                                 high=MAX_POSITIONS),
                      activation="silu", causal=True, scales=(head_dim ** -0.5,) * layers,
                      rope_theta=values.number(key("rope.freq_base"), default=10000.0, above=1),
-                     rope=rope, scale_note="1/√d_head")
+                     rope=rope, windows=(None,) * layers, scale_note="1/√d_head")

@@ -51,6 +51,11 @@ class Values:
         """Whether ``key`` is given (not absent, not null)."""
         return self._values.get(key) is not None
 
+    def written(self, key: str) -> bool:
+        """Whether ``key`` is in the file at all, null included: a few settings (Mistral's
+        ``sliding_window``) default to a value when absent but are off when null."""
+        return key in self._values
+
     def raw(self, *keys: str, default: Any = None) -> tuple[str, Any]:
         """The first given key of ``keys`` and its unchecked value (``default`` if none is;
         :data:`REQUIRED` refuses a missing value)."""

@@ -40,8 +40,10 @@ ARCHITECTURES = ["bert", "gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2"]
 
 
 def weights_from_file(tf, layer: int) -> np.ndarray:
-    """softmax(cap·tanh(c·q·kᵀ/cap)), masked, from what the file says (not from the model)."""
+    """softmax(cap·tanh(c·q·kᵀ/cap)), masked (causal, and the layer's sliding window), from
+    what the file says (not from the model)."""
     out = []
+    window = tf.layer_window(layer)
     for head in range(tf.heads):
         q, k = tf.qk(layer, head)
         z = tf.layer_scale(layer) * q[0] @ k[0].T
@@ -49,7 +51,10 @@ def weights_from_file(tf, layer: int) -> np.ndarray:
         if cap is not None:
             z = cap * np.tanh(z / cap)
         if tf.causal:
-            z = np.where(np.tri(len(z), dtype=bool), z, -np.inf)
+            seen = np.tri(len(z), dtype=bool)
+            if window is not None:
+                seen &= ~np.tri(len(z), k=-window, dtype=bool)
+            z = np.where(seen, z, -np.inf)
         e = np.exp(z - z.max(axis=-1, keepdims=True))
         out.append(e / e.sum(axis=-1, keepdims=True))
     return np.stack(out)
@@ -241,6 +246,10 @@ def test_config_that_does_not_match_the_weights(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="does not match"):
         open_model(folder)
     config["num_attention_heads"], config["num_hidden_layers"] = 4, 3
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelError, match=r"'layer_types' must be a list of 3 attention kinds"):
+        open_model(folder)
+    del config["layer_types"]  # derived for 3 layers: the weights are what is missing
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(ModelError, match="layer 2 of 3"):
         open_model(folder)
