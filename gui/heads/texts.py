@@ -79,12 +79,35 @@ def file_text(tf: TensorFile) -> str:
         parts.append(translate("HeadsView", "TransformerLens cache"))
     parts.append(translate("HeadsView", "causal") if tf.causal
                  else translate("HeadsView", "not causal"))
+    parts.extend(_window_texts(tf))
     if isinstance(where, str) and where:
         parts.append(where if len(where) <= 80 else where[:79] + "…")
     if tf.format == "memory":
         parts.append(translate("HeadsView", "captured, not saved (File › Save captured "
                                "tensors…)"))
     return " · ".join(parts)
+
+
+# Layers named in a window's text; a longer list is cut (a 62-layer Gemma slides on 52).
+_NAMED_LAYERS = 6
+
+
+def _window_texts(tf: TensorFile) -> list[str]:
+    """One text per sliding window of the file's layers, naming the layers it masks: those
+    heads' uniform references and maps differ from a causal layer's."""
+    by_window: dict[int, list[int]] = {}
+    for layer in tf.layers:
+        window = tf.layer_window(layer)
+        if window is not None:
+            by_window.setdefault(window, []).append(layer)
+    texts = []
+    for window, layers in sorted(by_window.items()):
+        named = ", ".join(map(str, layers[:_NAMED_LAYERS]))
+        if len(layers) > _NAMED_LAYERS:
+            named = translate("HeadsView", "{0}, … ({1} in all)").format(named, len(layers))
+        texts.append(translate("HeadsView", "sliding window of {0} keys on layers {1}"
+                               ).format(window, named))
+    return texts
 
 
 def meta_tooltip(tf: TensorFile) -> str:

@@ -810,92 +810,102 @@
         <translation>非因果</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="85"/>
+        <location filename="../../gui/heads/texts.py" line="86"/>
         <source>captured, not saved (File › Save captured tensors…)</source>
         <translation>已捕获，未保存（文件 › 保存捕获的张量…）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="103"/>
+        <location filename="../../gui/heads/texts.py" line="107"/>
+        <source>{0}, … ({1} in all)</source>
+        <translation>{0}, …（{1} 层）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="108"/>
+        <source>sliding window of {0} keys on layers {1}</source>
+        <translation>第 {1} 层只看最近 {0} 个键</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/texts.py" line="126"/>
         <source>Flagged heads: none.</source>
         <translation>被标记的头：没有。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="104"/>
+        <location filename="../../gui/heads/texts.py" line="127"/>
         <source>Flagged heads: none so far.</source>
         <translation>被标记的头：目前没有。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="108"/>
+        <location filename="../../gui/heads/texts.py" line="131"/>
         <source>Flagged heads ({0}): {1}</source>
         <translation>被标记的头（{0}）：{1}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="110"/>
+        <location filename="../../gui/heads/texts.py" line="133"/>
         <source>and {0} more (sort the flags column).</source>
         <translation>另有 {0} 个（按标记列排序查看）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="126"/>
+        <location filename="../../gui/heads/texts.py" line="149"/>
         <source>logits: the file&apos;s own scale</source>
         <translation>logits：文件自身的缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="127"/>
+        <location filename="../../gui/heads/texts.py" line="150"/>
         <source>logits: {0} re-applied</source>
         <translation>logits：重新应用 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="134"/>
+        <location filename="../../gui/heads/texts.py" line="157"/>
         <source>No tensor file open.</source>
         <translation>未打开张量文件。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="137"/>
+        <location filename="../../gui/heads/texts.py" line="160"/>
         <source>replay: layer {0}, head {1}, batch entry {2}</source>
         <translation>重放：第 {0} 层，头 {1}，批次条目 {2}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="146"/>
+        <location filename="../../gui/heads/texts.py" line="169"/>
         <source>Opening {0}…</source>
         <translation>正在打开 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="150"/>
+        <location filename="../../gui/heads/texts.py" line="173"/>
         <source>No tensor file open</source>
         <translation>未打开张量文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="153"/>
+        <location filename="../../gui/heads/texts.py" line="176"/>
         <source>{0}: diagnosing, {1}/{2} heads</source>
         <translation>{0}：正在诊断，{1}/{2} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="156"/>
+        <location filename="../../gui/heads/texts.py" line="179"/>
         <source>{0}: replaying the selected head</source>
         <translation>{0}：正在重放所选的头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="158"/>
+        <location filename="../../gui/heads/texts.py" line="181"/>
         <source>{0}: stopped after {1}/{2} heads</source>
         <translation>{0}：在 {1}/{2} 个头后停止</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="160"/>
+        <location filename="../../gui/heads/texts.py" line="183"/>
         <source>{0}: {1} heads diagnosed</source>
         <translation>{0}：已诊断 {1} 个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="162"/>
+        <location filename="../../gui/heads/texts.py" line="185"/>
         <source>replayed layer {0}, head {1}</source>
         <translation>已重放第 {0} 层，头 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="170"/>
+        <location filename="../../gui/heads/texts.py" line="193"/>
         <source>Layer {0}, head {1}, batch entry {2}: the rules that multiply the logits, replayed exactly from the file&apos;s weights (colour: weight p from 0 to 1)</source>
         <translation>第 {0} 层第 {1} 头，批次条目 {2}：乘以 logits 的各规则，由文件中的权重精确重放（颜色：权重 p，0 到 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/texts.py" line="174"/>
+        <location filename="../../gui/heads/texts.py" line="197"/>
         <source>Layer {0}, head {1}, batch entry {2}: every rule on the same real q and k (colour: weight p from 0 to 1, as in the explorer)</source>
         <translation>第 {0} 层第 {1} 头，批次条目 {2}：同一组真实 q、k 上的每种规则（颜色：权重 p，0 到 1，与探索器相同）</translation>
     </message>
@@ -1278,22 +1288,22 @@
         <translation>高度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="153"/>
+        <location filename="../../gui/main_window.py" line="154"/>
         <source>Explorer</source>
         <translation>探索</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="154"/>
+        <location filename="../../gui/main_window.py" line="155"/>
         <source>Train</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="159"/>
+        <location filename="../../gui/main_window.py" line="160"/>
         <source>Heads</source>
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="218"/>
+        <location filename="../../gui/main_window.py" line="219"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -1449,7 +1459,7 @@
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="223"/>
+        <location filename="../../gui/main_window.py" line="224"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -1562,12 +1572,12 @@
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="327"/>
+        <location filename="../../gui/main_window.py" line="339"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="328"/>
+        <location filename="../../gui/main_window.py" line="340"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -2085,13 +2095,13 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
     <message>
         <location filename="../../gui/explorer/views/precision.py" line="144"/>
-        <location filename="../../gui/tour/content.py" line="136"/>
+        <location filename="../../gui/tour/content.py" line="138"/>
         <source>max subtracted (stable)</source>
         <translation>减去最大值（稳定）</translation>
     </message>
     <message>
         <location filename="../../gui/explorer/views/precision.py" line="145"/>
-        <location filename="../../gui/tour/content.py" line="134"/>
+        <location filename="../../gui/tour/content.py" line="136"/>
         <source>naive exp(z)</source>
         <translation>直接 exp(z)（不减最大值）</translation>
     </message>
@@ -2132,7 +2142,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
     <message>
         <location filename="../../gui/explorer/views/precision.py" line="161"/>
-        <location filename="../../gui/tour/content.py" line="138"/>
+        <location filename="../../gui/tour/content.py" line="140"/>
         <source>only the logits rounded</source>
         <translation>只有 logit 取为该格式</translation>
     </message>
@@ -2181,57 +2191,57 @@ exp 超出范围</translation>
 <context>
     <name>ProbeView</name>
     <message>
-        <location filename="../../gui/train/probe.py" line="158"/>
+        <location filename="../../gui/train/probe.py" line="162"/>
         <source>Probe attention</source>
         <translation>探针注意力</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="174"/>
+        <location filename="../../gui/train/probe.py" line="178"/>
         <source>The attention map of one fixed held-out example appears here while training runs.</source>
         <translation>训练进行时，这里显示一个固定留出样本的注意力图。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="210"/>
+        <location filename="../../gui/train/probe.py" line="214"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="213"/>
+        <location filename="../../gui/train/probe.py" line="217"/>
         <source>{0}: H = {1:.2f} nats</source>
         <translation>{0}：H = {1:.2f} 奈特</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="219"/>
+        <location filename="../../gui/train/probe.py" line="223"/>
         <source>Step {0}. Bars: attention weight p of the query at position {1} on each key position 0…{2}{3}. Magenta outline: the key that answers the probe.</source>
         <translation>第 {0} 步。条形：位置 {1} 处的查询在各键位置 0…{2} 上的注意力权重 p{3}。品红色框：回答该探针的键。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="218"/>
+        <location filename="../../gui/train/probe.py" line="222"/>
         <source> (heads side by side within each key)</source>
         <translation>（每个键内各头并排）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="227"/>
+        <location filename="../../gui/train/probe.py" line="231"/>
         <source>Step {0}. Rows: target positions{1}; columns: key positions 0…{2}. Magenta squares: the key that answers the probe.</source>
         <translation>第 {0} 步。行：目标位置{1}；列：键位置 0…{2}。品红色方块：回答该探针的键。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="226"/>
+        <location filename="../../gui/train/probe.py" line="230"/>
         <source> of each head, heads stacked top to bottom</source>
         <translation>（每个头一组，各头自上而下排列）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="312"/>
+        <location filename="../../gui/train/probe.py" line="358"/>
         <source>key position</source>
         <translation>键位置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="313"/>
+        <location filename="../../gui/train/probe.py" line="359"/>
         <source>query position</source>
         <translation>查询位置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/probe.py" line="318"/>
+        <location filename="../../gui/train/probe.py" line="367"/>
         <source>No training run yet</source>
         <translation>尚未进行训练</translation>
     </message>
@@ -2416,68 +2426,68 @@ exp 超出范围</translation>
 <context>
     <name>TourPanel</name>
     <message>
-        <location filename="../../gui/tour/panel.py" line="255"/>
+        <location filename="../../gui/tour/panel.py" line="257"/>
         <source>◀ Back</source>
         <extracomment>``text`` with ``&amp;``, ``&lt;`` and ``&gt;`` escaped for a rich-text label.</extracomment>
         <translation>◀ 上一步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="326"/>
+        <location filename="../../gui/tour/panel.py" line="338"/>
         <source>Next ▶</source>
         <translation>下一步 ▶</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="256"/>
+        <location filename="../../gui/tour/panel.py" line="258"/>
         <source>Previous step (Alt+Left)</source>
         <translation>上一步（Alt+←）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="329"/>
+        <location filename="../../gui/tour/panel.py" line="341"/>
         <source>Next step (Alt+Right)</source>
         <translation>下一步（Alt+→）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="321"/>
+        <location filename="../../gui/tour/panel.py" line="333"/>
         <source>Step {0} / {1}</source>
         <translation>第 {0} / {1} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="325"/>
+        <location filename="../../gui/tour/panel.py" line="337"/>
         <source>Finish</source>
         <translation>完成</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="328"/>
+        <location filename="../../gui/tour/panel.py" line="340"/>
         <source>End the tour (Alt+Right)</source>
         <translation>结束导览（Alt+→）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="332"/>
+        <location filename="../../gui/tour/panel.py" line="344"/>
         <source>Look at:</source>
         <translation>请看：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="333"/>
+        <location filename="../../gui/tour/panel.py" line="345"/>
         <source>Try it yourself:</source>
         <translation>动手试试：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="346"/>
+        <location filename="../../gui/tour/panel.py" line="358"/>
         <source>Engine says:</source>
         <translation>引擎计算结果：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="349"/>
+        <location filename="../../gui/tour/panel.py" line="361"/>
         <source>could not compute: {0}</source>
         <translation>无法计算：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="353"/>
+        <location filename="../../gui/tour/panel.py" line="365"/>
         <source>computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="360"/>
+        <location filename="../../gui/tour/panel.py" line="372"/>
         <source>claim {0}</source>
         <translation>论断 {0}</translation>
     </message>
@@ -2500,52 +2510,52 @@ exp 超出范围</translation>
 <context>
     <name>TrainCurvesView</name>
     <message>
-        <location filename="../../gui/train/curves.py" line="116"/>
+        <location filename="../../gui/train/curves.py" line="118"/>
         <source>Loss</source>
         <translation>损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="117"/>
+        <location filename="../../gui/train/curves.py" line="119"/>
         <source>cross-entropy (nats)</source>
         <translation>交叉熵（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="118"/>
+        <location filename="../../gui/train/curves.py" line="120"/>
         <source>Held-out accuracy</source>
         <translation>留出集准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="119"/>
+        <location filename="../../gui/train/curves.py" line="121"/>
         <source>accuracy</source>
         <translation>准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="120"/>
+        <location filename="../../gui/train/curves.py" line="122"/>
         <source>Global gradient norm</source>
         <translation>全局梯度范数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="121"/>
+        <location filename="../../gui/train/curves.py" line="123"/>
         <source>Mean attention entropy</source>
         <translation>平均注意力熵</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="122"/>
+        <location filename="../../gui/train/curves.py" line="124"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="124"/>
+        <location filename="../../gui/train/curves.py" line="126"/>
         <source>step</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="128"/>
+        <location filename="../../gui/train/curves.py" line="130"/>
         <source>chance</source>
         <translation>随机水平</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="110"/>
+        <location filename="../../gui/train/curves.py" line="112"/>
         <source>Training curves</source>
         <extracomment>The x range of the empty plots before the first run has a length (steps). Panel names in layout order, with log-y.</extracomment>
         <translation>训练曲线</translation>
@@ -2592,22 +2602,22 @@ exp 超出范围</translation>
         <translation>对数坐标显出训练后段很小的损失；线性坐标按原样显出开始时的下降。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="292"/>
+        <location filename="../../gui/train/curves.py" line="294"/>
         <source>Press Start (Ctrl+T) to train the selected rules side by side: same initial weights, same batches.</source>
         <translation>按“开始”（Ctrl+T）并排训练所选规则：相同的初始权重，相同的批次。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="300"/>
+        <location filename="../../gui/train/curves.py" line="302"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="303"/>
+        <location filename="../../gui/train/curves.py" line="305"/>
         <source>{0}: held-out loss {1:.3g}, accuracy {2:.2f}</source>
         <translation>{0}：留出集损失 {1:.3g}，准确率 {2:.2f}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="306"/>
+        <location filename="../../gui/train/curves.py" line="308"/>
         <source>Step {0} of {1}, chance loss ln {2} = {3:.3g}.</source>
         <translation>第 {0} / {1} 步，随机水平损失 ln {2} = {3:.3g}。</translation>
     </message>
@@ -2617,17 +2627,17 @@ exp 超出范围</translation>
         <translation>在第 {0} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="321"/>
+        <location filename="../../gui/train/curves.py" line="323"/>
         <source>training loss</source>
         <translation>训练损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="323"/>
+        <location filename="../../gui/train/curves.py" line="325"/>
         <source>training loss, mean of {0} steps</source>
         <translation>训练损失，{0} 步均值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="326"/>
+        <location filename="../../gui/train/curves.py" line="328"/>
         <source>held-out</source>
         <translation>留出集</translation>
     </message>

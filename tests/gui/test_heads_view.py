@@ -8,6 +8,7 @@ Assertions compare what the tab shows with the engine's own diagnostics of the s
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -242,3 +243,38 @@ def test_ratio_text() -> None:
     assert ratio_text(0.42) == "0.420"
     assert ratio_text(-0.5) == "−0.500"
     assert ratio_text(0.0006) == "0.001"
+
+
+def test_a_windowed_models_heads_show_each_layers_own_mask(view, tmp_path, qtbot) -> None:
+    """Gemma 2 with a window of 4 keys: the tab says which layers slide, its grid shows the
+    entropy ratio over the keys each row sees, and the maps of a sliding layer are 0 behind
+    the window."""
+    from engine.models import open_model
+
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "tiny-gemma2-sw"
+    capture = open_model(folder).capture("The quick brown fox jumps over the lazy dog today.")
+    path = capture.save(tmp_path / "gemma.npz")
+    _open(view, path)
+    assert "sliding window of 4 keys on layers 0, 2" in view.status_text()
+    tf = load_tensors(path)
+    metric = metric_by_key("entropy_fraction")
+    colour_by = view.controls.colour_by
+    colour_by.setCurrentIndex(colour_by.findText(metric.text()))
+    view.wait_idle()
+    values = view.grid.grid_values()
+    # The uniform reference of row i: ln min(i + 1, 4) keys on a sliding layer, ln(i + 1) on
+    # the full one.
+    for layer, seen in ((0, 4), (1, tf.n), (2, 4)):
+        uniform = np.log(np.minimum(np.arange(1, tf.n + 1), seen)).mean()
+        for record in iter_file_diagnostics(tf):
+            if record.layer == layer:
+                assert values[layer, record.head] == pytest.approx(
+                    record.diagnostics.entropy_mean / uniform, rel=1e-12)
+    view.set_replay_rules(tuple(ScalingRule))
+    view.choose_head(2, 1)
+    view.wait_idle()
+    behind = np.tri(tf.n, k=-4, dtype=bool)
+    images = view.replay.panel.replay_images()
+    assert len(images) == len(ScalingRule)
+    for image in images:
+        assert not image.image[behind].any() and image.image[~behind].any()
