@@ -280,6 +280,9 @@ HF_KEYS = {
              "activation_function", "scale_attn_weights", "scale_attn_by_inverse_layer_idx"],
     "llama": [*COMMON_KEYS, *ROTARY_KEYS],
     "qwen3": [*COMMON_KEYS, *ROTARY_KEYS],
+    # The windowed fixtures, whose windows are shorter than the text: every window key read.
+    "qwen2-sw": [*COMMON_KEYS, *ROTARY_KEYS, "max_window_layers", "layer_types"],
+    "gemma2-sw": [*COMMON_KEYS, *ROTARY_KEYS, "layer_types"],
     "gemma2": [*COMMON_KEYS, *ROTARY_KEYS, "hidden_activation", "query_pre_attn_scalar",
                "attn_logit_softcapping"],
 }
