@@ -101,7 +101,8 @@ def _weights_head(tf: TensorFile, layer: int, head: int) -> tuple[np.ndarray, di
     scores = tf.scores(layer, head)
     rows = tf.weights(layer, head) if scores is None else scores
     return rows, {"causal": tf.causal, "is_logits": scores is not None,
-                  "file_scale": tf.layer_scale(layer), "d_k": tf.d_k}
+                  "file_scale": tf.layer_scale(layer), "d_k": tf.d_k,
+                  "window": tf.layer_window(layer)}
 
 
 #: Logits per block of rows of a replay's softmax (2 MiB of float64): a cancel waits for one

@@ -76,8 +76,20 @@ def logit_factors(
     return factors, last
 
 
-def _visible(n: int, causal: bool) -> np.ndarray:
-    return np.arange(1.0, n + 1.0) if causal else np.full(n, float(n))
+def _visible(n: int, causal: bool, window: int | None = None) -> np.ndarray:
+    """The keys each row sees: n, i + 1 under the causal mask, min(i + 1, window) in a
+    sliding window."""
+    if not causal:
+        return np.full(n, float(n))
+    seen = np.arange(1.0, n + 1.0)
+    return seen if window is None else np.minimum(seen, float(window))
+
+
+def _hidden(rows: slice, n: int, window: int | None) -> np.ndarray:
+    """(rows, n) True where a causal (sliding-window) row may not look: j > i or j ≤ i − w."""
+    i = np.arange(rows.start, rows.stop)[:, None]
+    j = np.arange(n)[None, :]
+    return (j > i) if window is None else (j > i) | (j <= i - window)
 
 
 def _scaled_rows(values: np.ndarray, is_logits: bool, factors: np.ndarray) -> np.ndarray:
@@ -98,9 +110,11 @@ def diagnose_weights(
     file_scale: float = math.nan,
     d_k: int = 0,
     cancel: threading.Event | None = None,
+    window: int | None = None,
 ) -> HeadDiagnostics | None:
     """Diagnose one head from its (batch, n, n) weights (or logits with ``is_logits``, masked
-    entries −inf), as the model had them or under ``rule`` (see :func:`logit_factors`).
+    entries −inf), as the model had them or under ``rule`` (see :func:`logit_factors`);
+    ``window`` is the layer's sliding window under the causal mask.
 
     The statistics are those of :func:`engine.analysis.heads.diagnose_head`, with
     :data:`~engine.analysis.heads.NEEDS_LOGITS` NaN where they cannot be computed. ``cancel``
@@ -111,7 +125,7 @@ def diagnose_weights(
     if rows.ndim != 3 or rows.shape[-1] != rows.shape[-2] or min(rows.shape) < 1:
         raise ValueError(f"weights must have shape (batch, n, n); got {rows.shape}")
     batch, n, _ = rows.shape
-    visible = _visible(n, causal)
+    visible = _visible(n, causal, window)
     factors, scale = logit_factors(rule, file_scale=file_scale, d_k=d_k, visible=visible)
     stats = {name: np.empty((batch, n)) for name in ("entropy", "p_max", "sink", "floor")}
     moments = RunningMoments()
@@ -124,7 +138,7 @@ def diagnose_weights(
             r1 = min(n, r0 + block)
             z = _scaled_rows(rows[b, r0:r1], is_logits, factors[r0:r1])
             if causal:
-                z[np.arange(r1 - r0)[:, None] + r0 < np.arange(n)[None, :]] = -np.inf
+                z[_hidden(slice(r0, r1), n, window)] = -np.inf
             finite = np.isfinite(z)
             top = np.max(z, axis=-1, keepdims=True)
             shifted = z - top
@@ -164,14 +178,16 @@ def replay_weights_map(
     rule: Rule,
     file_scale: float = math.nan,
     d_k: int = 0,
+    window: int | None = None,
 ) -> np.ndarray:
     """The (n, n) weights of one batch entry ``rows`` (n, n) under ``rule``: p^a / Σ p^a row by
     row, from weights, or softmax(a·z) from logits. Raises :class:`NeedsQK` as
     :func:`logit_factors`."""
     n = rows.shape[-1]
-    factors, _ = logit_factors(rule, file_scale=file_scale, d_k=d_k, visible=_visible(n, causal))
+    factors, _ = logit_factors(rule, file_scale=file_scale, d_k=d_k,
+                               visible=_visible(n, causal, window))
     z = _scaled_rows(rows, is_logits, factors)
     if causal:
-        z[np.triu(np.ones((n, n), dtype=bool), k=1)] = -np.inf
+        z[_hidden(slice(0, n), n, window)] = -np.inf
     e = np.exp(z - np.max(z, axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)

@@ -244,3 +244,31 @@ def test_a_bad_window_in_a_file_is_refused(tmp_path: Path, window: Any) -> None:
                       "layer0.k": rng.normal(size=(1, 2, 5, 4)), "meta": json.dumps(meta)})
     with pytest.raises(TensorFileError, match=r"'layers\.0\.window' must be a whole number"):
         load_tensors(path)
+
+
+def test_a_weights_file_of_a_windowed_model_reads_like_its_q_and_k(tmp_path: Path) -> None:
+    """transformers' own weights of tiny-qwen2-sw (no soft-cap: a replay from weights is
+    exact), saved as a weights-only file with the windows in meta: the same uniform
+    references, entropies and replays as its q and k."""
+    folder = FIXTURES / "tiny-qwen2-sw"
+    ref = np.load(folder / "reference.npz")
+    qk = load_tensors(open_model(folder).capture(str(ref["text"])).save(tmp_path / "qk.npz"))
+    meta = {"causal": True, "d_k": qk.d_k, "scale": qk.layer_scale(0),
+            "layers": {"1": {"window": 4}, "2": {"window": 4}}}
+    path = tmp_path / "weights.npz"
+    np.savez(path, **{f"layer{i}.attn": ref[f"layer{i}.attn"] for i in range(3)},
+             meta=json.dumps(meta))
+    weights = load_tensors(path)
+    assert weights.kind == "weights"
+    by_weights = {(r.layer, r.head): r.diagnostics for r in iter_file_diagnostics(weights)}
+    for record in iter_file_diagnostics(qk):
+        got = by_weights[record.layer, record.head]
+        assert got.entropy_uniform == pytest.approx(record.diagnostics.entropy_uniform,
+                                                    rel=1e-12)
+        assert got.entropy_mean == pytest.approx(record.diagnostics.entropy_mean, abs=1e-4)
+    rules = (Rule.from_keywords("linear"), Rule.from_keywords("log_n"))
+    for layer in (0, 2):
+        from_weights = replay_file_head(weights, layer, 1, rules=rules)
+        from_qk = replay_file_head(qk, layer, 1, rules=rules)
+        for a, b in zip(from_weights, from_qk, strict=True):
+            np.testing.assert_allclose(a.weights, b.weights, rtol=0, atol=1e-4)
