@@ -98,7 +98,10 @@ class PlotView(Retranslating, QWidget):
 
         Views that can reflow more (a grid of heads, a row of panels) extend it.
         """
-        item = self.export_item()
+        try:
+            item = self.export_item()
+        except NotImplementedError:  # a view not built yet (or without plots): nothing to fit
+            return
         scale = getattr(item, "scale_factor", lambda: 1.0)()
         room = width / scale - LEGEND_MARGIN
         for legend in item.scene().items():
