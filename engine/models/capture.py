@@ -12,6 +12,7 @@ count and token ids.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -75,6 +76,11 @@ class Capture:
     token_ids: tuple[int, ...]
     meta: Mapping[str, Any]
     name: str
+    #: The tokens of the whole text (a lower bound when ``text_tokens_exact`` is False: a long
+    #: text is tokenized by a prefix), and the most positions the model reads.
+    text_tokens: int = 0
+    text_tokens_exact: bool = True
+    positions: int = 0
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays of the app's tensor format (``layer{L}.q`` …)."""
@@ -204,16 +210,17 @@ class Model:
             if len(prefix) == len(text) or encoded.total >= limit + SETTLED_TOKENS:
                 break
             chars *= 4
+        encoded = dataclasses.replace(encoded, whole=len(prefix) == len(text))
         if not encoded.ids:
             raise ModelError("the text gives no tokens")
         if len(encoded.ids) > positions:
-            more = "" if len(prefix) == len(text) else "more than "
+            more = "" if encoded.whole else "more than "
             raise ModelError(f"the text has {more}{encoded.total:,} tokens, more than the "
                              f"{positions:,} positions {self.name} reads; shorten it or set "
                              f"max tokens ≤ {positions:,}")
         if max_tokens is not None and len(encoded.ids) > max_tokens:
-            encoded = Encoded(encoded.ids[:max_tokens], encoded.tokens[:max_tokens],
-                              encoded.total)
+            encoded = dataclasses.replace(encoded, ids=encoded.ids[:max_tokens],
+                                          tokens=encoded.tokens[:max_tokens])
         return encoded
 
     def _too_large(self, n: int, chosen: Sequence[int], keep_v: bool,
@@ -299,7 +306,8 @@ class Model:
         }
         return Capture(layers=MappingProxyType(captured), tokens=encoded.tokens,
                        token_ids=tuple(ids), meta=MappingProxyType(meta),
-                       name=f"{self.name} (captured)")
+                       name=f"{self.name} (captured)", text_tokens=encoded.total,
+                       text_tokens_exact=encoded.whole, positions=spec.max_positions)
 
 
 def _window_meta(window: int | None) -> dict[str, int]:

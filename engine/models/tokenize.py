@@ -20,6 +20,7 @@ from typing import Any
 
 from engine.io.files import check_regular_file, describe_os_error, read_regular_file
 from engine.io.source import shown
+from engine.models.token_text import byte_alphabet, piece_bytes, readable_bytes
 from engine.models.weights import MAX_JSON_BYTES, ModelError
 
 __all__ = ["GGUF_TOKENIZERS", "Encoded", "Tokenizer", "TokenizerProcess", "TokenizerSource",
@@ -57,8 +58,17 @@ class Tokenizer:
         return list(self._backend.encode(text, add_special_tokens=True).ids)
 
     def token_texts(self, ids: Sequence[int]) -> list[str]:
-        """Each id decoded on its own, special tokens kept (``[CLS]``, ``<|im_start|>``)."""
-        return [self._backend.decode([int(i)], skip_special_tokens=False) for i in ids]
+        """Each id decoded on its own, special tokens kept (``[CLS]``, ``<|im_start|>``); a
+        token holding part of a character shows those bytes (``⟨e6 b3⟩``, see
+        :mod:`engine.models.token_text`) instead of "�"."""
+        texts = []
+        for i in ids:
+            text = self._backend.decode([int(i)], skip_special_tokens=False)
+            if "\ufffd" in text:
+                raw = piece_bytes(self._backend.id_to_token(int(i)))
+                text = text if raw is None else readable_bytes(raw)
+            texts.append(text)
+        return texts
 
     def encode_text(self, text: str, limit: int | None = None) -> Encoded:
         """The ids of ``text`` (the first ``limit`` of them) with their token strings."""
@@ -70,11 +80,13 @@ class Tokenizer:
 @dataclasses.dataclass(frozen=True)
 class Encoded:
     """A text's tokens: the first ids (all, or as many as were asked for), each decoded on
-    its own, and how many tokens the whole text has."""
+    its own, and how many tokens the whole text has (``whole`` False: the text was tokenized
+    by a prefix and ``total`` is a lower bound)."""
 
     ids: tuple[int, ...]
     tokens: tuple[str, ...]
     total: int
+    whole: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -272,21 +284,6 @@ def hf_tokenizer(folder: Path) -> Tokenizer:
     return Tokenizer(backend, "tokenizer.json")
 
 
-@functools.lru_cache(maxsize=1)
-def _byte_alphabet() -> Mapping[int, str]:
-    # GPT-2's printable stand-ins for the 256 byte values.
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-            *range(ord("®"), ord("ÿ") + 1)]
-    table, extra = {}, 0
-    for b in range(256):
-        if b in keep:
-            table[b] = chr(b)
-        else:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
-
-
 def check_gguf_vocabulary(metadata: Mapping[str, Any], label: str) -> tuple[list, list]:
     """The GGUF vocabulary's tokens and merges, if this app can rebuild it (else
     :class:`ModelError`)."""
@@ -322,8 +319,8 @@ def gguf_tokenizer(metadata: Mapping[str, Any], label: str) -> Tokenizer:
     from tokenizers import Tokenizer as Backend
 
     tokens, merges = check_gguf_vocabulary(metadata, label)
-    alphabet = set(_byte_alphabet().values())
-    spell = _byte_alphabet()
+    alphabet = set(byte_alphabet().values())
+    spell = byte_alphabet()
     vocab = {}
     for index, token in enumerate(tokens):
         if not set(token) <= alphabet:

@@ -86,6 +86,10 @@ def test_a_long_text_is_tokenized_by_prefix_into_the_same_first_tokens(kind: str
     whole = tokenizer.encode(text)
     assert list(capture.token_ids) == whole[:limit]
     assert capture.meta["truncated"] is True
+    # Tokenized by a prefix: the count is a lower bound, past the limit.
+    assert not capture.text_tokens_exact
+    assert limit < capture.text_tokens < len(whole)
+    assert capture.positions == model.spec.max_positions
     assert sum(read) < 64 * limit + 8192  # a few prefixes, not the whole text
 
 
@@ -96,6 +100,11 @@ def test_a_text_shorter_than_the_limit_is_read_whole_and_not_cut() -> None:
         capture = model.capture(text, max_tokens=max_tokens, layers=[0])
         assert list(capture.token_ids) == model.tokenizer.encode(text)
         assert capture.meta["truncated"] is False
+        assert (capture.text_tokens, capture.text_tokens_exact) == (len(capture.token_ids), True)
+    short = "The fox. " * 20  # read whole: the count of its tokens is exact
+    cut = model.capture(short, max_tokens=50, layers=[0])
+    assert (len(cut.token_ids), cut.text_tokens, cut.text_tokens_exact) == (
+        50, len(model.tokenizer.encode(short)), True)
 
 
 # --------------------------------------------------------------------------------- memory
