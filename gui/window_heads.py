@@ -19,35 +19,14 @@ from engine.models import SampleModel, sample_models
 from gui.explorer.head_text import head_label
 from gui.heads.capture_dialog import CaptureDialog
 from gui.heads.capture_worker import CaptureReady
+from gui.heads.drops import dropped_file
 from gui.heads.view import HeadsView
 from gui.heads.worker import Logits
 from gui.kit.i18n import translate
 from gui.kit.session import LogitsChoice, TensorsChoice
 from gui.window_files import show_warning
 
-__all__ = ["TENSOR_SUFFIXES", "WindowHeads", "dropped_file", "sample_title"]
-
-# Tensor files the window opens (and folders of .npy files); one .npy holds attention weights.
-TENSOR_SUFFIXES = (".npz", ".safetensors", ".npy")
-#: Files that make a dropped folder a model folder (its config.json may be the one missing).
-MODEL_FOLDER_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json",
-                      "tokenizer.json", "pytorch_model.bin")
-
-
-def dropped_file(urls: list[Any]) -> tuple[str, str]:
-    """The first model among dropped ``urls`` (a .gguf file, or a folder holding any file of a
-    Hugging Face model) as ("model", path), else the first tensor file or folder as
-    ("tensors", path), or ("", "")."""
-    paths = [url.toLocalFile() for url in urls if url.isLocalFile()]
-    for path in paths:
-        if (any(Path(path, name).is_file() for name in MODEL_FOLDER_FILES)
-                if os.path.isdir(path) else Path(path).suffix.lower() == ".gguf"):
-            return "model", path  # opening it says what the folder lacks
-    for path in paths:  # none is a model
-        if Path(path).suffix.lower() in TENSOR_SUFFIXES or os.path.isdir(path):
-            return "tensors", path
-    return "", ""
-
+__all__ = ["WindowHeads", "sample_title"]
 
 def sample_title(sample: SampleModel) -> str:
     """The menu text of a sample model: its name, architecture, layers and heads."""
@@ -287,8 +266,10 @@ class WindowHeads(QObject):
 
     @Slot(object)
     def _on_captured(self, message: CaptureReady) -> None:
-        if self._capture_dialog is not None:
-            self._capture_dialog.accept()
+        dialog = self._capture_dialog
+        # A text cut by Max tokens keeps the dialog open: it says so and offers more.
+        if dialog is not None and not dialog.show_captured(message.capture):
+            dialog.accept()
         self._window.mode_tabs.setCurrentWidget(self.view)
 
     @Slot(str)

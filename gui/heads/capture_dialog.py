@@ -8,10 +8,9 @@ opened in the Heads tab.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from PySide6.QtCore import QMimeData, Qt, Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -22,7 +21,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -32,7 +30,9 @@ from PySide6.QtWidgets import (
 
 from engine.cli.capture import read_text_file
 from engine.config import DEFAULT_MEMORY_BUDGET_BYTES
-from engine.models import ModelError
+from engine.models import Capture, ModelError
+from gui.heads.capture_text import MAX_TEXT_CHARS, BoundedTextEdit, physical_memory_gib
+from gui.heads.token_count import TokenCount
 from gui.kit.i18n import Retranslating, translate
 
 __all__ = ["DEFAULT_TEXT", "MAX_TEXT_CHARS", "MAX_TOKENS_LIMIT", "CaptureDialog",
@@ -43,42 +43,6 @@ DEFAULT_TEXT = "The cat sat on the mat because it was tired."
 
 #: The largest "Max tokens" the dialog offers (the model's own positions bound it further).
 MAX_TOKENS_LIMIT = 8192
-#: The most characters the text box holds: far more than MAX_TOKENS_LIMIT tokens of any text,
-#: while the 8 MB a careless paste brings froze the window for seconds in the box's layout.
-MAX_TEXT_CHARS = 1 << 18
-
-
-class _BoundedTextEdit(QPlainTextEdit):
-    """A text box that keeps at most :data:`MAX_TEXT_CHARS` characters of a paste or drop.
-
-    Signals
-    -------
-    cut(int)
-        A pasted or dropped text was cut; the characters it had.
-    """
-
-    cut = Signal(int)
-
-    def insertFromMimeData(self, source: QMimeData) -> None:  # Qt override
-        """Insert a paste or drop, cut to what the box still holds."""
-        text = source.text() if source.hasText() else ""
-        room = MAX_TEXT_CHARS - len(self.toPlainText()) + len(self.textCursor().selectedText())
-        if len(text) <= room:
-            super().insertFromMimeData(source)
-            return
-        self.textCursor().insertText(text[: max(room, 0)])
-        self.cut.emit(len(text))
-
-
-def physical_memory_gib() -> float:
-    """The machine's memory in GiB (64 where the system does not say), the memory limit's
-    largest value."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    except (AttributeError, ValueError, OSError):
-        return 64.0
-
-
 class CaptureDialog(Retranslating, QDialog):
     """Model, text, max tokens, layers; Capture with progress and Cancel.
 
@@ -114,7 +78,7 @@ class CaptureDialog(Retranslating, QDialog):
         path_row.addWidget(self._folder_button)
         path_row.addWidget(self._gguf_button)
 
-        self._text = _BoundedTextEdit(DEFAULT_TEXT)
+        self._text = BoundedTextEdit(DEFAULT_TEXT)
         self._text.cut.connect(self._on_text_cut)
         self._text.setObjectName("capture_text")
         self._text.setTabChangesFocus(True)
@@ -167,8 +131,12 @@ class CaptureDialog(Retranslating, QDialog):
         self._close_button = QPushButton()
         self._close_button.setObjectName("close_button")
         self._close_button.clicked.connect(self._on_close_clicked)
+        self._count = TokenCount()
+        self._count.useAll.connect(self._on_use_all)
         buttons = QHBoxLayout()
         buttons.addWidget(self._progress, 1)
+        buttons.addStretch(1)
+        buttons.addWidget(self._count)
         buttons.addWidget(self._capture_button)
         buttons.addWidget(self._close_button)
 
@@ -178,6 +146,9 @@ class CaptureDialog(Retranslating, QDialog):
         layout.addLayout(buttons)
         self._path.textChanged.connect(self._update_enabled)
         self._text.textChanged.connect(self._update_enabled)
+        for changed in (self._path.textChanged, self._text.textChanged,
+                        self._max_tokens.valueChanged):
+            changed.connect(self._count.clear)  # the count was of another capture
         self.retranslate_ui()
         self._update_enabled()
         self.resize(620, 420)
@@ -251,6 +222,18 @@ class CaptureDialog(Retranslating, QDialog):
             self._message.setText("")
         self._retranslate_close()
         self._update_enabled()
+
+    def show_captured(self, capture: Capture) -> bool:
+        """``capture`` opened; True when Max tokens cut its text: the dialog then stays open
+        and says so beside Capture ("128 of 195 tokens"), with a button that raises the
+        limit."""
+        return self._count.show_cut(len(capture.token_ids), capture.text_tokens,
+                                    capture.text_tokens_exact,
+                                    min(capture.positions, MAX_TOKENS_LIMIT))
+
+    def token_count(self) -> tuple[str, str]:
+        """The count beside Capture and its button's text ("" while nothing was cut)."""
+        return self._count.label_text(), self._count.button_text()
 
     @Slot(str)
     def show_error(self, message: str) -> None:
@@ -342,6 +325,11 @@ class CaptureDialog(Retranslating, QDialog):
         self.captureRequested.emit(path, self.text(), self._max_tokens.value(),
                                    self._layers.text().strip(), self._keep_v.isChecked(),
                                    self._memory.value())
+
+    @Slot(int)
+    def _on_use_all(self, tokens: int) -> None:
+        self._max_tokens.setValue(tokens)
+        self._on_capture()
 
     def _set_text(self, text: str) -> None:
         self._text.setPlainText(text[:MAX_TEXT_CHARS])

@@ -47,185 +47,215 @@
 <context>
     <name>CaptureDialog</name>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="232"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="203"/>
         <source>{0}/{1} layers</source>
-        <extracomment>The sentence the text box starts with (the one docs/heads.md&apos;s SmolLM2 figures were made on). The largest &quot;Max tokens&quot; the dialog offers (the model&apos;s own positions bound it further). The most characters the text box holds: far more than MAX_TOKENS_LIMIT tokens of any text, while the 8 MB a careless paste brings froze the window for seconds in the box&apos;s layout.</extracomment>
+        <extracomment>The sentence the text box starts with (the one docs/heads.md&apos;s SmolLM2 figures were made on). The largest &quot;Max tokens&quot; the dialog offers (the model&apos;s own positions bound it further).</extracomment>
         <translation>{0}/{1} 层</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="235"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="206"/>
         <source>Running {0}…</source>
         <translation>正在运行 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="246"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="217"/>
         <source>Opening the model…</source>
         <translation>正在打开模型…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="249"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="220"/>
         <source>Cancelled: nothing was captured.</source>
         <translation>已取消：什么也没有捕获。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="259"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="242"/>
         <source>Not captured: {0}</source>
         <translation>未捕获：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="277"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="260"/>
         <source>Open model</source>
         <translation>打开模型</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="278"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="261"/>
         <source>&amp;Model:</source>
         <translation>模型(&amp;M)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="280"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="263"/>
         <source>a Hugging Face model folder or a .gguf file</source>
         <translation>Hugging Face 模型文件夹或 .gguf 文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="282"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="265"/>
         <source>A folder with config.json, model.safetensors (or a sharded model.safetensors.index.json) and tokenizer.json, or a GGUF file of the llama architecture. Weights stay on disk, memory-mapped; no PyTorch is needed.</source>
         <translation>含 config.json、model.safetensors（或分片的 model.safetensors.index.json）和 tokenizer.json 的文件夹，或 llama 架构的 GGUF 文件。权重留在磁盘上、以内存映射读取；不需要 PyTorch。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="286"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="269"/>
         <source>&amp;Folder…</source>
         <translation>文件夹(&amp;F)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="287"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="270"/>
         <source>&amp;GGUF file…</source>
         <translation>GGUF 文件(&amp;G)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="288"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="271"/>
         <source>&amp;Text:</source>
         <translation>文本(&amp;T)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="290"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="273"/>
         <source>The text the model reads, tokenized with its own tokenizer (special tokens added as the model does).</source>
         <translation>模型读取的文本，用模型自己的分词器切分（按模型的默认方式添加特殊 token）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="292"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="275"/>
         <source>Load te&amp;xt file…</source>
         <translation>载入文本文件(&amp;X)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="293"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="276"/>
         <source>&amp;Default sentence</source>
         <translation>默认句子(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="294"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="277"/>
         <source>Max &amp;tokens:</source>
         <translation>最多 token 数(&amp;K)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="296"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="279"/>
         <source>A longer text is cut to its first tokens; memory and time grow with n².</source>
         <translation>更长的文本只保留前面的 token；内存和时间随 n² 增长。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="298"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="281"/>
         <source>&amp;Layers:</source>
         <translation>层(&amp;L)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="300"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="283"/>
         <source>all (or e.g. 0,2,5-7)</source>
         <translation>全部（或例如 0,2,5-7）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="301"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="284"/>
         <source>Layers whose q and k are kept; empty keeps every layer.</source>
         <translation>保留其 q 和 k 的层；留空则保留所有层。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="303"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="286"/>
         <source>Memory l&amp;imit:</source>
         <translation>内存上限(&amp;I)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="305"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="288"/>
         <source>The most memory the capture may allocate. It is estimated from the layers and tokens chosen (weights are converted one at a time) before the model runs; a capture over the limit is refused and says how many tokens fit.</source>
         <translation>捕获最多可以分配的内存。模型运行前按所选的层和词元数计算所需内存（权重逐个转换）；超过上限时不会捕获，并说明最多可以用多少个词元。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="309"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="292"/>
         <source>Also keep &amp;v</source>
         <translation>同时保留 &amp;v</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="310"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="293"/>
         <source>Store the values too (the file grows by half); the Heads tab needs q and k only.</source>
         <translation>也保存 value（文件增大一半）；注意力头标签页只需要 q 和 k。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="313"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="296"/>
         <source>&amp;Capture</source>
         <translation>捕获(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="314"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="297"/>
         <source>Run the model on the text and open every head in the Heads tab</source>
         <translation>在文本上运行模型，并在注意力头标签页中打开每个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="320"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="303"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="321"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="304"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="338"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="321"/>
         <source>{0}: no such file or folder</source>
         <translation>{0}：没有这个文件或文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="353"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="341"/>
         <source>The text had {0:,} characters; the box keeps the first {1:,} (more than any model reads as tokens).</source>
         <translation>文本有 {0:,} 个字符；文本框只保留前 {1:,} 个（多于任何模型能读的词元数）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="359"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="347"/>
         <source>Cancelling…</source>
         <translation>正在取消…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="378"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="366"/>
         <source>Hugging Face model folder</source>
         <translation>Hugging Face 模型文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="385"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="373"/>
         <source>GGUF model file</source>
         <translation>GGUF 模型文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="386"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="374"/>
         <source>GGUF files (*.gguf);;All files (*)</source>
         <translation>GGUF 文件 (*.gguf);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="393"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="381"/>
         <source>Text file</source>
         <translation>文本文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="394"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="382"/>
         <source>Text files (*.txt *.md);;All files (*)</source>
         <translation>文本文件 (*.txt *.md);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/token_count.py" line="76"/>
+        <source>{0:,} of {1:,} tokens</source>
+        <translation>{1:,} 个 token 中的 {0:,} 个</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/token_count.py" line="79"/>
+        <source>{0:,} of more than {1:,} tokens</source>
+        <translation>超过 {1:,} 个 token 中的 {0:,} 个</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/token_count.py" line="81"/>
+        <source>The text was cut to its first tokens by Max tokens; the capture holds those only.</source>
+        <translation>最多 token 数只保留了文本前面的 token；捕获只含这些。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/token_count.py" line="87"/>
+        <source>Use all {0:,}</source>
+        <translation>用全部 {0:,} 个</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/token_count.py" line="89"/>
+        <source>Use {0:,} (the most)</source>
+        <translation>用 {0:,} 个（最多）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/heads/token_count.py" line="91"/>
+        <source>Set Max tokens to {0:,} and capture again (up to the positions the model reads; memory and time grow with n²).</source>
+        <translation>把最多 token 数设为 {0:,} 并重新捕获（不超过模型读取的位置数；内存和时间随 n² 增长）。</translation>
     </message>
 </context>
 <context>
@@ -1608,113 +1638,112 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="54"/>
+        <location filename="../../gui/window_heads.py" line="33"/>
         <source>{0} ({1}, {2} layers × {3} heads)</source>
-        <extracomment>Files that make a dropped folder a model folder (its config.json may be the one missing).</extracomment>
         <translation>{0}（{1}，{2} 层 × {3} 个头）</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="104"/>
+        <location filename="../../gui/window_heads.py" line="83"/>
         <source>Open tensors</source>
         <translation>打开张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="105"/>
+        <location filename="../../gui/window_heads.py" line="84"/>
         <source>Tensor files (*.npz *.safetensors *.npy);;All files (*)</source>
         <translation>张量文件 (*.npz *.safetensors *.npy);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="169"/>
+        <location filename="../../gui/window_heads.py" line="148"/>
         <source>Open sample &amp;model</source>
         <translation>打开示例模型(&amp;M)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="170"/>
+        <location filename="../../gui/window_heads.py" line="149"/>
         <source>Real models installed as Python packages: capture their heads</source>
         <translation>以 Python 包安装的真实模型：捕获它们的头</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="185"/>
+        <location filename="../../gui/window_heads.py" line="164"/>
         <source>Save captured tensors</source>
         <translation>保存捕获的张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="186"/>
+        <location filename="../../gui/window_heads.py" line="165"/>
         <source>NumPy archive (*.npz);;safetensors (*.safetensors)</source>
         <translation>NumPy 归档 (*.npz);;safetensors (*.safetensors)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="199"/>
+        <location filename="../../gui/window_heads.py" line="178"/>
         <source>Saving the captured tensors to {0}…</source>
         <translation>正在把捕获的张量保存到 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="207"/>
+        <location filename="../../gui/window_heads.py" line="186"/>
         <source>Captured tensors saved to {0}</source>
         <translation>捕获的张量已保存到 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="218"/>
+        <location filename="../../gui/window_heads.py" line="197"/>
         <source>Not saved</source>
         <translation>未保存</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="219"/>
+        <location filename="../../gui/window_heads.py" line="198"/>
         <source>The captured tensors were not saved to {0}: {1}. The capture is still open.</source>
         <translation>捕获的张量未能保存到 {0}：{1}。捕获结果仍然打开着。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="242"/>
+        <location filename="../../gui/window_heads.py" line="221"/>
         <source>Tensor file not found</source>
         <translation>找不到张量文件</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="243"/>
+        <location filename="../../gui/window_heads.py" line="222"/>
         <source>The session&apos;s tensor file {0} was not found (moved or deleted?). The rest of the session is open; open the file again with File › Open tensors…</source>
         <translation>未找到会话的张量文件 {0}（已移动或删除？）。会话的其余部分已打开；请用 文件 › 打开张量… 重新打开该文件。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="274"/>
+        <location filename="../../gui/window_heads.py" line="253"/>
         <source>Tensor file problem</source>
         <translation>张量文件问题</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="300"/>
+        <location filename="../../gui/window_heads.py" line="281"/>
         <source>Model problem</source>
         <translation>模型问题</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="322"/>
+        <location filename="../../gui/window_heads.py" line="303"/>
         <source>{0} ({1} MB): {2}</source>
         <translation>{0}（{1} MB）：{2}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="326"/>
+        <location filename="../../gui/window_heads.py" line="307"/>
         <source>{0} — not installed…</source>
         <translation>{0} — 未安装…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="328"/>
+        <location filename="../../gui/window_heads.py" line="309"/>
         <source>Not installed; install with: {0}</source>
         <translation>未安装；安装命令：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="335"/>
+        <location filename="../../gui/window_heads.py" line="316"/>
         <source>Sample model not installed</source>
         <translation>示例模型未安装</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="336"/>
+        <location filename="../../gui/window_heads.py" line="317"/>
         <source>{0} is not installed. Install it ({1} MB) into the Python environment the app runs in, then choose it again from Help › Open sample model:</source>
         <translation>{0} 未安装。请把它（{1} MB）安装到运行本程序的 Python 环境中，然后再从 帮助 › 打开示例模型 中选择它：</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="341"/>
+        <location filename="../../gui/window_heads.py" line="322"/>
         <source>Copy command</source>
         <translation>复制命令</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="388"/>
+        <location filename="../../gui/window_heads.py" line="369"/>
         <source>The Explorer now shows {0} (n = {1}); View › Back to random q, k returns to the parameters</source>
         <translation>探索页现在显示 {0}（n = {1}）；视图 › 回到随机 q, k 可回到参数</translation>
     </message>
