@@ -97,9 +97,12 @@ def capture_command(args: argparse.Namespace) -> int:
         print(f"error: {unforeseen(args.model, exc)}", file=sys.stderr)
         return 2
     spec = model.spec
+    more = "" if capture.text_tokens_exact else "more than "
+    cut = (f" of {more}{capture.text_tokens:,} tokens (text cut to --max-tokens)"
+           if capture.meta["truncated"] else "")
     print(f"{out}: {len(capture.layers)} layers × {spec.heads} heads of {model.name} "
           f"({spec.architecture}, key heads {spec.kv_heads}), n = {len(capture.tokens)}"
-          f"{' (text cut to --max-tokens)' if capture.meta['truncated'] else ''}, "
+          f"{cut}, "
           f"d_k = {spec.head_dim}, scale {spec.scales[0]:.6g} ({spec.scale_note})"
           f"{f', soft-cap {spec.cap:g}' if spec.cap is not None else ''}",
           file=sys.stderr if args.quiet else sys.stdout)

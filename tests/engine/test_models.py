@@ -323,6 +323,8 @@ def test_capture_command_writes_what_inspect_reads(tmp_path: Path) -> None:
                    "--out", str(out), "--layers", "1", "--max-tokens", "12", "--quiet")
     assert result.returncode == 0, result.stderr
     assert "1 layers × 4 heads" in result.stderr and "soft-cap 5" in result.stderr
+    total = len(open_model(FIXTURES / "tiny-gemma2").tokenizer.encode(text.read_text()))
+    assert f"n = 12 of {total} tokens (text cut to --max-tokens)" in result.stderr
     tf = load_tensors(out)
     assert tf.layers == (1,) and tf.n == 12 and tf.layer_cap(1) == 5.0
     table = _main("inspect", str(out), "--out", "-", "--quiet")

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
+from engine.io.tensors import write_tensors
 from engine.models import open_model
 from tests.engine.test_models import FIXTURES, sample_model_path
 from tests.gui.test_model_capture import _capture, _wait
@@ -25,8 +28,8 @@ def test_a_cut_text_is_said_beside_capture_and_use_all_captures_the_whole(qtbot,
     assert dialog.isVisible()  # it stays open to say so
     assert dialog.token_count() == (f"8 of {total} tokens", f"Use all {total}")
     dialog.findChild(object, "use_all_button").click()
-    _wait(qtbot, lambda: not dialog.isVisible())
-    assert heads.controller.tensor_file().n == total
+    _wait(qtbot, lambda: heads.controller.tensor_file().n == total)  # opened after it closed
+    assert not dialog.isVisible()
     assert dialog.values()["max_tokens"] == total
     # Editing the text forgets the count: it was of the text before.
     dialog.set_values(text="The fox.")
@@ -73,3 +76,21 @@ def test_a_chinese_capture_on_smollm2_has_readable_labels(qtbot, window):
         drawn = _drawn(plot.getAxis(name))
         assert drawn[0] == tokens[0] and "\ufffd" not in "".join(drawn), (name, drawn)
         assert any("⟨" in label for label in drawn)
+
+
+def test_an_old_capture_with_replacement_characters_opens_in_the_heads_tab(qtbot, window,
+                                                                           tmp_path):
+    # Captured before tokens showed their bytes: parts of a character were saved as "�".
+    tokens = ["\ufffd", "\ufffd", "在", "\ufffd", "子", "上"]
+    rng = np.random.default_rng(5)
+    arrays = {f"layer0.{part}": rng.standard_normal((2, 6, 8)).astype(np.float32)
+              for part in "qk"}
+    path = write_tensors(tmp_path / "old.npz", arrays, tokens=tokens,
+                         meta={"causal": True, "token_ids": [1, 2, 3, 4, 5, 6]})
+    heads = window.heads.view
+    window.heads.open_tensors(path)
+    _wait(qtbot, lambda: heads.controller.tensor_file() is not None)
+    heads.choose_head(0, 1)
+    assert heads.wait_idle()
+    plot = heads.replay.panel.replay_images()[0].getViewBox().parentItem()
+    assert _drawn(plot.getAxis("bottom")) == tokens
