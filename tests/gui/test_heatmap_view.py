@@ -4,7 +4,7 @@ read-out follows the pointer and new results, its table is the snapshot's."""
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QGraphicsRectItem
 
 from engine.analysis.experiment import run_experiment
@@ -136,3 +136,29 @@ def test_an_unchanged_snapshot_is_not_drawn_again(qtbot, monkeypatch):
     assert calls == []
     view.show_results(results.replace(request_id=3, config=CONFIG.replace(query_row=2)))
     assert len(calls) == 1
+
+
+def test_twelve_heads_reflow_to_the_width_with_whole_two_line_titles(qtbot):
+    view = build(qtbot, HeatmapView)
+    twelve = CONFIG.replace(heads=12, d_model=12 * CONFIG.d_k)
+    view.show_results(make_results(config=twelve, snapshot=run_experiment(
+        twelve, rules=(ScalingRule.SQRT, ScalingRule.NONE))))
+    widget = view.export_item()
+
+    def pair_columns() -> int:
+        return len({image.getViewBox().parentItem().vb.sceneBoundingRect().left()
+                    for image in view.panel_images()}) // 2
+
+    view.fit_to_width(1600)
+    assert pair_columns() == 4
+    view.fit_to_width(620)  # beside the tour at 1024×768: two pairs a row, the page scrolls
+    assert pair_columns() == 2
+    minimum = widget.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize).width()
+    assert minimum <= 620 - 24
+    assert len(view.panel_images()) == 24  # every head still shown
+    for image in view.panel_images():
+        plot = image.getViewBox().parentItem()
+        title = plot.titleLabel
+        assert "<br>" in title.text  # head above rule
+        # The title row is as tall as its two lines (pyqtgraph's fixed 30 px cut them).
+        assert title.item.boundingRect().height() <= plot.layout.rowMinimumHeight(0) + 0.5

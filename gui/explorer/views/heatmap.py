@@ -329,6 +329,10 @@ class HeatmapView(ExplorerView):
                 color=style.FOREGROUND,
                 size=f"{style.TEXT_PT}pt",
             )
+            # pyqtgraph gives a title one fixed 30 px row: two lines need their own height.
+            height = max(30.0, panel.plot.titleLabel.item.boundingRect().height())
+            panel.plot.titleLabel.setMaximumHeight(height)
+            panel.plot.layout.setRowFixedHeight(0, height)
         note = translate(
             "HeatmapView",
             "Pairs: {0} | {1}. Rows: query i, columns: key j. Outlined: query row {2}.",
