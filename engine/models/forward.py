@@ -191,6 +191,8 @@ def run_forward(
         cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
     group = spec.heads // spec.kv_heads
     hd = spec.head_dim
+    # Gemma's norms scale by 1 + w, unless the weights already hold the 1 (GGUF files).
+    plus_one = spec.family == "gemma2" and not spec.norms_hold_one
     out: dict[int, LayerCapture] = {}
     for i in range(last + 1):
         _check(cancelled)
@@ -206,7 +208,6 @@ def run_forward(
             q, k, v = (_heads(qkv[:, j * width:(j + 1) * width], spec.heads, hd)
                        for j in range(3))
         else:
-            plus_one = spec.family == "gemma2"
             h = _rms_norm(x, w("norm1.w"), spec.eps, plus_one)
             q = _heads(_linear(h, w("q.w"), w.optional("q.b")), spec.heads, hd)
             k = _heads(_linear(h, w("k.w"), w.optional("k.b")), spec.kv_heads, hd)
@@ -238,11 +239,11 @@ def run_forward(
             x = x + act(h @ w("up.w") + w("up.b")) @ w("down.w") + w("down.b")
         elif spec.family == "gemma2":
             h = _linear(attended, w("o.w"), w.optional("o.b"))
-            x = x + _rms_norm(h, w("post_attn_norm.w"), spec.eps, True)
-            h = _rms_norm(x, w("pre_ff_norm.w"), spec.eps, True)
+            x = x + _rms_norm(h, w("post_attn_norm.w"), spec.eps, plus_one)
+            h = _rms_norm(x, w("pre_ff_norm.w"), spec.eps, plus_one)
             h = _linear(act(_linear(h, w("gate.w"), None)) * _linear(h, w("up.w"), None),
                         w("down.w"), None)
-            x = x + _rms_norm(h, w("post_ff_norm.w"), spec.eps, True)
+            x = x + _rms_norm(h, w("post_ff_norm.w"), spec.eps, plus_one)
         else:
             x = x + _linear(attended, w("o.w"), w.optional("o.b"))
             h = _rms_norm(x, w("norm2.w"), spec.eps)

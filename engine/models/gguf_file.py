@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -142,6 +142,10 @@ class GgufFile(WeightStore):
     architectures
         If given, the ``general.architecture`` values accepted, checked before the tensor
         infos are parsed.
+    check_architecture
+        If given, called with ``general.architecture`` and the file's label at the same point,
+        to raise the :class:`ModelError` of an architecture refused for a reason of its own
+        (a mixture of experts), before the tensors' types are looked at.
     tensors
         ``False`` reads the metadata only (the tokenizer's vocabulary needs no more).
     """
@@ -149,7 +153,9 @@ class GgufFile(WeightStore):
     MAGIC: ClassVar[bytes] = b"GGUF"
 
     def __init__(self, path: Path, *, poll: Poll = no_poll,
-                 architectures: Sequence[str] | None = None, tensors: bool = True) -> None:
+                 architectures: Sequence[str] | None = None,
+                 check_architecture: Callable[[object, str], None] | None = None,
+                 tensors: bool = True) -> None:
         self.path = path
         self._label = self.label = label = shown(path.name)
         data = self._data = mapped(path)
@@ -170,6 +176,8 @@ class GgufFile(WeightStore):
                              "(truncated?)")
         self.metadata = self._read_metadata(cursor, n_fields)
         arch = self.metadata.get("general.architecture")
+        if check_architecture is not None:
+            check_architecture(arch, label)
         if architectures is not None and arch not in architectures:
             raise ModelError(f"{label}: the GGUF architecture {shown(repr(arch), 80)} is not "
                              f"supported; supported: {', '.join(architectures)}")

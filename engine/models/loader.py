@@ -14,8 +14,8 @@ from engine.models.capture import Model
 from engine.models.folder import path_kind, poller, read_config, safetensors_files
 from engine.models.gguf_file import GgufFile
 from engine.models.spec import (
-    GGUF_ARCHITECTURES,
     ModelSpec,
+    check_gguf_architecture,
     spec_from_gguf,
     spec_from_hf_config,
 )
@@ -55,9 +55,13 @@ _LLAMA_LAYER = {
     "post_ff_norm": "post_feedforward_layernorm", "gate": "mlp.gate_proj", "up": "mlp.up_proj",
     "down": "mlp.down_proj",
 }
+# llama.cpp's names (gguf-py's tensor map): Gemma 2's norm before the MLP is ffn_norm, as
+# the llama's second norm; its norms after attention and MLP have names of their own.
 _GGUF_LAYER = {
     "norm1": "attn_norm", "q": "attn_q", "k": "attn_k", "v": "attn_v", "o": "attn_output",
-    "norm2": "ffn_norm", "gate": "ffn_gate", "up": "ffn_up", "down": "ffn_down",
+    "q_norm": "attn_q_norm", "k_norm": "attn_k_norm", "norm2": "ffn_norm",
+    "post_attn_norm": "post_attention_norm", "pre_ff_norm": "ffn_norm",
+    "post_ff_norm": "post_ffw_norm", "gate": "ffn_gate", "up": "ffn_up", "down": "ffn_down",
 }
 _FAMILY_NAMES = {"bert": (_BERT, _BERT_LAYER, "encoder.layer"),
                  "gpt2": (_GPT2, _GPT2_LAYER, "h"),
@@ -94,7 +98,7 @@ def _gguf_names(index: int, short: str) -> str:
 #: adjacent dimensions (2i, 2i+1) for llama ("NORM"; its converter permutes q/k rows to suit),
 #: and dimensions i and i + d/2 for qwen2, qwen3, gemma2 and phi3 ("NEOX", rows as in Hugging
 #: Face). The forward pass here turns halves, so only a NORM file's q/k rows are reordered.
-GGUF_ROPE_LAYOUT = {"llama": "norm"}
+GGUF_ROPE_LAYOUT = {"llama": "norm", "qwen2": "neox", "qwen3": "neox", "gemma2": "neox"}
 #: llama.cpp's converter writes Llama 3's rope scaling as this tensor: one divisor per pair.
 ROPE_FREQS = "rope_freqs.weight"
 
@@ -107,8 +111,8 @@ def _unpermute(w: np.ndarray, heads: int) -> np.ndarray:
             .reshape(w.shape))
 
 
-class _GgufLlamaStore(WeightStore):
-    """A GGUF llama file's tensors with the q/k rows in Hugging Face's order."""
+class _GgufStore(WeightStore):
+    """A GGUF file's tensors with the q/k rows in Hugging Face's order."""
 
     def __init__(self, gguf: GgufFile, spec: ModelSpec) -> None:
         self._gguf, self._spec = gguf, spec
@@ -316,7 +320,7 @@ def open_model(path: str | Path, *, cancelled: Callable[[], bool] | None = None)
     if path.suffix.lower() != ".gguf":
         raise ModelError(f"{shown(path.name)}: open a Hugging Face model folder (with "
                          "config.json) or a .gguf file")
-    gguf = GgufFile(path, poll=poll, architectures=GGUF_ARCHITECTURES)
+    gguf = GgufFile(path, poll=poll, check_architecture=check_gguf_architecture)
     label = shown(path.name)
     spec = _with_rope_factors(spec_from_gguf(gguf.metadata, label), gguf, label)
     check_gguf_vocabulary(gguf.metadata, label)
@@ -324,7 +328,7 @@ def open_model(path: str | Path, *, cancelled: Callable[[], bool] | None = None)
     # The file's own name: converters write general.name as they please ("Smollm2 135M 8k
     # Lc100K Mix1 Ep2" for SmolLM2-135M-Instruct), while the file is what the user chose.
     name = path.stem
-    store = _GgufLlamaStore(gguf, spec)
+    store = _GgufStore(gguf, spec)
     poll()
     return Model(path, name, spec, store, _gguf_names, tokenizer, "gguf", gguf.types,
                  _check_weights(spec, store, _gguf_names, label),

@@ -12,16 +12,30 @@ from engine.models.values import Values
 from engine.models.weights import ModelError
 from engine.models.windows import layer_windows
 
-__all__ = ["ARCHITECTURES", "GGUF_ARCHITECTURES", "ModelSpec", "spec_from_gguf",
-           "spec_from_hf_config"]
+__all__ = ["ARCHITECTURES", "GGUF_ARCHITECTURES", "ModelSpec", "check_gguf_architecture",
+           "spec_from_gguf", "spec_from_hf_config"]
 
 #: Hugging Face ``model_type`` values this app runs, by the forward pass that runs them.
 ARCHITECTURES: Mapping[str, str] = {
     "bert": "bert", "gpt2": "gpt2", "llama": "llama", "mistral": "llama", "qwen2": "llama",
     "qwen3": "llama", "gemma2": "gemma2",
 }
-#: GGUF ``general.architecture`` values this app runs.
-GGUF_ARCHITECTURES = ("llama",)
+#: GGUF ``general.architecture`` values this app runs, by the forward pass that runs them.
+GGUF_FAMILIES: Mapping[str, str] = {"llama": "llama", "qwen2": "llama", "qwen3": "llama",
+                                    "gemma2": "gemma2"}
+GGUF_ARCHITECTURES = tuple(GGUF_FAMILIES)
+#: Mixtures of experts, as folders (``model_type``) and GGUF files name them: each token goes
+#: through a routed few of many MLPs, which the forward passes here do not model (Mixtral's
+#: GGUF files say "llama" and are refused by their ``expert_count``).
+MOE_ARCHITECTURES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2",
+                     "deepseek_v3", "llama4", "llama4_text")
+GGUF_MOE_ARCHITECTURES = ("qwen2moe", "qwen3moe", "gpt-oss", "deepseek2", "llama4")
+#: Gemma 2's window and logit cap in llama.cpp when a GGUF file leaves the key out.
+GGUF_GEMMA2_WINDOW = 4096
+GGUF_GEMMA2_CAP = 50.0
+#: The layer count of Gemma 2 27B, which llama.cpp scales by 1/√(width / heads), not by
+#: 1/√(key width) as the smaller ones (the two agree with each model's query_pre_attn_scalar).
+GEMMA2_27B_LAYERS = 46
 ROPE_TYPES = ("default", "linear", "llama3")
 #: The activations the forward pass computes (engine.models.forward).
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "silu", "swish")
@@ -67,6 +81,9 @@ class ModelSpec:
     scale_note: str = ""
     #: Whether q, k, v and o have biases the config asks for (Qwen2's q, k and v always do).
     attention_bias: bool = False
+    #: Whether Gemma's RMS norm weights already hold its + 1 (llama.cpp's converter adds it
+    #: when it writes a GGUF file), so the forward pass must not add it again.
+    norms_hold_one: bool = False
 
     def window(self, layer: int) -> int | None:
         """The sliding window of ``layer`` (None: it sees every earlier key)."""
@@ -160,6 +177,11 @@ def _heads_and_width(config: Values, family: str, label: str) -> tuple[int, int,
     return hidden, heads, kv_heads, head_dim
 
 
+def _mixture(label: str, arch: str) -> ModelError:
+    return ModelError(f"{label}: the architecture '{arch}' is a mixture of experts, which this "
+                      "app does not model")
+
+
 def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
     """Read a Hugging Face ``config.json`` (already parsed).
 
@@ -172,6 +194,8 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
     """
     values = Values(config, label)
     _, arch = values.raw("model_type")
+    if arch in MOE_ARCHITECTURES:
+        raise _mixture(label, arch)
     if not isinstance(arch, str) or arch not in ARCHITECTURES:
         classes = config.get("architectures")
         extra = (f" ({shown(', '.join(map(str, classes)), 80)})" if isinstance(classes, list)
@@ -230,8 +254,19 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
                      scale_note=note, attention_bias=biases)
 
 
+def check_gguf_architecture(arch: object, label: str) -> None:
+    """Refuse a GGUF ``general.architecture`` this app does not run, in one line: a mixture
+    of experts as such, any other naming the supported ones."""
+    if arch in GGUF_MOE_ARCHITECTURES:
+        raise _mixture(label, str(arch))
+    if not isinstance(arch, str) or arch not in GGUF_ARCHITECTURES:
+        raise ModelError(f"{label}: the GGUF architecture {shown(repr(arch), 60)} is not "
+                         f"supported; supported: {', '.join(GGUF_ARCHITECTURES)}")
+
+
 def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
-    """Read the metadata of a GGUF file (``general.architecture`` must be ``llama``).
+    """Read the metadata of a GGUF file (``general.architecture`` one of
+    :data:`GGUF_ARCHITECTURES`), as llama.cpp reads it.
 
     Raises
     ------
@@ -242,9 +277,7 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
     """
     values = Values(metadata, label)
     _, arch = values.raw("general.architecture")
-    if not isinstance(arch, str) or arch not in GGUF_ARCHITECTURES:
-        raise ModelError(f"{label}: the GGUF architecture {shown(repr(arch), 60)} is not "
-                         f"supported; supported: {', '.join(GGUF_ARCHITECTURES)}")
+    check_gguf_architecture(arch, label)
 
     def key(name: str) -> str:
         return f"{arch}.{name}"
@@ -282,13 +315,27 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
         raise values.refuse(key("rope.scale_linear"), scale_linear,
                             "1 (write the factor as rope.scaling.type linear and "
                             "rope.scaling.factor)")
-    return ModelSpec(architecture=arch, family="llama", layers=layers, hidden=hidden, heads=heads,
-                     kv_heads=kv_heads, head_dim=head_dim,
+    family = GGUF_FAMILIES[arch]
+    scale, note, cap, windows = head_dim ** -0.5, "1/√d_head", None, (None,) * layers
+    if family == "gemma2":
+        # llama.cpp's rules (the file holds no query_pre_attn_scalar): a 46-layer file is
+        # the 27B, scaled by its width per head; every other by its key width.
+        if layers == GEMMA2_27B_LAYERS:
+            scale, note = (hidden // heads) ** -0.5, f"1/√(width / heads) = 1/√{hidden // heads}"
+        cap = values.number(key("attn_logit_softcapping"), default=GGUF_GEMMA2_CAP,
+                            least=1e-3, below=1e6)
+        window = values.whole(key("attention.sliding_window"), default=GGUF_GEMMA2_WINDOW,
+                              high=MAX_POSITIONS)
+        windows = tuple(window if i % 2 == 0 else None for i in range(layers))
+    return ModelSpec(architecture=arch, family=family, layers=layers, hidden=hidden,
+                     heads=heads, kv_heads=kv_heads, head_dim=head_dim,
                      intermediate=values.whole(key("feed_forward_length"), high=MAX_INNER),
                      eps=values.number(key("attention.layer_norm_rms_epsilon"), default=1e-5,
                                        least=TINY_EPS, below=1),
                      max_positions=values.whole(key("context_length"), default=2048,
                                                 high=MAX_POSITIONS),
-                     activation="silu", causal=True, scales=(head_dim ** -0.5,) * layers,
+                     activation="gelu_pytorch_tanh" if family == "gemma2" else "silu",
+                     causal=True, scales=(scale,) * layers, cap=cap, qk_norm=arch == "qwen3",
                      rope_theta=values.number(key("rope.freq_base"), default=10000.0, above=1),
-                     rope=rope, windows=(None,) * layers, scale_note="1/√d_head")
+                     rope=rope, windows=windows, scale_note=note,
+                     norms_hold_one=family == "gemma2")
