@@ -164,6 +164,20 @@ def test_a_gemma2_gguf_norm_is_not_given_its_one_twice(tmp_path) -> None:
     assert np.abs(bad - ref["layer0.q"]).max() > 0.1 * np.abs(ref["layer0.q"]).max()
 
 
+@pytest.mark.parametrize(("key", "value"), [
+    ("gemma2.attn_logit_softcapping", 0.0), ("gemma2.attn_logit_softcapping", -50.0),
+    ("gemma2.attn_logit_softcapping", float("nan")), ("gemma2.attn_logit_softcapping", 1e30),
+    ("gemma2.attn_logit_softcapping", "50"), ("gemma2.attention.sliding_window", 0),
+    ("gemma2.attention.sliding_window", -4096), ("gemma2.attention.sliding_window", 2.5),
+])
+def test_a_gemma2_cap_or_window_out_of_range_is_refused_naming_it(key, value) -> None:
+    """A cap outside float32's reach gives NaN weights; a window of 0 masks every key."""
+    with pytest.raises(ModelError) as caught:
+        spec_from_gguf(_gemma2_metadata(**{key: value}), "g.gguf")
+    message = str(caught.value)
+    assert message.startswith(f"g.gguf: '{key}'") and "\n" not in message, message
+
+
 @pytest.mark.parametrize("arch", MOE_ARCHITECTURES)
 def test_mixture_of_experts_folders_are_refused_naming_them(arch) -> None:
     config = {"model_type": arch, "hidden_size": 32, "num_attention_heads": 4,
