@@ -145,6 +145,15 @@ def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: floa
     return out.transpose(1, 0, 2).reshape(q.shape[1], -1)
 
 
+def _rotary(spec: ModelSpec, n: int, local: bool) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin of positions 0 … n − 1, (n, head width), float32 (``local``: with the
+    sliding layers' own frequencies)."""
+    inv = spec.rope_inverse_frequencies(local)
+    angles = np.arange(n, dtype=np.float64)[:, None] * inv[None, :]
+    angles = np.concatenate([angles, angles], axis=-1)
+    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+
 def _check(cancelled: Callable[[], bool] | None) -> None:
     if cancelled is not None and cancelled():
         raise CaptureCancelled
@@ -181,14 +190,12 @@ def run_forward(
         x = _layer_norm(x, top("embed_norm.w"), top("embed_norm.b"), spec.eps)
     elif spec.family == "gpt2":
         x = x + store.rows(names(-1, "pos"), np.arange(n))
-    elif spec.family == "gemma2":
-        x = x * np.float32(spec.hidden ** 0.5)
-    cos = sin = None
-    if spec.rope_theta is not None:
-        inv = spec.rope_inverse_frequencies()
-        angles = np.arange(n, dtype=np.float64)[:, None] * inv[None, :]
-        angles = np.concatenate([angles, angles], axis=-1)
-        cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+    if spec.embed_scale != 1.0:
+        x = x * np.float32(spec.embed_scale)
+    rotary = {local: _rotary(spec, n, local) for local in (False, True)
+              if spec.rope_theta is not None
+              and (not local or spec.local_rope_theta is not None)}
+    residual = np.float32(spec.residual_scale)
     group = spec.heads // spec.kv_heads
     hd = spec.head_dim
     # Gemma's norms scale by 1 + w, unless the weights already hold the 1 (GGUF files).
@@ -207,18 +214,26 @@ def run_forward(
             width = spec.heads * hd
             q, k, v = (_heads(qkv[:, j * width:(j + 1) * width], spec.heads, hd)
                        for j in range(3))
+        elif spec.family == "olmo2":  # no norm first; QK-norm over all heads, then split
+            q = _rms_norm(_linear(x, w("q.w"), w.optional("q.b")), w("q_norm.w"), spec.eps)
+            k = _rms_norm(_linear(x, w("k.w"), w.optional("k.b")), w("k_norm.w"), spec.eps)
+            q, k = _heads(q, spec.heads, hd), _heads(k, spec.kv_heads, hd)
+            v = _heads(_linear(x, w("v.w"), w.optional("v.b")), spec.kv_heads, hd)
         else:
             h = _rms_norm(x, w("norm1.w"), spec.eps, plus_one)
             q = _heads(_linear(h, w("q.w"), w.optional("q.b")), spec.heads, hd)
             k = _heads(_linear(h, w("k.w"), w.optional("k.b")), spec.kv_heads, hd)
             v = _heads(_linear(h, w("v.w"), w.optional("v.b")), spec.kv_heads, hd)
             if spec.qk_norm:
-                q = _rms_norm(q, w("q_norm.w"), spec.eps)
-                k = _rms_norm(k, w("k_norm.w"), spec.eps)
-            assert cos is not None and sin is not None
+                q = _rms_norm(q, w("q_norm.w"), spec.eps, plus_one)
+                k = _rms_norm(k, w("k_norm.w"), spec.eps, plus_one)
+        if rotary:
+            # Gemma 3's sliding layers turn by their own base; a layer slides iff it has a
+            # window (windows.py refuses sliding layers without one).
+            cos, sin = rotary[True in rotary and spec.window(i) is not None]
             q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
-            if group > 1:
-                k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)
+        if group > 1:
+            k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)
         if i in wanted:
             out[i] = LayerCapture(q=q, k=k, v=v if keep_v else None)
         if i == last:
@@ -244,11 +259,17 @@ def run_forward(
             h = _linear(act(_linear(h, w("gate.w"), None)) * _linear(h, w("up.w"), None),
                         w("down.w"), None)
             x = x + _rms_norm(h, w("post_ff_norm.w"), spec.eps, plus_one)
+        elif spec.family == "olmo2":
+            h = _linear(attended, w("o.w"), w.optional("o.b"))
+            x = x + _rms_norm(h, w("post_attn_norm.w"), spec.eps)
+            h = _linear(act(_linear(x, w("gate.w"), None)) * _linear(x, w("up.w"), None),
+                        w("down.w"), None)
+            x = x + _rms_norm(h, w("post_ff_norm.w"), spec.eps)
         else:
-            x = x + _linear(attended, w("o.w"), w.optional("o.b"))
+            x = x + _linear(attended, w("o.w"), w.optional("o.b")) * residual
             h = _rms_norm(x, w("norm2.w"), spec.eps)
             h = act(_linear(h, w("gate.w"), None)) * _linear(h, w("up.w"), None)
-            x = x + _linear(h, w("down.w"), None)
+            x = x + _linear(h, w("down.w"), None) * residual
         x = x.astype(np.float32, copy=False)
         if progress is not None:
             progress(i + 1, last + 1)

@@ -14,6 +14,7 @@ from engine.models.capture import Model
 from engine.models.folder import path_kind, poller, read_config, safetensors_files
 from engine.models.gguf_file import GgufFile
 from engine.models.spec import (
+    ROTARY_FAMILIES,
     ModelSpec,
     check_gguf_architecture,
     spec_from_gguf,
@@ -66,7 +67,8 @@ _GGUF_LAYER = {
 _FAMILY_NAMES = {"bert": (_BERT, _BERT_LAYER, "encoder.layer"),
                  "gpt2": (_GPT2, _GPT2_LAYER, "h"),
                  "llama": (_LLAMA, _LLAMA_LAYER, "layers"),
-                 "gemma2": (_LLAMA, _LLAMA_LAYER, "layers")}
+                 "gemma2": (_LLAMA, _LLAMA_LAYER, "layers"),
+                 "olmo2": (_LLAMA, _LLAMA_LAYER, "layers")}
 _SUFFIX = {"w": "weight", "b": "bias"}
 
 def _hf_names(spec: ModelSpec, store: WeightStore, label: str) -> Callable[[int, str], str]:
@@ -147,6 +149,7 @@ _TOP_SHAPES = {
     "gpt2": {"embed": ("V", "h"), "pos": ("P", "h")},
     "llama": {"embed": ("V", "h")},
     "gemma2": {"embed": ("V", "h")},
+    "olmo2": {"embed": ("V", "h")},
 }
 _ROTARY_ATTENTION = {"norm1.w": ("h",), "q.w": ("q", "h"), "k.w": ("kv", "h"),
                      "v.w": ("kv", "h"), "o.w": ("h", "q")}
@@ -163,6 +166,10 @@ _LAYER_SHAPES = {
     "llama": {**_ROTARY_ATTENTION, "norm2.w": ("h",), **_GATED_MLP},
     "gemma2": {**_ROTARY_ATTENTION, "post_attn_norm.w": ("h",), "pre_ff_norm.w": ("h",),
                "post_ff_norm.w": ("h",), **_GATED_MLP},
+    # OLMo 2: no norm before attention or the MLP; its QK-norm spans all heads.
+    "olmo2": {**{k: v for k, v in _ROTARY_ATTENTION.items() if k != "norm1.w"},
+              "post_attn_norm.w": ("h",), "post_ff_norm.w": ("h",), "q_norm.w": ("q",),
+              "k_norm.w": ("kv",), **_GATED_MLP},
 }
 #: Biases of q, k, v and o that the llama and gemma2 passes add where the weights hold them.
 _ATTENTION_BIASES = {"q.b": ("q",), "k.b": ("kv",), "v.b": ("kv",), "o.b": ("h",)}
@@ -179,7 +186,7 @@ def _expected_weights(spec: ModelSpec) -> tuple[dict[str, tuple[str, ...]],
     """The weights each layer must have and those it may have, by short name."""
     must = dict(_LAYER_SHAPES[spec.family])
     may: dict[str, tuple[str, ...]] = {}
-    if spec.family in ("llama", "gemma2"):
+    if spec.family in ROTARY_FAMILIES:
         if spec.attention_bias:
             must.update(_ATTENTION_BIASES)
         elif spec.architecture == "qwen2":  # Qwen2's q, k and v always have biases
@@ -187,7 +194,7 @@ def _expected_weights(spec: ModelSpec) -> tuple[dict[str, tuple[str, ...]],
             may["o.b"] = _ATTENTION_BIASES["o.b"]
         else:
             may.update(_ATTENTION_BIASES)
-    if spec.qk_norm:
+    if spec.qk_norm and spec.family != "olmo2":
         must.update(_QK_NORMS)
     return must, may
 
@@ -250,7 +257,7 @@ def _check_weights(spec: ModelSpec, store: WeightStore, names: Callable[[int, st
             name = names(layer, short)
             if name in store.names:
                 _check_shape(name, store.shape(name), want, dims, label)
-        if spec.family in ("llama", "gemma2"):
+        if spec.family in ROTARY_FAMILIES:
             for short in _UNMODELLED_LAYER:
                 if names(layer, short) in store.names:
                     raise ModelError(f"{label}: the weights hold '{names(layer, short)}', a "

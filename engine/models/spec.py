@@ -8,18 +8,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.io.source import shown
+from engine.models.families import GEMMA3_THETA, family_settings, text_config
 from engine.models.values import Values
 from engine.models.weights import ModelError
-from engine.models.windows import layer_windows
+from engine.models.windows import LAYER_KINDS, layer_windows
 
-__all__ = ["ARCHITECTURES", "GGUF_ARCHITECTURES", "ModelSpec", "check_gguf_architecture",
-           "spec_from_gguf", "spec_from_hf_config"]
+__all__ = ["ARCHITECTURES", "GGUF_ARCHITECTURES", "ROTARY_FAMILIES", "ModelSpec",
+           "check_gguf_architecture", "spec_from_gguf", "spec_from_hf_config"]
 
 #: Hugging Face ``model_type`` values this app runs, by the forward pass that runs them.
 ARCHITECTURES: Mapping[str, str] = {
     "bert": "bert", "gpt2": "gpt2", "llama": "llama", "mistral": "llama", "qwen2": "llama",
-    "qwen3": "llama", "gemma2": "gemma2",
+    "qwen3": "llama", "gemma2": "gemma2", "olmo2": "olmo2", "granite": "llama",
+    "gemma3_text": "gemma2", "gemma3": "gemma2",
 }
+#: The forward passes that turn q and k by a rotary embedding (and read rope settings).
+ROTARY_FAMILIES = ("llama", "gemma2", "olmo2")
 #: GGUF ``general.architecture`` values this app runs, by the forward pass that runs them.
 GGUF_FAMILIES: Mapping[str, str] = {"llama": "llama", "qwen2": "llama", "qwen3": "llama",
                                     "gemma2": "gemma2"}
@@ -59,7 +63,7 @@ class ModelSpec:
     """The shape and rules of one model's forward pass."""
 
     architecture: str  # the model_type as the file names it (e.g. "qwen3")
-    family: str  # "bert", "gpt2", "llama" or "gemma2": which forward pass runs it
+    family: str  # "bert", "gpt2", "llama", "gemma2" or "olmo2": which forward pass runs it
     layers: int
     hidden: int
     heads: int
@@ -84,13 +88,24 @@ class ModelSpec:
     #: Whether Gemma's RMS norm weights already hold its + 1 (llama.cpp's converter adds it
     #: when it writes a GGUF file), so the forward pass must not add it again.
     norms_hold_one: bool = False
+    #: What the embeddings are multiplied by (Gemma: √width; Granite: embedding_multiplier).
+    embed_scale: float = 1.0
+    #: What each residual branch is multiplied by before its sum (Granite).
+    residual_scale: float = 1.0
+    #: Of the LM head's logits, which this app does not compute yet: kept so that it can.
+    logits_divisor: float = 1.0
+    final_cap: float | None = None
+    #: rope_theta and scaling of the sliding layers, where they differ (Gemma 3).
+    local_rope_theta: float | None = None
+    local_rope: Mapping[str, Any] = field(default_factory=dict)
 
     def window(self, layer: int) -> int | None:
         """The sliding window of ``layer`` (None: it sees every earlier key)."""
         return self.windows[layer] if self.windows else None
 
-    def rope_inverse_frequencies(self) -> Any:
-        """The rotary frequencies per pair of dimensions (float64), with the model's scaling.
+    def rope_inverse_frequencies(self, local: bool = False) -> Any:
+        """The rotary frequencies per pair of dimensions (float64), with the model's scaling
+        (``local``: those of the sliding layers, where the model has its own for them).
 
         ``rope["freq_factors"]``, where a GGUF file gives them (``rope_freqs.weight``), divide
         the frequencies pair by pair after any other scaling, as llama.cpp's ``ggml_rope_ext``
@@ -98,40 +113,48 @@ class ModelSpec:
         """
         import numpy as np
 
-        assert self.rope_theta is not None
+        theta, rope = ((self.local_rope_theta, self.local_rope) if local
+                       and self.local_rope_theta is not None else (self.rope_theta, self.rope))
+        assert theta is not None
         dim = self.head_dim
-        inv = 1.0 / self.rope_theta ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
-        kind = self.rope.get("rope_type", "default")
+        inv = 1.0 / theta ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+        kind = rope.get("rope_type", "default")
         if kind == "linear":
-            inv = inv / float(self.rope["factor"])
+            inv = inv / float(rope["factor"])
         elif kind == "llama3":
-            factor = float(self.rope["factor"])
-            low, high = float(self.rope["low_freq_factor"]), float(self.rope["high_freq_factor"])
-            original = float(self.rope["original_max_position_embeddings"])
+            factor = float(rope["factor"])
+            low, high = float(rope["low_freq_factor"]), float(rope["high_freq_factor"])
+            original = float(rope["original_max_position_embeddings"])
             wavelen = 2 * math.pi / inv
             scaled = np.where(wavelen > original / low, inv / factor, inv)
             smooth = (original / wavelen - low) / (high - low)
             middle = (1 - smooth) * scaled / factor + smooth * scaled
             between = (wavelen >= original / high) & (wavelen <= original / low)
             inv = np.where(between, middle, scaled)
-        divisors = self.rope.get("freq_factors")
+        divisors = rope.get("freq_factors")
         if divisors is not None:
             inv = inv / np.asarray(divisors, dtype=np.float64)
         return inv
 
 
-def _rope_of(config: Values) -> tuple[float, dict[str, Any]]:
-    """rope_theta and the rotary scaling, checked: each scaling's keys present and in range."""
+def _rope_of(config: Values, kind: str = "full_attention", theta_key: str = "rope_theta",
+             default_theta: float = 10000.0) -> tuple[float, dict[str, Any]]:
+    """rope_theta and the rotary scaling of the layers of attention ``kind``, checked: each
+    scaling's keys present and in range. ``theta_key`` and ``default_theta``: where an older
+    config gives the base of that kind, and the family's base when it gives none."""
     # transformers 5 writes "rope_parameters" (with rope_theta inside, per attention kind
-    # for some models); older configs write rope_theta and rope_scaling beside each other.
+    # for some models); older configs write rope_theta and rope_scaling beside each other
+    # (Gemma 3's rope_scaling is of its full-attention layers only).
     params = config.mapping("rope_parameters")
-    if params is not None and params.has("full_attention"):
-        params = params.mapping("full_attention")
+    if params is not None and any(params.has(k) for k in LAYER_KINDS):
+        # per attention kind; a kind it leaves out gets transformers' defaults
+        params = params.mapping(kind) if params.has(kind) else None
     if params is None:
-        params = config.mapping("rope_scaling") or Values({}, "")
+        scaling = config.mapping("rope_scaling") if kind == "full_attention" else None
+        params = scaling or Values({}, "")
     theta = params.number("rope_theta", above=1, default=None)
     if theta is None:
-        theta = config.number("rope_theta", above=1, default=10000.0)
+        theta = config.number(theta_key, above=1, default=default_theta)
     kind = params.choice("rope_type", "type", options=ROPE_TYPES, default="default")
     for where in (params, config):
         partial = where.number("partial_rotary_factor", default=1.0, above=0)
@@ -161,7 +184,7 @@ def _heads_and_width(config: Values, family: str, label: str) -> tuple[int, int,
     """hidden, heads, key heads and head width, checked against one another."""
     hidden = config.whole("hidden_size", "n_embd", high=MAX_WIDTH)
     heads = config.whole("num_attention_heads", "n_head", high=MAX_HEADS)
-    rotary = family in ("llama", "gemma2")
+    rotary = family in ROTARY_FAMILIES
     # BERT and GPT-2 have neither grouped keys nor a head width of their own: transformers
     # ignores those keys there, and so does this.
     kv_heads = config.whole("num_key_value_heads", default=heads, high=heads) if rotary else heads
@@ -192,6 +215,7 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
         a field that is missing, of the wrong type or out of range (naming the key, its value
         and what is allowed), or that asks for what the forward pass does not model.
     """
+    config = text_config(config, label)
     values = Values(config, label)
     _, arch = values.raw("model_type")
     if arch in MOE_ARCHITECTURES:
@@ -211,10 +235,12 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
                         least=TINY_EPS, below=1)
     positions = values.whole("max_position_embeddings", "n_positions", default=2048,
                              high=MAX_POSITIONS)
-    activation_keys = (("hidden_activation",) if family == "gemma2" else
+    gemma = family == "gemma2"
+    activation_keys = (("hidden_activation",) if gemma else
                        ("hidden_activation", "hidden_act", "activation_function"))
     activation = values.choice(*activation_keys, options=ACTIVATIONS,
-                               default="gelu_pytorch_tanh" if family == "gemma2" else "gelu")
+                               default="gelu_pytorch_tanh" if gemma else
+                               "silu" if family in ROTARY_FAMILIES else "gelu")
     scale = head_dim ** -0.5
     note = "1/√d_head"
     cap = None
@@ -231,12 +257,22 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
         if values.flag("scale_attn_by_inverse_layer_idx", default=False):
             per_layer = True
             note += ", ÷ (layer + 1)"
-    if family in ("llama", "gemma2"):
+    local_theta, local_rope = None, {}
+    if arch == "gemma3_text":
+        theta, rope = _rope_of(values, default_theta=GEMMA3_THETA["full_attention"])
+        local_theta, local_rope = _rope_of(values, "sliding_attention", "rope_local_base_freq",
+                                           GEMMA3_THETA["sliding_attention"])
+    elif family in ROTARY_FAMILIES:
         theta, rope = _rope_of(values)
-        if values.flag("mlp_bias", default=False):
+    if family in ROTARY_FAMILIES:
+        # OLMo 2's and Gemma 3's MLPs have no biases whatever the config says.
+        if arch not in ("olmo2", "gemma3_text") and values.flag("mlp_bias", default=False):
             raise values.refuse("mlp_bias", True, "false (biases of the MLP are not modelled)")
         biases = values.flag("attention_bias", default=False)
-    if family == "gemma2":
+    extra = family_settings(values, arch)
+    if "scale" in extra:
+        scale, note = extra.pop("scale"), extra.pop("note")
+    elif family == "gemma2":
         # A width-like number (Gemma 2 uses the head width or width / heads): below 1 the
         # scale 1/√scalar can overflow float32's logits.
         scalar = values.number("query_pre_attn_scalar", default=float(head_dim), least=1)
@@ -244,14 +280,18 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
         note = f"query_pre_attn_scalar {scalar:g}: 1/√{scalar:g}"
         # Gemma 2 caps at 50; outside float32's range cap·tanh(z/cap) is 0/0 or inf·0 = NaN.
         cap = values.number("attn_logit_softcapping", default=None, least=1e-3, below=1e6)
+    if gemma:
+        extra["embed_scale"] = hidden ** 0.5
     scales = (tuple(scale / (i + 1) for i in range(layers)) if per_layer
               else (scale,) * layers)
     return ModelSpec(architecture=arch, family=family, layers=layers, hidden=hidden, heads=heads,
                      kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, eps=eps,
                      max_positions=positions, activation=activation, causal=family != "bert",
-                     scales=scales, cap=cap, qk_norm=arch == "qwen3", rope_theta=theta, rope=rope,
+                     scales=scales, cap=cap, qk_norm=arch in ("qwen3", "olmo2", "gemma3_text"),
+                     rope_theta=theta, rope=rope,
                      windows=layer_windows(values, arch, layers, MAX_POSITIONS),
-                     scale_note=note, attention_bias=biases)
+                     scale_note=note, attention_bias=biases, local_rope_theta=local_theta,
+                     local_rope=local_rope, **extra)
 
 
 def check_gguf_architecture(arch: object, label: str) -> None:
@@ -338,4 +378,5 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
                      causal=True, scales=(scale,) * layers, cap=cap, qk_norm=arch == "qwen3",
                      rope_theta=values.number(key("rope.freq_base"), default=10000.0, above=1),
                      rope=rope, windows=windows, scale_note=note,
-                     norms_hold_one=family == "gemma2")
+                     norms_hold_one=family == "gemma2",
+                     embed_scale=hidden ** 0.5 if family == "gemma2" else 1.0)

@@ -10,7 +10,9 @@ sees every earlier key. The families differ only in which layers slide:
   ``max_window_layers`` (default 28) on slide, those before it see everything.
 * Gemma 2: ``sliding_window`` (absent: 4096) on layers 0, 2, 4, … (``(i + 1) % 2``); the odd
   layers see everything.
-* Llama, BERT, GPT-2: no window (their models never build a sliding mask).
+* Gemma 3: ``sliding_window`` (absent: 4096) on every layer but each
+  ``sliding_window_pattern``-th (default 6: five of six slide), as ``Gemma3TextConfig``.
+* Llama, BERT, GPT-2, OLMo 2, Granite: no window (their models never build a sliding mask).
 
 A config's own ``layer_types`` list overrides the pattern (except for Mistral, as above).
 """
@@ -27,6 +29,8 @@ LAYER_KINDS = ("full_attention", "sliding_attention")
 DEFAULT_WINDOW = 4096
 #: Qwen2's and Qwen3's default ``max_window_layers``.
 DEFAULT_FULL_LAYERS = 28
+#: Gemma 3's default ``sliding_window_pattern``: every sixth layer sees every earlier key.
+GEMMA3_PATTERN = 6
 
 
 def _window(values: Values, high: int) -> int | None:
@@ -72,6 +76,10 @@ def layer_windows(values: Values, arch: str, layers: int, high: int) -> tuple[in
     elif arch == "gemma2":
         window = _window(values, high)
         pattern = [i % 2 == 0 for i in range(layers)]
+    elif arch == "gemma3_text":
+        window = _window(values, high)
+        every = values.whole("sliding_window_pattern", default=GEMMA3_PATTERN, high=1 << 20)
+        pattern = [bool((i + 1) % every) for i in range(layers)]
     else:
         return (None,) * layers
     kinds = _layer_types(values, layers)

@@ -285,6 +285,12 @@ HF_KEYS = {
     "gemma2-sw": [*COMMON_KEYS, *ROTARY_KEYS, "layer_types"],
     "gemma2": [*COMMON_KEYS, *ROTARY_KEYS, "hidden_activation", "query_pre_attn_scalar",
                "attn_logit_softcapping"],
+    "olmo2": [*COMMON_KEYS, *ROTARY_KEYS],
+    "granite": [*COMMON_KEYS, *ROTARY_KEYS, "attention_multiplier", "embedding_multiplier",
+                "residual_multiplier", "logits_scaling"],
+    "gemma3": [*COMMON_KEYS, *ROTARY_KEYS, "hidden_activation", "query_pre_attn_scalar",
+               "rope_local_base_freq", "sliding_window_pattern", "layer_types",
+               "use_bidirectional_attention", "final_logit_softcapping", "text_config"],
 }
 ROPE_KEYS = ["rope_theta", "rope_type", "factor", "low_freq_factor", "high_freq_factor",
              "original_max_position_embeddings", "full_attention"]

@@ -1,0 +1,113 @@
+"""What each of the newer Hugging Face families adds to the llama forward pass, and which of its
+config keys this app reads, which it knows not to matter and which it refuses.
+
+transformers keeps one modeling file per architecture; the differences of OLMo 2, Granite and
+Gemma 3 from Llama (as their ``modeling_*.py`` compute them, eager attention) are few enough to
+be settings of the shared passes in :mod:`engine.models.forward`:
+
+* OLMo 2 (``olmo2``): q and k are RMS-normed over all heads at once (weights of width
+  heads × head width) before they are split into heads; no norm before attention or the MLP,
+  one after each, before its residual sum.
+* Granite (``granite``): the logits are scaled by ``attention_multiplier`` instead of 1/√d,
+  the embeddings multiplied by ``embedding_multiplier`` and each residual branch by
+  ``residual_multiplier``; ``logits_scaling`` divides the LM head's logits, after what this
+  app captures (recorded for the LM head to come).
+* Gemma 3's text model (``gemma3_text``, or ``gemma3`` with a ``text_config``): Gemma 2's
+  pass with its norms' weights + 1, plus QK-norm per head, sliding layers (``layer_types`` or
+  every layer but each ``sliding_window_pattern``-th) and a RoPE base of their own
+  (``rope_local_base_freq``, or ``rope_parameters.sliding_attention``). Its attention does
+  not soft-cap (transformers 5 passes no ``softcap`` to it), so ``attn_logit_softcapping``
+  does not matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engine.models.values import Values
+from engine.models.weights import ModelError
+
+__all__ = ["IGNORED_KEYS", "MODELLED_KEYS", "family_settings", "text_config"]
+
+#: Keys no forward pass up to q and k reads: token ids, training-only and storage settings.
+_NEVER_MATTER = ("architectures", "dtype", "torch_dtype", "transformers_version",
+                 "_name_or_path", "model_type", "vocab_size", "initializer_range", "use_cache",
+                 "pad_token_id", "bos_token_id", "eos_token_id", "tie_word_embeddings",
+                 "attention_dropout")
+_LLAMA_LIKE = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+               "num_key_value_heads", "head_dim", "max_position_embeddings", "rms_norm_eps",
+               "rope_parameters", "rope_theta", "rope_scaling", "attention_bias")
+
+#: The config keys each family's reading models (engine.models.spec and this module).
+MODELLED_KEYS: Mapping[str, tuple[str, ...]] = {
+    "olmo2": (*_LLAMA_LIKE, "hidden_act"),
+    "granite": (*_LLAMA_LIKE, "hidden_act", "mlp_bias", "attention_multiplier",
+                "embedding_multiplier", "residual_multiplier", "logits_scaling"),
+    "gemma3_text": (*_LLAMA_LIKE, "hidden_activation", "query_pre_attn_scalar",
+                    "sliding_window", "layer_types", "sliding_window_pattern",
+                    "rope_local_base_freq", "use_bidirectional_attention",
+                    "final_logit_softcapping"),
+}
+#: Keys known not to change the computation up to q and k, with why where it is not obvious.
+IGNORED_KEYS: Mapping[str, tuple[str, ...]] = {
+    "olmo2": _NEVER_MATTER,
+    "granite": _NEVER_MATTER,
+    # attn_logit_softcapping: Gemma 3's attention does not apply it; _sliding_window_pattern:
+    # transformers' own copy of the pattern, which it writes beside layer_types and never reads.
+    "gemma3_text": (*_NEVER_MATTER, "attn_logit_softcapping", "_sliding_window_pattern",
+                    "cache_implementation"),
+}
+
+#: Gemma 3's RoPE bases when the config gives none (Gemma3TextConfig.default_theta).
+GEMMA3_THETA = {"full_attention": 1_000_000.0, "sliding_attention": 10_000.0}
+
+
+def text_config(config: Mapping[str, Any], label: str) -> Mapping[str, Any]:
+    """The language model's config: ``config`` itself, or Gemma 3's ``text_config`` (the
+    vision tower and its projector do not take part in a text's forward pass)."""
+    if config.get("model_type") != "gemma3":
+        return config
+    inner = Values(config, label).mapping("text_config")
+    if inner is None:
+        raise ModelError(f"{label}: a 'gemma3' config needs its 'text_config' (the language "
+                         "model's settings)")
+    _, kind = inner.raw("model_type", default="gemma3_text")
+    if kind != "gemma3_text":
+        raise inner.refuse("model_type", kind, "gemma3_text")
+    return {**config["text_config"], "model_type": "gemma3_text"}
+
+
+def family_settings(values: Values, arch: str) -> dict[str, Any]:
+    """What ``arch`` sets beyond the shared reading, as :class:`ModelSpec` fields.
+
+    Raises
+    ------
+    ModelError
+        Naming a key whose value is out of range or asks for what is not modelled.
+    """
+    if arch == "granite":
+        # transformers takes any float; 0 or less would zero or flip the branch it scales,
+        # which no trained model does, and a huge one overflows float32.
+        def positive(key: str) -> float:
+            return values.number(key, default=1.0, above=0, below=1e6)
+
+        if values.flag("mlp_bias", default=False):
+            raise values.refuse("mlp_bias", True, "false (biases of the MLP are not modelled)")
+        multiplier = positive("attention_multiplier")
+        return {"scale": multiplier, "note": f"attention_multiplier {multiplier:g}",
+                "embed_scale": positive("embedding_multiplier"),
+                "residual_scale": positive("residual_multiplier"),
+                "logits_divisor": positive("logits_scaling")}
+    if arch == "gemma3_text":
+        if values.flag("use_bidirectional_attention", default=False):
+            raise values.refuse("use_bidirectional_attention", True,
+                                "false (bidirectional attention is not modelled)")
+        # Unlike Gemma 2's reader, the default is the config class's 256, not the head width.
+        scalar = values.number("query_pre_attn_scalar", default=256.0, least=1)
+        return {"scale": scalar ** -0.5, "note": f"query_pre_attn_scalar {scalar:g}: "
+                                                 f"1/√{scalar:g}",
+                "final_cap": values.number("final_logit_softcapping", default=None,
+                                           least=1e-3, below=1e6)}
+    return {}
+
