@@ -103,7 +103,7 @@ def family_settings(values: Values, arch: str) -> dict[str, Any]:
         if values.flag("use_bidirectional_attention", default=False):
             raise values.refuse("use_bidirectional_attention", True,
                                 "false (bidirectional attention is not modelled)")
-        # Unlike Gemma 2's reader, the default is the config class's 256, not the head width.
+        # Absent, it is the config class's 256, as for Gemma 2.
         scalar = values.number("query_pre_attn_scalar", default=256.0, least=1)
         return {"scale": scalar ** -0.5, "note": f"query_pre_attn_scalar {scalar:g}: "
                                                  f"1/√{scalar:g}",

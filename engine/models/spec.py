@@ -274,8 +274,9 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
         scale, note = extra.pop("scale"), extra.pop("note")
     elif family == "gemma2":
         # A width-like number (Gemma 2 uses the head width or width / heads): below 1 the
-        # scale 1/√scalar can overflow float32's logits.
-        scalar = values.number("query_pre_attn_scalar", default=float(head_dim), least=1)
+        # scale 1/√scalar can overflow float32's logits. Absent, it is Gemma2Config's 256
+        # (not the head width: transformers would scale a 128-wide head by 1/16, not 1/√128).
+        scalar = values.number("query_pre_attn_scalar", default=256.0, least=1)
         scale = scalar ** -0.5
         note = f"query_pre_attn_scalar {scalar:g}: 1/√{scalar:g}"
         # Gemma 2 caps at 50; outside float32's range cap·tanh(z/cap) is 0/0 or inf·0 = NaN.

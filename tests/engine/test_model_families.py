@@ -16,6 +16,7 @@ from safetensors.numpy import load_file, save_file
 
 from engine.models import ModelError, open_model
 from engine.models.families import IGNORED_KEYS, MODELLED_KEYS
+from engine.models.spec import spec_from_hf_config
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
 FOLDERS = {"olmo2": "tiny-olmo2", "granite": "tiny-granite", "gemma3_text": "tiny-gemma3"}
@@ -101,8 +102,6 @@ def test_gemma3_defaults_are_the_config_classes(tmp_path: Path) -> None:
 
     config = json.loads(_edited(tmp_path, "gemma3_text", strip).joinpath(
         "config.json").read_text())
-    from engine.models.spec import spec_from_hf_config
-
     spec = spec_from_hf_config(config, "tiny-gemma3")
     assert spec.windows == (4096,) * 5 + (None, 4096)
     assert (spec.rope_theta, spec.local_rope_theta) == (1e6, 1e4)
@@ -132,3 +131,12 @@ def test_gemma3_with_a_text_config_opens_as_its_text_model(tmp_path: Path) -> No
     refused = re.escape("'text_config.model_type' must be gemma3_text")
     with pytest.raises(ModelError, match=refused):
         open_model(folder)
+
+
+@pytest.mark.parametrize("folder", ["tiny-gemma2", "tiny-gemma3"])
+def test_an_absent_query_pre_attn_scalar_is_the_config_classes_256(folder: str) -> None:
+    """Gemma2Config and Gemma3TextConfig default it to 256 whatever the head width (16 here)."""
+    config = json.loads((FIXTURES / folder / "config.json").read_text())
+    del config["query_pre_attn_scalar"]
+    spec = spec_from_hf_config(config, folder)
+    assert spec.scales[0] == pytest.approx(256 ** -0.5) and spec.head_dim == 16
