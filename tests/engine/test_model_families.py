@@ -140,3 +140,23 @@ def test_an_absent_query_pre_attn_scalar_is_the_config_classes_256(folder: str) 
     del config["query_pre_attn_scalar"]
     spec = spec_from_hf_config(config, folder)
     assert spec.scales[0] == pytest.approx(256 ** -0.5) and spec.head_dim == 16
+
+
+def test_gemma3_as_transformers_5_writes_it_gives_the_same_q_and_k(tmp_path: Path) -> None:
+    """``rope_parameters`` per attention kind and ``layer_types`` (what save_pretrained writes
+    now) instead of the fixture's older keys: the same model, the same q and k."""
+    def newer(config: dict) -> None:
+        config["rope_parameters"] = {
+            "sliding_attention": {"rope_type": "default",
+                                  "rope_theta": config.pop("rope_local_base_freq")},
+            "full_attention": {**config.pop("rope_scaling"),
+                               "rope_theta": config.pop("rope_theta")}}
+        del config["sliding_window_pattern"]
+        config["layer_types"] = ["sliding_attention", "full_attention"]
+
+    want = open_model(FIXTURES / "tiny-gemma3").capture(TEXT)
+    got = open_model(_edited(tmp_path, "gemma3_text", newer)).capture(TEXT)
+    for layer in (0, 1):
+        np.testing.assert_array_equal(got.layers[layer].q, want.layers[layer].q)
+        np.testing.assert_array_equal(got.layers[layer].k, want.layers[layer].k)
+    assert got.tensor_file().layer_window(0) == 4 and got.tensor_file().layer_window(1) is None
