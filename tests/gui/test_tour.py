@@ -316,5 +316,7 @@ def test_the_init_step_runs_the_side_by_side_training_it_talks_about(tour, qtbot
     assert tab.controller.state() is TrainState.RUNNING
     panel.go_to(_index("heads"))
     assert tab.wait_until_idle(HANG_MS)
-    assert not tab.controller.results().snapshot.done
+    # Stopped before its end: on a loaded machine even before its first snapshot came.
+    stopped = tab.controller.results().snapshot
+    assert stopped is None or not stopped.done
     panel.shutdown()
