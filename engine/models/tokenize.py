@@ -20,29 +20,19 @@ from typing import Any
 
 from engine.io.files import check_regular_file, describe_os_error, read_regular_file
 from engine.io.source import shown
-from engine.models.token_text import byte_alphabet, piece_bytes, readable_bytes
+from engine.models.gguf_vocab import (
+    GGUF_PRE_TOKENIZERS,
+    GGUF_TOKENIZERS,
+    check_gguf_vocabulary,
+    gguf_backend,
+)
+from engine.models.token_text import piece_bytes, readable_bytes
 from engine.models.weights import MAX_JSON_BYTES, ModelError
 
-__all__ = ["GGUF_TOKENIZERS", "Encoded", "Tokenizer", "TokenizerProcess", "TokenizerSource",
-           "check_gguf_vocabulary", "check_hf_tokenizer", "gguf_tokenizer", "hf_tokenizer"]
-
-#: ``tokenizer.ggml.model`` values whose vocabulary this app can rebuild.
-GGUF_TOKENIZERS = ("gpt2",)
-
-# llama.cpp's pre-tokenizer regexes (``tokenizer.ggml.pre``), as in its llama-vocab.cpp.
-_LLAMA3_SPLIT = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
-    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
-_QWEN2_SPLIT = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
-    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
-_SPLITS = {"llama3": _LLAMA3_SPLIT, "llama-bpe": _LLAMA3_SPLIT, "qwen2": _QWEN2_SPLIT}
-# The special tokens a GGUF file names by id (``tokenizer.ggml.<key>_token_id``).
-_GGUF_TOKEN_IDS = ("bos", "eos", "unknown", "separator", "padding", "cls", "mask", "eot", "eom")
-# Byte-level vocabularies whose pre-tokenizer is GPT-2's, with digits split one by one first.
-_DIGITS_FIRST = ("smollm", "starcoder", "refact")
+# The GGUF vocabulary's checks and rebuild live in gguf_vocab; callers import them from here.
+__all__ = ["GGUF_PRE_TOKENIZERS", "GGUF_TOKENIZERS", "Encoded", "Tokenizer", "TokenizerProcess",
+           "TokenizerSource", "check_gguf_vocabulary", "check_hf_tokenizer", "gguf_tokenizer",
+           "hf_tokenizer"]
 
 
 class Tokenizer:
@@ -284,71 +274,7 @@ def hf_tokenizer(folder: Path) -> Tokenizer:
     return Tokenizer(backend, "tokenizer.json")
 
 
-def check_gguf_vocabulary(metadata: Mapping[str, Any], label: str) -> tuple[list, list]:
-    """The GGUF vocabulary's tokens and merges, if this app can rebuild it (else
-    :class:`ModelError`)."""
-    kind = metadata.get("tokenizer.ggml.model")
-    if kind not in GGUF_TOKENIZERS:
-        raise ModelError(f"{label}: the GGUF tokenizer {kind!r} is not supported; supported: "
-                         f"{', '.join(GGUF_TOKENIZERS)} (byte-level BPE)")
-    tokens = metadata.get("tokenizer.ggml.tokens")
-    merges = metadata.get("tokenizer.ggml.merges")
-    if not isinstance(tokens, list) or not isinstance(merges, list):
-        raise ModelError(f"{label}: the GGUF metadata lacks the vocabulary or its merges")
-    for key, values in (("tokens", tokens), ("merges", merges)):
-        if not all(isinstance(value, str) for value in values):
-            raise ModelError(f"{label}: tokenizer.ggml.{key} must be a list of strings")
-    types = metadata.get("tokenizer.ggml.token_type", [])
-    if not isinstance(types, list) or not all(type(t) is int for t in types):
-        raise ModelError(f"{label}: tokenizer.ggml.token_type must be a list of integers")
-    if not isinstance(metadata.get("tokenizer.ggml.pre", ""), str):
-        raise ModelError(f"{label}: tokenizer.ggml.pre must be a string (a pre-tokenizer's "
-                         "name)")
-    for key in _GGUF_TOKEN_IDS:
-        token = metadata.get(f"tokenizer.ggml.{key}_token_id")
-        if token is not None and (type(token) is not int or not 0 <= token < len(tokens)):
-            raise ModelError(f"{label}: tokenizer.ggml.{key}_token_id is "
-                             f"{shown(repr(token), 40)}; a token id is 0..{len(tokens) - 1} "
-                             "(the vocabulary's size less one)")
-    return tokens, merges
-
-
 def gguf_tokenizer(metadata: Mapping[str, Any], label: str) -> Tokenizer:
-    """Rebuild a GGUF file's byte-level BPE vocabulary (``tokenizer.ggml.model`` ``gpt2``)."""
-    from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers, processors
-    from tokenizers import Tokenizer as Backend
-
-    tokens, merges = check_gguf_vocabulary(metadata, label)
-    alphabet = set(byte_alphabet().values())
-    spell = byte_alphabet()
-    vocab = {}
-    for index, token in enumerate(tokens):
-        if not set(token) <= alphabet:
-            token = "".join(spell[b] for b in token.encode("utf-8"))
-        vocab.setdefault(token, index)
-    pairs = [tuple(m.split(" ", 1)) for m in merges]
-    backend = Backend(models.BPE(vocab, pairs, fuse_unk=False))
-    pre = metadata.get("tokenizer.ggml.pre", "default")
-    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    if pre in _SPLITS:
-        backend.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(_SPLITS[pre]), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    elif pre in _DIGITS_FIRST:
-        backend.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Digits(individual_digits=True), byte_level])
-    else:
-        backend.pre_tokenizer = byte_level
-    backend.decoder = decoders.ByteLevel()
-    types = metadata.get("tokenizer.ggml.token_type") or []
-    control = [AddedToken(t, special=True, normalized=False)
-               for t, kind_of in zip(tokens, types, strict=False) if kind_of == 3
-               and set(t) <= alphabet]
-    if control:
-        backend.add_special_tokens(control)
-    bos = metadata.get("tokenizer.ggml.bos_token_id")
-    if metadata.get("tokenizer.ggml.add_bos_token") and isinstance(bos, int) and bos < len(tokens):
-        name = tokens[bos]
-        backend.post_processor = processors.TemplateProcessing(
-            single=f"{name} $A", pair=f"{name} $A {name} $B", special_tokens=[(name, bos)])
-    return Tokenizer(backend, "GGUF vocabulary")
+    """Rebuild a GGUF file's vocabulary: byte-level BPE (``tokenizer.ggml.model`` ``gpt2``) or
+    SentencePiece (``llama``), see :mod:`engine.models.gguf_vocab`."""
+    return Tokenizer(gguf_backend(metadata, label), "GGUF vocabulary")
