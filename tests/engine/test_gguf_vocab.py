@@ -185,3 +185,62 @@ def test_an_unknown_pre_tokenizer_is_refused_naming_it(pre: str) -> None:
         gguf_tokenizer(_tiny_byte_level(pre), "m.gguf")
     assert str(caught.value).startswith(f"m.gguf: the pre-tokenizer {pre!r} (tokenizer.ggml.pre)"
                                         " is not supported; supported: ")
+
+
+def _spm_model(path: Path) -> Path:
+    """A one-layer llama GGUF with random weights and spm-llama's vocabulary."""
+    import gguf
+    import numpy as np
+
+    vocab = GgufFile(SPM / "spm-llama.gguf", tensors=False).metadata
+    hidden, heads, ffn = 16, 2, 32
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(1)
+    writer.add_context_length(64)
+    writer.add_embedding_length(hidden)
+    writer.add_feed_forward_length(ffn)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(heads)
+    writer.add_rope_dimension_count(hidden // heads)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(vocab["tokenizer.ggml.tokens"])
+    writer.add_token_scores(vocab["tokenizer.ggml.scores"])
+    writer.add_token_types(vocab["tokenizer.ggml.token_type"])
+    writer.add_add_space_prefix(True)
+    writer.add_bos_token_id(vocab["tokenizer.ggml.bos_token_id"])
+    writer.add_add_bos_token(True)
+    rng = np.random.default_rng(0)
+    shapes = {"token_embd.weight": (len(vocab["tokenizer.ggml.tokens"]), hidden),
+              "output_norm.weight": (hidden,), "blk.0.attn_norm.weight": (hidden,),
+              "blk.0.ffn_norm.weight": (hidden,), "blk.0.ffn_gate.weight": (ffn, hidden),
+              "blk.0.ffn_up.weight": (ffn, hidden), "blk.0.ffn_down.weight": (hidden, ffn),
+              **{f"blk.0.attn_{p}.weight": (hidden, hidden)
+                 for p in ("q", "k", "v", "output")}}
+    for name, shape in shapes.items():
+        writer.add_tensor(name, rng.standard_normal(shape).astype(np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_a_llama_gguf_with_a_sentencepiece_vocabulary_captures_through_the_helper(
+        tmp_path) -> None:
+    from engine.models import open_model
+    from engine.models.tokenize import TokenizerProcess
+
+    reference = _reference("spm-llama")
+    text = reference["texts"][2]  # Chinese, with byte-fallback pieces
+    model = open_model(_spm_model(tmp_path / "spm-model.gguf"))
+    helper = TokenizerProcess()
+    try:
+        capture = model.capture(text, tokenize=lambda t, limit: helper.encode(
+            model.tokenizer_source, t, limit))
+    finally:
+        helper.close()
+    assert list(capture.token_ids) == reference["transformers_gguf"][2]
+    # A piece is shown with the space its ▁ stands for, as byte-level tokens show theirs.
+    assert capture.tokens[0] == "<s>" and capture.tokens[1].startswith(" 注")
