@@ -28,7 +28,8 @@ from typing import Any
 from engine.models.values import Values
 from engine.models.weights import ModelError
 
-__all__ = ["IGNORED_KEYS", "MODELLED_KEYS", "family_settings", "text_config"]
+__all__ = ["COMMON_IGNORED", "COMMON_REFUSED", "IGNORED_KEYS", "MODELLED_KEYS", "REFUSED_KEYS",
+           "check_config_keys", "family_settings", "text_config"]
 
 #: Keys no forward pass up to q and k reads: token ids, training-only and storage settings.
 _NEVER_MATTER = ("architectures", "dtype", "torch_dtype", "transformers_version",
@@ -44,6 +45,19 @@ MODELLED_KEYS: Mapping[str, tuple[str, ...]] = {
     "olmo2": (*_LLAMA_LIKE, "hidden_act"),
     "granite": (*_LLAMA_LIKE, "hidden_act", "mlp_bias", "attention_multiplier",
                 "embedding_multiplier", "residual_multiplier", "logits_scaling"),
+    "bert": ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+             "layer_norm_eps", "max_position_embeddings", "hidden_act",
+             "position_embedding_type", "is_decoder"),
+    "gpt2": ("n_embd", "n_head", "n_layer", "n_inner", "n_positions", "layer_norm_epsilon",
+             "activation_function", "scale_attn_weights", "scale_attn_by_inverse_layer_idx"),
+    "llama": (*_LLAMA_LIKE, "hidden_act", "mlp_bias"),
+    "mistral": (*_LLAMA_LIKE, "hidden_act", "mlp_bias", "sliding_window"),
+    "qwen2": (*_LLAMA_LIKE, "hidden_act", "mlp_bias", "sliding_window", "use_sliding_window",
+              "max_window_layers", "layer_types"),
+    "qwen3": (*_LLAMA_LIKE, "hidden_act", "mlp_bias", "sliding_window", "use_sliding_window",
+              "max_window_layers", "layer_types"),
+    "gemma2": (*_LLAMA_LIKE, "hidden_activation", "mlp_bias", "query_pre_attn_scalar",
+               "attn_logit_softcapping", "sliding_window", "layer_types"),
     "gemma3_text": (*_LLAMA_LIKE, "hidden_activation", "query_pre_attn_scalar",
                     "sliding_window", "layer_types", "sliding_window_pattern",
                     "rope_local_base_freq", "use_bidirectional_attention",
@@ -57,7 +71,59 @@ IGNORED_KEYS: Mapping[str, tuple[str, ...]] = {
     # transformers' own copy of the pattern, which it writes beside layer_types and never reads.
     "gemma3_text": (*_NEVER_MATTER, "attn_logit_softcapping", "_sliding_window_pattern",
                     "cache_implementation"),
+    # Dropouts act in training only; add_cross_attention adds layers that attend to an
+    # encoder's states, which a text alone has none of; type_vocab_size counts token-type rows,
+    # and every token here is of type 0 (row 0 is added, as transformers does by default).
+    "bert": (*_NEVER_MATTER, "hidden_dropout_prob", "attention_probs_dropout_prob",
+             "classifier_dropout", "add_cross_attention", "type_vocab_size"),
+    # summary_*: the multiple-choice head of GPT2DoubleHeadsModel, after every layer;
+    # reorder_and_upcast_attn computes the same logits in float32, which the pass here uses
+    # throughout; n_ctx: an older copy of n_positions that transformers no longer reads.
+    "gpt2": (*_NEVER_MATTER, "attn_pdrop", "embd_pdrop", "resid_pdrop", "summary_type",
+             "summary_use_proj", "summary_activation", "summary_proj_to_labels",
+             "summary_first_dropout", "add_cross_attention", "reorder_and_upcast_attn", "n_ctx"),
+    # pretraining_tp split the same products into slices in transformers 4 (summed back, the
+    # same numbers); transformers 5's Llama does not read it.
+    "llama": (*_NEVER_MATTER, "pretraining_tp"),
+    "mistral": _NEVER_MATTER,
+    "qwen2": _NEVER_MATTER,
+    "qwen3": _NEVER_MATTER,
+    # final_logit_softcapping: of the LM head's logits, after what is captured; hidden_act:
+    # an older name transformers' Gemma 2 does not read (it reads hidden_activation).
+    "gemma2": (*_NEVER_MATTER, "final_logit_softcapping", "hidden_act", "cache_implementation"),
 }
+#: What PretrainedConfig itself writes for every family: task heads' labels, outputs asked
+#: of forward(), and chunk_size_feed_forward, which runs the same MLP on chunks of tokens.
+COMMON_IGNORED = ("id2label", "label2id", "output_attentions", "output_hidden_states",
+                  "return_dict", "problem_type", "is_encoder_decoder", "chunk_size_feed_forward")
+
+#: Keys none of the passes here reads but which change transformers' computation: each is
+#: refused at open, naming it and its value, unless it holds one of the listed values (no
+#: change). A key a family's config class does not declare is not read by transformers'
+#: model either, so an unlisted key changes nothing and is let through.
+COMMON_REFUSED: Mapping[str, tuple[tuple[Any, ...], str]] = {
+    "quantization_config": ((), "absent (quantized weights are not modelled)"),
+}
+REFUSED_KEYS: Mapping[str, Mapping[str, tuple[tuple[Any, ...], str]]] = {
+    # Gemma2Config declares it (null) for the bidirectional embedding variants.
+    "gemma2": {"use_bidirectional_attention": (
+        (False,), "false (bidirectional attention is not modelled)")},
+}
+
+
+def check_config_keys(values: Values, arch: str) -> None:
+    """Refuse a key of :data:`COMMON_REFUSED` or ``arch``'s :data:`REFUSED_KEYS` that holds
+    a value which changes the computation, in one line naming the key and the value.
+
+    Raises
+    ------
+    ModelError
+        For the first such key.
+    """
+    for key, (harmless, allowed) in {**COMMON_REFUSED, **REFUSED_KEYS.get(arch, {})}.items():
+        _, value = values.raw(key)
+        if value is not None and not any(value is h for h in harmless):
+            raise values.refuse(key, value, allowed)
 
 #: Gemma 3's RoPE bases when the config gives none (Gemma3TextConfig.default_theta).
 GEMMA3_THETA = {"full_attention": 1_000_000.0, "sliding_attention": 10_000.0}

@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.io.source import shown
-from engine.models.families import GEMMA3_THETA, family_settings, text_config
+from engine.models.families import (
+    GEMMA3_THETA,
+    check_config_keys,
+    family_settings,
+    text_config,
+)
+from engine.models.gguf_keys import check_gguf_keys
 from engine.models.values import Values
 from engine.models.weights import ModelError
 from engine.models.windows import LAYER_KINDS, layer_windows
@@ -226,6 +232,7 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
                  else "")
         raise ModelError(f"{label}: the architecture {shown(repr(arch), 60)}{extra} is not "
                          f"supported; supported: {', '.join(ARCHITECTURES)}")
+    check_config_keys(values, arch)
     family = ARCHITECTURES[arch]
     layers = values.whole("num_hidden_layers", "n_layer", high=MAX_LAYERS)
     hidden, heads, kv_heads, head_dim = _heads_and_width(values, family, label)
@@ -249,8 +256,8 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
     if family == "bert":
         values.choice("position_embedding_type", options=("absolute",), default="absolute")
         if values.flag("is_decoder", default=False):
-            raise ModelError(f"{label}: 'is_decoder' is true: a BERT decoder (causal, with "
-                             "cross-attention) is not modelled")
+            raise values.refuse("is_decoder", True, "false (a BERT decoder, causal and with "
+                                "cross-attention, is not modelled)")
     if family == "gpt2":
         if not values.flag("scale_attn_weights", default=True):
             scale, note = 1.0, "1 (scale_attn_weights off)"
@@ -319,6 +326,7 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
     values = Values(metadata, label)
     _, arch = values.raw("general.architecture")
     check_gguf_architecture(arch, label)
+    check_gguf_keys(metadata, arch, label)
 
     def key(name: str) -> str:
         return f"{arch}.{name}"
