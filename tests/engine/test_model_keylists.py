@@ -187,3 +187,26 @@ def test_a_lora_adapter_file_is_refused_naming_it(metadata) -> None:
         spec_from_gguf({**metadata["llama"], "adapter.type": "lora"}, "a.gguf")
     assert str(caught.value) == ("a.gguf: 'adapter.type' must be absent (a LoRA adapter is "
                                  "not a model: open the model it adapts), got 'lora'")
+
+
+def test_a_gguf_file_with_a_refused_key_fails_the_open_and_the_same_file_without_opens(
+        tmp_path: Path, monkeypatch) -> None:
+    """End to end through open_model: the tiny Qwen2 folder written by the converter's rules
+    plus one key llama.cpp would read (two experts used per token)."""
+    from tests.fixtures import gguf_convert
+
+    plain = open_model(folder_to_gguf(FIXTURES / "tiny-qwen2", tmp_path / "plain.gguf"))
+    write = gguf_convert._parameters
+
+    def with_experts(writer, arch, *args) -> None:
+        write(writer, arch, *args)
+        writer.add_uint32(f"{arch}.expert_used_count", 2)
+
+    monkeypatch.setattr(gguf_convert, "_parameters", with_experts)
+    path = folder_to_gguf(FIXTURES / "tiny-qwen2", tmp_path / "experts.gguf")
+    with pytest.raises(ModelError) as caught:
+        open_model(path)
+    assert str(caught.value) == ("experts.gguf: 'qwen2.expert_used_count' must be 0 "
+                                 "(llama.cpp's 'expert_used_count' is not modelled for qwen2), "
+                                 "got 2")
+    assert plain.spec.architecture == "qwen2"
