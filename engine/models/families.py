@@ -18,6 +18,9 @@ be settings of the shared passes in :mod:`engine.models.forward`:
   (``rope_local_base_freq``, or ``rope_parameters.sliding_attention``). Its attention does
   not soft-cap (transformers 5 passes no ``softcap`` to it), so ``attn_logit_softcapping``
   does not matter.
+* Phi-3 / Phi-3.5 / Phi-4 mini (``phi3``): q, k and v in one ``qkv_proj`` (split by heads and
+  key heads), the MLP's gate and up in one ``gate_up_proj`` (gate first), partial rotary and
+  LongRoPE (:mod:`engine.models.rope`), a window on every layer when ``sliding_window`` is set.
 """
 
 from __future__ import annotations
@@ -58,6 +61,9 @@ MODELLED_KEYS: Mapping[str, tuple[str, ...]] = {
               "max_window_layers", "layer_types"),
     "gemma2": (*_LLAMA_LIKE, "hidden_activation", "mlp_bias", "query_pre_attn_scalar",
                "attn_logit_softcapping", "sliding_window", "layer_types"),
+    # Phi-3 reads no attention_bias (its fused qkv_proj has none)
+    "phi3": (*(k for k in _LLAMA_LIKE if k != "attention_bias"), "hidden_act",
+             "partial_rotary_factor", "original_max_position_embeddings", "sliding_window"),
     "gemma3_text": (*_LLAMA_LIKE, "hidden_activation", "query_pre_attn_scalar",
                     "sliding_window", "layer_types", "sliding_window_pattern",
                     "rope_local_base_freq", "use_bidirectional_attention",
@@ -67,6 +73,7 @@ MODELLED_KEYS: Mapping[str, tuple[str, ...]] = {
 IGNORED_KEYS: Mapping[str, tuple[str, ...]] = {
     "olmo2": _NEVER_MATTER,
     "granite": _NEVER_MATTER,
+    "phi3": (*_NEVER_MATTER, "resid_pdrop", "embd_pdrop"),
     # attn_logit_softcapping: Gemma 3's attention does not apply it; _sliding_window_pattern:
     # transformers' own copy of the pattern, which it writes beside layer_types and never reads.
     "gemma3_text": (*_NEVER_MATTER, "attn_logit_softcapping", "_sliding_window_pattern",

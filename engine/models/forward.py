@@ -94,7 +94,12 @@ def _heads(x: np.ndarray, count: int, dim: int) -> np.ndarray:
 
 
 def _rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
-    half = x.shape[-1] // 2
+    """x turned by cos and sin; with partial rotary (cos narrower than x) only its first
+    dimensions turn and the rest pass unchanged, as transformers' apply_rotary_pos_emb."""
+    width = cos.shape[-1]
+    if width < x.shape[-1]:
+        return np.concatenate([_rotate(x[..., :width], cos, sin), x[..., width:]], axis=-1)
+    half = width // 2
     rotated = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
     return x * cos + rotated * sin
 
@@ -146,12 +151,14 @@ def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: floa
 
 
 def _rotary(spec: ModelSpec, n: int, local: bool) -> tuple[np.ndarray, np.ndarray]:
-    """cos and sin of positions 0 … n − 1, (n, head width), float32 (``local``: with the
-    sliding layers' own frequencies)."""
-    inv = spec.rope_inverse_frequencies(local)
+    """cos and sin of positions 0 … n − 1, (n, turned width), float32 (``local``: with the
+    sliding layers' own frequencies), times LongRoPE's attention factor where it has one."""
+    inv = spec.rope_inverse_frequencies(local, n)
     angles = np.arange(n, dtype=np.float64)[:, None] * inv[None, :]
     angles = np.concatenate([angles, angles], axis=-1)
-    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+    factor = spec.rope_attention_factor()
+    return ((np.cos(angles) * factor).astype(np.float32),
+            (np.sin(angles) * factor).astype(np.float32))
 
 
 def _check(cancelled: Callable[[], bool] | None) -> None:
@@ -219,6 +226,12 @@ def run_forward(
             k = _rms_norm(_linear(x, w("k.w"), w.optional("k.b")), w("k_norm.w"), spec.eps)
             q, k = _heads(q, spec.heads, hd), _heads(k, spec.kv_heads, hd)
             v = _heads(_linear(x, w("v.w"), w.optional("v.b")), spec.kv_heads, hd)
+        elif spec.fused:  # Phi-3: one matrix gives q, then k, then v
+            qkv = _linear(_rms_norm(x, w("norm1.w"), spec.eps), w("qkv.w"), None)
+            q_end, k_end = spec.heads * hd, (spec.heads + spec.kv_heads) * hd
+            q = _heads(qkv[:, :q_end], spec.heads, hd)
+            k = _heads(qkv[:, q_end:k_end], spec.kv_heads, hd)
+            v = _heads(qkv[:, k_end:], spec.kv_heads, hd)
         else:
             h = _rms_norm(x, w("norm1.w"), spec.eps, plus_one)
             q = _heads(_linear(h, w("q.w"), w.optional("q.b")), spec.heads, hd)
@@ -268,8 +281,11 @@ def run_forward(
         else:
             x = x + _linear(attended, w("o.w"), w.optional("o.b")) * residual
             h = _rms_norm(x, w("norm2.w"), spec.eps)
-            h = act(_linear(h, w("gate.w"), None)) * _linear(h, w("up.w"), None)
-            x = x + _linear(h, w("down.w"), None) * residual
+            if spec.fused:  # Phi-3's gate_up_proj: the gate's rows, then the up's
+                gate, up = np.split(_linear(h, w("gate_up.w"), None), 2, axis=-1)
+            else:
+                gate, up = _linear(h, w("gate.w"), None), _linear(h, w("up.w"), None)
+            x = x + _linear(act(gate) * up, w("down.w"), None) * residual
         x = x.astype(np.float32, copy=False)
         if progress is not None:
             progress(i + 1, last + 1)

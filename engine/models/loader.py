@@ -54,7 +54,7 @@ _LLAMA_LAYER = {
     "k_norm": "self_attn.k_norm", "norm2": "post_attention_layernorm",
     "post_attn_norm": "post_attention_layernorm", "pre_ff_norm": "pre_feedforward_layernorm",
     "post_ff_norm": "post_feedforward_layernorm", "gate": "mlp.gate_proj", "up": "mlp.up_proj",
-    "down": "mlp.down_proj",
+    "down": "mlp.down_proj", "qkv": "self_attn.qkv_proj", "gate_up": "mlp.gate_up_proj",
 }
 # llama.cpp's names (gguf-py's tensor map): Gemma 2's norm before the MLP is ffn_norm, as
 # the llama's second norm; its norms after attention and MLP have names of their own.
@@ -63,6 +63,7 @@ _GGUF_LAYER = {
     "q_norm": "attn_q_norm", "k_norm": "attn_k_norm", "norm2": "ffn_norm",
     "post_attn_norm": "post_attention_norm", "pre_ff_norm": "ffn_norm",
     "post_ff_norm": "post_ffw_norm", "gate": "ffn_gate", "up": "ffn_up", "down": "ffn_down",
+    "qkv": "attn_qkv", "gate_up": "ffn_up",
 }
 _FAMILY_NAMES = {"bert": (_BERT, _BERT_LAYER, "encoder.layer"),
                  "gpt2": (_GPT2, _GPT2_LAYER, "h"),
@@ -171,6 +172,9 @@ _LAYER_SHAPES = {
               "post_attn_norm.w": ("h",), "post_ff_norm.w": ("h",), "q_norm.w": ("q",),
               "k_norm.w": ("kv",), **_GATED_MLP},
 }
+#: Phi-3's layer: q, k and v fused in one matrix, the MLP's gate and up in another.
+_FUSED_LAYER = {"norm1.w": ("h",), "qkv.w": ("qkvw", "h"), "o.w": ("h", "q"),
+                "norm2.w": ("h",), "gate_up.w": ("2i", "h"), "down.w": ("h", "i")}
 #: Biases of q, k, v and o that the llama and gemma2 passes add where the weights hold them.
 _ATTENTION_BIASES = {"q.b": ("q",), "k.b": ("kv",), "v.b": ("kv",), "o.b": ("h",)}
 _QK_NORMS = {"q_norm.w": ("d",), "k_norm.w": ("d",)}
@@ -179,11 +183,15 @@ _QK_NORMS = {"q_norm.w": ("d",), "k_norm.w": ("d",)}
 _UNMODELLED_TOP = {"rope_factors_long.weight": "LongRoPE frequency factors",
                    "rope_factors_short.weight": "LongRoPE frequency factors"}
 _UNMODELLED_LAYER = ("gate.b", "up.b", "down.b")
+#: Phi-3's layers have no biases at all (transformers builds none, so would ignore them).
+_UNMODELLED_FUSED = ("qkv.b", "o.b", "gate_up.b", "down.b")
 
 
 def _expected_weights(spec: ModelSpec) -> tuple[dict[str, tuple[str, ...]],
                                                   dict[str, tuple[str, ...]]]:
     """The weights each layer must have and those it may have, by short name."""
+    if spec.fused:
+        return dict(_FUSED_LAYER), {}
     must = dict(_LAYER_SHAPES[spec.family])
     may: dict[str, tuple[str, ...]] = {}
     if spec.family in ROTARY_FAMILIES:
@@ -206,6 +214,8 @@ def _dimensions(spec: ModelSpec) -> dict[str, tuple[int, str]]:
             "kv": (kv, f"{spec.kv_heads} key heads × {hd}"),
             "3q": (3 * q, f"3 × {spec.heads} heads × {hd}"),
             "i": (spec.intermediate, f"MLP width {spec.intermediate}"),
+            "2i": (2 * spec.intermediate, f"2 × MLP width {spec.intermediate}"),
+            "qkvw": (q + 2 * kv, f"{spec.heads} heads and 2 × {spec.kv_heads} key heads × {hd}"),
             "d": (hd, f"head width {hd}"),
             "P": (spec.max_positions, f"≥ {spec.max_positions} positions")}
 
@@ -258,10 +268,12 @@ def _check_weights(spec: ModelSpec, store: WeightStore, names: Callable[[int, st
             if name in store.names:
                 _check_shape(name, store.shape(name), want, dims, label)
         if spec.family in ROTARY_FAMILIES:
-            for short in _UNMODELLED_LAYER:
+            for short in _UNMODELLED_FUSED if spec.fused else _UNMODELLED_LAYER:
                 if names(layer, short) in store.names:
-                    raise ModelError(f"{label}: the weights hold '{names(layer, short)}', a "
-                                     "bias of the MLP, which this app does not model")
+                    what = ("a bias, which Phi-3's layers do not have" if spec.fused else
+                            "a bias of the MLP")
+                    raise ModelError(f"{label}: the weights hold '{names(layer, short)}', "
+                                     f"{what}, which this app does not model")
     return store.shape(names(-1, "embed"))[0]
 
 

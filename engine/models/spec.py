@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,9 +14,15 @@ from engine.models.families import (
     text_config,
 )
 from engine.models.gguf_keys import check_gguf_keys
+from engine.models.rope import (
+    MAX_POSITIONS,
+    inverse_frequencies,
+    rope_of,
+    rotary_width,
+)
 from engine.models.values import Values
 from engine.models.weights import ModelError
-from engine.models.windows import LAYER_KINDS, layer_windows
+from engine.models.windows import layer_windows
 
 __all__ = ["ARCHITECTURES", "GGUF_ARCHITECTURES", "ROTARY_FAMILIES", "ModelSpec",
            "check_gguf_architecture", "spec_from_gguf", "spec_from_hf_config"]
@@ -26,7 +31,7 @@ __all__ = ["ARCHITECTURES", "GGUF_ARCHITECTURES", "ROTARY_FAMILIES", "ModelSpec"
 ARCHITECTURES: Mapping[str, str] = {
     "bert": "bert", "gpt2": "gpt2", "llama": "llama", "mistral": "llama", "qwen2": "llama",
     "qwen3": "llama", "gemma2": "gemma2", "olmo2": "olmo2", "granite": "llama",
-    "gemma3_text": "gemma2", "gemma3": "gemma2",
+    "gemma3_text": "gemma2", "gemma3": "gemma2", "phi3": "llama",
 }
 #: The forward passes that turn q and k by a rotary embedding (and read rope settings).
 ROTARY_FAMILIES = ("llama", "gemma2", "olmo2")
@@ -46,7 +51,6 @@ GGUF_GEMMA2_CAP = 50.0
 #: The layer count of Gemma 2 27B, which llama.cpp scales by 1/√(width / heads), not by
 #: 1/√(key width) as the smaller ones (the two agree with each model's query_pre_attn_scalar).
 GEMMA2_27B_LAYERS = 46
-ROPE_TYPES = ("default", "linear", "llama3")
 #: The activations the forward pass computes (engine.models.forward).
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "silu", "swish")
 
@@ -58,7 +62,6 @@ MAX_HEADS = 4096
 MAX_WIDTH = 1 << 17
 MAX_INNER = 1 << 20
 MAX_HEAD_DIM = 1 << 13
-MAX_POSITIONS = 1 << 24
 #: The smallest norm epsilon: a smaller one is 0 in float32 (a row of zeros would divide by
 #: zero); BERT's 1e-12 is the smallest in use. A negative one gives NaN q and k.
 TINY_EPS = 1e-30
@@ -104,80 +107,30 @@ class ModelSpec:
     #: rope_theta and scaling of the sliding layers, where they differ (Gemma 3).
     local_rope_theta: float | None = None
     local_rope: Mapping[str, Any] = field(default_factory=dict)
+    #: q, k and v in one matrix (qkv) and the MLP's gate and up in another (gate_up), as
+    #: Phi-3 stores them.
+    fused: bool = False
 
     def window(self, layer: int) -> int | None:
         """The sliding window of ``layer`` (None: it sees every earlier key)."""
         return self.windows[layer] if self.windows else None
 
-    def rope_inverse_frequencies(self, local: bool = False) -> Any:
-        """The rotary frequencies per pair of dimensions (float64), with the model's scaling
-        (``local``: those of the sliding layers, where the model has its own for them).
-
-        ``rope["freq_factors"]``, where a GGUF file gives them (``rope_freqs.weight``), divide
-        the frequencies pair by pair after any other scaling, as llama.cpp's ``ggml_rope_ext``
-        does: its converter writes Llama 3's scaling that way, not as metadata.
-        """
-        import numpy as np
-
+    def rope_inverse_frequencies(self, local: bool = False, n: int | None = None) -> Any:
+        """The rotary frequencies per turned pair (float64), with the model's scaling, for a
+        sequence of ``n`` tokens (``local``: those of the sliding layers, where the model has
+        its own; see :func:`engine.models.rope.inverse_frequencies`)."""
         theta, rope = ((self.local_rope_theta, self.local_rope) if local
                        and self.local_rope_theta is not None else (self.rope_theta, self.rope))
         assert theta is not None
-        dim = self.head_dim
-        inv = 1.0 / theta ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
-        kind = rope.get("rope_type", "default")
-        if kind == "linear":
-            inv = inv / float(rope["factor"])
-        elif kind == "llama3":
-            factor = float(rope["factor"])
-            low, high = float(rope["low_freq_factor"]), float(rope["high_freq_factor"])
-            original = float(rope["original_max_position_embeddings"])
-            wavelen = 2 * math.pi / inv
-            scaled = np.where(wavelen > original / low, inv / factor, inv)
-            smooth = (original / wavelen - low) / (high - low)
-            middle = (1 - smooth) * scaled / factor + smooth * scaled
-            between = (wavelen >= original / high) & (wavelen <= original / low)
-            inv = np.where(between, middle, scaled)
-        divisors = rope.get("freq_factors")
-        if divisors is not None:
-            inv = inv / np.asarray(divisors, dtype=np.float64)
-        return inv
+        return inverse_frequencies(theta, dict(rope), self.rotary_width(), n)
 
+    def rotary_width(self) -> int:
+        """How many of each head's dimensions the rotary embedding turns (Phi-3: part)."""
+        return rotary_width(self.head_dim, dict(self.rope))
 
-def _rope_of(config: Values, kind: str = "full_attention", theta_key: str = "rope_theta",
-             default_theta: float = 10000.0) -> tuple[float, dict[str, Any]]:
-    """rope_theta and the rotary scaling of the layers of attention ``kind``, checked: each
-    scaling's keys present and in range. ``theta_key`` and ``default_theta``: where an older
-    config gives the base of that kind, and the family's base when it gives none."""
-    # transformers 5 writes "rope_parameters" (with rope_theta inside, per attention kind
-    # for some models); older configs write rope_theta and rope_scaling beside each other
-    # (Gemma 3's rope_scaling is of its full-attention layers only).
-    params = config.mapping("rope_parameters")
-    if params is not None and any(params.has(k) for k in LAYER_KINDS):
-        # per attention kind; a kind it leaves out gets transformers' defaults
-        params = params.mapping(kind) if params.has(kind) else None
-    if params is None:
-        scaling = config.mapping("rope_scaling") if kind == "full_attention" else None
-        params = scaling or Values({}, "")
-    theta = params.number("rope_theta", above=1, default=None)
-    if theta is None:
-        theta = config.number(theta_key, above=1, default=default_theta)
-    kind = params.choice("rope_type", "type", options=ROPE_TYPES, default="default")
-    for where in (params, config):
-        partial = where.number("partial_rotary_factor", default=1.0, above=0)
-        if partial != 1.0:
-            raise where.refuse("partial_rotary_factor", partial,
-                               "1 (rotary embedding of part of a head is not modelled)")
-    rope: dict[str, Any] = {"rope_type": kind}
-    if kind in ("linear", "llama3"):
-        # transformers warns below 1: a factor < 1 would squeeze positions together, and
-        # a tiny one sends the angles to infinity (NaN q and k).
-        rope["factor"] = params.number("factor", least=1)
-    if kind == "llama3":
-        low = rope["low_freq_factor"] = params.number("low_freq_factor", above=0)
-        rope["high_freq_factor"] = params.number("high_freq_factor", above=low)
-        rope["original_max_position_embeddings"] = params.whole(
-            "original_max_position_embeddings", high=MAX_POSITIONS)
-    return theta, rope
+    def rope_attention_factor(self) -> float:
+        """What cos and sin are multiplied by (LongRoPE's attention factor; else 1)."""
+        return float(self.rope.get("attention_factor", 1.0))
 
 
 def _check_rotary(label: str, head_dim: int) -> None:
@@ -266,15 +219,17 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
             note += ", ÷ (layer + 1)"
     local_theta, local_rope = None, {}
     if arch == "gemma3_text":
-        theta, rope = _rope_of(values, default_theta=GEMMA3_THETA["full_attention"])
-        local_theta, local_rope = _rope_of(values, "sliding_attention", "rope_local_base_freq",
-                                           GEMMA3_THETA["sliding_attention"])
+        theta, rope = rope_of(values, default_theta=GEMMA3_THETA["full_attention"])
+        local_theta, local_rope = rope_of(values, "sliding_attention", "rope_local_base_freq",
+                                          GEMMA3_THETA["sliding_attention"])
     elif family in ROTARY_FAMILIES:
-        theta, rope = _rope_of(values)
-    if family in ROTARY_FAMILIES:
-        # OLMo 2's and Gemma 3's MLPs have no biases whatever the config says.
-        if arch not in ("olmo2", "gemma3_text") and values.flag("mlp_bias", default=False):
+        theta, rope = rope_of(values, arch=arch, head_dim=head_dim)
+    # OLMo 2's, Gemma 3's and Phi-3's MLPs have no biases whatever the config says; Phi-3's
+    # attention has none either (its config has no such key).
+    if family in ROTARY_FAMILIES and arch not in ("olmo2", "gemma3_text", "phi3"):
+        if values.flag("mlp_bias", default=False):
             raise values.refuse("mlp_bias", True, "false (biases of the MLP are not modelled)")
+    if family in ROTARY_FAMILIES and arch != "phi3":
         biases = values.flag("attention_bias", default=False)
     extra = family_settings(values, arch)
     if "scale" in extra:
@@ -299,7 +254,7 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
                      rope_theta=theta, rope=rope,
                      windows=layer_windows(values, arch, layers, MAX_POSITIONS),
                      scale_note=note, attention_bias=biases, local_rope_theta=local_theta,
-                     local_rope=local_rope, **extra)
+                     local_rope=local_rope, fused=arch == "phi3", **extra)
 
 
 def check_gguf_architecture(arch: object, label: str) -> None:

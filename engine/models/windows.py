@@ -10,11 +10,14 @@ sees every earlier key. The families differ only in which layers slide:
   ``max_window_layers`` (default 28) on slide, those before it see everything.
 * Gemma 2: ``sliding_window`` (absent: 4096) on layers 0, 2, 4, … (``(i + 1) % 2``); the odd
   layers see everything.
+* Phi-3: ``sliding_window`` on every layer when set (absent or null: none, as
+  ``Phi3Config``); ``Phi3Model`` builds one mask for all layers.
 * Gemma 3: ``sliding_window`` (absent: 4096) on every layer but each
   ``sliding_window_pattern``-th (default 6: five of six slide), as ``Gemma3TextConfig``.
 * Llama, BERT, GPT-2, OLMo 2, Granite: no window (their models never build a sliding mask).
 
-A config's own ``layer_types`` list overrides the pattern (except for Mistral, as above).
+A config's own ``layer_types`` list overrides the pattern (except for Mistral and Phi-3, as
+above).
 """
 
 from __future__ import annotations
@@ -67,6 +70,8 @@ def layer_windows(values: Values, arch: str, layers: int, high: int) -> tuple[in
     """
     if arch == "mistral":
         return (_window(values, high),) * layers
+    if arch == "phi3":
+        return (values.whole("sliding_window", default=None, high=high),) * layers
     if arch in ("qwen2", "qwen3"):
         use = values.flag("use_sliding_window", default=False)
         window = _window(values, high) if use else None

@@ -19,7 +19,8 @@ from engine.models.families import IGNORED_KEYS, MODELLED_KEYS
 from engine.models.spec import spec_from_hf_config
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
-FOLDERS = {"olmo2": "tiny-olmo2", "granite": "tiny-granite", "gemma3_text": "tiny-gemma3"}
+FOLDERS = {"olmo2": "tiny-olmo2", "granite": "tiny-granite", "gemma3_text": "tiny-gemma3",
+           "phi3": "tiny-phi3"}
 TEXT = "The quick brown fox jumps over the lazy dog."
 
 
@@ -53,6 +54,12 @@ UNMODELLED = [
      {"sliding_attention": {"rope_type": "longrope", "rope_theta": 10000.0}},
      "'rope_parameters.sliding_attention.rope_type'"),
     ("gemma3_text", "partial_rotary_factor", 0.25, "'partial_rotary_factor'"),
+    ("phi3", "rope_parameters.rope_type", "dynamic", "'rope_parameters.rope_type'"),
+    # 0.7 of a head of 8 turns 5 dimensions: no whole pairs
+    ("phi3", "rope_parameters.partial_rotary_factor", 0.7,
+     "'rope_parameters.partial_rotary_factor'"),
+    ("phi3", "rope_parameters.short_factor", [1.0, 2.0], "'rope_parameters.short_factor'"),
+    ("phi3", "rope_parameters.long_factor", [1.0, 0.0, 2.0], "'rope_parameters.long_factor'"),
 ]
 
 

@@ -37,7 +37,7 @@ from tests.optional_tools import missing
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "models"
 ARCHITECTURES = ["bert", "gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2", "olmo2",
-                 "granite", "gemma3"]
+                 "granite", "gemma3", "phi3"]
 
 
 def weights_from_file(tf, layer: int) -> np.ndarray:
