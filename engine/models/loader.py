@@ -13,6 +13,7 @@ from engine.io.source import shown
 from engine.models.capture import Model
 from engine.models.folder import path_kind, poller, read_config, safetensors_files
 from engine.models.gguf_file import GgufFile
+from engine.models.rope import MAX_POSITIONS
 from engine.models.spec import (
     ROTARY_FAMILIES,
     ModelSpec,
@@ -26,6 +27,7 @@ from engine.models.tokenize import (
     check_hf_tokenizer,
     gguf_tokenizer,
 )
+from engine.models.values import Values
 from engine.models.weights import (
     ModelError,
     SafetensorsWeights,
@@ -101,9 +103,12 @@ def _gguf_names(index: int, short: str) -> str:
 #: adjacent dimensions (2i, 2i+1) for llama ("NORM"; its converter permutes q/k rows to suit),
 #: and dimensions i and i + d/2 for qwen2, qwen3, gemma2 and phi3 ("NEOX", rows as in Hugging
 #: Face). The forward pass here turns halves, so only a NORM file's q/k rows are reordered.
-GGUF_ROPE_LAYOUT = {"llama": "norm", "qwen2": "neox", "qwen3": "neox", "gemma2": "neox"}
+GGUF_ROPE_LAYOUT = {"llama": "norm", "qwen2": "neox", "qwen3": "neox", "gemma2": "neox",
+                    "phi3": "neox"}
 #: llama.cpp's converter writes Llama 3's rope scaling as this tensor: one divisor per pair.
 ROPE_FREQS = "rope_freqs.weight"
+#: Phi-3's LongRoPE factors, as its converter writes them.
+LONGROPE = ("rope_factors_long.weight", "rope_factors_short.weight")
 
 
 def _unpermute(w: np.ndarray, heads: int) -> np.ndarray:
@@ -178,8 +183,8 @@ _FUSED_LAYER = {"norm1.w": ("h",), "qkv.w": ("qkvw", "h"), "o.w": ("h", "q"),
 #: Biases of q, k, v and o that the llama and gemma2 passes add where the weights hold them.
 _ATTENTION_BIASES = {"q.b": ("q",), "k.b": ("kv",), "v.b": ("kv",), "o.b": ("h",)}
 _QK_NORMS = {"q_norm.w": ("d",), "k_norm.w": ("d",)}
-#: Weights that change a llama forward pass which it does not model (Phi-3's LongRoPE
-#: frequency factors in GGUF; MLP biases): refused rather than ignored.
+#: Weights that change a llama forward pass which it does not model (LongRoPE's frequency
+#: factors outside Phi-3's, whose loader reads them; MLP biases): refused rather than ignored.
 _UNMODELLED_TOP = {"rope_factors_long.weight": "LongRoPE frequency factors",
                    "rope_factors_short.weight": "LongRoPE frequency factors"}
 _UNMODELLED_LAYER = ("gate.b", "up.b", "down.b")
@@ -242,7 +247,7 @@ def _check_weights(spec: ModelSpec, store: WeightStore, names: Callable[[int, st
     """
     dims = _dimensions(spec)
     for name, what in _UNMODELLED_TOP.items():
-        if name in store.names:
+        if name in store.names and spec.rope.get("rope_type") != "longrope":
             raise ModelError(f"{label}: the weights hold '{name}' ({what}), which this app "
                              "does not model")
     for short, want in _TOP_SHAPES[spec.family].items():
@@ -277,27 +282,49 @@ def _check_weights(spec: ModelSpec, store: WeightStore, names: Callable[[int, st
     return store.shape(names(-1, "embed"))[0]
 
 
-def _with_rope_factors(spec: ModelSpec, gguf: GgufFile, label: str) -> ModelSpec:
-    """``spec`` with the file's rotary frequency divisors, when it holds ``rope_freqs``.
-
-    Every Llama 3.1/3.2 GGUF has them (from ``rope_scaling`` llama3, which the converter
-    writes nowhere else): without them q and k come out as plain RoPE, silently wrong.
-    """
-    if ROPE_FREQS not in gguf.names:
-        return spec
-    pairs = spec.head_dim // 2
-    shape = gguf.shape(ROPE_FREQS)
+def _divisors(gguf: GgufFile, name: str, pairs: int, head_dim: int,
+              label: str) -> tuple[float, ...]:
+    """The per-pair frequency divisors of tensor ``name``: ``pairs`` finite numbers > 0."""
+    shape = gguf.shape(name)
     if shape != (pairs,):
-        raise ModelError(f"{label}: '{ROPE_FREQS}' has shape {shape}, but a head width of "
-                         f"{spec.head_dim} needs ({pairs},): one frequency divisor per pair")
-    divisors = gguf.get(ROPE_FREQS).astype(np.float64).reshape(pairs)
+        raise ModelError(f"{label}: '{name}' has shape {shape}, but a head width of "
+                         f"{head_dim} needs ({pairs},): one frequency divisor per pair")
+    divisors = gguf.get(name).astype(np.float64).reshape(pairs)
     bad = ~(np.isfinite(divisors) & (divisors > 0))
     if bad.any():
         pair = int(np.argmax(bad))
-        raise ModelError(f"{label}: '{ROPE_FREQS}' holds {divisors[pair]:g} for pair {pair}: "
+        raise ModelError(f"{label}: '{name}' holds {divisors[pair]:g} for pair {pair}: "
                          "each rotary frequency divisor must be a finite number > 0")
-    return dataclasses.replace(spec, rope={**spec.rope,
-                                           "freq_factors": tuple(divisors.tolist())})
+    return tuple(divisors.tolist())
+
+
+def _with_rope_factors(spec: ModelSpec, gguf: GgufFile, label: str) -> ModelSpec:
+    """``spec`` with the file's rotary frequency divisors, when it holds ``rope_freqs`` (or,
+    Phi-3, LongRoPE's ``rope_factors_long`` and ``rope_factors_short``).
+
+    Every Llama 3.1/3.2 GGUF has them (from ``rope_scaling`` llama3, which the converter
+    writes nowhere else): without them q and k come out as plain RoPE, silently wrong.
+    Phi-3's converter writes LongRoPE's factors as the two tensors, the original context and
+    the attention factor as metadata; the factors are chosen by the text's length, as
+    transformers does (llama.cpp chooses them by its context size).
+    """
+    pairs = spec.rotary_width() // 2
+    if spec.architecture == "phi3" and LONGROPE[0] in gguf.names:
+        values = Values(gguf.metadata, label)
+        factors = {f"{kind}_factor": _divisors(gguf, f"rope_factors_{kind}.weight", pairs,
+                                               spec.head_dim, label)
+                   for kind in ("long", "short")}
+        original = values.whole("phi3.rope.scaling.original_context_length", low=2,
+                                high=MAX_POSITIONS)
+        attention = values.number("phi3.rope.scaling.attn_factor", default=1.0, above=0,
+                                  below=1e6)
+        return dataclasses.replace(spec, rope={
+            **spec.rope, **factors, "rope_type": "longrope", "attention_factor": attention,
+            "original_max_position_embeddings": original})
+    if ROPE_FREQS not in gguf.names:
+        return spec
+    divisors = _divisors(gguf, ROPE_FREQS, pairs, spec.head_dim, label)
+    return dataclasses.replace(spec, rope={**spec.rope, "freq_factors": divisors})
 
 
 def open_model(path: str | Path, *, cancelled: Callable[[], bool] | None = None) -> Model:

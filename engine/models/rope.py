@@ -36,7 +36,10 @@ PHI3_ORIGINAL_POSITIONS = 4096
 
 
 def rotary_width(head_dim: int, rope: dict[str, Any]) -> int:
-    """How many of a head's dimensions turn (int(p · head width), as transformers rounds)."""
+    """How many of a head's dimensions turn (int(p · head width), as transformers rounds; a
+    GGUF file gives the count itself)."""
+    if "rotary_dim" in rope:
+        return int(rope["rotary_dim"])
     return int(head_dim * rope.get("partial_rotary_factor", 1.0))
 
 

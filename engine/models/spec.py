@@ -37,6 +37,7 @@ ARCHITECTURES: Mapping[str, str] = {
 ROTARY_FAMILIES = ("llama", "gemma2", "olmo2")
 #: GGUF ``general.architecture`` values this app runs, by the forward pass that runs them.
 GGUF_FAMILIES: Mapping[str, str] = {"llama": "llama", "qwen2": "llama", "qwen3": "llama",
+                                    "phi3": "llama",
                                     "gemma2": "gemma2"}
 GGUF_ARCHITECTURES = tuple(GGUF_FAMILIES)
 #: Mixtures of experts, as folders (``model_type``) and GGUF files name them: each token goes
@@ -295,12 +296,18 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
                          "do not fit together")
     head_dim = hidden // heads if head_dim is None else head_dim
     # llama.cpp allows a value width, and a rotary width, other than the key width; the
-    # forward pass here (as transformers' Llama) has one head width, rotated whole.
+    # forward pass here (as transformers' Llama) has one head width, rotated whole but in
+    # Phi-3 (partial rotary: Phi-4-mini turns 96 of 128).
+    rope: dict[str, Any] = {"rope_type": "default"}
     for name, what in (("attention.value_length", "the key width"),
                        ("rope.dimension_count", "the head width (partial rotary is not "
                                                 "modelled)")):
         width = values.whole(key(name), default=head_dim, high=MAX_HEAD_DIM)
-        if width != head_dim:
+        if arch == "phi3" and name.startswith("rope") and width < head_dim:
+            if width < 2 or width % 2:
+                raise values.refuse(key(name), width, f"an even number from 2 to {head_dim}")
+            rope["rotary_dim"] = width
+        elif width != head_dim:
             raise values.refuse(key(name), width, f"{head_dim}, {what}")
     _check_rotary(label, head_dim)
     layers = values.whole(key("block_count"), high=MAX_LAYERS)
@@ -308,12 +315,11 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
     if experts:
         raise values.refuse(key("expert_count"), experts,
                             "0 (a mixture of experts is not modelled)")
-    rope: dict[str, Any] = {"rope_type": "default"}
     scaling = values.choice(key("rope.scaling.type"), options=("none", "linear"),
                             default="none")
     if scaling == "linear":
-        rope = {"rope_type": "linear", "factor": values.number(key("rope.scaling.factor"),
-                                                               least=1)}
+        rope.update(rope_type="linear", factor=values.number(key("rope.scaling.factor"),
+                                                             least=1))
     scale_linear = values.number(key("rope.scale_linear"), default=1.0, above=0)
     if scale_linear != 1.0:
         raise values.refuse(key("rope.scale_linear"), scale_linear,
@@ -331,6 +337,13 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
         window = values.whole(key("attention.sliding_window"), default=GGUF_GEMMA2_WINDOW,
                               high=MAX_POSITIONS)
         windows = tuple(window if i % 2 == 0 else None for i in range(layers))
+    if arch == "phi3":
+        # The converter writes 0 for none (Phi-4). llama.cpp now ignores Phi-3's window; it
+        # is applied here as the model defines it (transformers), so that a file and the
+        # folder it was written from give the same q and k.
+        window = values.whole(key("attention.sliding_window"), default=0, low=0,
+                              high=MAX_POSITIONS)
+        windows = (window or None,) * layers
     return ModelSpec(architecture=arch, family=family, layers=layers, hidden=hidden,
                      heads=heads, kv_heads=kv_heads, head_dim=head_dim,
                      intermediate=values.whole(key("feed_forward_length"), high=MAX_INNER),
@@ -342,5 +355,5 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
                      causal=True, scales=(scale,) * layers, cap=cap, qk_norm=arch == "qwen3",
                      rope_theta=values.number(key("rope.freq_base"), default=10000.0, above=1),
                      rope=rope, windows=windows, scale_note=note,
-                     norms_hold_one=family == "gemma2",
+                     norms_hold_one=family == "gemma2", fused=arch == "phi3",
                      embed_scale=hidden ** 0.5 if family == "gemma2" else 1.0)

@@ -1,8 +1,8 @@
 """Phi-3 (Phi-3 / Phi-3.5 / Phi-4 mini): fused q/k/v and gate/up, partial rotary, LongRoPE and
 a window on every layer, checked against transformers on the tiny fixture (made by
-tests/fixtures/phi3_fixture.py). ``reference.npz`` holds 43 tokens, more than the fixture's
-``original_max_position_embeddings`` of 8 (LongRoPE's long factors); ``reference-short.npz``
-holds 8 (its short factors)."""
+tests/fixtures/phi3_fixture.py), and GGUF files of it written by gguf_convert.py.
+``reference.npz`` holds 43 tokens, more than the fixture's ``original_max_position_embeddings``
+of 8 (LongRoPE's long factors); ``reference-short.npz`` holds 8 (its short factors)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ import numpy as np
 import pytest
 
 from engine.models import ModelError, open_model
+from engine.models.gguf_file import GgufFile
+from engine.models.spec import spec_from_gguf
+from tests.fixtures.gguf_convert import folder_to_gguf
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "tiny-phi3"
 
@@ -98,3 +101,44 @@ def test_a_bias_phi3_does_not_have_is_refused(tmp_path: Path) -> None:
         open_model(folder)
     message = str(caught.value)
     assert "\n" not in message and "'layers.1.self_attn.qkv_proj.bias'" in message
+
+
+def test_a_gguf_file_reads_the_converters_keys_and_factors(tmp_path: Path) -> None:
+    """The file gives the turned width as rope.dimension_count, LongRoPE as two tensors
+    (float32) and the attention factor and original context as metadata: the same rotary
+    embedding as the folder. (q, k and weights: test_gguf_archs.py.)"""
+    folder = open_model(FIXTURE).spec
+    spec = open_model(folder_to_gguf(FIXTURE, tmp_path / "phi3.gguf")).spec
+    assert spec.fused and spec.windows == folder.windows == (5, 5)
+    assert spec.rotary_width() == 6 and spec.rope["rope_type"] == "longrope"
+    for n in (8, 9):
+        np.testing.assert_allclose(spec.rope_inverse_frequencies(n=n),
+                                   folder.rope_inverse_frequencies(n=n), rtol=1e-7)
+    assert spec.rope_attention_factor() == pytest.approx(math.sqrt(2), rel=1e-7)
+
+
+def test_a_gguf_file_without_factors_or_window(tmp_path: Path) -> None:
+    """Without the two tensors the file is plain RoPE (as llama.cpp runs it); with only one
+    it is refused naming the other; a window of 0 is none (the converter's Phi-4)."""
+    factors = ("rope_factors_long.weight", "rope_factors_short.weight")
+    plain = open_model(folder_to_gguf(FIXTURE, tmp_path / "plain.gguf", drop=factors)).spec
+    assert plain.rope["rope_type"] == "default" and plain.rope_attention_factor() == 1.0
+    with pytest.raises(ModelError) as caught:
+        open_model(folder_to_gguf(FIXTURE, tmp_path / "half.gguf", drop=factors[1:]))
+    assert "\n" not in str(caught.value) and "'rope_factors_short.weight'" in str(caught.value)
+
+    def no_window(config: dict) -> None:
+        config["sliding_window"] = None
+
+    path = folder_to_gguf(_edited(tmp_path, no_window), tmp_path / "phi4.gguf")
+    assert open_model(path).spec.windows == (None, None)
+
+
+@pytest.mark.parametrize("width", [5, 0, 10])
+def test_a_gguf_turned_width_that_is_no_whole_pairs_of_a_head_is_refused(
+        tmp_path: Path, width: int) -> None:
+    metadata = dict(GgufFile(folder_to_gguf(FIXTURE, tmp_path / "phi3.gguf")).metadata)
+    metadata["phi3.rope.dimension_count"] = width
+    with pytest.raises(ModelError) as caught:
+        spec_from_gguf(metadata, "phi3.gguf")
+    assert "\n" not in str(caught.value) and "'phi3.rope.dimension_count'" in str(caught.value)
