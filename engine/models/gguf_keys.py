@@ -34,6 +34,9 @@ _LLAMA = ("block_count", "context_length", "embedding_length", "feed_forward_len
 GGUF_MODELLED: Mapping[str, tuple[str, ...]] = {
     "llama": _LLAMA, "qwen2": _LLAMA, "qwen3": _LLAMA,
     "gemma2": (*_LLAMA, "attn_logit_softcapping", "attention.sliding_window"),
+    # (and rope.scaling.original_context_length, listed as ignored for all, which the loader
+    # reads with Phi-3's LongRoPE factors)
+    "phi3": (*_LLAMA, "attention.sliding_window", "rope.scaling.attn_factor"),
 }
 
 #: Names no pass up to q and k reads, in any architecture.
@@ -48,6 +51,7 @@ GGUF_IGNORED = (
     # notes the converter leaves: the source's layout and whether it was fine-tuned long
     "tensor_data_layout", "rope.scaling.finetuned",
     # read by llama.cpp only for YaRN and LongRoPE scaling, which rope.scaling.type refuses
+    # (Phi-3's LongRoPE tensors: engine.models.loader reads it with them)
     "rope.scaling.original_context_length",
     # generation: the first token an encoder-decoder's decoder is fed
     "decoder_start_token_id",

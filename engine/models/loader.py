@@ -309,18 +309,19 @@ def _with_rope_factors(spec: ModelSpec, gguf: GgufFile, label: str) -> ModelSpec
     transformers does (llama.cpp chooses them by its context size).
     """
     pairs = spec.rotary_width() // 2
-    if spec.architecture == "phi3" and LONGROPE[0] in gguf.names:
+    if spec.architecture == "phi3":
+        # llama.cpp multiplies cos and sin by the attention factor with or without factors
         values = Values(gguf.metadata, label)
-        factors = {f"{kind}_factor": _divisors(gguf, f"rope_factors_{kind}.weight", pairs,
-                                               spec.head_dim, label)
-                   for kind in ("long", "short")}
-        original = values.whole("phi3.rope.scaling.original_context_length", low=2,
-                                high=MAX_POSITIONS)
-        attention = values.number("phi3.rope.scaling.attn_factor", default=1.0, above=0,
-                                  below=1e6)
-        return dataclasses.replace(spec, rope={
-            **spec.rope, **factors, "rope_type": "longrope", "attention_factor": attention,
-            "original_max_position_embeddings": original})
+        rope = {**spec.rope, "attention_factor": values.number(
+            "phi3.rope.scaling.attn_factor", default=1.0, above=0, below=1e6)}
+        if LONGROPE[0] in gguf.names:
+            rope.update({f"{kind}_factor": _divisors(gguf, f"rope_factors_{kind}.weight",
+                                                     pairs, spec.head_dim, label)
+                         for kind in ("long", "short")},
+                        rope_type="longrope", original_max_position_embeddings=values.whole(
+                            "phi3.rope.scaling.original_context_length", low=2,
+                            high=MAX_POSITIONS))
+        return dataclasses.replace(spec, rope=rope)
     if ROPE_FREQS not in gguf.names:
         return spec
     divisors = _divisors(gguf, ROPE_FREQS, pairs, spec.head_dim, label)

@@ -118,11 +118,13 @@ def test_a_gguf_file_reads_the_converters_keys_and_factors(tmp_path: Path) -> No
 
 
 def test_a_gguf_file_without_factors_or_window(tmp_path: Path) -> None:
-    """Without the two tensors the file is plain RoPE (as llama.cpp runs it); with only one
-    it is refused naming the other; a window of 0 is none (the converter's Phi-4)."""
+    """Without the two tensors the file is plain RoPE, its attention factor still on cos and
+    sin (as llama.cpp runs it); with only one it is refused naming the other; a window of 0
+    is none (the converter's Phi-4)."""
     factors = ("rope_factors_long.weight", "rope_factors_short.weight")
     plain = open_model(folder_to_gguf(FIXTURE, tmp_path / "plain.gguf", drop=factors)).spec
-    assert plain.rope["rope_type"] == "default" and plain.rope_attention_factor() == 1.0
+    assert plain.rope["rope_type"] == "default"
+    assert plain.rope_attention_factor() == pytest.approx(math.sqrt(2), rel=1e-7)
     with pytest.raises(ModelError) as caught:
         open_model(folder_to_gguf(FIXTURE, tmp_path / "half.gguf", drop=factors[1:]))
     assert "\n" not in str(caught.value) and "'rope_factors_short.weight'" in str(caught.value)
