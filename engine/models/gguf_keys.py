@@ -37,6 +37,12 @@ GGUF_MODELLED: Mapping[str, tuple[str, ...]] = {
     # (and rope.scaling.original_context_length, listed as ignored for all, which the loader
     # reads with Phi-3's LongRoPE factors)
     "phi3": (*_LLAMA, "attention.sliding_window", "rope.scaling.attn_factor"),
+    # (engine.models.gguf_families; Granite's rope.scaling.finetuned, listed as ignored for
+    # all, is refused there when false; Gemma 3's and Granite's final_logit_softcapping and
+    # logit_scale are ignored as for all: after what this app captures)
+    "gemma3": (*_LLAMA, "attention.sliding_window"),
+    "granite": (*_LLAMA, "attention.scale", "embedding_scale", "residual_scale"),
+    "olmo2": _LLAMA,
 }
 
 #: Names no pass up to q and k reads, in any architecture.
@@ -49,6 +55,8 @@ GGUF_IGNORED = (
     "pooling_type", "dense_2_feat_in", "dense_2_feat_out", "dense_3_feat_in",
     "dense_3_feat_out", "classifier.output_labels",
     # notes the converter leaves: the source's layout and whether it was fine-tuned long
+    # (but llama.cpp's Granite pass runs no RoPE when finetuned is false: gguf_families
+    # refuses that for granite)
     "tensor_data_layout", "rope.scaling.finetuned",
     # read by llama.cpp only for YaRN and LongRoPE scaling, which rope.scaling.type refuses
     # (Phi-3's LongRoPE tensors: engine.models.loader reads it with them)

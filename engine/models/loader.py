@@ -100,11 +100,12 @@ def _gguf_names(index: int, short: str) -> str:
 
 
 #: How each GGUF architecture lays out the pairs its rotary embedding turns. llama.cpp turns
-#: adjacent dimensions (2i, 2i+1) for llama ("NORM"; its converter permutes q/k rows to suit),
-#: and dimensions i and i + d/2 for qwen2, qwen3, gemma2 and phi3 ("NEOX", rows as in Hugging
-#: Face). The forward pass here turns halves, so only a NORM file's q/k rows are reordered.
-GGUF_ROPE_LAYOUT = {"llama": "norm", "qwen2": "neox", "qwen3": "neox", "gemma2": "neox",
-                    "phi3": "neox"}
+#: adjacent dimensions (2i, 2i+1) for llama and granite ("NORM"; its converter permutes q/k
+#: rows to suit), and dimensions i and i + d/2 for qwen2, qwen3, gemma2, gemma3, olmo2 and
+#: phi3 ("NEOX", rows as in Hugging Face). The forward pass here turns halves, so only a NORM
+#: file's q/k rows are reordered.
+GGUF_ROPE_LAYOUT = {"llama": "norm", "granite": "norm", "qwen2": "neox", "qwen3": "neox",
+                    "gemma2": "neox", "gemma3": "neox", "olmo2": "neox", "phi3": "neox"}
 #: llama.cpp's converter writes Llama 3's rope scaling as this tensor: one divisor per pair.
 ROPE_FREQS = "rope_freqs.weight"
 #: Phi-3's LongRoPE factors, as its converter writes them.

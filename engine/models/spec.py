@@ -13,6 +13,7 @@ from engine.models.families import (
     family_settings,
     text_config,
 )
+from engine.models.gguf_families import gguf_family_settings
 from engine.models.gguf_keys import check_gguf_keys
 from engine.models.rope import (
     MAX_POSITIONS,
@@ -37,8 +38,8 @@ ARCHITECTURES: Mapping[str, str] = {
 ROTARY_FAMILIES = ("llama", "gemma2", "olmo2")
 #: GGUF ``general.architecture`` values this app runs, by the forward pass that runs them.
 GGUF_FAMILIES: Mapping[str, str] = {"llama": "llama", "qwen2": "llama", "qwen3": "llama",
-                                    "phi3": "llama",
-                                    "gemma2": "gemma2"}
+                                    "phi3": "llama", "granite": "llama", "gemma2": "gemma2",
+                                    "gemma3": "gemma2", "olmo2": "olmo2"}
 GGUF_ARCHITECTURES = tuple(GGUF_FAMILIES)
 #: Mixtures of experts, as folders (``model_type``) and GGUF files name them: each token goes
 #: through a routed few of many MLPs, which the forward passes here do not model (Mixtral's
@@ -46,12 +47,8 @@ GGUF_ARCHITECTURES = tuple(GGUF_FAMILIES)
 MOE_ARCHITECTURES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2",
                      "deepseek_v3", "llama4", "llama4_text")
 GGUF_MOE_ARCHITECTURES = ("qwen2moe", "qwen3moe", "gpt-oss", "deepseek2", "llama4")
-#: Gemma 2's window and logit cap in llama.cpp when a GGUF file leaves the key out.
-GGUF_GEMMA2_WINDOW = 4096
-GGUF_GEMMA2_CAP = 50.0
-#: The layer count of Gemma 2 27B, which llama.cpp scales by 1/√(width / heads), not by
-#: 1/√(key width) as the smaller ones (the two agree with each model's query_pre_attn_scalar).
-GEMMA2_27B_LAYERS = 46
+#: GGUF architectures with QK-norm (OLMo 2's over all heads).
+_GGUF_QK_NORM = ("qwen3", "gemma3", "olmo2")
 #: The activations the forward pass computes (engine.models.forward).
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "silu", "swish")
 
@@ -326,24 +323,16 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
                             "1 (write the factor as rope.scaling.type linear and "
                             "rope.scaling.factor)")
     family = GGUF_FAMILIES[arch]
-    scale, note, cap, windows = head_dim ** -0.5, "1/√d_head", None, (None,) * layers
-    if family == "gemma2":
-        # llama.cpp's rules (the file holds no query_pre_attn_scalar): a 46-layer file is
-        # the 27B, scaled by its width per head; every other by its key width.
-        if layers == GEMMA2_27B_LAYERS:
-            scale, note = (hidden // heads) ** -0.5, f"1/√(width / heads) = 1/√{hidden // heads}"
-        cap = values.number(key("attn_logit_softcapping"), default=GGUF_GEMMA2_CAP,
-                            least=1e-3, below=1e6)
-        window = values.whole(key("attention.sliding_window"), default=GGUF_GEMMA2_WINDOW,
-                              high=MAX_POSITIONS)
-        windows = tuple(window if i % 2 == 0 else None for i in range(layers))
+    extra = {"windows": (None,) * layers,
+             **gguf_family_settings(values, arch, layers, hidden, heads, head_dim)}
+    scale, note = extra.pop("scale", head_dim ** -0.5), extra.pop("note", "1/√d_head")
     if arch == "phi3":
         # The converter writes 0 for none (Phi-4). llama.cpp now ignores Phi-3's window; it
         # is applied here as the model defines it (transformers), so that a file and the
         # folder it was written from give the same q and k.
         window = values.whole(key("attention.sliding_window"), default=0, low=0,
                               high=MAX_POSITIONS)
-        windows = (window or None,) * layers
+        extra["windows"] = (window or None,) * layers
     return ModelSpec(architecture=arch, family=family, layers=layers, hidden=hidden,
                      heads=heads, kv_heads=kv_heads, head_dim=head_dim,
                      intermediate=values.whole(key("feed_forward_length"), high=MAX_INNER),
@@ -352,8 +341,6 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
                      max_positions=values.whole(key("context_length"), default=2048,
                                                 high=MAX_POSITIONS),
                      activation="gelu_pytorch_tanh" if family == "gemma2" else "silu",
-                     causal=True, scales=(scale,) * layers, cap=cap, qk_norm=arch == "qwen3",
+                     causal=True, scales=(scale,) * layers, qk_norm=arch in _GGUF_QK_NORM,
                      rope_theta=values.number(key("rope.freq_base"), default=10000.0, above=1),
-                     rope=rope, windows=windows, scale_note=note,
-                     norms_hold_one=family == "gemma2", fused=arch == "phi3",
-                     embed_scale=hidden ** 0.5 if family == "gemma2" else 1.0)
+                     rope=rope, scale_note=note, fused=arch == "phi3", **extra)

@@ -1,14 +1,15 @@
-"""GGUF files of qwen2, qwen3, gemma2 and phi3 give the q, k and attention of the Hugging Face
-folder they were written from; mixtures of experts are refused in one line naming the
-architecture.
+"""GGUF files of qwen2, qwen3, gemma2, phi3, olmo2, granite and gemma3 give the q, k and
+attention of the Hugging Face folder they were written from; mixtures of experts are refused
+in one line naming the architecture.
 
 The files are written here from the tiny fixture folders by ``tests/fixtures/gguf_convert.py``,
 which follows llama.cpp's converter (names, NEOX rows as in the folder, Gemma's norms stored
 as 1 + w), in F32 and in Q8_0. The references are transformers' (``make_model_fixtures.py``):
 ``reference.npz`` for Qwen, and for Gemma 2 ``reference-key-width.npz``, the folder run with
 ``query_pre_attn_scalar`` = the head width, since a Gemma 2 GGUF holds no scalar and llama.cpp
-scales by 1/√(key width) (1/√(width / heads) at 46 layers, Gemma 2 27B). The fixtures'
-vocabularies are byte-level BPE, so the files' own tokenizers are used throughout.
+scales by 1/√(key width) (1/√(width / heads) at 46 layers, Gemma 2 27B); for Gemma 3
+``reference-gguf.npz`` (see test_gguf_families.py). The fixtures' vocabularies are byte-level
+BPE, so the files' own tokenizers are used throughout.
 """
 
 from __future__ import annotations
@@ -41,7 +42,12 @@ CASES = [("tiny-qwen2", "reference.npz"), ("tiny-qwen3", "reference.npz"),
          ("tiny-gemma2", "reference-key-width.npz"),
          ("tiny-gemma2-sw", "reference-key-width.npz"),
          # Phi-3: 43 tokens take LongRoPE's long factors, 8 its short ones
-         ("tiny-phi3", "reference.npz"), ("tiny-phi3", "reference-short.npz")]
+         ("tiny-phi3", "reference.npz"), ("tiny-phi3", "reference-short.npz"),
+         ("tiny-olmo2", "reference.npz"), ("tiny-granite", "reference.npz"),
+         ("tiny-gemma3", "reference-gguf.npz")]
+#: What llama.cpp makes of a Gemma 3 file (see test_gguf_families.py), as folder settings:
+#: the head width's scale, every layer but each sixth sliding.
+AS_GGUF = {"tiny-gemma3": {"query_pre_attn_scalar": 16, "sliding_window_pattern": 6}}
 Q8_0 = gguf.GGMLQuantizationType.Q8_0
 
 
@@ -72,14 +78,17 @@ def test_an_f32_gguf_gives_transformers_q_k_and_weights(tmp_path, name, referenc
     assert model.format == "gguf" and model.weight_types == ("F32",)
     capture = model.capture(str(ref["text"]))
     assert list(capture.token_ids) == ref["ids"].tolist()
-    # The scale the file implies is the reference's; the window is the folder's, per layer.
+    # The scale the file implies is the reference's (Granite's attention.scale and Gemma 3's
+    # windows: test_gguf_families.py); the window is the folder's, per layer.
     scalar = float(ref["query_pre_attn_scalar"]) if "query_pre_attn_scalar" in ref else None
-    assert model.spec.scales[0] == pytest.approx((scalar or model.spec.head_dim) ** -0.5)
-    assert model.spec.windows == open_model(folder).spec.windows
+    if name != "tiny-granite":
+        assert model.spec.scales[0] == pytest.approx((scalar or model.spec.head_dim) ** -0.5)
+    if name not in AS_GGUF:
+        assert model.spec.windows == open_model(folder).spec.windows
     assert _compare(capture, ref, 1e-5) > 0  # computed, not copied
 
 
-def _dequantized_folder(folder: Path, out: Path) -> Path:
+def _dequantized_folder(folder: Path, out: Path, patch: dict | None = None) -> Path:
     """A copy of ``folder`` whose matrices hold what Q8_0 keeps of them (the converter's
     choice of matrices, as gguf_convert writes them), and, for Gemma 2, the scale a GGUF file
     gives it: the folder a Q8_0 file of ``folder`` should reproduce."""
@@ -89,6 +98,7 @@ def _dequantized_folder(folder: Path, out: Path) -> Path:
     config = json.loads((folder / "config.json").read_text())
     if config["model_type"] == "gemma2":
         config["query_pre_attn_scalar"] = config["head_dim"]
+    config.update(patch or {})
     (out / "config.json").write_text(json.dumps(config))
     store = SafetensorsWeights(safetensors_files(folder))
     arrays = {}
@@ -109,7 +119,8 @@ def test_a_q8_0_gguf_gives_its_dequantized_folder(tmp_path, name, reference) -> 
     model = open_model(folder_to_gguf(folder, tmp_path / f"{name}.q8_0.gguf", quant=Q8_0))
     assert model.weight_types == ("F32", "Q8_0")
     quantized = model.capture(text)
-    dequantized = open_model(_dequantized_folder(folder, tmp_path / "dequantized")).capture(text)
+    dequantized = open_model(_dequantized_folder(folder, tmp_path / "dequantized",
+                                                 AS_GGUF.get(name))).capture(text)
     arrays = {f"layer{layer}.{part}": getattr(cap, part)
               for layer, cap in dequantized.layers.items() for part in ("q", "k")}
     tf = dequantized.tensor_file()
@@ -123,7 +134,9 @@ def test_a_q8_0_gguf_gives_its_dequantized_folder(tmp_path, name, reference) -> 
 @pytest.mark.parametrize(("name", "dropped"), [
     ("tiny-qwen2", "blk.1.attn_k.bias"),  # Qwen2's q, k and v always have biases
     ("tiny-qwen3", "blk.0.attn_q_norm.weight"),
-    ("tiny-gemma2", "blk.1.post_ffw_norm.weight"),
+    ("tiny-gemma2", "blk.1.post_ffw_norm.weight"), ("tiny-olmo2", "blk.0.attn_q_norm.weight"),
+    ("tiny-olmo2", "blk.1.post_ffw_norm.weight"), ("tiny-gemma3", "blk.1.attn_k_norm.weight"),
+    ("tiny-granite", "blk.0.ffn_norm.weight"),
 ])
 def test_a_gguf_without_a_weight_its_architecture_needs_is_refused(tmp_path, name,
                                                                    dropped) -> None:

@@ -34,6 +34,8 @@ FOLDERS = {"bert": ["tiny-bert"], "gpt2": ["tiny-gpt2"], "llama": ["tiny-llama"]
            "qwen2": ["tiny-qwen2", "tiny-qwen2-sw"], "qwen3": ["tiny-qwen3"],
            "gemma2": ["tiny-gemma2", "tiny-gemma2-sw"], "olmo2": ["tiny-olmo2"],
            "granite": ["tiny-granite"], "gemma3_text": ["tiny-gemma3"], "phi3": ["tiny-phi3"]}
+#: The GGUF architectures whose tiny folder (tiny-<arch>) is written as GGUF here.
+GGUF_FOLDERS = ("qwen2", "qwen3", "gemma2", "phi3", "gemma3", "granite", "olmo2")
 
 
 def _listed(family: str) -> set[str]:
@@ -134,9 +136,10 @@ def test_every_gguf_key_gguf_py_knows_is_listed(arch: str) -> None:
 @pytest.fixture(scope="module")
 def metadata(tmp_path_factory) -> dict[str, dict]:
     """The metadata of a GGUF file of each architecture: the llama fixture file, and the
-    qwen2, qwen3, gemma2 and phi3 folders written as the converter writes them."""
+    qwen2, qwen3, gemma2, phi3, gemma3, granite and olmo2 folders written as the converter
+    writes them."""
     out = {"llama": GgufFile(FIXTURES / "tiny-llama.gguf", tensors=False).metadata}
-    for arch in ("qwen2", "qwen3", "gemma2", "phi3"):
+    for arch in GGUF_FOLDERS:
         path = folder_to_gguf(FIXTURES / f"tiny-{arch}", tmp_path_factory.mktemp(arch) / "m.gguf")
         out[arch] = GgufFile(path, tensors=False).metadata
     return out
@@ -146,7 +149,7 @@ def _refused_value(harmless: tuple) -> object:
     return (not harmless[0]) if harmless and isinstance(harmless[0], bool) else 7
 
 
-GGUF_CASES = [(arch, name) for arch in ("llama", "qwen2", "qwen3", "gemma2", "phi3")
+GGUF_CASES = [(arch, name) for arch in ("llama", *GGUF_FOLDERS)
               for name in sorted(GGUF_REFUSED) if name not in GGUF_MODELLED[arch]]
 
 

@@ -1,0 +1,100 @@
+"""What each GGUF architecture sets beyond the keys every one shares, read as llama.cpp's model
+loader (``src/llama-model.cpp``) reads them, as :class:`~engine.models.spec.ModelSpec` fields:
+
+* ``gemma2``: no query_pre_attn_scalar (the scale is 1/√key width, 1/√(width / heads) for the
+  46-layer 27B), logit cap and window defaulting to 50 and 4096, even layers sliding;
+* ``gemma3``: as Gemma 2 without a cap, with QK-norm; llama.cpp fixes the window pattern (every
+  layer but each sixth slides) and the sliding layers' RoPE (base 10000, unscaled), whatever
+  the folder said, and scales the 62-layer 27B by 1/√(width / heads); no window key (or 0):
+  no sliding layers;
+* ``granite``: ``attention.scale``, ``embedding_scale``, ``residual_scale`` and
+  ``logit_scale``, each optional as llama.cpp reads them (absent or 0: not applied);
+  ``rope.scaling.finetuned`` false turns its RoPE off in llama.cpp, which is refused.
+
+OLMo 2 needs nothing here: its QK-norm over all heads is the olmo2 pass's, and the window
+OLMo 3 writes under the same name is refused by engine.models.gguf_keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.models.rope import MAX_POSITIONS
+from engine.models.values import Values
+
+__all__ = ["GGUF_GEMMA2_CAP", "GGUF_GEMMA2_WINDOW", "gguf_family_settings"]
+
+#: Gemma 2's window and logit cap in llama.cpp when a GGUF file leaves the key out.
+GGUF_GEMMA2_WINDOW = 4096
+GGUF_GEMMA2_CAP = 50.0
+#: The layer counts of Gemma 2 27B and Gemma 3 27B, which llama.cpp scales by
+#: 1/√(width / heads), not by 1/√(key width) as the smaller ones (the two agree with each
+#: model's query_pre_attn_scalar).
+GEMMA_27B_LAYERS = {"gemma2": 46, "gemma3": 62}
+#: llama.cpp's fixed Gemma 3 pattern: layer i slides unless i % 6 == 5; the sliding layers
+#: turn by base 10000, unscaled.
+GEMMA3_PATTERN = 6
+GEMMA3_LOCAL_THETA = 10000.0
+
+
+def _gemma(values: Values, arch: str, layers: int, hidden: int, heads: int,
+           head_dim: int) -> dict[str, Any]:
+    def key(name: str) -> str:
+        return f"{arch}.{name}"
+
+    scale, note = head_dim ** -0.5, "1/√d_head"
+    if layers == GEMMA_27B_LAYERS[arch]:
+        scale, note = (hidden // heads) ** -0.5, f"1/√(width / heads) = 1/√{hidden // heads}"
+    out: dict[str, Any] = {"scale": scale, "note": note, "norms_hold_one": True,
+                           "embed_scale": hidden ** 0.5}
+    if arch == "gemma2":
+        out["cap"] = values.number(key("attn_logit_softcapping"), default=GGUF_GEMMA2_CAP,
+                                   least=1e-3, below=1e6)
+        window = values.whole(key("attention.sliding_window"), default=GGUF_GEMMA2_WINDOW,
+                              high=MAX_POSITIONS)
+        out["windows"] = tuple(window if i % 2 == 0 else None for i in range(layers))
+        return out
+    out["final_cap"] = values.number(key("final_logit_softcapping"), default=None,
+                                     least=1e-3, below=1e6)
+    window = values.whole(key("attention.sliding_window"), default=0, low=0,
+                          high=MAX_POSITIONS)
+    out["windows"] = tuple(window if window and i % GEMMA3_PATTERN != GEMMA3_PATTERN - 1
+                           else None for i in range(layers))
+    if window:
+        out["local_rope_theta"], out["local_rope"] = GEMMA3_LOCAL_THETA, {"rope_type": "default"}
+    return out
+
+
+def _granite(values: Values) -> dict[str, Any]:
+    # a negative multiplier would flip the branch it scales, which no trained model does
+    def multiplier(name: str, default: float | None) -> float | None:
+        value = values.number(f"granite.{name}", default=default, least=0, below=1e6)
+        return default if value == 0 else value
+
+    if not values.flag("granite.rope.scaling.finetuned", default=True):
+        raise values.refuse("granite.rope.scaling.finetuned", False,
+                            "true (llama.cpp turns Granite's RoPE off: not modelled)")
+    out: dict[str, Any] = {"embed_scale": multiplier("embedding_scale", 1.0),
+                           "residual_scale": multiplier("residual_scale", 1.0),
+                           "logits_divisor": multiplier("logit_scale", 1.0)}
+    scale = multiplier("attention.scale", None)
+    if scale is not None:
+        out["scale"], out["note"] = scale, f"attention.scale {scale:g}"
+    return out
+
+
+def gguf_family_settings(values: Values, arch: str, layers: int, hidden: int, heads: int,
+                         head_dim: int) -> dict[str, Any]:
+    """``arch``'s own settings: ModelSpec fields, plus ``scale`` and ``note`` (the logits'
+    scale and how it was chosen) where they are not 1/√(head width).
+
+    Raises
+    ------
+    ModelError
+        Naming a key whose value is out of range or asks for what is not modelled.
+    """
+    if arch in GEMMA_27B_LAYERS:
+        return _gemma(values, arch, layers, hidden, heads, head_dim)
+    if arch == "granite":
+        return _granite(values)
+    return {}
