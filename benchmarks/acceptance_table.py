@@ -36,7 +36,7 @@ from tests.fixtures.gguf_convert import folder_to_gguf  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "models"
 FAMILIES = ("bert", "gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "olmo2",
-            "granite", "mistral-sw", "gemma2-sw", "qwen2-sw")
+            "granite", "phi3", "mistral-sw", "gemma2-sw", "qwen2-sw")
 FOLDER_ONLY = ("bert", "gpt2")
 #: The reference a GGUF file of the family must give, where it is not the folder's.
 GGUF_REFERENCE = {"gemma2": "reference-key-width.npz", "gemma2-sw": "reference-key-width.npz",
