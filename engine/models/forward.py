@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -166,6 +167,148 @@ def _check(cancelled: Callable[[], bool] | None) -> None:
         raise CaptureCancelled
 
 
+class _Step(NamedTuple):
+    """What one layer's pieces read beyond its weights: the spec, the activation, the
+    residual branches' multiplier and whether norms scale by 1 + w."""
+
+    spec: ModelSpec
+    act: Callable[[np.ndarray], np.ndarray]
+    residual: np.float32
+    plus_one: bool
+
+
+Qkv = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _embed_bert(x: np.ndarray, store: WeightStore, top: _Layer, names: Callable[[int, str], str],
+                s: _Step) -> np.ndarray:
+    n = len(x)
+    x = x + store.rows(names(-1, "pos"), np.arange(n))
+    type_name = names(-1, "type")
+    if type_name in store.names:
+        x = x + store.rows(type_name, np.zeros(n, dtype=np.int64))
+    return _layer_norm(x, top("embed_norm.w"), top("embed_norm.b"), s.spec.eps)
+
+
+def _embed_gpt2(x: np.ndarray, store: WeightStore, top: _Layer,
+                names: Callable[[int, str], str], s: _Step) -> np.ndarray:
+    return x + store.rows(names(-1, "pos"), np.arange(len(x)))
+
+
+def _embed_none(x: np.ndarray, store: WeightStore, top: _Layer,
+                names: Callable[[int, str], str], s: _Step) -> np.ndarray:
+    return x
+
+
+def _qkv_bert(x: np.ndarray, w: _Layer, s: _Step) -> Qkv:
+    heads, hd = s.spec.heads, s.spec.head_dim
+    return (_heads(_linear(x, w("q.w"), w("q.b")), heads, hd),
+            _heads(_linear(x, w("k.w"), w("k.b")), heads, hd),
+            _heads(_linear(x, w("v.w"), w("v.b")), heads, hd))
+
+
+def _qkv_gpt2(x: np.ndarray, w: _Layer, s: _Step) -> Qkv:
+    spec, hd = s.spec, s.spec.head_dim
+    h = _layer_norm(x, w("norm1.w"), w("norm1.b"), spec.eps)
+    qkv = h @ w("qkv.w") + w("qkv.b")  # Conv1D: (in, 3·hidden), no transpose
+    width = spec.heads * hd
+    q, k, v = (_heads(qkv[:, j * width:(j + 1) * width], spec.heads, hd) for j in range(3))
+    return q, k, v
+
+
+def _qkv_olmo2(x: np.ndarray, w: _Layer, s: _Step) -> Qkv:
+    # No norm first; QK-norm over all heads, then split.
+    spec, hd = s.spec, s.spec.head_dim
+    q = _rms_norm(_linear(x, w("q.w"), w.optional("q.b")), w("q_norm.w"), spec.eps)
+    k = _rms_norm(_linear(x, w("k.w"), w.optional("k.b")), w("k_norm.w"), spec.eps)
+    q, k = _heads(q, spec.heads, hd), _heads(k, spec.kv_heads, hd)
+    return q, k, _heads(_linear(x, w("v.w"), w.optional("v.b")), spec.kv_heads, hd)
+
+
+def _qkv_llama(x: np.ndarray, w: _Layer, s: _Step) -> Qkv:
+    spec, hd = s.spec, s.spec.head_dim
+    if spec.fused:  # Phi-3: one matrix gives q, then k, then v
+        qkv = _linear(_rms_norm(x, w("norm1.w"), spec.eps), w("qkv.w"), None)
+        q_end, k_end = spec.heads * hd, (spec.heads + spec.kv_heads) * hd
+        return (_heads(qkv[:, :q_end], spec.heads, hd),
+                _heads(qkv[:, q_end:k_end], spec.kv_heads, hd),
+                _heads(qkv[:, k_end:], spec.kv_heads, hd))
+    h = _rms_norm(x, w("norm1.w"), spec.eps, s.plus_one)
+    q = _heads(_linear(h, w("q.w"), w.optional("q.b")), spec.heads, hd)
+    k = _heads(_linear(h, w("k.w"), w.optional("k.b")), spec.kv_heads, hd)
+    v = _heads(_linear(h, w("v.w"), w.optional("v.b")), spec.kv_heads, hd)
+    if spec.qk_norm:
+        q = _rms_norm(q, w("q_norm.w"), spec.eps, s.plus_one)
+        k = _rms_norm(k, w("k_norm.w"), spec.eps, s.plus_one)
+    return q, k, v
+
+
+def _rest_bert(x: np.ndarray, attended: np.ndarray, w: _Layer, s: _Step) -> np.ndarray:
+    eps = s.spec.eps
+    x = _layer_norm(_linear(attended, w("o.w"), w("o.b")) + x, w("norm1.w"), w("norm1.b"), eps)
+    inner = s.act(_linear(x, w("up.w"), w("up.b")))
+    return _layer_norm(_linear(inner, w("down.w"), w("down.b")) + x, w("norm2.w"),
+                       w("norm2.b"), eps)
+
+
+def _rest_gpt2(x: np.ndarray, attended: np.ndarray, w: _Layer, s: _Step) -> np.ndarray:
+    x = x + attended @ w("o.w") + w("o.b")
+    h = _layer_norm(x, w("norm2.w"), w("norm2.b"), s.spec.eps)
+    return x + s.act(h @ w("up.w") + w("up.b")) @ w("down.w") + w("down.b")
+
+
+def _rest_gemma2(x: np.ndarray, attended: np.ndarray, w: _Layer, s: _Step) -> np.ndarray:
+    eps, plus_one = s.spec.eps, s.plus_one
+    h = _linear(attended, w("o.w"), w.optional("o.b"))
+    x = x + _rms_norm(h, w("post_attn_norm.w"), eps, plus_one)
+    h = _rms_norm(x, w("pre_ff_norm.w"), eps, plus_one)
+    h = _linear(s.act(_linear(h, w("gate.w"), None)) * _linear(h, w("up.w"), None),
+                w("down.w"), None)
+    return x + _rms_norm(h, w("post_ff_norm.w"), eps, plus_one)
+
+
+def _rest_olmo2(x: np.ndarray, attended: np.ndarray, w: _Layer, s: _Step) -> np.ndarray:
+    eps = s.spec.eps
+    h = _linear(attended, w("o.w"), w.optional("o.b"))
+    x = x + _rms_norm(h, w("post_attn_norm.w"), eps)
+    h = _linear(s.act(_linear(x, w("gate.w"), None)) * _linear(x, w("up.w"), None),
+                w("down.w"), None)
+    return x + _rms_norm(h, w("post_ff_norm.w"), eps)
+
+
+def _rest_llama(x: np.ndarray, attended: np.ndarray, w: _Layer, s: _Step) -> np.ndarray:
+    residual = s.residual
+    x = x + _linear(attended, w("o.w"), w.optional("o.b")) * residual
+    h = _rms_norm(x, w("norm2.w"), s.spec.eps)
+    if s.spec.fused:  # Phi-3's gate_up_proj: the gate's rows, then the up's
+        gate, up = np.split(_linear(h, w("gate_up.w"), None), 2, axis=-1)
+    else:
+        gate, up = _linear(h, w("gate.w"), None), _linear(h, w("up.w"), None)
+    return x + _linear(s.act(gate) * up, w("down.w"), None) * residual
+
+
+class _Block(NamedTuple):
+    """One family's pieces of the pass: what it adds to the token embeddings, how a layer
+    makes q, k and v from its input, and the rest of the layer after attention;
+    ``plus_one``: its norms scale by 1 + w (unless the weights already hold the 1)."""
+
+    embed: Callable[..., np.ndarray]
+    qkv: Callable[[np.ndarray, _Layer, _Step], Qkv]
+    rest: Callable[[np.ndarray, np.ndarray, _Layer, _Step], np.ndarray]
+    plus_one: bool = False
+
+
+#: Each ModelSpec.family's pieces. Families that differ from these only in settings (Mistral,
+#: Qwen, Granite, Phi-3, Gemma 3) are rows of them: see engine.models.families.
+BLOCKS: dict[str, _Block] = {
+    "bert": _Block(_embed_bert, _qkv_bert, _rest_bert),
+    "gpt2": _Block(_embed_gpt2, _qkv_gpt2, _rest_gpt2),
+    "llama": _Block(_embed_none, _qkv_llama, _rest_llama),
+    "gemma2": _Block(_embed_none, _qkv_llama, _rest_gemma2, plus_one=True),
+    "olmo2": _Block(_embed_none, _qkv_olmo2, _rest_olmo2),
+}
+
+
 def run_forward(
     spec: ModelSpec,
     store: WeightStore,
@@ -186,60 +329,24 @@ def run_forward(
     wanted = sorted(set(layers))
     last = wanted[-1]
     n = len(ids)
-    act = _activation(spec.activation)
     top = _Layer(store, lambda short: names(-1, short))
     x = store.rows(names(-1, "embed"), ids)
-    if spec.family == "bert":
-        x = x + store.rows(names(-1, "pos"), np.arange(n))
-        type_name = names(-1, "type")
-        if type_name in store.names:
-            x = x + store.rows(type_name, np.zeros(n, dtype=np.int64))
-        x = _layer_norm(x, top("embed_norm.w"), top("embed_norm.b"), spec.eps)
-    elif spec.family == "gpt2":
-        x = x + store.rows(names(-1, "pos"), np.arange(n))
+    block = BLOCKS[spec.family]
+    # Gemma's norms scale by 1 + w, unless the weights already hold the 1 (GGUF files).
+    step = _Step(spec, _activation(spec.activation), np.float32(spec.residual_scale),
+                 block.plus_one and not spec.norms_hold_one)
+    x = block.embed(x, store, top, names, step)
     if spec.embed_scale != 1.0:
         x = x * np.float32(spec.embed_scale)
     rotary = {local: _rotary(spec, n, local) for local in (False, True)
               if spec.rope_theta is not None
               and (not local or spec.local_rope_theta is not None)}
-    residual = np.float32(spec.residual_scale)
     group = spec.heads // spec.kv_heads
-    hd = spec.head_dim
-    # Gemma's norms scale by 1 + w, unless the weights already hold the 1 (GGUF files).
-    plus_one = spec.family == "gemma2" and not spec.norms_hold_one
     out: dict[int, LayerCapture] = {}
     for i in range(last + 1):
         _check(cancelled)
         w = _Layer(store, lambda short, i=i: names(i, short), cancelled)
-        if spec.family == "bert":
-            q = _heads(_linear(x, w("q.w"), w("q.b")), spec.heads, hd)
-            k = _heads(_linear(x, w("k.w"), w("k.b")), spec.heads, hd)
-            v = _heads(_linear(x, w("v.w"), w("v.b")), spec.heads, hd)
-        elif spec.family == "gpt2":
-            h = _layer_norm(x, w("norm1.w"), w("norm1.b"), spec.eps)
-            qkv = h @ w("qkv.w") + w("qkv.b")  # Conv1D: (in, 3·hidden), no transpose
-            width = spec.heads * hd
-            q, k, v = (_heads(qkv[:, j * width:(j + 1) * width], spec.heads, hd)
-                       for j in range(3))
-        elif spec.family == "olmo2":  # no norm first; QK-norm over all heads, then split
-            q = _rms_norm(_linear(x, w("q.w"), w.optional("q.b")), w("q_norm.w"), spec.eps)
-            k = _rms_norm(_linear(x, w("k.w"), w.optional("k.b")), w("k_norm.w"), spec.eps)
-            q, k = _heads(q, spec.heads, hd), _heads(k, spec.kv_heads, hd)
-            v = _heads(_linear(x, w("v.w"), w.optional("v.b")), spec.kv_heads, hd)
-        elif spec.fused:  # Phi-3: one matrix gives q, then k, then v
-            qkv = _linear(_rms_norm(x, w("norm1.w"), spec.eps), w("qkv.w"), None)
-            q_end, k_end = spec.heads * hd, (spec.heads + spec.kv_heads) * hd
-            q = _heads(qkv[:, :q_end], spec.heads, hd)
-            k = _heads(qkv[:, q_end:k_end], spec.kv_heads, hd)
-            v = _heads(qkv[:, k_end:], spec.kv_heads, hd)
-        else:
-            h = _rms_norm(x, w("norm1.w"), spec.eps, plus_one)
-            q = _heads(_linear(h, w("q.w"), w.optional("q.b")), spec.heads, hd)
-            k = _heads(_linear(h, w("k.w"), w.optional("k.b")), spec.kv_heads, hd)
-            v = _heads(_linear(h, w("v.w"), w.optional("v.b")), spec.kv_heads, hd)
-            if spec.qk_norm:
-                q = _rms_norm(q, w("q_norm.w"), spec.eps, plus_one)
-                k = _rms_norm(k, w("k_norm.w"), spec.eps, plus_one)
+        q, k, v = block.qkv(x, w, step)
         if rotary:
             # Gemma 3's sliding layers turn by their own base; a layer slides iff it has a
             # window (windows.py refuses sliding layers without one).
@@ -255,37 +362,7 @@ def run_forward(
             break
         _check(cancelled)
         attended = _attend(q, k, v, spec.scales[i], spec.cap, spec.causal, spec.window(i))
-        if spec.family == "bert":
-            x = _layer_norm(_linear(attended, w("o.w"), w("o.b")) + x, w("norm1.w"),
-                            w("norm1.b"), spec.eps)
-            inner = act(_linear(x, w("up.w"), w("up.b")))
-            x = _layer_norm(_linear(inner, w("down.w"), w("down.b")) + x, w("norm2.w"),
-                            w("norm2.b"), spec.eps)
-        elif spec.family == "gpt2":
-            x = x + attended @ w("o.w") + w("o.b")
-            h = _layer_norm(x, w("norm2.w"), w("norm2.b"), spec.eps)
-            x = x + act(h @ w("up.w") + w("up.b")) @ w("down.w") + w("down.b")
-        elif spec.family == "gemma2":
-            h = _linear(attended, w("o.w"), w.optional("o.b"))
-            x = x + _rms_norm(h, w("post_attn_norm.w"), spec.eps, plus_one)
-            h = _rms_norm(x, w("pre_ff_norm.w"), spec.eps, plus_one)
-            h = _linear(act(_linear(h, w("gate.w"), None)) * _linear(h, w("up.w"), None),
-                        w("down.w"), None)
-            x = x + _rms_norm(h, w("post_ff_norm.w"), spec.eps, plus_one)
-        elif spec.family == "olmo2":
-            h = _linear(attended, w("o.w"), w.optional("o.b"))
-            x = x + _rms_norm(h, w("post_attn_norm.w"), spec.eps)
-            h = _linear(act(_linear(x, w("gate.w"), None)) * _linear(x, w("up.w"), None),
-                        w("down.w"), None)
-            x = x + _rms_norm(h, w("post_ff_norm.w"), spec.eps)
-        else:
-            x = x + _linear(attended, w("o.w"), w.optional("o.b")) * residual
-            h = _rms_norm(x, w("norm2.w"), spec.eps)
-            if spec.fused:  # Phi-3's gate_up_proj: the gate's rows, then the up's
-                gate, up = np.split(_linear(h, w("gate_up.w"), None), 2, axis=-1)
-            else:
-                gate, up = _linear(h, w("gate.w"), None), _linear(h, w("up.w"), None)
-            x = x + _linear(act(gate) * up, w("down.w"), None) * residual
+        x = block.rest(x, attended, w, step)
         x = x.astype(np.float32, copy=False)
         if progress is not None:
             progress(i + 1, last + 1)
