@@ -22,6 +22,8 @@ above).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 from engine.models.values import Values
 
 __all__ = ["LAYER_KINDS", "layer_windows"]
@@ -56,6 +58,37 @@ def _layer_types(values: Values, layers: int) -> list[str] | None:
     return kinds
 
 
+def _qwen(values: Values, layers: int, high: int) -> tuple[int | None, list[bool]]:
+    use = values.flag("use_sliding_window", default=False)
+    window = _window(values, high) if use else None
+    start = (values.whole("max_window_layers", default=DEFAULT_FULL_LAYERS, low=0,
+                          high=1 << 20) if window is not None else layers)
+    return window, [i >= start for i in range(layers)]
+
+
+def _gemma2(values: Values, layers: int, high: int) -> tuple[int | None, list[bool]]:
+    return _window(values, high), [i % 2 == 0 for i in range(layers)]
+
+
+def _gemma3(values: Values, layers: int, high: int) -> tuple[int | None, list[bool]]:
+    window = _window(values, high)
+    every = values.whole("sliding_window_pattern", default=GEMMA3_PATTERN, high=1 << 20)
+    return window, [bool((i + 1) % every) for i in range(layers)]
+
+
+#: Families whose one mask serves every layer (their models ignore ``layer_types``): the
+#: window all layers share.
+_EVERY_LAYER: Mapping[str, Callable[[Values, int], int | None]] = {
+    "mistral": _window,
+    "phi3": lambda values, high: values.whole("sliding_window", default=None, high=high),
+}
+#: Families whose layers slide by a pattern, which ``layer_types`` overrides: the window and
+#: whether each layer slides.
+_PATTERNED: Mapping[str, Callable[[Values, int, int], tuple[int | None, list[bool]]]] = {
+    "qwen2": _qwen, "qwen3": _qwen, "gemma2": _gemma2, "gemma3_text": _gemma3,
+}
+
+
 def layer_windows(values: Values, arch: str, layers: int, high: int) -> tuple[int | None, ...]:
     """The sliding window of each layer of a Hugging Face config (None: full causal).
 
@@ -68,25 +101,11 @@ def layer_windows(values: Values, arch: str, layers: int, high: int) -> tuple[in
         For a window or ``layer_types`` of the wrong type or range, or sliding layers without
         a window (transformers cannot build their mask either).
     """
-    if arch == "mistral":
-        return (_window(values, high),) * layers
-    if arch == "phi3":
-        return (values.whole("sliding_window", default=None, high=high),) * layers
-    if arch in ("qwen2", "qwen3"):
-        use = values.flag("use_sliding_window", default=False)
-        window = _window(values, high) if use else None
-        start = (values.whole("max_window_layers", default=DEFAULT_FULL_LAYERS, low=0,
-                              high=1 << 20) if window is not None else layers)
-        pattern = [i >= start for i in range(layers)]
-    elif arch == "gemma2":
-        window = _window(values, high)
-        pattern = [i % 2 == 0 for i in range(layers)]
-    elif arch == "gemma3_text":
-        window = _window(values, high)
-        every = values.whole("sliding_window_pattern", default=GEMMA3_PATTERN, high=1 << 20)
-        pattern = [bool((i + 1) % every) for i in range(layers)]
-    else:
+    if arch in _EVERY_LAYER:
+        return (_EVERY_LAYER[arch](values, high),) * layers
+    if arch not in _PATTERNED:
         return (None,) * layers
+    window, pattern = _PATTERNED[arch](values, layers, high)
     kinds = _layer_types(values, layers)
     if kinds is not None:
         pattern = [kind == "sliding_attention" for kind in kinds]
