@@ -26,13 +26,53 @@ be settings of the shared passes in :mod:`engine.models.forward`:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from engine.models.values import Values
 from engine.models.weights import ModelError
 
-__all__ = ["COMMON_IGNORED", "COMMON_REFUSED", "IGNORED_KEYS", "MODELLED_KEYS", "REFUSED_KEYS",
-           "check_config_keys", "family_settings", "text_config"]
+__all__ = ["ARCHITECTURE_ROWS", "COMMON_IGNORED", "COMMON_REFUSED", "IGNORED_KEYS",
+           "MODELLED_KEYS", "REFUSED_KEYS", "Architecture", "check_config_keys",
+           "family_settings", "text_config"]
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """One Hugging Face ``model_type``: the forward pass that runs it (a row of
+    ``engine.models.forward.BLOCKS``) and its settings of that pass.
+
+    ``qk_norm``: q and k are RMS-normed (per head; OLMo 2's pass over all heads);
+    ``fused``: q, k, v in one matrix and the MLP's gate and up in another (Phi-3);
+    ``mlp_bias``: the config's ``mlp_bias`` is read, and refused when true (the other
+    families' MLPs have no biases whatever it says); ``attention_bias``: the config's
+    ``attention_bias`` is read (Phi-3's fused projection has none).
+    """
+
+    family: str
+    qk_norm: bool = False
+    fused: bool = False
+    mlp_bias: bool = False
+    attention_bias: bool = False
+
+
+_LLAMA = Architecture("llama", mlp_bias=True, attention_bias=True)
+_GEMMA3 = Architecture("gemma2", qk_norm=True, attention_bias=True)
+#: Every Hugging Face ``model_type`` this app runs (``gemma3`` is read as its text model).
+ARCHITECTURE_ROWS: Mapping[str, Architecture] = {
+    "bert": Architecture("bert"),
+    "gpt2": Architecture("gpt2"),
+    "llama": _LLAMA,
+    "mistral": _LLAMA,
+    "qwen2": _LLAMA,
+    "qwen3": Architecture("llama", qk_norm=True, mlp_bias=True, attention_bias=True),
+    "gemma2": Architecture("gemma2", mlp_bias=True, attention_bias=True),
+    "olmo2": Architecture("olmo2", qk_norm=True, attention_bias=True),
+    "granite": _LLAMA,
+    "gemma3_text": _GEMMA3,
+    "gemma3": _GEMMA3,
+    "phi3": Architecture("llama", fused=True),
+}
 
 #: Keys no forward pass up to q and k reads: token ids, training-only and storage settings.
 _NEVER_MATTER = ("architectures", "dtype", "torch_dtype", "transformers_version",

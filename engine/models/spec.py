@@ -8,6 +8,7 @@ from typing import Any
 
 from engine.io.source import shown
 from engine.models.families import (
+    ARCHITECTURE_ROWS,
     GEMMA3_THETA,
     check_config_keys,
     family_settings,
@@ -29,11 +30,7 @@ __all__ = ["ARCHITECTURES", "GGUF_ARCHITECTURES", "ROTARY_FAMILIES", "ModelSpec"
            "check_gguf_architecture", "spec_from_gguf", "spec_from_hf_config"]
 
 #: Hugging Face ``model_type`` values this app runs, by the forward pass that runs them.
-ARCHITECTURES: Mapping[str, str] = {
-    "bert": "bert", "gpt2": "gpt2", "llama": "llama", "mistral": "llama", "qwen2": "llama",
-    "qwen3": "llama", "gemma2": "gemma2", "olmo2": "olmo2", "granite": "llama",
-    "gemma3_text": "gemma2", "gemma3": "gemma2", "phi3": "llama",
-}
+ARCHITECTURES: Mapping[str, str] = {arch: row.family for arch, row in ARCHITECTURE_ROWS.items()}
 #: The forward passes that turn q and k by a rotary embedding (and read rope settings).
 ROTARY_FAMILIES = ("llama", "gemma2", "olmo2")
 #: GGUF ``general.architecture`` values this app runs, by the forward pass that runs them.
@@ -184,7 +181,8 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
         raise ModelError(f"{label}: the architecture {shown(repr(arch), 60)}{extra} is not "
                          f"supported; supported: {', '.join(ARCHITECTURES)}")
     check_config_keys(values, arch)
-    family = ARCHITECTURES[arch]
+    row = ARCHITECTURE_ROWS[arch]
+    family = row.family
     layers = values.whole("num_hidden_layers", "n_layer", high=MAX_LAYERS)
     hidden, heads, kv_heads, head_dim = _heads_and_width(values, family, label)
     intermediate = values.whole("intermediate_size", "n_inner", default=4 * hidden,
@@ -222,12 +220,9 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
                                           GEMMA3_THETA["sliding_attention"])
     elif family in ROTARY_FAMILIES:
         theta, rope = rope_of(values, arch=arch, head_dim=head_dim)
-    # OLMo 2's, Gemma 3's and Phi-3's MLPs have no biases whatever the config says; Phi-3's
-    # attention has none either (its config has no such key).
-    if family in ROTARY_FAMILIES and arch not in ("olmo2", "gemma3_text", "phi3"):
-        if values.flag("mlp_bias", default=False):
-            raise values.refuse("mlp_bias", True, "false (biases of the MLP are not modelled)")
-    if family in ROTARY_FAMILIES and arch != "phi3":
+    if row.mlp_bias and values.flag("mlp_bias", default=False):
+        raise values.refuse("mlp_bias", True, "false (biases of the MLP are not modelled)")
+    if row.attention_bias:
         biases = values.flag("attention_bias", default=False)
     extra = family_settings(values, arch)
     if "scale" in extra:
@@ -248,11 +243,11 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
     return ModelSpec(architecture=arch, family=family, layers=layers, hidden=hidden, heads=heads,
                      kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, eps=eps,
                      max_positions=positions, activation=activation, causal=family != "bert",
-                     scales=scales, cap=cap, qk_norm=arch in ("qwen3", "olmo2", "gemma3_text"),
+                     scales=scales, cap=cap, qk_norm=row.qk_norm,
                      rope_theta=theta, rope=rope,
                      windows=layer_windows(values, arch, layers, MAX_POSITIONS),
                      scale_note=note, attention_bias=biases, local_rope_theta=local_theta,
-                     local_rope=local_rope, fused=arch == "phi3", **extra)
+                     local_rope=local_rope, fused=row.fused, **extra)
 
 
 def check_gguf_architecture(arch: object, label: str) -> None:

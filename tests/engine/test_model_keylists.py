@@ -21,9 +21,15 @@ from engine.models.families import (
     MODELLED_KEYS,
     REFUSED_KEYS,
 )
+from engine.models.forward import BLOCKS
 from engine.models.gguf_file import GgufFile
 from engine.models.gguf_keys import GGUF_IGNORED, GGUF_MODELLED, GGUF_REFUSED
-from engine.models.spec import ARCHITECTURES, GGUF_ARCHITECTURES, spec_from_gguf
+from engine.models.spec import (
+    ARCHITECTURES,
+    GGUF_ARCHITECTURES,
+    GGUF_FAMILIES,
+    spec_from_gguf,
+)
 from tests.fixtures.gguf_convert import folder_to_gguf
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
@@ -50,6 +56,12 @@ def test_every_family_the_app_opens_has_its_lists() -> None:
         assert arch in MODELLED_KEYS and arch in IGNORED_KEYS, arch
     for arch in GGUF_ARCHITECTURES:
         assert arch in GGUF_MODELLED, arch
+
+
+def test_every_architecture_runs_on_a_forward_block() -> None:
+    """A row of the registry naming a forward pass that has no pieces in
+    engine.models.forward.BLOCKS fails here, not at a user's capture."""
+    assert set(ARCHITECTURES.values()) | set(GGUF_FAMILIES.values()) == set(BLOCKS)
 
 
 @pytest.mark.parametrize("family", sorted(FOLDERS))
