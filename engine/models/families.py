@@ -46,10 +46,12 @@ class Architecture:
     ``fused``: q, k, v in one matrix and the MLP's gate and up in another (Phi-3);
     ``mlp_bias``: the config's ``mlp_bias`` is read, and refused when true (the other
     families' MLPs have no biases whatever it says); ``attention_bias``: the config's
-    ``attention_bias`` is read (Phi-3's fused projection has none).
+    ``attention_bias`` is read (Phi-3's fused projection has none); ``causal``: a token sees
+    no later one (all but BERT).
     """
 
     family: str
+    causal: bool = True
     qk_norm: bool = False
     fused: bool = False
     mlp_bias: bool = False
@@ -60,7 +62,7 @@ _LLAMA = Architecture("llama", mlp_bias=True, attention_bias=True)
 _GEMMA3 = Architecture("gemma2", qk_norm=True, attention_bias=True)
 #: Every Hugging Face ``model_type`` this app runs (``gemma3`` is read as its text model).
 ARCHITECTURE_ROWS: Mapping[str, Architecture] = {
-    "bert": Architecture("bert"),
+    "bert": Architecture("bert", causal=False),
     "gpt2": Architecture("gpt2"),
     "llama": _LLAMA,
     "mistral": _LLAMA,

@@ -19,11 +19,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.models.families import Architecture
 from engine.models.rope import MAX_POSITIONS
 from engine.models.values import Values
 
-__all__ = ["GGUF_GEMMA2_CAP", "GGUF_GEMMA2_WINDOW", "gguf_family_settings"]
+__all__ = ["GGUF_ARCHITECTURE_ROWS", "GGUF_GEMMA2_CAP", "GGUF_GEMMA2_WINDOW",
+           "gguf_family_settings"]
 
+#: Every GGUF ``general.architecture`` this app runs: its forward block, QK-norm (OLMo 2's over
+#: all heads) and fused projections (the bias keys of a folder's config have no GGUF rows).
+GGUF_ARCHITECTURE_ROWS = {
+    "llama": Architecture("llama"),
+    "qwen2": Architecture("llama"),
+    "qwen3": Architecture("llama", qk_norm=True),
+    "phi3": Architecture("llama", fused=True),
+    "granite": Architecture("llama"),
+    "gemma2": Architecture("gemma2"),
+    "gemma3": Architecture("gemma2", qk_norm=True),
+    "olmo2": Architecture("olmo2", qk_norm=True),
+}
 #: Gemma 2's window and logit cap in llama.cpp when a GGUF file leaves the key out.
 GGUF_GEMMA2_WINDOW = 4096
 GGUF_GEMMA2_CAP = 50.0

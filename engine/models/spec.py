@@ -14,7 +14,7 @@ from engine.models.families import (
     family_settings,
     text_config,
 )
-from engine.models.gguf_families import gguf_family_settings
+from engine.models.gguf_families import GGUF_ARCHITECTURE_ROWS, gguf_family_settings
 from engine.models.gguf_keys import check_gguf_keys
 from engine.models.rope import (
     MAX_POSITIONS,
@@ -34,9 +34,8 @@ ARCHITECTURES: Mapping[str, str] = {arch: row.family for arch, row in ARCHITECTU
 #: The forward passes that turn q and k by a rotary embedding (and read rope settings).
 ROTARY_FAMILIES = ("llama", "gemma2", "olmo2")
 #: GGUF ``general.architecture`` values this app runs, by the forward pass that runs them.
-GGUF_FAMILIES: Mapping[str, str] = {"llama": "llama", "qwen2": "llama", "qwen3": "llama",
-                                    "phi3": "llama", "granite": "llama", "gemma2": "gemma2",
-                                    "gemma3": "gemma2", "olmo2": "olmo2"}
+GGUF_FAMILIES: Mapping[str, str] = {arch: row.family
+                                    for arch, row in GGUF_ARCHITECTURE_ROWS.items()}
 GGUF_ARCHITECTURES = tuple(GGUF_FAMILIES)
 #: Mixtures of experts, as folders (``model_type``) and GGUF files name them: each token goes
 #: through a routed few of many MLPs, which the forward passes here do not model (Mixtral's
@@ -44,8 +43,6 @@ GGUF_ARCHITECTURES = tuple(GGUF_FAMILIES)
 MOE_ARCHITECTURES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2",
                      "deepseek_v3", "llama4", "llama4_text")
 GGUF_MOE_ARCHITECTURES = ("qwen2moe", "qwen3moe", "gpt-oss", "deepseek2", "llama4")
-#: GGUF architectures with QK-norm (OLMo 2's over all heads).
-_GGUF_QK_NORM = ("qwen3", "gemma3", "olmo2")
 #: The activations the forward pass computes (engine.models.forward).
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "silu", "swish")
 
@@ -242,7 +239,7 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
               else (scale,) * layers)
     return ModelSpec(architecture=arch, family=family, layers=layers, hidden=hidden, heads=heads,
                      kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, eps=eps,
-                     max_positions=positions, activation=activation, causal=family != "bert",
+                     max_positions=positions, activation=activation, causal=row.causal,
                      scales=scales, cap=cap, qk_norm=row.qk_norm,
                      rope_theta=theta, rope=rope,
                      windows=layer_windows(values, arch, layers, MAX_POSITIONS),
@@ -317,7 +314,8 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
         raise values.refuse(key("rope.scale_linear"), scale_linear,
                             "1 (write the factor as rope.scaling.type linear and "
                             "rope.scaling.factor)")
-    family = GGUF_FAMILIES[arch]
+    row = GGUF_ARCHITECTURE_ROWS[arch]
+    family = row.family
     extra = {"windows": (None,) * layers,
              **gguf_family_settings(values, arch, layers, hidden, heads, head_dim)}
     scale, note = extra.pop("scale", head_dim ** -0.5), extra.pop("note", "1/√d_head")
@@ -336,6 +334,6 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
                      max_positions=values.whole(key("context_length"), default=2048,
                                                 high=MAX_POSITIONS),
                      activation="gelu_pytorch_tanh" if family == "gemma2" else "silu",
-                     causal=True, scales=(scale,) * layers, qk_norm=arch in _GGUF_QK_NORM,
+                     causal=True, scales=(scale,) * layers, qk_norm=row.qk_norm,
                      rope_theta=values.number(key("rope.freq_base"), default=10000.0, above=1),
-                     rope=rope, scale_note=note, fused=arch == "phi3", **extra)
+                     rope=rope, scale_note=note, fused=row.fused, **extra)
