@@ -19,9 +19,10 @@ import pytest
 from gui.kit.resources import RESOURCE_FILES, RESOURCE_PACKAGE
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The wheel holds code, tour texts, one catalogue, a ~190 KB font subset and the ~220 KB sample
-#: tensor file (measured ~690 KB).
-MAX_WHEEL_BYTES = 1_000_000
+#: The wheel holds code, tour texts, one catalogue, a ~190 KB font subset and the ~200 KB sample
+#: tensor file (measured ~1.0 MB with the readers of eleven model families and GGUF); a test
+#: fixture, screenshot or font that slipped in would add megabytes.
+MAX_WHEEL_BYTES = 1_400_000
 #: Not copied to the build folder: build output, caches, environments, version control.
 _NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "venv", "build", "dist", "*.egg-info",
                                      "__pycache__", "*.pyc", ".*_cache", ".hypothesis", "out")
