@@ -25,7 +25,7 @@ be settings of the shared passes in :mod:`engine.models.forward`:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,6 +193,59 @@ def text_config(config: Mapping[str, Any], label: str) -> Mapping[str, Any]:
     return {**config["text_config"], "model_type": "gemma3_text"}
 
 
+def _bert(values: Values) -> dict[str, Any]:
+    values.choice("position_embedding_type", options=("absolute",), default="absolute")
+    if values.flag("is_decoder", default=False):
+        raise values.refuse("is_decoder", True, "false (a BERT decoder, causal and with "
+                            "cross-attention, is not modelled)")
+    return {}
+
+
+def _granite(values: Values) -> dict[str, Any]:
+    # transformers takes any float; 0 or less would zero or flip the branch it scales,
+    # which no trained model does, and a huge one overflows float32.
+    def positive(key: str) -> float:
+        return values.number(key, default=1.0, above=0, below=1e6)
+
+    if values.flag("mlp_bias", default=False):
+        raise values.refuse("mlp_bias", True, "false (biases of the MLP are not modelled)")
+    multiplier = positive("attention_multiplier")
+    return {"scale": multiplier, "note": f"attention_multiplier {multiplier:g}",
+            "embed_scale": positive("embedding_multiplier"),
+            "residual_scale": positive("residual_multiplier"),
+            "logits_divisor": positive("logits_scaling")}
+
+
+def _pre_attn_scale(values: Values) -> dict[str, Any]:
+    # A width-like number (Gemma 2 uses the head width or width / heads): below 1 the
+    # scale 1/√scalar can overflow float32's logits. Absent, it is the config classes' 256
+    # (not the head width: transformers would scale a 128-wide head by 1/16, not 1/√128).
+    scalar = values.number("query_pre_attn_scalar", default=256.0, least=1)
+    return {"scale": scalar ** -0.5, "note": f"query_pre_attn_scalar {scalar:g}: 1/√{scalar:g}"}
+
+
+def _gemma2(values: Values) -> dict[str, Any]:
+    out = _pre_attn_scale(values)
+    # Gemma 2 caps at 50; outside float32's range cap·tanh(z/cap) is 0/0 or inf·0 = NaN.
+    out["cap"] = values.number("attn_logit_softcapping", default=None, least=1e-3, below=1e6)
+    return out
+
+
+def _gemma3(values: Values) -> dict[str, Any]:
+    if values.flag("use_bidirectional_attention", default=False):
+        raise values.refuse("use_bidirectional_attention", True,
+                            "false (bidirectional attention is not modelled)")
+    return {**_pre_attn_scale(values),
+            "final_cap": values.number("final_logit_softcapping", default=None,
+                                       least=1e-3, below=1e6)}
+
+
+#: What a family reads beyond the shared reading (engine.models.spec), by ``model_type``.
+_SETTINGS: Mapping[str, Callable[[Values], dict[str, Any]]] = {
+    "bert": _bert, "granite": _granite, "gemma2": _gemma2, "gemma3_text": _gemma3,
+}
+
+
 def family_settings(values: Values, arch: str) -> dict[str, Any]:
     """What ``arch`` sets beyond the shared reading, as :class:`ModelSpec` fields.
 
@@ -201,28 +254,5 @@ def family_settings(values: Values, arch: str) -> dict[str, Any]:
     ModelError
         Naming a key whose value is out of range or asks for what is not modelled.
     """
-    if arch == "granite":
-        # transformers takes any float; 0 or less would zero or flip the branch it scales,
-        # which no trained model does, and a huge one overflows float32.
-        def positive(key: str) -> float:
-            return values.number(key, default=1.0, above=0, below=1e6)
-
-        if values.flag("mlp_bias", default=False):
-            raise values.refuse("mlp_bias", True, "false (biases of the MLP are not modelled)")
-        multiplier = positive("attention_multiplier")
-        return {"scale": multiplier, "note": f"attention_multiplier {multiplier:g}",
-                "embed_scale": positive("embedding_multiplier"),
-                "residual_scale": positive("residual_multiplier"),
-                "logits_divisor": positive("logits_scaling")}
-    if arch == "gemma3_text":
-        if values.flag("use_bidirectional_attention", default=False):
-            raise values.refuse("use_bidirectional_attention", True,
-                                "false (bidirectional attention is not modelled)")
-        # Absent, it is the config class's 256, as for Gemma 2.
-        scalar = values.number("query_pre_attn_scalar", default=256.0, least=1)
-        return {"scale": scalar ** -0.5, "note": f"query_pre_attn_scalar {scalar:g}: "
-                                                 f"1/√{scalar:g}",
-                "final_cap": values.number("final_logit_softcapping", default=None,
-                                           least=1e-3, below=1e6)}
-    return {}
-
+    reader = _SETTINGS.get(arch)
+    return {} if reader is None else reader(values)

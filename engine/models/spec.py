@@ -196,14 +196,8 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
                                "silu" if family in ROTARY_FAMILIES else "gelu")
     scale = head_dim ** -0.5
     note = "1/√d_head"
-    cap = None
     theta, rope = None, {}
     per_layer = biases = False
-    if family == "bert":
-        values.choice("position_embedding_type", options=("absolute",), default="absolute")
-        if values.flag("is_decoder", default=False):
-            raise values.refuse("is_decoder", True, "false (a BERT decoder, causal and with "
-                                "cross-attention, is not modelled)")
     if family == "gpt2":
         if not values.flag("scale_attn_weights", default=True):
             scale, note = 1.0, "1 (scale_attn_weights off)"
@@ -224,15 +218,6 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
     extra = family_settings(values, arch)
     if "scale" in extra:
         scale, note = extra.pop("scale"), extra.pop("note")
-    elif family == "gemma2":
-        # A width-like number (Gemma 2 uses the head width or width / heads): below 1 the
-        # scale 1/√scalar can overflow float32's logits. Absent, it is Gemma2Config's 256
-        # (not the head width: transformers would scale a 128-wide head by 1/16, not 1/√128).
-        scalar = values.number("query_pre_attn_scalar", default=256.0, least=1)
-        scale = scalar ** -0.5
-        note = f"query_pre_attn_scalar {scalar:g}: 1/√{scalar:g}"
-        # Gemma 2 caps at 50; outside float32's range cap·tanh(z/cap) is 0/0 or inf·0 = NaN.
-        cap = values.number("attn_logit_softcapping", default=None, least=1e-3, below=1e6)
     if gemma:
         extra["embed_scale"] = hidden ** 0.5
     scales = (tuple(scale / (i + 1) for i in range(layers)) if per_layer
@@ -240,7 +225,7 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
     return ModelSpec(architecture=arch, family=family, layers=layers, hidden=hidden, heads=heads,
                      kv_heads=kv_heads, head_dim=head_dim, intermediate=intermediate, eps=eps,
                      max_positions=positions, activation=activation, causal=row.causal,
-                     scales=scales, cap=cap, qk_norm=row.qk_norm,
+                     scales=scales, qk_norm=row.qk_norm,
                      rope_theta=theta, rope=rope,
                      windows=layer_windows(values, arch, layers, MAX_POSITIONS),
                      scale_note=note, attention_bias=biases, local_rope_theta=local_theta,
