@@ -15,7 +15,6 @@ from engine.models.folder import path_kind, poller, read_config, safetensors_fil
 from engine.models.gguf_file import GgufFile
 from engine.models.rope import MAX_POSITIONS
 from engine.models.spec import (
-    ROTARY_FAMILIES,
     ModelSpec,
     check_gguf_architecture,
     spec_from_gguf,
@@ -28,6 +27,7 @@ from engine.models.tokenize import (
     gguf_tokenizer,
 )
 from engine.models.values import Values
+from engine.models.weight_names import GGUF_LAYER, WEIGHT_ROWS
 from engine.models.weights import (
     ModelError,
     SafetensorsWeights,
@@ -36,46 +36,12 @@ from engine.models.weights import (
 
 __all__ = ["open_model"]
 
-_BERT = {
-    "embed": "embeddings.word_embeddings.weight", "pos": "embeddings.position_embeddings.weight",
-    "type": "embeddings.token_type_embeddings.weight",
-    "embed_norm.w": "embeddings.LayerNorm.weight", "embed_norm.b": "embeddings.LayerNorm.bias",
-}
-_BERT_LAYER = {
-    "q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
-    "o": "attention.output.dense", "norm1": "attention.output.LayerNorm",
-    "up": "intermediate.dense", "down": "output.dense", "norm2": "output.LayerNorm",
-}
-_GPT2 = {"embed": "wte.weight", "pos": "wpe.weight"}
-_GPT2_LAYER = {"norm1": "ln_1", "qkv": "attn.c_attn", "o": "attn.c_proj", "norm2": "ln_2",
-               "up": "mlp.c_fc", "down": "mlp.c_proj"}
-_LLAMA = {"embed": "embed_tokens.weight"}
-_LLAMA_LAYER = {
-    "norm1": "input_layernorm", "q": "self_attn.q_proj", "k": "self_attn.k_proj",
-    "v": "self_attn.v_proj", "o": "self_attn.o_proj", "q_norm": "self_attn.q_norm",
-    "k_norm": "self_attn.k_norm", "norm2": "post_attention_layernorm",
-    "post_attn_norm": "post_attention_layernorm", "pre_ff_norm": "pre_feedforward_layernorm",
-    "post_ff_norm": "post_feedforward_layernorm", "gate": "mlp.gate_proj", "up": "mlp.up_proj",
-    "down": "mlp.down_proj", "qkv": "self_attn.qkv_proj", "gate_up": "mlp.gate_up_proj",
-}
-# llama.cpp's names (gguf-py's tensor map): Gemma 2's norm before the MLP is ffn_norm, as
-# the llama's second norm; its norms after attention and MLP have names of their own.
-_GGUF_LAYER = {
-    "norm1": "attn_norm", "q": "attn_q", "k": "attn_k", "v": "attn_v", "o": "attn_output",
-    "q_norm": "attn_q_norm", "k_norm": "attn_k_norm", "norm2": "ffn_norm",
-    "post_attn_norm": "post_attention_norm", "pre_ff_norm": "ffn_norm",
-    "post_ff_norm": "post_ffw_norm", "gate": "ffn_gate", "up": "ffn_up", "down": "ffn_down",
-    "qkv": "attn_qkv", "gate_up": "ffn_up",
-}
-_FAMILY_NAMES = {"bert": (_BERT, _BERT_LAYER, "encoder.layer"),
-                 "gpt2": (_GPT2, _GPT2_LAYER, "h"),
-                 "llama": (_LLAMA, _LLAMA_LAYER, "layers"),
-                 "gemma2": (_LLAMA, _LLAMA_LAYER, "layers"),
-                 "olmo2": (_LLAMA, _LLAMA_LAYER, "layers")}
 _SUFFIX = {"w": "weight", "b": "bias"}
 
+
 def _hf_names(spec: ModelSpec, store: WeightStore, label: str) -> Callable[[int, str], str]:
-    top, layer, stem = _FAMILY_NAMES[spec.family]
+    row = WEIGHT_ROWS[spec.family]
+    top, layer, stem = row.top, row.layer, row.stem
     suffix = top["embed"]
     found = sorted(name for name in store.names if name == suffix or name.endswith("." + suffix))
     if not found:
@@ -96,7 +62,7 @@ def _gguf_names(index: int, short: str) -> str:
     if index < 0:
         return "token_embd.weight"
     part, _, kind = short.partition(".")
-    return f"blk.{index}.{_GGUF_LAYER[part]}.{_SUFFIX[kind or 'w']}"
+    return f"blk.{index}.{GGUF_LAYER[part]}.{_SUFFIX[kind or 'w']}"
 
 
 #: How each GGUF architecture lays out the pairs its rotary embedding turns. llama.cpp turns
@@ -147,37 +113,6 @@ class _GgufStore(WeightStore):
         return self._gguf.rows(name, index)
 
 
-# Every weight each forward pass reads (engine.models.forward), by short name, with its shape
-# in the config's terms: h the width, q the query heads' width (heads × head width), kv the key
-# heads', i the MLP's, d one head's; P a table of at least max_positions rows, V any rows.
-_TOP_SHAPES = {
-    "bert": {"embed": ("V", "h"), "pos": ("P", "h"), "embed_norm.w": ("h",),
-             "embed_norm.b": ("h",)},
-    "gpt2": {"embed": ("V", "h"), "pos": ("P", "h")},
-    "llama": {"embed": ("V", "h")},
-    "gemma2": {"embed": ("V", "h")},
-    "olmo2": {"embed": ("V", "h")},
-}
-_ROTARY_ATTENTION = {"norm1.w": ("h",), "q.w": ("q", "h"), "k.w": ("kv", "h"),
-                     "v.w": ("kv", "h"), "o.w": ("h", "q")}
-_GATED_MLP = {"gate.w": ("i", "h"), "up.w": ("i", "h"), "down.w": ("h", "i")}
-_LAYER_SHAPES = {
-    "bert": {"q.w": ("q", "h"), "q.b": ("q",), "k.w": ("q", "h"), "k.b": ("q",),
-             "v.w": ("q", "h"), "v.b": ("q",), "o.w": ("h", "q"), "o.b": ("h",),
-             "norm1.w": ("h",), "norm1.b": ("h",), "up.w": ("i", "h"), "up.b": ("i",),
-             "down.w": ("h", "i"), "down.b": ("h",), "norm2.w": ("h",), "norm2.b": ("h",)},
-    # GPT-2's Conv1D stores (in, out), the transpose of nn.Linear.
-    "gpt2": {"norm1.w": ("h",), "norm1.b": ("h",), "qkv.w": ("h", "3q"), "qkv.b": ("3q",),
-             "o.w": ("q", "h"), "o.b": ("h",), "norm2.w": ("h",), "norm2.b": ("h",),
-             "up.w": ("h", "i"), "up.b": ("i",), "down.w": ("i", "h"), "down.b": ("h",)},
-    "llama": {**_ROTARY_ATTENTION, "norm2.w": ("h",), **_GATED_MLP},
-    "gemma2": {**_ROTARY_ATTENTION, "post_attn_norm.w": ("h",), "pre_ff_norm.w": ("h",),
-               "post_ff_norm.w": ("h",), **_GATED_MLP},
-    # OLMo 2: no norm before attention or the MLP; its QK-norm spans all heads.
-    "olmo2": {**{k: v for k, v in _ROTARY_ATTENTION.items() if k != "norm1.w"},
-              "post_attn_norm.w": ("h",), "post_ff_norm.w": ("h",), "q_norm.w": ("q",),
-              "k_norm.w": ("kv",), **_GATED_MLP},
-}
 #: Phi-3's layer: q, k and v fused in one matrix, the MLP's gate and up in another.
 _FUSED_LAYER = {"norm1.w": ("h",), "qkv.w": ("qkvw", "h"), "o.w": ("h", "q"),
                 "norm2.w": ("h",), "gate_up.w": ("2i", "h"), "down.w": ("h", "i")}
@@ -198,9 +133,10 @@ def _expected_weights(spec: ModelSpec) -> tuple[dict[str, tuple[str, ...]],
     """The weights each layer must have and those it may have, by short name."""
     if spec.fused:
         return dict(_FUSED_LAYER), {}
-    must = dict(_LAYER_SHAPES[spec.family])
+    row = WEIGHT_ROWS[spec.family]
+    must = dict(row.layer_shapes)
     may: dict[str, tuple[str, ...]] = {}
-    if spec.family in ROTARY_FAMILIES:
+    if row.rotary:
         if spec.attention_bias:
             must.update(_ATTENTION_BIASES)
         elif spec.architecture == "qwen2":  # Qwen2's q, k and v always have biases
@@ -208,7 +144,7 @@ def _expected_weights(spec: ModelSpec) -> tuple[dict[str, tuple[str, ...]],
             may["o.b"] = _ATTENTION_BIASES["o.b"]
         else:
             may.update(_ATTENTION_BIASES)
-    if spec.qk_norm and spec.family != "olmo2":
+    if spec.qk_norm and row.head_qk_norm:
         must.update(_QK_NORMS)
     return must, may
 
@@ -251,15 +187,16 @@ def _check_weights(spec: ModelSpec, store: WeightStore, names: Callable[[int, st
         if name in store.names and spec.rope.get("rope_type") != "longrope":
             raise ModelError(f"{label}: the weights hold '{name}' ({what}), which this app "
                              "does not model")
-    for short, want in _TOP_SHAPES[spec.family].items():
+    row = WEIGHT_ROWS[spec.family]
+    for short, want in row.top_shapes.items():
         name = names(-1, short)
         if name not in store.names:
             raise ModelError(f"{label}: the weights lack '{shown(name, 80)}': they do not "
                              f"belong to a {spec.architecture} model as the config says")
         _check_shape(name, store.shape(name), want, dims, label)
-    if spec.family == "bert" and names(-1, "type") in store.names:
-        _check_shape(names(-1, "type"), store.shape(names(-1, "type")), ("V", "h"), dims,
-                     label)
+    for short, want in row.optional_top.items():
+        if names(-1, short) in store.names:
+            _check_shape(names(-1, short), store.shape(names(-1, short)), want, dims, label)
     must, may = _expected_weights(spec)
     for layer in range(spec.layers):
         for short, want in must.items():
@@ -273,7 +210,7 @@ def _check_weights(spec: ModelSpec, store: WeightStore, names: Callable[[int, st
             name = names(layer, short)
             if name in store.names:
                 _check_shape(name, store.shape(name), want, dims, label)
-        if spec.family in ROTARY_FAMILIES:
+        if row.rotary:
             for short in _UNMODELLED_FUSED if spec.fused else _UNMODELLED_LAYER:
                 if names(layer, short) in store.names:
                     what = ("a bias, which Phi-3's layers do not have" if spec.fused else
