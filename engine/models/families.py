@@ -29,12 +29,33 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.models.rope import rope_of
 from engine.models.values import Values
 from engine.models.weights import ModelError
 
 __all__ = ["ARCHITECTURE_ROWS", "COMMON_IGNORED", "COMMON_REFUSED", "IGNORED_KEYS",
            "MODELLED_KEYS", "REFUSED_KEYS", "Architecture", "check_config_keys",
            "family_settings", "text_config"]
+
+
+#: rope_theta and scaling of the full-attention layers, then of the sliding layers where they
+#: differ (None and {} where they do not).
+RopeReading = tuple[float, dict[str, Any], float | None, dict[str, Any]]
+#: Gemma 3's RoPE bases when the config gives none (Gemma3TextConfig.default_theta).
+GEMMA3_THETA = {"full_attention": 1_000_000.0, "sliding_attention": 10_000.0}
+
+
+def _rope(values: Values, arch: str, head_dim: int) -> RopeReading:
+    theta, rope = rope_of(values, arch=arch, head_dim=head_dim)
+    return theta, rope, None, {}
+
+
+def _gemma3_rope(values: Values, arch: str, head_dim: int) -> RopeReading:
+    # Gemma 3's sliding layers turn q and k by a base of their own.
+    theta, rope = rope_of(values, default_theta=GEMMA3_THETA["full_attention"])
+    local_theta, local_rope = rope_of(values, "sliding_attention", "rope_local_base_freq",
+                                      GEMMA3_THETA["sliding_attention"])
+    return theta, rope, local_theta, local_rope
 
 
 @dataclass(frozen=True)
@@ -47,7 +68,11 @@ class Architecture:
     ``mlp_bias``: the config's ``mlp_bias`` is read, and refused when true (the other
     families' MLPs have no biases whatever it says); ``attention_bias``: the config's
     ``attention_bias`` is read (Phi-3's fused projection has none); ``causal``: a token sees
-    no later one (all but BERT).
+    no later one (all but BERT); ``rope``: reads the rotary settings (None: no rotary
+    embedding, BERT and GPT-2); ``activation``: the MLP's activation when ``activation_keys``
+    give none; ``embed_sqrt_width``: the embeddings are multiplied by √width (Gemma);
+    ``partial_rotary``: a GGUF file may turn part of each head (Phi-3); ``uniform_window``: a
+    GGUF file's ``attention.sliding_window`` is every layer's (Phi-3).
     """
 
     family: str
@@ -56,19 +81,30 @@ class Architecture:
     fused: bool = False
     mlp_bias: bool = False
     attention_bias: bool = False
+    rope: Callable[[Values, str, int], RopeReading] | None = _rope
+    activation: str = "silu"
+    activation_keys: tuple[str, ...] = ("hidden_activation", "hidden_act",
+                                        "activation_function")
+    embed_sqrt_width: bool = False
+    partial_rotary: bool = False
+    uniform_window: bool = False
 
 
 _LLAMA = Architecture("llama", mlp_bias=True, attention_bias=True)
-_GEMMA3 = Architecture("gemma2", qk_norm=True, attention_bias=True)
+#: Gemma's MLP reads hidden_activation only (transformers ignores hidden_act there).
+_GEMMA: dict[str, Any] = {"activation": "gelu_pytorch_tanh",
+                          "activation_keys": ("hidden_activation",), "embed_sqrt_width": True}
+_GEMMA3 = Architecture("gemma2", qk_norm=True, attention_bias=True, rope=_gemma3_rope,
+                       **_GEMMA)
 #: Every Hugging Face ``model_type`` this app runs (``gemma3`` is read as its text model).
 ARCHITECTURE_ROWS: Mapping[str, Architecture] = {
-    "bert": Architecture("bert", causal=False),
-    "gpt2": Architecture("gpt2"),
+    "bert": Architecture("bert", causal=False, rope=None, activation="gelu"),
+    "gpt2": Architecture("gpt2", rope=None, activation="gelu"),
     "llama": _LLAMA,
     "mistral": _LLAMA,
     "qwen2": _LLAMA,
     "qwen3": Architecture("llama", qk_norm=True, mlp_bias=True, attention_bias=True),
-    "gemma2": Architecture("gemma2", mlp_bias=True, attention_bias=True),
+    "gemma2": Architecture("gemma2", mlp_bias=True, attention_bias=True, **_GEMMA),
     "olmo2": Architecture("olmo2", qk_norm=True, attention_bias=True),
     "granite": _LLAMA,
     "gemma3_text": _GEMMA3,
@@ -174,9 +210,6 @@ def check_config_keys(values: Values, arch: str) -> None:
         if value is not None and not any(value is h for h in harmless):
             raise values.refuse(key, value, allowed)
 
-#: Gemma 3's RoPE bases when the config gives none (Gemma3TextConfig.default_theta).
-GEMMA3_THETA = {"full_attention": 1_000_000.0, "sliding_attention": 10_000.0}
-
 
 def text_config(config: Mapping[str, Any], label: str) -> Mapping[str, Any]:
     """The language model's config: ``config`` itself, or Gemma 3's ``text_config`` (the
@@ -199,6 +232,15 @@ def _bert(values: Values) -> dict[str, Any]:
         raise values.refuse("is_decoder", True, "false (a BERT decoder, causal and with "
                             "cross-attention, is not modelled)")
     return {}
+
+
+def _gpt2(values: Values) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if not values.flag("scale_attn_weights", default=True):
+        out.update(scale=1.0, note="1 (scale_attn_weights off)")
+    if values.flag("scale_attn_by_inverse_layer_idx", default=False):
+        out["per_layer"] = True
+    return out
 
 
 def _granite(values: Values) -> dict[str, Any]:
@@ -242,12 +284,14 @@ def _gemma3(values: Values) -> dict[str, Any]:
 
 #: What a family reads beyond the shared reading (engine.models.spec), by ``model_type``.
 _SETTINGS: Mapping[str, Callable[[Values], dict[str, Any]]] = {
-    "bert": _bert, "granite": _granite, "gemma2": _gemma2, "gemma3_text": _gemma3,
+    "bert": _bert, "gpt2": _gpt2, "granite": _granite, "gemma2": _gemma2, "gemma3_text": _gemma3,
 }
 
 
 def family_settings(values: Values, arch: str) -> dict[str, Any]:
-    """What ``arch`` sets beyond the shared reading, as :class:`ModelSpec` fields.
+    """What ``arch`` sets beyond the shared reading, as :class:`ModelSpec` fields, plus
+    ``scale`` and ``note`` (the logits' scale, where it is not 1/√(head width), and how it was
+    chosen) and ``per_layer`` (that scale divided by the layer's number + 1: GPT-2).
 
     Raises
     ------

@@ -32,10 +32,10 @@ GGUF_ARCHITECTURE_ROWS = {
     "llama": Architecture("llama"),
     "qwen2": Architecture("llama"),
     "qwen3": Architecture("llama", qk_norm=True),
-    "phi3": Architecture("llama", fused=True),
+    "phi3": Architecture("llama", fused=True, partial_rotary=True, uniform_window=True),
     "granite": Architecture("llama"),
-    "gemma2": Architecture("gemma2"),
-    "gemma3": Architecture("gemma2", qk_norm=True),
+    "gemma2": Architecture("gemma2", activation="gelu_pytorch_tanh"),
+    "gemma3": Architecture("gemma2", qk_norm=True, activation="gelu_pytorch_tanh"),
     "olmo2": Architecture("olmo2", qk_norm=True),
 }
 #: Gemma 2's window and logit cap in llama.cpp when a GGUF file leaves the key out.

@@ -9,7 +9,6 @@ from typing import Any
 from engine.io.source import shown
 from engine.models.families import (
     ARCHITECTURE_ROWS,
-    GEMMA3_THETA,
     check_config_keys,
     family_settings,
     text_config,
@@ -19,7 +18,6 @@ from engine.models.gguf_keys import check_gguf_keys
 from engine.models.rope import (
     MAX_POSITIONS,
     inverse_frequencies,
-    rope_of,
     rotary_width,
 )
 from engine.models.values import Values
@@ -32,7 +30,8 @@ __all__ = ["ARCHITECTURES", "GGUF_ARCHITECTURES", "ROTARY_FAMILIES", "ModelSpec"
 #: Hugging Face ``model_type`` values this app runs, by the forward pass that runs them.
 ARCHITECTURES: Mapping[str, str] = {arch: row.family for arch, row in ARCHITECTURE_ROWS.items()}
 #: The forward passes that turn q and k by a rotary embedding (and read rope settings).
-ROTARY_FAMILIES = ("llama", "gemma2", "olmo2")
+ROTARY_FAMILIES = tuple(dict.fromkeys(row.family for row in ARCHITECTURE_ROWS.values()
+                                     if row.rope is not None))
 #: GGUF ``general.architecture`` values this app runs, by the forward pass that runs them.
 GGUF_FAMILIES: Mapping[str, str] = {arch: row.family
                                     for arch, row in GGUF_ARCHITECTURE_ROWS.items()}
@@ -131,11 +130,10 @@ def _check_rotary(label: str, head_dim: int) -> None:
                          f"head width is {head_dim} (odd)")
 
 
-def _heads_and_width(config: Values, family: str, label: str) -> tuple[int, int, int, int]:
+def _heads_and_width(config: Values, rotary: bool, label: str) -> tuple[int, int, int, int]:
     """hidden, heads, key heads and head width, checked against one another."""
     hidden = config.whole("hidden_size", "n_embd", high=MAX_WIDTH)
     heads = config.whole("num_attention_heads", "n_head", high=MAX_HEADS)
-    rotary = family in ROTARY_FAMILIES
     # BERT and GPT-2 have neither grouped keys nor a head width of their own: transformers
     # ignores those keys there, and so does this.
     kv_heads = config.whole("num_key_value_heads", default=heads, high=heads) if rotary else heads
@@ -181,44 +179,28 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
     row = ARCHITECTURE_ROWS[arch]
     family = row.family
     layers = values.whole("num_hidden_layers", "n_layer", high=MAX_LAYERS)
-    hidden, heads, kv_heads, head_dim = _heads_and_width(values, family, label)
+    hidden, heads, kv_heads, head_dim = _heads_and_width(values, row.rope is not None, label)
     intermediate = values.whole("intermediate_size", "n_inner", default=4 * hidden,
                                 high=MAX_INNER)
     eps = values.number("layer_norm_eps", "layer_norm_epsilon", "rms_norm_eps", default=1e-5,
                         least=TINY_EPS, below=1)
     positions = values.whole("max_position_embeddings", "n_positions", default=2048,
                              high=MAX_POSITIONS)
-    gemma = family == "gemma2"
-    activation_keys = (("hidden_activation",) if gemma else
-                       ("hidden_activation", "hidden_act", "activation_function"))
-    activation = values.choice(*activation_keys, options=ACTIVATIONS,
-                               default="gelu_pytorch_tanh" if gemma else
-                               "silu" if family in ROTARY_FAMILIES else "gelu")
-    scale = head_dim ** -0.5
-    note = "1/√d_head"
-    theta, rope = None, {}
-    per_layer = biases = False
-    if family == "gpt2":
-        if not values.flag("scale_attn_weights", default=True):
-            scale, note = 1.0, "1 (scale_attn_weights off)"
-        if values.flag("scale_attn_by_inverse_layer_idx", default=False):
-            per_layer = True
-            note += ", ÷ (layer + 1)"
-    local_theta, local_rope = None, {}
-    if arch == "gemma3_text":
-        theta, rope = rope_of(values, default_theta=GEMMA3_THETA["full_attention"])
-        local_theta, local_rope = rope_of(values, "sliding_attention", "rope_local_base_freq",
-                                          GEMMA3_THETA["sliding_attention"])
-    elif family in ROTARY_FAMILIES:
-        theta, rope = rope_of(values, arch=arch, head_dim=head_dim)
+    activation = values.choice(*row.activation_keys, options=ACTIVATIONS,
+                               default=row.activation)
+    theta, rope, local_theta, local_rope = (None, {}, None, {}) if row.rope is None else (
+        row.rope(values, arch, head_dim))
+    biases = False
     if row.mlp_bias and values.flag("mlp_bias", default=False):
         raise values.refuse("mlp_bias", True, "false (biases of the MLP are not modelled)")
     if row.attention_bias:
         biases = values.flag("attention_bias", default=False)
     extra = family_settings(values, arch)
-    if "scale" in extra:
-        scale, note = extra.pop("scale"), extra.pop("note")
-    if gemma:
+    scale, note = extra.pop("scale", head_dim ** -0.5), extra.pop("note", "1/√d_head")
+    per_layer = extra.pop("per_layer", False)
+    if per_layer:
+        note += ", ÷ (layer + 1)"
+    if row.embed_sqrt_width:
         extra["embed_scale"] = hidden ** 0.5
     scales = (tuple(scale / (i + 1) for i in range(layers)) if per_layer
               else (scale,) * layers)
@@ -257,6 +239,7 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
     _, arch = values.raw("general.architecture")
     check_gguf_architecture(arch, label)
     check_gguf_keys(metadata, arch, label)
+    row = GGUF_ARCHITECTURE_ROWS[arch]
 
     def key(name: str) -> str:
         return f"{arch}.{name}"
@@ -277,7 +260,7 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
                        ("rope.dimension_count", "the head width (partial rotary is not "
                                                 "modelled)")):
         width = values.whole(key(name), default=head_dim, high=MAX_HEAD_DIM)
-        if arch == "phi3" and name.startswith("rope") and width < head_dim:
+        if row.partial_rotary and name.startswith("rope") and width < head_dim:
             if width < 2 or width % 2:
                 raise values.refuse(key(name), width, f"an even number from 2 to {head_dim}")
             rope["rotary_dim"] = width
@@ -299,12 +282,11 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
         raise values.refuse(key("rope.scale_linear"), scale_linear,
                             "1 (write the factor as rope.scaling.type linear and "
                             "rope.scaling.factor)")
-    row = GGUF_ARCHITECTURE_ROWS[arch]
     family = row.family
     extra = {"windows": (None,) * layers,
              **gguf_family_settings(values, arch, layers, hidden, heads, head_dim)}
     scale, note = extra.pop("scale", head_dim ** -0.5), extra.pop("note", "1/√d_head")
-    if arch == "phi3":
+    if row.uniform_window:
         # The converter writes 0 for none (Phi-4). llama.cpp now ignores Phi-3's window; it
         # is applied here as the model defines it (transformers), so that a file and the
         # folder it was written from give the same q and k.
@@ -318,7 +300,7 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
                                        least=TINY_EPS, below=1),
                      max_positions=values.whole(key("context_length"), default=2048,
                                                 high=MAX_POSITIONS),
-                     activation="gelu_pytorch_tanh" if family == "gemma2" else "silu",
+                     activation=row.activation,
                      causal=True, scales=(scale,) * layers, qk_norm=row.qk_norm,
                      rope_theta=values.number(key("rope.freq_base"), default=10000.0, above=1),
                      rope=rope, scale_note=note, fused=row.fused, **extra)
