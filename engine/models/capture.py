@@ -133,8 +133,8 @@ class Model:
     def _largest_layer_tensor(self) -> int:
         """Bytes of the largest weight of layer 0 once converted to float32 (every layer of
         these families has the same shapes)."""
-        spec = self.spec
-        probe = self._names(0, "qkv.w" if spec.family == "gpt2" else "q.w")
+        # Every family's layer has an output projection, and its name starts as the layer's.
+        probe = self._names(0, "o.w")
         prefix = probe[: probe.index(".0.") + 3] if ".0." in probe else probe
         return max((self._store.nbytes(name) for name in self._store.names
                     if name.startswith(prefix)), default=0)

@@ -41,16 +41,22 @@ __all__ = ["ARCHITECTURE_ROWS", "COMMON_IGNORED", "COMMON_REFUSED", "IGNORED_KEY
 #: rope_theta and scaling of the full-attention layers, then of the sliding layers where they
 #: differ (None and {} where they do not).
 RopeReading = tuple[float, dict[str, Any], float | None, dict[str, Any]]
+RopeReader = Callable[[Values, int], RopeReading]
 #: Gemma 3's RoPE bases when the config gives none (Gemma3TextConfig.default_theta).
 GEMMA3_THETA = {"full_attention": 1_000_000.0, "sliding_attention": 10_000.0}
 
 
-def _rope(values: Values, arch: str, head_dim: int) -> RopeReading:
-    theta, rope = rope_of(values, arch=arch, head_dim=head_dim)
+def _rope(values: Values, head_dim: int) -> RopeReading:
+    theta, rope = rope_of(values, head_dim=head_dim)
     return theta, rope, None, {}
 
 
-def _gemma3_rope(values: Values, arch: str, head_dim: int) -> RopeReading:
+def _phi3_rope(values: Values, head_dim: int) -> RopeReading:
+    theta, rope = rope_of(values, longrope=True, head_dim=head_dim)
+    return theta, rope, None, {}
+
+
+def _gemma3_rope(values: Values, head_dim: int) -> RopeReading:
     # Gemma 3's sliding layers turn q and k by a base of their own.
     theta, rope = rope_of(values, default_theta=GEMMA3_THETA["full_attention"])
     local_theta, local_rope = rope_of(values, "sliding_attention", "rope_local_base_freq",
@@ -81,7 +87,7 @@ class Architecture:
     fused: bool = False
     mlp_bias: bool = False
     attention_bias: bool = False
-    rope: Callable[[Values, str, int], RopeReading] | None = _rope
+    rope: RopeReader | None = _rope
     activation: str = "silu"
     activation_keys: tuple[str, ...] = ("hidden_activation", "hidden_act",
                                         "activation_function")
@@ -109,7 +115,7 @@ ARCHITECTURE_ROWS: Mapping[str, Architecture] = {
     "granite": _LLAMA,
     "gemma3_text": _GEMMA3,
     "gemma3": _GEMMA3,
-    "phi3": Architecture("llama", fused=True),
+    "phi3": Architecture("llama", fused=True, rope=_phi3_rope),
 }
 
 #: Keys no forward pass up to q and k reads: token ids, training-only and storage settings.

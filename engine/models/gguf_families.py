@@ -17,6 +17,7 @@ OLMo 3 writes under the same name is refused by engine.models.gguf_keys.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.models.families import Architecture
@@ -51,26 +52,32 @@ GEMMA3_PATTERN = 6
 GEMMA3_LOCAL_THETA = 10000.0
 
 
-def _gemma(values: Values, arch: str, layers: int, hidden: int, heads: int,
-           head_dim: int) -> dict[str, Any]:
-    def key(name: str) -> str:
-        return f"{arch}.{name}"
-
+def _gemma(arch: str, layers: int, hidden: int, heads: int, head_dim: int) -> dict[str, Any]:
+    """What Gemma 2 and 3 share: the scale (the 27B's its own) and the norms' + 1."""
     scale, note = head_dim ** -0.5, "1/√d_head"
     if layers == GEMMA_27B_LAYERS[arch]:
         scale, note = (hidden // heads) ** -0.5, f"1/√(width / heads) = 1/√{hidden // heads}"
-    out: dict[str, Any] = {"scale": scale, "note": note, "norms_hold_one": True,
-                           "embed_scale": hidden ** 0.5}
-    if arch == "gemma2":
-        out["cap"] = values.number(key("attn_logit_softcapping"), default=GGUF_GEMMA2_CAP,
-                                   least=1e-3, below=1e6)
-        window = values.whole(key("attention.sliding_window"), default=GGUF_GEMMA2_WINDOW,
-                              high=MAX_POSITIONS)
-        out["windows"] = tuple(window if i % 2 == 0 else None for i in range(layers))
-        return out
-    out["final_cap"] = values.number(key("final_logit_softcapping"), default=None,
+    return {"scale": scale, "note": note, "norms_hold_one": True,
+            "embed_scale": hidden ** 0.5}
+
+
+def _gemma2(values: Values, arch: str, layers: int, hidden: int, heads: int,
+            head_dim: int) -> dict[str, Any]:
+    out = _gemma(arch, layers, hidden, heads, head_dim)
+    out["cap"] = values.number("gemma2.attn_logit_softcapping", default=GGUF_GEMMA2_CAP,
+                               least=1e-3, below=1e6)
+    window = values.whole("gemma2.attention.sliding_window", default=GGUF_GEMMA2_WINDOW,
+                          high=MAX_POSITIONS)
+    out["windows"] = tuple(window if i % 2 == 0 else None for i in range(layers))
+    return out
+
+
+def _gemma3(values: Values, arch: str, layers: int, hidden: int, heads: int,
+            head_dim: int) -> dict[str, Any]:
+    out = _gemma(arch, layers, hidden, heads, head_dim)
+    out["final_cap"] = values.number("gemma3.final_logit_softcapping", default=None,
                                      least=1e-3, below=1e6)
-    window = values.whole(key("attention.sliding_window"), default=0, low=0,
+    window = values.whole("gemma3.attention.sliding_window", default=0, low=0,
                           high=MAX_POSITIONS)
     out["windows"] = tuple(window if window and i % GEMMA3_PATTERN != GEMMA3_PATTERN - 1
                            else None for i in range(layers))
@@ -79,7 +86,7 @@ def _gemma(values: Values, arch: str, layers: int, hidden: int, heads: int,
     return out
 
 
-def _granite(values: Values) -> dict[str, Any]:
+def _granite(values: Values, *_: int | str) -> dict[str, Any]:
     # a negative multiplier would flip the branch it scales, which no trained model does
     def multiplier(name: str, default: float | None) -> float | None:
         value = values.number(f"granite.{name}", default=default, least=0, below=1e6)
@@ -97,6 +104,12 @@ def _granite(values: Values) -> dict[str, Any]:
     return out
 
 
+#: What an architecture reads beyond the keys every one shares, by ``general.architecture``.
+_SETTINGS: Mapping[str, Callable[..., dict[str, Any]]] = {
+    "gemma2": _gemma2, "gemma3": _gemma3, "granite": _granite,
+}
+
+
 def gguf_family_settings(values: Values, arch: str, layers: int, hidden: int, heads: int,
                          head_dim: int) -> dict[str, Any]:
     """``arch``'s own settings: ModelSpec fields, plus ``scale`` and ``note`` (the logits'
@@ -107,8 +120,5 @@ def gguf_family_settings(values: Values, arch: str, layers: int, hidden: int, he
     ModelError
         Naming a key whose value is out of range or asks for what is not modelled.
     """
-    if arch in GEMMA_27B_LAYERS:
-        return _gemma(values, arch, layers, hidden, heads, head_dim)
-    if arch == "granite":
-        return _granite(values)
-    return {}
+    reader = _SETTINGS.get(arch)
+    return {} if reader is None else reader(values, arch, layers, hidden, heads, head_dim)

@@ -68,12 +68,12 @@ def _longrope(params: Values, config: Values, pairs: int) -> dict[str, Any]:
 
 
 def rope_of(config: Values, kind: str = "full_attention", theta_key: str = "rope_theta",
-            default_theta: float = 10000.0, *, arch: str = "",
+            default_theta: float = 10000.0, *, longrope: bool = False,
             head_dim: int = 0) -> tuple[float, dict[str, Any]]:
     """rope_theta and the rotary scaling of the layers of attention ``kind``, checked: each
     scaling's keys present and in range. ``theta_key`` and ``default_theta``: where an older
-    config gives the base of that kind, and the family's base when it gives none; ``arch``
-    "phi3" (with its ``head_dim``) also reads LongRoPE and partial rotary."""
+    config gives the base of that kind, and the family's base when it gives none; ``longrope``
+    (Phi-3, with its ``head_dim``) also reads LongRoPE and partial rotary."""
     # transformers 5 writes "rope_parameters" (with rope_theta inside, per attention kind
     # for some models); older configs write rope_theta and rope_scaling beside each other
     # (Gemma 3's rope_scaling is of its full-attention layers only).
@@ -87,9 +87,8 @@ def rope_of(config: Values, kind: str = "full_attention", theta_key: str = "rope
     theta = params.number("rope_theta", above=1, default=None)
     if theta is None:
         theta = config.number(theta_key, above=1, default=default_theta)
-    phi3 = arch == "phi3"
     rope_type = params.choice("rope_type", "type", default="default",
-                              options=PHI3_ROPE_TYPES if phi3 else ROPE_TYPES)
+                              options=PHI3_ROPE_TYPES if longrope else ROPE_TYPES)
     rope: dict[str, Any] = {"rope_type": "longrope" if rope_type in ("su", "yarn")
                             else rope_type}
     partials = [(where, value) for where in (params, config)
@@ -97,12 +96,12 @@ def rope_of(config: Values, kind: str = "full_attention", theta_key: str = "rope
                 is not None]
     # Phi-3 reads rope_parameters' own first (the config's is only its default); the other
     # families turn whole heads, so a fraction anywhere is refused.
-    for where, partial in partials[:1] if phi3 else partials:
+    for where, partial in partials[:1] if longrope else partials:
         if partial == 1.0:
             continue
-        width = int(head_dim * partial) if phi3 and partial < 1 else 0
+        width = int(head_dim * partial) if longrope and partial < 1 else 0
         if width < 2 or width % 2:
-            allowed = ("a fraction ≤ 1 that turns an even number of dimensions" if phi3 else
+            allowed = ("a fraction ≤ 1 that turns an even number of dimensions" if longrope else
                        "1 (rotary embedding of part of a head is not modelled)")
             raise where.refuse("partial_rotary_factor", partial, allowed)
         rope["partial_rotary_factor"] = partial

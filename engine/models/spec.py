@@ -189,7 +189,7 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
     activation = values.choice(*row.activation_keys, options=ACTIVATIONS,
                                default=row.activation)
     theta, rope, local_theta, local_rope = (None, {}, None, {}) if row.rope is None else (
-        row.rope(values, arch, head_dim))
+        row.rope(values, head_dim))
     biases = False
     if row.mlp_bias and values.flag("mlp_bias", default=False):
         raise values.refuse("mlp_bias", True, "false (biases of the MLP are not modelled)")
