@@ -77,8 +77,10 @@ class Architecture:
     no later one (all but BERT); ``rope``: reads the rotary settings (None: no rotary
     embedding, BERT and GPT-2); ``activation``: the MLP's activation when ``activation_keys``
     give none; ``embed_sqrt_width``: the embeddings are multiplied by √width (Gemma);
-    ``partial_rotary``: a GGUF file may turn part of each head (Phi-3); ``uniform_window``: a
-    GGUF file's ``attention.sliding_window`` is every layer's (Phi-3).
+    ``qkv_bias``: q, k and v always have biases, o may (Qwen2); ``partial_rotary``: a GGUF
+    file may turn part of each head (Phi-3); ``uniform_window``: a GGUF file's
+    ``attention.sliding_window`` is every layer's (Phi-3); ``longrope``: a GGUF file may hold
+    LongRoPE's factors and attention factor (Phi-3).
     """
 
     family: str
@@ -92,8 +94,10 @@ class Architecture:
     activation_keys: tuple[str, ...] = ("hidden_activation", "hidden_act",
                                         "activation_function")
     embed_sqrt_width: bool = False
+    qkv_bias: bool = False
     partial_rotary: bool = False
     uniform_window: bool = False
+    longrope: bool = False
 
 
 _LLAMA = Architecture("llama", mlp_bias=True, attention_bias=True)
@@ -108,7 +112,7 @@ ARCHITECTURE_ROWS: Mapping[str, Architecture] = {
     "gpt2": Architecture("gpt2", rope=None, activation="gelu"),
     "llama": _LLAMA,
     "mistral": _LLAMA,
-    "qwen2": _LLAMA,
+    "qwen2": Architecture("llama", mlp_bias=True, attention_bias=True, qkv_bias=True),
     "qwen3": Architecture("llama", qk_norm=True, mlp_bias=True, attention_bias=True),
     "gemma2": Architecture("gemma2", mlp_bias=True, attention_bias=True, **_GEMMA),
     "olmo2": Architecture("olmo2", qk_norm=True, attention_bias=True),

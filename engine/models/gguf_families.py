@@ -31,9 +31,10 @@ __all__ = ["GGUF_ARCHITECTURE_ROWS", "GGUF_GEMMA2_CAP", "GGUF_GEMMA2_WINDOW",
 #: all heads) and fused projections (the bias keys of a folder's config have no GGUF rows).
 GGUF_ARCHITECTURE_ROWS = {
     "llama": Architecture("llama"),
-    "qwen2": Architecture("llama"),
+    "qwen2": Architecture("llama", qkv_bias=True),
     "qwen3": Architecture("llama", qk_norm=True),
-    "phi3": Architecture("llama", fused=True, partial_rotary=True, uniform_window=True),
+    "phi3": Architecture("llama", fused=True, partial_rotary=True, uniform_window=True,
+                         longrope=True),
     "granite": Architecture("llama"),
     "gemma2": Architecture("gemma2", activation="gelu_pytorch_tanh"),
     "gemma3": Architecture("gemma2", qk_norm=True, activation="gelu_pytorch_tanh"),

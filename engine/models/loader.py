@@ -12,6 +12,7 @@ import numpy as np
 from engine.io.source import shown
 from engine.models.capture import Model
 from engine.models.folder import path_kind, poller, read_config, safetensors_files
+from engine.models.gguf_families import GGUF_ARCHITECTURE_ROWS
 from engine.models.gguf_file import GgufFile
 from engine.models.rope import MAX_POSITIONS
 from engine.models.spec import (
@@ -139,7 +140,7 @@ def _expected_weights(spec: ModelSpec) -> tuple[dict[str, tuple[str, ...]],
     if row.rotary:
         if spec.attention_bias:
             must.update(_ATTENTION_BIASES)
-        elif spec.architecture == "qwen2":  # Qwen2's q, k and v always have biases
+        elif spec.qkv_bias:
             must.update({k: v for k, v in _ATTENTION_BIASES.items() if k != "o.b"})
             may["o.b"] = _ATTENTION_BIASES["o.b"]
         else:
@@ -247,7 +248,7 @@ def _with_rope_factors(spec: ModelSpec, gguf: GgufFile, label: str) -> ModelSpec
     transformers does (llama.cpp chooses them by its context size).
     """
     pairs = spec.rotary_width() // 2
-    if spec.architecture == "phi3":
+    if GGUF_ARCHITECTURE_ROWS[spec.architecture].longrope:
         # llama.cpp multiplies cos and sin by the attention factor with or without factors
         values = Values(gguf.metadata, label)
         rope = {**spec.rope, "attention_factor": values.number(

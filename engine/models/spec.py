@@ -85,6 +85,8 @@ class ModelSpec:
     scale_note: str = ""
     #: Whether q, k, v and o have biases the config asks for (Qwen2's q, k and v always do).
     attention_bias: bool = False
+    #: Whether q, k and v have biases whatever the config says, and o may (Qwen2).
+    qkv_bias: bool = False
     #: Whether Gemma's RMS norm weights already hold its + 1 (llama.cpp's converter adds it
     #: when it writes a GGUF file), so the forward pass must not add it again.
     norms_hold_one: bool = False
@@ -211,7 +213,7 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
                      rope_theta=theta, rope=rope,
                      windows=layer_windows(values, arch, layers, MAX_POSITIONS),
                      scale_note=note, attention_bias=biases, local_rope_theta=local_theta,
-                     local_rope=local_rope, fused=row.fused, **extra)
+                     local_rope=local_rope, fused=row.fused, qkv_bias=row.qkv_bias, **extra)
 
 
 def check_gguf_architecture(arch: object, label: str) -> None:
@@ -303,4 +305,5 @@ def spec_from_gguf(metadata: Mapping[str, Any], label: str) -> ModelSpec:
                      activation=row.activation,
                      causal=True, scales=(scale,) * layers, qk_norm=row.qk_norm,
                      rope_theta=values.number(key("rope.freq_base"), default=10000.0, above=1),
-                     rope=rope, scale_note=note, fused=row.fused, **extra)
+                     rope=rope, scale_note=note, fused=row.fused, qkv_bias=row.qkv_bias,
+                     **extra)
