@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.io.files import check_regular_file, describe_os_error, read_regular_file
+from engine.io.files import check_regular_file, describe_os_error, read_text_limited
 from engine.io.source import shown
 from engine.models.gguf_vocab import (
     GGUF_PRE_TOKENIZERS,
@@ -257,7 +257,7 @@ def hf_tokenizer(folder: Path) -> Tokenizer:
     try:
         # Read here, not by path in ``tokenizers``: a FIFO swapped in since the check would
         # block it, and its size is bounded.
-        text = read_regular_file(path, MAX_JSON_BYTES, "tokenizer.json").decode("utf-8")
+        text = read_text_limited(path, MAX_JSON_BYTES, "tokenizer.json")
     except (OSError, UnicodeDecodeError) as exc:
         reason = describe_os_error(exc) if isinstance(exc, OSError) else "not UTF-8"
         raise ModelError(f"{shown(folder.name)}: tokenizer.json cannot be read: {reason}"
