@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from engine.core.plan import layer_mask
 from engine.models.spec import ModelSpec
 from engine.models.weights import ModelError, WeightStore
 
@@ -135,18 +136,18 @@ def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: floa
             causal: bool, window: int | None = None) -> np.ndarray:
     """softmax(c·q·kᵀ [soft-capped], masked) v for (heads, n, d) inputs; returns (n, heads·d).
 
-    ``window`` (causal only): query i sees keys i − window + 1 … i, as transformers'
-    sliding-window mask (key j kept iff j > i − window)."""
+    ``window`` (causal only): query i sees keys i − window + 1 … i, the mask of
+    :func:`engine.core.plan.layer_mask` that the app's own attention views apply too."""
     z = q @ k.transpose(0, 2, 1)
     z *= np.float32(scale)
     if cap is not None:
         z /= np.float32(cap)
         np.tanh(z, out=z)
         z *= np.float32(cap)
-    if causal:  # the future keys: -inf, weight 0 (in place: no new array per layer)
-        z[:, ~np.tri(z.shape[-1], dtype=bool)] = -np.inf
-        if window is not None and window < z.shape[-1]:  # and the keys behind the window
-            z[:, np.tri(z.shape[-1], k=-window, dtype=bool)] = -np.inf
+    mask = layer_mask(z.shape[-1], causal, window)
+    if mask is not None:  # the keys a query may not see: -inf, weight 0 (in place)
+        seen = np.tri(z.shape[-1], dtype=bool) if isinstance(mask, str) else mask
+        z[:, ~seen] = -np.inf
     out = _softmax(z) @ v
     return out.transpose(1, 0, 2).reshape(q.shape[1], -1)
 
