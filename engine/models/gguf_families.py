@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from engine.models.families import Architecture
+from engine.models.families import GEMMA3_THETA, Architecture
 from engine.models.rope import MAX_POSITIONS
 from engine.models.values import Values
+from engine.models.windows import GEMMA3_PATTERN
 
 __all__ = ["GGUF_ARCHITECTURE_ROWS", "GGUF_GEMMA2_CAP", "GGUF_GEMMA2_WINDOW",
            "gguf_family_settings"]
@@ -47,10 +48,9 @@ GGUF_GEMMA2_CAP = 50.0
 #: 1/√(width / heads), not by 1/√(key width) as the smaller ones (the two agree with each
 #: model's query_pre_attn_scalar).
 GEMMA_27B_LAYERS = {"gemma2": 46, "gemma3": 62}
-#: llama.cpp's fixed Gemma 3 pattern: layer i slides unless i % 6 == 5; the sliding layers
-#: turn by base 10000, unscaled.
-GEMMA3_PATTERN = 6
-GEMMA3_LOCAL_THETA = 10000.0
+#: llama.cpp fixes Gemma 3's pattern at transformers' default (layer i slides unless
+#: i % 6 == 5), and its sliding layers turn by transformers' default local base, unscaled.
+GEMMA3_LOCAL_THETA = GEMMA3_THETA["sliding_attention"]
 
 
 def _gemma(arch: str, layers: int, hidden: int, heads: int, head_dim: int) -> dict[str, Any]:
