@@ -27,15 +27,16 @@ from engine.io.names import layer_array
 from engine.io.source import shown
 from engine.io.tensors import TensorFile, tensors_from_arrays, write_tensors
 from engine.models.forward import CaptureCancelled, LayerCapture, run_forward
+from engine.models.gguf_file import DEQUANTIZE_ROWS_WEIGHTS
 from engine.models.spec import ModelSpec
 from engine.models.tokenize import Encoded, Tokenizer, TokenizerSource
 from engine.models.weights import ModelError, WeightStore
 
 __all__ = ["Capture", "Model", "layers_text"]
 
-#: Dequantizing converts a block of a quantized tensor's rows at a time (about 4M weights),
+#: Dequantizing converts a block of DEQUANTIZE_ROWS_WEIGHTS of a quantized tensor at a time,
 #: holding some 16 bytes of temporaries per weight of the block besides its output.
-DEQUANTIZE_ROWS_WEIGHTS, DEQUANTIZE_BYTES_PER_WEIGHT = 1 << 22, 16
+DEQUANTIZE_BYTES_PER_WEIGHT = 16
 #: The first prefix of a long text that is tokenized (characters), and how many tokens past
 #: the limit make the tokens before them those of the whole text.
 PREFIX_CHARS, SETTLED_TOKENS = 4096, 32

@@ -45,6 +45,9 @@ MAX_ARRAY_DEPTH = 4
 # against the file's size with these before a single entry is parsed.
 _MIN_KV_BYTES, _MIN_INFO_BYTES = 8 + 4 + 1, 8 + 4 + 4 + 8
 _MIN_ITEM_BYTES = {_STRING: 8, _ARRAY: 12, **{k: struct.calcsize(f) for k, f in _SCALARS.items()}}
+#: Weights a quantized tensor is dequantized in at a time: a block's temporaries stay bounded
+#: (engine.models.capture counts them in its memory estimate).
+DEQUANTIZE_ROWS_WEIGHTS = 1 << 22
 
 
 class _Cursor:
@@ -283,7 +286,7 @@ class GgufFile(WeightStore):
         # the temporaries of a large model's matrices bounded.
         traits.init_grid()
         out = np.empty((raw.shape[0], shape[-1]), dtype=np.float32)
-        step = max(1, (1 << 22) // max(shape[-1], 1))
+        step = max(1, DEQUANTIZE_ROWS_WEIGHTS // max(shape[-1], 1))
         for start in range(0, raw.shape[0], step):
             out[start:start + step] = traits.dequantize_rows(raw[start:start + step])
         return out.reshape(shape)
