@@ -122,8 +122,7 @@ _ATTENTION_BIASES = {"q.b": ("q",), "k.b": ("kv",), "v.b": ("kv",), "o.b": ("h",
 _QK_NORMS = {"q_norm.w": ("d",), "k_norm.w": ("d",)}
 #: Weights that change a llama forward pass which it does not model (LongRoPE's frequency
 #: factors outside Phi-3's, whose loader reads them; MLP biases): refused rather than ignored.
-_UNMODELLED_TOP = {"rope_factors_long.weight": "LongRoPE frequency factors",
-                   "rope_factors_short.weight": "LongRoPE frequency factors"}
+_UNMODELLED_TOP = dict.fromkeys(LONGROPE, "LongRoPE frequency factors")
 _UNMODELLED_LAYER = ("gate.b", "up.b", "down.b")
 #: Phi-3's layers have no biases at all (transformers builds none, so would ignore them).
 _UNMODELLED_FUSED = ("qkv.b", "o.b", "gate_up.b", "down.b")
