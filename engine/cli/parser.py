@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -34,8 +35,6 @@ class SuggestingParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args: Sequence[str] | None = None,
                          namespace: argparse.Namespace | None = None) -> Any:
-        import sys
-
         self._words = list(sys.argv[1:] if args is None else args)
         namespace, extras = super().parse_known_args(args, namespace)
         message = self._unknown_option()
