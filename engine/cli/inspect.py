@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import csv
 import math
-import re
 import sys
 from collections.abc import Iterator
 from typing import IO, Any
@@ -19,6 +18,7 @@ from typing import IO, Any
 from engine.analysis.head_scan import HeadRecord, check_weights_rule, iter_file_diagnostics
 from engine.analysis.heads import HeadDiagnostics
 from engine.cli.head_table import write_head_table
+from engine.cli.options import with_option_name
 from engine.cli.output import open_output, output_error
 from engine.cli.progress import Progress
 from engine.core.scaling import Rule
@@ -80,8 +80,8 @@ def _layer_labels(tf: Any) -> dict[int, str]:
     return labels
 
 
-#: A refused rule parameter's message starts with its name, which is also its option's.
-_PARAMETER_FIRST = re.compile(r"^(temperature|gain|cap)(?= must )")
+#: A rule parameter's option is its name (``--cap`` for ``cap``).
+_RULE_OPTIONS = {name: f"--{name}" for name in ("temperature", "gain", "cap")}
 
 
 def _replayed_rule(args: argparse.Namespace) -> Rule:
@@ -90,7 +90,7 @@ def _replayed_rule(args: argparse.Namespace) -> Rule:
         return Rule.from_keywords(args.rule, temperature=args.temperature, gain=args.gain,
                                   cap=args.cap)
     except ValueError as exc:
-        raise ValueError(_PARAMETER_FIRST.sub(r"--\1", str(exc))) from None
+        raise ValueError(with_option_name(str(exc), _RULE_OPTIONS)) from None
 
 
 def inspect_command(args: argparse.Namespace) -> int:

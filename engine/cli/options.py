@@ -16,7 +16,8 @@ from typing import Any
 
 from engine.config.base import BoundField, JsonConfig
 
-__all__ = ["add_field_options", "build_config", "field_values", "option_fields"]
+__all__ = ["add_field_options", "build_config", "field_values", "option_fields",
+           "with_option_name"]
 
 
 def option_fields(cls: type[JsonConfig], command: str | None = None) -> list[BoundField]:
@@ -101,8 +102,16 @@ def field_values(args: argparse.Namespace, cls: type[JsonConfig]) -> dict[str, A
             if field.spec.cli is not None and name in given}
 
 
-#: A config's message starts with the field it is about: "n_tokens must be in [1, 8192], ...".
-_FIELD_FIRST = re.compile(r"^(\w+)(?= must )")
+#: A refused value's message starts with what it is about: "n_tokens must be in [1, 8192], ...".
+_SUBJECT_FIRST = re.compile(r"^(\w+)(?= must )")
+
+
+def with_option_name(message: str, flags: dict[str, str]) -> str:
+    """``message`` with its leading name put as the option the user typed for it (``flags``:
+    name to option, ``n_tokens`` to ``--n``); unchanged when ``flags`` has no such name."""
+    match = _SUBJECT_FIRST.match(message)
+    flag = flags.get(match.group(1)) if match else None
+    return message if flag is None else flag + message[match.end():]
 
 
 def build_config(cls: type[JsonConfig], values: dict[str, Any]) -> Any:
@@ -111,9 +120,9 @@ def build_config(cls: type[JsonConfig], values: dict[str, Any]) -> Any:
     try:
         return cls(**values)
     except ValueError as exc:
-        message = str(exc)
-        match = _FIELD_FIRST.match(message)
-        field = cls.bound().get(match.group(1)) if match else None
-        if field is None or field.spec.cli is None:
+        flags = {name: field.spec.cli.flags[0] for name, field in cls.bound().items()
+                 if field.spec.cli is not None}
+        message = with_option_name(str(exc), flags)
+        if message == str(exc):
             raise
-        raise ValueError(field.spec.cli.flags[0] + message[match.end():]) from None
+        raise ValueError(message) from None

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import pytest
 
-from engine.cli.options import add_field_options, field_values, option_fields
+from engine.cli.options import add_field_options, field_values, option_fields, with_option_name
 from engine.cli.sweep import sweep_command
 from engine.cli.train import train_command
 from engine.config import SweepConfig, TrainConfig
@@ -157,3 +157,13 @@ def test_a_new_declared_field_becomes_an_option_without_cli_code() -> None:
     assert "{red,blue}" in help_text and "how wide" in help_text and "--hidden" not in help_text
     with pytest.raises(ValueError, match=r"width must be in \[1, 10\], got 11"):
         _Demo(**field_values(parser.parse_args(["--width", "11"]), _Demo))
+
+
+def test_with_option_name_puts_the_option_only_where_the_message_starts_with_its_name():
+    flags = {"n_tokens": "--n", "cap": "--cap"}
+    assert (with_option_name("n_tokens must be in [1, 8192], got 0", flags)
+            == "--n must be in [1, 8192], got 0")
+    # A name not at the start, or not followed by "must", or not in flags stays as written.
+    for message in ("values must hold at least one value", "the cap must be positive",
+                    "n_tokens is wrong", "capx must be positive"):
+        assert with_option_name(message, flags) == message
