@@ -100,9 +100,8 @@ def swept_value_range(param: SweepParam | str) -> tuple[type, float, float]:
     param = SweepParam(param)
     if param is SweepParam.N:
         return int, 1, SWEPT_N_MAX
-    if param is SweepParam.S:
-        return float, 0.0, 1e6
-    spec = SWEEP_FIELDS[param.value].but()
+    # s is the std of the unscaled logits, whose range is declared as logit_std's.
+    spec = SWEEP_FIELDS["logit_std" if param is SweepParam.S else param.value]
     assert spec.low is not None and spec.high is not None
     return (int if param is SweepParam.D_K else float), spec.low, spec.high
 
