@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import json
-import shutil
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -16,16 +15,10 @@ import safetensors.numpy
 
 from engine.models.gguf_file import GgufFile
 from engine.models.weights import SafetensorsWeights
+from tests.engine.hostile_containers import FIXTURES, gguf_string
+from tests.engine.hostile_containers import tiny as copy_fixture
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures" / "models"
 GGUF = FIXTURES / "tiny-llama.gguf"
-
-
-def copy_fixture(tmp_path: Path, arch: str) -> Path:
-    folder = tmp_path / arch
-    shutil.copytree(FIXTURES / f"tiny-{arch}", folder)
-    return folder
 
 
 def with_config(arch: str, edit: Callable[[dict], Any]) -> Callable[[Path], Path]:
@@ -99,10 +92,6 @@ def _gguf_value(value: Any) -> bytes:
     return struct.pack("<IIQ", 9, item_kind, len(items)) + b"".join(i[4:] for i in items)
 
 
-def _gguf_string(text: str) -> bytes:
-    return struct.pack("<Q", len(text.encode())) + text.encode()
-
-
 @functools.cache
 def _source_gguf() -> tuple[dict[str, Any], tuple[tuple[str, bytes], ...], int]:
     """tiny-llama.gguf's metadata, its tensor infos (written again) and where its data starts."""
@@ -126,9 +115,9 @@ def gguf_with(changes: dict[str, Any], rename: dict[str, str] | None = None
         source_metadata, infos, data_start = _source_gguf()
         metadata = {key: value for key, value in {**source_metadata, **changes}.items()
                     if value is not None}
-        kv = b"".join(_gguf_string(key) + _gguf_value(value)
+        kv = b"".join(gguf_string(key) + _gguf_value(value)
                       for key, value in metadata.items())
-        tensors = b"".join(_gguf_string((rename or {}).get(name, name)) + info
+        tensors = b"".join(gguf_string((rename or {}).get(name, name)) + info
                            for name, info in infos)
         head = b"GGUF" + struct.pack("<IQQ", 3, len(infos), len(metadata)) + kv + tensors
         path = tmp_path / "model.gguf"
