@@ -28,6 +28,7 @@ from gui.window_files import show_warning
 
 __all__ = ["WindowHeads", "sample_title"]
 
+
 def sample_title(sample: SampleModel) -> str:
     """The menu text of a sample model: its name, architecture, layers and heads."""
     return translate("MainWindow", "{0} ({1}, {2} layers × {3} heads)").format(
@@ -252,7 +253,7 @@ class WindowHeads(QObject):
     def _on_error(self, message: str) -> None:
         show_warning(self._window, translate("MainWindow", "Tensor file problem"), message)
 
-    @Slot(str, str, int, str, bool)
+    @Slot(str, str, int, str, bool, float)
     def _on_capture_requested(self, path: str, text: str, max_tokens: int, layers: str,
                               keep_v: bool, memory_gib: float) -> None:
         settings = self._window.settings

@@ -43,6 +43,8 @@ DEFAULT_TEXT = "The cat sat on the mat because it was tired."
 
 #: The largest "Max tokens" the dialog offers (the model's own positions bound it further).
 MAX_TOKENS_LIMIT = 8192
+
+
 class CaptureDialog(Retranslating, QDialog):
     """Model, text, max tokens, layers; Capture with progress and Cancel.
 
