@@ -88,13 +88,21 @@ class WindowCaptions(QObject):
     def __init__(self, window: Any) -> None:
         super().__init__(window)
         self._window = window
-        window.controller.resultsShown.connect(self.refresh)
-        window.train_tab.controller.resultsShown.connect(self.refresh)
+        # Each controller's results change only its own views' captions: a training run's
+        # many frames leave the explorer's alone.
+        window.controller.resultsShown.connect(self.refresh_explorer)
+        window.train_tab.controller.resultsShown.connect(self.refresh_train)
+
+    @Slot()
+    def refresh(self) -> None:
+        """Set every view's caption from what it shows now (and in the current language)."""
+        self.refresh_explorer()
+        self.refresh_train()
 
     @Slot()
     @Slot(object)
-    def refresh(self, *_args: object) -> None:
-        """Set every view's caption from what it shows now (and in the current language)."""
+    def refresh_explorer(self, *_args: object) -> None:
+        """Set the explorer views' caption from the results they show now."""
         window = self._window
         results = window.controller.results()
         text = ""
@@ -107,20 +115,26 @@ class WindowCaptions(QObject):
             text = explorer_caption(results.config, head)
         for view in window.views:
             set_caption(view.export_item(), text)
-        for view in window.train_tab.views:
-            set_caption(view.export_item(), self._train_text(view.key))
 
-    def _train_text(self, key: str) -> str:
+    @Slot()
+    @Slot(object)
+    def refresh_train(self, *_args: object) -> None:
+        """Set the Train views' captions: the sweep's on its view, the run's on the others."""
+        run, sweep = self._train_texts()
+        for view in self._window.train_tab.views:
+            set_caption(view.export_item(), sweep if view.key == "train_lr_sweep" else run)
+
+    def _train_texts(self) -> tuple[str, str]:
+        """The caption of the last run's views and of the learning-rate sweep's view."""
         controller = self._window.train_tab.controller
         results = controller.results()
-        if key == "train_lr_sweep":
-            sweep = results.sweep
-            done = getattr(sweep, "result", None)
-            if done is not None:
-                return train_caption(done.config, done.lrs, len(done.seeds))
-            job = controller.job()
-            if sweep is not None and job is not None and job.lrs:
-                return train_caption(job.config, job.lrs, job.seeds)
-            return ""
         snapshot = results.snapshot
-        return "" if snapshot is None else train_caption(snapshot.config)
+        run = "" if snapshot is None else train_caption(snapshot.config)
+        sweep = results.sweep
+        done = getattr(sweep, "result", None)
+        if done is not None:
+            return run, train_caption(done.config, done.lrs, len(done.seeds))
+        job = controller.job()
+        if sweep is not None and job is not None and job.lrs:
+            return run, train_caption(job.config, job.lrs, job.seeds)
+        return run, ""
