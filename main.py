@@ -107,8 +107,7 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
         prog=prog,
         description="See and test why scaled dot-product attention divides logits by √d_k. "
         "Only the plain program (optionally with --session, --tensors, --model and --lang) opens "
-        "the "
-        "explorer window and runs until you close it; --headless builds it offscreen, checks "
+        "the explorer window and runs until you close it; --headless builds it offscreen, checks "
         "it and exits. None of the COMMANDs opens a window: sweep, train, lr-sweep, inspect and "
         "capture print or write results, export renders offscreen to files.",
         allow_abbrev=False,

@@ -35,8 +35,7 @@ from gui.heads.capture_text import MAX_TEXT_CHARS, BoundedTextEdit, physical_mem
 from gui.heads.token_count import TokenCount
 from gui.kit.i18n import Retranslating, translate
 
-__all__ = ["DEFAULT_TEXT", "MAX_TEXT_CHARS", "MAX_TOKENS_LIMIT", "CaptureDialog",
-           "physical_memory_gib"]
+__all__ = ["DEFAULT_TEXT", "MAX_TEXT_CHARS", "MAX_TOKENS_LIMIT", "CaptureDialog"]
 
 #: The sentence the text box starts with (the one docs/heads.md's SmolLM2 figures were made on).
 DEFAULT_TEXT = "The cat sat on the mat because it was tired."
