@@ -140,6 +140,16 @@ class Model:
         return max((self._store.nbytes(name) for name in self._store.names
                     if name.startswith(prefix)), default=0)
 
+    def _weight_bytes(self) -> int:
+        """What converting the largest weight holds: its float32 conversion, a reordered
+        copy and a finiteness mask, and for a quantized file a dequantizing block's
+        temporaries."""
+        largest = self._largest_layer_tensor()
+        weights = 5 * largest // 2
+        if any(kind not in ("F32", "F16", "BF16", "F64") for kind in self.weight_types):
+            weights += DEQUANTIZE_BYTES_PER_WEIGHT * min(largest // 4, DEQUANTIZE_ROWS_WEIGHTS)
+        return weights
+
     def estimate_bytes(self, n: int, layers: int | None = None, keep_v: bool = False) -> int:
         """Memory a capture of ``n`` tokens keeping ``layers`` layers allocates at its peak.
 
@@ -153,10 +163,7 @@ class Model:
         """
         spec = self.spec
         layers = spec.layers if layers is None else layers
-        largest = self._largest_layer_tensor()
-        weights = 5 * largest // 2  # the conversion, a reordered copy, a finiteness mask
-        if any(kind not in ("F32", "F16", "BF16", "F64") for kind in self.weight_types):
-            weights += DEQUANTIZE_BYTES_PER_WEIGHT * min(largest // 4, DEQUANTIZE_ROWS_WEIGHTS)
+        weights = self._weight_bytes()
         width = spec.heads * spec.head_dim
         # BERT's exact GELU computes erf in float64: its temporaries are twice as wide.
         inner = 56 if spec.activation == "gelu" else 20
@@ -235,7 +242,7 @@ class Model:
         if fits:
             advice = f"at most {fits:,} tokens fit; use fewer tokens or layers, or raise the limit"
         else:
-            weight = 2 * self._largest_layer_tensor()
+            weight = self._weight_bytes()
             advice = (f"not even one token fits (converting its largest weight alone takes "
                       f"{format_bytes(weight)}); raise the limit")
         return MemoryBudgetError(f"{what}: {advice}")
@@ -317,7 +324,7 @@ def _window_meta(window: int | None) -> dict[str, int]:
 
 #: Errors a hostile model file can still raise where this app's checks did not foresee it.
 UNFORESEEN_ERRORS = (RecursionError, MemoryError, ArithmeticError, LookupError, TypeError,
-                     AttributeError, UnicodeError, OverflowError)
+                     AttributeError)
 
 
 def unforeseen(path: str | Path, exc: BaseException) -> ModelError:
