@@ -22,13 +22,14 @@ __all__ = ["check_swept_values", "parse_values", "sweep_command"]
 _BAR_WIDTH = 30
 
 
-def parse_values(text: str) -> tuple[float, ...]:
-    """Parse ``--values``: ``"1,2,4"`` (a list) or ``"a:b"`` (powers of two 2^a..2^b).
+def parse_values(text: str, option: str = "--values") -> tuple[float, ...]:
+    """Parse ``--values`` (or ``option``): ``"1,2,4"`` (a list) or ``"a:b"`` (powers of two
+    2^a..2^b).
 
     Raises
     ------
     ValueError
-        With a message naming ``--values`` and the accepted forms.
+        With a message naming ``option`` and the accepted forms.
     """
     text = text.strip()
     if ":" in text:
@@ -39,25 +40,27 @@ def parse_values(text: str) -> tuple[float, ...]:
             low, high = (int(part) for part in parts)
         except ValueError:
             raise ValueError(
-                f"--values {text!r}: a range must be 'a:b' with integers a <= b "
+                f"{option} {text!r}: a range must be 'a:b' with integers a <= b "
                 "(powers of two 2^a..2^b)"
             ) from None
         if low > high:
-            raise ValueError(f"--values {text!r}: need a <= b in 'a:b'")
+            raise ValueError(f"{option} {text!r}: need a <= b in 'a:b'")
         if high - low > 64:
-            raise ValueError(f"--values {text!r}: at most 65 powers of two")
+            raise ValueError(f"{option} {text!r}: at most 65 powers of two")
+        if max(-low, high) > 1000:  # 2.0**1100 raises OverflowError
+            raise ValueError(f"{option} {text!r}: a power beyond 2^±1000 is not a float")
         return tuple(2.0**i for i in range(low, high + 1))
     values = []
     for part in text.split(","):
         part = part.strip()
         if not part:
-            raise ValueError(f"--values {text!r}: empty entry; use e.g. 1,2,4 or 0:10")
+            raise ValueError(f"{option} {text!r}: empty entry; use e.g. 1,2,4 or 0:10")
         try:
             value = float(part)
         except ValueError:
-            raise ValueError(f"--values {text!r}: {part!r} is not a number") from None
+            raise ValueError(f"{option} {text!r}: {part!r} is not a number") from None
         if not math.isfinite(value):
-            raise ValueError(f"--values {text!r}: {part!r} is not finite")
+            raise ValueError(f"{option} {text!r}: {part!r} is not finite")
         values.append(value)
     return tuple(values)
 

@@ -334,27 +334,29 @@ def unforeseen(path: str | Path, exc: BaseException) -> ModelError:
                       f"{shown(' '.join(str(exc).split()), 200)})")
 
 
-def layers_text(text: str, count: int | None = None) -> list[int]:
+def layers_text(text: str, count: int | None = None, *, what: str = "layer") -> list[int]:
     """Parse ``"0,2,5-7"`` into sorted layer indices, each below ``count`` when given (a
-    range is checked before it is built: "0-50000000" costs nothing)."""
+    range is checked before it is built: "0-50000000" costs nothing). ``what`` names the
+    indices in the messages (``"head"`` for a list of heads)."""
     out: set[int] = set()
     for part in text.replace(" ", "").split(","):
         if not part:
             continue
         match = _LAYER_PART.fullmatch(part)
         if match is None:
-            raise ModelError(f"layers: {shown(part, 40)!r} is not a layer number or a range "
+            raise ModelError(f"{what}s: {shown(part, 40)!r} is not a {what} number or a range "
                              "like 2-5 (digits 0-9)")
         lo = int(match[1])
         hi = lo if match[2] is None else int(match[2])
         if hi < lo:
-            raise ModelError(f"layers: the range {part} runs backwards")
+            raise ModelError(f"{what}s: the range {part} runs backwards")
         if count is not None and hi >= count:
-            raise ModelError(f"layers: layer {hi} does not exist: the model has layers "
+            raise ModelError(f"{what}s: {what} {hi} does not exist: the model has {what}s "
                              f"0–{count - 1}")
         if hi - lo >= MAX_LAYER_RANGE:
-            raise ModelError(f"layers: the range {part} has more than {MAX_LAYER_RANGE:,} layers")
+            raise ModelError(f"{what}s: the range {part} has more than {MAX_LAYER_RANGE:,} "
+                             f"{what}s")
         out.update(range(lo, hi + 1))
     if not out:
-        raise ModelError("layers: none given")
+        raise ModelError(f"{what}s: none given")
     return sorted(out)

@@ -60,6 +60,8 @@ def test_layer_ranges_are_checked_before_they_are_built() -> None:
             layers_text(text, 30)
     with pytest.raises(ModelError, match="runs backwards"):
         layers_text("4-2", 30)
+    with pytest.raises(ModelError, match="heads: head 9 does not exist: the model has heads 0–8"):
+        layers_text("1,9", 9, what="head")
 
 
 def test_a_huge_layer_list_from_a_notebook_is_refused_without_being_sorted() -> None:
