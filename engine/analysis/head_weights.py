@@ -17,6 +17,7 @@ from engine.analysis.heads import HeadDiagnostics, summarise_rows
 from engine.config import ScalingRule
 from engine.core.moments import RunningMoments, block_moments
 from engine.core.scaling import Rule
+from engine.core.softmax import softmax_rows
 from engine.core.theory import zhai_min_entropy_rows
 
 __all__ = ["MULTIPLICATIVE_RULES", "NeedsQK", "diagnose_weights", "logit_factors",
@@ -189,5 +190,4 @@ def replay_weights_map(
     z = _scaled_rows(rows, is_logits, factors)
     if causal:
         z[_hidden(slice(0, n), n, window)] = -np.inf
-    e = np.exp(z - np.max(z, axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    return softmax_rows(z)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.config.precision import Precision, Rounding, ScaleOrder, SoftmaxForm
+from engine.core.softmax import softmax_rows
 
 __all__ = [
     "PrecisionResult",
@@ -72,9 +73,7 @@ def round_to(x: np.ndarray, precision: Precision | str) -> np.ndarray:
 
 def reference_weights(logits: np.ndarray) -> np.ndarray:
     """The float64 max-subtracted softmax over the last axis (the error's reference)."""
-    z = np.asarray(logits, dtype=np.float64)
-    e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    return softmax_rows(np.asarray(logits, dtype=np.float64))
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,9 +21,11 @@ __all__ = [
     "exp_rows",
     "exp_rows_by_maxima",
     "exp_shifted_rows",
+    "log_softmax",
     "row_reciprocal",
     "row_sums",
     "softmax",
+    "softmax_rows",
     "try_exp_unshifted",
 ]
 
@@ -121,7 +123,7 @@ def exp_rows_by_maxima(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
     if high <= hi and (low >= lo or ((m >= lo) | np.isneginf(m)).all()):
         np.exp(logits, out=out)
         return row_reciprocal(row_sums(out))
-    return _exp_minus(logits, m, out)
+    return row_reciprocal(row_sums(_exp_minus(logits, m, out)))
 
 
 def exp_shifted_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -132,7 +134,30 @@ def exp_shifted_rows(logits: np.ndarray, out: np.ndarray) -> np.ndarray:
     largest weight) use these exact values. A constant row of n gives the sum n exactly. Fully
     masked rows (all −∞) give zeros and inv = 0. ``logits`` is left unchanged.
     """
-    return _exp_minus(logits, _row_maxima(logits)[0], out)
+    return row_reciprocal(row_sums(_exp_minus(logits, _row_maxima(logits)[0], out)))
+
+
+def softmax_rows(logits: np.ndarray) -> np.ndarray:
+    """exp(z − row maximum) / row sum over the last axis of float ``logits``, a new array.
+
+    The textbook form, for the weights shown from a file's logits and the float64 reference of
+    the precision errors: unlike :func:`softmax` the shift is always the row maximum and each
+    weight is one quotient (one rounding), not a product with the reciprocal. Fully masked
+    rows (all −∞) give zeros. Raises ValueError for NaN or +∞ logits.
+    """
+    e = _exp_minus(logits, _row_maxima(logits)[0], np.empty_like(logits))
+    sums = np.add.reduce(e, axis=-1, keepdims=True)
+    return np.divide(e, sums, out=e, where=sums > 0)
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """z − m − ln Σ exp(z − m) over the last axis (m the row maximum), a new array.
+
+    NaN logits give NaN, not an error: the trainer reports a diverged loss itself.
+    """
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    shifted -= np.log(np.add.reduce(np.exp(shifted), axis=-1, keepdims=True))
+    return shifted
 
 
 def _row_maxima(logits: np.ndarray) -> tuple[np.ndarray, float, float]:
@@ -148,12 +173,11 @@ def _row_maxima(logits: np.ndarray) -> tuple[np.ndarray, float, float]:
 
 
 def _exp_minus(logits: np.ndarray, m: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """exp(logits − m) into ``out``, and 1/rowsum; ``m`` (the row maxima) is overwritten."""
+    """exp(logits − m) into ``out``, returned; ``m`` (the row maxima) is overwritten."""
     # Fully masked rows: shift by 0 so that -inf - (-inf) is never evaluated.
     m[np.isneginf(m)] = 0.0
     np.subtract(logits, m, out=out)
-    np.exp(out, out=out)
-    return row_reciprocal(row_sums(out))
+    return np.exp(out, out=out)
 
 
 def softmax(x: Any, axis: int = -1, mask: Any = None) -> np.ndarray:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.core.softmax import softmax_rows
 from engine.io import values
 from engine.io.files import atomic_output, describe_os_error, write_bytes_atomic
 from engine.io.layouts import LayerArrays, describe
@@ -159,9 +160,7 @@ class TensorFile:
         """
         scores = self.scores(layer, head)
         if scores is not None:
-            shifted = scores - scores.max(axis=-1, keepdims=True)
-            e = np.exp(shifted)
-            return e / e.sum(axis=-1, keepdims=True)
+            return softmax_rows(scores)
         return self._read_rows(layer, head, "weights")
 
     def scores(self, layer: int, head: int) -> np.ndarray | None:

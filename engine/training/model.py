@@ -29,6 +29,7 @@ from engine.core.attention import (
     scaled_dot_product_attention_backward,
 )
 from engine.core.scaling import Rule
+from engine.core.softmax import log_softmax
 from engine.training.params import ParamSet
 from engine.training.tasks import Batch, Task
 
@@ -207,19 +208,11 @@ def _input_side_grads(
     g_inputs += cache.onehot_t.T @ (dq @ w_q.T)
 
 
-def _log_softmax(z: np.ndarray) -> np.ndarray:
-    m = np.max(z, axis=1, keepdims=True)
-    shifted = z - m
-    lse = np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
-    shifted -= lse
-    return shifted
-
-
 def _forward_loss(params: ParamSet, rule: Rule, pb: PreparedBatch
                   ) -> tuple[_Cache, np.ndarray, float]:
     """The forward pass, its class log-probabilities and their mean cross-entropy."""
     cache = _forward(params, rule, pb)
-    logp = _log_softmax(cache.z)
+    logp = log_softmax(cache.z)
     return cache, logp, float(-np.mean(logp[np.arange(logp.shape[0]), pb.targets],
                                        dtype=np.float64))
 
