@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.core.softmax import exp_rows, exp_shifted_rows, softmax
+from engine.core.softmax import exp_rows, exp_shifted_rows, log_softmax, softmax, softmax_rows
 
 
 def test_softmax_function():
@@ -71,3 +71,17 @@ def test_exp_shifted_rows_gives_one_at_every_argmax(dtype):
         broken[0, 1] = bad
         with np.errstate(over="ignore", invalid="ignore"), pytest.raises(ValueError, match="NaN"):
             exp_shifted_rows(broken, e)
+
+
+def test_softmax_rows_is_the_textbook_quotient_and_log_softmax_its_log():
+    """softmax_rows gives exp(z − max) / sum to the bit (the weights a file's logits show);
+    a fully masked row gives zeros; NaN is refused. log_softmax is its logarithm."""
+    z = np.random.default_rng(3).normal(size=(4, 7, 9)) * 30
+    z[:, :, 5:] = -np.inf
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    np.testing.assert_array_equal(softmax_rows(z), e / e.sum(axis=-1, keepdims=True))
+    np.testing.assert_array_equal(softmax_rows(np.full((2, 3), -np.inf)), np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="NaN"):
+        softmax_rows(np.array([[0.0, np.nan]]))
+    finite = z[..., :5]
+    np.testing.assert_allclose(np.exp(log_softmax(finite)), softmax_rows(finite), rtol=1e-13)
