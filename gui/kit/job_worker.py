@@ -15,25 +15,35 @@ __all__ = ["JobWorker"]
 class JobWorker(QObject):
     """Runs one job at a time in the thread it was moved to; never touches widgets.
 
-    Subclasses implement :meth:`execute` (emit results as they come). A ``ValueError`` is
+    Subclasses implement :meth:`execute` (:meth:`report` results as they come). A ``ValueError`` is
     input the user can fix (its message is shown as it is); any other exception is a bug,
     printed with its traceback and reported by type, and neither kills the thread nor the
     window.
 
     Signals
     -------
+    reported(object)
+        ``(request_id, message)``: a message of the running job (:meth:`report`), or a
+        :class:`~gui.kit.jobs.JobFailed` naming the reason it failed.
     failed(object)
-        A :class:`~gui.kit.jobs.JobFailed` naming the job and the reason.
+        The same :class:`~gui.kit.jobs.JobFailed` (for owners that have not moved to
+        ``reported`` yet).
     finished(object)
         A :class:`~gui.kit.jobs.JobFinished`, emitted exactly once per job, last.
     """
 
+    reported = Signal(object)  # (request_id, message)
     failed = Signal(object)  # JobFailed
     finished = Signal(object)  # JobFinished
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._request_id = -1  # of the job running in this worker's thread
 
     @Slot(object)
     def run(self, job: Any) -> None:
         """Run ``job`` to completion, cancellation or failure; always emit :attr:`finished`."""
+        self._request_id = job.request_id
         completed = False
         try:
             if job.cancel.is_set():
@@ -41,12 +51,23 @@ class JobWorker(QObject):
             self.execute(job)
             completed = not job.cancel.is_set()
         except ValueError as exc:  # includes MemoryBudgetError: the user can fix the input
-            self.failed.emit(JobFailed(job.request_id, str(exc)))
+            self._fail(job, str(exc))
         except Exception as exc:  # a bug must not kill the thread or the window
             traceback.print_exc()
-            self.failed.emit(JobFailed(job.request_id, f"{type(exc).__name__}: {exc}"))
+            self._fail(job, f"{type(exc).__name__}: {exc}")
         finally:
-            self.finished.emit(JobFinished(job.request_id, completed, getattr(job, "kind", None)))
+            task = getattr(job, "task", job)
+            self.finished.emit(JobFinished(job.request_id, completed, getattr(task, "kind", None),
+                                           task))
+
+    def report(self, message: object) -> None:
+        """Send ``message`` of the running job to the host (from :meth:`execute`)."""
+        self.reported.emit((self._request_id, message))
+
+    def _fail(self, job: Any, reason: str) -> None:
+        failure = JobFailed(job.request_id, reason)
+        self.report(failure)
+        self.failed.emit(failure)
 
     def execute(self, job: Any) -> None:
         """Do the work of ``job``, checking ``job.cancel`` between steps."""

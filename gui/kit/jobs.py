@@ -1,21 +1,26 @@
 """The job kit: one worker thread per feature, an input throttle and a view pusher.
 
-:class:`WorkerHost` owns one ``QThread`` with one worker ``QObject``. Each request is an
-immutable job with an increasing ``request_id`` and a ``stop()``; the host hands at most one
-job at a time to the worker and keeps only the newest wanted one, so input bursts never build a
-queue. A worker's ``@Slot(object)`` ``run(job)`` always ends by emitting ``finished`` with the
-``request_id``; cross-thread signals carry ``object`` payloads into ``@Slot`` methods (no
-lambdas across threads). :class:`Throttle` coalesces input (the first call at once, later ones
-into one at the interval's end); :class:`ViewPusher` pushes the latest results to the visible
-views at most once per interval, and hidden views catch up when shown.
+:class:`WorkerHost` owns one ``QThread`` with one worker ``QObject``. Each request is a
+:class:`Job`: an increasing ``request_id``, the worker's immutable ``task`` and the events that
+cancel or pause it. The host hands at most one job at a time to the worker and keeps only the
+newest wanted one, so input bursts never build a queue. Like napari's slice requests, every
+message a worker reports carries its job's id, and the host hands on only those of the job
+it runs, and nothing once closed: its owner never sees a superseded job's message and never
+compares ids. A worker's ``@Slot(object)`` ``run(job)`` always ends by emitting ``finished``;
+cross-thread signals carry ``object`` payloads into ``@Slot`` methods (no lambdas across
+threads). :class:`Throttle` coalesces input (the first call at once, later ones into one at the
+interval's end); :class:`ViewPusher` pushes the latest results to the visible views at most
+once per interval, and hidden views catch up when shown.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+import inspect
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 import shiboken6
 from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
@@ -25,23 +30,59 @@ from gui.kit.plot_view import PlotView
 __all__ = ["HostOwner", "Job", "JobFailed", "JobFinished", "Throttle", "ViewPusher", "WorkerHost"]
 
 
-class Job(Protocol):
-    """What the host needs of a job: its id, and a way to stop it (waking it if it waits)."""
+TaskT = TypeVar("TaskT")
 
-    @property
-    def request_id(self) -> int: ...
 
-    def stop(self) -> None: ...
+def _set_event() -> threading.Event:
+    event = threading.Event()
+    event.set()
+    return event
+
+
+@dataclasses.dataclass(frozen=True)
+class Job(Generic[TaskT]):
+    """One request handed to a worker: its id, what to do, and the events that steer it.
+
+    Parameters
+    ----------
+    request_id
+        Given by the host, increasing; the host drops messages of other ids.
+    task
+        What to do: the worker's own immutable request.
+    cancel
+        Set from the GUI thread to stop the job; the worker checks it between steps.
+    running
+        Cleared to hold the job at its next step (pause), set to let it go on.
+    """
+
+    request_id: int
+    task: TaskT
+    cancel: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False)
+    running: threading.Event = dataclasses.field(default_factory=_set_event, compare=False)
+
+    def stop(self) -> None:
+        """Cancel the job; wakes it if it is paused."""
+        self.cancel.set()
+        self.running.set()
+
+    def pause(self) -> None:
+        """Hold the job at its next step."""
+        self.running.clear()
+
+    def resume(self) -> None:
+        """Let a paused job go on."""
+        self.running.set()
 
 
 @dataclasses.dataclass(frozen=True)
 class JobFinished:
-    """A job ended; ``completed`` is False when it was cancelled or failed. ``kind`` is the
-    job's own ``kind`` for workers that run several kinds (``None`` otherwise)."""
+    """A job ended; ``completed`` is False when it was cancelled or failed. ``task`` is the
+    job's task; ``kind`` the task's own ``kind`` for workers that run several kinds."""
 
     request_id: int
     completed: bool
     kind: object = None
+    task: object = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,15 +100,23 @@ class WorkerHost(QObject):
     ----------
     worker
         A parentless ``QObject`` with a ``run(job)`` slot and a ``finished`` signal (payload with
-        ``request_id``). It is moved to the thread and deleted on the GUI thread once the thread
-        has ended, the only safe order (docs/design-notes.md).
+        ``request_id``), normally a :class:`~gui.kit.job_worker.JobWorker`. It is moved to the
+        thread and deleted on the GUI thread once the thread has ended, the only safe order
+        (docs/design-notes.md).
     name
         Object name of the thread (shows in debuggers).
+    handlers
+        The slot (GUI thread) of each message type the worker reports; a message reaches it
+        only while its job runs and the host is not closed.
+    interruptible
+        False: a running job is never stopped, neither by a newer request (which runs after
+        it) nor by :meth:`cancel` or a shutdown (which waits for it), e.g. a file being written.
 
     Signals
     -------
     jobFinished(object)
-        The running job's ``finished`` message (GUI thread), before a wanted job starts.
+        The running job's ``finished`` message (GUI thread), before a wanted job starts; not
+        emitted once the host is closed.
     workerStopped()
         The thread has ended (after :meth:`begin_shutdown` or :meth:`shutdown`).
     """
@@ -76,14 +125,21 @@ class WorkerHost(QObject):
     workerStopped = Signal()
     _submitted = Signal(object)  # job -> worker thread (queued connection)
 
-    def __init__(self, worker: QObject, name: str, parent: QObject | None = None) -> None:
+    def __init__(self, worker: QObject, name: str, parent: QObject | None = None, *,
+                 handlers: Mapping[type, Callable[[Any], None]] | None = None,
+                 interruptible: bool = True) -> None:
         super().__init__(parent)
         self._next_id = 0
         self._running: Any = None
-        self._wanted: Callable[[int], Any] | None = None
+        self._wanted: Callable[..., Any] | None = None
         self._closed = False
+        self._handlers = dict(handlers or {})
+        self._interruptible = interruptible
         self._submitted.connect(worker.run)  # type: ignore[attr-defined]
         worker.finished.connect(self._on_worker_finished)  # type: ignore[attr-defined]
+        reported = getattr(worker, "reported", None)
+        if reported is not None:
+            reported.connect(self._on_reported)
         self._thread = QThread(self)
         self._thread.setObjectName(name)
         worker.moveToThread(self._thread)
@@ -116,27 +172,29 @@ class WorkerHost(QObject):
         return self._thread.wait(max(0, int(timeout_ms)))
 
     # ------------------------------------------------------------------------------ requests
-    def request(self, make_job: Callable[[int], Any]) -> None:
-        """Run ``make_job(request_id)`` now if idle; else cancel the running job and run it next.
+    def request(self, make_task: Callable[[], Any]) -> bool:
+        """Run a :class:`Job` of ``make_task()`` now if idle; else cancel the running job and
+        run it next. False once the host is closed (nothing will run).
 
-        ``make_job`` is called only when the job is handed to the worker, so it sees the
+        ``make_task`` is called only when the job is handed to the worker, so it sees the
         state of that moment; a later :meth:`request` replaces a wanted one that has not
-        started (newest supersedes). ``make_job`` must not emit signals: slots connected to
-        them would see the host between two states.
+        started (newest supersedes). ``make_task`` must not emit signals: slots connected to
+        them would see the host between two states. (Until every worker takes a :class:`Job`,
+        a ``make_job(request_id)`` returning the worker's own job is accepted too.)
         """
         if self._closed:
-            return
+            return False
         if self._running is None:
-            self._submit(make_job)
+            self._submit(make_task)
         else:
-            self._wanted = make_job
-            self._running.stop()
+            self._wanted = make_task
+            self._stop_running()
+        return True
 
     def cancel(self) -> None:
         """Cancel the running job and forget the wanted one."""
         self._wanted = None
-        if self._running is not None:
-            self._running.stop()
+        self._stop_running()
 
     def begin_shutdown(self) -> None:
         """Cancel work and ask the thread to end, without waiting; safe to call twice.
@@ -164,11 +222,28 @@ class WorkerHost(QObject):
         return stopped
 
     # -------------------------------------------------------------------------------- private
-    def _submit(self, make_job: Callable[[int], Any]) -> None:
+    def _stop_running(self) -> None:
+        if self._running is not None and self._interruptible:
+            self._running.stop()
+
+    def _submit(self, make_task: Callable[..., Any]) -> None:
         self._next_id += 1
-        job = make_job(self._next_id)
+        if len(inspect.signature(make_task).parameters) == 1:  # a worker's own job, given its id
+            job = make_task(self._next_id)
+        else:
+            job = Job(self._next_id, make_task())
         self._running = job
         self._submitted.emit(job)
+
+    @Slot(object)
+    def _on_reported(self, report: tuple[int, Any]) -> None:
+        request_id, message = report
+        running = self._running
+        if self._closed or running is None or request_id != running.request_id:
+            return  # a superseded job's message, or the owner is closing
+        handler = self._handlers.get(type(message))
+        if handler is not None:  # (a failure of a worker whose owner still connects ``failed``)
+            handler(message)
 
     @Slot(object)
     def _on_worker_finished(self, message: Any) -> None:
@@ -176,7 +251,8 @@ class WorkerHost(QObject):
         if running is None or message.request_id != running.request_id:
             return
         self._running = None
-        self.jobFinished.emit(message)
+        if not self._closed:
+            self.jobFinished.emit(message)
         wanted, self._wanted = self._wanted, None
         if wanted is not None and not self._closed and self._running is None:
             self._submit(wanted)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,45 +18,38 @@ from engine.config import AttentionConfig
 from engine.tour.claims import ClaimResult
 from engine.tour.evaluate import evaluate_claims
 from gui.kit.job_worker import JobWorker
-from gui.kit.jobs import JobFailed, JobFinished, WorkerHost
+from gui.kit.jobs import Job, JobFailed, JobFinished, WorkerHost
 
-__all__ = ["ClaimEvaluations", "ClaimJob", "ClaimWorker", "ClaimsEvaluated"]
+__all__ = ["ClaimEvaluations", "ClaimTask", "ClaimWorker", "ClaimsEvaluated"]
 
 
 @dataclasses.dataclass(frozen=True)
-class ClaimJob:
+class ClaimTask:
     """Evaluate the claims of tour step ``index`` for ``config``."""
 
-    request_id: int
     index: int
     claims: tuple[Mapping[str, Any], ...]
     config: AttentionConfig
-    cancel: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False)
-
-    def stop(self) -> None:
-        """Cancel the evaluation (a training claim stops after its current step)."""
-        self.cancel.set()
 
 
 @dataclasses.dataclass(frozen=True)
 class ClaimsEvaluated:
-    """The results of a :class:`ClaimJob` that ran to its end."""
+    """The results of a :class:`ClaimTask` that ran to its end."""
 
-    request_id: int
     index: int
     results: tuple[ClaimResult, ...]
 
 
 class ClaimWorker(JobWorker):
-    """Runs :class:`ClaimJob` objects in its thread (failures and the end: :class:`JobWorker`)."""
+    """Runs :class:`ClaimTask` jobs in its thread (failures and the end: :class:`JobWorker`)."""
 
-    evaluated = Signal(object)  # ClaimsEvaluated
-
-    def execute(self, job: ClaimJob) -> None:
-        """Evaluate ``job``'s claims; emit them unless the job was cancelled meanwhile."""
-        results = tuple(evaluate_claims(list(job.claims), job.config, cancel=job.cancel))
+    def execute(self, job: Job[ClaimTask]) -> None:
+        """Evaluate the claims; report them unless the job was cancelled meanwhile (a training
+        claim stops after its current step)."""
+        task = job.task
+        results = tuple(evaluate_claims(list(task.claims), task.config, cancel=job.cancel))
         if not job.cancel.is_set():
-            self.evaluated.emit(ClaimsEvaluated(job.request_id, job.index, results))
+            self.report(ClaimsEvaluated(task.index, results))
 
 
 class ClaimEvaluations(QObject):
@@ -80,8 +72,6 @@ class ClaimEvaluations(QObject):
         self._host: WorkerHost | None = None
         self._closed = False
         self._wanted = -1  # step index of the newest request
-        # (request id, step index) of the newest job handed to the worker; others are dropped
-        self._latest = (-1, -1)
         self._results: dict[int, list[ClaimResult]] = {}
         self._errors: dict[int, str] = {}
 
@@ -99,21 +89,14 @@ class ClaimEvaluations(QObject):
         if self._closed:
             return
         if self._host is None:
-            worker = ClaimWorker()
-            worker.evaluated.connect(self._on_evaluated)
-            worker.failed.connect(self._on_failed)
-            self._host = WorkerHost(worker, "tour-claims", self)
+            self._host = WorkerHost(ClaimWorker(), "tour-claims", self, handlers={
+                ClaimsEvaluated: self._on_evaluated, JobFailed: self._on_failed})
             self._host.jobFinished.connect(self._on_finished)
         if self._host.is_busy() and self._wanted == index:
             return
         self._wanted = index
         self._errors.pop(index, None)
-
-        def make_job(request_id: int) -> ClaimJob:
-            self._latest = (request_id, index)
-            return ClaimJob(request_id, index, claims, config)
-
-        self._host.request(make_job)
+        self._host.request(lambda: ClaimTask(index, claims, config))
 
     def is_running(self) -> bool:
         """True while the worker thread is alive."""
@@ -131,21 +114,14 @@ class ClaimEvaluations(QObject):
         if self._host is not None:
             self._host.begin_shutdown()
 
-    def _is_latest(self, request_id: int) -> bool:
-        return request_id == self._latest[0] and not self._closed
-
-    @Slot(object)
     def _on_evaluated(self, evaluated: ClaimsEvaluated) -> None:
-        if self._is_latest(evaluated.request_id) and not any(
-                math.isnan(r.value) for r in evaluated.results):
+        if not any(math.isnan(r.value) for r in evaluated.results):
             self._results[evaluated.index] = list(evaluated.results)
 
-    @Slot(object)
     def _on_failed(self, failure: JobFailed) -> None:
-        if self._is_latest(failure.request_id):
-            self._errors[self._latest[1]] = failure.message
+        assert self._host is not None  # it reports the failure of the job it runs
+        self._errors[self._host.running().task.index] = failure.message
 
     @Slot(object)
     def _on_finished(self, finished: JobFinished) -> None:
-        if self._is_latest(finished.request_id):
-            self.finished.emit(self._latest[1])
+        self.finished.emit(finished.task.index)

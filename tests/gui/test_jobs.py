@@ -1,4 +1,5 @@
-"""The job kit: WorkerHost (newest supersedes, bounded shutdown), Throttle, ViewPusher."""
+"""The job kit: WorkerHost (newest supersedes, stale messages dropped, bounded shutdown),
+Throttle, ViewPusher."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 import shiboken6
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 
-from gui.kit.jobs import Throttle, ViewPusher, WorkerHost
+from gui.kit.job_worker import JobWorker
+from gui.kit.jobs import Job, JobFailed, Throttle, ViewPusher, WorkerHost
 from gui.kit.plot_view import PlotView
 from gui.kit.qt_lifetime import wait_until
 
@@ -272,3 +274,56 @@ def test_warm_up_runs_in_the_worker_thread_before_the_first_job(qapp):
     finally:
         assert made_host.shutdown(1000)
         made_host.deleteLater()
+
+
+@dataclasses.dataclass(frozen=True)
+class Said:
+    task: str
+
+
+class ReportingWorker(JobWorker):
+    """Reports its task, then waits for its cancel (at most ``task`` seconds if a number)."""
+
+    def execute(self, job: Job) -> None:
+        if job.task == "fail":
+            raise ValueError("bad input")
+        self.report(Said(job.task))
+        job.cancel.wait(float(job.task) if job.task.replace(".", "").isdigit() else 30.0)
+
+
+def test_the_host_hands_on_only_the_running_jobs_messages_and_none_once_closed(qapp):
+    said, failed, stopped = [], [], []
+    worker = ReportingWorker()
+    reporting = WorkerHost(worker, "reporting", handlers={Said: said.append,
+                                                            JobFailed: failed.append})
+    reporting.workerStopped.connect(lambda: stopped.append(True))
+    assert reporting.request(lambda: "first")
+    assert wait_until(lambda: bool(said), (), 5_000)
+    assert said == [Said("first")] and reporting.running().task == "first"
+    worker.reported.emit((reporting.running().request_id + 1, Said("not asked for")))
+    assert said == [Said("first")]  # another id than the running job's: dropped
+    reporting.request(lambda: "fail")  # supersedes (cancels) the first
+    assert wait_until(lambda: bool(failed), (), 5_000)
+    assert [f.message for f in failed] == ["bad input"]
+    assert reporting.request(lambda: "second")
+    assert wait_until(lambda: len(said) == 2, (), 5_000)
+    reporting.begin_shutdown()
+    worker.reported.emit((reporting.running().request_id, Said("after close")))
+    assert not reporting.request(lambda: "refused")  # closed: refused, and says so
+    assert wait_until(lambda: bool(stopped), (reporting.workerStopped,), 5_000)
+    assert said == [Said("first"), Said("second")]
+    reporting.deleteLater()
+
+
+def test_an_uninterruptible_job_is_not_stopped_by_a_newer_request_nor_a_cancel(qapp):
+    said, done = [], []
+    writing = WorkerHost(ReportingWorker(), "writing", handlers={Said: said.append},
+                         interruptible=False)
+    writing.jobFinished.connect(done.append)
+    writing.request(lambda: "0.3")
+    writing.request(lambda: "0")
+    writing.cancel()  # forgets the wanted "0"; the running "0.3" goes on
+    assert wait_until(lambda: bool(done), (writing.jobFinished,), 5_000)
+    assert said == [Said("0.3")] and done[0].completed
+    assert writing.shutdown(1000)
+    writing.deleteLater()
