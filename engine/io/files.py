@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import mmap
 import os
 import stat
 import tempfile
@@ -27,6 +28,7 @@ __all__ = [
     "check_output_not_input",
     "check_regular_file",
     "describe_os_error",
+    "map_regular",
     "open_regular",
     "probe_output",
     "read_regular_file",
@@ -285,3 +287,20 @@ def read_text_limited(path: str | os.PathLike[str], limit: int, what: str = "fil
         If the bytes are not UTF-8.
     """
     return read_regular_file(path, limit, what).decode("utf-8")
+
+
+def map_regular(path: str | os.PathLike[str], what: str = "file") -> mmap.mmap:
+    """A regular, non-empty file mapped read-only (see :func:`open_regular`).
+
+    Raises
+    ------
+    OSError
+        If the path is not a regular file, is empty, or cannot be opened or mapped.
+    """
+    descriptor, info = open_regular(path, what)
+    try:
+        if info.st_size == 0:
+            raise OSError(0, "the file is empty", str(path))
+        return mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ)
+    finally:
+        os.close(descriptor)

@@ -18,23 +18,19 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, ClassVar
 
 import numpy as np
-from safetensors import SafetensorError, safe_open
 
-from engine.io.files import check_regular_file, describe_os_error
+from engine.io.files import check_regular_file, describe_os_error, map_regular
 from engine.io.npz import ARCHIVE_ERRORS, Npz
+from engine.io.safetensors_file import SafetensorsFile
 from engine.io.source import (
     MAX_HEADER_BYTES,
     Source,
     Stamp,
     TensorFileError,
-    bfloat16,
     check_count,
     check_size,
     check_whole_read,
@@ -111,79 +107,34 @@ class _NpyFolder:
 
 
 class _Safetensors:
-    """A ``.safetensors`` file read through ``safe_open(framework="np")``, slice by slice.
-
-    The headers are read once when the file is opened; the handle that reads the tensors is
-    opened at the first read and kept (opening one parses the whole header again).
-    """
-
-    _DTYPES: ClassVar[dict[str, Any]] = {
-        "F16": np.float16, "BF16": "bfloat16", "F32": np.float32, "F64": np.float64,
-        "U8": np.uint8, "I8": np.int8, "I16": np.int16, "I32": np.int32, "I64": np.int64,
-        "U16": np.uint16, "U32": np.uint32, "U64": np.uint64, "BOOL": np.bool_,
-    }
+    """A ``.safetensors`` file, mapped, its header checked by :mod:`engine.io.safetensors_file`."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lock = threading.Lock()
-        self._handle: Any = None
         self._stamp = stamp(os.stat(path))
-        with path.open("rb") as fh:
-            length = int.from_bytes(fh.read(8), "little")
-        if length > MAX_HEADER_BYTES:
-            raise TensorFileError(f"{shown(path.name)}: a safetensors header of {length} bytes; at "
-                                  f"most {MAX_HEADER_BYTES} are read")
-        with self._readable(), safe_open(str(self.path), framework="np") as f:
-            self.text = dict(f.metadata() or {})
-            self.info = {}
-            names = list(f.keys())
-            check_count("tensors", len(names))
-            for name in names:
-                sl = f.get_slice(name)
-                code = sl.get_dtype()
-                if code not in self._DTYPES:
-                    raise TensorFileError(
-                        f"array '{name}': unsupported dtype {code}; use F16, BF16, F32 or F64")
-                dtype = bfloat16() if code == "BF16" else np.dtype(self._DTYPES[code])
-                self.info[name] = (tuple(sl.get_shape()), dtype)
-
-    @contextmanager
-    def _readable(self) -> Iterator[None]:
-        try:
-            yield
-        except SafetensorError as exc:
-            raise TensorFileError(
-                f"{shown(self.path.name)}: not a readable safetensors file: {exc}") from exc
-
-    @contextmanager
-    def _reader(self) -> Iterator[Any]:
-        """The kept read handle (opened on first use), with the lock held."""
-        with self._lock, self._readable():
-            if self._handle is None:
-                self._handle = safe_open(str(self.path), framework="np").__enter__()
-            yield self._handle
+        self.file = SafetensorsFile(map_regular(path, "tensor file"), shown(path.name))
+        self.text = self.file.metadata
+        check_count("tensors", len(self.file.tensors))
+        self.info = {}
+        for name, (code, shape, _) in self.file.tensors.items():
+            dtype = self.file.dtype(name)
+            if dtype is None:  # the 8-bit floats numpy cannot hold
+                raise TensorFileError(f"array '{name}': unsupported dtype {code}; use F16, "
+                                      "BF16, F32 or F64")
+            self.info[name] = (shape, dtype)
 
     def unchanged(self, names: Iterable[str]) -> bool:
         return stamp_now(self.path) == self._stamp
 
-    def _fix(self, name: str, arr: np.ndarray) -> np.ndarray:
-        # Some safetensors releases hand bfloat16 back as raw 2-byte words: reinterpret them.
-        want = self.info[name][1]
-        return arr if arr.dtype == want else np.ascontiguousarray(arr).view(want)
-
     def read_head(self, name: str, head: int) -> np.ndarray:
-        ndim = len(self.info[name][0])
-        with self._reader() as f:
-            return self._fix(name, f.get_slice(name)[head_index(ndim, head)])
+        return np.array(self.file.array(name)[head_index(len(self.info[name][0]), head)])
 
     def read_all(self, name: str) -> np.ndarray:
         check_whole_read(name, *self.info[name])
-        with self._reader() as f:
-            return self._fix(name, f.get_tensor(name))
+        return np.array(self.file.array(name))
 
     def read_part(self, name: str, index: tuple[int, ...]) -> np.ndarray:
-        with self._reader() as f:
-            return self._fix(name, f.get_slice(name)[index])
+        return np.array(self.file.array(name)[index])
 
 
 def _looks_like_safetensors(path: Path) -> bool:

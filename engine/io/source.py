@@ -3,10 +3,12 @@ file raises, and the checks of what a file declares before any data is read."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
 import os
 import tokenize
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import numpy as np
@@ -14,8 +16,9 @@ import numpy as np
 from engine.core.memory import MemoryBudgetError, check_memory
 
 __all__ = ["MAX_ARRAYS", "MAX_HEADER_BYTES", "ArrayInfo", "MemorySource", "Source", "Stamp",
-           "TensorFileError", "bfloat16", "check_count", "check_size", "check_whole_read",
-           "head_index", "nbytes", "npy_header", "shown", "stamp", "stamp_now", "to_bfloat16"]
+           "TensorFileError", "bfloat16", "check_count", "check_disjoint", "check_size",
+           "check_whole_read", "head_index", "nbytes", "npy_header", "parse_json", "shown", "stamp",
+           "stamp_now", "to_bfloat16"]
 
 #: Most arrays one file may hold (a 100-layer model with q, k and v has 300).
 MAX_ARRAYS = 10_000
@@ -126,6 +129,31 @@ def check_size(label: str, shape: tuple[int, ...], dtype: np.dtype, offset: int,
 def check_count(what: str, count: int) -> None:
     if count > MAX_ARRAYS:
         raise TensorFileError(f"{count} {what}; at most {MAX_ARRAYS} arrays are read")
+
+
+def check_disjoint(spans: list[tuple[int, int, str]], label: str, poll: Callable[[], None],
+                   error: type[ValueError] = TensorFileError) -> None:
+    """Refuse two tensors whose bytes ``[begin, end)`` overlap: one of them would be read as
+    the other's values."""
+    poll()
+    spans = sorted(span for span in spans if span[1] > span[0])
+    for (begin, end, name), (next_begin, next_end, next_name) in itertools.pairwise(spans):
+        if next_begin < end:
+            raise error(f"{label}: tensor '{shown(next_name, 80)}' (bytes {next_begin:,}"
+                        f"..{next_end:,}) overlaps tensor '{shown(name, 80)}' (bytes "
+                        f"{begin:,}..{end:,})")
+
+
+def parse_json(raw: bytes, label: str, what: str,
+               error: type[ValueError] = TensorFileError) -> Any:
+    """``raw`` as JSON; ``label: what is not JSON (…)`` in one line for anything else, deep
+    nesting included (json raises RecursionError past Python's recursion limit)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise error(f"{label}: {what} is JSON nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise error(f"{label}: {what} is not JSON ({shown(str(exc), 120)})") from exc
 
 
 def npy_header(fh: Any, label: str) -> tuple[tuple[int, ...], bool, np.dtype]:

@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from engine.io.source import shown
-from engine.models.weights import ModelError, Poll, WeightStore, check_disjoint, mapped, no_poll
+from engine.io.source import check_disjoint, shown
+from engine.models.weights import ModelError, Poll, WeightStore, mapped, no_poll
 
 __all__ = ["GGUF_TYPES", "MAX_GGUF_COUNT", "GgufFile"]
 
@@ -256,7 +256,7 @@ class GgufFile(WeightStore):
             spans.append((begin, begin + nbytes, name))
             self.types.add(known[kind])
             self._where[name] = (begin, row_bytes, shape, kind)
-        check_disjoint(spans, label, poll)
+        check_disjoint(spans, label, poll, ModelError)
 
     def shape(self, name: str) -> tuple[int, ...]:
         return self._entry(name)[2]

@@ -3,31 +3,28 @@ safetensors (one file or shards); GGUF files are in :mod:`engine.models.gguf_fil
 
 Both stores hand out one tensor at a time as float32 in the orientation of a Hugging Face
 ``nn.Linear`` weight (out_features, in_features), so a forward pass holds one layer's weights in
-float32 at a time while the rest stays mapped on disk. The headers are parsed here rather than
-by ``safetensors``/``gguf``: every count, offset and size a file declares is checked against the
-file before anything is built from it, and only regular files are opened, so a hostile file
-gets one line naming the problem instead of a hang, a huge allocation or silently wrong values.
+float32 at a time while the rest stays mapped on disk. Every count, offset and size a file
+declares is checked against the file before anything is built from it (safetensors headers by
+:mod:`engine.io.safetensors_file`), and only regular files are opened, so a hostile file gets
+one line naming the problem instead of a hang, a huge allocation or silently wrong values.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 import math
 import mmap
-import os
-import struct
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from engine.io.files import describe_os_error, open_regular, read_regular_file
-from engine.io.source import MAX_HEADER_BYTES, bfloat16, shown
+from engine.io.files import describe_os_error, map_regular, read_regular_file
+from engine.io.safetensors_file import SafetensorsFile
+from engine.io.source import MAX_HEADER_BYTES, parse_json, shown
 
 __all__ = ["MAX_HEADER_BYTES", "MAX_JSON_BYTES", "ModelError", "Poll", "SafetensorsWeights",
-           "WeightStore", "check_disjoint", "mapped", "no_poll", "parse_json", "read_json"]
+           "WeightStore", "mapped", "no_poll", "read_json"]
 
 
 class ModelError(ValueError):
@@ -46,44 +43,17 @@ def no_poll() -> None:
 #: Largest config.json, tokenizer.json or index read (Gemma's tokenizer.json is 34 MB).
 MAX_JSON_BYTES = 256 << 20
 
-_ST_DTYPES: Mapping[str, np.dtype] = {
-    "F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "F64": np.dtype("<f8"),
-}
-# Bytes per value of every safetensors dtype, the ones the forward pass skips included, so the
-# size each entry declares is checked for all of them.
-_ST_ITEMSIZES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2,
-                 "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8,
-                 "F64": 8}
-
-
-def _refused(label: str, exc: OSError) -> ModelError:
-    return ModelError(f"{label}: cannot read it: {describe_os_error(exc)}")
+#: The safetensors dtypes a forward pass reads; integer buffers (position ids) are not weights.
+_WEIGHT_DTYPES = frozenset({"F16", "BF16", "F32", "F64"})
 
 
 def mapped(path: Path, what: str = "file") -> mmap.mmap:
     """``path`` mapped read-only; a FIFO, device or socket is refused before it is opened."""
-    label = shown(path.name)
     try:
-        descriptor, info = open_regular(path, what)
-        try:
-            if info.st_size == 0:
-                raise ModelError(f"{label}: the file is empty")
-            return mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ)
-        finally:
-            os.close(descriptor)
+        return map_regular(path, what)
     except OSError as exc:
-        raise _refused(label, exc) from exc
-
-
-def parse_json(raw: bytes, label: str, what: str) -> Any:
-    """``raw`` as JSON; ``label: what is not JSON (…)`` in one line for anything else, deep
-    nesting included (json raises RecursionError past Python's recursion limit)."""
-    try:
-        return json.loads(raw)
-    except RecursionError:
-        raise ModelError(f"{label}: {what} is JSON nested too deeply") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{label}: {what} is not JSON ({shown(str(exc), 120)})") from exc
+        raise ModelError(f"{shown(path.name)}: cannot read it: {describe_os_error(exc)}"
+                         ) from exc
 
 
 def read_json(path: Path, label: str) -> Any:
@@ -93,7 +63,7 @@ def read_json(path: Path, label: str) -> Any:
         raw = read_regular_file(path, MAX_JSON_BYTES)
     except OSError as exc:
         raise ModelError(f"{label}: {name} cannot be read: {describe_os_error(exc)}") from exc
-    return parse_json(raw, label, name)
+    return parse_json(raw, label, name, ModelError)
 
 
 class WeightStore:
@@ -147,20 +117,11 @@ class WeightStore:
         return 4 * math.prod(self.shape(name))
 
 
-def _ints(value: Any, count: int | None = None) -> list[int] | None:
-    """``value`` if it is a list of plain integers (of ``count`` of them), else ``None``."""
-    if not isinstance(value, list) or (count is not None and len(value) != count):
-        return None
-    if not all(type(v) is int for v in value):  # bools and floats are not sizes
-        return None
-    return value
-
-
 class SafetensorsWeights(WeightStore):
     """One ``model.safetensors`` or the shards listed by ``model.safetensors.index.json``."""
 
     def __init__(self, files: Iterable[Path], poll: Poll = no_poll) -> None:
-        self._where: dict[str, tuple[mmap.mmap, int, np.dtype, tuple[int, ...], str]] = {}
+        self._where: dict[str, SafetensorsFile] = {}
         self.dtypes: set[str] = set()
         for path in files:
             self.label = shown(path.parent.name)
@@ -168,89 +129,24 @@ class SafetensorsWeights(WeightStore):
             self._add(path, poll)
         self.names = frozenset(self._where)
 
-    def _header(self, data: mmap.mmap, label: str) -> tuple[dict[str, Any], int]:
-        if len(data) < 8:
-            raise ModelError(f"{label}: truncated (no safetensors header)")
-        (size,) = struct.unpack_from("<Q", data, 0)
-        if size > MAX_HEADER_BYTES:
-            raise ModelError(f"{label}: a safetensors header of {size:,} bytes; at most "
-                             f"{MAX_HEADER_BYTES:,} are read")
-        if 8 + size > len(data):
-            raise ModelError(f"{label}: truncated or not a safetensors file (header of {size:,}"
-                             f" bytes in a file of {len(data):,})")
-        header = parse_json(bytes(data[8:8 + size]), label, "its safetensors header")
-        if not isinstance(header, dict):
-            raise ModelError(f"{label}: not a safetensors file (its header is not an object)")
-        return header, 8 + size
-
     def _add(self, path: Path, poll: Poll) -> None:
-        data = mapped(path)
-        label = shown(path.name)
-        header, start = self._header(data, label)
-        room = len(data) - start
-        spans: list[tuple[int, int, str]] = []
-        for count, (name, entry) in enumerate(header.items()):
-            if not count % 256:
-                poll()
-            if name == "__metadata__":
-                continue
-            tensor = f"{label}: tensor '{shown(name, 80)}'"
+        file = SafetensorsFile(mapped(path), shown(path.name), error=ModelError, poll=poll)
+        for name, tensor in file.tensors.items():
             if name in self._where:
-                raise ModelError(f"{tensor} is also in {self._where[name][4]}; a tensor may be "
-                                 "stored once")
-            fields = entry if isinstance(entry, dict) else {}
-            dtype_name, shape = fields.get("dtype"), _ints(fields.get("shape"))
-            offsets = _ints(fields.get("data_offsets"), 2)
-            if not isinstance(dtype_name, str) or shape is None or offsets is None:
-                raise ModelError(f"{tensor} has a malformed entry (it needs a dtype, a shape "
-                                 "of integers and data_offsets [begin, end])")
-            begin, end = offsets
-            if min(shape, default=0) < 0 or len(shape) > 8:
-                raise ModelError(f"{tensor} has shape {shown(str(shape), 80)}; a shape is at "
-                                 "most 8 sizes ≥ 0")
-            if not 0 <= begin <= end:
-                raise ModelError(f"{tensor} has data_offsets [{begin}, {end}]; they must be "
-                                 "0 ≤ begin ≤ end")
-            if end > room:
-                raise ModelError(f"{tensor} runs past the end of the file (truncated?): it "
-                                 f"ends at byte {end:,} of a data section of {room:,}")
-            itemsize = _ST_ITEMSIZES.get(dtype_name)
-            if itemsize is not None and end - begin != itemsize * math.prod(shape):
-                raise ModelError(f"{tensor} holds {end - begin:,} bytes, but {dtype_name} of "
-                                 f"shape {tuple(shape)} needs {itemsize * math.prod(shape):,}")
-            spans.append((begin, end, name))
-            dtype = bfloat16() if dtype_name == "BF16" else _ST_DTYPES.get(dtype_name)
-            if dtype is None:
-                continue  # integer buffers (position ids) are not weights of the forward pass
-            self.dtypes.add(dtype_name)
-            self._where[name] = (data, start + begin, dtype, tuple(shape), label)
-        check_disjoint(spans, label, poll)
+                raise ModelError(f"{file.label}: tensor '{shown(name, 80)}' is also in "
+                                 f"{self._where[name].label}; a tensor may be stored once")
+            if tensor.dtype in _WEIGHT_DTYPES:
+                self.dtypes.add(tensor.dtype)
+                self._where[name] = file
 
     def shape(self, name: str) -> tuple[int, ...]:
-        return self._entry(name)[3]
+        return self._entry(name).tensors[name].shape
 
     def source(self, name: str) -> str:
-        return self._entry(name)[4]
-
-    def _array(self, name: str) -> np.ndarray:
-        data, begin, dtype, shape, _label = self._entry(name)
-        return np.frombuffer(data, dtype=dtype, count=math.prod(shape), offset=begin
-                             ).reshape(shape)
+        return self._entry(name).label
 
     def _get(self, name: str) -> np.ndarray:
-        return self._array(name).astype(np.float32)
+        return self._entry(name).array(name).astype(np.float32)
 
     def _rows(self, name: str, index: np.ndarray) -> np.ndarray:
-        return self._array(name)[index].astype(np.float32)
-
-
-def check_disjoint(spans: list[tuple[int, int, str]], label: str, poll: Poll) -> None:
-    """Refuse two tensors whose bytes ``[begin, end)`` overlap: one of them would be read as
-    the other's values."""
-    poll()
-    spans = sorted(span for span in spans if span[1] > span[0])
-    for (begin, end, name), (next_begin, next_end, next_name) in itertools.pairwise(spans):
-        if next_begin < end:
-            raise ModelError(f"{label}: tensor '{shown(next_name, 80)}' (bytes {next_begin:,}"
-                             f"..{next_end:,}) overlaps tensor '{shown(name, 80)}' (bytes "
-                             f"{begin:,}..{end:,})")
+        return self._entry(name).array(name)[index].astype(np.float32)

@@ -193,7 +193,7 @@ CASES: dict[str, tuple[Callable[[Path], Path], tuple[str, ...]]] = {
                                     ("many.npz", "10001", "at most 10000")),
     "a safetensors header of 2^40 bytes": (
         lambda d: _safetensors_header(d / "head.safetensors", 1 << 40),
-        ("head.safetensors", "1099511627776 bytes")),
+        ("head.safetensors", "1,099,511,627,776 bytes")),
     "nested JSON": (lambda d: _npz_with(d / "nest.npz", {
         "meta": np.array("[" * 100_000 + "]" * 100_000)}), ("nest.npz", "nested too deeply")),
     "nested JSON tokens": (lambda d: _nested_tokens(d / "nest.safetensors"),

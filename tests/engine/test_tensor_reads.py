@@ -7,7 +7,6 @@ import builtins
 import os
 import zipfile
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 import ml_dtypes
@@ -16,6 +15,7 @@ import pytest
 
 from engine.analysis.head_scan import iter_file_diagnostics
 from engine.io import readers
+from engine.io.safetensors_file import SafetensorsFile
 from engine.io.tensors import load_tensors, write_tensors
 
 
@@ -33,46 +33,6 @@ def _count_calls(monkeypatch, owner: object, name: str, counts: Counter, key: st
         return real(*args, **kwargs)
 
     monkeypatch.setattr(owner, name, spy)
-
-
-def _filter_safetensors_reads(monkeypatch, on_read: Callable[[str, np.ndarray], np.ndarray]):
-    """Pass every tensor that safetensors reads through ``on_read(name, array)``."""
-    real_open = readers.safe_open
-
-    class Slice:
-        def __init__(self, name, handle):
-            self.name, self.handle = name, handle
-
-        def __getitem__(self, index):
-            return on_read(self.name, self.handle[index])
-
-        def __getattr__(self, attr):
-            return getattr(self.handle, attr)
-
-    class Handle:
-        def __init__(self, handle):
-            self.handle = handle
-
-        def get_tensor(self, name):
-            return on_read(name, self.handle.get_tensor(name))
-
-        def get_slice(self, name):  # a slice reads nothing until it is indexed
-            return Slice(name, self.handle.get_slice(name))
-
-        def __getattr__(self, attr):
-            return getattr(self.handle, attr)
-
-    class Open:
-        def __init__(self, *args, **kwargs):
-            self.cm = real_open(*args, **kwargs)
-
-        def __enter__(self):
-            return Handle(self.cm.__enter__())
-
-        def __exit__(self, *exc):
-            return self.cm.__exit__(*exc)
-
-    monkeypatch.setattr(readers, "safe_open", Open)
 
 
 def test_npy_folder_is_memory_mapped_and_qk_slices_one_head(tmp_path, monkeypatch) -> None:
@@ -101,17 +61,17 @@ def test_safetensors_reads_only_the_requested_tensors(tmp_path, monkeypatch) -> 
     arrays = _qk((4, 6, 3), layers=(0, 1, 2))
     tf = load_tensors(write_tensors(tmp_path / "qk.safetensors", arrays), check_finite=False)
     requested = []
-    _filter_safetensors_reads(monkeypatch, lambda name, array: (requested.append(name), array)[1])
+    real_array = SafetensorsFile.array
+    monkeypatch.setattr(SafetensorsFile, "array",
+                        lambda self, name: (requested.append(name), real_array(self, name))[1])
     q, _ = tf.qk(2, 1)
     assert sorted(set(requested)) == ["layer2.k", "layer2.q"]
     np.testing.assert_array_equal(q[0], arrays["layer2.q"][1])
 
 
-def test_safetensors_bfloat16_raw_words_are_reinterpreted(tmp_path, monkeypatch) -> None:
-    """Releases of safetensors that return bfloat16 as 2-byte words still read as bfloat16."""
+def test_safetensors_bfloat16_is_read_as_bfloat16(tmp_path) -> None:
     values = np.array([[[1.5, -2.25]]], dtype=ml_dtypes.bfloat16)
     path = write_tensors(tmp_path / "b.safetensors", {"layer0.q": values, "layer0.k": values})
-    _filter_safetensors_reads(monkeypatch, lambda name, array: array.view(np.uint16))
     q, _ = load_tensors(path).qk(0, 0)
     np.testing.assert_array_equal(q, [[[1.5, -2.25]]])
 
@@ -202,7 +162,7 @@ def test_500_tiny_layers_are_read_without_reopening_the_file(tmp_path, monkeypat
     counts: Counter = Counter()
     _count_calls(monkeypatch, builtins, "open", counts, "opened")
     _count_calls(monkeypatch, zipfile.ZipFile, "__init__", counts, "opened")
-    _count_calls(monkeypatch, readers, "safe_open", counts, "opened")
+    _count_calls(monkeypatch, readers, "map_regular", counts, "opened")
     _count_calls(monkeypatch, os, "stat", counts, "stat")
     assert len(list(iter_file_diagnostics(tf))) == 500
     assert counts["opened"] <= 1 and counts["stat"] <= 2 * 500, counts
