@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "as_bool_mask",
     "as_real_array",
     "check_all_finite",
     "check_array",
@@ -64,6 +65,22 @@ def as_real_array(name: str, x: Any) -> np.ndarray:
     arr = np.asarray(x)
     if arr.dtype.kind not in "biuf":
         raise ValueError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
+    return arr
+
+
+def as_bool_mask(mask: Any, shape: tuple[int, ...], expected: str) -> np.ndarray:
+    """``mask`` as a boolean array that broadcasts to ``shape`` without enlarging it; raise
+    otherwise (``expected`` says what a mask may be, e.g. ``"(True = keep)"``)."""
+    arr = np.asarray(mask)
+    if arr.dtype != np.bool_:
+        raise ValueError(f"mask must be a boolean array {expected}; got dtype {arr.dtype}")
+    try:
+        ok = np.broadcast_shapes(arr.shape, shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"mask shape {arr.shape} must broadcast to the shape {shape} without "
+                         "enlarging it")
     return arr
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from engine.config import MaskKind, ScalingRule
-from engine.core.checks import check_all_finite, check_array, check_dim, float_dtype
+from engine.core.checks import as_bool_mask, check_all_finite, check_array, check_dim, float_dtype
 from engine.core.scaling import Rule
 
 __all__ = ["Plan", "causal_mask", "layer_mask", "make_plan"]
@@ -230,20 +230,7 @@ def _mask_off(mask: Any, score_shape: tuple[int, ...]) -> tuple[np.ndarray | Non
         if n_q == 1:
             return None, None
         return None, n_k - n_q
-    arr = np.asarray(mask)
-    if arr.dtype != np.bool_:
-        raise ValueError(
-            f"mask must be a boolean array (True = attend) or 'causal'; got dtype {arr.dtype}"
-        )
-    try:
-        ok = np.broadcast_shapes(arr.shape, score_shape) == score_shape
-    except ValueError:
-        ok = False
-    if not ok:
-        raise ValueError(
-            f"mask shape {arr.shape} must broadcast to the logits shape {score_shape} "
-            "(..., n_q, n_k) without enlarging it"
-        )
+    arr = as_bool_mask(mask, score_shape, "(True = attend) or 'causal'")
     if arr.all():
         return None, None
     # A (n_k,) key-padding mask becomes (1, n_k) so that axis -2 always exists.

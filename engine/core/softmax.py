@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.core.checks import as_real_array, float_dtype
+from engine.core.checks import as_bool_mask, as_real_array, float_dtype
 
 __all__ = [
     "NO_SHIFT_WINDOW",
@@ -211,20 +211,7 @@ def softmax(x: Any, axis: int = -1, mask: Any = None) -> np.ndarray:
     if not -w.ndim <= axis < w.ndim:
         raise ValueError(f"axis must be in [{-w.ndim}, {w.ndim - 1}], got {axis}")
     if mask is not None:
-        mask_arr = np.asarray(mask)
-        if mask_arr.dtype != np.bool_:
-            raise ValueError(
-                f"mask must be a boolean array (True = keep), got dtype {mask_arr.dtype}"
-            )
-        try:
-            ok = np.broadcast_shapes(mask_arr.shape, w.shape) == w.shape
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ValueError(
-                f"mask shape {mask_arr.shape} does not broadcast to x's shape {w.shape}"
-            )
-        np.copyto(w, -np.inf, where=~mask_arr)
+        np.copyto(w, -np.inf, where=~as_bool_mask(mask, w.shape, "(True = keep)"))
     if w.size == 0:
         return w
     moved = np.moveaxis(w, axis, -1)
