@@ -112,17 +112,9 @@ SATURATION_THRESHOLD = 0.99
 def row_entropy(p: ArrayLike) -> NDArray[np.float64]:
     """Shannon entropy ``H = −Σ p log p`` (nats) of every row, with ``0·log 0 = 0``.
 
-    Parameters
-    ----------
-    p
-        Probability rows, shape ``(..., n)``.
-
-    Returns
-    -------
-    ndarray
-        Shape ``(...)``. Zeros contribute nothing and emit no warning. The largest entry's
-        term uses ``log1p(−(1 − p_max))`` with the complement summed from the other entries,
-        so a near-one-hot row keeps full relative precision (all terms are non-negative).
+    Zeros contribute nothing and emit no warning. The largest entry's term uses
+    ``log1p(−(1 − p_max))`` with the complement summed from the other entries, so a
+    near-one-hot row keeps full relative precision (all terms are non-negative).
     """
     return _entropy(*_split_max(_as_rows(p)))
 
@@ -150,15 +142,7 @@ def effective_support(p: ArrayLike) -> NDArray[np.float64]:
 
 
 def saturated_share(p: ArrayLike, threshold: float = SATURATION_THRESHOLD) -> float:
-    """Fraction of rows whose largest probability exceeds ``threshold``.
-
-    Parameters
-    ----------
-    p
-        Probability rows, shape ``(..., n)``.
-    threshold
-        Saturation level in ``(0, 1)``; default :data:`SATURATION_THRESHOLD` (0.99).
-    """
+    """Fraction of rows whose largest probability exceeds ``threshold``, in ``(0, 1)``."""
     if not 0.0 < threshold < 1.0:
         raise ValueError(f"threshold must be in (0, 1), got {threshold}")
     pm = p_max(p)
@@ -166,18 +150,10 @@ def saturated_share(p: ArrayLike, threshold: float = SATURATION_THRESHOLD) -> fl
 
 
 def softmax_jacobian(p: ArrayLike) -> NDArray[np.float64]:
-    """Jacobian ``J = ∂p/∂s = diag(p) − p pᵀ`` of the softmax for every row.
+    """Jacobian ``J = ∂p/∂s = diag(p) − p pᵀ`` of the softmax for every row, (..., n, n).
 
-    Parameters
-    ----------
-    p
-        Probability rows, shape ``(..., n)``.
-
-    Returns
-    -------
-    ndarray
-        Shape ``(..., n, n)``, symmetric positive semi-definite with ``J·1 = 0`` for rows
-        summing to one. The diagonal ``p_i(1 − p_i)`` uses the cancellation-free complement.
+    Symmetric positive semi-definite with ``J·1 = 0`` for rows summing to one. The diagonal
+    ``p_i(1 − p_i)`` uses the cancellation-free complement.
     """
     arr = _as_rows(p)
     c = 1.0 - arr
@@ -194,18 +170,8 @@ def jacobian_fro_norm(p: ArrayLike, col_scale: ArrayLike | None = None) -> NDArr
     The textbook expansion loses all digits once a row saturates; the stable form and its proof
     are in docs/numerics.md, "The Frobenius norm of the softmax Jacobian".
 
-    Parameters
-    ----------
-    p
-        Probability rows, shape ``(..., n)``.
-    col_scale
-        Optional factors ``d_j`` broadcastable to ``p``: returns ``‖J·diag(d)‖_F`` (e.g. the
-        soft-cap chain rule). ``None`` means all ones.
-
-    Returns
-    -------
-    ndarray
-        Shape ``(...)``, never negative.
+    ``col_scale``: optional factors ``d_j`` broadcastable to ``p``, giving ``‖J·diag(d)‖_F``
+    (e.g. the soft-cap chain rule).
     """
     arr = _as_rows(p)
     others, p_m, c_m = _split_max(arr)
