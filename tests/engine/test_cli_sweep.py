@@ -27,7 +27,7 @@ def test_parse_values() -> None:
     assert parse_values("0:3") == (1.0, 2.0, 4.0, 8.0)
     assert parse_values(" -1:0 ") == (0.5, 1.0)
     for bad, msg in [("1,,2", "empty"), ("a", "not a number"), ("3:1", "a <= b"),
-                     ("1:x", "integers"), ("inf", "not finite"), ("1100:1101", "2^±1000")]:
+                     ("1:x", "integers"), ("inf", "not finite"), ("1100:1101", r"2\^±1000")]:
         with pytest.raises(ValueError, match=msg):
             parse_values(bad)
 
