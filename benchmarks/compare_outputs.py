@@ -114,8 +114,10 @@ def run_all(tree: Path, out: Path, only: set[str] | None) -> list[str]:
     """Run every command of ``tree`` into ``out``; returns the failures as lines."""
     out.mkdir(parents=True, exist_ok=True)
     config = out.parent / f"{out.name}-config"
+    # QT_HASH_SEED=0: Qt seeds its hash tables per process, and a PDF lists its embedded
+    # fonts in hash order (regular and bold swap subset tags from one run to the next).
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(tree),
-               XDG_CONFIG_HOME=str(config), PYTHONHASHSEED="0")
+               XDG_CONFIG_HOME=str(config), PYTHONHASHSEED="0", QT_HASH_SEED="0")
     failures = []
     for name, args in commands(str(tree), str(out)):
         if only is not None and name.split("_")[0] not in only and name not in only:
