@@ -14,6 +14,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+# The window's export formats, image sizes and UI languages, from the one Qt-free module.
+from gui.kit.choices import FORMATS, LANGUAGES, MAX_SIZE, MIN_SIZE, check_formats
+
 #: OpenBLAS keeps its idle threads spinning for 2^28 cycles after each multi-threaded product,
 #: on the cores the engine's tile threads need; 2^16 costs back-to-back products nothing
 #: (benchmarks/bench_blas_spin.py). Read once when numpy loads, so set before any numpy
@@ -22,10 +25,6 @@ OPENBLAS_SPIN = ("OPENBLAS_THREAD_TIMEOUT", "16")
 os.environ.setdefault(*OPENBLAS_SPIN)
 
 DISTRIBUTION = "attention-scale-explorer"
-#: Export image sizes accepted by ``export --width/--height`` (gui/kit/export.py renders 16..8192).
-EXPORT_MIN_SIZE, EXPORT_MAX_SIZE = 16, 8192
-#: What ``export --formats`` can write (gui.kit.export.FORMATS; this module must not load Qt).
-EXPORT_FORMATS = ("png", "svg", "pdf", "csv")
 #: Exit code after the reader of stdout went away (128 + SIGPIPE, as the shell reports it).
 EXIT_BROKEN_PIPE = 141
 
@@ -53,22 +52,17 @@ def _size(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if not EXPORT_MIN_SIZE <= value <= EXPORT_MAX_SIZE:
-        raise argparse.ArgumentTypeError(
-            f"{value} is outside {EXPORT_MIN_SIZE}..{EXPORT_MAX_SIZE} pixels")
+    if not MIN_SIZE <= value <= MAX_SIZE:
+        raise argparse.ArgumentTypeError(f"{value} is outside {MIN_SIZE}..{MAX_SIZE} pixels")
     return value
 
 
 def _formats(text: str) -> tuple[str, ...]:
-    """argparse type of ``--formats``: comma-separated names out of :data:`EXPORT_FORMATS`."""
-    chosen = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",")
-                                 if part.strip()))
-    unknown = [f for f in chosen if f not in EXPORT_FORMATS]
-    if unknown or not chosen:
-        raise argparse.ArgumentTypeError(
-            f"unknown format {', '.join(unknown) or '(none given)'}: choose from "
-            f"{','.join(EXPORT_FORMATS)}")
-    return chosen
+    """argparse type of ``--formats``: comma-separated names out of the export formats."""
+    try:
+        return check_formats(text.split(","))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -81,11 +75,6 @@ class _HelpFormatter(argparse.HelpFormatter):
                 or action.default is False or action.default == argparse.SUPPRESS):
             return text
         return f"{text} (default: %(default)s)"
-
-
-#: The UI languages of ``--lang`` (gui.kit.i18n.LANGUAGES; listed here so that ``--help`` and
-#: the headless commands' parsing need no Qt; tests/test_main_cli.py keeps the two equal).
-UI_LANGUAGES = ("en", "zh_CN")
 
 
 def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
@@ -139,7 +128,7 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
                  "export's images, for this run (en: English, zh_CN: Simplified Chinese; "
                  "default: the one chosen in View › Language, else the system's); the saved "
                  "choice stays as it is")
-    parser.add_argument("--lang", choices=UI_LANGUAGES, default=None, help=lang_help)
+    parser.add_argument("--lang", choices=tuple(LANGUAGES), default=None, help=lang_help)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     sweep = sub.add_parser(
@@ -207,7 +196,8 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
     export.add_argument("--batch", type=int, metavar="B",
                         help="batch entry of --tensors (default 0)")
     # SUPPRESS: without it here, a --lang given before "export" would be reset to None.
-    export.add_argument("--lang", choices=UI_LANGUAGES, default=argparse.SUPPRESS, help=lang_help)
+    export.add_argument("--lang", choices=tuple(LANGUAGES), default=argparse.SUPPRESS,
+                        help=lang_help)
     inspect = sub.add_parser(
         "inspect", allow_abbrev=False, formatter_class=_HelpFormatter,
         help="diagnose every head of a q/k tensor file: a table, or CSV with --out (engine "
@@ -262,13 +252,13 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
                          "with the weights converted one at a time")
     capture.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
-    size_range = f"{EXPORT_MIN_SIZE}..{EXPORT_MAX_SIZE}"
+    size_range = f"{MIN_SIZE}..{MAX_SIZE}"
     export.add_argument("--width", type=_size, default=1200,
                         help=f"image width in pixels ({size_range}, default 1200)")
     export.add_argument("--height", type=_size, default=800,
                         help=f"image height in pixels ({size_range}, default 800)")
-    export.add_argument("--formats", type=_formats, default=EXPORT_FORMATS, metavar="F,…",
-                        help=f"files to write per view, any of {','.join(EXPORT_FORMATS)} "
+    export.add_argument("--formats", type=_formats, default=FORMATS, metavar="F,…",
+                        help=f"files to write per view, any of {','.join(FORMATS)} "
                         f"(default all)")
     return parser
 

@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
 )
 
 from gui.kit import export
+from gui.kit.choices import FORMATS, MAX_SIZE, MIN_SIZE
 from gui.kit.i18n import translate
-from gui.kit.render import MAX_SIZE, MIN_SIZE
 from gui.kit.session import Session, SessionError, load_session, save_session
 
 __all__ = ["SizeDialog", "WindowFiles", "show_warning"]
@@ -152,7 +152,7 @@ class WindowFiles(QObject):
 
     def export_everything(self, folder: str | os.PathLike[str], width: int = 1200,
                           height: int = 800,
-                          formats: tuple[str, ...] = export.FORMATS) -> list[Path]:
+                          formats: tuple[str, ...] = FORMATS) -> list[Path]:
         """Export every view (PNG, SVG, PDF, CSV: ``formats``), the training views, the Heads
         tab (when a file is open) and the session JSON."""
         window = self._window

@@ -47,10 +47,6 @@ def test_the_console_script_calls_itself_attention_scale() -> None:
 
 
 def test_lang_offers_the_ui_languages() -> None:
-    import main
-    from gui.kit.i18n import LANGUAGES
-
-    assert main.UI_LANGUAGES == tuple(LANGUAGES)
     parser = build_parser()
     assert parser.parse_args(["--lang", "zh_CN"]).lang == "zh_CN"
     assert parser.parse_args(["--lang", "zh_CN", "export", "--out", "x"]).lang == "zh_CN"
@@ -250,6 +246,23 @@ def test_tensors_opens_the_window_on_the_heads_tab_and_exits_cleanly(tmp_path: P
     assert result.returncode == 0, result.stderr
     assert "first paint" in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_export_options_and_lang_parse_without_qt() -> None:
+    # Formats, sizes and languages come from the window's own definitions (gui.kit.choices),
+    # which load no Qt: a headless command's parsing must not pay for it.
+    probe = ("import sys, main; args = main.build_parser().parse_args(['--lang', 'zh_CN', "
+             "'export', '--out', 'x', '--formats', 'CSV,png,csv', '--width', '640']); "
+             "print(args.formats, args.width, "
+             "[m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph')])")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "('csv', 'png') 640 []"
+    refused = run_main("export", "--out", "x", "--formats", "png,gif")
+    assert refused.returncode == 2
+    assert refused.stderr.strip().endswith("unknown export format gif: choose from png, svg, "
+                                           "pdf, csv")
 
 
 @pytest.mark.parametrize("preset", [None, "20"])

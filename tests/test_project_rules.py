@@ -41,8 +41,9 @@ def test_ruff_clean() -> None:
 # without running them a second time, in three parts: engine code never imports Qt, not even
 # inside a function (test_engine_imports_no_qt_or_gui); no engine test file imports Qt anywhere,
 # nor does what it imports at module level from the rest of the repository (main.py, helpers
-# in tests/), transitively; and no engine test or fixture asks for a pytest-qt fixture.
-QT_ROOTS = {"PySide6", "shiboken6", "pyqtgraph", "superqt", "gui", "pytestqt"}
+# in tests/, the Qt-free modules of gui/ such as gui.kit.choices), transitively with the
+# packages holding them; and no engine test or fixture asks for a pytest-qt fixture.
+QT_ROOTS = {"PySide6", "shiboken6", "pyqtgraph", "superqt", "pytestqt"}
 _IMPORTERS = {"importlib.import_module", "__import__", "import_module", "pytest.importorskip"}
 
 
@@ -69,13 +70,15 @@ def _imported_modules(tree: ast.AST, module_level_only: bool = False) -> set[str
     return names
 
 
-def _repository_file(module: str) -> Path | None:
-    """The file of ``module`` in this repository, if it is one of its modules."""
-    path = ROOT.joinpath(*module.split("."))
-    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
+def _repository_files(module: str) -> list[Path]:
+    """The files importing ``module`` runs in this repository: its packages' ``__init__.py``
+    (outermost first) and its own file; none when it is not one of the repository's."""
+    parts = module.split(".")
+    files = []
+    for depth in range(1, len(parts) + 1):
+        path = ROOT.joinpath(*parts[:depth])
+        files += [c for c in (path / "__init__.py", path.with_suffix(".py")) if c.is_file()]
+    return files
 
 
 def _qt_reached_from(path: Path) -> set[str]:
@@ -90,9 +93,11 @@ def _qt_reached_from(path: Path) -> set[str]:
                 found.add(module)
             elif module.split(".")[0] == "engine":
                 continue  # engine/ is lint-imports' (test_engine_imports_no_qt_or_gui)
-            elif (file := _repository_file(module)) is not None and file not in seen:
-                seen.add(file)
-                pending.append((file, True))
+            else:
+                for file in _repository_files(module):
+                    if file not in seen:
+                        seen.add(file)
+                        pending.append((file, True))
     return found
 
 
@@ -139,6 +144,9 @@ def test_the_import_scan_follows_helpers_and_sees_imports_inside_functions(tmp_p
                          "def test_a():\n    from gui.kit import export\n"
                          "def test_b():\n    import importlib\n"
                          "    importlib.import_module('PySide6.QtCore')\n")
-    assert _qt_reached_from(test_file) == {"gui.kit", "gui.kit.export", "PySide6.QtCore"}
+    # gui.kit.export is followed to the Qt it imports; PySide6.QtCore is named directly.
+    assert {"PySide6.QtCore", "PySide6.QtWidgets", "pyqtgraph"} <= _qt_reached_from(test_file)
+    test_file.write_text("import main\nfrom gui.kit.choices import FORMATS\n")
+    assert _qt_reached_from(test_file) == set()  # gui's Qt-free modules (and packages) pass
     test_file.write_text("from tests.gui import pixels\n")  # a helper that imports Qt
-    assert {"PySide6.QtGui", "gui.kit.session"} <= _qt_reached_from(test_file)
+    assert "PySide6.QtGui" in _qt_reached_from(test_file)

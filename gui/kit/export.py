@@ -25,15 +25,14 @@ from PySide6.QtWidgets import QApplication
 
 from engine.analysis.sweep import csv_cell
 from engine.io.files import describe_os_error, write_output
+from gui.kit.choices import FORMATS, check_formats
 from gui.kit.pdf_export import export_pdf
 from gui.kit.plot_view import PlotView
 from gui.kit.render import render_image
 from gui.kit.svg_export import export_svg
 
 __all__ = [
-    "FORMATS",
     "IMAGE_WRITERS",
-    "check_formats",
     "copy_to_clipboard",
     "export_all",
     "export_csv",
@@ -41,10 +40,6 @@ __all__ = [
     "export_view",
     "image_stats",
 ]
-
-
-#: What an export of a view can write, in the order written: images, then the data.
-FORMATS = ("png", "svg", "pdf", "csv")
 
 
 def export_png(item: Any, path: str | os.PathLike[str], width: int, height: int) -> Path:
@@ -84,17 +79,6 @@ def copy_to_clipboard(item: Any, width: int, height: int) -> QImage:
     image = render_image(item, width, height)
     QApplication.clipboard().setImage(image)
     return image
-
-
-def check_formats(formats: Sequence[str]) -> tuple[str, ...]:
-    """``formats`` as a tuple of :data:`FORMATS` entries; ValueError naming an unknown one
-    (or none given)."""
-    chosen = tuple(dict.fromkeys(f.strip().lower() for f in formats if f.strip()))
-    unknown = [f for f in chosen if f not in FORMATS]
-    if unknown or not chosen:
-        raise ValueError(f"unknown export format {', '.join(unknown) or '(none given)'}: "
-                         f"choose from {', '.join(FORMATS)}")
-    return chosen
 
 
 #: The image writers by file suffix, in the order an export writes them.

@@ -29,6 +29,8 @@ from PySide6.QtCore import (
     QTranslator,
 )
 
+from gui.kit.choices import LANGUAGES
+
 __all__ = [
     "CATALOGUE",
     "DEFAULT_LANGUAGE",
@@ -46,8 +48,6 @@ __all__ = [
 CATALOGUE = "explorer"
 #: The source language of every string (needs no catalogue).
 DEFAULT_LANGUAGE = "en"
-#: Language code -> its own name (menu entries are endonyms and deliberately not translated).
-LANGUAGES: dict[str, str] = {"en": "English", "zh_CN": "简体中文"}
 
 _state: dict[str, object] = {"language": DEFAULT_LANGUAGE, "translator": None, "qt": None}
 

@@ -17,7 +17,8 @@ from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, QSizeF
 from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter, QPicture
 
 from engine.io.files import write_output
-from gui.kit.render import check_size, laid_out_for_export, paint_vector
+from gui.kit.choices import check_size
+from gui.kit.render import laid_out_for_export, paint_vector
 
 __all__ = ["export_pdf", "render_pdf"]
 

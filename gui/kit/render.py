@@ -24,22 +24,10 @@ from PySide6.QtWidgets import (
 )
 
 from gui.kit.caption import caption_height, caption_of, draw_caption
+from gui.kit.choices import check_size
 
-__all__ = ["MAX_SIZE", "MIN_SIZE", "check_size", "laid_out_at", "laid_out_for_export",
+__all__ = ["laid_out_at", "laid_out_for_export",
            "paint_export", "paint_scene", "paint_vector", "render_image"]
-
-#: Smallest and largest export width or height in pixels.
-MIN_SIZE, MAX_SIZE = 16, 8192
-
-
-def check_size(width: int, height: int) -> tuple[int, int]:
-    """Return ``(width, height)`` as ints; ValueError outside [MIN_SIZE, MAX_SIZE]."""
-    width, height = int(width), int(height)
-    for name, value in (("width", width), ("height", height)):
-        if not MIN_SIZE <= value <= MAX_SIZE:
-            raise ValueError(f"{name} must be in [{MIN_SIZE}, {MAX_SIZE}] pixels, got {value}")
-    return width, height
-
 
 def _export_target(item: Any) -> Any:
     """The graphics item an exporter should render for a view's export item."""

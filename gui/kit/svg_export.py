@@ -19,7 +19,8 @@ from PySide6.QtGui import QFont, QFontInfo, QGuiApplication, QImage, QRawFont
 from PySide6.QtSvg import QSvgGenerator
 
 from engine.io.files import write_bytes_atomic, write_output
-from gui.kit.render import MAX_SIZE, MIN_SIZE, check_size, laid_out_for_export, paint_vector
+from gui.kit.choices import MAX_SIZE, MIN_SIZE, check_size
+from gui.kit.render import laid_out_for_export, paint_vector
 from gui.kit.svg_images import enlarge_images
 
 __all__ = ["SceneSvgExporter", "export_svg", "install_svg_exporter", "render_svg"]
