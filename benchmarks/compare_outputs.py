@@ -5,20 +5,12 @@ Run from the repository root::
     python benchmarks/compare_outputs.py A B [--keep DIR] [--only export,sweep,…]
 
 Each commit is checked out in a temporary ``git worktree add --detach`` and runs, offscreen
-and in English, ``main.py export`` (every view as PNG, SVG, PDF and CSV, plus session.json;
-once with random q, k and once with a captured head) and the commands ``capture`` (a
-Hugging Face folder, a GGUF file, a BERT folder), ``inspect`` (table and CSV), ``sweep``
-(each of d_k, s, ρ, n), ``train`` (JSON, table, tensor file) and ``lr-sweep`` on the
-fixtures of tests/fixtures/models. Standard output is kept as ``NAME.stdout.txt``. The two
-output trees are then compared file by file:
-
-- CSV, JSON, stdout: cell by cell, numbers exactly (NaN equals NaN), except the timing fields
-  of :data:`TIMING_FIELDS`; the two runs' absolute roots are replaced by ``<TREE>`` and
-  ``<OUT>`` before strings compare, so a path still compares by what follows its root.
-- NPZ and safetensors: the same arrays, bit for bit, and the same metadata (as JSON).
-- PNG: the same pixels (decoded with Qt when the bytes differ).
-- SVG and PDF: the same bytes once the creation/modification dates, creator and document ids
-  are blanked (:data:`VOLATILE_PATTERNS`).
+and in English, ``main.py export`` and the commands of :func:`commands` on the fixtures of
+tests/fixtures/models (standard output kept as ``NAME.stdout.txt``). The two output trees are
+compared file by file (benchmarks/README.md says how): CSV, JSON and text cell by cell with
+numbers exact, except :data:`TIMING_FIELDS` and :data:`TIMING_TEXT`, and with the runs' own
+roots replaced by ``<TREE>``/``<OUT>``; NPZ and safetensors bit for bit with their metadata;
+PNG by pixel; SVG and PDF by byte once :data:`VOLATILE_PATTERNS` (dates, ids) are blanked.
 
 The last lines are ``N files, M differ`` and each differing file with its first
 difference; the exit status is 1 when any file differs (or a run failed), else 0.
@@ -33,6 +25,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -365,6 +358,11 @@ def main(argv: list[str] | None = None) -> int:
     base = (options.keep or Path(holder.name)).resolve()
     base.mkdir(parents=True, exist_ok=True)
     trees = [base / "A", base / "B"]
+    for name in ("A", "B"):  # what an earlier --keep run into the same folder left
+        if (base / name).exists():
+            _git("worktree", "remove", "--force", str(base / name))
+        for stale in (base / f"out-{name}", base / f"out-{name}-config"):
+            shutil.rmtree(stale, ignore_errors=True)
     failures: list[str] = []
     try:
         for tree, commit in zip(trees, commits, strict=True):
