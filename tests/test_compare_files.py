@@ -1,6 +1,7 @@
-"""benchmarks/compare_outputs.py's file comparisons: every kind of file it compares reports a
-real difference, and passes over only what its allow-lists name (timings, dates, ids, the
-runs' own roots). Two output trees are built here; no commit is checked out."""
+"""benchmarks/compare_files.py, the file comparisons of compare_outputs.py: every kind of
+file it compares reports a real difference, and it passes over only what its allow-lists name
+(timings, dates, ids, the runs' own roots). Two output trees are built here; no commit is
+checked out."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-_SPEC = importlib.util.spec_from_file_location("compare_outputs",
-                                               ROOT / "benchmarks" / "compare_outputs.py")
+_SPEC = importlib.util.spec_from_file_location("compare_files",
+                                               ROOT / "benchmarks" / "compare_files.py")
 assert _SPEC is not None and _SPEC.loader is not None
 compare = importlib.util.module_from_spec(_SPEC)
-sys.modules["compare_outputs"] = compare
+sys.modules["compare_files"] = compare
 _SPEC.loader.exec_module(compare)
 
 PDF = (b"%PDF-1.4\n/Creator (\xfe\xff\x00Q\x00t)\n/CreationDate (D:2026120619{minute}Z)\n"
