@@ -116,7 +116,7 @@ def test_pause_holds_resume_continues_stop_ends_the_run(tab):
     assert tab.panel.progress.text() == "idle"
 
 
-def test_no_viewport_is_left_frozen_by_a_push_pause_or_stop(tab):
+def test_no_viewport_is_left_frozen_by_a_push_pause_or_stop(tab, qtbot):
     """A push holds the viewports it changed until its paint: never longer, whether the run
     goes on, is paused or stopped."""
     tab.panel.set_config(LONG)
@@ -124,15 +124,15 @@ def test_no_viewport_is_left_frozen_by_a_push_pause_or_stop(tab):
     assert wait_for(tab, lambda: tab.controller.pushes >= 3, 20_000)
     viewport = tab.curves.export_item().viewport()
     tab.controller.pause()
-    wait_for(tab, None, 150)  # the snapshot in flight arrives and is pushed
-    assert viewport.updatesEnabled()
+    # The snapshot in flight arrives, is pushed and painted: how long that takes depends on the
+    # machine's load (a fixed 150 ms failed at a load of 8), what must hold is that it ends.
+    qtbot.waitUntil(viewport.updatesEnabled, timeout=10_000)
     paused_at = shown_step(tab)
     tab.controller.resume()
     assert wait_for(tab, lambda: shown_step(tab) > paused_at, 10_000)
     tab.controller.stop()
     assert tab.wait_until_idle(5_000)
-    wait_for(tab, None, 50)
-    assert viewport.updatesEnabled()
+    qtbot.waitUntil(viewport.updatesEnabled, timeout=10_000)
 
 
 def _training_processes() -> list[multiprocessing.Process]:
