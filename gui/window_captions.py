@@ -13,7 +13,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Slot
 
-from engine.config import AttentionConfig, MaskKind, ScalingRule, TrainConfig
+from engine.config import RULES, AttentionConfig, MaskKind, ScalingRule, TrainConfig
 from gui.explorer.head_text import head_label
 from gui.kit import style
 from gui.kit.caption import set_caption
@@ -30,16 +30,9 @@ def rule_text(config: Any) -> str:
     """The rule of ``config`` with the parameter it uses, e.g. "1/T (T = 8)"."""
     rule = ScalingRule(config.rule)
     name = style.rule_name(rule)
-    parameter = {
-        ScalingRule.TEMPERATURE: ("T", config.temperature),
-        ScalingRule.SOFTCAP: ("cap", config.cap),
-        ScalingRule.SSMAX: ("s", config.ssmax_s),
-        ScalingRule.YARN: ("f", config.yarn_factor),
-        ScalingRule.QK_NORM: ("g", config.gain),
-    }.get(rule)
-    if parameter is None or parameter[1] is None:
-        return name
-    return f"{name} ({parameter[0]} = {_number(parameter[1])})"
+    shown = [f"{symbol} = {_number(value)}" for field, symbol in RULES[rule].parameters
+             if (value := getattr(config, field, None)) is not None]
+    return f"{name} ({', '.join(shown)})" if shown else name
 
 
 def explorer_caption(config: AttentionConfig, head: Any) -> str:

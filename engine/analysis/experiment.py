@@ -25,7 +25,8 @@ from engine.analysis.snapshot_rules import (
     selected_moments,
     theory_variance,
 )
-from engine.config import AttentionConfig, MaskKind, ScalingRule
+from engine.config import RULES, AttentionConfig, MaskKind, ScalingRule
+from engine.config.rules import parse_rule
 from engine.core.memory import check_memory
 from engine.core.parallel import run_tasks
 from engine.core.plan import causal_mask
@@ -185,14 +186,7 @@ def raw_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 
 def _parse_rules(rules: Iterable[ScalingRule | str] | None) -> list[ScalingRule]:
-    out = []
-    for rule in rules or ():
-        try:
-            out.append(ScalingRule(rule))
-        except ValueError:
-            allowed = ", ".join(r.value for r in ScalingRule)
-            raise ValueError(f"rules must be among {allowed}; got {rule!r}") from None
-    return out
+    return [parse_rule(rule, "rules") for rule in rules or ()]
 
 
 def _rule_list(config: AttentionConfig, rules: Iterable[ScalingRule | str] | None) -> list:
@@ -279,7 +273,7 @@ def run_experiment(
         # which sees all n keys; its moments come from the logits themselves.
         per_row = isinstance(c_all, np.ndarray)
         c = float(c_all[-1, 0]) if per_row else c_all
-        linear_in_raw = rule not in (ScalingRule.QK_NORM, ScalingRule.SOFTCAP) and not per_row
+        linear_in_raw = RULES[rule].multiplicative and not per_row
         own[rule] = first_of_scale.setdefault(c, rule) if linear_in_raw else rule
         plans.append((rule, c_all, c, linear_in_raw))
     wanted = rule_list if stored_weights is None else _parse_rules(stored_weights)

@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 from engine.analysis.heads import HeadDiagnostics, summarise_rows
-from engine.config import ScalingRule
+from engine.config import RULES, rules_where
 from engine.core.moments import RunningMoments, block_moments
 from engine.core.scaling import Rule
 from engine.core.softmax import softmax_rows
@@ -24,10 +24,7 @@ __all__ = ["MULTIPLICATIVE_RULES", "NeedsQK", "diagnose_weights", "logit_factors
            "replay_weights_map"]
 
 #: The rules that multiply a row's logits by a constant: replayed exactly from weights.
-MULTIPLICATIVE_RULES = tuple(r for r in ScalingRule
-                             if r not in (ScalingRule.QK_NORM, ScalingRule.SOFTCAP))
-#: Of those, the ones whose factor relative to 1/√d_k does not involve d_k.
-_FREE_OF_D_K = (ScalingRule.SQRT, ScalingRule.LOG_N, ScalingRule.SSMAX, ScalingRule.YARN)
+MULTIPLICATIVE_RULES = rules_where("multiplicative")
 #: Rows per block: a cancel waits for one block; memory stays at a few blocks of rows.
 _BLOCK_ENTRIES = 1 << 18
 
@@ -61,7 +58,7 @@ def logit_factors(
     if d_k > 0:
         own = file_scale if math.isfinite(file_scale) else 1.0 / math.sqrt(d_k)
         dim = d_k
-    elif not math.isfinite(file_scale) and kind in _FREE_OF_D_K:
+    elif not math.isfinite(file_scale) and not RULES[kind].needs_d_k:
         own, dim = 1.0, 1  # c'/c with c = 1/√d_k: d_k cancels
     else:
         raise NeedsQK(f"rule {kind.value!r} needs d_k, which the file does not give (add "

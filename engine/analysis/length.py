@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.config import AttentionConfig, ScalingRule, SweepConfig, SweepParam
+from engine.config import AttentionConfig, ScalingRule, SweepConfig, SweepParam, rules_where
 
 __all__ = [
     "LENGTH_MAX_LOGITS",
@@ -33,10 +33,9 @@ __all__ = [
 
 #: n of the length view: powers of two 2^4 … 2^20.
 LENGTH_VALUES: tuple[int, ...] = tuple(2**i for i in range(4, 21))
-#: Rules the length view always shows (plus the configuration's own rule).
-LENGTH_RULES: tuple[ScalingRule, ...] = (
-    ScalingRule.SQRT, ScalingRule.LOG_N, ScalingRule.SSMAX, ScalingRule.YARN,
-)
+#: Rules the length view always shows (plus the configuration's own rule): their declaration
+#: says so.
+LENGTH_RULES: tuple[ScalingRule, ...] = rules_where("in_length_view")
 #: Largest number of query rows per point of the length view.
 LENGTH_SAMPLES_CAP = 256
 #: Largest rows × n per point of the length view (:data:`LENGTH_MIN_ROWS` at n = 2^20; rows

@@ -191,11 +191,10 @@ def own_rule(head: RealHead | HeadRef) -> tuple[ScalingRule, float | None, float
     if near(1.0 / d):
         return ScalingRule.LINEAR, None, None
     temperature = 1.0 / c
-    low, high = AttentionConfig.FIELDS["temperature"].low, AttentionConfig.FIELDS[
-        "temperature"].high
-    if not low <= temperature <= high:  # type: ignore[operator]
-        raise ValueError(f"the model's scale c = {c:g} needs T = {temperature:g}, outside the "
-                         f"temperature range {low:g}..{high:g}")
+    allowed = AttentionConfig.FIELDS["temperature"].interval
+    if not math.isfinite(temperature) or temperature not in allowed:
+        raise ValueError(f"the model's scale c = {c:g} needs T = {temperature:g}: T must be "
+                         f"{allowed.requirement()}")
     return ScalingRule.TEMPERATURE, temperature, None
 
 

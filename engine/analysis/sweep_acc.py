@@ -18,7 +18,7 @@ import numpy as np
 
 from engine.analysis.sweep_precision import PrecisionTally, grid_combos, grid_rows
 from engine.analysis.sweep_rows import Setting
-from engine.config import ScalingRule, SweepConfig
+from engine.config import RULES, ScalingRule, SweepConfig
 from engine.core import theory
 from engine.core.moments import RunningMoments, block_moments, median_band
 from engine.core.precision import reference_weights
@@ -31,8 +31,9 @@ __all__ = ["GRID_RULES", "NONLINEAR_RULES", "ChunkRaw", "RuleAccumulator"]
 #: Rules the precision grid is computed for (the precision view's curves).
 GRID_RULES = (ScalingRule.NONE, ScalingRule.SQRT)
 
-#: Rules whose logits are not c·S_raw with one c per point.
-NONLINEAR_RULES = (ScalingRule.QK_NORM, ScalingRule.SOFTCAP)
+#: Rules whose logits are not c·S_raw with one c per point (a per-row rule's rows all see the
+#: point's n keys: one c).
+NONLINEAR_RULES = tuple(rule for rule in ScalingRule if not RULES[rule].multiplicative)
 
 
 class ChunkRaw:

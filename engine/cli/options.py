@@ -61,8 +61,10 @@ def _default(field: BoundField) -> Any:
 def _range_text(field: BoundField) -> str:
     """`` (range 1..1024)`` for a number field with a declared range, else ""."""
     low, high = field.spec.low, field.spec.high
-    if field.kind not in (int, float) or low is None or high is None:
+    if field.kind not in (int, float) or low is None:
         return ""
+    if high is None:  # one-sided: "(> 0)", "(>= 1)"
+        return f" ({'>=' if field.spec.closed in ('both', 'left') else '>'} {_number(low)})"
     return f" (range {_number(low)}..{_number(high)})"
 
 

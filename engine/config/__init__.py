@@ -17,12 +17,15 @@ from engine.config.attention import (
 )
 from engine.config.precision import Precision, Rounding, ScaleOrder, SoftmaxForm
 from engine.config.registry import config_from_dict, config_from_json
+from engine.config.rules import RULE_FIELDS, RULES, RuleSpec, rules_where
 from engine.config.sweep import SWEEP_FIELDS, SweepConfig, SweepParam
 from engine.config.train import TRAIN_FIELDS, DType, OptimizerKind, TaskKind, TrainConfig
 
 __all__ = [
     "ATTENTION_FIELDS",
     "DEFAULT_MEMORY_BUDGET_BYTES",
+    "RULES",
+    "RULE_FIELDS",
     "RULE_PARAMETERS",
     "SWEEP_FIELDS",
     "TRAIN_FIELDS",
@@ -33,6 +36,7 @@ __all__ = [
     "Precision",
     "Rounding",
     "RuleParameters",
+    "RuleSpec",
     "ScaleOrder",
     "ScalingRule",
     "SoftmaxForm",
@@ -42,4 +46,5 @@ __all__ = [
     "TrainConfig",
     "config_from_dict",
     "config_from_json",
+    "rules_where",
 ]

@@ -4,8 +4,8 @@
 raises a ``ValueError`` naming the field and the allowed range. :data:`ATTENTION_FIELDS`, next
 to it, declares each field's range, unit, panel row (label, tooltip formula, widget, scale) and
 is what the explorer's parameter panel is generated from; the sweep and training configs reuse
-its ranges. :class:`RuleParameters` declares the scaling rules' parameters for the rule, the
-explorer and the sweep.
+its ranges. The scaling rules and their parameters are declared in :mod:`engine.config.rules`
+(re-exported here).
 """
 
 from __future__ import annotations
@@ -16,11 +16,17 @@ from typing import ClassVar
 
 from engine.config.base import (
     QT_TRANSLATE_NOOP,
-    Cli,
     FieldSpec,
     Gui,
     JsonConfig,
     validate_fields,
+)
+from engine.config.rules import (
+    RULE_FIELDS,
+    RULE_PARAMETERS,
+    RULES,
+    RuleParameters,
+    ScalingRule,
 )
 
 __all__ = [
@@ -38,126 +44,12 @@ __all__ = [
 DEFAULT_MEMORY_BUDGET_BYTES = 1 << 30
 
 
-class ScalingRule(StrEnum):
-    """How raw dot products ``q·k`` become logits before the softmax."""
-
-    NONE = "none"
-    """c = 1: the raw dot product."""
-    SQRT = "sqrt"
-    """c = 1/√d_k: the Transformer's rule, unit-variance logits at init."""
-    LINEAR = "linear"
-    """c = 1/d_k: the μP rule, right once q and k are correlated."""
-    TEMPERATURE = "temperature"
-    """Divide by a temperature T; T = √d_k reproduces ``SQRT`` exactly."""
-    QK_NORM = "qk_norm"
-    """ℓ₂-normalise q and k over d_k, then multiply by a gain g (default √d_k)."""
-    SOFTCAP = "softcap"
-    """1/√d_k, then ``cap·tanh(s/cap)`` (Gemma 2 style)."""
-    LOG_N = "log_n"
-    """c = ln n/√d_k, n the keys the row sees (Chiang & Cholak 2022, log-length scaling)."""
-    SSMAX = "ssmax"
-    """c = s·ln n/√d_k: Scalable-Softmax (Nakanishi 2025), n the keys the row sees."""
-    YARN = "yarn"
-    """c = (0.1·ln f + 1)²/√d_k: YaRN's temperature for a context-extension factor f."""
-
-    @property
-    def length_dependent(self) -> bool:
-        """Whether c depends on the number n of keys a row sees (``log_n``, ``ssmax``)."""
-        return self in (ScalingRule.LOG_N, ScalingRule.SSMAX)
-
-    @property
-    def label(self) -> str:
-        """Short human-readable name used in legends and CSV files."""
-        return _RULE_LABELS[self]
-
-
-_RULE_LABELS = {
-    ScalingRule.NONE: "none",
-    ScalingRule.SQRT: "1/√d_k",
-    ScalingRule.LINEAR: "1/d_k",
-    ScalingRule.TEMPERATURE: "1/T",
-    ScalingRule.QK_NORM: "QK-norm",
-    ScalingRule.SOFTCAP: "soft-cap",
-    ScalingRule.LOG_N: "ln n/√d_k",
-    ScalingRule.SSMAX: "SSMax",
-    ScalingRule.YARN: "YaRN",
-}
-
-
 class MaskKind(StrEnum):
     """Which keys a query may attend to."""
 
     NONE = "none"
     CAUSAL = "causal"
 
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class RuleParameters:
-    """The scaling rules' parameters, each used by its own rule only.
-
-    Declared once for :class:`~engine.core.scaling.Rule` and for the configs that set them;
-    :data:`RULE_FIELDS` gives their ranges, panel rows and ``main.py sweep`` options.
-    ``temperature=None`` means T = √d_k and ``gain=None`` the QK-norm gain √d_k.
-    """
-
-    temperature: float | None = None
-    gain: float | None = None
-    cap: float = 50.0
-    ssmax_s: float = 0.43
-    yarn_factor: float = 4.0
-
-
-#: The names of the :class:`RuleParameters`, in order.
-RULE_PARAMETERS = tuple(field.name for field in dataclasses.fields(RuleParameters))
-
-#: Range, panel row (``None`` gain: a "default" check box above the slider) and sweep option of
-#: every rule parameter.
-RULE_FIELDS: dict[str, FieldSpec] = {
-    "temperature": FieldSpec(1e-6, 1e6, "", Gui(
-        QT_TRANSLATE_NOOP("ParameterPanel", "temperature T"),
-        QT_TRANSLATE_NOOP(
-            "ParameterPanel",
-            "logits = q·k / T; T = √d_k reproduces 1/√d_k, "
-            "Var(logit) = d_k·σ⁴ / T²."),
-        "slider", low=0.01, high=1000.0, log=True,
-        visible_when=("rule", ScalingRule.TEMPERATURE)),
-        Cli(("--temperature",), "temperature for the temperature rule (default √d_k)")),
-    "gain": FieldSpec(1e-6, 1e6, "", Gui(
-        QT_TRANSLATE_NOOP("ParameterPanel", "gain g"),
-        QT_TRANSLATE_NOOP(
-            "ParameterPanel", "QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k."),
-        "slider", low=0.01, high=1000.0, log=True,
-        default_text=QT_TRANSLATE_NOOP("ParameterPanel", "default g = √d_k"),
-        default_tooltip=QT_TRANSLATE_NOOP(
-            "ParameterPanel", "Use the default QK-norm gain g = √d_k."),
-        visible_when=("rule", ScalingRule.QK_NORM)),
-        Cli(("--gain",), "QK-norm gain (default √d_k)")),
-    "cap": FieldSpec(1e-6, 1e6, "", Gui(
-        QT_TRANSLATE_NOOP("ParameterPanel", "cap"),
-        QT_TRANSLATE_NOOP(
-            "ParameterPanel", "Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap."),
-        "slider", low=0.1, high=1000.0, log=True, decimals=2,
-        visible_when=("rule", ScalingRule.SOFTCAP)), Cli(("--cap",), "soft-cap value")),
-    "ssmax_s": FieldSpec(1e-6, 1e3, "", Gui(
-        "SSMax s",  # a method's name and a symbol
-        QT_TRANSLATE_NOOP(
-            "ParameterPanel",
-            "Scalable-Softmax (Nakanishi 2025): logits = s·ln n·q·k/√d_k, n the keys the row "
-            "sees (under a causal mask row i sees i + 1); s = 0.43 in the paper's toy."),
-        "slider", low=0.01, high=10.0, log=True, decimals=3,
-        visible_when=("rule", ScalingRule.SSMAX)),
-        Cli(("--ssmax-s",), "Scalable-Softmax s for the ssmax rule (c = s·ln n/√d_k)")),
-    "yarn_factor": FieldSpec(1.0, 1e6, "", Gui(
-        QT_TRANSLATE_NOOP("ParameterPanel", "YaRN factor f"),
-        QT_TRANSLATE_NOOP(
-            "ParameterPanel",
-            "YaRN context-extension factor f: logits = q·k/(t·√d_k) with "
-            "√(1/t) = 0.1·ln f + 1, i.e. c = (0.1·ln f + 1)²/√d_k (f = 1 gives 1/√d_k)."),
-        "slider", low=1.0, high=1024.0, log=True, decimals=2,
-        visible_when=("rule", ScalingRule.YARN)),
-        Cli(("--yarn-factor",), "YaRN context-extension factor f for the yarn rule "
-            "(c = (0.1·ln f + 1)²/√d_k)")),
-}
 
 #: Every field of :class:`AttentionConfig`, in the parameter panel's row order. The ranges are
 #: the engine's; ``Gui.low/high`` narrow a row where a larger value only makes a request fail
@@ -220,20 +112,9 @@ ATTENTION_FIELDS: dict[str, FieldSpec] = {
         QT_TRANSLATE_NOOP("ParameterPanel", "scaling rule"),
         QT_TRANSLATE_NOOP(
             "ParameterPanel",
-            "How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, "
-            "QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap), "
-            "ln n/√d_k, SSMax s·ln n/√d_k, YaRN (0.1·ln f + 1)²/√d_k."),
-        "combo", choices={
-            ScalingRule.NONE: QT_TRANSLATE_NOOP("ParameterPanel", "none (c = 1)"),
-            ScalingRule.SQRT: "1/√d_k",  # math: the same in every language
-            ScalingRule.LINEAR: "1/d_k",
-            ScalingRule.TEMPERATURE: QT_TRANSLATE_NOOP("ParameterPanel", "temperature 1/T"),
-            ScalingRule.QK_NORM: QT_TRANSLATE_NOOP("ParameterPanel", "QK-norm"),
-            ScalingRule.SOFTCAP: QT_TRANSLATE_NOOP("ParameterPanel", "soft-cap"),
-            ScalingRule.LOG_N: "ln n/√d_k",
-            ScalingRule.SSMAX: "SSMax s·ln n/√d_k",  # a method's name and math
-            ScalingRule.YARN: QT_TRANSLATE_NOOP("ParameterPanel", "YaRN temperature"),
-        })),
+            "How raw scores q·k become logits: each rule's factor c is in its menu item; "
+            "formulas and sources in docs/numerics.md, “Scaling rules”."),
+        "combo", choices={rule: spec.menu for rule, spec in RULES.items()})),
     **RULE_FIELDS,
     "rho": FieldSpec(-1.0, 1.0, "", Gui(
         QT_TRANSLATE_NOOP("ParameterPanel", "q–k correlation ρ"),

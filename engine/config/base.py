@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -22,15 +23,20 @@ from enum import StrEnum
 from typing import Any, ClassVar, NamedTuple, Self
 
 __all__ = [
+    "POSITIVE",
+    "POSITIVE_INT",
     "QT_TRANSLATE_NOOP",
     "BoundField",
     "Cli",
     "FieldSpec",
     "Gui",
+    "Interval",
     "JsonConfig",
     "Msg",
     "bound_fields",
     "check_enum",
+    "check_int",
+    "check_number",
     "check_value",
     "validate_fields",
 ]
@@ -127,13 +133,63 @@ class Cli:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Interval:
+    """The numbers a field accepts: ``low`` to ``high``, either end open or absent (``None``).
+
+    Like scikit-learn's ``Interval(Real, 0, None, closed="neither")``: ``closed`` is
+    ``"both"``, ``"left"``, ``"right"`` or ``"neither"``. :meth:`requirement` words it for
+    messages: ``"in [1, 8192]"``, ``"a positive finite number (> 0)"``, ``">= 1"``.
+    """
+
+    low: float | None = None
+    high: float | None = None
+    closed: str = "both"
+
+    def __contains__(self, value: float) -> bool:
+        low, high, closed = self.low, self.high, self.closed
+        if low is not None and (value < low or (value == low and closed in ("right", "neither"))):
+            return False
+        return high is None or value < high or (value == high and closed in ("both", "right"))
+
+    @property
+    def bounded(self) -> bool:
+        """Whether it has both ends (the messages then name the range)."""
+        return self.low is not None and self.high is not None
+
+    def requirement(self, integer: bool = False) -> str:
+        """What a value must be, after "must be"."""
+        low, high, closed = self.low, self.high, self.closed
+        shown = (lambda x: str(int(x))) if integer else (lambda x: f"{x:g}")
+        if self.bounded:
+            left = "[" if closed in ("both", "left") else "("
+            right = "]" if closed in ("both", "right") else ")"
+            return f"in {left}{shown(low)}, {shown(high)}{right}"
+        if low is None:
+            return (f"<= {shown(high)}" if closed in ("both", "right") else f"< {shown(high)}"
+                    ) if high is not None else "a number"
+        inclusive = closed in ("both", "left")
+        if integer and inclusive:
+            return "a positive integer (>= 1)" if low == 1 else f"an integer >= {shown(low)}"
+        if not integer and low == 0 and not inclusive:
+            return "a positive finite number (> 0)"
+        return f">= {shown(low)}" if inclusive else f"> {shown(low)}"
+
+
+#: The integers >= 1 (sizes, counts): one declaration for every such check.
+POSITIVE_INT = Interval(1, None)
+#: The positive finite numbers.
+POSITIVE = Interval(0.0, None, "neither")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class FieldSpec:
     """Everything about one config field except its name, type and default (the dataclass's).
 
     Parameters
     ----------
-    low, high
-        Inclusive range the engine accepts (numbers only).
+    low, high, closed
+        Range the engine accepts (numbers only; see :class:`Interval`): inclusive unless
+        ``closed`` says otherwise, ``high=None`` for no upper end.
     unit
         Unit of the value, for documentation ("" for pure numbers).
     gui, cli
@@ -145,6 +201,12 @@ class FieldSpec:
     unit: str = ""
     gui: Gui | None = None
     cli: Cli | None = None
+    closed: str = "both"
+
+    @property
+    def interval(self) -> Interval:
+        """The accepted range as an :class:`Interval`."""
+        return Interval(self.low, self.high, self.closed)
 
     def but(self, **changes: Any) -> FieldSpec:
         """A copy with ``changes`` (a config reusing another config's range, say)."""
@@ -176,7 +238,7 @@ class BoundField:
         """Return ``value`` validated and normalised, or raise ``ValueError``."""
         if value is None and self.optional:
             return None
-        return check_value(self.name, self.kind, value, self.spec.low, self.spec.high)
+        return check_value(self.name, self.kind, value, self.spec.interval)
 
 
 def _pick(first: float | None, second: float | None) -> float:
@@ -212,8 +274,8 @@ def _value_type(hint: Any) -> tuple[type, bool]:
     return (origin or hint), False
 
 
-def check_value(name: str, kind: type, value: Any, low: float | None, high: float | None) -> Any:
-    """Validate one value of type ``kind`` against [low, high]; messages name the field."""
+def check_value(name: str, kind: type, value: Any, interval: Interval | None = None) -> Any:
+    """Validate one value of type ``kind`` against ``interval``; messages name the field."""
     if kind is bool:
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be true or false, got {value!r}")
@@ -221,25 +283,51 @@ def check_value(name: str, kind: type, value: Any, low: float | None, high: floa
     if issubclass(kind, StrEnum):
         return check_enum(name, kind, value)
     if kind is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            # Accept integral floats coming from JSON or spin boxes, refuse anything else.
-            if isinstance(value, float) and value.is_integer():
-                value = int(value)
-            else:
-                raise ValueError(f"{name} must be an integer, got {value!r}")
-        if low is not None and high is not None and not low <= value <= high:
-            raise ValueError(f"{name} must be in [{int(low)}, {int(high)}], got {value}")
-        return value
+        return check_int(name, value, interval or Interval())
     if kind is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"{name} must be a number, got {value!r}")
-        value = float(value)
-        if not math.isfinite(value):
-            raise ValueError(f"{name} must be finite, got {value}")
-        if low is not None and high is not None and not low <= value <= high:
-            raise ValueError(f"{name} must be in [{low:g}, {high:g}], got {value:g}")
-        return value
+        return check_number(name, value, interval or Interval())
     return value  # tuples and other composite fields are checked by their class
+
+
+def check_int(name: str, value: Any, interval: Interval = POSITIVE_INT, *,
+              integral_floats: bool = True) -> int:
+    """``value`` as an int in ``interval``, or a ``ValueError`` naming ``name``.
+
+    Integral floats (from JSON or spin boxes) are accepted unless ``integral_floats`` is off;
+    bool never is. The one integer check of the engine (sizes, counts, seeds).
+    """
+    if type(value) is int and value >= 1 and interval is POSITIVE_INT:
+        return value  # the usual case, without the checks below
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if integral_floats and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        elif interval.bounded:
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+        else:
+            raise ValueError(f"{name} must be {interval.requirement(True)}, got {value!r}")
+    value = int(value)
+    if value not in interval:
+        raise ValueError(f"{name} must be {interval.requirement(True)}, got {value}")
+    return value
+
+
+def check_number(name: str, value: Any, interval: Interval = POSITIVE) -> float:
+    """``value`` as a finite float in ``interval``, or a ``ValueError`` naming ``name``.
+
+    A range with both ends is named in the message; a one-sided one is named for any failure
+    ("must be a positive finite number (> 0), got 'big'").
+    """
+    number = not isinstance(value, bool) and isinstance(value, numbers.Real)
+    finite = number and math.isfinite(value)
+    if finite and float(value) in interval:
+        return float(value)
+    if not interval.bounded:
+        raise ValueError(f"{name} must be {interval.requirement()}, got {value!r}")
+    if not number:
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if not finite:
+        raise ValueError(f"{name} must be finite, got {float(value)}")
+    raise ValueError(f"{name} must be {interval.requirement()}, got {float(value):g}")
 
 
 _E = typing.TypeVar("_E", bound=StrEnum)

@@ -24,8 +24,10 @@ from engine.config.attention import (
 from engine.config.base import (
     Cli,
     FieldSpec,
+    Interval,
     JsonConfig,
     check_enum,
+    check_int,
     check_value,
     validate_fields,
 )
@@ -169,14 +171,10 @@ class SweepConfig(RuleParameters, JsonConfig):
         # Named like the field a swept value stands for, as the explorer's messages name it.
         name = {SweepParam.D_K: "d_k", SweepParam.N: "n_tokens",
                 SweepParam.RHO: "rho"}.get(self.param, "values for s")
-        checked = [check_value(name, kind, value, low, high) for value in values]
+        checked = [check_value(name, kind, value, Interval(low, high)) for value in values]
         set_(self, "values", tuple(checked))
-        if isinstance(self.memory_budget_bytes, bool) or not isinstance(
-            self.memory_budget_bytes, int
-        ) or self.memory_budget_bytes < 1:
-            raise ValueError(
-                f"memory_budget_bytes must be a positive integer, got {self.memory_budget_bytes!r}"
-            )
+        set_(self, "memory_budget_bytes", check_int(
+            "memory_budget_bytes", self.memory_budget_bytes, integral_floats=False))
 
     @classmethod
     def following(cls, attention: AttentionConfig, *, param: SweepParam,

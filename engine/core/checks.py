@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.config.base import POSITIVE_INT, check_int
+
 __all__ = [
     "as_bool_mask",
     "as_real_array",
@@ -35,12 +37,11 @@ def check_positive(name: str, value: Any) -> float:
 
 
 def check_dim(name: str, value: Any) -> int:
-    """Return ``value`` as an int; raise unless it is an integer >= 1 (bool is refused)."""
-    if type(value) is int and value >= 1:  # the usual case, without the ABC checks below
+    """Return ``value`` as an int; raise unless it is an integer >= 1 (bool and floats are
+    refused): :func:`engine.config.base.check_int`, the one integer check."""
+    if type(value) is int and value >= 1:  # the usual case, without a call
         return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer (>= 1), got {value!r}")
-    return int(value)
+    return check_int(name, value, POSITIVE_INT, integral_floats=False)
 
 
 def float_dtype(*arrays: np.ndarray) -> np.dtype:

@@ -1,13 +1,9 @@
-"""The scaling rules: the factor c each rule multiplies q·k by, and the logits it produces.
-
-``none`` c = 1; ``sqrt`` c = 1/√d_k; ``linear`` c = 1/d_k; ``temperature`` c = 1/T;
-``qk_norm``: ℓ₂-normalised q and k times ``gain`` (default √d_k); ``softcap``: c = 1/√d_k, then
-``cap·tanh(s/cap)`` (default cap 50); ``log_n`` c = ln n/√d_k; ``ssmax`` c = s·ln n/√d_k
-(default s 0.43); ``yarn`` c = (0.1·ln f + 1)²/√d_k (default f 4). For ``log_n`` and ``ssmax``
-n is the number of keys a row sees (i + 1 for query i under a causal mask). Sources and
-details: docs/numerics.md, "Scaling rules". :class:`Rule` holds a rule and its parameters,
+"""The scaling rules at work: :class:`Rule` holds a rule and its parameters, validated at the
+door, and computes c with its declaration's function (:data:`engine.config.RULES`, where each
+rule's formula, traits and source are; docs/numerics.md, "Scaling rules", lists them);
 :func:`rule_operands` folds c into the n×d operands and :func:`write_logits` turns a block of
-query rows into logits.
+query rows into logits. For the per-row rules (``log_n``, ``ssmax``) n is the number of keys a
+row sees (i + 1 for query i under a causal mask).
 """
 
 from __future__ import annotations
@@ -19,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from engine.config import RuleParameters, ScalingRule
-from engine.core.checks import check_dim, check_positive
+from engine.config import RULE_FIELDS, RULES, RuleParameters, ScalingRule
+from engine.config.base import check_number
+from engine.config.rules import RULE_DEFAULTS, parse_rule, yarn_temperature_factor
+from engine.core.checks import check_dim
 
 __all__ = [
     "NORM_EPS",
@@ -39,18 +37,6 @@ __all__ = [
 #: that an all-zero q or k row maps to zero instead of 0/0.
 NORM_EPS = 1e-12
 
-_ALLOWED_RULES = ", ".join(rule.value for rule in ScalingRule)
-# A dictionary lookup instead of the enum's constructor: every attention call parses its rule,
-# and the constructor's two Python-level calls are a visible part of a small call's cost.
-_RULES: dict[str, ScalingRule] = {rule.value: rule for rule in ScalingRule}
-
-
-def parse_rule(rule: Any) -> ScalingRule:
-    """``ScalingRule(rule)``, with a message listing the allowed rules."""
-    found = _RULES.get(rule) if isinstance(rule, str) else None
-    if found is None:
-        raise ValueError(f"rule must be one of {_ALLOWED_RULES}; got {rule!r}")
-    return found
 
 
 def qk_norm_gain(d_k: int, gain: float | None = None) -> float:
@@ -62,18 +48,6 @@ def qk_norm_gain(d_k: int, gain: float | None = None) -> float:
     return math.sqrt(d_k) if gain is None else float(gain)
 
 
-def yarn_temperature_factor(factor: float) -> float:
-    """YaRN's logit multiplier 1/t = (0.1·ln f + 1)² for a context-extension factor f ≥ 1.
-
-    YaRN (Peng et al. 2023) defines softmax(q·k/(t·√d_k)) with √(1/t) = 0.1·ln f + 1 and
-    applies √(1/t) to both q and k, so the logits are multiplied by its square.
-    """
-    f = check_positive("yarn_factor", factor)
-    if f < 1.0:
-        raise ValueError(f"yarn_factor must be >= 1 (a context extension), got {f}")
-    return (0.1 * math.log(f) + 1.0) ** 2
-
-
 def scale_factor(rule: ScalingRule | str, d_k: int, *, n: int | None = None,
                  **rule_parameters: float | None) -> float:
     """The factor c multiplying q·k under ``rule`` and its parameters: :meth:`Rule.scale`."""
@@ -81,7 +55,9 @@ def scale_factor(rule: ScalingRule | str, d_k: int, *, n: int | None = None,
 
 
 #: Every rule parameter and its default.
-_DEFAULTS = {field.name: field.default for field in dataclasses.fields(RuleParameters)}
+_DEFAULTS = RULE_DEFAULTS
+#: The range of each (the configs' declaration).
+_INTERVALS = {name: RULE_FIELDS[name].interval for name in _DEFAULTS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +76,7 @@ class Rule(RuleParameters):
         for name, default in _DEFAULTS.items():
             value = getattr(self, name)
             if value is not None and value is not default:  # the defaults are valid
-                object.__setattr__(self, name, check_positive(name, value))
-        if self.yarn_factor is not _DEFAULTS["yarn_factor"]:
-            yarn_temperature_factor(self.yarn_factor)  # f >= 1, with its message
+                object.__setattr__(self, name, check_number(name, value, _INTERVALS[name]))
 
     @classmethod
     def of(cls, kind: ScalingRule | str, source: Any) -> Rule:
@@ -147,20 +121,12 @@ class Rule(RuleParameters):
         QK-norm's c is 1: its gain multiplies the normalised vectors (see :meth:`gain_at`).
         """
         d_k = check_dim("d_k", d_k)
-        kind = self.kind
-        if kind is ScalingRule.NONE or kind is ScalingRule.QK_NORM:
-            return 1.0
-        if kind is ScalingRule.SQRT or kind is ScalingRule.SOFTCAP:
-            return 1.0 / math.sqrt(d_k)
-        if kind is ScalingRule.LINEAR:
-            return 1.0 / d_k
-        if kind is ScalingRule.YARN:
-            return yarn_temperature_factor(self.yarn_factor) / math.sqrt(d_k)
-        if kind.length_dependent:
+        spec = RULES[self.kind]
+        if spec.per_row:
             if n is None:
-                raise ValueError(f"n (keys per row) is required for rule {kind.value!r}")
+                raise ValueError(f"n (keys per row) is required for rule {self.kind.value!r}")
             return float(self.row_scales(d_k, np.array([check_dim("n", n)]))[0])
-        return 1.0 / self.temperature_at(d_k)
+        return spec.scale(self, d_k, None)
 
     def temperature_at(self, d_k: int) -> float:
         """The temperature T at ``d_k``: the given one, or √d_k."""
@@ -169,14 +135,12 @@ class Rule(RuleParameters):
         return self.temperature
 
     def row_scales(self, d_k: int, keys: np.ndarray) -> np.ndarray:
-        """c of every row of a ``log_n`` / ``ssmax`` softmax from the keys each row sees, float64.
+        """c of every row of a per-row rule's softmax from the keys each row sees, float64.
 
-        ``log_n``: ln n/√d_k; ``ssmax``: s·ln n/√d_k. Rows that see no key get c = 0 (they are
-        fully masked, c is never used).
+        Rows that see no key are given n = 1 (they are fully masked, c is never used).
         """
-        s = self.ssmax_s if self.kind is ScalingRule.SSMAX else 1.0
         n = np.maximum(np.asarray(keys, dtype=np.float64), 1.0)
-        return s * np.log(n) / math.sqrt(d_k)
+        return RULES[self.kind].scale(self, d_k, n)
 
     def gain_at(self, d_k: int) -> float:
         """The QK-norm gain g at ``d_k``."""

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from engine.config import ScalingRule
+from engine.config.base import POSITIVE_INT, Interval, check_int
 from engine.core.scaling import Rule
 
 __all__ = [
@@ -44,9 +45,9 @@ EULER_GAMMA = 0.5772156649015329
 
 
 def _pos_int(name: str, value: int, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
+    """``value`` as an int >= ``low`` (the engine's one integer check)."""
+    return check_int(name, value, POSITIVE_INT if low == 1 else Interval(low, None),
+                     integral_floats=False)
 
 
 def _rho(rho: float) -> float:

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from engine.config import AttentionConfig
 from engine.io.source import Source, TensorFileError
 
 __all__ = ["CAP_RANGE", "MAX_D_K", "MAX_JSON_BYTES", "MAX_NAME_CHARS", "MAX_SCALE",
@@ -26,9 +25,9 @@ MAX_NAME_CHARS = 200
 #: Largest |scale|: logits c·q·k stay far from float64's range for any finite float32 q and k
 #: (real models use c ≈ 0.02-1).
 MAX_SCALE = 1e6
-#: The caps a file may declare: the explorer's own cap range (real models use 30-50), so that
-#: the model's rule can always be shown in the explorer.
-CAP_RANGE = (float(AttentionConfig.FIELDS["cap"].low), float(AttentionConfig.FIELDS["cap"].high))
+#: The caps a file may declare: real models use 30-50, and a cap outside this range is far from
+#: any model (any cap > 0 can be shown in the explorer).
+CAP_RANGE = (1e-6, 1e6)
 #: Largest d_k a weights-only file may declare in ``meta["d_k"]``.
 MAX_D_K = 1 << 20
 #: The largest sliding window read: the most positions a model config may give

@@ -19,10 +19,11 @@ are computed here with the engine's own backward pass and optimizers:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-from engine.config import AttentionConfig, MaskKind, ScalingRule
+from engine.config import AttentionConfig, MaskKind, ScalingRule, rules_where
 from engine.config.train import TrainConfig
 
 __all__ = [
@@ -34,19 +35,24 @@ __all__ = [
 ]
 
 #: Rules whose logits are c·q·k with a scalar c (the only ones ∂L/∂Q = c·(J·g)·K describes).
-SCALAR_RULES = (ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR, ScalingRule.TEMPERATURE)
+SCALAR_RULES = rules_where("scalar")
 
 #: Weight matrices of the training model whose gradient norms :func:`train_grad_ratio` compares.
 TRAIN_GRAD_PARAMS = ("w_q", "w_k", "w_v", "w_o")
 
 
-def _scale(config: AttentionConfig, rule: ScalingRule) -> float:
+def _rule(config: AttentionConfig, rule: ScalingRule) -> Any:
+    """``rule`` with ``config``'s parameters (an :class:`~engine.core.scaling.Rule`)."""
     from engine.core.scaling import Rule
 
+    return Rule.of(rule, config)
+
+
+def _scale(config: AttentionConfig, rule: ScalingRule) -> float:
     if rule not in SCALAR_RULES:
         raise ValueError(f"the backward-pass quantities need a rule with logits c·q·k "
                          f"({', '.join(r.value for r in SCALAR_RULES)}), got {rule.value!r}")
-    return Rule(rule, temperature=config.temperature).scale(config.d_k)
+    return _rule(config, rule).scale(config.d_k)
 
 
 def _head(config: AttentionConfig) -> tuple[np.ndarray, ...]:
@@ -75,7 +81,7 @@ def backward_formula_error(config: AttentionConfig, rule: ScalingRule) -> float:
     q, k, v, upstream = _head(config)
     # Seeded normals are finite by construction: the input check would only cost time.
     grad_q = scaled_dot_product_attention_backward(
-        q, k, v, upstream, rule=rule, temperature=config.temperature, check_finite=False)[0]
+        q, k, v, upstream, rule=_rule(config, rule), check_finite=False)[0]
     p = softmax(c * (q @ k.T))
     g = upstream @ v.T
     jg = p * (g - np.sum(p * g, axis=-1, keepdims=True))
@@ -100,8 +106,7 @@ def logit_step_ratio(config: AttentionConfig, rule: ScalingRule, optimizer: str)
     # (queries, rule, factor of the logits): the same logits c·q·Kᵀ in both models.
     for queries, model_rule, factor in ((c * q, ScalingRule.NONE, 1.0), (q, rule, c)):
         grad_q = scaled_dot_product_attention_backward(
-            queries, k, v, upstream, rule=model_rule, temperature=config.temperature,
-            check_finite=False)[0]
+            queries, k, v, upstream, rule=_rule(config, model_rule), check_finite=False)[0]
         flat = np.array(queries, dtype=np.float64).ravel()
         before = flat.copy()
         make_optimizer(optimizer, flat.size, 1e-3, np.dtype(np.float64)).step(
@@ -119,7 +124,6 @@ def train_grad_ratio(config: AttentionConfig, rule: ScalingRule, param: str,
     is initialised once; both rules see those weights and the same training batch, drawn as a
     training session draws its first one.
     """
-    from engine.core.scaling import Rule
     from engine.training.model import loss_and_grad, prepare_batch
     from engine.training.params import ModelDims, init_params
     from engine.training.tasks import make_task
@@ -140,8 +144,7 @@ def train_grad_ratio(config: AttentionConfig, rule: ScalingRule, param: str,
     norms = []
     for model_rule in (ScalingRule.NONE, rule):
         grads = params.zeros_like()
-        loss_and_grad(params, grads, Rule(model_rule, temperature=config.temperature),
-                      batch)
+        loss_and_grad(params, grads, _rule(config, model_rule), batch)
         hd = dims.hd
         matrix = {"w_q": grads["w_q"], "w_k": grads["w_kv"][:, :hd],
                   "w_v": grads["w_kv"][:, hd:], "w_o": grads["w_o"]}[param]

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.config import Precision, Rounding, ScalingRule, SoftmaxForm
+from engine.config import Precision, Rounding, ScalingRule, SoftmaxForm, rules_where
+from engine.config.rules import parse_rule
 from engine.config.sweep import SWEPT_N_MAX
 
 __all__ = [
@@ -65,7 +66,7 @@ SCALAR_RULE_QUANTITIES = frozenset({
     "logit_step_ratio_sgd", "train_grad_ratio_w_q", "train_grad_ratio_w_v",
     "train_grad_ratio_w_o",
 })
-_SCALAR_RULES = ("none", "sqrt", "linear", "temperature")
+_SCALAR_RULES = tuple(rule.value for rule in rules_where("scalar"))
 
 _CLAIM_KEYS = {"quantity", "rule", "at", "approx", "rel_tol", "abs_tol", "greater_than",
                "less_than", "temperature", "lr", "train", "threshold", "logit_std", "dtype",
@@ -114,13 +115,7 @@ def validate_claim(claim: Any) -> None:
         raise ValueError(f"claim quantity must be one of {', '.join(QUANTITIES)}; "
                          f"got {quantity!r}")
     if "rule" in claim:
-        try:
-            ScalingRule(claim["rule"])
-        except ValueError:
-            allowed = ", ".join(r.value for r in ScalingRule)
-            raise ValueError(
-                f"claim rule must be one of {allowed}; got {claim['rule']!r}"
-            ) from None
+        parse_rule(claim["rule"], "claim rule")
     if "at" in claim and not isinstance(claim["at"], Mapping):
         raise ValueError("claim field 'at' must be an object of AttentionConfig fields")
     for key in ("approx", "rel_tol", "abs_tol", "greater_than", "less_than", "temperature", "lr",

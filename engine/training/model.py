@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.config import MaskKind, ScalingRule
+from engine.config import MaskKind, rules_where
 from engine.core.attention import (
     scaled_dot_product_attention,
     scaled_dot_product_attention_backward,
@@ -102,13 +102,12 @@ class _Cache:
     logits: np.ndarray
 
 
-# Rules whose logits are c·q·k with a scalar c: their training step uses the factored backward
-# below, which reduces the key and value gradients onto the rows of the small input table
-# without forming the (B, h, T, d_k) gradients. QK-norm and soft-cap (non-linear in q, k) use
-# engine.core.attention's backward; the forward is engine.core.attention's for every rule.
-_SCALAR_RULES = frozenset(
-    {ScalingRule.NONE, ScalingRule.SQRT, ScalingRule.LINEAR, ScalingRule.TEMPERATURE}
-)
+# Rules whose logits are c·q·k with one c (the declaration's "scalar" trait): their training
+# step uses the factored backward below, which reduces the key and value gradients onto the
+# rows of the small input table without forming the (B, h, T, d_k) gradients. The others
+# (QK-norm and soft-cap, non-linear in q, k; c per row) use engine.core.attention's backward;
+# the forward is engine.core.attention's for every rule.
+_SCALAR_RULES = frozenset(rules_where("scalar"))
 
 
 def _factored_backward(

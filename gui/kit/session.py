@@ -26,7 +26,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from engine.config import AttentionConfig, ScalingRule
+from engine.config import AttentionConfig
+from engine.config.base import check_number
+from engine.config.rules import parse_rule
 from engine.io.files import describe_os_error, read_text_limited, write_output
 from gui.kit.pins import Pin, pin_from_dict
 
@@ -104,21 +106,22 @@ class LogitsChoice:
         if not isinstance(data, dict):
             raise SessionError("'tensors.logits' must be an object")
         rule = data.get("rule")
-        if rule is not None and rule not in {r.value for r in ScalingRule}:
-            raise SessionError(f"unknown tensors.logits.rule {_quote(rule)}; expected null or "
-                               "one of " + ", ".join(r.value for r in ScalingRule))
+        if rule is not None:
+            try:
+                rule = parse_rule(rule, "tensors.logits.rule").value
+            except ValueError as exc:
+                raise SessionError(str(exc)) from None
         values: dict[str, float | None] = {}
         for key, default in (("temperature", 8.0), ("gain", None), ("cap", 50.0)):
             value = data.get(key, default)
             if value is None and key == "gain":
                 values[key] = None
                 continue
-            spec = AttentionConfig.FIELDS[key]
-            if (isinstance(value, bool) or not isinstance(value, int | float)
-                    or not _finite(value) or not spec.low <= value <= spec.high):
-                raise SessionError(f"tensors.logits.{key} must be a number in "
-                                   f"[{spec.low:g}, {spec.high:g}], got {_quote(value)}")
-            values[key] = float(value)
+            try:  # the rule parameter's one range declaration
+                values[key] = check_number(f"tensors.logits.{key}", value,
+                                           AttentionConfig.FIELDS[key].interval)
+            except ValueError as exc:
+                raise SessionError(str(exc)) from None
         return cls(rule=rule, temperature=float(values["temperature"] or 8.0),
                    gain=values["gain"], cap=float(values["cap"] or 50.0))
 

@@ -17,7 +17,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPen
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsWidget
 
-from engine.config import ScalingRule
+from engine.config import RULES, ScalingRule
 from gui.kit.axes import PlotAxis
 from gui.kit.cell_items import CellLegend, WrappingLabel
 from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
@@ -50,32 +50,11 @@ LABEL_PT = 11
 TITLE_PT = 12
 TEXT_PT = 10
 
-# Okabe & Ito (2008) colour-blind-safe palette; yellow is left out (invisible on white).
-RULE_COLORS: dict[ScalingRule, str] = {
-    ScalingRule.NONE: "#D55E00",  # vermillion: the "bad" default stands out
-    ScalingRule.SQRT: "#0072B2",  # blue: the Transformer rule
-    ScalingRule.LINEAR: "#009E73",  # bluish green: μP
-    ScalingRule.TEMPERATURE: "#E69F00",  # orange
-    ScalingRule.QK_NORM: "#CC79A7",  # reddish purple
-    ScalingRule.SOFTCAP: "#56B4E9",  # sky blue
-    # The length rules: the palette's black, then Paul Tol's wine and olive (also
-    # colour-blind safe, distinct from the seven above).
-    ScalingRule.LOG_N: "#000000",
-    ScalingRule.SSMAX: "#882255",
-    ScalingRule.YARN: "#999933",
-}
+# Each rule's colour (Okabe & Ito's colour-blind-safe palette, then Paul Tol's), marker and dash
+# are declared with the rule (engine.config.RULES).
+RULE_COLORS: dict[ScalingRule, str] = {rule: spec.color for rule, spec in RULES.items()}
 
-_RULE_SYMBOLS: dict[ScalingRule, str] = {
-    ScalingRule.NONE: "o",
-    ScalingRule.SQRT: "s",
-    ScalingRule.LINEAR: "t",
-    ScalingRule.TEMPERATURE: "d",
-    ScalingRule.QK_NORM: "x",
-    ScalingRule.SOFTCAP: "star",
-    ScalingRule.LOG_N: "t1",
-    ScalingRule.SSMAX: "p",
-    ScalingRule.YARN: "h",
-}
+_RULE_SYMBOLS: dict[ScalingRule, str] = {rule: spec.marker for rule, spec in RULES.items()}
 
 #: Options of curves with one point per key (up to n = 8192, redrawn on every change).
 #: Antialiased pens wider than one pixel go through Qt's general stroker, an order of magnitude
@@ -85,13 +64,11 @@ DENSE_CURVE: dict[str, object] = {"antialias": False}
 MARKER_MAX_POINTS = 64
 
 # Rules that coincide with another at a parameter's default get a dash that keeps both curves
-# visible: temperature (T = √d_k) and YaRN (f = 1) with 1/√d_k, SSMax (s = 1) with ln n/√d_k.
+# visible (temperature T = √d_k and YaRN f = 1 with 1/√d_k, SSMax s = 1 with ln n/√d_k).
+_DASHES = {"": Qt.PenStyle.SolidLine, "dash": Qt.PenStyle.DashLine, "dot": Qt.PenStyle.DotLine,
+           "dashdot": Qt.PenStyle.DashDotLine}
 _RULE_LINE_STYLES: dict[ScalingRule, Qt.PenStyle] = {
-    ScalingRule.TEMPERATURE: Qt.PenStyle.DashLine,
-    ScalingRule.SOFTCAP: Qt.PenStyle.DashDotLine,
-    ScalingRule.YARN: Qt.PenStyle.DotLine,
-    ScalingRule.SSMAX: Qt.PenStyle.DashLine,
-}
+    rule: _DASHES[spec.dash] for rule, spec in RULES.items()}
 
 
 def ordered_rules(rules: object) -> list[ScalingRule]:

@@ -20,12 +20,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.config import ScalingRule
+from engine.config import RULES, ScalingRule
+from engine.config.rules import RULE_DEFAULTS
 from engine.config.train import TrainConfig
 from engine.training.lr_sweep import check_lrs
 from gui.kit import style
 from gui.kit.forms import FieldForm
-from gui.kit.i18n import QT_TRANSLATE_NOOP, Retranslating, translate
+from gui.kit.i18n import Retranslating, translate
 from gui.kit.wrapping_tabs import FlowLayout
 from gui.train.progress import RunProgress
 from gui.train.state import TrainState
@@ -33,30 +34,17 @@ from gui.train.state import TrainState
 __all__ = ["TRAIN_RULES", "TrainPanel", "parse_lrs"]
 
 #: Rules offered for training: every rule ``main.py train --rules`` accepts (the Train tab has no
-#: T, gain or cap controls: they take the defaults, T = √d_k, gain √d_k, cap 50).
+#: rule parameter controls: they take their declared defaults).
 TRAIN_RULES: tuple[ScalingRule, ...] = tuple(ScalingRule)
 
-#: What each rule does, as the Train tab trains it (its tooltip).
-_RULE_TIPS = {
-    ScalingRule.NONE: QT_TRANSLATE_NOOP(
-        "TrainPanel", "No scaling: logits q·k with variance ≈ d_k at init."),
-    ScalingRule.SQRT: QT_TRANSLATE_NOOP(
-        "TrainPanel", "Divide the logits by √d_k (the Transformer rule)."),
-    ScalingRule.LINEAR: QT_TRANSLATE_NOOP("TrainPanel", "Divide the logits by d_k (μP)."),
-    ScalingRule.QK_NORM: QT_TRANSLATE_NOOP(
-        "TrainPanel", "Normalise q and k to unit length, times a gain (default √d_k)."),
-    ScalingRule.SOFTCAP: QT_TRANSLATE_NOOP(
-        "TrainPanel", "1/√d_k, then cap·tanh(s/cap) with cap = 50."),
-    ScalingRule.TEMPERATURE: QT_TRANSLATE_NOOP(
-        "TrainPanel", "Divide the logits by a temperature T (here T = √d_k: the same "
-        "model as 1/√d_k)."),
-    ScalingRule.LOG_N: QT_TRANSLATE_NOOP(
-        "TrainPanel", "Multiply the 1/√d_k logits by ln n, n the keys a row sees."),
-    ScalingRule.SSMAX: QT_TRANSLATE_NOOP(
-        "TrainPanel", "Scalable-Softmax: the 1/√d_k logits times s·ln n (s = 0.43)."),
-    ScalingRule.YARN: QT_TRANSLATE_NOOP(
-        "TrainPanel", "YaRN's temperature: the 1/√d_k logits times (0.1·ln f + 1)² (f = 4)."),
-}
+
+def rule_tip(rule: ScalingRule) -> str:
+    """What ``rule`` does as the Train tab trains it (its box's tooltip), in the current
+    language, with its parameters' declared defaults."""
+    spec = RULES[rule]
+    defaults = [f"{RULE_DEFAULTS[field]:g}" for field, _symbol in spec.parameters
+                if RULE_DEFAULTS[field] is not None]
+    return translate(spec.tip.context, spec.tip.text).format(*defaults)
 
 
 def parse_lrs(text: str) -> tuple[float, ...]:
@@ -203,7 +191,7 @@ class TrainPanel(Retranslating, QWidget):
         self._form.retranslate()
         for rule, box in self.rule_boxes.items():
             box.setText(style.rule_name(rule))
-            box.setToolTip(translate("TrainPanel", _RULE_TIPS[rule]))
+            box.setToolTip(rule_tip(rule))
         self.seeds.setToolTip(translate(
             "TrainPanel", "Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread)."))
         self.lrs.setToolTip(

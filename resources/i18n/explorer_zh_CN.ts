@@ -4,42 +4,42 @@
 <context>
     <name>Caption</name>
     <message>
-        <location filename="../../gui/window_captions.py" line="48"/>
+        <location filename="../../gui/window_captions.py" line="41"/>
         <source>rule {0}</source>
         <translation>规则 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_captions.py" line="50"/>
+        <location filename="../../gui/window_captions.py" line="43"/>
         <source>Real q, k of {0} (n = {1}, d_k = {2}) · {3}</source>
         <translation>{0} 的真实 q, k（n = {1}，d_k = {2}）· {3}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_captions.py" line="53"/>
+        <location filename="../../gui/window_captions.py" line="46"/>
         <source>projections W_Q, W_K (d_model = {0}, s = {1})</source>
         <translation>投影 W_Q、W_K（d_model = {0}，s = {1}）</translation>
     </message>
     <message>
-        <location filename="../../gui/window_captions.py" line="57"/>
+        <location filename="../../gui/window_captions.py" line="50"/>
         <source>Random q, k: n = {0}, d_k = {1}, {2}, ρ = {3}, seed {4}</source>
         <translation>随机 q, k：n = {0}，d_k = {1}，{2}，ρ = {3}，随机种子 {4}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_captions.py" line="60"/>
+        <location filename="../../gui/window_captions.py" line="53"/>
         <source>causal mask</source>
         <translation>因果掩码</translation>
     </message>
     <message>
-        <location filename="../../gui/window_captions.py" line="68"/>
+        <location filename="../../gui/window_captions.py" line="61"/>
         <source>learning rates {0} … {1}, {2} seeds</source>
         <translation>学习率 {0} … {1}，{2} 个种子</translation>
     </message>
     <message>
-        <location filename="../../gui/window_captions.py" line="71"/>
+        <location filename="../../gui/window_captions.py" line="64"/>
         <source>learning rate {0}, seed {1}</source>
         <translation>学习率 {0}，种子 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_captions.py" line="73"/>
+        <location filename="../../gui/window_captions.py" line="66"/>
         <source>Trained: n = {0}, d_k = {1}, rules {2} · {3}, init std {4}, {5} steps</source>
         <translation>训练：n = {0}，d_k = {1}，规则 {2} · {3}，初始化标准差 {4}，{5} 步</translation>
     </message>
@@ -47,183 +47,184 @@
 <context>
     <name>CaptureDialog</name>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="203"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="191"/>
         <source>{0}/{1} layers</source>
-        <extracomment>The sentence the text box starts with (the one docs/heads.md&apos;s SmolLM2 figures were made on). The largest &quot;Max tokens&quot; the dialog offers (the model&apos;s own positions bound it further).</extracomment>
+        <extracomment>The largest &quot;Max tokens&quot; the dialog offers (the model&apos;s own positions bound it further).</extracomment>
         <translation>{0}/{1} 层</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="206"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="194"/>
         <source>Running {0}…</source>
         <translation>正在运行 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="217"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="205"/>
         <source>Opening the model…</source>
         <translation>正在打开模型…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="220"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="208"/>
         <source>Cancelled: nothing was captured.</source>
         <translation>已取消：什么也没有捕获。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="242"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="230"/>
         <source>Not captured: {0}</source>
         <translation>未捕获：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="260"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="248"/>
         <source>Open model</source>
         <translation>打开模型</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="261"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="249"/>
         <source>&amp;Model:</source>
         <translation>模型(&amp;M)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="263"/>
+        <location filename="../../gui/kit/model_input.py" line="113"/>
         <source>a Hugging Face model folder or a .gguf file</source>
+        <extracomment>The sentence a text box starts with (the one docs/heads.md&apos;s SmolLM2 figures were made on). The most characters the text box holds: far more than the dialog&apos;s Max tokens of any text, while the 8 MB a careless paste brings froze the window for seconds in the box&apos;s layout.</extracomment>
         <translation>Hugging Face 模型文件夹或 .gguf 文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="265"/>
+        <location filename="../../gui/kit/model_input.py" line="115"/>
         <source>A folder with config.json, model.safetensors (or a sharded model.safetensors.index.json) and tokenizer.json, or a GGUF file of the llama architecture. Weights stay on disk, memory-mapped; no PyTorch is needed.</source>
         <translation>含 config.json、model.safetensors（或分片的 model.safetensors.index.json）和 tokenizer.json 的文件夹，或 llama 架构的 GGUF 文件。权重留在磁盘上、以内存映射读取；不需要 PyTorch。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="269"/>
+        <location filename="../../gui/kit/model_input.py" line="119"/>
         <source>&amp;Folder…</source>
         <translation>文件夹(&amp;F)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="270"/>
+        <location filename="../../gui/kit/model_input.py" line="120"/>
         <source>&amp;GGUF file…</source>
         <translation>GGUF 文件(&amp;G)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="271"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="252"/>
         <source>&amp;Text:</source>
         <translation>文本(&amp;T)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="273"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="254"/>
         <source>The text the model reads, tokenized with its own tokenizer (special tokens added as the model does).</source>
         <translation>模型读取的文本，用模型自己的分词器切分（按模型的默认方式添加特殊 token）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="275"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="256"/>
         <source>Load te&amp;xt file…</source>
         <translation>载入文本文件(&amp;X)…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="276"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="257"/>
         <source>&amp;Default sentence</source>
         <translation>默认句子(&amp;D)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="277"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="258"/>
         <source>Max &amp;tokens:</source>
         <translation>最多 token 数(&amp;K)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="279"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="260"/>
         <source>A longer text is cut to its first tokens; memory and time grow with n².</source>
         <translation>更长的文本只保留前面的 token；内存和时间随 n² 增长。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="281"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="262"/>
         <source>&amp;Layers:</source>
         <translation>层(&amp;L)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="283"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="264"/>
         <source>all (or e.g. 0,2,5-7)</source>
         <translation>全部（或例如 0,2,5-7）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="284"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="265"/>
         <source>Layers whose q and k are kept; empty keeps every layer.</source>
         <translation>保留其 q 和 k 的层；留空则保留所有层。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="286"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="267"/>
         <source>Memory l&amp;imit:</source>
         <translation>内存上限(&amp;I)：</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="288"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="269"/>
         <source>The most memory the capture may allocate. It is estimated from the layers and tokens chosen (weights are converted one at a time) before the model runs; a capture over the limit is refused and says how many tokens fit.</source>
         <translation>捕获最多可以分配的内存。模型运行前按所选的层和词元数计算所需内存（权重逐个转换）；超过上限时不会捕获，并说明最多可以用多少个词元。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="292"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="273"/>
         <source>Also keep &amp;v</source>
         <translation>同时保留 &amp;v</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="293"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="274"/>
         <source>Store the values too (the file grows by half); the Heads tab needs q and k only.</source>
         <translation>也保存 value（文件增大一半）；注意力头标签页只需要 q 和 k。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="296"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="277"/>
         <source>&amp;Capture</source>
         <translation>捕获(&amp;C)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="297"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="278"/>
         <source>Run the model on the text and open every head in the Heads tab</source>
         <translation>在文本上运行模型，并在注意力头标签页中打开每个头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="303"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="284"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="304"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="285"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="321"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="302"/>
         <source>{0}: no such file or folder</source>
         <translation>{0}：没有这个文件或文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="341"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="322"/>
         <source>The text had {0:,} characters; the box keeps the first {1:,} (more than any model reads as tokens).</source>
         <translation>文本有 {0:,} 个字符；文本框只保留前 {1:,} 个（多于任何模型能读的词元数）。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="347"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="328"/>
         <source>Cancelling…</source>
         <translation>正在取消…</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="366"/>
+        <location filename="../../gui/kit/model_input.py" line="125"/>
         <source>Hugging Face model folder</source>
         <translation>Hugging Face 模型文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="373"/>
+        <location filename="../../gui/kit/model_input.py" line="132"/>
         <source>GGUF model file</source>
         <translation>GGUF 模型文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="374"/>
+        <location filename="../../gui/kit/model_input.py" line="133"/>
         <source>GGUF files (*.gguf);;All files (*)</source>
         <translation>GGUF 文件 (*.gguf);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="381"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="341"/>
         <source>Text file</source>
         <translation>文本文件</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/capture_dialog.py" line="382"/>
+        <location filename="../../gui/heads/capture_dialog.py" line="342"/>
         <source>Text files (*.txt *.md);;All files (*)</source>
         <translation>文本文件 (*.txt *.md);;所有文件 (*)</translation>
     </message>
@@ -1011,17 +1012,17 @@
         <translation>头 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="332"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="336"/>
         <source>Pairs: {0} | {1}. Rows: query i, columns: key j. Outlined: query row {2}.</source>
         <translation>成对显示：{0} | {1}。行：查询 i，列：键 j。框出：查询行 {2}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="338"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="342"/>
         <source>Grey: masked keys (the model&apos;s mask).</source>
         <translation>填充格：被掩码的键（模型自身的掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="343"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="347"/>
         <source>Heads not shown: {0}.</source>
         <translation>未显示的头：{0} 个。</translation>
     </message>
@@ -1041,17 +1042,17 @@
         <translation>颜色：p = softmax 权重。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="354"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="358"/>
         <source>Hover over a cell to read head, i, j, logit, p.</source>
         <translation>将鼠标悬停在单元格上可读取头、i、j、logit 和 p。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="381"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="385"/>
         <source>masked</source>
         <translation>已掩码</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/heatmap.py" line="382"/>
+        <location filename="../../gui/explorer/views/heatmap.py" line="386"/>
         <source>{0}: head {1}, query i = {2}, key j = {3}, logit = {4}, p = {5}</source>
         <translation>{0}：头 {1}，查询 i = {2}，键 j = {3}，logit = {4}，p = {5}</translation>
     </message>
@@ -1602,12 +1603,12 @@
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="339"/>
+        <location filename="../../gui/main_window.py" line="338"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="340"/>
+        <location filename="../../gui/main_window.py" line="339"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -1638,112 +1639,112 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>正在关闭：当前计算步结束后关闭…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="33"/>
+        <location filename="../../gui/window_heads.py" line="34"/>
         <source>{0} ({1}, {2} layers × {3} heads)</source>
         <translation>{0}（{1}，{2} 层 × {3} 个头）</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="83"/>
+        <location filename="../../gui/window_heads.py" line="84"/>
         <source>Open tensors</source>
         <translation>打开张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="84"/>
+        <location filename="../../gui/window_heads.py" line="85"/>
         <source>Tensor files (*.npz *.safetensors *.npy);;All files (*)</source>
         <translation>张量文件 (*.npz *.safetensors *.npy);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="148"/>
+        <location filename="../../gui/window_heads.py" line="149"/>
         <source>Open sample &amp;model</source>
         <translation>打开示例模型(&amp;M)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="149"/>
+        <location filename="../../gui/window_heads.py" line="150"/>
         <source>Real models installed as Python packages: capture their heads</source>
         <translation>以 Python 包安装的真实模型：捕获它们的头</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="164"/>
+        <location filename="../../gui/window_heads.py" line="165"/>
         <source>Save captured tensors</source>
         <translation>保存捕获的张量</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="165"/>
+        <location filename="../../gui/window_heads.py" line="166"/>
         <source>NumPy archive (*.npz);;safetensors (*.safetensors)</source>
         <translation>NumPy 归档 (*.npz);;safetensors (*.safetensors)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="178"/>
+        <location filename="../../gui/window_heads.py" line="179"/>
         <source>Saving the captured tensors to {0}…</source>
         <translation>正在把捕获的张量保存到 {0}…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="186"/>
+        <location filename="../../gui/window_heads.py" line="187"/>
         <source>Captured tensors saved to {0}</source>
         <translation>捕获的张量已保存到 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="197"/>
+        <location filename="../../gui/window_heads.py" line="198"/>
         <source>Not saved</source>
         <translation>未保存</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="198"/>
+        <location filename="../../gui/window_heads.py" line="199"/>
         <source>The captured tensors were not saved to {0}: {1}. The capture is still open.</source>
         <translation>捕获的张量未能保存到 {0}：{1}。捕获结果仍然打开着。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="221"/>
+        <location filename="../../gui/window_heads.py" line="222"/>
         <source>Tensor file not found</source>
         <translation>找不到张量文件</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="222"/>
+        <location filename="../../gui/window_heads.py" line="223"/>
         <source>The session&apos;s tensor file {0} was not found (moved or deleted?). The rest of the session is open; open the file again with File › Open tensors…</source>
         <translation>未找到会话的张量文件 {0}（已移动或删除？）。会话的其余部分已打开；请用 文件 › 打开张量… 重新打开该文件。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="253"/>
+        <location filename="../../gui/window_heads.py" line="254"/>
         <source>Tensor file problem</source>
         <translation>张量文件问题</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="281"/>
+        <location filename="../../gui/window_heads.py" line="282"/>
         <source>Model problem</source>
         <translation>模型问题</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="303"/>
+        <location filename="../../gui/window_heads.py" line="304"/>
         <source>{0} ({1} MB): {2}</source>
         <translation>{0}（{1} MB）：{2}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="307"/>
+        <location filename="../../gui/window_heads.py" line="308"/>
         <source>{0} — not installed…</source>
         <translation>{0} — 未安装…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="309"/>
+        <location filename="../../gui/window_heads.py" line="310"/>
         <source>Not installed; install with: {0}</source>
         <translation>未安装；安装命令：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="316"/>
+        <location filename="../../gui/window_heads.py" line="317"/>
         <source>Sample model not installed</source>
         <translation>示例模型未安装</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="317"/>
+        <location filename="../../gui/window_heads.py" line="318"/>
         <source>{0} is not installed. Install it ({1} MB) into the Python environment the app runs in, then choose it again from Help › Open sample model:</source>
         <translation>{0} 未安装。请把它（{1} MB）安装到运行本程序的 Python 环境中，然后再从 帮助 › 打开示例模型 中选择它：</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="322"/>
+        <location filename="../../gui/window_heads.py" line="323"/>
         <source>Copy command</source>
         <translation>复制命令</translation>
     </message>
     <message>
-        <location filename="../../gui/window_heads.py" line="369"/>
+        <location filename="../../gui/window_heads.py" line="370"/>
         <source>The Explorer now shows {0} (n = {1}); View › Back to random q, k returns to the parameters</source>
         <translation>探索页现在显示 {0}（n = {1}）；视图 › 回到随机 q, k 可回到参数</translation>
     </message>
@@ -1822,229 +1823,230 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ParameterPanel</name>
     <message>
-        <location filename="../../engine/config/attention.py" line="227"/>
+        <location filename="../../engine/config/rules.py" line="234"/>
         <source>none (c = 1)</source>
+        <extracomment>c of a rule from its parameters, d_k and, for a per-row rule, the keys each row sees (float64, &gt;= 1); a float for the other rules. Every rule, in the menus&apos; order (the enum&apos;s).</extracomment>
         <translation>不缩放（c = 1）</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="230"/>
+        <location filename="../../engine/config/rules.py" line="249"/>
         <source>temperature 1/T</source>
         <translation>温度 1/T</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="231"/>
+        <location filename="../../engine/config/rules.py" line="256"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="232"/>
+        <location filename="../../engine/config/rules.py" line="263"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="250"/>
+        <location filename="../../engine/config/attention.py" line="131"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="251"/>
+        <location filename="../../engine/config/attention.py" line="132"/>
         <source>causal</source>
         <translation>因果</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="169"/>
+        <location filename="../../engine/config/attention.py" line="61"/>
         <source>tokens n</source>
-        <extracomment>Every field of :class:`AttentionConfig`, in the parameter panel&apos;s row order. The ranges are the engine&apos;s; ``Gui.low/high`` narrow a row where a larger value only makes a request fail the memory budget or take minutes (the CLI and saved sessions still get the full range).</extracomment>
+        <extracomment>Largest attention-matrix footprint a single request may allocate unless told otherwise. Every field of :class:`AttentionConfig`, in the parameter panel&apos;s row order. The ranges are the engine&apos;s; ``Gui.low/high`` narrow a row where a larger value only makes a request fail the memory budget or take minutes (the CLI and saved sessions still get the full range).</extracomment>
         <translation>词元数 n</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="176"/>
+        <location filename="../../engine/config/attention.py" line="68"/>
         <source>head dim d_k</source>
         <translation>头维度 d_k</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="183"/>
+        <location filename="../../engine/config/attention.py" line="75"/>
         <source>heads h</source>
         <translation>头数 h</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="200"/>
+        <location filename="../../engine/config/attention.py" line="92"/>
         <source>init std σ</source>
         <translation>初始化标准差 σ</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="212"/>
+        <location filename="../../engine/config/attention.py" line="104"/>
         <source>projection std s</source>
         <translation>投影标准差 s</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="220"/>
+        <location filename="../../engine/config/attention.py" line="112"/>
         <source>scaling rule</source>
         <translation>缩放规则</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="221"/>
-        <source>How raw scores become logits: none (c = 1), 1/√d_k, 1/d_k, 1/T, QK-norm g·(q/‖q‖)·(k/‖k‖), soft-cap cap·tanh((q·k/√d_k)/cap), ln n/√d_k, SSMax s·ln n/√d_k, YaRN (0.1·ln f + 1)²/√d_k.</source>
-        <translation>原始分数如何变为 logit：不缩放（c = 1）、1/√d_k、1/d_k、1/T、QK 归一化 g·(q/‖q‖)·(k/‖k‖)、软截断 cap·tanh((q·k/√d_k)/cap)、ln n/√d_k、SSMax s·ln n/√d_k、YaRN (0.1·ln f + 1)²/√d_k。</translation>
-    </message>
-    <message>
-        <location filename="../../engine/config/attention.py" line="235"/>
+        <location filename="../../engine/config/rules.py" line="286"/>
         <source>YaRN temperature</source>
         <translation>YaRN 温度</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="117"/>
+        <location filename="../../engine/config/rules.py" line="96"/>
         <source>temperature T</source>
-        <extracomment>Largest attention-matrix footprint a single request may allocate unless told otherwise. The names of the :class:`RuleParameters`, in order. Range, panel row (``None`` gain: a &quot;default&quot; check box above the slider) and sweep option of every rule parameter.</extracomment>
+        <extracomment>The names of the :class:`RuleParameters`, in order. Each rule parameter&apos;s default. Range, panel row (``None`` gain: a &quot;default&quot; check box above the slider) and sweep option of every rule parameter. The range is the rule&apos;s own (any T &gt; 0 is a temperature); the panel&apos;s sliders cover a narrower, useful one.</extracomment>
         <translation>温度 T</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="126"/>
+        <location filename="../../engine/config/rules.py" line="105"/>
         <source>gain g</source>
         <translation>增益 g</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="136"/>
+        <location filename="../../engine/config/rules.py" line="115"/>
         <source>cap</source>
         <translation>截断值 cap</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="143"/>
+        <location filename="../../engine/config/rules.py" line="122"/>
         <source>Scalable-Softmax (Nakanishi 2025): logits = s·ln n·q·k/√d_k, n the keys the row sees (under a causal mask row i sees i + 1); s = 0.43 in the paper&apos;s toy.</source>
         <translation>Scalable-Softmax（Nakanishi 2025）：logit = s·ln n·q·k/√d_k，n 为该行能关注的键数（因果掩码下第 i 行为 i + 1 个）；论文的示例取 s = 0.43。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="151"/>
+        <location filename="../../engine/config/rules.py" line="131"/>
         <source>YaRN factor f</source>
         <translation>YaRN 长度倍数 f</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="152"/>
+        <location filename="../../engine/config/rules.py" line="132"/>
         <source>YaRN context-extension factor f: logits = q·k/(t·√d_k) with √(1/t) = 0.1·ln f + 1, i.e. c = (0.1·ln f + 1)²/√d_k (f = 1 gives 1/√d_k).</source>
         <translation>YaRN 上下文长度倍数 f：logit = q·k/(t·√d_k)，其中 √(1/t) = 0.1·ln f + 1，即 c = (0.1·ln f + 1)²/√d_k（f = 1 时即为 1/√d_k）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="239"/>
+        <location filename="../../engine/config/attention.py" line="120"/>
         <source>q–k correlation ρ</source>
         <translation>q–k 相关系数 ρ</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="246"/>
+        <location filename="../../engine/config/attention.py" line="127"/>
         <source>mask</source>
         <translation>掩码</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="256"/>
+        <location filename="../../engine/config/attention.py" line="137"/>
         <source>query row</source>
         <translation>查询行</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="263"/>
+        <location filename="../../engine/config/attention.py" line="144"/>
         <source>seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="268"/>
+        <location filename="../../engine/config/attention.py" line="149"/>
         <source>samples</source>
         <translation>样本数</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="195"/>
+        <location filename="../../engine/config/attention.py" line="87"/>
         <source>link d_k = d_model / h</source>
         <translation>关联 d_k = d_model / h</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="205"/>
+        <location filename="../../engine/config/attention.py" line="97"/>
         <source>use projections W_Q, W_K</source>
         <translation>使用投影 W_Q、W_K</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="130"/>
+        <location filename="../../engine/config/rules.py" line="109"/>
         <source>default g = √d_k</source>
         <translation>默认 g = √d_k</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="170"/>
+        <location filename="../../engine/config/attention.py" line="62"/>
         <source>Number of tokens n (keys per softmax row). Uniform attention has entropy ln n; the largest of n Gaussian logits of std s is ≈ s·√(2 ln n).</source>
         <translation>词元数 n（每个 softmax 行中键的个数）。均匀注意力的熵为 ln n；n 个标准差为 s 的高斯 logit 中的最大值 ≈ s·√(2 ln n)。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="177"/>
+        <location filename="../../engine/config/attention.py" line="69"/>
         <source>Head dimension d_k. Raw scores: Var(q·k) = d_k·σ⁴ for iid q, k; 1/√d_k scaling gives Var = σ⁴, 1/d_k gives σ⁴/d_k.</source>
         <translation>头维度 d_k。原始分数：对独立同分布的 q、k，Var(q·k) = d_k·σ⁴；1/√d_k 缩放得到 Var = σ⁴，1/d_k 得到 σ⁴/d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="184"/>
+        <location filename="../../engine/config/attention.py" line="76"/>
         <source>Number of heads h; d_model must be divisible by h. With the link, d_k = d_model / h.</source>
         <translation>头数 h；d_model 必须能被 h 整除。启用关联时，d_k = d_model / h。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="190"/>
+        <location filename="../../engine/config/attention.py" line="82"/>
         <source>Model width d_model (divisible by h). With projections Var(q_j) = d_model·s².</source>
         <translation>模型宽度 d_model（可被 h 整除）。使用投影时 Var(q_j) = d_model·s²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="196"/>
+        <location filename="../../engine/config/attention.py" line="88"/>
         <source>Derive d_k = d_model / h instead of setting d_k directly.</source>
         <translation>由 d_k = d_model / h 推出 d_k，而不是直接设置 d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="201"/>
+        <location filename="../../engine/config/attention.py" line="93"/>
         <source>Std σ of every component of q and k: Var(q·k) = d_k·σ⁴.</source>
         <translation>q 和 k 每个分量的标准差 σ：Var(q·k) = d_k·σ⁴。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="206"/>
+        <location filename="../../engine/config/attention.py" line="98"/>
         <source>Draw x ~ N(0, I_d_model) and q = x·W_Q, k = x·W_K with W ~ N(0, s²): Var(q_j) = d_model·s², Var(q·k) = d_k·(d_model·s²)².</source>
         <translation>抽取 x ~ N(0, I_d_model)，令 q = x·W_Q、k = x·W_K，其中 W ~ N(0, s²)：Var(q_j) = d_model·s²，Var(q·k) = d_k·(d_model·s²)²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="213"/>
+        <location filename="../../engine/config/attention.py" line="105"/>
         <source>Projection init std s: Var(q_j) = d_model·s² (s = 1/√d_model keeps unit variance).</source>
         <translation>投影初始化标准差 s：Var(q_j) = d_model·s²（s = 1/√d_model 时保持单位方差）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="118"/>
+        <location filename="../../engine/config/attention.py" line="113"/>
+        <source>How raw scores q·k become logits: each rule&apos;s factor c is in its menu item; formulas and sources in docs/numerics.md, “Scaling rules”.</source>
+        <translation>原始分数 q·k 如何变为 logit：每条规则的因子 c 写在其选择框的条目中；式子与出处见 docs/numerics.md 的“Scaling rules”一节。</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/rules.py" line="97"/>
         <source>logits = q·k / T; T = √d_k reproduces 1/√d_k, Var(logit) = d_k·σ⁴ / T².</source>
         <translation>logit = q·k / T；T = √d_k 时等同于 1/√d_k，Var(logit) = d_k·σ⁴ / T²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="131"/>
+        <location filename="../../engine/config/rules.py" line="110"/>
         <source>Use the default QK-norm gain g = √d_k.</source>
         <translation>使用默认的 QK 归一化增益 g = √d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="127"/>
+        <location filename="../../engine/config/rules.py" line="106"/>
         <source>QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k.</source>
         <translation>QK 归一化：logit = g·cos(q, k) ∈ [−g, g]；Var ≈ g²/d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="137"/>
+        <location filename="../../engine/config/rules.py" line="116"/>
         <source>Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap.</source>
         <translation>软截断：logit = cap·tanh((q·k/√d_k)/cap)，以 ±cap 为界。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="240"/>
+        <location filename="../../engine/config/attention.py" line="121"/>
         <source>q–k correlation: k = ρ·q + √(1−ρ²)·ξ, so E[q·k] = ρ·d_k·σ² (grows like d_k: the case for 1/d_k).</source>
         <translation>q–k 相关性：k = ρ·q + √(1−ρ²)·ξ，因此 E[q·k] = ρ·d_k·σ²（随 d_k 线性增长：此时应使用 1/d_k）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="247"/>
+        <location filename="../../engine/config/attention.py" line="128"/>
         <source>causal: query i attends only to keys j ≤ i (masked logits = −∞).</source>
         <translation>因果：查询 i 只关注 j ≤ i 的键（被掩码的 logit = −∞）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="257"/>
+        <location filename="../../engine/config/attention.py" line="138"/>
         <source>Row i of the attention matrix shown in the softmax view (with a causal mask it sees i + 1 keys).</source>
         <translation>在 softmax 视图中显示的注意力矩阵第 i 行（使用因果掩码时它能看到 i + 1 个键）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="264"/>
+        <location filename="../../engine/config/attention.py" line="145"/>
         <source>Seed of every random draw (same seed, same numbers).</source>
         <translation>所有随机抽样的种子（种子相同，数值相同）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/attention.py" line="269"/>
+        <location filename="../../engine/config/attention.py" line="150"/>
         <source>Independent query rows used for the statistics (standard errors shrink like 1/√samples).</source>
         <translation>用于统计的独立查询行数（标准误按 1/√样本数 缩小）。</translation>
     </message>
@@ -2293,12 +2295,12 @@ exp 超出范围</translation>
         <translation>批次 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="169"/>
+        <location filename="../../gui/kit/style.py" line="146"/>
         <source>layer {0}</source>
         <translation>第 {0} 层</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="179"/>
+        <location filename="../../gui/kit/style.py" line="156"/>
         <source>trained with {0}</source>
         <translation>用 {0} 训练</translation>
     </message>
@@ -2306,28 +2308,28 @@ exp 超出范围</translation>
 <context>
     <name>ScalingRule</name>
     <message>
-        <location filename="../../gui/kit/style.py" line="154"/>
+        <location filename="../../gui/kit/style.py" line="131"/>
         <source>none</source>
         <extracomment>Plot background and text colours (light theme, chosen for projectors and PNG export). Muted grey for theory curves and reference lines that belong to no single rule. Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with the &quot;none&quot; rule, so the highlight uses a saturated magenta that viridis never contains). Perceptually uniform colormap for probabilities in [0, 1]. Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection). Options of curves with one point per key (up to n = 8192, redrawn on every change). Antialiased pens wider than one pixel go through Qt&apos;s general stroker, an order of magnitude slower, so these curves are drawn aliased; at one point per key their steps hide the jaggies. Rows longer than this are drawn without markers (they would merge into a band). The rule labels that are words (engine.config&apos;s ``ScalingRule.label``), marked for extraction; the math labels 1/√d_k, 1/d_k, 1/T and YaRN read the same in every language (ln n/√d_k and SSMax hold lower-case letter pairs, so they are listed for completeness).</extracomment>
         <translation>不缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="155"/>
+        <location filename="../../gui/kit/style.py" line="132"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="156"/>
+        <location filename="../../gui/kit/style.py" line="133"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="157"/>
+        <location filename="../../gui/kit/style.py" line="134"/>
         <source>ln n/√d_k</source>
         <translation>ln n/√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="158"/>
+        <location filename="../../gui/kit/style.py" line="135"/>
         <source>SSMax</source>
         <translation>SSMax</translation>
     </message>
@@ -2674,12 +2676,13 @@ exp 超出范围</translation>
 <context>
     <name>TrainPanel</name>
     <message>
-        <location filename="../../gui/train/panel.py" line="73"/>
+        <location filename="../../gui/train/panel.py" line="61"/>
         <source>the learning-rate list is empty</source>
+        <extracomment>Rules offered for training: every rule ``main.py train --rules`` accepts (the Train tab has no rule parameter controls: they take their declared defaults).</extracomment>
         <translation>学习率列表为空</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="80"/>
+        <location filename="../../gui/train/panel.py" line="68"/>
         <source>learning rates: {0!r} is not a number</source>
         <translation>学习率：{0!r} 不是数字</translation>
     </message>
@@ -2699,30 +2702,34 @@ exp 超出范围</translation>
         <translation>检索：n 个键/值对和一个查询键；输出与之配对的值（需要在 n 个键中的一个上形成尖锐的注意力）。回溯复制：输出向前第 k 个位置的词元（因果掩码）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="41"/>
+        <location filename="../../engine/config/rules.py" line="235"/>
         <source>No scaling: logits q·k with variance ≈ d_k at init.</source>
-        <extracomment>Rules offered for training: every rule ``main.py train --rules`` accepts (the Train tab has no T, gain or cap controls: they take the defaults, T = √d_k, gain √d_k, cap 50). What each rule does, as the Train tab trains it (its tooltip).</extracomment>
         <translation>不缩放：logit 为 q·k，初始化时方差 ≈ d_k。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="43"/>
+        <location filename="../../engine/config/rules.py" line="240"/>
         <source>Divide the logits by √d_k (the Transformer rule).</source>
         <translation>将 logit 除以 √d_k（Transformer 的规则）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="45"/>
+        <location filename="../../engine/config/rules.py" line="245"/>
         <source>Divide the logits by d_k (μP).</source>
         <translation>将 logit 除以 d_k（μP）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="46"/>
+        <location filename="../../engine/config/rules.py" line="257"/>
         <source>Normalise q and k to unit length, times a gain (default √d_k).</source>
         <translation>将 q 和 k 归一化为单位长度，再乘以增益（默认 √d_k）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="48"/>
-        <source>1/√d_k, then cap·tanh(s/cap) with cap = 50.</source>
-        <translation>先乘 1/√d_k，再取 cap·tanh(s/cap)，cap = 50。</translation>
+        <location filename="../../engine/config/rules.py" line="279"/>
+        <source>Scalable-Softmax: the 1/√d_k logits times s·ln n (s = {0}).</source>
+        <translation>Scalable-Softmax：1/√d_k 的 logits 乘以 s·ln n（s = {0}）。</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/rules.py" line="287"/>
+        <source>YaRN&apos;s temperature: the 1/√d_k logits times (0.1·ln f + 1)² (f = {0}).</source>
+        <translation>YaRN 的温度：1/√d_k 的 logits 乘以 (0.1·ln f + 1)²（f = {0}）。</translation>
     </message>
     <message>
         <location filename="../../engine/config/train.py" line="85"/>
@@ -2820,72 +2827,72 @@ exp 超出范围</translation>
         <translation>固定留出集中的样本数（由随机种子决定）；样本 0 是显示其注意力的探针。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="207"/>
+        <location filename="../../gui/train/panel.py" line="195"/>
         <source>Learning-rate sweep: seeds 0…N−1 per learning rate (mean and spread).</source>
         <translation>学习率扫描：每个学习率使用种子 0…N−1（取均值和离散范围）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="210"/>
+        <location filename="../../gui/train/panel.py" line="198"/>
         <source>Learning-rate sweep: comma-separated learning rates.</source>
         <translation>学习率扫描：以逗号分隔的学习率。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="212"/>
+        <location filename="../../gui/train/panel.py" line="200"/>
         <source>Start</source>
         <translation>开始</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="213"/>
+        <location filename="../../gui/train/panel.py" line="201"/>
         <source>Train the checked rules side by side (Ctrl+T).</source>
         <translation>并排训练勾选的规则（Ctrl+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="214"/>
+        <location filename="../../gui/train/panel.py" line="202"/>
         <source>Run lr sweep</source>
         <translation>运行学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="214"/>
+        <location filename="../../gui/train/panel.py" line="202"/>
         <source>Train every rule at every listed learning rate and seed; plot the final held-out loss (Ctrl+L).</source>
         <translation>以列出的每个学习率和种子训练每种规则；绘制最终留出集损失（Ctrl+L）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="217"/>
+        <location filename="../../gui/train/panel.py" line="205"/>
         <source>Pause</source>
         <translation>暂停</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="218"/>
+        <location filename="../../gui/train/panel.py" line="206"/>
         <source>Hold the run between two steps (Ctrl+P).</source>
         <translation>在两步之间暂停运行（Ctrl+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="219"/>
+        <location filename="../../gui/train/panel.py" line="207"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="220"/>
+        <location filename="../../gui/train/panel.py" line="208"/>
         <source>Continue a paused run (Ctrl+Shift+P).</source>
         <translation>继续已暂停的运行（Ctrl+Shift+P）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="221"/>
+        <location filename="../../gui/train/panel.py" line="209"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="222"/>
+        <location filename="../../gui/train/panel.py" line="210"/>
         <source>End the run now; the curves so far stay (Ctrl+Shift+T).</source>
         <translation>立即结束运行；已有曲线会保留（Ctrl+Shift+T）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="223"/>
+        <location filename="../../gui/train/panel.py" line="211"/>
         <source>Reset</source>
         <translation>重置</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="224"/>
+        <location filename="../../gui/train/panel.py" line="212"/>
         <source>Stop and clear all curves and the sweep (Ctrl+Shift+X).</source>
         <translation>停止并清除所有曲线和扫描结果（Ctrl+Shift+X）。</translation>
     </message>
@@ -2920,37 +2927,32 @@ exp 超出范围</translation>
         <translation>运行或扫描的进度，以及预计剩余时间（不含暂停）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="50"/>
+        <location filename="../../engine/config/rules.py" line="250"/>
         <source>Divide the logits by a temperature T (here T = √d_k: the same model as 1/√d_k).</source>
         <translation>把 logits 除以温度 T（这里 T = √d_k：与 1/√d_k 是同一个模型）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="53"/>
+        <location filename="../../engine/config/rules.py" line="264"/>
+        <source>1/√d_k, then cap·tanh(s/cap) with cap = {0}.</source>
+        <translation>先乘 1/√d_k，再取 cap·tanh(s/cap)，cap = {0}。</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/rules.py" line="272"/>
         <source>Multiply the 1/√d_k logits by ln n, n the keys a row sees.</source>
         <translation>把 1/√d_k 的 logits 乘以 ln n，n 为该行看到的 key 数。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="55"/>
-        <source>Scalable-Softmax: the 1/√d_k logits times s·ln n (s = 0.43).</source>
-        <translation>Scalable-Softmax：1/√d_k 的 logits 乘以 s·ln n（s = 0.43）。</translation>
-    </message>
-    <message>
-        <location filename="../../gui/train/panel.py" line="57"/>
-        <source>YaRN&apos;s temperature: the 1/√d_k logits times (0.1·ln f + 1)² (f = 4).</source>
-        <translation>YaRN 的温度：1/√d_k 的 logits 乘以 (0.1·ln f + 1)²（f = 4）。</translation>
-    </message>
-    <message>
-        <location filename="../../gui/train/panel.py" line="225"/>
+        <location filename="../../gui/train/panel.py" line="213"/>
         <source>Inspect trained model</source>
         <translation>检查训练后的模型</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="225"/>
+        <location filename="../../gui/train/panel.py" line="213"/>
         <source>Write every rule&apos;s trained q and k on the held-out set to a tensor file (layer i = rule i) and inspect its heads. Available once a run has trained and nothing runs (Ctrl+Shift+I).</source>
         <translation>将每条规则训练后在留出集上的 q 和 k 保存为数组文件（第 i 层 = 第 i 条规则）并检查各个头。训练过且没有任务运行时可用（Ctrl+Shift+I）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="235"/>
+        <location filename="../../gui/train/panel.py" line="223"/>
         <source>Task and model</source>
         <translation>任务与模型</translation>
     </message>
@@ -2981,7 +2983,7 @@ exp 超出范围</translation>
         <translation>复制偏移 k</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="236"/>
+        <location filename="../../gui/train/panel.py" line="224"/>
         <source>Training</source>
         <translation>训练</translation>
     </message>
@@ -3011,17 +3013,17 @@ exp 超出范围</translation>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="237"/>
+        <location filename="../../gui/train/panel.py" line="225"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="238"/>
+        <location filename="../../gui/train/panel.py" line="226"/>
         <source>Learning rates</source>
         <translation>学习率列表</translation>
     </message>
     <message>
-        <location filename="../../gui/train/panel.py" line="239"/>
+        <location filename="../../gui/train/panel.py" line="227"/>
         <source>Seeds</source>
         <translation>种子数</translation>
     </message>

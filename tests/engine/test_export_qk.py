@@ -10,7 +10,7 @@ import pytest
 
 from engine.analysis.heads import diagnose_head
 from engine.cli.train import train_command_line
-from engine.config import ScalingRule
+from engine.config import ScalingRule, rules_where
 from engine.config.train import TrainConfig
 from engine.core.attention import attention_logits
 from engine.io.tensors import load_tensors
@@ -18,9 +18,11 @@ from engine.training.export_qk import MAX_BATCH, token_labels, write_trained_ten
 from engine.training.session import TrainingSession
 from engine.training.trainer import iter_training
 
-ALL_RULES = ("none", "sqrt", "linear", "temperature", "qk_norm", "softcap")
-# Rules whose c depends on the keys a row sees: the file folds the per-row c into q.
-LENGTH_RULES = ("sqrt", "log_n", "ssmax", "yarn")
+# Every rule with one c per layer (from the rules' declaration: a new rule is covered at once).
+ALL_RULES = tuple(rule.value for rule in ScalingRule if not rule.length_dependent)
+# Rules whose c depends on the keys a row sees: the file folds the per-row c into q (with
+# 1/√d_k beside them).
+LENGTH_RULES = ("sqrt", *(rule.value for rule in rules_where("per_row")))
 SMALL = TrainConfig(rules=ALL_RULES, d_k=8, heads=2, n=6, vocab=12, batch=16, steps=12,
                     lr=0.01, eval_size=10, temperature=3.0, gain=2.5, cap=4.0)
 
@@ -91,7 +93,8 @@ def test_layer_meta_states_each_rules_scale_cap_and_what_was_written(tmp_path):
     tf = load_tensors(write_trained_tensors(tmp_path / "heads.npz", session, command="cmd"))
     d_k = 8
     scales = {"none": 1.0, "sqrt": 1 / math.sqrt(d_k), "linear": 1 / d_k,
-              "temperature": 1 / 3.0, "qk_norm": 2.5, "softcap": 1 / math.sqrt(d_k)}
+              "temperature": 1 / 3.0, "qk_norm": 2.5, "softcap": 1 / math.sqrt(d_k),
+              "yarn": (0.1 * math.log(4.0) + 1) ** 2 / math.sqrt(d_k)}
     for layer, rule in enumerate(ALL_RULES):
         assert tf.layer_scale(layer) == pytest.approx(scales[rule])
         assert tf.layer_cap(layer) == (4.0 if rule == "softcap" else None)

@@ -15,14 +15,8 @@ from engine.training.optim import SGD, Adam, clip_grad_norm
 from engine.training.params import ModelDims, ParamSet, init_params
 from engine.training.tasks import make_task
 
-RULES = [
-    ScalingRule.NONE,
-    ScalingRule.SQRT,
-    ScalingRule.LINEAR,
-    ScalingRule.TEMPERATURE,
-    ScalingRule.QK_NORM,
-    ScalingRule.SOFTCAP,
-]
+#: Every rule (a new one is checked at once).
+RULES = list(ScalingRule)
 
 
 def _setup(task: TaskKind, heads: int, seed: int = 0):

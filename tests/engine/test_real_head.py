@@ -126,10 +126,13 @@ def test_own_rule_expresses_the_model_scale(tmp_path, scale, cap, expected):
 def test_own_rule_default_scale_is_sqrt_and_bad_scales_are_refused(tmp_path):
     tf, _ = _file(tmp_path)
     assert own_rule(HeadRef(tf, 0, 0)) == (ScalingRule.SQRT, None, None)
-    for bad in (0.0, -1.0, 1e-9):
+    for bad in (0.0, -1.0):
         tf, _ = _file(tmp_path, meta={"scale": bad}, name=f"bad{bad}.npz")
         with pytest.raises(ValueError, match="scale c"):
             own_rule(HeadRef(tf, 0, 0))
+    # Any T > 0 is a temperature (the rule's declared range), however small c is.
+    tf, _ = _file(tmp_path, meta={"scale": 1e-9}, name="tiny.npz")
+    assert own_rule(HeadRef(tf, 0, 0)) == (ScalingRule.TEMPERATURE, pytest.approx(1e9), None)
 
 
 def test_with_own_rule_sets_the_rule_and_keeps_what_it_cannot_express(tmp_path):

@@ -67,7 +67,7 @@ INDIRECT_CALLS = {
     "translate('HeadsView', self.tooltip)",
     "translate('HeadsView', FLAG_TEXT.get(flag, flag))",
     "translate('HeadsView', text)",  # gui.heads.table: the fixed column titles
-    "translate('TrainPanel', _RULE_TIPS[rule])",  # gui.train.panel: the rule boxes' tooltips
+    "translate(spec.tip.context, spec.tip.text)",  # gui.train.panel: engine.config.RULES' tips
     "translate('ViewBox', text)",  # gui.kit.plot_menus: pyqtgraph's texts, marked in MENU_TEXTS
     "translate('PlotItem', text)",
 }
