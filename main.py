@@ -87,7 +87,7 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
     that set config fields come from their declarations (``engine.config``); only the
     command-specific ones are listed here.
     """
-    from engine.cli.options import add_field_options
+    from engine.cli.options import add_field_options, add_rule_options
     from engine.cli.parser import SuggestingParser
     from engine.config import ScalingRule, SweepConfig, TrainConfig
 
@@ -213,12 +213,7 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
     inspect.add_argument("--rule", choices=[rule.value for rule in ScalingRule], default=None,
                          help="replay this scaling rule instead of the file's own scale "
                          "(default: the file's meta.scale, else 1/√d_k)")
-    inspect.add_argument("--temperature", type=float, default=None,
-                         help="T for --rule temperature (default √d_k)")
-    inspect.add_argument("--gain", type=float, default=None,
-                         help="QK-norm gain for --rule qk_norm (default √d_k)")
-    inspect.add_argument("--cap", type=float, default=None,
-                         help="soft-cap value for --rule softcap (default 50)")
+    add_rule_options(inspect)  # --temperature, --gain, --cap, … as declared with the rules
     inspect.add_argument("--out", default=None,
                          help="write the CSV to this file ('-' for stdout) instead of printing "
                          "the table")

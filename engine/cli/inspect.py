@@ -21,6 +21,7 @@ from engine.cli.head_table import write_head_table
 from engine.cli.options import with_option_name
 from engine.cli.output import open_output, output_error
 from engine.cli.progress import Progress
+from engine.config import RULE_FIELDS
 from engine.core.scaling import Rule
 from engine.io.files import check_output_not_input
 from engine.io.tensors import TensorFileError, load_tensors
@@ -80,15 +81,15 @@ def _layer_labels(tf: Any) -> dict[int, str]:
     return labels
 
 
-#: A rule parameter's option is its name (``--cap`` for ``cap``).
-_RULE_OPTIONS = {name: f"--{name}" for name in ("temperature", "gain", "cap")}
+#: Each rule parameter's option (``--cap`` for ``cap``, ``--ssmax-s`` for ``ssmax_s``).
+_RULE_OPTIONS = {name: spec.cli.flags[0] for name, spec in RULE_FIELDS.items() if spec.cli}
 
 
 def _replayed_rule(args: argparse.Namespace) -> Rule:
     """The ``--rule`` to replay; a refused value is named by its option (``--cap``)."""
     try:
-        return Rule.from_keywords(args.rule, temperature=args.temperature, gain=args.gain,
-                                  cap=args.cap)
+        return Rule.from_keywords(args.rule, **{name: getattr(args, name, None)
+                                                for name in _RULE_OPTIONS})
     except ValueError as exc:
         raise ValueError(with_option_name(str(exc), _RULE_OPTIONS)) from None
 
@@ -97,7 +98,7 @@ def inspect_command(args: argparse.Namespace) -> int:
     """Run the ``inspect`` subcommand; return the exit code (0 ok, 2 bad input, 130 interrupted).
 
     ``args`` carries the attributes defined by ``main.build_parser``'s ``inspect`` parser:
-    ``file``, ``rule`` (None = the file's own scale), ``temperature``, ``gain``, ``cap``,
+    ``file``, ``rule`` (None = the file's own scale), one per rule parameter (``cap``, …),
     ``out`` (None = a table on stdout, ``-`` = the CSV on stdout) and ``quiet``. A file that
     cannot be read or diagnosed, an ``--out`` that is the input (or inside an input folder), or
     an ``--out`` that cannot be written gives a one-line message on stderr and exit code 2;

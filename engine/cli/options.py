@@ -15,8 +15,9 @@ from enum import StrEnum
 from typing import Any
 
 from engine.config.base import BoundField, JsonConfig
+from engine.config.rules import RULE_DEFAULTS, RULE_FIELDS
 
-__all__ = ["add_field_options", "build_config", "field_values", "option_fields",
+__all__ = ["add_field_options", "add_rule_options", "build_config", "field_values", "option_fields",
            "with_option_name"]
 
 
@@ -95,6 +96,22 @@ def add_field_options(
             # The name argparse would derive from the first flag, also when dest differs.
             kwargs["metavar"] = cli.flags[0].lstrip("-").replace("-", "_").upper()
         parser.add_argument(*cli.flags, **kwargs)
+
+
+def add_rule_options(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Add an option per rule parameter (:data:`engine.config.RULE_FIELDS`: flags, help, range;
+    unset: ``None``, the parameter's declared default) and return each one's option by name."""
+    options = {}
+    for name, spec in RULE_FIELDS.items():
+        assert spec.cli is not None and spec.cli.help is not None
+        default = RULE_DEFAULTS[name]
+        shown = "" if default is None or "default" in spec.cli.help else f" (default {default:g})"
+        field = BoundField(name, float, True, None, spec)
+        parser.add_argument(*spec.cli.flags, dest=name, type=float, default=None,
+                            metavar=spec.cli.flags[0].lstrip("-").replace("-", "_").upper(),
+                            help=spec.cli.help + shown + _range_text(field))
+        options[name] = spec.cli.flags[0]
+    return options
 
 
 def field_values(args: argparse.Namespace, cls: type[JsonConfig]) -> dict[str, Any]:

@@ -26,12 +26,12 @@ from engine.config.base import (
     FieldSpec,
     Interval,
     JsonConfig,
-    check_enum,
     check_int,
     check_value,
     validate_fields,
 )
 from engine.config.precision import Precision, Rounding, SoftmaxForm
+from engine.config.rules import parse_rule
 
 __all__ = ["RULES_HELP", "SWEEP_FIELDS", "SWEPT_N_MAX", "SweepConfig", "SweepParam",
            "swept_value_range"]
@@ -163,7 +163,7 @@ class SweepConfig(RuleParameters, JsonConfig):
         rules = tuple(self.rules) if not isinstance(self.rules, str) else (self.rules,)
         if not rules:
             raise ValueError("rules must name at least one scaling rule")
-        set_(self, "rules", tuple(check_enum("rules", ScalingRule, r) for r in rules))
+        set_(self, "rules", tuple(parse_rule(r, "rules") for r in rules))
         values = tuple(self.values) if not isinstance(self.values, int | float) else (self.values,)
         if not values:
             raise ValueError("values must hold at least one value")

@@ -21,9 +21,9 @@ from engine.config.base import (
     FieldSpec,
     Gui,
     JsonConfig,
-    check_enum,
     validate_fields,
 )
+from engine.config.rules import parse_rule
 from engine.config.sweep import RULES_HELP
 
 __all__ = ["TRAIN_FIELDS", "DType", "OptimizerKind", "TaskKind", "TrainConfig"]
@@ -248,7 +248,7 @@ class TrainConfig(JsonConfig):
         rules = (self.rules,) if isinstance(self.rules, str) else tuple(self.rules)
         if not rules:
             raise ValueError("rules must name at least one scaling rule")
-        rules = tuple(check_enum("rules", ScalingRule, r) for r in rules)
+        rules = tuple(parse_rule(r, "rules") for r in rules)
         if len(set(rules)) != len(rules):
             raise ValueError(f"rules must not repeat a rule, got {[r.value for r in rules]}")
         object.__setattr__(self, "rules", rules)

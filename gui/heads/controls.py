@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.config import ScalingRule
+from engine.config.rules import RULE_DEFAULTS
 from engine.core.scaling import Rule
 from gui.heads.metrics import METRICS, Metric
 from gui.heads.replay import DEFAULT_REPLAY_RULES
@@ -59,7 +60,7 @@ class HeadsControls(QWidget):
             self.logits_rule.addItem("", kind)
         self.temperature = _spin(1e-3, 1e6, 8.0, 3)
         self.gain = _spin(0.0, 1e6, 0.0, 3)
-        self.cap = _spin(1e-3, 1e6, 50.0, 2)
+        self.cap = _spin(1e-3, 1e6, RULE_DEFAULTS["cap"], 2)
         self.param_labels = (QLabel(), QLabel(), QLabel())
         self.batch_label, self.batch = QLabel(), QSpinBox()
         self.batch.setRange(0, 0)

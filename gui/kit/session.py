@@ -28,7 +28,7 @@ from typing import Any
 
 from engine.config import AttentionConfig
 from engine.config.base import check_number
-from engine.config.rules import parse_rule
+from engine.config.rules import RULE_DEFAULTS, parse_rule
 from engine.io.files import describe_os_error, read_text_limited, write_output
 from gui.kit.pins import Pin, pin_from_dict
 
@@ -98,7 +98,7 @@ class LogitsChoice:
     rule: str | None = None
     temperature: float = 8.0
     gain: float | None = None
-    cap: float = 50.0
+    cap: float = RULE_DEFAULTS["cap"]
 
     @classmethod
     def from_dict(cls, data: Any) -> LogitsChoice:
@@ -112,7 +112,7 @@ class LogitsChoice:
             except ValueError as exc:
                 raise SessionError(str(exc)) from None
         values: dict[str, float | None] = {}
-        for key, default in (("temperature", 8.0), ("gain", None), ("cap", 50.0)):
+        for key, default in (("temperature", 8.0), ("gain", None), ("cap", RULE_DEFAULTS["cap"])):
             value = data.get(key, default)
             if value is None and key == "gain":
                 values[key] = None
@@ -123,7 +123,7 @@ class LogitsChoice:
             except ValueError as exc:
                 raise SessionError(str(exc)) from None
         return cls(rule=rule, temperature=float(values["temperature"] or 8.0),
-                   gain=values["gain"], cap=float(values["cap"] or 50.0))
+                   gain=values["gain"], cap=float(values["cap"] or RULE_DEFAULTS["cap"]))
 
 
 @dataclasses.dataclass(frozen=True)
