@@ -7,7 +7,6 @@ says what it expected and what it got.
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import numpy as np
@@ -21,19 +20,8 @@ __all__ = [
     "check_array",
     "check_dim",
     "check_finite",
-    "check_positive",
     "float_dtype",
 ]
-
-
-def check_positive(name: str, value: Any) -> float:
-    """Return ``value`` as a float; raise unless it is a finite real number > 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0.0):
-        raise ValueError(f"{name} must be a positive finite number (> 0), got {value!r}")
-    return value
 
 
 def check_dim(name: str, value: Any) -> int:
