@@ -61,8 +61,8 @@ class ScalingRule(StrEnum):
 
     @property
     def label(self) -> str:
-        """Short human-readable name used in legends and CSV files."""
-        return RULES[self].label
+        """Short human-readable name used in legends (translated there) and CSV files."""
+        return RULES[self].name
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,7 +151,7 @@ class RuleSpec:
     Parameters
     ----------
     label
-        Legends, CSV files and the command line's tables (the same in every language).
+        Legends (translated when a word: marked), CSV files and the command line's tables.
     menu
         The rule's item in the explorer's rule menu.
     tip
@@ -179,7 +179,7 @@ class RuleSpec:
         ``"dot"``, ``"dashdot"``: a dash keeps apart curves that coincide at a default).
     """
 
-    label: str
+    label: Label
     menu: Label
     tip: Msg
     formula: str
@@ -193,6 +193,11 @@ class RuleSpec:
     color: str = "#000000"
     marker: str = "o"
     dash: str = ""
+
+    @property
+    def name(self) -> str:
+        """The label's English text."""
+        return self.label if isinstance(self.label, str) else self.label.text
 
     @property
     def scalar(self) -> bool:
@@ -232,7 +237,8 @@ def _sqrt(p: RuleParameters, d_k: int, n: np.ndarray | None) -> float:
 #: Every rule, in the menus' order (the enum's).
 RULES: dict[ScalingRule, RuleSpec] = {
     ScalingRule.NONE: RuleSpec(
-        "none", QT_TRANSLATE_NOOP("ParameterPanel", "none (c = 1)"),
+        QT_TRANSLATE_NOOP("ScalingRule", "none"),
+        QT_TRANSLATE_NOOP("ParameterPanel", "none (c = 1)"),
         QT_TRANSLATE_NOOP("TrainPanel", "No scaling: logits q·k with variance ≈ d_k at init."),
         "1", "no scaling", lambda p, d_k, n: 1.0,
         color="#D55E00", marker="o"),  # vermillion: the "bad" default stands out
@@ -254,7 +260,7 @@ RULES: dict[ScalingRule, RuleSpec] = {
         "1/T", "a knob turned at inference; T = √d_k is `sqrt`",
         _temperature, (("temperature", "T"),), color="#E69F00", marker="d", dash="dash"),
     ScalingRule.QK_NORM: RuleSpec(
-        "QK-norm", QT_TRANSLATE_NOOP("ParameterPanel", "QK-norm"),
+        QT_TRANSLATE_NOOP("ScalingRule", "QK-norm"), QT_TRANSLATE_NOOP("ParameterPanel", "QK-norm"),
         QT_TRANSLATE_NOOP(
             "TrainPanel", "Normalise q and k to unit length, times a gain (default √d_k)."),
         "g·q̂·k̂ (q̂, k̂ the ℓ₂-normalised q and k; c = 1)",
@@ -262,7 +268,8 @@ RULES: dict[ScalingRule, RuleSpec] = {
         (("gain", "g"),),
         multiplicative=False, color="#CC79A7", marker="x"),
     ScalingRule.SOFTCAP: RuleSpec(
-        "soft-cap", QT_TRANSLATE_NOOP("ParameterPanel", "soft-cap"),
+        QT_TRANSLATE_NOOP("ScalingRule", "soft-cap"),
+        QT_TRANSLATE_NOOP("ParameterPanel", "soft-cap"),
         QT_TRANSLATE_NOOP("TrainPanel", "1/√d_k, then cap·tanh(s/cap) with cap = {0}."),
         "1/√d_k, then cap·tanh(s/cap)", "Gemma 2 (Gemma Team 2024)", _sqrt,
         (("cap", "cap"),), multiplicative=False, color="#56B4E9", marker="star",
@@ -270,14 +277,15 @@ RULES: dict[ScalingRule, RuleSpec] = {
     # The length rules: the Okabe-Ito palette's black, then Paul Tol's wine and olive (also
     # colour-blind safe, distinct from the seven above).
     ScalingRule.LOG_N: RuleSpec(
-        "ln n/√d_k", "ln n/√d_k",
+        QT_TRANSLATE_NOOP("ScalingRule", "ln n/√d_k"), "ln n/√d_k",
         QT_TRANSLATE_NOOP(
             "TrainPanel", "Multiply the 1/√d_k logits by ln n, n the keys a row sees."),
         "ln n/√d_k", "Chiang & Cholak 2022, \"Overcoming a theoretical limitation of "
         "self-attention\": the usual logits multiplied by log n", _log_n, per_row=True,
         needs_d_k=False, in_length_view=True, color="#000000", marker="t1"),
     ScalingRule.SSMAX: RuleSpec(
-        "SSMax", "SSMax s·ln n/√d_k",  # a method's name and math
+        QT_TRANSLATE_NOOP("ScalingRule", "SSMax"),
+        "SSMax s·ln n/√d_k",  # a method's name and math
         QT_TRANSLATE_NOOP(
             "TrainPanel", "Scalable-Softmax: the 1/√d_k logits times s·ln n (s = {0})."),
         "s·ln n/√d_k", "Scalable-Softmax, Nakanishi 2025: softmax of "

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsWidget
 from engine.config import RULES, ScalingRule
 from gui.kit.axes import PlotAxis
 from gui.kit.cell_items import CellLegend, WrappingLabel
-from gui.kit.i18n import QT_TRANSLATE_NOOP, translate
+from gui.kit.i18n import translate
 from gui.kit.presentation import ScalableLayoutWidget
 
 __all__ = [
@@ -124,16 +124,10 @@ def set_markers(curve: pg.PlotDataItem, rule: ScalingRule | str, points: int) ->
         curve.setSymbol(rule_symbol(rule) if markers else None)
 
 
-#: The rule labels that are words (engine.config's ``ScalingRule.label``), marked for
-#: extraction; the math labels 1/√d_k, 1/d_k, 1/T and YaRN read the same in every language
-#: (ln n/√d_k and SSMax hold lower-case letter pairs, so they are listed for completeness).
-RULE_WORDS: tuple[str, ...] = (
-    QT_TRANSLATE_NOOP("ScalingRule", "none"),
-    QT_TRANSLATE_NOOP("ScalingRule", "QK-norm"),
-    QT_TRANSLATE_NOOP("ScalingRule", "soft-cap"),
-    QT_TRANSLATE_NOOP("ScalingRule", "ln n/√d_k"),
-    QT_TRANSLATE_NOOP("ScalingRule", "SSMax"),
-)
+#: The rule labels that are words, marked for translation where the rules are declared
+#: (engine.config.RULES); math labels such as 1/√d_k and YaRN read the same in every language.
+RULE_WORDS: tuple[str, ...] = tuple(
+    spec.name for spec in RULES.values() if not isinstance(spec.label, str))
 
 
 def layer_name(file: Any, layer: int) -> str:

@@ -646,67 +646,67 @@
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="153"/>
+        <location filename="../../gui/heads/controls.py" line="154"/>
         <source>Colour by</source>
         <translation>着色依据</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="154"/>
+        <location filename="../../gui/heads/controls.py" line="155"/>
         <source>Logits</source>
         <translation>Logit</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="155"/>
+        <location filename="../../gui/heads/controls.py" line="156"/>
         <source>gain</source>
         <translation>增益</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="156"/>
+        <location filename="../../gui/heads/controls.py" line="157"/>
         <source>cap</source>
         <translation>上限</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="158"/>
+        <location filename="../../gui/heads/controls.py" line="159"/>
         <source>batch entry</source>
         <translation>批次条目</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="159"/>
+        <location filename="../../gui/heads/controls.py" line="160"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="160"/>
+        <location filename="../../gui/heads/controls.py" line="161"/>
         <source>√d_k</source>
         <translation>√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="161"/>
+        <location filename="../../gui/heads/controls.py" line="162"/>
         <source>The diagnostic that colours the grid</source>
         <translation>为网格着色的诊断量</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="162"/>
+        <location filename="../../gui/heads/controls.py" line="163"/>
         <source>The logits diagnosed: the file&apos;s own scale c (meta.scale, default 1/√d_k), or a scaling rule re-applied to the same q and k</source>
         <translation>被诊断的 logit：文件自身的缩放 c（meta.scale，默认 1/√d_k），或在同一组 q、k 上重新应用的缩放规则</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="165"/>
+        <location filename="../../gui/heads/controls.py" line="166"/>
         <source>Temperature T of the rule 1/T</source>
         <translation>规则 1/T 的温度 T</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="166"/>
+        <location filename="../../gui/heads/controls.py" line="167"/>
         <source>QK-norm gain g (√d_k: the default)</source>
         <translation>QK-norm 增益 g（√d_k：默认值）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="167"/>
+        <location filename="../../gui/heads/controls.py" line="168"/>
         <source>Soft-cap value: cap·tanh(c·q·k/cap)</source>
         <translation>软上限值：cap·tanh(c·q·k/cap)</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="168"/>
+        <location filename="../../gui/heads/controls.py" line="169"/>
         <source>Batch entry whose attention weights the replay shows (the diagnostics average over all entries)</source>
         <translation>重放显示其注意力权重的批次条目（诊断量对所有条目取平均）</translation>
     </message>
@@ -721,17 +721,17 @@
         <translation>点击某个规则的图，在探索器中打开（该头、该规则）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="171"/>
+        <location filename="../../gui/heads/controls.py" line="172"/>
         <source>Replay rules</source>
         <translation>重放规则</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="172"/>
+        <location filename="../../gui/heads/controls.py" line="173"/>
         <source>The rules whose attention maps are shown for the selected head (every rule is replayed and exported to CSV)</source>
         <translation>为所选头显示注意力图的规则（每种规则都会重放并导出到 CSV）</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="179"/>
+        <location filename="../../gui/heads/controls.py" line="180"/>
         <source>file&apos;s own scale</source>
         <translation>文件自身的缩放</translation>
     </message>
@@ -771,7 +771,7 @@
         <translation>点击一个头，在每种缩放规则下重放它。</translation>
     </message>
     <message>
-        <location filename="../../gui/heads/controls.py" line="143"/>
+        <location filename="../../gui/heads/controls.py" line="144"/>
         <source>{0}/{1} heads</source>
         <translation>{0}/{1} 个头</translation>
     </message>
@@ -1823,23 +1823,22 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ParameterPanel</name>
     <message>
-        <location filename="../../engine/config/rules.py" line="234"/>
+        <location filename="../../engine/config/rules.py" line="241"/>
         <source>none (c = 1)</source>
-        <extracomment>c of a rule from its parameters, d_k and, for a per-row rule, the keys each row sees (float64, &gt;= 1); a float for the other rules. Every rule, in the menus&apos; order (the enum&apos;s).</extracomment>
         <translation>不缩放（c = 1）</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="249"/>
+        <location filename="../../engine/config/rules.py" line="256"/>
         <source>temperature 1/T</source>
         <translation>温度 1/T</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="256"/>
+        <location filename="../../engine/config/rules.py" line="263"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="263"/>
+        <location filename="../../engine/config/rules.py" line="272"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
@@ -1885,7 +1884,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>缩放规则</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="286"/>
+        <location filename="../../engine/config/rules.py" line="296"/>
         <source>YaRN temperature</source>
         <translation>YaRN 温度</translation>
     </message>
@@ -2295,12 +2294,13 @@ exp 超出范围</translation>
         <translation>批次 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="146"/>
+        <location filename="../../gui/kit/style.py" line="140"/>
         <source>layer {0}</source>
+        <extracomment>Plot background and text colours (light theme, chosen for projectors and PNG export). Muted grey for theory curves and reference lines that belong to no single rule. Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with the &quot;none&quot; rule, so the highlight uses a saturated magenta that viridis never contains). Perceptually uniform colormap for probabilities in [0, 1]. Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection). Options of curves with one point per key (up to n = 8192, redrawn on every change). Antialiased pens wider than one pixel go through Qt&apos;s general stroker, an order of magnitude slower, so these curves are drawn aliased; at one point per key their steps hide the jaggies. Rows longer than this are drawn without markers (they would merge into a band). The rule labels that are words, marked for translation where the rules are declared (engine.config.RULES); math labels such as 1/√d_k and YaRN read the same in every language.</extracomment>
         <translation>第 {0} 层</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="156"/>
+        <location filename="../../gui/kit/style.py" line="150"/>
         <source>trained with {0}</source>
         <translation>用 {0} 训练</translation>
     </message>
@@ -2308,28 +2308,28 @@ exp 超出范围</translation>
 <context>
     <name>ScalingRule</name>
     <message>
-        <location filename="../../gui/kit/style.py" line="131"/>
+        <location filename="../../engine/config/rules.py" line="240"/>
         <source>none</source>
-        <extracomment>Plot background and text colours (light theme, chosen for projectors and PNG export). Muted grey for theory curves and reference lines that belong to no single rule. Outline of the selected query row in the heatmaps (Okabe–Ito vermillion would clash with the &quot;none&quot; rule, so the highlight uses a saturated magenta that viridis never contains). Perceptually uniform colormap for probabilities in [0, 1]. Point sizes: ticks, axis labels, titles, free text (all ≥ 10 pt for projection). Options of curves with one point per key (up to n = 8192, redrawn on every change). Antialiased pens wider than one pixel go through Qt&apos;s general stroker, an order of magnitude slower, so these curves are drawn aliased; at one point per key their steps hide the jaggies. Rows longer than this are drawn without markers (they would merge into a band). The rule labels that are words (engine.config&apos;s ``ScalingRule.label``), marked for extraction; the math labels 1/√d_k, 1/d_k, 1/T and YaRN read the same in every language (ln n/√d_k and SSMax hold lower-case letter pairs, so they are listed for completeness).</extracomment>
+        <extracomment>c of a rule from its parameters, d_k and, for a per-row rule, the keys each row sees (float64, &gt;= 1); a float for the other rules. Every rule, in the menus&apos; order (the enum&apos;s).</extracomment>
         <translation>不缩放</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="132"/>
+        <location filename="../../engine/config/rules.py" line="263"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="133"/>
+        <location filename="../../engine/config/rules.py" line="271"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="134"/>
+        <location filename="../../engine/config/rules.py" line="280"/>
         <source>ln n/√d_k</source>
         <translation>ln n/√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/style.py" line="135"/>
+        <location filename="../../engine/config/rules.py" line="287"/>
         <source>SSMax</source>
         <translation>SSMax</translation>
     </message>
@@ -2702,32 +2702,32 @@ exp 超出范围</translation>
         <translation>检索：n 个键/值对和一个查询键；输出与之配对的值（需要在 n 个键中的一个上形成尖锐的注意力）。回溯复制：输出向前第 k 个位置的词元（因果掩码）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="235"/>
+        <location filename="../../engine/config/rules.py" line="242"/>
         <source>No scaling: logits q·k with variance ≈ d_k at init.</source>
         <translation>不缩放：logit 为 q·k，初始化时方差 ≈ d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="240"/>
+        <location filename="../../engine/config/rules.py" line="247"/>
         <source>Divide the logits by √d_k (the Transformer rule).</source>
         <translation>将 logit 除以 √d_k（Transformer 的规则）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="245"/>
+        <location filename="../../engine/config/rules.py" line="252"/>
         <source>Divide the logits by d_k (μP).</source>
         <translation>将 logit 除以 d_k（μP）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="257"/>
+        <location filename="../../engine/config/rules.py" line="264"/>
         <source>Normalise q and k to unit length, times a gain (default √d_k).</source>
         <translation>将 q 和 k 归一化为单位长度，再乘以增益（默认 √d_k）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="279"/>
+        <location filename="../../engine/config/rules.py" line="289"/>
         <source>Scalable-Softmax: the 1/√d_k logits times s·ln n (s = {0}).</source>
         <translation>Scalable-Softmax：1/√d_k 的 logits 乘以 s·ln n（s = {0}）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="287"/>
+        <location filename="../../engine/config/rules.py" line="297"/>
         <source>YaRN&apos;s temperature: the 1/√d_k logits times (0.1·ln f + 1)² (f = {0}).</source>
         <translation>YaRN 的温度：1/√d_k 的 logits 乘以 (0.1·ln f + 1)²（f = {0}）。</translation>
     </message>
@@ -2927,17 +2927,17 @@ exp 超出范围</translation>
         <translation>运行或扫描的进度，以及预计剩余时间（不含暂停）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="250"/>
+        <location filename="../../engine/config/rules.py" line="257"/>
         <source>Divide the logits by a temperature T (here T = √d_k: the same model as 1/√d_k).</source>
         <translation>把 logits 除以温度 T（这里 T = √d_k：与 1/√d_k 是同一个模型）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="264"/>
+        <location filename="../../engine/config/rules.py" line="273"/>
         <source>1/√d_k, then cap·tanh(s/cap) with cap = {0}.</source>
         <translation>先乘 1/√d_k，再取 cap·tanh(s/cap)，cap = {0}。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="272"/>
+        <location filename="../../engine/config/rules.py" line="281"/>
         <source>Multiply the 1/√d_k logits by ln n, n the keys a row sees.</source>
         <translation>把 1/√d_k 的 logits 乘以 ln n，n 为该行看到的 key 数。</translation>
     </message>

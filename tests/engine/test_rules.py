@@ -35,7 +35,7 @@ NUMERICS = (ROOT / "docs" / "numerics.md").read_text(encoding="utf-8")
 
 def test_every_rule_has_one_declaration_in_the_enums_order() -> None:
     assert list(RULES) == list(ScalingRule)
-    assert all(rule.spec is RULES[rule] and rule.label == RULES[rule].label for rule in RULES)
+    assert all(rule.spec is RULES[rule] and rule.label == RULES[rule].name for rule in RULES)
 
 
 def test_every_place_that_asks_whether_a_rule_is_scalar_asks_the_declaration() -> None:
@@ -141,7 +141,7 @@ def expected_row(rule: ScalingRule) -> list[str]:
     traits = ", ".join(word for word, has in (
         ("one c", spec.scalar), ("c per row", spec.per_row),
         ("not c·q·k", not spec.multiplicative)) if has)
-    return [f"`{rule.value}`", spec.label, spec.formula, parameters, traits, spec.source]
+    return [f"`{rule.value}`", spec.name, spec.formula, parameters, traits, spec.source]
 
 
 def test_the_docs_rule_table_is_the_declaration() -> None:
