@@ -48,6 +48,7 @@ class ScalingRule(StrEnum):
     LOG_N = "log_n"
     SSMAX = "ssmax"
     YARN = "yarn"
+    LLAMA4 = "llama4"
 
     @property
     def spec(self) -> RuleSpec:
@@ -79,6 +80,8 @@ class RuleParameters:
     cap: float = 50.0
     ssmax_s: float = 0.43
     yarn_factor: float = 4.0
+    llama4_beta: float = 0.1
+    llama4_floor: float = 8192.0
 
 
 #: The names of the :class:`RuleParameters`, in order.
@@ -137,6 +140,23 @@ RULE_FIELDS: dict[str, FieldSpec] = {
         visible_when=("rule", ScalingRule.YARN)),
         cli=Cli(("--yarn-factor",), "YaRN context-extension factor f for the yarn rule "
                 "(c = (0.1·ln f + 1)²/√d_k)")),
+    "llama4_beta": FieldSpec(0.0, None, gui=Gui(
+        "Llama 4 β",  # a model's name and a symbol
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "Llama 4's attn_scale β: c = (1 + β·ln(1 + ⌊n/L⌋))/√d_k, n the keys the row sees "
+            "(its position + 1 under a causal mask); β = 0 gives 1/√d_k."),
+        "slider", low=0.0, high=1.0, decimals=3, visible_when=("rule", ScalingRule.LLAMA4)),
+        cli=Cli(("--llama4-beta",), "Llama 4 attn_scale β for the llama4 rule")),
+    "llama4_floor": FieldSpec(1.0, None, gui=Gui(
+        "Llama 4 L",
+        QT_TRANSLATE_NOOP(
+            "ParameterPanel",
+            "Llama 4's floor_scale L: c rises by β·ln 2 once a row sees L keys, by β·ln 3 at "
+            "2L, …"),
+        "slider", low=1.0, high=1e6, log=True, decimals=0,
+        visible_when=("rule", ScalingRule.LLAMA4)),
+        cli=Cli(("--llama4-floor",), "Llama 4 floor_scale L for the llama4 rule")),
 }
 
 #: c of a rule from its parameters, d_k and, for a per-row rule, the keys each row sees
@@ -230,6 +250,10 @@ def _ssmax(p: RuleParameters, d_k: int, n: np.ndarray | None) -> np.ndarray:
     return p.ssmax_s * np.log(n) / math.sqrt(d_k)
 
 
+def _llama4(p: RuleParameters, d_k: int, n: np.ndarray | None) -> np.ndarray:
+    return (1.0 + p.llama4_beta * np.log1p(np.floor(n / p.llama4_floor))) / math.sqrt(d_k)
+
+
 def _sqrt(p: RuleParameters, d_k: int, n: np.ndarray | None) -> float:
     return 1.0 / math.sqrt(d_k)
 
@@ -303,6 +327,18 @@ RULES: dict[ScalingRule, RuleSpec] = {
         lambda p, d_k, n: yarn_temperature_factor(p.yarn_factor) / math.sqrt(d_k),
         (("yarn_factor", "f"),), needs_d_k=False, in_length_view=True, color="#999933",
         marker="h", dash="dot"),
+    # Paul Tol's indigo, distinct from the nine above.
+    ScalingRule.LLAMA4: RuleSpec(
+        QT_TRANSLATE_NOOP("ScalingRule", "Llama 4"),
+        "Llama 4 (1 + β·ln(1 + ⌊n/L⌋))/√d_k",  # a model's name and math
+        QT_TRANSLATE_NOOP(
+            "TrainPanel", "Llama 4's position temperature: the 1/√d_k logits times "
+            "1 + β·ln(1 + ⌊n/L⌋), n the keys a row sees (β = {0}, L = {1})."),
+        "(1 + β·ln(1 + ⌊n/L⌋))/√d_k", "Llama 4's attn_temperature_tuning (transformers' "
+        "Llama4TextAttention): queries at position i times 1 + β·ln(1 + ⌊(i + 1)/L⌋) "
+        "(β = attn_scale, L = floor_scale), i + 1 the keys row i sees under the causal mask",
+        _llama4, (("llama4_beta", "β"), ("llama4_floor", "L")), per_row=True, needs_d_k=False,
+        in_length_view=True, color="#332288", marker="t2", dash="dashdot"),
 }
 
 

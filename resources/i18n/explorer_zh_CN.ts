@@ -1823,22 +1823,22 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ParameterPanel</name>
     <message>
-        <location filename="../../engine/config/rules.py" line="241"/>
+        <location filename="../../engine/config/rules.py" line="265"/>
         <source>none (c = 1)</source>
         <translation>不缩放（c = 1）</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="256"/>
+        <location filename="../../engine/config/rules.py" line="280"/>
         <source>temperature 1/T</source>
         <translation>温度 1/T</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="263"/>
+        <location filename="../../engine/config/rules.py" line="287"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="272"/>
+        <location filename="../../engine/config/rules.py" line="296"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
@@ -1884,40 +1884,50 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>缩放规则</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="296"/>
+        <location filename="../../engine/config/rules.py" line="320"/>
         <source>YaRN temperature</source>
         <translation>YaRN 温度</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="96"/>
+        <location filename="../../engine/config/rules.py" line="99"/>
         <source>temperature T</source>
         <extracomment>The names of the :class:`RuleParameters`, in order. Each rule parameter&apos;s default. Range, panel row (``None`` gain: a &quot;default&quot; check box above the slider) and sweep option of every rule parameter. The range is the rule&apos;s own (any T &gt; 0 is a temperature); the panel&apos;s sliders cover a narrower, useful one.</extracomment>
         <translation>温度 T</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="105"/>
+        <location filename="../../engine/config/rules.py" line="108"/>
         <source>gain g</source>
         <translation>增益 g</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="115"/>
+        <location filename="../../engine/config/rules.py" line="118"/>
         <source>cap</source>
         <translation>截断值 cap</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="122"/>
+        <location filename="../../engine/config/rules.py" line="125"/>
         <source>Scalable-Softmax (Nakanishi 2025): logits = s·ln n·q·k/√d_k, n the keys the row sees (under a causal mask row i sees i + 1); s = 0.43 in the paper&apos;s toy.</source>
         <translation>Scalable-Softmax（Nakanishi 2025）：logit = s·ln n·q·k/√d_k，n 为该行能关注的键数（因果掩码下第 i 行为 i + 1 个）；论文的示例取 s = 0.43。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="131"/>
+        <location filename="../../engine/config/rules.py" line="134"/>
         <source>YaRN factor f</source>
         <translation>YaRN 长度倍数 f</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="132"/>
+        <location filename="../../engine/config/rules.py" line="135"/>
         <source>YaRN context-extension factor f: logits = q·k/(t·√d_k) with √(1/t) = 0.1·ln f + 1, i.e. c = (0.1·ln f + 1)²/√d_k (f = 1 gives 1/√d_k).</source>
         <translation>YaRN 上下文长度倍数 f：logit = q·k/(t·√d_k)，其中 √(1/t) = 0.1·ln f + 1，即 c = (0.1·ln f + 1)²/√d_k（f = 1 时即为 1/√d_k）。</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/rules.py" line="145"/>
+        <source>Llama 4&apos;s attn_scale β: c = (1 + β·ln(1 + ⌊n/L⌋))/√d_k, n the keys the row sees (its position + 1 under a causal mask); β = 0 gives 1/√d_k.</source>
+        <translation>Llama 4 的 attn_scale β：c = (1 + β·ln(1 + ⌊n/L⌋))/√d_k，n 为该行可见的键数（因果掩码下为其位置 + 1）；β = 0 时即 1/√d_k。</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/rules.py" line="153"/>
+        <source>Llama 4&apos;s floor_scale L: c rises by β·ln 2 once a row sees L keys, by β·ln 3 at 2L, …</source>
+        <translation>Llama 4 的 floor_scale L：一行可见 L 个键时 c 增大 β·ln 2，2L 个键时增大 β·ln 3，……</translation>
     </message>
     <message>
         <location filename="../../engine/config/attention.py" line="120"/>
@@ -1955,7 +1965,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>使用投影 W_Q、W_K</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="109"/>
+        <location filename="../../engine/config/rules.py" line="112"/>
         <source>default g = √d_k</source>
         <translation>默认 g = √d_k</translation>
     </message>
@@ -2005,22 +2015,22 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>原始分数 q·k 如何变为 logit：每条规则的因子 c 写在其选择框的条目中；式子与出处见 docs/numerics.md 的“Scaling rules”一节。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="97"/>
+        <location filename="../../engine/config/rules.py" line="100"/>
         <source>logits = q·k / T; T = √d_k reproduces 1/√d_k, Var(logit) = d_k·σ⁴ / T².</source>
         <translation>logit = q·k / T；T = √d_k 时等同于 1/√d_k，Var(logit) = d_k·σ⁴ / T²。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="110"/>
+        <location filename="../../engine/config/rules.py" line="113"/>
         <source>Use the default QK-norm gain g = √d_k.</source>
         <translation>使用默认的 QK 归一化增益 g = √d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="106"/>
+        <location filename="../../engine/config/rules.py" line="109"/>
         <source>QK-norm: logits = g·cos(q, k) ∈ [−g, g]; Var ≈ g²/d_k.</source>
         <translation>QK 归一化：logit = g·cos(q, k) ∈ [−g, g]；Var ≈ g²/d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="116"/>
+        <location filename="../../engine/config/rules.py" line="119"/>
         <source>Soft-cap: logits = cap·tanh((q·k/√d_k)/cap), bounded by ±cap.</source>
         <translation>软截断：logit = cap·tanh((q·k/√d_k)/cap)，以 ±cap 为界。</translation>
     </message>
@@ -2308,30 +2318,35 @@ exp 超出范围</translation>
 <context>
     <name>ScalingRule</name>
     <message>
-        <location filename="../../engine/config/rules.py" line="240"/>
+        <location filename="../../engine/config/rules.py" line="264"/>
         <source>none</source>
         <extracomment>c of a rule from its parameters, d_k and, for a per-row rule, the keys each row sees (float64, &gt;= 1); a float for the other rules. Every rule, in the menus&apos; order (the enum&apos;s).</extracomment>
         <translation>不缩放</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="263"/>
+        <location filename="../../engine/config/rules.py" line="287"/>
         <source>QK-norm</source>
         <translation>QK 归一化</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="271"/>
+        <location filename="../../engine/config/rules.py" line="295"/>
         <source>soft-cap</source>
         <translation>软截断</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="280"/>
+        <location filename="../../engine/config/rules.py" line="304"/>
         <source>ln n/√d_k</source>
         <translation>ln n/√d_k</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="287"/>
+        <location filename="../../engine/config/rules.py" line="311"/>
         <source>SSMax</source>
         <translation>SSMax</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/rules.py" line="332"/>
+        <source>Llama 4</source>
+        <translation>Llama 4</translation>
     </message>
 </context>
 <context>
@@ -2702,34 +2717,39 @@ exp 超出范围</translation>
         <translation>检索：n 个键/值对和一个查询键；输出与之配对的值（需要在 n 个键中的一个上形成尖锐的注意力）。回溯复制：输出向前第 k 个位置的词元（因果掩码）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="242"/>
+        <location filename="../../engine/config/rules.py" line="266"/>
         <source>No scaling: logits q·k with variance ≈ d_k at init.</source>
         <translation>不缩放：logit 为 q·k，初始化时方差 ≈ d_k。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="247"/>
+        <location filename="../../engine/config/rules.py" line="271"/>
         <source>Divide the logits by √d_k (the Transformer rule).</source>
         <translation>将 logit 除以 √d_k（Transformer 的规则）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="252"/>
+        <location filename="../../engine/config/rules.py" line="276"/>
         <source>Divide the logits by d_k (μP).</source>
         <translation>将 logit 除以 d_k（μP）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="264"/>
+        <location filename="../../engine/config/rules.py" line="288"/>
         <source>Normalise q and k to unit length, times a gain (default √d_k).</source>
         <translation>将 q 和 k 归一化为单位长度，再乘以增益（默认 √d_k）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="289"/>
+        <location filename="../../engine/config/rules.py" line="313"/>
         <source>Scalable-Softmax: the 1/√d_k logits times s·ln n (s = {0}).</source>
         <translation>Scalable-Softmax：1/√d_k 的 logits 乘以 s·ln n（s = {0}）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="297"/>
+        <location filename="../../engine/config/rules.py" line="321"/>
         <source>YaRN&apos;s temperature: the 1/√d_k logits times (0.1·ln f + 1)² (f = {0}).</source>
         <translation>YaRN 的温度：1/√d_k 的 logits 乘以 (0.1·ln f + 1)²（f = {0}）。</translation>
+    </message>
+    <message>
+        <location filename="../../engine/config/rules.py" line="334"/>
+        <source>Llama 4&apos;s position temperature: the 1/√d_k logits times 1 + β·ln(1 + ⌊n/L⌋), n the keys a row sees (β = {0}, L = {1}).</source>
+        <translation>Llama 4 的位置温度：1/√d_k 的 logits 乘以 1 + β·ln(1 + ⌊n/L⌋)，n 为该行可见的键数（β = {0}，L = {1}）。</translation>
     </message>
     <message>
         <location filename="../../engine/config/train.py" line="85"/>
@@ -2927,17 +2947,17 @@ exp 超出范围</translation>
         <translation>运行或扫描的进度，以及预计剩余时间（不含暂停）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="257"/>
+        <location filename="../../engine/config/rules.py" line="281"/>
         <source>Divide the logits by a temperature T (here T = √d_k: the same model as 1/√d_k).</source>
         <translation>把 logits 除以温度 T（这里 T = √d_k：与 1/√d_k 是同一个模型）。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="273"/>
+        <location filename="../../engine/config/rules.py" line="297"/>
         <source>1/√d_k, then cap·tanh(s/cap) with cap = {0}.</source>
         <translation>先乘 1/√d_k，再取 cap·tanh(s/cap)，cap = {0}。</translation>
     </message>
     <message>
-        <location filename="../../engine/config/rules.py" line="281"/>
+        <location filename="../../engine/config/rules.py" line="305"/>
         <source>Multiply the 1/√d_k logits by ln n, n the keys a row sees.</source>
         <translation>把 1/√d_k 的 logits 乘以 ln n，n 为该行看到的 key 数。</translation>
     </message>

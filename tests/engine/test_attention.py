@@ -29,6 +29,9 @@ def rule_kwargs(rule: str) -> dict:
         "cap": 1.3 if rule == "softcap" else None,
         "ssmax_s": 0.7 if rule == "ssmax" else None,
         "yarn_factor": 16.0 if rule == "yarn" else None,
+        # A floor L of 2 keys, so that c changes within the 4 keys.
+        "llama4_beta": 0.5 if rule == "llama4" else None,
+        "llama4_floor": 2.0 if rule == "llama4" else None,
     }
 
 
@@ -44,7 +47,7 @@ def make_mask(kind: str, rng: np.random.Generator):
 
 
 def naive_attention(q, k, v, rule, mask=None, temperature=None, gain=None, cap=None,
-                    ssmax_s=None, yarn_factor=None):
+                    ssmax_s=None, yarn_factor=None, llama4_beta=None, llama4_floor=None):
     """Loop-level reference in float64, written independently of the engine."""
     q = np.asarray(q, dtype=np.float64)
     k = np.asarray(k, dtype=np.float64)
@@ -77,6 +80,11 @@ def naive_attention(q, k, v, rule, mask=None, temperature=None, gain=None, cap=N
                 elif rule == "yarn":
                     f = 4.0 if yarn_factor is None else yarn_factor
                     s = (0.1 * math.log(f) + 1) ** 2 * (qi @ kj) / math.sqrt(d)
+                elif rule == "llama4":  # transformers' attn_temperature_tuning, at i + 1 keys
+                    beta = 0.1 if llama4_beta is None else llama4_beta
+                    floor = 8192.0 if llama4_floor is None else llama4_floor
+                    tune = 1 + beta * math.log(1 + math.floor(n_row / floor))
+                    s = tune * (qi @ kj) / math.sqrt(d)
                 elif rule == "sqrt":
                     s = qi @ kj / math.sqrt(d)
                 elif rule == "linear":

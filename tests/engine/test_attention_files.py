@@ -137,7 +137,7 @@ def test_without_d_k_only_the_rules_free_of_it_are_replayed(planted) -> None:
         ScalingRule.NONE: "d_k", ScalingRule.SQRT: "", ScalingRule.LINEAR: "d_k",
         ScalingRule.TEMPERATURE: "d_k", ScalingRule.QK_NORM: "q_and_k",
         ScalingRule.SOFTCAP: "q_and_k", ScalingRule.LOG_N: "", ScalingRule.SSMAX: "",
-        ScalingRule.YARN: ""}
+        ScalingRule.YARN: "", ScalingRule.LLAMA4: ""}
     with pytest.raises(NeedsQK, match="'qk_norm' needs q and k"):
         list(iter_file_diagnostics(weights, rule=Rule("qk_norm")))
 

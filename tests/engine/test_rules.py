@@ -75,7 +75,28 @@ def test_the_declared_traits_are_what_the_engine_computes(rule: ScalingRule) -> 
         at = [scaling.scale(d, 1000) * math.sqrt(d) for d in (16, 64)]
         assert at[0] == pytest.approx(at[1], rel=1e-14)
     if spec.per_row:
-        assert scaling.scale(8, 10) != scaling.scale(8, 1000)
+        assert scaling.scale(8, 10) != scaling.scale(8, 100_000)
+
+
+def test_llama4_is_transformers_position_temperature() -> None:
+    """transformers' Llama4TextAttention multiplies the query at position i by
+    log1p(floor((i + 1)/floor_scale))·attn_scale + 1 before its 1/√d_k; row i of a causal mask
+    sees i + 1 keys (with and without a small floor_scale L, so that c changes along n = 12)."""
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((12, 8)) for _ in range(3))
+    for beta, floor in ((0.1, 8192.0), (0.1, 3.0), (0.7, 2.0)):
+        res = scaled_dot_product_attention(q, k, v, rule="llama4", mask="causal",
+                                           llama4_beta=beta, llama4_floor=floor)
+        position = np.arange(12.0)
+        temperature = np.log1p(np.floor((position + 1.0) / floor)) * beta + 1.0
+        want = (q * temperature[:, None]) @ k.T / math.sqrt(8)
+        keep = np.tril(np.ones((12, 12), dtype=bool))
+        np.testing.assert_allclose(res.logits[keep], want[keep], rtol=1e-12)
+    defaults = Rule("llama4")
+    assert (defaults.llama4_beta, defaults.llama4_floor) == (0.1, 8192.0)
+    at = defaults.row_scales(64, np.array([8191, 8192, 16384, 10**6])) * 8.0
+    np.testing.assert_allclose(at, [1.0, 1 + 0.1 * math.log(2), 1 + 0.1 * math.log(3),
+                                    1 + 0.1 * math.log(1 + 10**6 // 8192)], rtol=1e-14)
 
 
 def test_a_rule_parameter_has_one_range_for_the_configs_and_the_engine() -> None:

@@ -50,6 +50,7 @@ SYMBOL_WORDS = {
     "float", "bfloat",  # number-format names (the precision view's selector)
     "maxj", "pmax",  # plain text of max<sub>j</sub> and p<sub>max</sub> in plot items
     "ssmax", "yarn",  # method names (Scalable-Softmax, YaRN), written so in Chinese texts
+    "llama",  # a model's name (the Llama 4 rule)
     "viridis", "cividis",  # colour-map names
 }
 #: Whole texts that are deliberately not translated: the language menu's endonyms.
