@@ -87,6 +87,15 @@ _EXPORTS: dict[str, str] = {
     "Model": "models",
     "Capture": "models",
     "ModelError": "models",
+    # language-model runs of a real model under an intervention on its attention (the
+    # model sweep's SweepPoint and iter_sweep are engine.models', beside the toy sweep's)
+    "Intervention": "models",
+    "DEFAULT_ALPHAS": "models",
+    "TextScore": "models",
+    "TokenPrediction": "models",
+    "score_text": "models",
+    "Continuation": "models",
+    "continue_text": "models",
 }
 
 __all__ = sorted(_EXPORTS)

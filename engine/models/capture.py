@@ -28,6 +28,7 @@ from engine.io.source import shown
 from engine.io.tensors import TensorFile, tensors_from_arrays, write_tensors
 from engine.models.forward import CaptureCancelled, LayerCapture, run_forward
 from engine.models.gguf_file import DEQUANTIZE_ROWS_WEIGHTS
+from engine.models.lm_head import HeadWeights, LanguageModel, LmHead
 from engine.models.spec import ModelSpec
 from engine.models.tokenize import Encoded, Tokenizer, TokenizerSource
 from engine.models.weights import ModelError, WeightStore
@@ -101,13 +102,16 @@ class Capture:
         return tensors_from_arrays(self.name, self.arrays(), tokens=self.tokens, meta=self.meta)
 
 
-class Model:
-    """A model opened for capturing: its spec, weights (memory-mapped) and tokenizer."""
+class Model(LanguageModel):
+    """A model opened for capturing and scoring: its spec, weights (memory-mapped),
+    tokenizer and language-model head (see :class:`LanguageModel`)."""
 
     def __init__(self, path: Path, name: str, spec: ModelSpec, store: WeightStore,
                  names: Callable[[int, str], str], tokenizer: TokenizerSource, fmt: str,
                  weight_types: Sequence[str], vocab_size: int,
-                 build_tokenizer: Callable[[], Tokenizer] | None = None) -> None:
+                 build_tokenizer: Callable[[], Tokenizer] | None = None, *,
+                 head: HeadWeights | None = None, head_missing: str = "",
+                 end_ids: Sequence[int] = ()) -> None:
         self.path, self.spec = path, spec
         #: The model's name as messages show it: a config's ``_name_or_path`` is whatever its
         #: writer put there, control characters and kilobytes included.
@@ -123,6 +127,11 @@ class Model:
         self.weight_types = tuple(sorted(weight_types))
         #: The rows of the token embedding: every token id must be below it.
         self.vocab_size = vocab_size
+        #: The language-model head's weights (None: there is none, ``head_missing`` says
+        #: why), and the ids that end a text (a continuation stops at them).
+        self.head, self.head_missing, self.end_ids = head, head_missing, tuple(end_ids)
+        self._lm_head: LmHead | None = None
+        self._lm_store: WeightStore | None = None
 
     @property
     def tokenizer(self) -> Tokenizer:

@@ -80,7 +80,8 @@ class Architecture:
     ``qkv_bias``: q, k and v always have biases, o may (Qwen2); ``partial_rotary``: a GGUF
     file may turn part of each head (Phi-3); ``uniform_window``: a GGUF file's
     ``attention.sliding_window`` is every layer's (Phi-3); ``longrope``: a GGUF file may hold
-    LongRoPE's factors and attention factor (Phi-3).
+    LongRoPE's factors and attention factor (Phi-3); ``tied_head``: the config class's default
+    ``tie_word_embeddings`` (the LM head is the embedding matrix).
     """
 
     family: str
@@ -98,18 +99,20 @@ class Architecture:
     partial_rotary: bool = False
     uniform_window: bool = False
     longrope: bool = False
+    tied_head: bool = False
 
 
 _LLAMA = Architecture("llama", mlp_bias=True, attention_bias=True)
 #: Gemma's MLP reads hidden_activation only (transformers ignores hidden_act there).
 _GEMMA: dict[str, Any] = {"activation": "gelu_pytorch_tanh",
-                          "activation_keys": ("hidden_activation",), "embed_sqrt_width": True}
+                          "activation_keys": ("hidden_activation",), "embed_sqrt_width": True,
+                          "tied_head": True}
 _GEMMA3 = Architecture("gemma2", qk_norm=True, attention_bias=True, rope=_gemma3_rope,
                        **_GEMMA)
 #: Every Hugging Face ``model_type`` this app runs (``gemma3`` is read as its text model).
 ARCHITECTURE_ROWS: Mapping[str, Architecture] = {
-    "bert": Architecture("bert", causal=False, rope=None, activation="gelu"),
-    "gpt2": Architecture("gpt2", rope=None, activation="gelu"),
+    "bert": Architecture("bert", causal=False, rope=None, activation="gelu", tied_head=True),
+    "gpt2": Architecture("gpt2", rope=None, activation="gelu", tied_head=True),
     "llama": _LLAMA,
     "mistral": _LLAMA,
     "qwen2": Architecture("llama", mlp_bias=True, attention_bias=True, qkv_bias=True),
@@ -125,14 +128,15 @@ ARCHITECTURE_ROWS: Mapping[str, Architecture] = {
 #: Keys no forward pass up to q and k reads: token ids, training-only and storage settings.
 _NEVER_MATTER = ("architectures", "dtype", "torch_dtype", "transformers_version",
                  "_name_or_path", "model_type", "vocab_size", "initializer_range", "use_cache",
-                 "pad_token_id", "bos_token_id", "eos_token_id", "tie_word_embeddings",
-                 "attention_dropout")
+                 "pad_token_id", "bos_token_id", "eos_token_id", "attention_dropout")
 _LLAMA_LIKE = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
                "num_key_value_heads", "head_dim", "max_position_embeddings", "rms_norm_eps",
                "rope_parameters", "rope_theta", "rope_scaling", "attention_bias")
 
-#: The config keys each family's reading models (engine.models.spec and this module).
-MODELLED_KEYS: Mapping[str, tuple[str, ...]] = {
+#: The config keys each family's reading models (engine.models.spec and this module), each
+#: with tie_word_embeddings (whether the LM head is the embedding matrix).
+MODELLED_KEYS: Mapping[str, tuple[str, ...]] = {family: (*keys, "tie_word_embeddings") for
+                                                family, keys in {
     "olmo2": (*_LLAMA_LIKE, "hidden_act"),
     "granite": (*_LLAMA_LIKE, "hidden_act", "mlp_bias", "attention_multiplier",
                 "embedding_multiplier", "residual_multiplier", "logits_scaling"),
@@ -148,7 +152,8 @@ MODELLED_KEYS: Mapping[str, tuple[str, ...]] = {
     "qwen3": (*_LLAMA_LIKE, "hidden_act", "mlp_bias", "sliding_window", "use_sliding_window",
               "max_window_layers", "layer_types"),
     "gemma2": (*_LLAMA_LIKE, "hidden_activation", "mlp_bias", "query_pre_attn_scalar",
-               "attn_logit_softcapping", "sliding_window", "layer_types"),
+               "attn_logit_softcapping", "sliding_window", "layer_types",
+               "final_logit_softcapping"),
     # Phi-3 reads no attention_bias (its fused qkv_proj has none)
     "phi3": (*(k for k in _LLAMA_LIKE if k != "attention_bias"), "hidden_act",
              "partial_rotary_factor", "original_max_position_embeddings", "sliding_window"),
@@ -156,7 +161,7 @@ MODELLED_KEYS: Mapping[str, tuple[str, ...]] = {
                     "sliding_window", "layer_types", "sliding_window_pattern",
                     "rope_local_base_freq", "use_bidirectional_attention",
                     "final_logit_softcapping"),
-}
+}.items()}
 #: Keys known not to change the computation up to q and k, with why where it is not obvious.
 IGNORED_KEYS: Mapping[str, tuple[str, ...]] = {
     "olmo2": _NEVER_MATTER,
@@ -183,9 +188,9 @@ IGNORED_KEYS: Mapping[str, tuple[str, ...]] = {
     "mistral": _NEVER_MATTER,
     "qwen2": _NEVER_MATTER,
     "qwen3": _NEVER_MATTER,
-    # final_logit_softcapping: of the LM head's logits, after what is captured; hidden_act:
-    # an older name transformers' Gemma 2 does not read (it reads hidden_activation).
-    "gemma2": (*_NEVER_MATTER, "final_logit_softcapping", "hidden_act", "cache_implementation"),
+    # hidden_act: an older name transformers' Gemma 2 does not read (it reads
+    # hidden_activation).
+    "gemma2": (*_NEVER_MATTER, "hidden_act", "cache_implementation"),
 }
 #: What PretrainedConfig itself writes for every family: task heads' labels, outputs asked
 #: of forward(), and chunk_size_feed_forward, which runs the same MLP on chunks of tokens.
@@ -280,6 +285,10 @@ def _gemma2(values: Values) -> dict[str, Any]:
     out = _pre_attn_scale(values)
     # Gemma 2 caps at 50; outside float32's range cap·tanh(z/cap) is 0/0 or inf·0 = NaN.
     out["cap"] = values.number("attn_logit_softcapping", default=None, least=1e-3, below=1e6)
+    # Gemma2Config's default is 30 (null: no cap), on the LM head's logits
+    final = None if values.written("final_logit_softcapping") else 30.0
+    out["final_cap"] = values.number("final_logit_softcapping", default=final, least=1e-3,
+                                     below=1e6)
     return out
 
 

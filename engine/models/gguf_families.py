@@ -70,6 +70,9 @@ def _gemma2(values: Values, arch: str, layers: int, hidden: int, heads: int,
     window = values.whole("gemma2.attention.sliding_window", default=GGUF_GEMMA2_WINDOW,
                           high=MAX_POSITIONS)
     out["windows"] = tuple(window if i % 2 == 0 else None for i in range(layers))
+    # llama.cpp's default is 30; the converter writes 0 for a config's null (no cap)
+    final = values.number("gemma2.final_logit_softcapping", default=30.0, least=0, below=1e6)
+    out["final_cap"] = final or None
     return out
 
 

@@ -4,8 +4,9 @@ a GGUF file; each architecture's tensor names, and GGUF's q/k rows in Hugging Fa
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from engine.models.capture import Model
 from engine.models.folder import path_kind, poller, read_config, safetensors_files
 from engine.models.gguf_families import GGUF_ARCHITECTURE_ROWS
 from engine.models.gguf_file import GgufFile
+from engine.models.lm_head import find_head
 from engine.models.rope import MAX_POSITIONS
 from engine.models.spec import (
     ModelSpec,
@@ -28,7 +30,7 @@ from engine.models.tokenize import (
     gguf_tokenizer,
 )
 from engine.models.values import Values
-from engine.models.weight_names import GGUF_LAYER, WEIGHT_ROWS
+from engine.models.weight_names import GGUF_LAYER, GGUF_TOP, HF_HEAD, WEIGHT_ROWS
 from engine.models.weights import (
     ModelError,
     SafetensorsWeights,
@@ -61,7 +63,7 @@ def _hf_names(spec: ModelSpec, store: WeightStore, label: str) -> Callable[[int,
 
 def _gguf_names(index: int, short: str) -> str:
     if index < 0:
-        return "token_embd.weight"
+        return GGUF_TOP[short]
     part, _, kind = short.partition(".")
     return f"blk.{index}.{GGUF_LAYER[part]}.{_SUFFIX[kind or 'w']}"
 
@@ -266,6 +268,17 @@ def _with_rope_factors(spec: ModelSpec, gguf: GgufFile, label: str) -> ModelSpec
     return dataclasses.replace(spec, rope={**spec.rope, "freq_factors": divisors})
 
 
+def _ids(source: Mapping[str, Any]) -> tuple[int, ...]:
+    """The end-of-text ids of a config's ``eos_token_id`` (a number or a list) or a GGUF
+    file's ``eos`` and ``eot`` ids; what is not a whole number ≥ 0 is ignored."""
+    found: list[Any] = []
+    for key in ("eos_token_id", "eos", "eot"):
+        value = source.get(key)
+        found.extend(value if isinstance(value, list) else [value])
+    return tuple(sorted({int(v) for v in found if isinstance(v, int) and not
+                         isinstance(v, bool) and v >= 0}))
+
+
 def open_model(path: str | Path, *, cancelled: Callable[[], bool] | None = None) -> Model:
     """Open a Hugging Face model folder or a ``.gguf`` file (weights stay memory-mapped).
 
@@ -300,8 +313,10 @@ def open_model(path: str | Path, *, cancelled: Callable[[], bool] | None = None)
             name = path.name
         names = _hf_names(spec, store, label)
         poll()
+        vocab = _check_weights(spec, store, names, label)
+        head, missing = find_head(spec, store, names, HF_HEAD, label)
         return Model(path, name, spec, store, names, tokenizer, "huggingface", store.dtypes,
-                     _check_weights(spec, store, names, label))
+                     vocab, head=head, head_missing=missing, end_ids=_ids(config))
     if path.suffix.lower() != ".gguf":
         raise ModelError(f"{shown(path.name)}: open a Hugging Face model folder (with "
                          "config.json) or a .gguf file")
@@ -315,6 +330,9 @@ def open_model(path: str | Path, *, cancelled: Callable[[], bool] | None = None)
     name = path.stem
     store = _GgufStore(gguf, spec)
     poll()
-    return Model(path, name, spec, store, _gguf_names, tokenizer, "gguf", gguf.types,
-                 _check_weights(spec, store, _gguf_names, label),
-                 build_tokenizer=lambda: gguf_tokenizer(gguf.metadata, label))
+    vocab = _check_weights(spec, store, _gguf_names, label)
+    head, missing = find_head(spec, store, _gguf_names, GGUF_TOP["head"], label)
+    ends = {key: gguf.metadata.get(f"tokenizer.ggml.{key}_token_id") for key in ("eos", "eot")}
+    return Model(path, name, spec, store, _gguf_names, tokenizer, "gguf", gguf.types, vocab,
+                 build_tokenizer=lambda: gguf_tokenizer(gguf.metadata, label), head=head,
+                 head_missing=missing, end_ids=_ids(ends))

@@ -94,9 +94,13 @@ class ModelSpec:
     embed_scale: float = 1.0
     #: What each residual branch is multiplied by before its sum (Granite).
     residual_scale: float = 1.0
-    #: Of the LM head's logits, which this app does not compute yet: kept so that it can.
+    #: The LM head's logits are divided by logits_divisor (Granite), then soft-capped by
+    #: final_cap (Gemma 2 and 3).
     logits_divisor: float = 1.0
     final_cap: float | None = None
+    #: Whether the LM head is the embedding matrix (a folder's tie_word_embeddings; a GGUF
+    #: file without output.weight).
+    tied_head: bool = False
     #: rope_theta and scaling of the sliding layers, where they differ (Gemma 3).
     local_rope_theta: float | None = None
     local_rope: Mapping[str, Any] = field(default_factory=dict)
@@ -213,7 +217,9 @@ def spec_from_hf_config(config: Mapping[str, Any], label: str) -> ModelSpec:
                      rope_theta=theta, rope=rope,
                      windows=layer_windows(values, arch, layers, MAX_POSITIONS),
                      scale_note=note, attention_bias=biases, local_rope_theta=local_theta,
-                     local_rope=local_rope, fused=row.fused, qkv_bias=row.qkv_bias, **extra)
+                     local_rope=local_rope, fused=row.fused, qkv_bias=row.qkv_bias,
+                     tied_head=values.flag("tie_word_embeddings", default=row.tied_head),
+                     **extra)
 
 
 def check_gguf_architecture(arch: object, label: str) -> None:

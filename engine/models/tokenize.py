@@ -60,6 +60,15 @@ class Tokenizer:
             texts.append(text)
         return texts
 
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids`` together, special tokens left out."""
+        return str(self._backend.decode([int(i) for i in ids], skip_special_tokens=True))
+
+    def token_id(self, token: str) -> int | None:
+        """The id of the vocabulary entry ``token`` (``"[MASK]"``), None if there is none."""
+        found = self._backend.token_to_id(token)
+        return None if found is None else int(found)
+
     def encode_text(self, text: str, limit: int | None = None) -> Encoded:
         """The ids of ``text`` (the first ``limit`` of them) with their token strings."""
         ids = self.encode(text)

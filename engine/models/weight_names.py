@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["GGUF_LAYER", "WEIGHT_ROWS", "WeightRow"]
+__all__ = ["GGUF_LAYER", "GGUF_TOP", "HF_HEAD", "HF_MLM", "HF_MLM_TIED", "WEIGHT_ROWS", "WeightRow"]
 
 Shapes = Mapping[str, tuple[str, ...]]
 
@@ -24,10 +24,11 @@ _BERT_LAYER = {
     "o": "attention.output.dense", "norm1": "attention.output.LayerNorm",
     "up": "intermediate.dense", "down": "output.dense", "norm2": "output.LayerNorm",
 }
-_GPT2 = {"embed": "wte.weight", "pos": "wpe.weight"}
+_GPT2 = {"embed": "wte.weight", "pos": "wpe.weight", "final_norm.w": "ln_f.weight",
+         "final_norm.b": "ln_f.bias"}
 _GPT2_LAYER = {"norm1": "ln_1", "qkv": "attn.c_attn", "o": "attn.c_proj", "norm2": "ln_2",
                "up": "mlp.c_fc", "down": "mlp.c_proj"}
-_LLAMA = {"embed": "embed_tokens.weight"}
+_LLAMA = {"embed": "embed_tokens.weight", "final_norm.w": "norm.weight"}
 _LLAMA_LAYER = {
     "norm1": "input_layernorm", "q": "self_attn.q_proj", "k": "self_attn.k_proj",
     "v": "self_attn.v_proj", "o": "self_attn.o_proj", "q_norm": "self_attn.q_norm",
@@ -36,6 +37,20 @@ _LLAMA_LAYER = {
     "post_ff_norm": "post_feedforward_layernorm", "gate": "mlp.gate_proj", "up": "mlp.up_proj",
     "down": "mlp.down_proj", "qkv": "self_attn.qkv_proj", "gate_up": "mlp.gate_up_proj",
 }
+#: The language-model head's weights outside the model's prefix ("model.", "bert.", …), as
+#: *ForCausalLM and BertForMaskedLM store them: the causal head, then BERT's MLM head.
+HF_HEAD = "lm_head.weight"
+HF_MLM = {"dense.w": "cls.predictions.transform.dense.weight",
+          "dense.b": "cls.predictions.transform.dense.bias",
+          "norm.w": "cls.predictions.transform.LayerNorm.weight",
+          "norm.b": "cls.predictions.transform.LayerNorm.bias",
+          "bias": "cls.predictions.bias"}
+#: Copies of tied weights a BertForMaskedLM checkpoint may also hold (transformers ties them
+#: to the word embeddings and to cls.predictions.bias).
+HF_MLM_TIED = ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
+#: llama.cpp's names of the weights outside the layers.
+GGUF_TOP = {"embed": "token_embd.weight", "final_norm.w": "output_norm.weight",
+            "head": "output.weight"}
 # llama.cpp's names (gguf-py's tensor map): Gemma 2's norm before the MLP is ffn_norm, as
 # the llama's second norm; its norms after attention and MLP have names of their own.
 GGUF_LAYER = {

@@ -23,7 +23,8 @@ from engine.io.files import describe_os_error, map_regular, read_regular_file
 from engine.io.safetensors_file import SafetensorsFile
 from engine.io.source import MAX_HEADER_BYTES, parse_json, shown
 
-__all__ = ["MAX_HEADER_BYTES", "MAX_JSON_BYTES", "ModelError", "Poll", "SafetensorsWeights",
+__all__ = ["MAX_HEADER_BYTES", "MAX_JSON_BYTES", "KeptWeights", "ModelError", "Poll",
+           "SafetensorsWeights",
            "WeightStore", "mapped", "no_poll", "read_json"]
 
 
@@ -115,6 +116,31 @@ class WeightStore:
     def nbytes(self, name: str) -> int:
         """Bytes of ``name`` once converted to float32."""
         return 4 * math.prod(self.shape(name))
+
+
+class KeptWeights(WeightStore):
+    """Another store's weights, each kept in float32 (read-only) once read: for runs that
+    read every weight many times (a sweep's points)."""
+
+    def __init__(self, store: WeightStore) -> None:
+        self._store, self.names, self.label = store, store.names, store.label
+        self._kept: dict[str, np.ndarray] = {}
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self._store.shape(name)
+
+    def source(self, name: str) -> str:
+        return self._store.source(name)
+
+    def get(self, name: str) -> np.ndarray:
+        if name not in self._kept:
+            array = self._store.get(name)
+            array.flags.writeable = False
+            self._kept[name] = array
+        return self._kept[name]
+
+    def rows(self, name: str, index: np.ndarray) -> np.ndarray:
+        return self.get(name)[index] if name in self._kept else self._store.rows(name, index)
 
 
 class SafetensorsWeights(WeightStore):

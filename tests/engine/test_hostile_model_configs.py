@@ -23,7 +23,7 @@ import pytest
 
 from engine.core.memory import MemoryBudgetError
 from engine.models import ModelError, open_model
-from engine.models.forward import _activation
+from engine.models.blocks import activation as _activation
 from engine.models.spec import ACTIVATIONS
 from tests.engine.hostile_models import (
     FIXTURES,

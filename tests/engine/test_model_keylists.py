@@ -14,6 +14,7 @@ import gguf
 import pytest
 
 from engine.models import ModelError, open_model
+from engine.models.blocks import BLOCKS
 from engine.models.families import (
     COMMON_IGNORED,
     COMMON_REFUSED,
@@ -21,7 +22,6 @@ from engine.models.families import (
     MODELLED_KEYS,
     REFUSED_KEYS,
 )
-from engine.models.forward import BLOCKS
 from engine.models.gguf_file import GgufFile
 from engine.models.gguf_keys import GGUF_IGNORED, GGUF_MODELLED, GGUF_REFUSED
 from engine.models.spec import (

@@ -1,0 +1,186 @@
+"""One layer's attention inside a model's forward pass, with or without an intervention.
+
+softmax(c·q·kᵀ [soft-capped], masked) v, as transformers' eager attention computes it (the
+logits q·kᵀ first, then times c), with the engine's own softmax
+(:func:`engine.core.softmax.exp_rows`). An intervention (:class:`LayerChange`, resolved from an
+:class:`~engine.models.intervention.Intervention` for one layer) changes the chosen query
+heads only: α multiplies their c before the soft-cap (as ``query *= α`` would), an explorer
+rule replaces the model's c and soft-cap (:func:`engine.core.scaling.rule_operands`), and
+their softmax may be rounded to a low-precision format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.core.scaling import Rule, rule_operands, write_logits
+from engine.core.softmax import exp_rows
+from engine.core.stats import row_entropy, saturated_share
+
+__all__ = ["LayerChange", "LayerStats", "attend", "visible_keys"]
+
+
+@dataclass(frozen=True)
+class LayerChange:
+    """What an intervention does to one layer's attention.
+
+    ``heads``: the query heads it changes (None: all); ``alpha`` multiplies their logits'
+    scale; ``rule`` (None: the model's own c and soft-cap) replaces it; ``dtype`` (None: no
+    rounding) is the format their softmax is rounded to, ``stable`` whether its row maximum
+    is subtracted first.
+    """
+
+    heads: tuple[int, ...] | None = None
+    alpha: float = 1.0
+    rule: Rule | None = None
+    dtype: np.dtype | None = None
+    stable: bool = True
+
+
+@dataclass(frozen=True)
+class LayerStats:
+    """Mean attention-row entropy (nats) of one layer and its share of saturated rows."""
+
+    entropy: float
+    saturated: float
+
+
+def visible_keys(m: int, nk: int, offset: int, causal: bool,
+                 window: int | None) -> np.ndarray | None:
+    """(m, nk) bool: which of ``nk`` keys (positions 0 … nk − 1) each of ``m`` queries at
+    positions ``offset`` … ``offset`` + m − 1 sees (None: all); a window w lets query p see
+    keys p − w + 1 … p, as :func:`engine.core.plan.layer_mask`."""
+    if not causal:
+        return None
+    position = np.arange(offset, offset + m)[:, None]
+    keys = np.arange(nk)[None, :]
+    seen = keys <= position
+    if window is not None:
+        seen &= keys > position - window
+    return None if seen.all() else seen
+
+
+def _round(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``x`` rounded to ``dtype`` (nearest even), back in float32 (inf or NaN beyond its
+    range), as :func:`engine.core.precision.round_to` does for its formats."""
+    return x.astype(dtype).astype(np.float32)
+
+
+def _rounded_softmax(z: np.ndarray, seen: np.ndarray | None, dtype: np.dtype,
+                     stable: bool) -> np.ndarray:
+    """The softmax of the logits ``z`` with every step rounded to ``dtype``, as
+    :mod:`engine.core.precision`'s ``rounding="all"``: the logits, (stable: the shifted
+    logits,) the exponentials, their row sum and the weights. Masked keys get weight 0 (a
+    float8 e4m3 has no −∞: the mask is applied again after each rounding)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        t = _round(z, dtype)
+        if seen is not None:
+            t[:, ~seen] = -np.inf
+        if stable:
+            t = _round(t - t.max(axis=-1, keepdims=True), dtype)
+            if seen is not None:
+                t[:, ~seen] = -np.inf
+        e = _round(np.exp(t), dtype)
+        s = _round(e.sum(axis=-1, keepdims=True), dtype)
+        return _round(e / s, dtype)
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    """The engine's softmax over the last axis, in place; logits with NaN or +∞ (a NaN that
+    an earlier rounded layer let through) give NaN weights, which the loss then shows."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        try:
+            z *= exp_rows(z, z)
+        except ValueError:
+            z.fill(np.nan)
+    return z
+
+
+def _rule_logits(q: np.ndarray, k: np.ndarray, rule: Rule, alpha: float,
+                 seen: np.ndarray | None, offset: int) -> np.ndarray:
+    """The explorer rule's logits of q (h, m, d) and k (h, nk, d), times α."""
+    d_k, m, nk = q.shape[-1], q.shape[1], k.shape[1]
+    kind = rule.kind
+    if kind.length_dependent:
+        # n is the number of keys each row sees (i + 1 under a causal mask, at most the window)
+        keys = np.full(m, nk) if seen is None else seen.sum(axis=-1)
+        scale: float | np.ndarray = rule.row_scales(d_k, keys)[:, None]
+    else:
+        scale = rule.scale(d_k)
+    operands = rule_operands(kind, q, k, scale=scale, gain=rule.gain_at(d_k), cap=rule.cap)
+    qs = operands.qs if alpha == 1.0 else operands.qs * np.float32(alpha)
+    out = np.empty((q.shape[0], m, nk), dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        write_logits(qs.astype(np.float32, copy=False), operands.ks.astype(np.float32,
+                                                                          copy=False),
+                     operands.cap, out)
+    return out
+
+
+def _model_logits(q: np.ndarray, k: np.ndarray, scale: float | np.ndarray,
+                  cap: float | None) -> np.ndarray:
+    z = q @ k.transpose(0, 2, 1)
+    z *= scale if isinstance(scale, np.ndarray) else np.float32(scale)
+    if cap is not None:
+        z /= np.float32(cap)
+        np.tanh(z, out=z)
+        z *= np.float32(cap)
+    return z
+
+
+def _stats(p: np.ndarray, seen: np.ndarray | None) -> LayerStats:
+    # Rows are (head, query) pairs; weights of masked keys are 0 and add nothing.
+    with np.errstate(invalid="ignore"):
+        rows = p.reshape(-1, p.shape[-1])
+        return LayerStats(float(row_entropy(rows).mean()), saturated_share(rows))
+
+
+def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: float | None,
+           causal: bool, window: int | None = None, *, offset: int = 0,
+           change: LayerChange | None = None,
+           stats: list[LayerStats] | None = None) -> np.ndarray:
+    """softmax(c·q·kᵀ [soft-capped], masked) v; returns (m, heads·d).
+
+    ``q`` (heads, m, d) holds the queries at positions ``offset`` … ``offset`` + m − 1, ``k``
+    and ``v`` (heads, nk, d) the keys and values of positions 0 … nk − 1 (a KV cache's,
+    when ``offset`` > 0). ``change`` alters the chosen heads (see :class:`LayerChange`);
+    ``stats`` (a list) receives the layer's :class:`LayerStats`.
+    """
+    heads, m, nk = q.shape[0], q.shape[1], k.shape[1]
+    seen = visible_keys(m, nk, offset, causal, window)
+    chosen = (None if change is None else
+              np.arange(heads) if change.heads is None else np.asarray(change.heads))
+    if change is not None and change.rule is None and change.dtype is None:
+        # α alone: one pass, each head's own c (α·c on the chosen ones)
+        per_head = np.full((heads, 1, 1), scale, dtype=np.float64)
+        per_head[chosen] *= change.alpha
+        z = _model_logits(q, k, per_head.astype(np.float32), cap)
+        chosen = None
+    else:
+        z = _model_logits(q, k, scale, cap)
+    if seen is not None:  # keys a query may not see: −∞, weight 0 (in place)
+        z[:, ~seen] = -np.inf
+    if chosen is None:
+        p = _softmax(z)
+    else:
+        assert change is not None
+        others = np.setdiff1d(np.arange(heads), chosen)
+        p = np.empty_like(z)
+        if len(others):
+            p[others] = _softmax(z[others])
+        if change.rule is not None:
+            zc = _rule_logits(q[chosen], k[chosen], change.rule, change.alpha, seen, offset)
+        else:
+            zc = z[chosen]
+            if change.alpha != 1.0:
+                zc = _model_logits(q[chosen], k[chosen], scale * change.alpha, cap)
+        if seen is not None:
+            zc[:, ~seen] = -np.inf
+        p[chosen] = (_softmax(zc) if change.dtype is None
+                     else _rounded_softmax(zc, seen, change.dtype, change.stable))
+    if stats is not None:
+        stats.append(_stats(p, seen))
+    out = p @ v
+    return out.transpose(1, 0, 2).reshape(m, -1)

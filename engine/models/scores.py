@@ -1,0 +1,118 @@
+"""What scoring a text gives: :class:`TextScore` and its :class:`TokenPrediction` rows, and the
+losses and top-k tokens of a block of positions computed from the head's logits
+(:func:`head_scores`), shared by the causal scoring and BERT's pseudo-log-likelihood."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.models.attend import LayerStats
+from engine.models.capture import Model
+from engine.models.intervention import Intervention
+from engine.models.lm_head import LOGIT_BLOCK_BYTES, LmHead
+
+__all__ = ["PreparedText", "TextScore", "TokenPrediction", "head_scores", "make_score"]
+
+
+@dataclass(frozen=True)
+class TokenPrediction:
+    """One of the model's most likely tokens at a position."""
+
+    token_id: int
+    text: str
+    probability: float
+
+
+@dataclass(frozen=True)
+class TextScore:
+    """A model's loss on a text under one :class:`Intervention` (see the module docstring).
+
+    ``token_losses`` (float64, read-only) has one entry per scored token: n − 1 for a causal
+    model (token t + 1 given those up to t), one per token but [CLS] and [SEP] for BERT;
+    ``predictions`` the top-k tokens at each position (causal: the next token's); the layer
+    arrays hold each layer's mean attention-row entropy (nats) and the share of its
+    (head, row) pairs whose largest weight exceeds 0.99.
+    """
+
+    intervention: Intervention
+    token_ids: tuple[int, ...]
+    tokens: tuple[str, ...]
+    token_losses: np.ndarray
+    loss: float
+    perplexity: float
+    layer_entropy: np.ndarray
+    layer_saturated: np.ndarray
+    predictions: tuple[tuple[TokenPrediction, ...], ...]
+    nonfinite: bool
+
+
+@dataclass(frozen=True)
+class PreparedText:
+    """A text's tokens, checked for a run of ``model``."""
+
+    ids: np.ndarray
+    tokens: tuple[str, ...]
+
+
+def _top(z: np.ndarray, k: int) -> np.ndarray:
+    """The ids of each row's ``k`` largest logits, largest first."""
+    top = np.argpartition(z, z.shape[1] - k, axis=1)[:, z.shape[1] - k:]
+    order = np.argsort(-np.take_along_axis(z, top, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(top, order, axis=1)
+
+
+def head_scores(lm: LmHead, h: np.ndarray, targets: np.ndarray,
+                top_k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """−ln p(target) of each row of normed ``h`` (targets < 0: not scored, NaN), and each
+    row's top-k ids and probabilities, a block of rows at a time."""
+    vocab = lm.matrix.shape[0]
+    k = min(top_k, vocab)
+    rows = max(1, LOGIT_BLOCK_BYTES // (4 * vocab))
+    losses = np.full(len(h), np.nan)
+    top_ids = np.zeros((len(h), k), dtype=np.int64)
+    top_p = np.zeros((len(h), k))
+    for a in range(0, len(h), rows):
+        z = lm.logits(h[a:a + rows])
+        b = a + len(z)
+        scored = targets[a:b] >= 0
+        picked = z[np.flatnonzero(scored), targets[a:b][scored]].astype(np.float64)
+        top_ids[a:b] = _top(z, k) if k else top_ids[a:b]
+        top_z = np.take_along_axis(z, top_ids[a:b], axis=1).astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            m = z.max(axis=1, keepdims=True)
+            z -= m
+            np.exp(z, out=z)
+            total = z.sum(axis=1, dtype=np.float64)
+            lse = m[:, 0].astype(np.float64) + np.log(total)
+            losses[a:b][scored] = lse[scored] - picked
+            top_p[a:b] = np.exp(top_z - lse[:, None])
+    return losses, top_ids, top_p
+
+
+def _predictions(model: Model, top_ids: np.ndarray,
+                 top_p: np.ndarray) -> tuple[tuple[TokenPrediction, ...], ...]:
+    texts = model.tokenizer.token_texts(top_ids.ravel().tolist())
+    it = iter(texts)
+    return tuple(tuple(TokenPrediction(int(i), next(it), float(p)) for i, p in zip(ids, ps,
+                                                                                    strict=True))
+                 for ids, ps in zip(top_ids, top_p, strict=True))
+
+
+def make_score(model: Model, prepared: PreparedText, intervention: Intervention,
+           losses: np.ndarray, stats: list[LayerStats], top_ids: np.ndarray,
+           top_p: np.ndarray, stream_finite: bool) -> TextScore:
+    losses.flags.writeable = False
+    loss = float(losses.mean()) if len(losses) else math.nan
+    with np.errstate(over="ignore"):
+        perplexity = math.exp(loss) if loss < 709 else math.inf
+    entropy = np.array([s.entropy for s in stats])
+    saturated = np.array([s.saturated for s in stats])
+    for array in (entropy, saturated):
+        array.flags.writeable = False
+    return TextScore(intervention, tuple(int(i) for i in prepared.ids), prepared.tokens, losses,
+                     loss, perplexity, entropy, saturated,
+                     _predictions(model, top_ids, top_p),
+                     not (stream_finite and np.isfinite(losses).all()))

@@ -1,0 +1,164 @@
+"""A model's loss on a text, with or without an intervention on its attention: :func:`score_text`.
+
+Causal models: the forward pass runs to the end (:mod:`engine.models.lm_head`), and token t's
+loss is −ln p(id[t+1] | ids ≤ t) from the float32 logits (the log-sum-exp summed in float64);
+the logits are computed a block of rows at a time, never all (n, vocabulary) at once. BERT
+folders with a masked-LM head: the pseudo-log-likelihood, each token masked in turn.
+
+>>> model = open_model("SmolLM2-135M-Instruct.Q4_1.gguf")           # doctest: +SKIP
+>>> score_text(model, "The cat sat on the mat.", Intervention(alpha=8)).loss  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from engine.core.memory import MemoryBudgetError, format_bytes, get_memory_budget
+from engine.models.attend import LayerStats
+from engine.models.capture import Model
+from engine.models.forward import Pass
+from engine.models.intervention import Intervention
+from engine.models.masked import score_masked
+from engine.models.scores import PreparedText, TextScore, TokenPrediction, head_scores, make_score
+from engine.models.weights import ModelError
+
+__all__ = ["NO_INTERVENTION", "Prefix", "TextScore", "TokenPrediction", "check_lm_memory",
+           "prepare_text", "score_prepared", "score_text"]
+
+#: The model itself (every run's default).
+NO_INTERVENTION = Intervention()
+
+
+def check_lm_memory(model: Model, n: int, cached_tokens: int = 0) -> None:
+    """Raise :class:`MemoryBudgetError` (one line) when :meth:`Model.lm_bytes` exceeds the
+    budget."""
+    need, budget = model.lm_bytes(n, cached_tokens), get_memory_budget()
+    if need > budget:
+        raise MemoryBudgetError(f"running {model.name} on {n:,} tokens needs about "
+                                f"{format_bytes(need)}, more than the memory limit of "
+                                f"{format_bytes(budget)}; use fewer tokens or raise the limit")
+
+
+def prepare_text(model: Model, text: str, intervention: Intervention | None = None, *,
+                 max_tokens: int | None = None, extra_tokens: int = 0,
+                 least: int = 2) -> PreparedText:
+    """``text``'s tokens, after the checks every run makes: a head, the intervention's
+    layers and heads, at least ``least`` tokens, ids the weights embed, the memory budget
+    (``extra_tokens``: a continuation's new tokens, in its KV cache).
+
+    Raises
+    ------
+    ModelError
+        One line naming what is wrong.
+    MemoryBudgetError
+        When the run would exceed the memory budget.
+    """
+    vocab = model.lm_head().vocab
+    if intervention is not None:
+        intervention.check(model.spec.layers, model.spec.heads)
+    encoded = model._encode(text, max_tokens, model.tokenizer.encode_text)
+    ids = np.asarray(encoded.ids, dtype=np.int64)
+    if len(ids) < least:
+        raise ModelError(f"the text gives {len(ids)} token: scoring needs at least {least} "
+                         "tokens")
+    if ids.max() >= min(model.vocab_size, vocab):
+        raise ModelError(f"the tokenizer gives id {ids.max()}, but the model has "
+                         f"{min(model.vocab_size, vocab)} tokens: the tokenizer does not "
+                         "belong to these weights")
+    check_lm_memory(model, len(ids), extra_tokens)
+    return PreparedText(ids, encoded.tokens)
+
+
+class Prefix:
+    """The model's own stream entering layer :attr:`layer`, and the statistics of the layers
+    before it: what the points of a sweep whose intervention starts at or after that layer
+    share (they run the layers before it once)."""
+
+    def __init__(self, run: Pass, ids: np.ndarray) -> None:
+        self.run, self.layer, self.x = run, 0, run.embed(ids)
+        self.stats: list[LayerStats] = []
+        #: Layers run (a sweep's cost, which tests count).
+        self.layers_run = 0
+
+    def advance_to(self, layer: int) -> None:
+        """Run the model's own layers up to ``layer``."""
+        while self.layer < layer:
+            self.x = self.run.layer(self.layer, self.x, stats=self.stats)
+            self.layer += 1
+            self.layers_run += 1
+
+
+def _layers(run: Pass, prefix: Prefix, intervention: Intervention, *, start: int | None,
+            advance: bool, progress: Callable[[int, int], None] | None
+            ) -> tuple[np.ndarray, list[LayerStats]]:
+    """The stream leaving the last layer under ``intervention``, and every layer's stats.
+
+    The layers before ``start`` (default: the first intervened one) come from ``prefix``;
+    with ``advance``, the prefix also moves past that layer, sharing its q, k and v with
+    this run.
+    """
+    layers = run.spec.layers
+    start = min(intervention.first_layer(layers), layers) if start is None else start
+    if prefix.layer > start:
+        raise ValueError(f"the prefix has passed layer {start}: it cannot start there")
+    prefix.advance_to(start)
+    x, stats = prefix.x, list(prefix.stats)
+    total = layers - start + 1
+    for i in range(start, layers):
+        w = run.weights(i)
+        q, k, v = run.qkv(i, x, w)
+        if advance and i == start == prefix.layer:
+            prefix.x = run.rest(x, run.attend(i, q, k, v, stats=prefix.stats), w)
+            prefix.layer += 1
+        change = intervention.change_at(i)
+        x = run.rest(x, run.attend(i, q, k, v, change=change, stats=stats), w)
+        prefix.layers_run += 1
+        if progress is not None:
+            progress(i - start + 1, total)
+    return x, stats
+
+
+def score_prepared(model: Model, prepared: PreparedText, intervention: Intervention, *,
+                   prefix: Prefix | None = None, start: int | None = None,
+                   advance: bool = False, top_k: int = 5,
+                   progress: Callable[[int, int], None] | None = None,
+                   cancelled: Callable[[], bool] | None = None) -> TextScore:
+    """:func:`score_text` of checked tokens (a sweep's points share ``prefix``, each
+    starting at layer ``start``: see :func:`_layers`)."""
+    if model.spec.family == "bert":
+        return score_masked(model, prepared, intervention, top_k=top_k, progress=progress,
+                            cancelled=cancelled)
+    run = prefix.run if prefix is not None else Pass(model.spec, model.lm_store(),
+                                                     model._names, cancelled)
+    prefix = prefix if prefix is not None else Prefix(run, prepared.ids)
+    x, stats = _layers(run, prefix, intervention, start=start, advance=advance,
+                       progress=progress)
+    lm = model.lm_head()
+    targets = np.append(prepared.ids[1:], -1)
+    losses, top_ids, top_p = head_scores(lm, lm.hidden(x), targets, top_k)
+    return make_score(model, prepared, intervention, losses[:-1].copy(), stats, top_ids, top_p,
+                  bool(np.isfinite(x).all()))
+
+
+def score_text(model: Model, text: str, intervention: Intervention = NO_INTERVENTION, *,
+               top_k: int = 5, max_tokens: int | None = None,
+               progress: Callable[[int, int], None] | None = None,
+               cancelled: Callable[[], bool] | None = None) -> TextScore:
+    """The model's loss on ``text`` under ``intervention`` (default: none), per token and in
+    mean, with each layer's attention entropy and saturated share and the top-k predictions.
+
+    Raises
+    ------
+    ModelError
+        A model without a head, a layer or head it does not have, a text of fewer than 2
+        tokens or longer than the model reads.
+    MemoryBudgetError
+        When the run would exceed the memory budget.
+    CaptureCancelled
+        Once ``cancelled()`` returned True.
+    """
+    prepared = prepare_text(model, text, intervention, max_tokens=max_tokens)
+    return score_prepared(model, prepared, intervention, top_k=top_k, progress=progress,
+                          cancelled=cancelled)
