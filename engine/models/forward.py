@@ -64,12 +64,16 @@ class Pass:
 
     ``names(layer, short)`` gives the store's name of a weight (``layer`` −1 for the weights
     outside the layers); ``cancelled()`` is polled between the steps (raising
-    :class:`CaptureCancelled`).
+    :class:`CaptureCancelled`). ``dtype`` is the residual stream's: float32 as the models
+    run, float64 to tell a float32 round-off from a real difference (the weights stay the
+    float32 ones).
     """
 
     def __init__(self, spec: ModelSpec, store: WeightStore, names: Callable[[int, str], str],
-                 cancelled: Callable[[], bool] | None = None) -> None:
+                 cancelled: Callable[[], bool] | None = None,
+                 dtype: type[np.floating] = np.float32) -> None:
         self.spec, self.store, self.names, self.cancelled = spec, store, names, cancelled
+        self.dtype = dtype
         self.block = BLOCKS[spec.family]
         # Gemma's norms scale by 1 + w, unless the weights already hold the 1 (GGUF files).
         self.step = Step(spec, activation(spec.activation), np.float32(spec.residual_scale),
@@ -89,7 +93,7 @@ class Pass:
         x = self.block.embed(x, self.store, self.top(), self.names, self.step, positions)
         if spec.embed_scale != 1.0:
             x = x * np.float32(spec.embed_scale)
-        return x
+        return x.astype(self.dtype, copy=False)
 
     def weights(self, i: int) -> Layer:
         """Layer ``i``'s weights, by short name."""
@@ -126,7 +130,7 @@ class Pass:
 
     def rest(self, x: np.ndarray, attended: np.ndarray, w: Layer) -> np.ndarray:
         """The stream leaving the layer, given its attention output."""
-        return self.block.rest(x, attended, w, self.step).astype(np.float32, copy=False)
+        return self.block.rest(x, attended, w, self.step).astype(self.dtype, copy=False)
 
     def layer(self, i: int, x: np.ndarray, *, change: LayerChange | None = None,
               stats: list[LayerStats] | None = None) -> np.ndarray:
