@@ -67,7 +67,7 @@ def _gemma3_rope(values: Values, head_dim: int) -> RopeReading:
 @dataclass(frozen=True)
 class Architecture:
     """One Hugging Face ``model_type``: the forward pass that runs it (a row of
-    ``engine.models.forward.BLOCKS``) and its settings of that pass.
+    ``engine.models.blocks.BLOCKS``) and its settings of that pass.
 
     ``qk_norm``: q and k are RMS-normed (per head; OLMo 2's pass over all heads);
     ``fused``: q, k, v in one matrix and the MLP's gate and up in another (Phi-3);

@@ -82,18 +82,21 @@ class Prefix:
         #: Layers run (a sweep's cost, which tests count).
         self.layers_run = 0
 
-    def advance_to(self, layer: int) -> None:
-        """Run the model's own layers up to ``layer``."""
+    def advance_to(self, layer: int, step: Callable[[], None] | None = None) -> None:
+        """Run the model's own layers up to ``layer`` (``step()`` after each)."""
         while self.layer < layer:
             self.x = self.run.layer(self.layer, self.x, stats=self.stats)
             self.layer += 1
             self.layers_run += 1
+            if step is not None:
+                step()
 
 
 def _layers(run: Pass, prefix: Prefix, intervention: Intervention, *, start: int | None,
             advance: bool, progress: Callable[[int, int], None] | None
-            ) -> tuple[np.ndarray, list[LayerStats]]:
-    """The stream leaving the last layer under ``intervention``, and every layer's stats.
+            ) -> tuple[np.ndarray, list[LayerStats], int]:
+    """The stream leaving the last layer under ``intervention``, every layer's stats and
+    the steps ``progress`` counts (the layers run here and the head).
 
     The layers before ``start`` (default: the first intervened one) come from ``prefix``;
     with ``advance``, the prefix also moves past that layer, sharing its q, k and v with
@@ -103,9 +106,15 @@ def _layers(run: Pass, prefix: Prefix, intervention: Intervention, *, start: int
     start = min(intervention.first_layer(layers), layers) if start is None else start
     if prefix.layer > start:
         raise ValueError(f"the prefix has passed layer {start}: it cannot start there")
-    prefix.advance_to(start)
+    total, done = layers - prefix.layer + 1, [0]
+
+    def step() -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], total)
+
+    prefix.advance_to(start, step)
     x, stats = prefix.x, list(prefix.stats)
-    total = layers - start + 1
     for i in range(start, layers):
         w = run.weights(i)
         q, k, v = run.qkv(i, x, w)
@@ -115,9 +124,8 @@ def _layers(run: Pass, prefix: Prefix, intervention: Intervention, *, start: int
         change = intervention.change_at(i)
         x = run.rest(x, run.attend(i, q, k, v, change=change, stats=stats), w)
         prefix.layers_run += 1
-        if progress is not None:
-            progress(i - start + 1, total)
-    return x, stats
+        step()
+    return x, stats, total
 
 
 def score_prepared(model: Model, prepared: PreparedText, intervention: Intervention, *,
@@ -133,11 +141,13 @@ def score_prepared(model: Model, prepared: PreparedText, intervention: Intervent
     run = prefix.run if prefix is not None else Pass(model.spec, model.lm_store(),
                                                      model._names, cancelled)
     prefix = prefix if prefix is not None else Prefix(run, prepared.ids)
-    x, stats = _layers(run, prefix, intervention, start=start, advance=advance,
+    x, stats, steps = _layers(run, prefix, intervention, start=start, advance=advance,
                        progress=progress)
     lm = model.lm_head()
     targets = np.append(prepared.ids[1:], -1)
     losses, top_ids, top_p = head_scores(lm, lm.hidden(x), targets, top_k)
+    if progress is not None:  # the layers from the first run here, then the head
+        progress(steps, steps)
     return make_score(model, prepared, intervention, losses[:-1].copy(), stats, top_ids, top_p,
                   bool(np.isfinite(x).all()))
 

@@ -1,7 +1,7 @@
 """The weights each forward pass reads, one row per family: their Hugging Face names, their
 shapes in the config's terms, and which biases and norms the family's layers may hold.
 
-A new forward family is a row here (with its block in engine.models.forward); the GGUF
+A new forward family is a row here (with its block in engine.models.blocks); the GGUF
 names are llama.cpp's, shared by every family a GGUF file holds.
 """
 

@@ -214,3 +214,13 @@ def test_every_explorer_rule_can_replace_the_models_scale(gemma: Model, rule: Ru
     if rule.kind.value == "none":  # c = 1 is α = √d_k without the model's own soft-cap
         alpha = math.sqrt(gemma.spec.head_dim)
         assert score.loss != score_text(gemma, TEXT, Intervention(alpha=alpha)).loss
+
+
+def test_progress_counts_the_layers_then_the_head(llama: Model) -> None:
+    steps: list[tuple[int, int]] = []
+    score_text(llama, TEXT, progress=lambda *step: steps.append(step))
+    assert steps == [(1, 3), (2, 3), (3, 3)]
+    steps.clear()
+    score_text(llama, TEXT, Intervention(alpha=2.0, layers=(1,)),
+               progress=lambda *step: steps.append(step))
+    assert steps[-1] == (3, 3) and [done for done, _ in steps] == sorted(done for done, _ in steps)

@@ -60,7 +60,7 @@ def test_every_family_the_app_opens_has_its_lists() -> None:
 
 def test_every_architecture_runs_on_a_forward_block() -> None:
     """A row of the registry naming a forward pass that has no pieces in
-    engine.models.forward.BLOCKS fails here, not at a user's capture."""
+    engine.models.blocks.BLOCKS fails here, not at a user's capture."""
     assert set(ARCHITECTURES.values()) | set(GGUF_FAMILIES.values()) == set(BLOCKS)
 
 
