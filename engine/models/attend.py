@@ -133,7 +133,7 @@ def _model_logits(q: np.ndarray, k: np.ndarray, scale: float | np.ndarray,
 def _stats(p: np.ndarray, seen: np.ndarray | None) -> LayerStats:
     # Rows are (head, query) pairs; weights of masked keys are 0 and add nothing.
     with np.errstate(invalid="ignore"):
-        rows = p.reshape(-1, p.shape[-1])
+        rows = p.reshape(-1, p.shape[-1]).astype(np.float64)  # once for both statistics
         return LayerStats(float(row_entropy(rows).mean()), saturated_share(rows))
 
 

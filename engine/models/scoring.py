@@ -135,6 +135,8 @@ def score_prepared(model: Model, prepared: PreparedText, intervention: Intervent
                    cancelled: Callable[[], bool] | None = None) -> TextScore:
     """:func:`score_text` of checked tokens (a sweep's points share ``prefix``, each
     starting at layer ``start``: see :func:`_layers`)."""
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+        raise ModelError(f"top k must be a whole number ≥ 0, got {top_k!r}")
     if model.spec.family == "bert":
         return score_masked(model, prepared, intervention, top_k=top_k, progress=progress,
                             cancelled=cancelled)

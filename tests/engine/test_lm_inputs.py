@@ -189,3 +189,12 @@ def test_granites_logits_are_divided_by_its_logits_scaling(tmp_path: Path) -> No
     head = model.lm_head()
     h = np.random.default_rng(1).normal(0, 1, (3, model.spec.hidden)).astype(np.float32)
     np.testing.assert_allclose(head.logits(h), h @ head.matrix.T / 4.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("top_k", [-1, 1.5, True])
+def test_top_k_is_a_count(tmp_path: Path, top_k: object) -> None:
+    model = open_model(tied_llama(tmp_path))
+    with pytest.raises(ModelError) as caught:
+        score_text(model, TEXT, top_k=top_k)  # type: ignore[arg-type]
+    assert "top k must be a whole number ≥ 0" in _one_line(caught)
+    assert score_text(model, TEXT, top_k=0).predictions[0] == ()
