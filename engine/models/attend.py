@@ -2,7 +2,7 @@
 
 softmax(c·q·kᵀ [soft-capped], masked) v, as transformers' eager attention computes it (the
 logits q·kᵀ first, then times c), with the engine's own softmax
-(:func:`engine.core.softmax.exp_rows`). An intervention (:class:`LayerChange`, resolved from an
+(:func:`engine.core.softmax.softmax_rows`). An intervention (:class:`LayerChange`, resolved from an
 :class:`~engine.models.intervention.Intervention` for one layer) changes the chosen query
 heads only: α multiplies their c before the soft-cap (as ``query *= α`` would), an explorer
 rule replaces the model's c and soft-cap (:func:`engine.core.scaling.rule_operands`), and
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.core.scaling import Rule, rule_operands, write_logits
-from engine.core.softmax import exp_rows
+from engine.core.softmax import softmax_rows
 from engine.core.stats import row_entropy, saturated_share
 
 __all__ = ["LayerChange", "LayerStats", "attend", "visible_keys"]
@@ -88,14 +88,14 @@ def _rounded_softmax(z: np.ndarray, seen: np.ndarray | None, dtype: np.dtype,
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:
-    """The engine's softmax over the last axis, in place; logits with NaN or +∞ (a NaN that
-    an earlier rounded layer let through) give NaN weights, which the loss then shows."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        try:
-            z *= exp_rows(z, z)
-        except ValueError:
-            z.fill(np.nan)
-    return z
+    """The engine's softmax over the last axis (:func:`engine.core.softmax.softmax_rows`:
+    exp(z − row maximum) / row sum, as transformers' eager attention computes it, and as
+    the capture always did, bit for bit); logits with NaN or +∞ (a NaN that an earlier
+    rounded layer let through) give NaN weights, which the loss then shows."""
+    try:
+        return softmax_rows(z)
+    except ValueError:
+        return np.full_like(z, np.nan)
 
 
 def _rule_logits(q: np.ndarray, k: np.ndarray, rule: Rule, alpha: float,

@@ -4,12 +4,12 @@ no torch here.
 
 Every tiny family, the causal GGUF, BERT's masked LM and SmolLM2 agree to ≤ 1e-4 relative on
 the loss, with α = 1, α = 8 on all layers, α on a layer and α on a head, and give the same
-greedy continuations. One case does not: SmolLM2 at α = 8 on all 30 layers, on its 62-token
-text (1.5e-4). Its cause is the model, not either program: with no scaling the model amplifies
-float32 round-off (a relative change of 1e-7 in q moves one token's loss by 0.3 nats, and the
-same pass in float64 is 6e-4 from transformers' float32 and 8e-4 from this float32), so there
-the test asserts that the two float32 results are closer to each other than either rounding
-is to exact arithmetic, and that a greedy step where they part is a near-tie.
+greedy continuations. One case is at the edge: SmolLM2 at α = 8 on all 30 layers, on its
+62-token text (1.4e-4). Its cause is the model, not either program: with no scaling the model
+amplifies float32 round-off (a relative change of 1e-7 in q moves the mean loss by 7e-4, and
+the same pass in float64 is 6e-4 from transformers' float32 and 8e-4 from this float32), so
+there the test asserts that the two float32 results are closer to each other than either
+rounding is to exact arithmetic, and that a greedy step where they part is a near-tie.
 """
 
 from __future__ import annotations
