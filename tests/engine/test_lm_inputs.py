@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.core.memory import MemoryBudgetError, get_memory_budget, set_memory_budget
 from engine.core.scaling import Rule
@@ -198,3 +200,21 @@ def test_top_k_is_a_count(tmp_path: Path, top_k: object) -> None:
         score_text(model, TEXT, top_k=top_k)  # type: ignore[arg-type]
     assert "top k must be a whole number ≥ 0" in _one_line(caught)
     assert score_text(model, TEXT, top_k=0).predictions[0] == ()
+
+
+@settings(max_examples=50, deadline=None)
+@given(layers=st.lists(st.integers(0, 40), min_size=1, max_size=8),
+       heads=st.one_of(st.none(), st.lists(st.integers(0, 15), min_size=1, max_size=5)),
+       alpha=st.floats(1e-3, 1e3))
+def test_an_intervention_names_its_layers_and_heads_once_in_order(
+        layers: list[int], heads: list[int] | None, alpha: float) -> None:
+    one = Intervention(alpha=alpha, layers=layers, heads=heads)
+    assert one.layers == tuple(sorted(set(layers)))
+    assert one == Intervention(alpha=alpha, layers=tuple(reversed(layers)),
+                               heads=None if heads is None else heads[::-1])
+    for layer in range(42):
+        change = one.change_at(layer)
+        assert (change is None) == (layer not in layers or one.is_identity)
+        if change is not None:
+            assert change.alpha == alpha and change.heads == one.heads
+    assert "\n" not in one.label() and (alpha == 1.0) == one.is_identity
