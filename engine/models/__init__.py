@@ -1,7 +1,17 @@
 """Real models, run in numpy: open a Hugging Face folder or a GGUF file and capture the q and k
 its attention layers compute for a text (:func:`open_model`, :meth:`Model.capture`), or score
 the text with the model's language-model head under an :class:`Intervention` on its attention
-(:func:`score_text`, :func:`iter_sweep`, :func:`continue_text`)."""
+(:func:`score_text`, :func:`iter_sweep`, :func:`continue_text`).
+
+In a notebook, with the SmolLM2 sample model::
+
+    from engine.models import Intervention, iter_sweep, open_model, score_text
+    model = open_model("SmolLM2-135M-Instruct.Q4_1.gguf")
+    text = "The cat sat on the mat because it was tired."
+    score_text(model, text).loss                             # 4.9833: the model's own scale
+    score_text(model, text, Intervention(alpha=8.0)).loss    # 7.6350: no scaling (√64 = 8)
+    [p.score.loss for p in iter_sweep(model, text)]          # α = 1/8 … 8, 13 points
+"""
 
 from engine.models.capture import Capture, Model, layers_text
 from engine.models.continuation import Continuation, continue_text

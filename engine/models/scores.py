@@ -5,11 +5,13 @@ losses and top-k tokens of a block of positions computed from the head's logits
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from engine.models.attend import LayerStats
+from engine.models.blocks import check_cancel
 from engine.models.capture import Model
 from engine.models.intervention import Intervention
 from engine.models.lm_head import LOGIT_BLOCK_BYTES, LmHead
@@ -64,10 +66,12 @@ def _top(z: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(top, order, axis=1)
 
 
-def head_scores(lm: LmHead, h: np.ndarray, targets: np.ndarray,
-                top_k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def head_scores(lm: LmHead, h: np.ndarray, targets: np.ndarray, top_k: int,
+                cancelled: Callable[[], bool] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """−ln p(target) of each row of normed ``h`` (targets < 0: not scored, NaN), and each
-    row's top-k ids and probabilities, a block of rows at a time."""
+    row's top-k ids and probabilities, a block of rows at a time (``cancelled()`` polled
+    between blocks)."""
     vocab = lm.matrix.shape[0]
     k = min(top_k, vocab)
     rows = max(1, LOGIT_BLOCK_BYTES // (4 * vocab))
@@ -75,6 +79,7 @@ def head_scores(lm: LmHead, h: np.ndarray, targets: np.ndarray,
     top_ids = np.zeros((len(h), k), dtype=np.int64)
     top_p = np.zeros((len(h), k))
     for a in range(0, len(h), rows):
+        check_cancel(cancelled)
         z = lm.logits(h[a:a + rows])
         b = a + len(z)
         scored = targets[a:b] >= 0

@@ -147,7 +147,7 @@ def score_prepared(model: Model, prepared: PreparedText, intervention: Intervent
                        progress=progress)
     lm = model.lm_head()
     targets = np.append(prepared.ids[1:], -1)
-    losses, top_ids, top_p = head_scores(lm, lm.hidden(x), targets, top_k)
+    losses, top_ids, top_p = head_scores(lm, lm.hidden(x), targets, top_k, run.cancelled)
     if progress is not None:  # the layers from the first run here, then the head
         progress(steps, steps)
     return make_score(model, prepared, intervention, losses[:-1].copy(), stats, top_ids, top_p,
