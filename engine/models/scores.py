@@ -84,7 +84,8 @@ def head_scores(lm: LmHead, h: np.ndarray, targets: np.ndarray, top_k: int,
         b = a + len(z)
         scored = targets[a:b] >= 0
         picked = z[np.flatnonzero(scored), targets[a:b][scored]].astype(np.float64)
-        top_ids[a:b] = _top(z, k) if k else top_ids[a:b]
+        if k:
+            top_ids[a:b] = _top(z, k)
         top_z = np.take_along_axis(z, top_ids[a:b], axis=1).astype(np.float64)
         with np.errstate(invalid="ignore", over="ignore"):
             m = z.max(axis=1, keepdims=True)
@@ -99,20 +100,22 @@ def head_scores(lm: LmHead, h: np.ndarray, targets: np.ndarray, top_k: int,
 
 def _predictions(model: Model, top_ids: np.ndarray,
                  top_p: np.ndarray) -> tuple[tuple[TokenPrediction, ...], ...]:
-    texts = model.tokenizer.token_texts(top_ids.ravel().tolist())
-    it = iter(texts)
-    return tuple(tuple(TokenPrediction(int(i), next(it), float(p)) for i, p in zip(ids, ps,
-                                                                                    strict=True))
+    texts = iter(model.tokenizer.token_texts(top_ids.ravel().tolist()))
+    return tuple(tuple(TokenPrediction(int(i), next(texts), float(p))
+                       for i, p in zip(ids, ps, strict=True))
                  for ids, ps in zip(top_ids, top_p, strict=True))
 
 
 def make_score(model: Model, prepared: PreparedText, intervention: Intervention,
-           losses: np.ndarray, stats: list[LayerStats], top_ids: np.ndarray,
-           top_p: np.ndarray, stream_finite: bool) -> TextScore:
+               losses: np.ndarray, stats: list[LayerStats], top_ids: np.ndarray,
+               top_p: np.ndarray, stream_finite: bool) -> TextScore:
+    """The :class:`TextScore` of per-token ``losses`` (kept, made read-only), the layers'
+    ``stats`` and the top-k ids and probabilities; ``stream_finite``: whether the stream
+    leaving the last layer held no NaN or infinity."""
     losses.flags.writeable = False
     loss = float(losses.mean()) if len(losses) else math.nan
-    with np.errstate(over="ignore"):
-        perplexity = math.exp(loss) if loss < 709 else math.inf
+    # exp overflows float64 past 709.78 nats: the perplexity is then ∞ (NaN stays NaN)
+    perplexity = math.exp(loss) if not loss > 709 else math.inf
     entropy = np.array([s.entropy for s in stats])
     saturated = np.array([s.saturated for s in stats])
     for array in (entropy, saturated):

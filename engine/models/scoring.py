@@ -61,7 +61,7 @@ def prepare_text(model: Model, text: str, intervention: Intervention | None = No
     encoded = model._encode(text, max_tokens, model.tokenizer.encode_text)
     ids = np.asarray(encoded.ids, dtype=np.int64)
     if len(ids) < least:
-        raise ModelError(f"the text gives {len(ids)} token: scoring needs at least {least} "
+        raise ModelError(f"the text gives {len(ids)} token: this needs at least {least} "
                          "tokens")
     if ids.max() >= min(model.vocab_size, vocab):
         raise ModelError(f"the tokenizer gives id {ids.max()}, but the model has "
@@ -144,14 +144,14 @@ def score_prepared(model: Model, prepared: PreparedText, intervention: Intervent
                                                      model._names, cancelled)
     prefix = prefix if prefix is not None else Prefix(run, prepared.ids)
     x, stats, steps = _layers(run, prefix, intervention, start=start, advance=advance,
-                       progress=progress)
+                              progress=progress)
     lm = model.lm_head()
     targets = np.append(prepared.ids[1:], -1)
     losses, top_ids, top_p = head_scores(lm, lm.hidden(x), targets, top_k, run.cancelled)
     if progress is not None:  # the layers from the first run here, then the head
         progress(steps, steps)
-    return make_score(model, prepared, intervention, losses[:-1].copy(), stats, top_ids, top_p,
-                  bool(np.isfinite(x).all()))
+    return make_score(model, prepared, intervention, losses[:-1].copy(), stats, top_ids,
+                      top_p, bool(np.isfinite(x).all()))
 
 
 def score_text(model: Model, text: str, intervention: Intervention = NO_INTERVENTION, *,
