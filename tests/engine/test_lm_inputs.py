@@ -218,3 +218,15 @@ def test_an_intervention_names_its_layers_and_heads_once_in_order(
         if change is not None:
             assert change.alpha == alpha and change.heads == one.heads
     assert "\n" not in one.label() and (alpha == 1.0) == one.is_identity
+
+
+def test_a_gemma_2_gguf_files_final_cap_of_zero_means_none(tmp_path: Path) -> None:
+    """llama.cpp's converter writes a config's null final_logit_softcapping as 0.0."""
+    from tests.fixtures.gguf_convert import folder_to_gguf
+
+    plain = open_model(folder_to_gguf(FIXTURES / "tiny-gemma2", tmp_path / "plain.gguf"))
+    capped = open_model(folder_to_gguf(FIXTURES.parent / "causal" / "tiny-gemma2",
+                                       tmp_path / "capped.gguf"))
+    assert plain.spec.final_cap is None and capped.spec.final_cap == 2.0
+    assert plain.has_lm_head and plain.head.tied  # no output.weight: the embeddings
+    assert np.isfinite(score_text(plain, TEXT).loss)
