@@ -207,7 +207,8 @@ def test_rounding_the_softmax_to_float16_without_its_shift_overflows(llama: Mode
 @pytest.mark.parametrize("rule", [Rule("none"), Rule("linear"), Rule("temperature",
                                                                       temperature=2.0),
                                   Rule("qk_norm", gain=3.0), Rule("softcap", cap=1.0),
-                                  Rule("log_n"), Rule("ssmax"), Rule("yarn")])
+                                  Rule("log_n"), Rule("ssmax"), Rule("yarn"),
+                                  Rule("llama4", llama4_floor=4.0)])
 def test_every_explorer_rule_can_replace_the_models_scale(gemma: Model, rule: Rule) -> None:
     score = score_text(gemma, TEXT, Intervention(rule=rule))
     assert np.isfinite(score.loss)
