@@ -40,7 +40,14 @@ if __name__ == "__main__":
     items = training.run(train_job(TrainConfig(d_k=8, d_model=16, steps=10**6)), cancel, running)
     next(items)
     running.clear()
-    next(items)  # passes the pause on
+    # The generator passes the pause on when it is next resumed. Whether the child sends one
+    # more item first depends on scheduling (a child descheduled right after its first send
+    # sees the pause and sends nothing more), so resume it in a thread that may block, and
+    # wait for the pause to have been passed on instead of for an item.
+    threading.Thread(target=next, args=(items, None), daemon=True).start()
+    deadline = time.monotonic() + 60
+    while not training._paused.value and time.monotonic() < deadline:
+        time.sleep(0.01)
     print(training.pid, flush=True)
     time.sleep(60)
 """
