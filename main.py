@@ -2,7 +2,7 @@
 
 ``python main.py`` opens the explorer window; ``python main.py --help`` lists the headless
 subcommands. Headless engine commands (``sweep``, ``train``, ``lr-sweep``, ``inspect``,
-``capture``) never import Qt.
+``capture``, ``intervene``) never import Qt.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
     command-specific ones are listed here.
     """
     from engine.cli.options import add_field_options, add_rule_options
-    from engine.cli.parser import SuggestingParser
+    from engine.cli.parser import SuggestingParser, add_intervene_parser
     from engine.config import ScalingRule, SweepConfig, TrainConfig
 
     # Its subparsers inherit the class: every command names a mistyped option and the near one.
@@ -97,8 +97,8 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
         description="See and test why scaled dot-product attention divides logits by √d_k. "
         "Only the plain program (optionally with --session, --tensors, --model and --lang) opens "
         "the explorer window and runs until you close it; --headless builds it offscreen, checks "
-        "it and exits. None of the COMMANDs opens a window: sweep, train, lr-sweep, inspect and "
-        "capture print or write results, export renders offscreen to files.",
+        "it and exits. None of the COMMANDs opens a window: sweep, train, lr-sweep, inspect, "
+        "capture and intervene print or write results, export renders offscreen to files.",
         allow_abbrev=False,
         formatter_class=_HelpFormatter,
     )
@@ -246,6 +246,7 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
                          "(default 1G); the estimate counts the chosen layers and tokens, "
                          "with the weights converted one at a time")
     capture.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_intervene_parser(sub, _HelpFormatter)
 
     size_range = f"{MIN_SIZE}..{MAX_SIZE}"
     export.add_argument("--width", type=_size, default=1200,
@@ -258,12 +259,14 @@ def build_parser(prog: str = "attention-explorer") -> argparse.ArgumentParser:
     return parser
 
 
-#: An argument that starts like an option but is a ``--values`` range with a negative start.
-_NEGATIVE_RANGE = re.compile(r"^-\d+(\.\d*)?:-?\d")
+#: An argument that starts like an option but is a ``--values`` or ``--alphas`` range or list
+#: with a negative first value (``-3:1``, ``-2,1``: the command names what is wrong with it).
+_RANGE_OPTIONS = ("--values", "--alphas")
+_NEGATIVE_RANGE = re.compile(r"^-\.?\d")
 
 
 def _join_option_values(argv: list[str]) -> list[str]:
-    """Rewrite ``--values -3:1`` as ``--values=-3:1``.
+    """Rewrite ``--values -3:1`` as ``--values=-3:1`` (and ``--alphas`` alike).
 
     argparse takes any word starting with "-" that is not a plain negative number for an
     option, so the power-of-two range ``-3:1`` (2^-3..2^1) would be refused as "expected one
@@ -271,8 +274,8 @@ def _join_option_values(argv: list[str]) -> list[str]:
     """
     out: list[str] = []
     for word in argv:
-        if out and out[-1] == "--values" and _NEGATIVE_RANGE.match(word):
-            out[-1] = f"--values={word}"
+        if out and out[-1] in _RANGE_OPTIONS and _NEGATIVE_RANGE.match(word):
+            out[-1] = f"{out[-1]}={word}"
         else:
             out.append(word)
     return out
@@ -310,11 +313,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "attention-explorer") ->
 
         return export_command(args)
     if args.command:
-        from engine.cli import capture, inspect, sweep, train
+        from engine.cli import capture, inspect, intervene, sweep, train
 
         run = {"sweep": sweep.sweep_command, "train": train.train_command,
                "lr-sweep": train.lr_sweep_command, "inspect": inspect.inspect_command,
-               "capture": capture.capture_command}
+               "capture": capture.capture_command, "intervene": intervene.intervene_command}
         return run[args.command](args)
     if args.model and not os.path.exists(args.model):
         print(f"error: --model: {args.model}: no such file or folder", file=sys.stderr)

@@ -16,7 +16,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-__all__ = ["SuggestingParser", "unknown_option_message"]
+__all__ = ["INTERVENE_SWEEPS", "SuggestingParser", "add_intervene_parser",
+           "unknown_option_message"]
 
 
 def unknown_option_message(word: str, known: Sequence[str]) -> str:
@@ -58,3 +59,79 @@ class SuggestingParser(argparse.ArgumentParser):
             if word.startswith("--") and word.split("=", 1)[0] not in known:
                 return unknown_option_message(word, known)
         return ""
+
+
+#: Sweeps of ``intervene --sweep`` (engine.models.iter_sweep's kinds).
+INTERVENE_SWEEPS = ("alpha", "layer", "head")
+
+
+def add_intervene_parser(sub: Any, formatter_class: type[argparse.HelpFormatter]) -> None:
+    """Add the ``intervene`` command to ``sub`` (the program's subparsers).
+
+    Declared here, not in :mod:`engine.cli.intervene`, so that building the program's parser
+    loads no model code: the command's module is imported only when it runs.
+    """
+    from engine.config import ScalingRule
+
+    intervene = sub.add_parser(
+        "intervene", allow_abbrev=False, formatter_class=formatter_class,
+        help="change a real model's attention scale and write its loss per point (engine only, "
+        "no Qt, no PyTorch)",
+        description="Run MODEL (a Hugging Face folder or a .gguf file) to its next-token "
+        "logits on a text with the attention logits changed: multiplied by α, scaled by "
+        "another rule, or rounded to a low-precision format, in all layers, some layers or "
+        "some heads. Writes one row per point of the sweep (loss, perplexity, mean attention "
+        "entropy and saturated share per layer) to a CSV file, or a JSON file that also holds "
+        "the tokens, the top-k next tokens at the last position and, with --continue, the "
+        "greedy continuations. Prints the point of least loss; progress on a terminal.")
+    intervene.add_argument("model", metavar="MODEL",
+                           help="Hugging Face model folder or .gguf file")
+    text = intervene.add_mutually_exclusive_group(required=True)
+    text.add_argument("--text", help="the text to score")
+    text.add_argument("--text-file", metavar="FILE", help="read the text from this UTF-8 file")
+    intervene.add_argument("--out", required=True, metavar="FILE",
+                           help="file to write: .csv (one row per point) or .json (everything)")
+    intervene.add_argument("--sweep", choices=INTERVENE_SWEEPS, default="alpha",
+                           help="alpha: every α of --alphas on --layers; layer: one α on each "
+                           "layer in turn; head: one α on each head of the one layer of "
+                           "--layers in turn")
+    intervene.add_argument("--alphas", metavar="A,…",
+                           help="α multiplying the attention logits: 0.5,1,2 or a:b for the "
+                           "powers of two 2^a..2^b (default for --sweep alpha: 13 points "
+                           "2^(k/2) from 1/8 to 8; for layer and head: one α, default √d_k, "
+                           "which undoes a 1/√d_k model's scaling)")
+    intervene.add_argument("--layers", metavar="L,…",
+                           help="layers to intervene on, e.g. 0,3,5-7 (default: all); with "
+                           "--sweep head the one layer whose heads are swept (default 0)")
+    intervene.add_argument("--heads", metavar="H,…",
+                           help="query heads of those layers to intervene on (default: all)")
+    intervene.add_argument("--rule", choices=[rule.value for rule in ScalingRule],
+                           default=None,
+                           help="replace the model's own scale by this rule before α "
+                           "(default: keep the model's scale and soft-cap)")
+    intervene.add_argument("--temperature", type=float, default=None,
+                           help="T for --rule temperature")
+    intervene.add_argument("--gain", type=float, default=None,
+                           help="QK-norm gain for --rule qk_norm (default √d_k)")
+    intervene.add_argument("--cap", type=float, default=None,
+                           help="soft-cap value for --rule softcap (default 50)")
+    intervene.add_argument("--dtype", default="float32", metavar="FORMAT",
+                           help="round the attention to this format: float32 (no rounding), "
+                           "float16, bfloat16, float8_e4m3fn or float8_e5m2")
+    intervene.add_argument("--softmax", choices=("stable", "naive"), default="stable",
+                           help="softmax of the rounded attention: stable subtracts the row "
+                           "maximum, naive does not")
+    intervene.add_argument("--top-k", type=int, default=5, metavar="K",
+                           help="next tokens listed per point in the JSON file")
+    intervene.add_argument("--continue", type=int, default=0, metavar="N",
+                           dest="continue_tokens",
+                           help="also continue the text greedily by N tokens under the model's "
+                           "own scale and under each point's intervention (JSON only; 0: no "
+                           "continuation)")
+    intervene.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                           help="score only the first N tokens (default: the whole text, up to "
+                           "the model's positions)")
+    intervene.add_argument("--memory-budget", metavar="SIZE", default=None,
+                           help="largest memory one forward may allocate, e.g. 4G or 512M "
+                           "(default 1G)")
+    intervene.add_argument("--quiet", action="store_true", help="no progress on stderr")
