@@ -25,6 +25,12 @@ OPENBLAS_SPIN = ("OPENBLAS_THREAD_TIMEOUT", "16")
 os.environ.setdefault(*OPENBLAS_SPIN)
 
 DISTRIBUTION = "attention-scale-explorer"
+#: The headless engine commands: their module in ``engine.cli`` and the function running them.
+ENGINE_COMMANDS = {"sweep": ("sweep", "sweep_command"), "train": ("train", "train_command"),
+                   "lr-sweep": ("train", "lr_sweep_command"),
+                   "inspect": ("inspect", "inspect_command"),
+                   "capture": ("capture", "capture_command"),
+                   "intervene": ("intervene", "intervene_command")}
 #: Exit code after the reader of stdout went away (128 + SIGPIPE, as the shell reports it).
 EXIT_BROKEN_PIPE = 141
 
@@ -313,12 +319,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "attention-explorer") ->
 
         return export_command(args)
     if args.command:
-        from engine.cli import capture, inspect, intervene, sweep, train
+        import importlib
 
-        run = {"sweep": sweep.sweep_command, "train": train.train_command,
-               "lr-sweep": train.lr_sweep_command, "inspect": inspect.inspect_command,
-               "capture": capture.capture_command, "intervene": intervene.intervene_command}
-        return run[args.command](args)
+        module, function = ENGINE_COMMANDS[args.command]  # only the command's own module loads
+        return getattr(importlib.import_module(f"engine.cli.{module}"), function)(args)
     if args.model and not os.path.exists(args.model):
         print(f"error: --model: {args.model}: no such file or folder", file=sys.stderr)
         return 2

@@ -25,8 +25,8 @@ def run_main(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str
 def test_help_lists_every_subcommand() -> None:
     result = run_main("--help")
     assert result.returncode == 0, result.stderr
-    for command in ("sweep", "train", "lr-sweep", "export", "inspect", "capture", "--self-test",
-                    "--version"):
+    for command in ("sweep", "train", "lr-sweep", "export", "inspect", "capture", "intervene",
+                    "--self-test", "--version"):
         assert command in result.stdout
     # Says which invocation opens a window (only the plain program) and that --headless ends.
     text = " ".join(result.stdout.split())
@@ -53,6 +53,20 @@ def test_lang_offers_the_ui_languages() -> None:
     assert parser.parse_args(["export", "--out", "x", "--lang", "en"]).lang == "en"
     result = run_main("--lang", "fr")
     assert result.returncode == 2 and "invalid choice: 'fr'" in result.stderr
+
+
+def test_every_engine_command_runs_a_function_of_its_own_module() -> None:
+    import argparse
+    import importlib
+
+    from main import ENGINE_COMMANDS
+
+    parser = build_parser()
+    commands = next(action for action in parser._actions
+                    if isinstance(action, argparse._SubParsersAction)).choices
+    assert set(commands) - {"export"} == set(ENGINE_COMMANDS)
+    for module, function in ENGINE_COMMANDS.values():
+        assert callable(getattr(importlib.import_module(f"engine.cli.{module}"), function))
 
 
 def test_parser_rejects_unknown_command() -> None:
@@ -90,6 +104,7 @@ def test_version_falls_back_to_pyproject_when_not_installed(monkeypatch) -> None
     (["export", "--out", "x", "--widt", "700"], "--width"),
     (["inspect", "f.npz", "--out", "-", "--rul", "sqrt"], "--rule"),
     (["capture", "m", "--text", "t", "--out", "x.npz", "--max-tok", "4"], "--max-tokens"),
+    (["intervene", "m", "--text", "t", "--out", "x.csv", "--alpha", "2"], "--alphas"),
 ], ids=lambda value: value[0].lstrip("-") if isinstance(value, list) else "")
 def test_no_parser_accepts_abbreviations(words: list[str], meant: str, capsys) -> None:
     with pytest.raises(SystemExit) as exited:
