@@ -57,6 +57,12 @@ def test_the_readme_has_a_python_block_with_its_output() -> None:
                          ids=[f"{name}-block{i}" for i, (name, _c, _e) in enumerate(PYTHON)])
 def test_python_block_prints_what_the_page_says(name: str, code: str, expected: str | None,
                                                 monkeypatch) -> None:
+    from engine.models import SAMPLE_MODELS
+    from tests.engine.test_models import sample_model_path
+
+    for sample in SAMPLE_MODELS:  # a block on a sample model skips when it is not installed
+        if sample.package in code:
+            sample_model_path(sample.package)
     monkeypatch.chdir(ROOT)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

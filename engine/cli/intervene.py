@@ -26,7 +26,7 @@ from engine.cli.options import with_option_name
 from engine.cli.output import open_output, output_error
 from engine.cli.progress import Progress
 from engine.cli.sweep import parse_values
-from engine.core.memory import MemoryBudgetError, set_memory_budget
+from engine.core.memory import MemoryBudgetError, get_memory_budget, set_memory_budget
 from engine.core.scaling import Rule
 from engine.io.files import check_output_not_input
 from engine.models import (
@@ -210,7 +210,16 @@ def intervene_command(args: argparse.Namespace) -> int:
     """Run ``intervene``; return the exit code (0, 2 with one line on stderr, 130 on Ctrl-C).
 
     ``args`` carries the attributes of ``engine.cli.parser.add_intervene_parser``'s parser.
+    ``--memory-budget`` holds for this run only (the engine's budget is process-wide).
     """
+    budget = get_memory_budget()
+    try:
+        return _intervene(args)
+    finally:
+        set_memory_budget(budget)
+
+
+def _intervene(args: argparse.Namespace) -> int:
     tty = hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
     progress = Progress(sys.stderr, args.quiet or not tty)
     try:
