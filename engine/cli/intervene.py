@@ -42,12 +42,15 @@ from engine.models import (
     score_text,
 )
 from engine.models.capture import UNFORESEEN_ERRORS, unforeseen
+from engine.models.continuation import MAX_NEW_TOKENS
 
 __all__ = ["Plan", "intervene_command", "plan_of", "run_points"]
 
 #: Exit status after Ctrl-C (128 + SIGINT, as the shell reports it).
 EXIT_INTERRUPTED = 130
 _RULE_OPTIONS = {name: f"--{name}" for name in ("temperature", "gain", "cap")}
+#: The option setting each of Intervention's fields that its messages name.
+_ENGINE_OPTIONS = {"precision": "--dtype", "softmax": "--softmax"}
 
 
 @dataclass(frozen=True)
@@ -139,8 +142,6 @@ def plan_of(args: argparse.Namespace, model: Model) -> Plan:
                 raise ValueError(f"--layers {args.layers!r}: --sweep head runs the heads of one "
                                  "layer; give one layer")
             layer = chosen[0]
-    if args.continue_tokens < 0:
-        raise ValueError(f"--continue {args.continue_tokens}: give a number of tokens ≥ 0")
     plan = Plan(kind=kind, alphas=alphas, alpha=alpha, layer=layer, layers=layers, heads=heads,
                 rule=_rule(args), precision=args.dtype, softmax=args.softmax,
                 top_k=args.top_k, max_tokens=args.max_tokens,
@@ -150,8 +151,9 @@ def plan_of(args: argparse.Namespace, model: Model) -> Plan:
     for value in (alphas if kind == "alpha" else (1.0 if alpha is None else alpha,)):
         try:
             plan.intervention(value).check(spec.layers, spec.heads)
-        except ValueError as exc:
-            raise ValueError(f"--alphas: {exc}" if "α" in str(exc) else str(exc)) from None
+        except ValueError as exc:  # named by the option typed: "--dtype must be one of …"
+            message = f"--alphas: {exc}" if str(exc).startswith("α ") else str(exc)
+            raise ValueError(with_option_name(message, _ENGINE_OPTIONS)) from None
     return plan
 
 
@@ -224,6 +226,11 @@ def _intervene(args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr, args.quiet or not tty)
     try:
         fmt = _check_out(args)
+        if not 0 <= args.continue_tokens <= MAX_NEW_TOKENS:
+            raise ValueError(f"--continue {args.continue_tokens}: give a number of new tokens "
+                             f"from 0 to {MAX_NEW_TOKENS}")
+        if args.top_k < 0:
+            raise ValueError(f"--top-k {args.top_k}: give a number of next tokens ≥ 0")
         if args.continue_tokens and fmt != "json":
             raise ValueError("--continue: the continuations are written to a JSON file; name "
                              "a .json --out")

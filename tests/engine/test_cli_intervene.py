@@ -30,7 +30,7 @@ from tests.engine.test_models import sample_model_path
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "tests" / "fixtures" / "models"
-LLAMA = MODELS / "tiny-llama"
+MODEL = MODELS / "tiny-gemma2"  # a tied language-model head, soft-capped logits
 TEXT = "The quick brown fox jumps over the lazy dog."
 
 
@@ -72,8 +72,8 @@ def test_building_the_parser_loads_no_model_code() -> None:
 
 def test_the_alpha_sweep_csv_is_the_engines_sweep(tmp_path: Path, capsys) -> None:
     out = tmp_path / "alpha.csv"
-    assert _run(str(LLAMA), "--text", TEXT, "--alphas", "-1:1", "--out", str(out)) == 0
-    model = open_model(LLAMA)
+    assert _run(str(MODEL), "--text", TEXT, "--alphas", "-1:1", "--out", str(out)) == 0
+    model = open_model(MODEL)
     points = list(iter_sweep(model, TEXT, "alpha", alphas=(0.5, 1.0, 2.0)))
     rows = _rows(out)
     assert list(rows[0]) == csv_columns(model.spec.layers)
@@ -90,18 +90,18 @@ def test_the_alpha_sweep_csv_is_the_engines_sweep(tmp_path: Path, capsys) -> Non
 
 def test_the_default_sweep_is_every_default_alpha_on_all_layers(tmp_path: Path) -> None:
     out = tmp_path / "default.csv"
-    assert _run(str(LLAMA), "--text", TEXT, "--out", str(out), "--quiet") == 0
+    assert _run(str(MODEL), "--text", TEXT, "--out", str(out), "--quiet") == 0
     rows = _rows(out)
     assert [float(row["alpha"]) for row in rows] == list(DEFAULT_ALPHAS)
     assert {row["layer"] for row in rows} == {""} and len(DEFAULT_ALPHAS) == 13
-    model = open_model(LLAMA)
+    model = open_model(MODEL)
     _same_point(rows[6], next(iter(iter_sweep(model, TEXT, "alpha", alphas=(1.0,)))))
 
 
 def test_layer_and_head_sweeps_are_the_engines(tmp_path: Path) -> None:
-    model = open_model(LLAMA)
+    model = open_model(MODEL)
     out = tmp_path / "layer.csv"
-    assert _run(str(LLAMA), "--text", TEXT, "--sweep", "layer", "--alphas", "8",
+    assert _run(str(MODEL), "--text", TEXT, "--sweep", "layer", "--alphas", "8",
                 "--out", str(out)) == 0
     points = list(iter_sweep(model, TEXT, "layer", alpha=8.0))
     rows = _rows(out)
@@ -109,7 +109,7 @@ def test_layer_and_head_sweeps_are_the_engines(tmp_path: Path) -> None:
     for row, point in zip(rows, points, strict=True):
         _same_point(row, point)
     out = tmp_path / "head.csv"
-    assert _run(str(LLAMA), "--text", TEXT, "--sweep", "head", "--layers", "1",
+    assert _run(str(MODEL), "--text", TEXT, "--sweep", "head", "--layers", "1",
                 "--out", str(out)) == 0
     points = list(iter_sweep(model, TEXT, "head", layer=1))  # α = √d_k: "no scaling"
     rows = _rows(out)
@@ -122,10 +122,10 @@ def test_layer_and_head_sweeps_are_the_engines(tmp_path: Path) -> None:
 
 def test_chosen_heads_and_rule_and_format_reach_the_engine(tmp_path: Path) -> None:
     out = tmp_path / "heads.csv"
-    assert _run(str(LLAMA), "--text", TEXT, "--alphas", "0.25,4", "--layers", "0",
+    assert _run(str(MODEL), "--text", TEXT, "--alphas", "0.25,4", "--layers", "0",
                 "--heads", "1", "--rule", "softcap", "--cap", "3", "--dtype", "float16",
                 "--softmax", "naive", "--out", str(out)) == 0
-    model = open_model(LLAMA)
+    model = open_model(MODEL)
     rows = _rows(out)
     for row, alpha in zip(rows, (0.25, 4.0), strict=True):
         intervention = Intervention(alpha=alpha, rule=cli_intervene.Rule("softcap", cap=3.0),
@@ -138,10 +138,10 @@ def test_chosen_heads_and_rule_and_format_reach_the_engine(tmp_path: Path) -> No
 
 def test_the_json_file_holds_tokens_predictions_and_continuations(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
-    assert _run(str(LLAMA), "--text", TEXT, "--alphas", "1,8", "--top-k", "3",
+    assert _run(str(MODEL), "--text", TEXT, "--alphas", "1,8", "--top-k", "3",
                 "--continue", "4", "--out", str(out)) == 0
     record = json.loads(out.read_text(encoding="utf-8"))
-    model = open_model(LLAMA)
+    model = open_model(MODEL)
     own, eight = (score_text(model, TEXT, Intervention(alpha=a), top_k=3) for a in (1.0, 8.0))
     assert record["complete"] is True and record["points_total"] == 2
     assert record["tokens"] == list(own.tokens) and record["token_ids"] == list(own.token_ids)
@@ -162,26 +162,32 @@ def test_the_json_file_holds_tokens_predictions_and_continuations(tmp_path: Path
 
 
 @pytest.mark.parametrize(("model", "argv", "message"), [
-    ("tiny-llama", ["--alphas", "0"], "α"),
-    ("tiny-llama", ["--alphas", "-2,1"], "α"),
-    ("tiny-llama", ["--alphas", "nan"], "--alphas 'nan': 'nan' is not finite"),
-    ("tiny-llama", ["--layers", "7"], "layer 7 does not exist"),
-    ("tiny-llama", ["--heads", "9"], "head 9 does not exist"),
-    ("tiny-llama", ["--rule", "softcap", "--cap", "-1"], "--cap"),
-    ("tiny-llama", ["--cap", "3"], "--cap sets a parameter of --rule"),
-    ("tiny-llama", ["--sweep", "layer", "--alphas", "1,2"], "give one value"),
-    ("tiny-llama", ["--sweep", "layer", "--layers", "1"], "leave --layers out"),
-    ("tiny-llama", ["--sweep", "head", "--layers", "0,1"], "give one layer"),
-    ("tiny-llama", ["--sweep", "head", "--heads", "1"], "leave --heads out"),
-    ("tiny-llama", ["--continue", "3"], "name a .json --out"),
-    ("tiny-llama", ["--continue", "-1"], "--continue -1"),
-    ("tiny-llama", ["--dtype", "float12"], "float12"),
-    ("tiny-gpt2", ["--text", "fox"], "needs at least 2 tokens"),
+    ("tiny-gemma2", ["--alphas", "0"], "--alphas: α must be a finite number > 0, got 0.0"),
+    ("tiny-gemma2", ["--alphas", "-2,1"], "--alphas: α must be a finite number > 0"),
+    ("tiny-gemma2", ["--alphas", "nan"], "--alphas 'nan': 'nan' is not finite"),
+    ("tiny-gemma2", ["--layers", "7"], "layer 7 does not exist"),
+    ("tiny-gemma2", ["--heads", "9"], "head 9 does not exist"),
+    ("tiny-gemma2", ["--rule", "softcap", "--cap", "-1"], "--cap"),
+    ("tiny-gemma2", ["--cap", "3"], "--cap sets a parameter of --rule"),
+    ("tiny-gemma2", ["--sweep", "layer", "--alphas", "1,2"], "give one value"),
+    ("tiny-gemma2", ["--sweep", "layer", "--layers", "1"], "leave --layers out"),
+    ("tiny-gemma2", ["--sweep", "head", "--layers", "0,1"], "give one layer"),
+    ("tiny-gemma2", ["--sweep", "head", "--heads", "1"], "leave --heads out"),
+    ("tiny-gemma2", ["--continue", "3"], "name a .json --out"),
+    ("tiny-gemma2", ["--continue", "-1"], "--continue -1: give a number of new tokens from 0"),
+    ("tiny-gemma2", ["--continue", "5000", "--out", "x.json"], "--continue 5000"),
+    ("tiny-gemma2", ["--top-k", "-1"], "--top-k -1"),
+    ("tiny-gemma2", ["--dtype", "float12"], "--dtype must be one of float32, float16"),
+    ("tiny-gpt2", ["--text", "a"], "needs at least 2 tokens"),
+    ("tiny-llama", [], "has no language-model head"),
     ("tiny-bert", [], "has no masked-LM head"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, model: str, argv: list[str],
                                                   message: str, capsys) -> None:
     out = tmp_path / "x.csv"
+    if "--out" in argv:  # the named file, in tmp_path
+        out = tmp_path / argv[-1]
+        argv = argv[:-2]
     text = [] if "--text" in argv else ["--text", TEXT]
     assert _run(str(MODELS / model), *text, *argv, "--out", str(out)) == 2
     captured = capsys.readouterr()
@@ -192,11 +198,11 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, model: str, ar
 
 
 def test_an_out_of_the_wrong_kind_is_refused(tmp_path: Path, capsys) -> None:
-    assert _run(str(LLAMA), "--text", TEXT, "--out", str(tmp_path / "x.txt")) == 2
+    assert _run(str(MODEL), "--text", TEXT, "--out", str(tmp_path / "x.txt")) == 2
     assert "name a .csv or .json file" in capsys.readouterr().err
-    assert _run(str(LLAMA), "--text", TEXT, "--out", str(LLAMA / "x.csv")) == 2
+    assert _run(str(MODEL), "--text", TEXT, "--out", str(MODEL / "x.csv")) == 2
     assert capsys.readouterr().err.startswith("error: ")
-    assert not (LLAMA / "x.csv").exists()
+    assert not (MODEL / "x.csv").exists()
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".json"])
@@ -212,7 +218,7 @@ def test_ctrl_c_keeps_the_points_done(tmp_path: Path, monkeypatch, suffix: str,
 
     monkeypatch.setattr(cli_intervene, "run_points", interrupted_after_two)
     out = tmp_path / f"cut{suffix}"
-    assert _run(str(LLAMA), "--text", TEXT, "--alphas", "-2:2", "--out", str(out)) == 130
+    assert _run(str(MODEL), "--text", TEXT, "--alphas", "-2:2", "--out", str(out)) == 130
     assert capsys.readouterr().err == f"interrupted: wrote 2 of 5 points to {out}\n"
     if suffix == ".csv":
         assert [float(row["alpha"]) for row in _rows(out)] == [0.25, 0.5]
@@ -229,7 +235,7 @@ def test_progress_is_drawn_on_a_terminal(tmp_path: Path, monkeypatch) -> None:
 
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    assert _run(str(LLAMA), "--text", TEXT, "--alphas", "1,2",
+    assert _run(str(MODEL), "--text", TEXT, "--alphas", "1,2",
                 "--out", str(tmp_path / "p.csv")) == 0
     drawn = terminal.getvalue()
     assert drawn.startswith("\r") and "100 %" in drawn and "2/2 points" in drawn
@@ -241,14 +247,14 @@ def test_the_command_runs_from_main(tmp_path: Path) -> None:
     text = tmp_path / "text.txt"
     text.write_text(TEXT, encoding="utf-8")
     result = subprocess.run(
-        [sys.executable, "main.py", "intervene", str(LLAMA), "--text-file", str(text),
+        [sys.executable, "main.py", "intervene", str(MODEL), "--text-file", str(text),
          "--alphas", "-1:0", "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("least loss ") and len(result.stdout.splitlines()) == 1
     assert [float(row["alpha"]) for row in _rows(out)] == [0.5, 1.0]
     refused = subprocess.run(
-        [sys.executable, "main.py", "intervene", str(LLAMA), "--text", TEXT, "--alphas", "0",
+        [sys.executable, "main.py", "intervene", str(MODEL), "--text", TEXT, "--alphas", "0",
          "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert len(refused.stderr.splitlines()) == 1
