@@ -135,7 +135,7 @@ def summary_line(points: list[SweepPoint], where: str) -> str:
     """``least loss 3.21 nats (perplexity 24.8) at α = 0.707 · all layers; the model's own
     (α = 1): 3.35; 13 points in out.csv``."""
     finite = [p for p in points if math.isfinite(p.score.loss)]
-    count = f"{len(points)} points in {where}"
+    count = f"{len(points)} point{'' if len(points) == 1 else 's'} in {where}"
     if not finite:
         return f"no finite loss; {count}"
     best = min(finite, key=lambda p: p.score.loss)
