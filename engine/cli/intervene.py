@@ -208,6 +208,15 @@ def _run(model: Model, text: str, plan: Plan, sink: PointSink, progress: Progres
     progress.update(1.0, f"{total} points, {len(interventions)} continuations", done=True)
 
 
+def _header(model: Model, text: str, plan: Plan) -> dict[str, object]:
+    """What the JSON file says before its points: the model, the text, the settings."""
+    return {"command": "intervene", "model": model.name, "path": str(model.path),
+            "architecture": model.spec.architecture, "text": text, "sweep": plan.kind,
+            "rule": None if plan.rule is None else plan.rule.kind.value,
+            "dtype": plan.precision, "softmax": plan.softmax, "top_k": plan.top_k,
+            "continue": plan.continue_tokens, "points_total": plan.total(model)}
+
+
 def intervene_command(args: argparse.Namespace) -> int:
     """Run ``intervene``; return the exit code (0, 2 with one line on stderr, 130 on Ctrl-C).
 
@@ -255,7 +264,8 @@ def _intervene(args: argparse.Namespace) -> int:
             out = open_output(stack, args.out)
             if out is None:
                 return 2
-            sink = (JsonPoints if fmt == "json" else CsvPoints)(out, model, text, plan)
+            sink = (JsonPoints if fmt == "json" else CsvPoints)(out, model.spec.layers,
+                                                                 _header(model, text, plan))
             try:
                 _run(model, text, plan, sink, progress)
             except KeyboardInterrupt:

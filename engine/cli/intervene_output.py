@@ -14,8 +14,7 @@ import math
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from engine.cli.intervene import Plan
-    from engine.models import Continuation, Model, SweepPoint, TokenPrediction
+    from engine.models import Continuation, SweepPoint, TokenPrediction
 
 __all__ = ["POINT_COLUMNS", "CsvPoints", "JsonPoints", "PointSink", "csv_columns",
            "summary_line"]
@@ -77,10 +76,14 @@ def continuation_record(continuation: Continuation) -> dict[str, Any]:
 
 
 class PointSink:
-    """Where the points go as they arrive; :meth:`finish` completes the file."""
+    """Where the points go as they arrive; :meth:`finish` completes the file.
 
-    def __init__(self, out: TextIO, model: Model, text: str, plan: Plan) -> None:
-        self.out, self.model, self.text, self.plan = out, model, text, plan
+    ``layers``: the model's layer count; ``header``: what the JSON file says first (the
+    model, the text, the sweep's settings; ``"continue"`` > 0 adds the continuations).
+    """
+
+    def __init__(self, out: TextIO, layers: int, header: dict[str, Any]) -> None:
+        self.out, self.layers, self.header = out, layers, header
         self.points: list[SweepPoint] = []
         self.continuations: list[Continuation] = []
 
@@ -97,10 +100,10 @@ class PointSink:
 class CsvPoints(PointSink):
     """The CSV file: the header at once, then each point's row as soon as it arrives."""
 
-    def __init__(self, out: TextIO, model: Model, text: str, plan: Plan) -> None:
-        super().__init__(out, model, text, plan)
+    def __init__(self, out: TextIO, layers: int, header: dict[str, Any]) -> None:
+        super().__init__(out, layers, header)
         self._writer = csv.writer(out, lineterminator="\n")
-        self._writer.writerow(csv_columns(model.spec.layers))
+        self._writer.writerow(csv_columns(layers))
         out.flush()
 
     def add(self, point: SweepPoint) -> None:
@@ -113,19 +116,14 @@ class JsonPoints(PointSink):
     """The JSON file, written whole at the end (with the points done when interrupted)."""
 
     def finish(self, complete: bool) -> None:
-        model, plan = self.model, self.plan
         first = self.points[0].score if self.points else None
         record = {
-            "command": "intervene", "model": model.name, "path": str(model.path),
-            "architecture": model.spec.architecture, "text": self.text,
+            **self.header, "complete": complete,
             "token_ids": list(first.token_ids) if first else [],
             "tokens": list(first.tokens) if first else [],
-            "sweep": plan.kind, "rule": None if plan.rule is None else plan.rule.kind.value,
-            "dtype": plan.precision, "softmax": plan.softmax, "top_k": plan.top_k,
-            "complete": complete, "points_total": plan.total(model),
             "points": [point_record(point) for point in self.points],
         }
-        if plan.continue_tokens:
+        if self.header.get("continue"):
             record["continuations"] = [continuation_record(c) for c in self.continuations]
         json.dump(record, self.out, ensure_ascii=False, indent=1, allow_nan=False)
         self.out.write("\n")
