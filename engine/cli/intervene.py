@@ -31,7 +31,6 @@ from engine.core.scaling import Rule
 from engine.io.files import check_output_not_input
 from engine.models import (
     DEFAULT_ALPHAS,
-    Continuation,
     Intervention,
     Model,
     SweepPoint,
@@ -190,22 +189,28 @@ def _run(model: Model, text: str, plan: Plan, sink: PointSink, progress: Progres
     """Compute the points and continuations into ``sink`` (it keeps what is done when this
     raises KeyboardInterrupt)."""
     total = plan.total(model)
-    steps = total + (total + 1 if plan.continue_tokens else 0)
+    steps = 2 * total + 1 if plan.continue_tokens else total  # at most, with continuations
+
+    def continued(intervention: Intervention, done: int) -> None:
+        progress.update(done / steps, f"continuing under {intervention.label()}")
+        sink.add_continuation(continue_text(model, text, intervention,
+                                            max_new_tokens=plan.continue_tokens,
+                                            max_tokens=plan.max_tokens))
+
+    if plan.continue_tokens:
+        # The model's own first: the engine refuses a model that cannot continue (BERT) or
+        # a text that leaves no room before the sweep runs, not after it.
+        continued(Intervention(), 0)
     for done, point in enumerate(run_points(model, text, plan), 1):
         sink.add(point)
         progress.update(done / steps, f"{done}/{total} points: {point.score.intervention.label()}"
                         f", loss {point.score.loss:.4g}", done=done == steps)
     if not plan.continue_tokens:
         return
-    interventions = [Intervention()] + [point.score.intervention for point in sink.points
-                                        if not point.score.intervention.is_identity]
-    for done, intervention in enumerate(interventions, total + 1):
-        progress.update(done / steps, f"continuing under {intervention.label()}")
-        continuation: Continuation = continue_text(
-            model, text, intervention, max_new_tokens=plan.continue_tokens,
-            max_tokens=plan.max_tokens)
-        sink.add_continuation(continuation)
-    progress.update(1.0, f"{total} points, {len(interventions)} continuations", done=True)
+    changed = [p.score.intervention for p in sink.points if not p.score.intervention.is_identity]
+    for done, intervention in enumerate(changed, total + 1):
+        continued(intervention, done)
+    progress.update(1.0, f"{total} points, {len(changed) + 1} continuations", done=True)
 
 
 def _header(model: Model, text: str, plan: Plan) -> dict[str, object]:

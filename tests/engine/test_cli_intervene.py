@@ -179,6 +179,7 @@ def test_the_json_file_holds_tokens_predictions_and_continuations(tmp_path: Path
     ("tiny-gemma2", ["--top-k", "-1"], "--top-k -1"),
     ("tiny-gemma2", ["--dtype", "float12"], "--dtype must be one of float32, float16"),
     ("tiny-gpt2", ["--text", "a"], "needs at least 2 tokens"),
+    ("causal/tiny-bert-mlm", ["--continue", "2", "--out", "x.json"], "cannot continue a text"),
     ("tiny-llama", [], "has no language-model head"),
     ("tiny-bert", [], "has no masked-LM head"),
 ])
@@ -189,7 +190,8 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, model: str, ar
         out = tmp_path / argv[-1]
         argv = argv[:-2]
     text = [] if "--text" in argv else ["--text", TEXT]
-    assert _run(str(MODELS / model), *text, *argv, "--out", str(out)) == 2
+    assert _run(str(MODELS.parent / model if "/" in model else MODELS / model), *text, *argv,
+                "--out", str(out)) == 2
     captured = capsys.readouterr()
     lines = captured.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
@@ -272,3 +274,42 @@ def test_smollm2_alpha_sweep_is_the_engines(tmp_path: Path) -> None:
         _same_point(row, point)
     # Its own scale predicts the text better than an eighth of it or eight times it.
     assert points[1].score.loss < min(points[0].score.loss, points[2].score.loss)
+
+
+CAUSAL = ROOT / "tests" / "fixtures" / "causal"
+#: Every causal fixture with transformers' losses and greedy tokens (make_causal_fixtures.py).
+CAUSAL_MODELS = [*(path.name for path in sorted(CAUSAL.glob("tiny-*"))
+                   if (path / "lm_reference.npz").exists()), "tiny-llama.gguf"]
+
+
+@pytest.mark.parametrize("name", CAUSAL_MODELS)
+def test_the_files_agree_with_transformers_on_every_causal_family(tmp_path: Path,
+                                                                  name: str) -> None:
+    reference = (CAUSAL / "tiny-llama-gguf_lm_reference.npz" if name.endswith(".gguf")
+                 else CAUSAL / name / "lm_reference.npz")
+    ref = np.load(reference)
+    path, text = str(CAUSAL / name), str(ref["text"])
+    out = tmp_path / "all.json"
+    assert _run(path, "--text", text, "--alphas", "1,8", "--continue", "8",
+                "--out", str(out)) == 0
+    record = json.loads(out.read_text(encoding="utf-8"))
+    assert record["token_ids"] == ref["ids"].tolist()
+    for point, case in zip(record["points"], ("base", "all8"), strict=True):
+        assert point["loss"] == pytest.approx(float(ref[f"{case}.loss"]), rel=1e-4)
+    for continuation, case in zip(record["continuations"], ("base", "all8"), strict=True):
+        new, greedy = continuation["new_ids"], ref[f"greedy.{case}"].tolist()
+        assert new and new == greedy[:len(new)]  # the same tokens, up to an end-of-text
+    out = tmp_path / "head.csv"  # α on one head of one layer: scored point by point
+    assert _run(path, "--text", text, "--alphas", "8", "--layers", "0", "--heads", "1",
+                "--out", str(out)) == 0
+    [row] = _rows(out)
+    assert float(row["loss"]) == pytest.approx(float(ref["layer0_head1_8.loss"]), rel=1e-4)
+
+
+def test_a_masked_language_model_gives_its_pseudo_log_likelihood(tmp_path: Path) -> None:
+    path = CAUSAL / "tiny-bert-mlm"
+    out = tmp_path / "bert.csv"
+    assert _run(str(path), "--text", TEXT, "--alphas", "1,4", "--out", str(out)) == 0
+    points = list(iter_sweep(open_model(path), TEXT, "alpha", alphas=(1.0, 4.0)))
+    for row, point in zip(_rows(out), points, strict=True):
+        _same_point(row, point)
