@@ -313,3 +313,15 @@ def test_a_masked_language_model_gives_its_pseudo_log_likelihood(tmp_path: Path)
     points = list(iter_sweep(open_model(path), TEXT, "alpha", alphas=(1.0, 4.0)))
     for row, point in zip(_rows(out), points, strict=True):
         _same_point(row, point)
+
+
+def test_the_help_names_every_format_and_softmax_the_engine_takes() -> None:
+    from engine.models.intervention import PRECISIONS, SOFTMAX_FORMS
+    from engine.models.sweeps import SWEEP_KINDS
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    options = {a.dest: a for a in commands["intervene"]._actions}
+    assert all(name in options["dtype"].help for name in PRECISIONS)
+    assert tuple(options["softmax"].choices) == SOFTMAX_FORMS
+    assert tuple(options["sweep"].choices) == SWEEP_KINDS
