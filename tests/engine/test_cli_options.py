@@ -19,10 +19,11 @@ from engine.config import SweepConfig, TrainConfig
 from engine.config.base import Cli, FieldSpec, JsonConfig, validate_fields
 from main import build_parser
 
-COMMANDS = ("sweep", "train", "lr-sweep", "export", "inspect", "capture")
+COMMANDS = ("sweep", "train", "lr-sweep", "export", "inspect", "capture", "intervene")
 #: What each command needs to parse at all.
 REQUIRED = {"sweep": ["--values", "2"], "inspect": ["f.npz", "--out", "-"],
-            "capture": ["model", "--text", "t", "--out", "q.npz"], "export": ["--out", "dir"]}
+            "capture": ["model", "--text", "t", "--out", "q.npz"], "export": ["--out", "dir"],
+            "intervene": ["model", "--text", "t", "--out", "x.csv"]}
 
 
 def _help(*command: str) -> str:
