@@ -41,7 +41,6 @@ from engine.models import (
     score_text,
 )
 from engine.models.capture import UNFORESEEN_ERRORS, unforeseen
-from engine.models.continuation import MAX_NEW_TOKENS
 
 __all__ = ["Plan", "intervene_command", "plan_of", "run_points"]
 
@@ -198,8 +197,8 @@ def _run(model: Model, text: str, plan: Plan, sink: PointSink, progress: Progres
                                             max_tokens=plan.max_tokens))
 
     if plan.continue_tokens:
-        # The model's own first: the engine refuses a model that cannot continue (BERT) or
-        # a text that leaves no room before the sweep runs, not after it.
+        # The model's own first: the engine refuses a model that cannot continue (BERT), a
+        # token count out of range or a text that leaves no room before the sweep runs.
         continued(Intervention(), 0)
     for done, point in enumerate(run_points(model, text, plan), 1):
         sink.add(point)
@@ -240,12 +239,7 @@ def _intervene(args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr, args.quiet or not tty)
     try:
         fmt = _check_out(args)
-        if not 0 <= args.continue_tokens <= MAX_NEW_TOKENS:
-            raise ValueError(f"--continue {args.continue_tokens}: give a number of new tokens "
-                             f"from 0 to {MAX_NEW_TOKENS}")
-        if args.top_k < 0:
-            raise ValueError(f"--top-k {args.top_k}: give a number of next tokens ≥ 0")
-        if args.continue_tokens and fmt != "json":
+        if args.continue_tokens != 0 and fmt != "json":
             raise ValueError("--continue: the continuations are written to a JSON file; name "
                              "a .json --out")
         if args.memory_budget is not None:

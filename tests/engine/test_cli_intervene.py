@@ -174,9 +174,10 @@ def test_the_json_file_holds_tokens_predictions_and_continuations(tmp_path: Path
     ("tiny-gemma2", ["--sweep", "head", "--layers", "0,1"], "give one layer"),
     ("tiny-gemma2", ["--sweep", "head", "--heads", "1"], "leave --heads out"),
     ("tiny-gemma2", ["--continue", "3"], "name a .json --out"),
-    ("tiny-gemma2", ["--continue", "-1"], "--continue -1: give a number of new tokens from 0"),
-    ("tiny-gemma2", ["--continue", "5000", "--out", "x.json"], "--continue 5000"),
-    ("tiny-gemma2", ["--top-k", "-1"], "--top-k -1"),
+    ("tiny-gemma2", ["--continue", "-1", "--out", "x.json"], "max new tokens must be a whole "
+                                                               "number from 1 to 4096, got -1"),
+    ("tiny-gemma2", ["--continue", "5000", "--out", "x.json"], "from 1 to 4096, got 5000"),
+    ("tiny-gemma2", ["--top-k", "-1"], "top k must be a whole number ≥ 0, got -1"),
     ("tiny-gemma2", ["--dtype", "float12"], "--dtype must be one of float32, float16"),
     ("tiny-gpt2", ["--text", "a"], "needs at least 2 tokens"),
     ("causal/tiny-bert-mlm", ["--continue", "2", "--out", "x.json"], "cannot continue a text"),
