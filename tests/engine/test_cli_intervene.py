@@ -353,3 +353,11 @@ def test_a_real_ctrl_c_keeps_the_rows_written(tmp_path: Path) -> None:
     assert stderr == f"interrupted: wrote {len(rows)} of 7 points to {out}\n"
     assert [float(row["alpha"]) for row in rows] == [2.0 ** k for k in range(-3, -3 + len(rows))]
     assert list(tmp_path.iterdir()) == [out]
+
+
+def test_out_dash_writes_the_csv_on_stdout_and_the_summary_on_stderr(capsys) -> None:
+    assert _run(str(MODEL), "--text", TEXT, "--alphas", "1,2", "--out", "-") == 0
+    captured = capsys.readouterr()
+    rows = list(csv.DictReader(io.StringIO(captured.out)))
+    assert [float(row["alpha"]) for row in rows] == [1.0, 2.0]
+    assert captured.err.startswith("least loss ") and captured.err.endswith("in stdout\n")
