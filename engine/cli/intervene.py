@@ -26,6 +26,7 @@ from engine.cli.options import with_option_name
 from engine.cli.output import open_output, output_error
 from engine.cli.progress import Progress
 from engine.cli.sweep import parse_values
+from engine.config.rules import RULE_FIELDS
 from engine.core.memory import MemoryBudgetError, get_memory_budget, set_memory_budget
 from engine.core.scaling import Rule
 from engine.io.files import check_output_not_input
@@ -46,7 +47,8 @@ __all__ = ["Plan", "intervene_command", "plan_of", "run_points"]
 
 #: Exit status after Ctrl-C (128 + SIGINT, as the shell reports it).
 EXIT_INTERRUPTED = 130
-_RULE_OPTIONS = {name: f"--{name}" for name in ("temperature", "gain", "cap")}
+#: Each rule parameter's option (``--cap`` for ``cap``), as declared with the rules.
+_RULE_OPTIONS = {name: spec.cli.flags[0] for name, spec in RULE_FIELDS.items() if spec.cli}
 #: The option setting each of Intervention's fields that its messages name.
 _ENGINE_OPTIONS = {"precision": "--dtype", "softmax": "--softmax"}
 
@@ -80,14 +82,15 @@ class Plan:
 
 
 def _rule(args: argparse.Namespace) -> Rule | None:
-    given = [_RULE_OPTIONS[name] for name in _RULE_OPTIONS if getattr(args, name) is not None]
+    given = {name: getattr(args, name) for name in _RULE_OPTIONS
+             if getattr(args, name, None) is not None}
     if args.rule is None:
         if given:
-            raise ValueError(f"{given[0]} sets a parameter of --rule: give --rule too")
+            raise ValueError(f"{_RULE_OPTIONS[next(iter(given))]} sets a parameter of --rule: "
+                             "give --rule too")
         return None
     try:
-        return Rule.from_keywords(args.rule, temperature=args.temperature, gain=args.gain,
-                                  cap=args.cap)
+        return Rule.from_keywords(args.rule, **given)
     except ValueError as exc:
         raise ValueError(with_option_name(str(exc), _RULE_OPTIONS)) from None
 

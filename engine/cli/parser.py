@@ -71,6 +71,7 @@ def add_intervene_parser(sub: Any, formatter_class: type[argparse.HelpFormatter]
     Declared here, not in :mod:`engine.cli.intervene`, so that building the program's parser
     loads no model code: the command's module is imported only when it runs.
     """
+    from engine.cli.options import add_rule_options
     from engine.config import ScalingRule
 
     intervene = sub.add_parser(
@@ -109,12 +110,7 @@ def add_intervene_parser(sub: Any, formatter_class: type[argparse.HelpFormatter]
                            default=None,
                            help="replace the model's own scale by this rule before α "
                            "(default: keep the model's scale and soft-cap)")
-    intervene.add_argument("--temperature", type=float, default=None,
-                           help="T for --rule temperature")
-    intervene.add_argument("--gain", type=float, default=None,
-                           help="QK-norm gain for --rule qk_norm (default √d_k)")
-    intervene.add_argument("--cap", type=float, default=None,
-                           help="soft-cap value for --rule softcap (default 50)")
+    add_rule_options(intervene)  # --temperature, --gain, --cap, … as declared with the rules
     intervene.add_argument("--dtype", default="float32", metavar="FORMAT",
                            help="round the attention to this format: float32 (no rounding), "
                            "float16, bfloat16, float8_e4m3fn or float8_e5m2")
