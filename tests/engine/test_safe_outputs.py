@@ -169,6 +169,17 @@ def test_inspect_on_a_full_disk_keeps_the_old_file(tmp_path: Path) -> None:
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("name", ["loss.csv", "loss.json"])
+def test_intervene_on_a_full_disk_keeps_the_old_file(tmp_path: Path, name: str) -> None:
+    out = _existing_output(tmp_path, name)
+    model = ROOT / "tests" / "fixtures" / "causal" / "tiny-llama"
+    proc = run_main("intervene", str(model), "--text", "The quick brown fox.", "--alphas",
+                    "1,2", "--quiet", "--out", str(out), file_limit=LIMIT)
+    assert proc.returncode == 2
+    assert_one_line_error(proc, "cannot write --out", str(out))
+    assert snapshot(tmp_path) == {name: OLD}
+
+
 def test_lr_sweep_on_a_full_disk_keeps_the_old_file(tmp_path: Path) -> None:
     out = _existing_output(tmp_path, "lr.csv")
     proc = run_main("lr-sweep", "--rules", "sqrt", *SMALL, "--steps", "3", "--lrs", "0.01",
