@@ -128,6 +128,6 @@ class WindowCaptions(QObject):
         if done is not None:
             return run, train_caption(done.config, done.lrs, len(done.seeds))
         job = controller.job()
-        if sweep is not None and job is not None and job.lrs:
-            return run, train_caption(job.config, job.lrs, job.seeds)
+        if sweep is not None and job is not None and job.task.lrs:
+            return run, train_caption(job.task.config, job.task.lrs, job.task.seeds)
         return run, ""

@@ -1,11 +1,12 @@
 """The training controller: one worker thread, Start/Pause/Resume/Stop/Reset, pushes to views.
 
 Same job kit as :mod:`gui.explorer.controller`: a :class:`~gui.kit.jobs.WorkerHost` runs one
-:class:`~gui.train.worker.TrainWorker` in its thread; each request is an immutable
-:class:`~gui.train.worker.TrainJob` with an id, and messages of other ids are dropped. Items
-arrive as ``object`` signals into ``@Slot`` methods here (GUI thread) and only replace the
-latest state; a :class:`~gui.kit.jobs.ViewPusher` pushes that state to the *visible* views at
-most every ``push_interval_ms`` (hidden views catch up in :meth:`refresh_view`).
+:class:`~gui.train.worker.TrainWorker` in its thread; each request is a kit
+:class:`~gui.kit.jobs.Job` of an immutable :class:`~gui.train.worker.TrainTask`, and the host
+hands on only the messages of the job it runs, and none once closed. Items reach the handlers
+here (GUI thread) and only replace the latest state; a :class:`~gui.kit.jobs.ViewPusher` pushes
+that state to the *visible* views at most every ``push_interval_ms`` (hidden views catch up in
+:meth:`refresh_view`).
 
 The worker thread only relays: the jobs run in a child process
 (:class:`~engine.training.process.TrainingProcess`, one per controller, ended when the worker
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from types import MappingProxyType
 
 import numpy as np
@@ -30,16 +31,11 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.config.train import TrainConfig
 from engine.training.process import TrainingProcess
-from gui.kit.jobs import HostOwner, JobFailed, JobFinished, ViewPusher, WorkerHost
+from gui.kit.jobs import HostOwner, Job, JobFailed, JobFinished, ViewPusher, WorkerHost
 from gui.kit.split_paint import SplitPaint
 from gui.train.results import TrainResults
 from gui.train.state import GradientHistory, TrainState
-from gui.train.worker import (
-    TrainItem,
-    TrainJob,
-    TrainJobKind,
-    TrainWorker,
-)
+from gui.train.worker import TrainItem, TrainJobKind, TrainTask, TrainWorker
 
 __all__ = [
     "DEFAULT_PUSH_INTERVAL_MS",
@@ -79,7 +75,6 @@ class TrainController(HostOwner):
         self._views = list(views)
         self._results = TrainResults()
         self._state = TrainState.IDLE
-        self._closed = False
         self._last_error = ""
         self._gradients = GradientHistory()
         self._progress = (0.0, math.nan)  # latest (fraction, ETA s), emitted with each push
@@ -95,10 +90,8 @@ class TrainController(HostOwner):
         )
 
         self._process = TrainingProcess()
-        worker = TrainWorker(self._process)
-        worker.itemReady.connect(self._on_item)
-        worker.failed.connect(self._on_failed)
-        self._host = WorkerHost(worker, "train-worker", self)
+        self._host = WorkerHost(TrainWorker(self._process), "train-worker", self, handlers={
+            TrainItem: self._on_item, JobFailed: self._on_failed})
         self._hosts = [self._host]
         self._host.jobFinished.connect(self._on_finished)
         self._host.workerStopped.connect(self._on_thread_finished)
@@ -112,9 +105,9 @@ class TrainController(HostOwner):
         """The latest results (possibly not pushed yet)."""
         return self._results
 
-    def job(self) -> TrainJob | None:
+    def job(self) -> Job[TrainTask] | None:
         """The running job, if any."""
-        job: TrainJob | None = self._host.running()
+        job: Job[TrainTask] | None = self._host.running()
         return job
 
     def last_error(self) -> str:
@@ -133,23 +126,23 @@ class TrainController(HostOwner):
     # ------------------------------------------------------------------------------ commands
     def start_training(self, config: TrainConfig) -> bool:
         """Train ``config``; the curves restart. Returns False when a job is still running."""
-        if not self._can_start():
+        if not self._submit(TrainTask(TrainJobKind.TRAIN, config)):
             return False
         self._gradients = GradientHistory()
         self._results = self._results.replace(
             snapshot=None, grad_steps=np.zeros(0, dtype=int), grad_norms=MappingProxyType({})
         )
-        self._submit(lambda request_id: TrainJob(request_id, TrainJobKind.TRAIN, config))
+        self._started()
         return True
 
     def start_lr_sweep(self, config: TrainConfig, lrs: Sequence[float], seeds: int) -> bool:
         """Sweep ``lrs`` × ``seeds`` for ``config``. Returns False when a job is still running."""
-        if not self._can_start():
+        task = TrainTask(TrainJobKind.LR_SWEEP, config, lrs=tuple(float(x) for x in lrs),
+                         seeds=int(seeds))
+        if not self._submit(task):
             return False
         self._results = self._results.replace(sweep=None)
-        lrs = tuple(float(x) for x in lrs)
-        self._submit(lambda request_id: TrainJob(request_id, TrainJobKind.LR_SWEEP, config,
-                                                  lrs=lrs, seeds=int(seeds)))
+        self._started()
         return True
 
     def export_tensors(self, path: str, command: str = "") -> bool:
@@ -160,11 +153,10 @@ class TrainController(HostOwner):
         started (stored in the file's meta). Returns False when a job runs or no run has
         trained yet.
         """
-        if not self._can_start() or not self.has_trained_model():
+        if not self.has_trained_model() or not self._submit(TrainTask(
+                TrainJobKind.EXPORT, self._results.snapshot.config, path=str(path),
+                command=command)):
             return False
-        config = self._results.snapshot.config
-        self._host.request(lambda request_id: TrainJob(
-            request_id, TrainJobKind.EXPORT, config, path=str(path), command=command))
         self._last_error = ""
         self._set_state(TrainState.EXPORTING)
         return True
@@ -222,9 +214,6 @@ class TrainController(HostOwner):
         :attr:`workerStopped` is emitted (GUI thread) once the thread has ended: a run inside
         one long optimisation step ends when that step returns. Safe to call more than once.
         """
-        if self._closed:
-            return
-        self._closed = True
         self._pusher.close()
         self._paint.close()  # re-enables the viewports a push held
         self._host.begin_shutdown()
@@ -243,12 +232,12 @@ class TrainController(HostOwner):
         self.workerStopped.emit()
 
     # -------------------------------------------------------------------------------- private
-    def _can_start(self) -> bool:
-        return not self._closed and self._host.running() is None
+    def _submit(self, task: TrainTask) -> bool:
+        """Hand ``task`` to the worker if it is idle and not closed; True if it runs."""
+        return self._host.running() is None and self._host.request(lambda: task)
 
-    def _submit(self, make_job: Callable[[int], TrainJob]) -> None:
-        """Hand a job to the (idle) worker, then announce the new state."""
-        self._host.request(make_job)
+    def _started(self) -> None:
+        """A training or sweep job runs: reset the error, the clock and the progress."""
         self._last_error = ""
         self._active_s = 0.0
         self._resumed_at = time.perf_counter()
@@ -266,11 +255,7 @@ class TrainController(HostOwner):
             return self._active_s + time.perf_counter() - self._resumed_at
         return self._active_s
 
-    @Slot(object)
     def _on_item(self, message: TrainItem) -> None:
-        job = self.job()
-        if self._closed or job is None or message.request_id != job.request_id:
-            return
         item = message.item
         if message.kind is TrainJobKind.EXPORT:
             self.tensorsWritten.emit(str(item))
@@ -288,21 +273,14 @@ class TrainController(HostOwner):
         eta = active * (1.0 - fraction) / fraction if fraction > 0 else math.nan
         # Emitted with the next push: a progress-bar repaint per snapshot (30 Hz) is wasted.
         self._progress = (fraction, eta)
-        if not self._closed:
-            self._pusher.schedule()
+        self._pusher.schedule()
 
-    @Slot(object)
     def _on_failed(self, message: JobFailed) -> None:
-        job = self.job()
-        if self._closed or job is None or message.request_id != job.request_id:
-            return
         self._last_error = message.message
         self.errorOccurred.emit(message.message)
 
     @Slot(object)
     def _on_finished(self, message: JobFinished) -> None:
-        if self._closed:
-            return
         if self._state == TrainState.RUNNING:
             self._active_s += time.perf_counter() - self._resumed_at
         # Show the final state before announcing idle, so idle means "everything is shown".
