@@ -1,14 +1,15 @@
-"""The explorer's controller: current configuration, request ids, the worker, result pushing.
+"""The explorer's controller: current configuration, the worker, result pushing.
 
-Every request is an immutable :class:`~gui.explorer.worker.Job` with an increasing id, its own
-cancel event and the engine's plan of what to compute or re-use; a
+Every request is a kit :class:`~gui.kit.jobs.Job` of an immutable
+:class:`~gui.explorer.worker.ExplorerTask`, the engine's plan of what to compute or re-use; a
 :class:`~gui.kit.jobs.WorkerHost` runs at most one and keeps at most one wanted, so a newer
-request supersedes the older and input bursts never queue. Input is throttled
-(:class:`~gui.kit.jobs.Throttle`: the first change at once, later ones collapse into one).
-Results reach slots here on the GUI thread; a :class:`~gui.kit.jobs.ViewPusher` pushes the
-latest :class:`~gui.explorer.results.ExplorerResults` to the visible views and a
-:class:`~gui.kit.split_paint.SplitPaint` paints them in later passes. The q, k are random or
-a real head's (:meth:`ExplorerController.set_real_head`), loaded by the worker.
+request supersedes the older and input bursts never queue. The host hands on only the messages
+of the job it runs, and none once closed: every message here is the running job's. Input is
+throttled (:class:`~gui.kit.jobs.Throttle`: the first change at once, later ones collapse into
+one). Results reach the handlers here on the GUI thread; a :class:`~gui.kit.jobs.ViewPusher`
+pushes the latest :class:`~gui.explorer.results.ExplorerResults` to the visible views and a
+:class:`~gui.kit.split_paint.SplitPaint` paints them in later passes. The q, k are random or a
+real head's (:meth:`ExplorerController.set_real_head`), loaded by the worker.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from engine.analysis.real_head import HeadRef, explorer_config_for, with_own_rul
 from engine.config import AttentionConfig, SweepParam
 from gui.explorer.results import ExplorerResults
 from gui.explorer.worker import (
+    ExplorerTask,
     FastParts,
-    Job,
     JobKind,
     SweepPointReady,
     TemperatureReady,
@@ -90,14 +91,11 @@ class ExplorerController(HostOwner):
         self._sweep_samples_cap = int(sweep_samples_cap)
         self._length_values = tuple(length_values)
         self._results: ExplorerResults | None = None
-        self._latest_full_id = -1
         self._temperature_id = 0
         self._applied_temperature_id = -1
-        self._closed = False
         self._busy = False
         self._last_error = ""
         self._head: HeadRef | None = None
-        self._latest_full_head: HeadRef | None = None
         self._random_config: AttentionConfig | None = None  # restored by set_real_head(None)
 
         self._input = Throttle(throttle_ms, self.start, self)
@@ -107,12 +105,9 @@ class ExplorerController(HostOwner):
         self._paint.painted.connect(self.resultsPainted)
         self._pusher = ViewPusher(views, self.results, push_interval_ms,
                                   pushed=self._on_pushed, parent=self)
-        worker = Worker()
-        worker.fastPartsReady.connect(self._on_fast_parts)
-        worker.temperatureReady.connect(self._on_temperature_ready)
-        worker.sweepPointReady.connect(self._on_sweep_point)
-        worker.failed.connect(self._on_failed)
-        self._host = WorkerHost(worker, "explorer-worker", self)
+        self._host = WorkerHost(Worker(), "explorer-worker", self, handlers={
+            FastParts: self._on_fast_parts, TemperatureReady: self._on_temperature_ready,
+            SweepPointReady: self._on_sweep_point, JobFailed: self._on_failed})
         self._hosts = [self._host]
         self._host.jobFinished.connect(self._on_finished)
         self._host.workerStopped.connect(self.workerStopped)
@@ -157,14 +152,15 @@ class ExplorerController(HostOwner):
 
     # ------------------------------------------------------------------------------- requests
     def start(self) -> None:
-        """Submit a request for the current configuration now (no throttling)."""
-        self._host.request(self._full_job)
-        self._set_busy(True)
+        """Submit a request for the current configuration now (no throttling); nothing once
+        shut down."""
+        if self._host.request(self._full_task):
+            self._set_busy(True)
 
     @Slot(object)
     def set_config(self, config: AttentionConfig) -> None:
         """Request results for ``config`` (throttled; the last call always wins)."""
-        if self._closed:
+        if self._host.is_closed():
             return
         if self._head is not None:  # the head fixes the geometry; the mask stays the user's
             try:
@@ -181,7 +177,7 @@ class ExplorerController(HostOwner):
         from before the first head again. Geometry and mask come from the file; a new file
         brings its model's own rule, another head of the same file keeps the rule. A head that
         cannot be shown emits :attr:`errorOccurred`; the results stay."""
-        if self._closed or ref == self._head:
+        if self._host.is_closed() or ref == self._head:
             return
         if ref is None:
             config = self._random_config or self._config
@@ -203,20 +199,19 @@ class ExplorerController(HostOwner):
     @Slot(float)
     def set_temperature(self, temperature: float) -> None:
         """Recompute only the temperature comparison at ``temperature``."""
-        if self._closed or temperature == self._temperature:
+        if self._host.is_closed() or temperature == self._temperature:
             return
         self._temperature = float(temperature)
         self._temperature_id += 1
         running = self._host.running()
         if running is not None:
-            if running.kind is JobKind.FULL and not running.cancel.is_set():
+            if running.task.kind is JobKind.FULL and not running.cancel.is_set():
                 # The running sweep keeps going; the worker answers between sweep points.
-                running.temperature_inbox.put((self._temperature_id, self._temperature))
+                running.task.temperature_inbox.put((self._temperature_id, self._temperature))
             # Otherwise _on_finished notices the stale temperature and submits a job.
             return
         if self._results is not None:
-            self._host.request(self._temperature_job)
-            self._set_busy(True)
+            self._request_temperature()
 
     @Slot()
     def cancel(self) -> None:
@@ -240,9 +235,6 @@ class ExplorerController(HostOwner):
     def begin_shutdown(self) -> None:
         """Stop timers, cancel work and ask the thread to end without waiting (idempotent);
         :attr:`workerStopped` follows once it has ended (after the engine call it is in)."""
-        if self._closed:
-            return
-        self._closed = True
         self._input.stop()
         self._pusher.close()
         self._paint.close()
@@ -265,37 +257,33 @@ class ExplorerController(HostOwner):
         self._last_error = message
         self.errorOccurred.emit(message)
 
-    def _full_job(self, request_id: int) -> Job:
-        self._latest_full_id = request_id
-        self._latest_full_head = self._head
+    def _full_task(self) -> ExplorerTask:
         computed = self._results.computed() if self._results is not None else None
         plan = plan_full(self._config, self._temperature, computed,
                          sweep_values=self._sweep_values,
                          sweep_samples_cap=self._sweep_samples_cap, head=self._head,
                          length_values=self._length_values)
-        return Job(request_id, JobKind.FULL, plan, self._temperature, self._temperature_id)
+        return ExplorerTask(JobKind.FULL, plan, self._temperature, self._temperature_id)
 
-    def _temperature_job(self, request_id: int) -> Job:
+    def _request_temperature(self) -> None:
+        """Recompute the temperature comparison of the results shown, at the newest T."""
         results = self._results
         assert results is not None
         plan = plan_temperature(results.config, self._temperature, results.snapshot,
                                 head=snapshot_head(results.snapshot))
-        return Job(request_id, JobKind.TEMPERATURE, plan, self._temperature,
-                   self._temperature_id)
+        task = ExplorerTask(JobKind.TEMPERATURE, plan, self._temperature, self._temperature_id)
+        if self._host.request(lambda: task):
+            self._set_busy(True)
 
-    @Slot(object)
     def _on_fast_parts(self, message: FastParts) -> None:
-        if self._closed or message.request_id != self._latest_full_id:
-            return
-        previous, job = self._results, self._host.running()
-        plan = job.plan if job is not None else None
-        sweep, length = (plan.sweep(), plan.length()) if plan is not None else (None, None)
-        same_job = job is not None and job.request_id == message.request_id and previous is not None
-        reuse = same_job and sweep is None
-        keep_length = same_job and length is None  # n changes the d_k sweep, not this one
+        # The running full job's: its plan re-uses the sweeps of the results it was planned
+        # from, and those are still ``self._results`` (only this job's messages came since).
+        previous, plan = self._results, self._host.running().task.plan
+        sweep, length = plan.sweep(), plan.length()
+        reuse = previous is not None and sweep is None
+        keep_length = previous is not None and length is None  # n changes only the d_k sweep
         self._applied_temperature_id = message.temperature_id
         self._results = ExplorerResults(
-            request_id=message.request_id,
             config=message.config,
             snapshot=message.snapshot,
             temperature=message.temperature,
@@ -314,10 +302,11 @@ class ExplorerController(HostOwner):
             self.progressChanged.emit(0, total)
         self._pusher.schedule()
 
-    @Slot(object)
     def _on_temperature_ready(self, message: TemperatureReady) -> None:
+        # A full job cancelled before its fast parts may still answer its temperature inbox,
+        # for its own configuration, not the one shown.
         results = self._results
-        if (self._closed or results is None or message.config != results.config
+        if (results is None or message.config != results.config
                 or message.temperature_id < self._applied_temperature_id):
             return
         self._applied_temperature_id = message.temperature_id
@@ -325,11 +314,11 @@ class ExplorerController(HostOwner):
                                         temperature_comparison=message.temperature_comparison)
         self._pusher.schedule()
 
-    @Slot(object)
     def _on_sweep_point(self, message: SweepPointReady) -> None:
+        # The running full job's: its plan streams sweeps only after its fast parts, so the
+        # results are already this job's.
         results = self._results
-        if self._closed or results is None or message.request_id != results.request_id:
-            return
+        assert results is not None
         point = message.point
         if point.param is SweepParam.N:  # the length view's n sweep
             self._results = results.replace(length_points=(*results.length_points, point))
@@ -338,14 +327,12 @@ class ExplorerController(HostOwner):
         self.progressChanged.emit(int(point.index) + 1, int(point.total))
         self._pusher.schedule()
 
-    @Slot(object)
     def _on_failed(self, message: JobFailed) -> None:
-        if self._closed or message.request_id < self._latest_full_id:
-            return
+        task = self._host.running().task  # of the failed job: the host hands on only its messages
         results = self._results
         shown = snapshot_head(results.snapshot) if results is not None else None
-        if (message.request_id == self._latest_full_id and self._latest_full_head != shown
-                and self._head == self._latest_full_head):
+        if (task.kind is JobKind.FULL and task.plan.head != shown
+                and self._head == task.plan.head):
             # The new source could not be shown (unreadable head): back to the source on
             # screen, so that later edits do not fail again.
             config = results.config if results is not None else self._config
@@ -356,12 +343,11 @@ class ExplorerController(HostOwner):
 
     @Slot(object)
     def _on_finished(self, message: JobFinished) -> None:
-        if self._closed:
-            return
+        # A full job that ran to its end reported its fast parts, then its sweeps: the results
+        # are its own.
         results = self._results
         if (
             message.completed and message.kind is JobKind.FULL and results is not None
-            and results.request_id == message.request_id
             and not (results.sweep_done and results.length_done)
         ):
             self._results = results.replace(sweep_done=True, length_done=True)
@@ -371,10 +357,11 @@ class ExplorerController(HostOwner):
         if (
             self._results is not None
             and self._applied_temperature_id < self._temperature_id
-            and self._results.request_id == self._latest_full_id
+            and (message.completed or message.kind is JobKind.FULL)
         ):
-            self._host.request(self._temperature_job)
-            self._set_busy(True)
+            # The temperature moved while a job ran (a comparison that failed or was
+            # cancelled is not run again).
+            self._request_temperature()
         else:
             self._set_busy(self._input.is_pending())
 

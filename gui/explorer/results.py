@@ -24,9 +24,9 @@ class ExplorerResults:
 
     Parameters
     ----------
-    request_id, config
-        The controller request answered (increasing ids) and its configuration (``config.rule``
-        is the rule shown against ``"none"``).
+    config
+        The configuration of the request answered (``config.rule`` is the rule shown against
+        ``"none"``).
     snapshot
         ``run_experiment(config, rules=every rule)``, or ``None`` before it arrives.
     temperature, temperature_comparison
@@ -40,7 +40,6 @@ class ExplorerResults:
         that views fix their axes and legends up front.
     """
 
-    request_id: int
     config: AttentionConfig
     snapshot: AttentionSnapshot | None = None
     temperature: float = 8.0

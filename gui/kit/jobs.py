@@ -163,6 +163,11 @@ class WorkerHost(QObject):
         """True while a job runs or is wanted."""
         return self._running is not None or self._wanted is not None
 
+    def is_closed(self) -> bool:
+        """True once :meth:`begin_shutdown` (or :meth:`shutdown`) was called: nothing runs
+        any more and no message is handed on; its owner refuses input from then on."""
+        return self._closed
+
     def is_running(self) -> bool:
         """True while the worker thread is alive."""
         return self._thread.isRunning()
@@ -286,6 +291,10 @@ class HostOwner(QObject):
     def is_running(self) -> bool:
         """True while a worker thread is alive."""
         return any(host.is_running() for host in self._hosts)
+
+    def is_closed(self) -> bool:
+        """True once its hosts are shut down (or shutting down): input is refused from then on."""
+        return any(host.is_closed() for host in self._hosts)
 
     def wait_stopped(self, timeout_ms: int) -> bool:
         """Block at most ``timeout_ms`` (per thread) for every thread to end; True if they have."""

@@ -120,7 +120,7 @@ class CountingWorker(Worker):
     def run(self, job) -> None:
         cls = CountingWorker
         with cls.lock:
-            cls.runs.append(job.config)
+            cls.runs.append(job.task.config)
             cls.running += 1
             cls.most_at_once = max(cls.most_at_once, cls.running)
         try:

@@ -32,7 +32,7 @@ LIT_POSITION = 0.25
 def results_for(n: int, rule: ScalingRule = ScalingRule.SQRT) -> ExplorerResults:
     config = AttentionConfig(n_tokens=n, d_k=64, heads=1, d_model=64, rule=rule)
     snapshot = run_experiment(config, rules=(ScalingRule.NONE, ScalingRule.SQRT))
-    return ExplorerResults(request_id=1, config=config, snapshot=snapshot)
+    return ExplorerResults(config=config, snapshot=snapshot)
 
 
 def shown_view(qtbot, results: ExplorerResults, scale: ColourScale | None = None) -> HeatmapView:

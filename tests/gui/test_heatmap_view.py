@@ -88,7 +88,7 @@ def test_the_read_out_follows_the_pointer_and_new_results(qtbot):
     assert f"p = {float(old.weights[0, i, j]):.4g}" in text
     # New results (another seed): the pointer has not moved, the cell under it is re-read.
     changed = run_experiment(CONFIG.replace(seed=CONFIG.seed + 1), rules=tuple(ScalingRule))
-    view.show_results(results.replace(request_id=2, snapshot=changed))
+    view.show_results(results.replace(snapshot=changed))
     new = changed.rules[ScalingRule.NONE]
     assert float(new.weights[0, i, j]) != float(old.weights[0, i, j])
     text = view.hover_text()
@@ -97,7 +97,7 @@ def test_the_read_out_follows_the_pointer_and_new_results(qtbot):
     assert f"p = {float(new.weights[0, i, j]):.4g}" in text
     # Fewer tokens: the grid is rebuilt; the read-out is re-read there or shows the hint.
     small = run_experiment(CONFIG.replace(n_tokens=4, query_row=1), rules=tuple(ScalingRule))
-    view.show_results(results.replace(request_id=3, snapshot=small,
+    view.show_results(results.replace(snapshot=small,
                                       config=CONFIG.replace(n_tokens=4, query_row=1)))
     text = view.hover_text()
     assert text.startswith("Hover over a cell") or "logit" in text
@@ -107,7 +107,7 @@ def test_the_read_out_follows_the_pointer_and_new_results(qtbot):
     # The pointer leaves the view: the hint comes back and new results keep it.
     qtbot.mouseMove(view, view.rect().center())
     view.leaveEvent(QEvent(QEvent.Type.Leave))
-    view.show_results(results.replace(request_id=4))
+    view.show_results(results.replace())
     assert view.hover_text().startswith("Hover over a cell")
 
 
@@ -132,9 +132,9 @@ def test_an_unchanged_snapshot_is_not_drawn_again(qtbot, monkeypatch):
     calls = []
     image = view.panel_images()[0]
     monkeypatch.setattr(image, "setImage", lambda *a, **k: calls.append(a))
-    view.show_results(results.replace(request_id=2, sweep_points=()))
+    view.show_results(results.replace(sweep_points=()))
     assert calls == []
-    view.show_results(results.replace(request_id=3, config=CONFIG.replace(query_row=2)))
+    view.show_results(results.replace(config=CONFIG.replace(query_row=2)))
     assert len(calls) == 1
 
 

@@ -45,7 +45,7 @@ def test_curves_and_table_are_the_engines_numbers(qtbot, points):
     qtbot.addWidget(view)
     view.resize(1000, 700)
     assert view_class("length") is LengthView and view.title() == "Length"
-    view.show_results(ExplorerResults(1, CONFIG, length_points=points, length_done=True))
+    view.show_results(ExplorerResults(CONFIG, length_points=points, length_done=True))
     _assert_curves_are_the_engines(view, points, CONFIG)
     header, rows = view.data_table()
     assert header[:3] == ["rule", "n", "entropy_mean"]
@@ -58,7 +58,7 @@ def test_curves_and_table_are_the_engines_numbers(qtbot, points):
     assert view.toy_curve("softmax").getOriginalDataset()[1][-1] < 2e-4
     # Another s redraws the toy from the engine.
     other = CONFIG.replace(ssmax_s=0.2)
-    view.show_results(ExplorerResults(2, other, length_points=points, length_done=True))
+    view.show_results(ExplorerResults(other, length_points=points, length_done=True))
     np.testing.assert_array_equal(view.toy_curve("ssmax").getOriginalDataset()[1],
                                   ssmax_toy(s=0.2).p_max_ssmax)
     assert "SSMax" in view.export_item().toolTip()
@@ -67,7 +67,7 @@ def test_curves_and_table_are_the_engines_numbers(qtbot, points):
 def test_error_bars_are_the_engines_standard_errors(qtbot, points):
     view = LengthView()
     qtbot.addWidget(view)
-    view.show_results(ExplorerResults(1, CONFIG, length_points=points, length_done=True))
+    view.show_results(ExplorerResults(CONFIG, length_points=points, length_done=True))
     pts = sorted((p for p in points if p.rule is ScalingRule.LOG_N), key=lambda p: p.value)
     for field, half in (
         ("entropy_mean", [1.96 * p.entropy_sem for p in pts]),
@@ -81,10 +81,10 @@ def test_error_bars_are_the_engines_standard_errors(qtbot, points):
         assert min(half) > 0
     # A rule that leaves the sweep takes its bars along (and the next sweep can bring them).
     fewer = tuple(p for p in points if p.rule is not ScalingRule.LOG_N)
-    view.show_results(ExplorerResults(2, CONFIG.replace(seed=1), length_points=fewer,
+    view.show_results(ExplorerResults(CONFIG.replace(seed=1), length_points=fewer,
                                       length_done=True))
     assert len(view.error_bars("entropy_mean", ScalingRule.LOG_N).opts["x"]) == 0
-    view.show_results(ExplorerResults(3, CONFIG, length_points=points, length_done=True))
+    view.show_results(ExplorerResults(CONFIG, length_points=points, length_done=True))
     assert len(view.error_bars("entropy_mean", ScalingRule.LOG_N).opts["x"]) == len(pts)
     notes = [item.text for item in view.export_item().scene().items()
              if isinstance(item, pg.LabelItem)]
@@ -96,7 +96,7 @@ def test_export_writes_a_picture(qtbot, points, tmp_path):
     qtbot.addWidget(view)
     view.resize(1000, 700)
     view.show()
-    view.show_results(ExplorerResults(1, CONFIG, length_points=points, length_done=True))
+    view.show_results(ExplorerResults(CONFIG, length_points=points, length_done=True))
     path = export.export_png(view.export_item(), tmp_path / "length.png", 800, 600)
     stats = export.image_stats(path)
     assert (stats["width"], stats["height"]) == (800, 600)
@@ -119,7 +119,7 @@ def test_every_legend_text_is_dark_enough_to_read(qtbot, points):
     now writes its labels in the shared dark text colour."""
     view = LengthView()
     qtbot.addWidget(view)
-    view.show_results(ExplorerResults(1, CONFIG, length_points=points, length_done=True))
+    view.show_results(ExplorerResults(CONFIG, length_points=points, length_done=True))
     legends = [item for item in view.export_item().scene().items()
                if isinstance(item, pg.LegendItem)]
     assert len(legends) == 2  # the rules' legend and the toy's

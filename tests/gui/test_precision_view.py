@@ -31,7 +31,7 @@ def _build(qtbot, points) -> PrecisionView:
     view = PrecisionView()
     qtbot.addWidget(view)
     view.resize(1100, 600)
-    view.show_results(ExplorerResults(request_id=1, config=CONFIG, sweep_points=points,
+    view.show_results(ExplorerResults(config=CONFIG, sweep_points=points,
                                       sweep_done=True))
     return view
 

@@ -159,5 +159,5 @@ def test_temperature_controls_emit_on_a_log_scale_and_sqrt_button(qtbot):
         sqrt_button.click()
     assert blocker.args == [math.sqrt(CONFIG.d_k)]  # exact, so the engine's diff is exactly 0
     # A stale result for an older T must not pull the controls back while ours is pending.
-    view.show_results(results.replace(request_id=5, temperature=2.0))
+    view.show_results(results.replace(temperature=2.0))
     assert view.temperature() == pytest.approx(T_SQRT)

@@ -121,7 +121,7 @@ def test_the_histogram_axes_hold_still_when_sigma_moves_by_one_percent(qtbot):
 
     def show(config: AttentionConfig) -> list[list[list[float]]]:
         snapshot = run_experiment(config, rules=(ScalingRule.SQRT,))
-        view.show_results(ExplorerResults(request_id=1, config=config, snapshot=snapshot))
+        view.show_results(ExplorerResults(config=config, snapshot=snapshot))
         view.export_item().grab()
         return [panel.vb.viewRange() for panel in plots]
 

@@ -88,10 +88,10 @@ def test_a_new_sweep_streams_in_without_moving_an_axis_or_a_panel(qtbot, cls):
         assert low < span[0] and high > span[1]  # the planned d_k span, padded
     points = planned.sweep_points
     for count in range(1, len(points)):
-        view.show_results(planned.replace(request_id=2, sweep_points=points[:count],
+        view.show_results(planned.replace(sweep_points=points[:count],
                                           sweep_done=False))
         assert shown() == before, f"moved after {count} points"
-    view.show_results(planned.replace(request_id=2))
+    view.show_results(planned.replace())
     assert shown() == before
 
 

@@ -44,7 +44,7 @@ def make_results(**changes: object) -> ExplorerResults:
     """Results of :data:`CONFIG` with the snapshot, sweep, temperature and correlation done."""
     parts = engine_parts()
     return ExplorerResults(
-        request_id=1, config=CONFIG, snapshot=parts["snapshot"], temperature=T_SQRT,
+        config=CONFIG, snapshot=parts["snapshot"], temperature=T_SQRT,
         temperature_comparison=parts["temperature_sqrt"], sweep_points=parts["sweep"],
         sweep_done=True, correlation=parts["correlation"],
     ).replace(**changes)
