@@ -2,26 +2,29 @@
 
 One :class:`~gui.kit.jobs.WorkerHost` thread each scans the file, replays the selected head (so
 that picking a head does not cancel a scan), captures a model's q and k (opened like a file) and
-writes a capture; a newer request supersedes the older one. A file that cannot be opened leaves
-the file shown in place; every error message names the file it is about.
+writes a capture; a newer request supersedes the older one. Each host hands on only the
+messages of the job it runs, and none once closed. A file that cannot be opened leaves the file
+shown in place; every error message names the file it is about.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.analysis.head_scan import HeadRecord
 from engine.io.tensors import TensorFile
 from gui.heads.capture_worker import (
-    CaptureJob,
     CaptureProgress,
     CaptureReady,
+    CaptureTask,
     CaptureWorker,
     Saved,
-    SaveJob,
+    SaveTask,
     SaveWorker,
 )
 from gui.heads.worker import (
@@ -29,9 +32,9 @@ from gui.heads.worker import (
     HeadsWorker,
     Logits,
     RecordsReady,
-    ReplayJob,
     ReplayReady,
-    ScanJob,
+    ReplayTask,
+    ScanTask,
 )
 from gui.kit.jobs import HostOwner, JobFailed, JobFinished, WorkerHost
 
@@ -90,41 +93,32 @@ class HeadsController(HostOwner):
         self._tensor_file: TensorFile | None = None
         self._records: tuple[HeadRecord, ...] = ()
         self._logits = Logits()
-        self._scan_id = -1
-        self._replay_id = -1
         self._pending_path = ""
         self._pending_file: TensorFile | None = None
         self._pending_logits = self._logits
-        self._capture_id = -1
         self._capture: CaptureReady | None = None
         self._capture_logits = self._logits
         self._selected: tuple[int, int, int] | None = None
         self._busy = False
-        self._closed = False
         self._saving = False  # from the request until its Saved (the host's own busy lasts longer)
         self._hosts: list[WorkerHost] = []
-        for name, failed in (("heads-scan", self._on_scan_failed),
-                             ("heads-replay", self._on_replay_failed)):
-            worker = HeadsWorker()
-            worker.opened.connect(self._on_opened)
-            worker.recordsReady.connect(self._on_records)
-            worker.replayReady.connect(self._on_replay)
-            worker.failed.connect(failed)
-            self._add_host(worker, name).jobFinished.connect(self._on_finished)
-        self._scan_host, self._replay_host = self._hosts
-        capture_worker = CaptureWorker()
-        capture_worker.progressed.connect(self._on_capture_progress)
-        capture_worker.captured.connect(self._on_captured)
-        capture_worker.failed.connect(self._on_capture_failed)
-        self._capture_host = self._add_host(capture_worker, "heads-capture")
+        self._scan_host = self._add_host(HeadsWorker(), "heads-scan", {
+            FileOpened: self._on_opened, RecordsReady: self._on_records,
+            JobFailed: self._on_scan_failed})
+        self._replay_host = self._add_host(HeadsWorker(), "heads-replay", {
+            ReplayReady: self._on_replay, JobFailed: self._on_replay_failed})
+        for host in self._hosts:
+            host.jobFinished.connect(self._on_finished)
+        self._capture_host = self._add_host(CaptureWorker(), "heads-capture", {
+            CaptureProgress: self._on_capture_progress, CaptureReady: self._on_captured,
+            JobFailed: self._on_capture_failed})
         self._capture_host.jobFinished.connect(self._on_capture_finished)
-        save_worker = SaveWorker()
-        save_worker.saved.connect(self._on_saved)
-        save_worker.failed.connect(self._on_save_failed)
-        self._save_host = self._add_host(save_worker, "heads-save")
+        self._save_host = self._add_host(SaveWorker(), "heads-save", {
+            Saved: self._on_saved, JobFailed: self._on_save_failed}, interruptible=False)
 
-    def _add_host(self, worker: QObject, name: str) -> WorkerHost:
-        host = WorkerHost(worker, name, self)
+    def _add_host(self, worker: QObject, name: str, handlers: dict[type, Callable[[Any], None]],
+                  *, interruptible: bool = True) -> WorkerHost:
+        host = WorkerHost(worker, name, self, handlers=handlers, interruptible=interruptible)
         host.workerStopped.connect(self._on_worker_stopped)
         self._hosts.append(host)
         return host
@@ -169,28 +163,28 @@ class HeadsController(HostOwner):
         """Open and diagnose ``path`` (under ``logits``, default the current ones); the file
         shown, and its parameters, stay until the new one has opened. ``tensor_file`` is one
         already open (a capture's) to show under the name ``path``."""
-        if self._closed:
+        if self.is_closed():
             return
         self._pending_path = str(path)
         self._pending_file = tensor_file
         self._pending_logits = logits if logits is not None else self._logits
-        self._scan_host.request(self._scan_job)
+        self._scan_host.request(self._scan_task)
         self._set_busy(True)
 
     def set_logits(self, logits: Logits) -> None:
         """Diagnose the file shown again under ``logits`` and replay the selected head."""
-        if self._closed or logits == self._logits:
+        if self.is_closed() or logits == self._logits:
             return
         self._logits = logits
         self._pending_logits = logits
         if self._tensor_file is not None or self._pending_path:
-            self._scan_host.request(self._scan_job)
+            self._scan_host.request(self._scan_task)
             self._request_replay()
             self._set_busy(True)
 
     def select_head(self, layer: int, head: int, batch_entry: int = 0) -> None:
         """Replay (layer, head) of the file shown under every rule."""
-        if self._closed or self._tensor_file is None:
+        if self.is_closed() or self._tensor_file is None:
             return
         self._selected = (int(layer), int(head), int(batch_entry))
         self._request_replay()
@@ -202,29 +196,24 @@ class HeadsController(HostOwner):
         """Run the model at ``path`` on ``text`` and open what it captured, diagnosed under
         ``logits`` (default the current ones), within ``memory_budget`` bytes (default the
         engine's); a newer capture supersedes a running one."""
-        if self._closed:
+        if self.is_closed():
             return
         # One core stays with the GUI thread; the rest run the model's matrix products.
         threads = max(1, (os.cpu_count() or 2) - 1)
         self._capture_logits = logits if logits is not None else self._logits
-
-        def make(request_id: int) -> CaptureJob:
-            self._capture_id = request_id
-            return CaptureJob(request_id, str(path), text, max_tokens, layers, keep_v, threads,
-                              memory_budget)
-
-        self._capture_host.request(make)
+        task = CaptureTask(str(path), text, max_tokens, layers, keep_v, threads, memory_budget)
+        self._capture_host.request(lambda: task)
         self.captureBusyChanged.emit(True)
 
     def save_capture(self, path: str) -> bool:
         """Write the unsaved capture shown to ``path`` on a worker (:attr:`captureSaved` or
         :attr:`captureSaveFailed` follows); False without one or while a write runs (a second
         click must not queue a second copy)."""
-        if self._closed or self._capture is None or self._saving:
+        if self.is_closed() or self._capture is None or self._saving:
             return False
-        capture = self._capture.capture
+        task = SaveTask(self._capture.capture, str(path))
         self._saving = True
-        self._save_host.request(lambda request_id: SaveJob(request_id, capture, str(path)))
+        self._save_host.request(lambda: task)
         return True
 
     def is_saving(self) -> bool:
@@ -244,9 +233,6 @@ class HeadsController(HostOwner):
 
     def begin_shutdown(self) -> None:
         """Cancel work and ask every thread to end, without waiting; idempotent."""
-        if self._closed:
-            return
-        self._closed = True
         for host in self._hosts:
             host.begin_shutdown()
 
@@ -259,29 +245,19 @@ class HeadsController(HostOwner):
     def _shown_path(self) -> str:
         return str(self._tensor_file.path) if self._tensor_file is not None else ""
 
-    def _scan_job(self, request_id: int) -> ScanJob:
-        self._scan_id = request_id
+    def _scan_task(self) -> ScanTask:
         if self._pending_path:
-            return ScanJob(request_id, self._pending_path, self._pending_file,
-                           self._pending_logits)
-        return ScanJob(request_id, self._shown_path(), self._tensor_file, self._logits)
+            return ScanTask(self._pending_path, self._pending_file, self._pending_logits)
+        return ScanTask(self._shown_path(), self._tensor_file, self._logits)
 
     def _request_replay(self) -> None:
         if self._selected is None or self._tensor_file is None:
             return
-        tensor_file, logits = self._tensor_file, self._logits
-        layer, head, batch_entry = self._selected
+        task = ReplayTask(self._tensor_file, *self._selected, self._logits)
+        self._replay_host.request(lambda: task)
 
-        def make(request_id: int) -> ReplayJob:
-            self._replay_id = request_id
-            return ReplayJob(request_id, tensor_file, layer, head, batch_entry, logits)
-
-        self._replay_host.request(make)
-
-    @Slot(object)
+    # Handlers of the hosts' messages: each is of the job its host runs, never after close.
     def _on_opened(self, message: FileOpened) -> None:
-        if self._closed or message.request_id != self._scan_id:
-            return
         if self._pending_path:
             self._logits = self._pending_logits
         self._pending_path = ""
@@ -295,58 +271,39 @@ class HeadsController(HostOwner):
         self.recordsChanged.emit(self._records)
         self.progressChanged.emit(0, len(message.tensor_file.layers) * message.tensor_file.heads)
 
-    @Slot(object)
     def _on_records(self, message: RecordsReady) -> None:
-        if self._closed or message.request_id != self._scan_id or self._tensor_file is None:
-            return
+        assert self._tensor_file is not None  # the scan reported its file first (FileOpened)
         self._records = (*self._records, *message.records)
         self.recordsChanged.emit(self._records)
         self.progressChanged.emit(len(self._records),
                                   len(self._tensor_file.layers) * self._tensor_file.heads)
 
-    @Slot(object)
     def _on_replay(self, message: ReplayReady) -> None:
-        if self._closed or message.request_id != self._replay_id:
-            return
-        if message.tensor_file is self._tensor_file:
+        if message.tensor_file is self._tensor_file:  # a scan may have opened another file
             self.replayReady.emit(message)
 
-    @Slot(object)
     def _on_scan_failed(self, message: JobFailed) -> None:
-        if not self._closed and message.request_id == self._scan_id:
-            path = self._pending_path or self._shown_path()
-            self._pending_path = ""  # the file shown stays; later scans re-use it
-            self._pending_file = None
-            self._pending_logits = self._logits
-            self.errorOccurred.emit(_naming(path, message.message))
+        path = self._pending_path or self._shown_path()
+        self._pending_path = ""  # the file shown stays; later scans re-use it
+        self._pending_file = None
+        self._pending_logits = self._logits
+        self.errorOccurred.emit(_naming(path, message.message))
 
-    @Slot(object)
     def _on_replay_failed(self, message: JobFailed) -> None:
-        if not self._closed and message.request_id == self._replay_id:
-            self.errorOccurred.emit(_naming(self._shown_path(), message.message))
+        self.errorOccurred.emit(_naming(self._shown_path(), message.message))
 
-    @Slot(object)
     def _on_capture_progress(self, message: CaptureProgress) -> None:
-        if not self._closed and message.request_id == self._capture_id:
-            self.captureProgress.emit(message.done, message.total, message.model)
+        self.captureProgress.emit(message.done, message.total, message.model)
 
-    @Slot(object)
     def _on_captured(self, message: CaptureReady) -> None:
-        if self._closed or message.request_id != self._capture_id:
-            return
         self._capture = message
         self.captureReady.emit(message)
         self.open_file(message.capture.name, self._capture_logits, message.tensor_file)
 
-    @Slot(object)
     def _on_capture_failed(self, message: JobFailed) -> None:
-        if not self._closed and message.request_id == self._capture_id:
-            self.captureFailed.emit(message.message)
+        self.captureFailed.emit(message.message)
 
-    @Slot(object)
     def _on_saved(self, message: Saved) -> None:
-        if self._closed:
-            return
         self._saving = False
         if message.error:
             self.captureSaveFailed.emit(message.path, message.error)
@@ -356,22 +313,18 @@ class HeadsController(HostOwner):
             self._capture = None  # the capture shown is in a file now
         self.captureSaved.emit(message.path, shown)
 
-    @Slot(object)
     def _on_save_failed(self, message: JobFailed) -> None:
-        job = self._save_host.running()  # one write at a time: the one that failed
-        if not self._closed and job is not None:
-            self._saving = False
-            self.captureSaveFailed.emit(job.path, message.message)
+        self._saving = False
+        self.captureSaveFailed.emit(self._save_host.running().task.path, message.message)
 
     @Slot(object)
     def _on_capture_finished(self, message: JobFinished) -> None:
-        if not self._closed and not self._capture_host.is_busy():
+        if not self._capture_host.is_busy():
             self.captureBusyChanged.emit(False)
 
     @Slot(object)
     def _on_finished(self, message: JobFinished) -> None:
-        if not self._closed:
-            self._set_busy(self.is_busy())
+        self._set_busy(self.is_busy())
 
     @Slot()
     def _on_worker_stopped(self) -> None:

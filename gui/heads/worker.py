@@ -1,10 +1,11 @@
 """The Heads view's worker: opens a tensor file, diagnoses its heads, replays one head.
 
-Jobs and messages are immutable. A :class:`ScanJob` opens the file (unless it is already open)
-and streams its heads' diagnostics in batches (at most every :data:`BATCH_SECONDS`, so the GUI
-thread handles a few messages per second instead of one per head); a :class:`ReplayJob`
-re-applies every scaling rule to one head. Both check their cancel event between heads
-(rules), which the engine reaches within a few milliseconds at n = 512.
+Tasks and messages are immutable; each task runs as a kit :class:`~gui.kit.jobs.Job`. A
+:class:`ScanTask` opens the file (unless it is already open) and streams its heads' diagnostics
+in batches (at most every :data:`BATCH_SECONDS`, so the GUI thread handles a few messages per
+second instead of one per head); a :class:`ReplayTask` re-applies every scaling rule to one
+head. Both check the job's cancel event between heads (rules), which the engine reaches within
+a few milliseconds at n = 512.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-
-from PySide6.QtCore import Signal
 
 from engine.analysis.head_scan import (
     HeadRecord,
@@ -27,6 +26,7 @@ from engine.core.scaling import Rule
 from engine.core.threads import limit_blas_threads
 from engine.io.tensors import TensorFile, load_tensors
 from gui.kit.job_worker import JobWorker
+from gui.kit.jobs import Job
 
 __all__ = [
     "BATCH_SECONDS",
@@ -34,9 +34,9 @@ __all__ = [
     "HeadsWorker",
     "Logits",
     "RecordsReady",
-    "ReplayJob",
     "ReplayReady",
-    "ScanJob",
+    "ReplayTask",
+    "ScanTask",
 ]
 
 #: Longest time between two streamed batches of head diagnostics.
@@ -58,42 +58,29 @@ class Logits:
 
 
 @dataclasses.dataclass(frozen=True)
-class ScanJob:
+class ScanTask:
     """Open ``path`` (or re-use ``tensor_file``) and diagnose every head under ``logits``."""
 
-    request_id: int
     path: str
     tensor_file: TensorFile | None
     logits: Logits
-    cancel: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False)
-
-    def stop(self) -> None:
-        """Cancel the job (it ends before the next head)."""
-        self.cancel.set()
 
 
 @dataclasses.dataclass(frozen=True)
-class ReplayJob:
+class ReplayTask:
     """Re-apply every rule to (layer, head) of ``tensor_file``; weights of ``batch_entry``."""
 
-    request_id: int
     tensor_file: TensorFile
     layer: int
     head: int
     batch_entry: int
     logits: Logits
-    cancel: threading.Event = dataclasses.field(default_factory=threading.Event, compare=False)
-
-    def stop(self) -> None:
-        """Cancel the job (it ends before the next rule)."""
-        self.cancel.set()
 
 
 @dataclasses.dataclass(frozen=True)
 class FileOpened:
     """The scan's file is open and checked."""
 
-    request_id: int
     tensor_file: TensorFile
     logits: Logits
 
@@ -102,7 +89,6 @@ class FileOpened:
 class RecordsReady:
     """Diagnostics of the next heads of the scan (in file order)."""
 
-    request_id: int
     records: tuple[HeadRecord, ...]
 
 
@@ -110,7 +96,6 @@ class RecordsReady:
 class ReplayReady:
     """Every rule re-applied to one head."""
 
-    request_id: int
     tensor_file: TensorFile
     layer: int
     head: int
@@ -119,45 +104,40 @@ class ReplayReady:
 
 
 class HeadsWorker(JobWorker):
-    """Runs :class:`ScanJob` and :class:`ReplayJob` objects in the thread it was moved to."""
+    """Runs :class:`ScanTask` and :class:`ReplayTask` jobs in the thread it was moved to."""
 
-    opened = Signal(object)  # FileOpened
-    recordsReady = Signal(object)  # RecordsReady
-    replayReady = Signal(object)  # ReplayReady
-
-    def execute(self, job: ScanJob | ReplayJob) -> None:
-        """Run ``job``, emitting its messages as they are ready."""
+    def execute(self, job: Job[ScanTask | ReplayTask]) -> None:
+        """Run ``job``, reporting its messages as they are ready."""
         # One BLAS thread: the GUI thread keeps a core of its own on a two-core machine.
         with limit_blas_threads(1):
-            if isinstance(job, ReplayJob):
-                self._replay(job)
+            if isinstance(job.task, ReplayTask):
+                self._replay(job.task, job.cancel)
             else:
-                self._scan(job)
+                self._scan(job.task, job.cancel)
 
-    def _scan(self, job: ScanJob) -> None:
-        tensor_file = job.tensor_file or load_tensors(job.path)
-        if job.cancel.is_set():
+    def _scan(self, task: ScanTask, cancel: threading.Event) -> None:
+        tensor_file = task.tensor_file or load_tensors(task.path)
+        if cancel.is_set():
             return
-        self.opened.emit(FileOpened(job.request_id, tensor_file, job.logits))
+        self.report(FileOpened(tensor_file, task.logits))
         # A scan started at once would compete for the interpreter with the window's first
         # paint of the new file (benchmarks/bench_heads_gui.py): it starts a moment later.
-        job.cancel.wait(FIRST_PAINT_S)
-        rule = None if job.logits.own_scale else job.logits.rule
+        cancel.wait(FIRST_PAINT_S)
+        rule = None if task.logits.own_scale else task.logits.rule
         batch: list[HeadRecord] = []
         last = time.perf_counter()
-        for record in iter_file_diagnostics(tensor_file, rule=rule, cancel=job.cancel):
+        for record in iter_file_diagnostics(tensor_file, rule=rule, cancel=cancel):
             batch.append(record)
             now = time.perf_counter()
             if now - last >= BATCH_SECONDS:
-                self.recordsReady.emit(RecordsReady(job.request_id, tuple(batch)))
+                self.report(RecordsReady(tuple(batch)))
                 batch, last = [], now
-        if batch and not job.cancel.is_set():
-            self.recordsReady.emit(RecordsReady(job.request_id, tuple(batch)))
+        if batch and not cancel.is_set():
+            self.report(RecordsReady(tuple(batch)))
 
-    def _replay(self, job: ReplayJob) -> None:
-        tf = job.tensor_file
-        replays = replay_file_head(tf, job.layer, job.head, rules=every_rule(job.logits.rule),
-                                   batch_entry=job.batch_entry, cancel=job.cancel)
-        if not job.cancel.is_set():
-            self.replayReady.emit(ReplayReady(job.request_id, tf, job.layer, job.head,
-                                              job.batch_entry, replays))
+    def _replay(self, task: ReplayTask, cancel: threading.Event) -> None:
+        tf = task.tensor_file
+        replays = replay_file_head(tf, task.layer, task.head, rules=every_rule(task.logits.rule),
+                                   batch_entry=task.batch_entry, cancel=cancel)
+        if not cancel.is_set():
+            self.report(ReplayReady(tf, task.layer, task.head, task.batch_entry, replays))
