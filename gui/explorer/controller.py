@@ -347,7 +347,7 @@ class ExplorerController(HostOwner):
         # are its own.
         results = self._results
         if (
-            message.completed and message.kind is JobKind.FULL and results is not None
+            message.completed and message.task.kind is JobKind.FULL and results is not None
             and not (results.sweep_done and results.length_done)
         ):
             self._results = results.replace(sweep_done=True, length_done=True)
@@ -357,7 +357,7 @@ class ExplorerController(HostOwner):
         if (
             self._results is not None
             and self._applied_temperature_id < self._temperature_id
-            and (message.completed or message.kind is JobKind.FULL)
+            and (message.completed or message.task.kind is JobKind.FULL)
         ):
             # The temperature moved while a job ran (a comparison that failed or was
             # cancelled is not run again).

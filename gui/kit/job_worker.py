@@ -7,7 +7,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from gui.kit.jobs import JobFailed, JobFinished
+from gui.kit.jobs import Job, JobFailed, JobFinished
 
 __all__ = ["JobWorker"]
 
@@ -25,15 +25,11 @@ class JobWorker(QObject):
     reported(object)
         ``(request_id, message)``: a message of the running job (:meth:`report`), or a
         :class:`~gui.kit.jobs.JobFailed` naming the reason it failed.
-    failed(object)
-        The same :class:`~gui.kit.jobs.JobFailed` (for owners that have not moved to
-        ``reported`` yet).
     finished(object)
         A :class:`~gui.kit.jobs.JobFinished`, emitted exactly once per job, last.
     """
 
     reported = Signal(object)  # (request_id, message)
-    failed = Signal(object)  # JobFailed
     finished = Signal(object)  # JobFinished
 
     def __init__(self) -> None:
@@ -41,7 +37,7 @@ class JobWorker(QObject):
         self._request_id = -1  # of the job running in this worker's thread
 
     @Slot(object)
-    def run(self, job: Any) -> None:
+    def run(self, job: Job[Any]) -> None:
         """Run ``job`` to completion, cancellation or failure; always emit :attr:`finished`."""
         self._request_id = job.request_id
         completed = False
@@ -51,25 +47,18 @@ class JobWorker(QObject):
             self.execute(job)
             completed = not job.cancel.is_set()
         except ValueError as exc:  # includes MemoryBudgetError: the user can fix the input
-            self._fail(job, str(exc))
+            self.report(JobFailed(str(exc)))
         except Exception as exc:  # a bug must not kill the thread or the window
             traceback.print_exc()
-            self._fail(job, f"{type(exc).__name__}: {exc}")
+            self.report(JobFailed(f"{type(exc).__name__}: {exc}"))
         finally:
-            task = getattr(job, "task", job)
-            self.finished.emit(JobFinished(job.request_id, completed, getattr(task, "kind", None),
-                                           task))
+            self.finished.emit(JobFinished(job.request_id, completed, job.task))
 
     def report(self, message: object) -> None:
         """Send ``message`` of the running job to the host (from :meth:`execute`)."""
         self.reported.emit((self._request_id, message))
 
-    def _fail(self, job: Any, reason: str) -> None:
-        failure = JobFailed(job.request_id, reason)
-        self.report(failure)
-        self.failed.emit(failure)
-
-    def execute(self, job: Any) -> None:
+    def execute(self, job: Job[Any]) -> None:
         """Do the work of ``job``, checking ``job.cancel`` between steps."""
         raise NotImplementedError
 

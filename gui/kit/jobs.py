@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
@@ -77,19 +76,17 @@ class Job(Generic[TaskT]):
 @dataclasses.dataclass(frozen=True)
 class JobFinished:
     """A job ended; ``completed`` is False when it was cancelled or failed. ``task`` is the
-    job's task; ``kind`` the task's own ``kind`` for workers that run several kinds."""
+    job's task."""
 
     request_id: int
     completed: bool
-    kind: object = None
-    task: object = None
+    task: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
 class JobFailed:
-    """A job raised; ``message`` is meant for the user."""
+    """A job raised; ``message`` is meant for the user (reported like any other message)."""
 
-    request_id: int
     message: str
 
 
@@ -130,8 +127,8 @@ class WorkerHost(QObject):
                  interruptible: bool = True) -> None:
         super().__init__(parent)
         self._next_id = 0
-        self._running: Any = None
-        self._wanted: Callable[..., Any] | None = None
+        self._running: Job[Any] | None = None
+        self._wanted: Callable[[], Any] | None = None
         self._closed = False
         self._handlers = dict(handlers or {})
         self._interruptible = interruptible
@@ -184,8 +181,7 @@ class WorkerHost(QObject):
         ``make_task`` is called only when the job is handed to the worker, so it sees the
         state of that moment; a later :meth:`request` replaces a wanted one that has not
         started (newest supersedes). ``make_task`` must not emit signals: slots connected to
-        them would see the host between two states. (Until every worker takes a :class:`Job`,
-        a ``make_job(request_id)`` returning the worker's own job is accepted too.)
+        them would see the host between two states.
         """
         if self._closed:
             return False
@@ -231,12 +227,9 @@ class WorkerHost(QObject):
         if self._running is not None and self._interruptible:
             self._running.stop()
 
-    def _submit(self, make_task: Callable[..., Any]) -> None:
+    def _submit(self, make_task: Callable[[], Any]) -> None:
         self._next_id += 1
-        if len(inspect.signature(make_task).parameters) == 1:  # a worker's own job, given its id
-            job = make_task(self._next_id)
-        else:
-            job = Job(self._next_id, make_task())
+        job = Job(self._next_id, make_task())
         self._running = job
         self._submitted.emit(job)
 
@@ -246,9 +239,7 @@ class WorkerHost(QObject):
         running = self._running
         if self._closed or running is None or request_id != running.request_id:
             return  # a superseded job's message, or the owner is closing
-        handler = self._handlers.get(type(message))
-        if handler is not None:  # (a failure of a worker whose owner still connects ``failed``)
-            handler(message)
+        self._handlers[type(message)](message)  # a message without a handler is a bug
 
     @Slot(object)
     def _on_worker_finished(self, message: Any) -> None:

@@ -18,23 +18,14 @@ from gui.kit.qt_lifetime import wait_until
 
 
 @dataclasses.dataclass(frozen=True)
-class SleepJob:
-    request_id: int
-    seconds: float
-    cancel: threading.Event = dataclasses.field(default_factory=threading.Event)
-
-    def stop(self) -> None:
-        self.cancel.set()
-
-
-@dataclasses.dataclass(frozen=True)
 class Done:
     request_id: int
     cancelled: bool
 
 
 class SleepWorker(QObject):
-    """Sleeps in 5 ms steps until the job's time is up or it is cancelled; records its runs."""
+    """Sleeps in 5 ms steps until the job's time (its task, in seconds) is up or it is
+    cancelled; records its runs. A worker without reports: only ``run`` and ``finished``."""
 
     finished = Signal(object)
 
@@ -46,12 +37,12 @@ class SleepWorker(QObject):
         self.most_at_once = 0
 
     @Slot(object)
-    def run(self, job: SleepJob) -> None:
+    def run(self, job: Job[float]) -> None:
         with self.lock:
             self.runs.append(job.request_id)
             self.running += 1
             self.most_at_once = max(self.most_at_once, self.running)
-        end = time.perf_counter() + job.seconds
+        end = time.perf_counter() + job.task
         while time.perf_counter() < end and not job.cancel.wait(0.005):
             pass
         with self.lock:
@@ -84,9 +75,9 @@ def test_the_newest_request_supersedes_and_one_job_runs_at_a_time(host):
     configs = []
 
     def job(seconds, tag):
-        def make(request_id):
+        def make():
             configs.append(tag)
-            return SleepJob(request_id, seconds)
+            return seconds
         return make
 
     h.request(job(10.0, "first"))
@@ -100,7 +91,7 @@ def test_the_newest_request_supersedes_and_one_job_runs_at_a_time(host):
 
 def test_cancel_reaches_the_running_job(host):
     h = host()
-    h.request(lambda request_id: SleepJob(request_id, 60.0))
+    h.request(lambda: 60.0)
     deadline = time.perf_counter() + 5
     while h.worker.running == 0 and time.perf_counter() < deadline:  # the worker thread starts it
         time.sleep(0.001)
@@ -114,12 +105,13 @@ def test_shutdown_is_bounded_and_announced(host):
     h = host()
     stopped = []
     h.workerStopped.connect(lambda: stopped.append(True))
-    h.request(lambda request_id: SleepJob(request_id, 10.0))
+    h.request(lambda: 10.0)
     h.begin_shutdown()  # does not wait
     assert h.is_running()
     assert wait_until(lambda: bool(stopped), (h.workerStopped,), 2000)
-    assert not h.is_running()
-    h.request(lambda request_id: SleepJob(request_id, 0.0))  # ignored once closed
+    assert not h.is_running() and h.is_closed()
+    assert h.done == []  # the job cancelled by the shutdown ended after it: not handed on
+    assert not h.request(lambda: 0.0)  # refused once closed
     assert h.running() is None
 
 
@@ -144,7 +136,7 @@ def test_the_worker_is_deleted_on_the_gui_thread_after_its_thread_ends(qapp, wai
     host = WorkerHost(worker, "deletion-test")
     stopped = []
     host.workerStopped.connect(lambda: stopped.append(True))
-    host.request(lambda request_id: SleepJob(request_id, 10.0))
+    host.request(lambda: 10.0)
     if waiting:
         assert host.shutdown(2000)
     else:
@@ -266,7 +258,7 @@ def test_warm_up_runs_in_the_worker_thread_before_the_first_job(qapp):
     done: list[Done] = []
     made_host.jobFinished.connect(done.append)
     try:
-        made_host.request(lambda request_id: SleepJob(request_id, 0.0))
+        made_host.request(lambda: 0.0)
         assert wait_until(lambda: bool(done), (made_host.jobFinished,), 5_000)
         assert worker.warmed_in not in (None, threading.main_thread().name)
         assert worker.runs_when_warmed == []  # the job waited for the warm-up
