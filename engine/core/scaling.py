@@ -128,12 +128,6 @@ class Rule(RuleParameters):
             return float(self.row_scales(d_k, np.array([check_dim("n", n)]))[0])
         return spec.scale(self, d_k, None)
 
-    def temperature_at(self, d_k: int) -> float:
-        """The temperature T at ``d_k``: the given one, or √d_k."""
-        if self.temperature is None:
-            return math.sqrt(check_dim("d_k", d_k))
-        return self.temperature
-
     def row_scales(self, d_k: int, keys: np.ndarray) -> np.ndarray:
         """c of every row of a per-row rule's softmax from the keys each row sees, float64.
 

@@ -104,7 +104,6 @@ class LawsView(ExplorerView):
         )
         self._groups: dict[ScalingRule, list[SweepPoint]] = {}
         self._legend_rules: list[ScalingRule] | None = None
-        self._sweep_points: tuple[SweepPoint, ...] = ()
         self._apply_language()
 
     # -- contract -----------------------------------------------------------------------------
@@ -134,7 +133,6 @@ class LawsView(ExplorerView):
         d_k = results.config.d_k
         if not self._is_new("sweep", results.sweep_points, n, d_k, results.sweep_done):
             return
-        self._sweep_points = results.sweep_points
         self._groups = group_by_rule(results.sweep_points)
         plan = results.sweep_plan
         planned = plan.rules if plan is not None else ()
