@@ -63,7 +63,6 @@ class LrSweepRow:
     rule: ScalingRule
     lr: float
     seeds: tuple[int, ...]
-    final_losses: tuple[float, ...]
     final_loss_mean: float
     final_loss_std: float
     final_loss_min: float
@@ -125,7 +124,6 @@ def summarise(
                     rule=rule,
                     lr=lr,
                     seeds=tuple(r.seed for r in group),
-                    final_losses=tuple(r.final_loss for r in group),
                     final_loss_mean=mean,
                     final_loss_std=std,
                     final_loss_min=lo,

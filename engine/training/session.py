@@ -85,7 +85,6 @@ class _RuleRun:
         self.eval_steps: list[int] = []
         self.eval_losses: list[float] = []
         self.eval_accs: list[float] = []
-        self.max_logits: list[float] = []
         self.entropies: list[np.ndarray] = []
 
 
@@ -199,7 +198,6 @@ class TrainingSession:
             run.eval_steps.append(self.step)
             run.eval_losses.append(result.loss)
             run.eval_accs.append(result.accuracy)
-            run.max_logits.append(result.max_abs_logit)
             run.entropies.append(result.entropy)
         return True
 
@@ -311,7 +309,6 @@ class TrainingSession:
             eval_steps=tuple(run.eval_steps),
             eval_loss_history=tuple(run.eval_losses),
             eval_accuracy_history=tuple(run.eval_accs),
-            max_logit_history=tuple(run.max_logits),
             entropy_history=readonly(ent_hist),
         )
 

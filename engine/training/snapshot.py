@@ -44,7 +44,7 @@ class RuleTrainState:
         ``None`` or the step that was non-finite or exploded; the reason ("" when not diverged).
     loss_history
         (step,) training loss of steps 1..step (NaN after divergence).
-    eval_steps, eval_loss_history, eval_accuracy_history, max_logit_history, entropy_history
+    eval_steps, eval_loss_history, eval_accuracy_history, entropy_history
         Held-out metrics at every evaluation so far (entropy: one column per head).
     """
 
@@ -64,7 +64,6 @@ class RuleTrainState:
     eval_steps: tuple[int, ...]
     eval_loss_history: tuple[float, ...]
     eval_accuracy_history: tuple[float, ...]
-    max_logit_history: tuple[float, ...]
     entropy_history: np.ndarray
 
     @property
