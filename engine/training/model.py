@@ -190,8 +190,7 @@ def _forward(params: ParamSet, rule: Rule, pb: PreparedBatch) -> _Cache:
 
 
 def _input_side_grads(
-    params: ParamSet, grads: ParamSet, pb: PreparedBatch, cache: _Cache, s: np.ndarray,
-    dq: np.ndarray,
+    params: ParamSet, grads: ParamSet, cache: _Cache, s: np.ndarray, dq: np.ndarray
 ) -> None:
     """Write the gradients of W_KV, W_Q, Embed and Pos.
 
@@ -256,7 +255,7 @@ def loss_and_grad(
         dkv[:, :, 1] = gv.transpose(0, 2, 1, 3)
         s = pb.onehot.T @ dkv.reshape(b * t, 2 * hd)
     dq = gq.transpose(0, 2, 1, 3).reshape(b * p, hd)
-    _input_side_grads(params, grads, pb, cache, s, dq)
+    _input_side_grads(params, grads, cache, s, dq)
     return value
 
 
