@@ -27,6 +27,7 @@ from engine.analysis.snapshot_rules import (
 )
 from engine.config import RULES, AttentionConfig, MaskKind, ScalingRule
 from engine.config.rules import parse_rule
+from engine.core.checks import readonly
 from engine.core.memory import check_memory
 from engine.core.parallel import run_tasks
 from engine.core.plan import causal_mask
@@ -43,12 +44,6 @@ __all__ = [
     "run_experiment",
     "temperature_comparison",
 ]
-
-
-def _readonly(arr: np.ndarray) -> np.ndarray:
-    arr = np.ascontiguousarray(arr)
-    arr.flags.writeable = False
-    return arr
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,18 +89,18 @@ class RuleView:
 
     def __post_init__(self) -> None:
         for name in ("logits", "entropy", "p_max", "jac_fro"):
-            object.__setattr__(self, name, _readonly(getattr(self, name)))
+            object.__setattr__(self, name, readonly(getattr(self, name)))
         for name in ("stored_weights", "row_scale"):
             if getattr(self, name) is not None:
-                object.__setattr__(self, name, _readonly(getattr(self, name)))
+                object.__setattr__(self, name, readonly(getattr(self, name)))
         object.__setattr__(self, "stored_rows", MappingProxyType(
-            {row: _readonly(w) for row, w in self.stored_rows.items()}))
+            {row: readonly(w) for row, w in self.stored_rows.items()}))
 
     @property
     def weights(self) -> np.ndarray:
         """``(heads, n, n)`` softmax rows of :attr:`logits` (computed once if not stored)."""
         if self.stored_weights is None:
-            object.__setattr__(self, "stored_weights", _readonly(_softmax_rows(self.logits)))
+            object.__setattr__(self, "stored_weights", readonly(_softmax_rows(self.logits)))
         return self.stored_weights
 
     def row_weights(self, head: int, row: int) -> np.ndarray:
@@ -115,7 +110,7 @@ class RuleView:
             return self.stored_weights[head, row]
         if row in self.stored_rows:
             return self.stored_rows[row][head]
-        return _readonly(_softmax_rows(self.logits[head, row:row + 1])[0])
+        return readonly(_softmax_rows(self.logits[head, row:row + 1])[0])
 
 
 def _softmax_rows(logits: np.ndarray) -> np.ndarray:
@@ -159,7 +154,7 @@ class AttentionSnapshot:
 
     def __post_init__(self) -> None:
         for name in ("q", "k", "raw_scores"):
-            object.__setattr__(self, name, _readonly(getattr(self, name)))
+            object.__setattr__(self, name, readonly(getattr(self, name)))
         object.__setattr__(self, "rules", MappingProxyType(dict(self.rules)))
         if self.gradients is not None:
             object.__setattr__(self, "gradients", MappingProxyType(dict(self.gradients)))

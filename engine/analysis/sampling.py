@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from engine.config import AttentionConfig
+from engine.core.checks import readonly
 
 __all__ = ["draw_qk", "draw_scores"]
 
@@ -37,9 +38,7 @@ def _unit_normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.nd
     rng = np.random.default_rng(seed)
     out = []
     for shape in shapes:
-        arr = rng.standard_normal(shape, dtype=np.float32).astype(np.float64)
-        arr.flags.writeable = False
-        out.append(arr)
+        out.append(readonly(rng.standard_normal(shape, dtype=np.float32).astype(np.float64)))
     return tuple(out)
 
 
@@ -51,9 +50,7 @@ def _normals(seed: int, shapes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray
 
 
 def _gram(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    product = np.matmul(a, np.swapaxes(b, -1, -2))
-    product.flags.writeable = False
-    return product
+    return readonly(np.matmul(a, np.swapaxes(b, -1, -2)))
 
 
 @functools.lru_cache(maxsize=2)

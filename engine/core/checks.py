@@ -21,7 +21,16 @@ __all__ = [
     "check_dim",
     "check_finite",
     "float_dtype",
+    "readonly",
 ]
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    """``a`` (made C-contiguous, a copy only when it is not) marked read-only, for results
+    handed out that callers must not change in place."""
+    a = np.ascontiguousarray(a)
+    a.flags.writeable = False
+    return a
 
 
 def check_dim(name: str, value: Any) -> int:

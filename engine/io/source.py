@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from engine.core.checks import readonly
 from engine.core.memory import MemoryBudgetError, check_memory
 
 __all__ = ["MAX_ARRAYS", "MAX_HEADER_BYTES", "ArrayInfo", "MemorySource", "Source", "Stamp",
@@ -181,9 +182,7 @@ class MemorySource:
     """Arrays already in memory (a capture from a model), read like a file's arrays."""
 
     def __init__(self, arrays: dict[str, np.ndarray], text: dict[str, str]) -> None:
-        self.arrays = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
-        for arr in self.arrays.values():
-            arr.flags.writeable = False
+        self.arrays = {name: readonly(a) for name, a in arrays.items()}
         self.info: dict[str, ArrayInfo] = {name: (a.shape, a.dtype)
                                            for name, a in self.arrays.items()}
         self.text = dict(text)

@@ -16,6 +16,7 @@ import numpy as np
 
 from engine.config import ScalingRule
 from engine.config.train import TrainConfig
+from engine.core.checks import readonly
 from engine.core.memory import check_memory
 from engine.core.scaling import Rule
 from engine.training.model import (
@@ -27,7 +28,7 @@ from engine.training.model import (
 )
 from engine.training.optim import Optimizer, clip_grad_norm, make_optimizer
 from engine.training.params import ModelDims, ParamSet, init_params
-from engine.training.snapshot import RuleTrainState, TrainSnapshot, readonly
+from engine.training.snapshot import RuleTrainState, TrainSnapshot
 from engine.training.tasks import Task, make_task
 
 __all__ = ["TrainedRun", "TrainingSession", "check_training_memory", "estimate_training_bytes"]

@@ -14,13 +14,7 @@ import numpy as np
 from engine.config import ScalingRule
 from engine.config.train import TrainConfig
 
-__all__ = ["RuleTrainState", "TrainSnapshot", "readonly"]
-
-
-def readonly(a: np.ndarray) -> np.ndarray:
-    """Mark ``a`` read-only and return it."""
-    a.flags.writeable = False
-    return a
+__all__ = ["RuleTrainState", "TrainSnapshot"]
 
 
 @dataclass(frozen=True, slots=True)

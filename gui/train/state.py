@@ -10,6 +10,7 @@ from types import MappingProxyType
 import numpy as np
 
 from engine.config import ScalingRule
+from engine.core.checks import readonly
 
 __all__ = ["GradientHistory", "GrowingArray", "TrainState"]
 
@@ -53,9 +54,7 @@ class GrowingArray:
 
     def view(self) -> np.ndarray:
         """The entries so far, read-only, without copying."""
-        out = self._data[: self._size]
-        out.flags.writeable = False
-        return out
+        return readonly(self._data[: self._size])
 
 
 class GradientHistory:
