@@ -158,21 +158,19 @@ class MainWindow(Retranslating, QMainWindow):
 
         self.captions = WindowCaptions(self)  # what each export's caption line says
         self.mode_tabs.add_page(self.heads.view, QT_TRANSLATE_NOOP("MainWindow", "Heads"))
+        from gui.model import ModelView
+
+        self.model_view = ModelView()  # a real model's loss against its attention scale
+        self.mode_tabs.add_page(self.model_view, QT_TRANSLATE_NOOP("MainWindow", "Model"))
         self.mode_tabs.currentChanged.connect(self.view_tabs.refresh_shown)
         self.setCentralWidget(self.mode_tabs)
 
     def _follow_tab_status(self) -> None:
         """The status bar states what the tab in front is doing (each tab its own state)."""
-        status = self.status
-        tabs = {self.train_tab: "train", self.heads.view: "heads"}
-        for tab, key in tabs.items():
-            tab.statusChanged.connect(lambda text, key=key: status.set_tab_text(key, text))
-            status.set_tab_text(key, tab.status_line())
-        status.set_tab_cancel("train", self.train_tab.controller.stop)
-        status.set_tab_cancel("heads", self.heads.view.controller.cancel)
-        self.mode_tabs.currentChanged.connect(
-            lambda _index: status.set_tab(tabs.get(self.mode_tabs.currentWidget(),
-                                                   status.EXPLORER)))
+        self.status.follow_tabs(self.mode_tabs, {
+            "train": (self.train_tab, self.train_tab.controller.stop),
+            "heads": (self.heads.view, self.heads.view.controller.cancel),
+            "model": (self.model_view, self.model_view.controller.cancel)})
 
     def _build_dock(self) -> None:
         self.parameter_dock = QDockWidget(self)
@@ -264,8 +262,8 @@ class MainWindow(Retranslating, QMainWindow):
         """Return the view in front of the main tab widget (or of the Train tab)."""
         if self.mode_tabs.currentWidget() is self.train_tab:
             return self.train_tab.current_view()
-        if self.mode_tabs.currentWidget() is self.heads.view:
-            return self.heads.view
+        if self.mode_tabs.currentWidget() in (self.heads.view, self.model_view):
+            return self.mode_tabs.currentWidget()
         return self.view_tabs.current_view()
 
     def show_view(self, key: str) -> bool:
@@ -276,9 +274,10 @@ class MainWindow(Retranslating, QMainWindow):
         if self.train_tab.show_view(key):
             self.mode_tabs.setCurrentWidget(self.train_tab)
             return True
-        if key == self.heads.view.key:
-            self.mode_tabs.setCurrentWidget(self.heads.view)
-            return True
+        for tab in (self.heads.view, self.model_view):
+            if key == tab.key:
+                self.mode_tabs.setCurrentWidget(tab)
+                return True
         return False
 
     # --- gui.tour.host.TourHost (with show_view and current_view): what the tour steers ---

@@ -24,12 +24,13 @@ CLOSE_WAIT_MS = 100
 
 
 def worker_owners(window: QMainWindow) -> list[Any]:
-    """The owners of worker threads ``window`` has built so far: training, explorer, heads
-    (stopped in that order)."""
+    """The owners of worker threads ``window`` has built so far: training, explorer, heads,
+    model (stopped in that order)."""
     parts = vars(window)
-    train, heads = parts.get("train_tab"), parts.get("heads")
+    train, heads, model = parts.get("train_tab"), parts.get("heads"), parts.get("model_view")
     owners = (train.controller if train is not None else None, parts.get("controller"),
-              heads.view.controller if heads is not None else None)
+              heads.view.controller if heads is not None else None,
+              model.controller if model is not None else None)
     return [owner for owner in owners if owner is not None]
 
 
@@ -60,7 +61,8 @@ class WindowClose(QObject):
         self._pending = False  # a close event waits for the workers
 
     def controllers(self) -> list[Any]:
-        """The owners of worker threads: training, explorer, heads (stopped in that order)."""
+        """The owners of worker threads: training, explorer, heads, model (stopped in that
+        order)."""
         return worker_owners(self._window)
 
     def begin(self) -> None:

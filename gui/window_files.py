@@ -161,6 +161,8 @@ class WindowFiles(QObject):
         views = [*window.views, *window.train_tab.views]
         if window.heads.view.controller.tensor_file() is not None:
             views.append(window.heads.view)  # the Heads tab, once a file is open
+        if window.model_view.controller.results().alpha_points:
+            views.append(window.model_view)  # the Model tab, once a point is computed
         return export.export_all(views, folder, self.current_session(), width, height,
                                  formats)
 

@@ -1,4 +1,4 @@
-"""View > go to: one shortcut per explorer view (Ctrl+1…9) and per top-level tab (Alt+1…3)."""
+"""View > go to: one shortcut per explorer view (Ctrl+1…9) and per top-level tab (Alt+1…4)."""
 
 from __future__ import annotations
 

@@ -54,6 +54,18 @@ class StatusLine(QObject):
         controller.errorOccurred.connect(self._on_error)
         controller.resultsShown.connect(self._on_results_shown)
 
+    def follow_tabs(self, mode_tabs: Any, tabs: dict[str, tuple[Any, Any]]) -> None:
+        """Show the state of the tab in front of ``mode_tabs``: ``tabs`` maps a key to a tab
+        (with ``statusChanged(str)`` and ``status_line()``) and what Esc calls while it is in
+        front; any other page is the explorer's."""
+        pages = {page: key for key, (page, _cancel) in tabs.items()}
+        for key, (page, cancel) in tabs.items():
+            page.statusChanged.connect(lambda text, key=key: self.set_tab_text(key, text))
+            self.set_tab_text(key, page.status_line())
+            self.set_tab_cancel(key, cancel)
+        mode_tabs.currentChanged.connect(
+            lambda _index: self.set_tab(pages.get(mode_tabs.currentWidget(), self.EXPLORER)))
+
     def show_message(self, text: str) -> None:
         """Show ``text`` (already translated) until the next state change."""
         self.label.setText(text)

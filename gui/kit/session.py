@@ -42,7 +42,7 @@ SESSION_VERSION = 1
 #: it equals the window's views.
 VIEW_KEYS = ("heatmap", "softmax", "histogram", "laws", "gradients", "temperature",
              "correlation", "precision", "length", "train_curves", "train_probe", "train_lr_sweep",
-             "heads")
+             "heads", "model")
 #: No setting needs more digits; longer integers are refused before Python converts them
 #: (CPython refuses more than 4300 digits with a bare ValueError, and huge ints overflow float).
 _MAX_INT_DIGITS = 18

@@ -150,7 +150,8 @@ def test_unknown_view_message_names_the_views(tmp_path):
 
 def test_session_view_keys_are_the_windows_views(shared_window):
     window = shared_window
-    keys = [v.key for v in [*window.views, *window.train_tab.views, window.heads.view]]
+    keys = [v.key for v in [*window.views, *window.train_tab.views, window.heads.view,
+                            window.model_view]]
     assert sorted(keys) == sorted(VIEW_KEYS)
     front = window.current_view().key
     for key in VIEW_KEYS:  # every accepted key can be brought to the front

@@ -308,11 +308,11 @@ def test_worker_error_is_shown_and_keeps_old_results(shared_window, settle, qtbo
 
 
 def test_train_and_heads_have_menu_entries_and_shortcuts(shared_window):
-    # Like the explorer views (Ctrl+1…9): Alt+1, Alt+2, Alt+3 bring each top-level tab forward.
+    # Like the explorer views (Ctrl+1…9): Alt+1 … Alt+4 bring each top-level tab forward.
     from PySide6.QtGui import QKeySequence
 
     window = shared_window
-    pages = [window.explorer_page, window.train_tab, window.heads.view]
+    pages = [window.explorer_page, window.train_tab, window.heads.view, window.model_view]
     view_menu = window.menus["view"].actions()
     for index, page in enumerate(pages):
         action = window.mode_actions[index]
@@ -321,7 +321,8 @@ def test_train_and_heads_have_menu_entries_and_shortcuts(shared_window):
         assert action.text() == window.mode_tabs.tabText(index)
         action.trigger()
         assert window.mode_tabs.currentWidget() is page
-    assert [a.text() for a in window.mode_actions] == ["Explorer", "Train", "Heads"]
+    assert [a.text() for a in window.mode_actions] == ["Explorer", "Train", "Heads",
+                                                      "Model"]
     window.mode_actions[0].trigger()
 
 
