@@ -7,6 +7,7 @@ One column, so that the plots keep the width of a 1280-pixel window.
 from __future__ import annotations
 
 import math
+import re
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
@@ -270,7 +271,7 @@ class ModelControls(QWidget):
         self.path_row.retranslate_ui()
         for button in (self.path_row.folder_button, self.path_row.gguf_button):
             # No mnemonic in the tab: Alt+F is the File menu's, Alt+G the capture dialog's.
-            button.setText(button.text().replace("&", ""))
+            button.setText(re.sub(r"\(&\w\)", "", button.text()).replace("&", ""))
         self.sample_button.setText(translate("ModelView", "Sample"))
         self.sample_button.setToolTip(translate(
             "ModelView", "Use the installed sample model (SmolLM2-135M); names the pip "

@@ -1334,23 +1334,28 @@
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="219"/>
+        <location filename="../../gui/main_window.py" line="164"/>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <location filename="../../gui/main_window.py" line="217"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="97"/>
+        <location filename="../../gui/window_status.py" line="109"/>
         <source>sweep %v/%m</source>
         <extracomment>The tab whose state the bar shows while it is in front (the others: set_tab_text).</extracomment>
         <translation>扫描 %v/%m</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="98"/>
+        <location filename="../../gui/window_status.py" line="110"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="99"/>
+        <location filename="../../gui/window_status.py" line="111"/>
         <source>Stop the running computation (Esc)</source>
         <translation>停止正在进行的计算（Esc）</translation>
     </message>
@@ -1490,7 +1495,7 @@
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="224"/>
+        <location filename="../../gui/main_window.py" line="222"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -1500,14 +1505,14 @@
         <translation>帮助(&amp;H)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="106"/>
-        <location filename="../../gui/window_status.py" line="141"/>
-        <location filename="../../gui/window_status.py" line="147"/>
+        <location filename="../../gui/window_status.py" line="118"/>
+        <location filename="../../gui/window_status.py" line="153"/>
+        <location filename="../../gui/window_status.py" line="159"/>
         <source>Computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="110"/>
+        <location filename="../../gui/window_status.py" line="122"/>
         <source>Ready</source>
         <translation>就绪</translation>
     </message>
@@ -1532,83 +1537,83 @@
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="172"/>
+        <location filename="../../gui/window_files.py" line="174"/>
         <source>Open session</source>
         <translation>打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="174"/>
+        <location filename="../../gui/window_files.py" line="176"/>
         <source>Session files (*.json);;All files (*)</source>
         <translation>会话文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="190"/>
+        <location filename="../../gui/window_files.py" line="192"/>
         <source>Save session</source>
         <translation>保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="192"/>
+        <location filename="../../gui/window_files.py" line="194"/>
         <source>Session files (*.json)</source>
         <translation>会话文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="209"/>
+        <location filename="../../gui/window_files.py" line="211"/>
         <source>PDF documents (*.pdf)</source>
         <translation>PDF 文档 (*.pdf)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="263"/>
+        <location filename="../../gui/window_files.py" line="265"/>
         <source>Export view</source>
         <translation>导出视图</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="226"/>
-        <location filename="../../gui/window_files.py" line="269"/>
+        <location filename="../../gui/window_files.py" line="228"/>
+        <location filename="../../gui/window_files.py" line="271"/>
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="273"/>
+        <location filename="../../gui/window_files.py" line="275"/>
         <source>Exported {0}</source>
         <translation>已导出 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="199"/>
+        <location filename="../../gui/window_files.py" line="201"/>
         <source>PNG images (*.png)</source>
         <translation>PNG 图像 (*.png)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="204"/>
+        <location filename="../../gui/window_files.py" line="206"/>
         <source>SVG images (*.svg)</source>
         <translation>SVG 图像 (*.svg)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="219"/>
+        <location filename="../../gui/window_files.py" line="221"/>
         <source>Export all views into folder</source>
         <translation>将所有视图导出到文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="230"/>
+        <location filename="../../gui/window_files.py" line="232"/>
         <source>Exported {0} files to {1}</source>
         <translation>已将 {0} 个文件导出到 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="242"/>
+        <location filename="../../gui/window_files.py" line="244"/>
         <source>Copied {0} to the clipboard</source>
         <translation>已将“{0}”复制到剪贴板</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="126"/>
+        <location filename="../../gui/window_status.py" line="138"/>
         <source>Cancelled; showing the results computed so far</source>
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="338"/>
+        <location filename="../../gui/main_window.py" line="337"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="339"/>
+        <location filename="../../gui/main_window.py" line="338"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -1617,13 +1622,13 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 观察并验证缩放点积注意力为何要将 logit 除以 √d_k：原始分数 q·k 的方差为 d_k·σ⁴，随着 d_k 增大，它会使 softmax 饱和并让梯度消失。</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="112"/>
-        <location filename="../../gui/window_status.py" line="152"/>
+        <location filename="../../gui/window_status.py" line="124"/>
+        <location filename="../../gui/window_status.py" line="164"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="159"/>
+        <location filename="../../gui/window_status.py" line="171"/>
         <source>n = {0}, d_k = {1}, h = {2}, rule {3}</source>
         <translation>n = {0}，d_k = {1}，h = {2}，规则 {3}</translation>
     </message>
@@ -1633,7 +1638,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/window_close.py" line="100"/>
+        <location filename="../../gui/window_close.py" line="102"/>
         <source>Closing: waiting for the current computation step to end…</source>
         <extracomment>How long closing the window waits for the workers before it closes asynchronously.</extracomment>
         <translation>正在关闭：当前计算步结束后关闭…</translation>
@@ -1818,6 +1823,449 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <location filename="../../gui/window_pins.py" line="78"/>
         <source>n = {0}, d_k = {1}, σ = {2:g}, ρ = {3:g}, rule {4}</source>
         <translation>n = {0}，d_k = {1}，σ = {2:g}，ρ = {3:g}，规则 {4}</translation>
+    </message>
+</context>
+<context>
+    <name>ModelView</name>
+    <message>
+        <location filename="../../gui/model/controls.py" line="202"/>
+        <source>choose a model folder or GGUF file first</source>
+        <extracomment>The number formats the attention may be rounded to (float32: not rounded). The parameter each rule takes from the parameter box (the rules without one are absent).</extracomment>
+        <translation>请先选择模型文件夹或 GGUF 文件</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="236"/>
+        <source>{0}/{1} steps</source>
+        <translation>{0}/{1} 步</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="249"/>
+        <source>No sample model is installed: {0}</source>
+        <translation>未安装示例模型：{0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="257"/>
+        <source>Model:</source>
+        <translation>模型：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="257"/>
+        <source>Text:</source>
+        <translation>文本：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="258"/>
+        <source>Max tokens:</source>
+        <translation>最多词元：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="259"/>
+        <source>Memory limit:</source>
+        <translation>内存上限：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="260"/>
+        <source>α grid (log-spaced, α = 1 always in):</source>
+        <translation>α 网格（对数间隔，始终包含 α = 1）：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="261"/>
+        <source>to</source>
+        <translation>到</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="261"/>
+        <source>points</source>
+        <translation>点数</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="262"/>
+        <source>Apply to:</source>
+        <translation>作用于：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="263"/>
+        <source>Layers:</source>
+        <translation>层：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="263"/>
+        <source>Layer:</source>
+        <translation>层：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="264"/>
+        <source>Heads:</source>
+        <translation>头：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="264"/>
+        <source>Scale:</source>
+        <translation>缩放：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="265"/>
+        <source>Parameter:</source>
+        <translation>参数：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="266"/>
+        <source>Precision:</source>
+        <translation>精度：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="267"/>
+        <source>Softmax:</source>
+        <translation>Softmax：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="268"/>
+        <source>α per layer:</source>
+        <translation>逐层 α：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="275"/>
+        <source>Sample</source>
+        <translation>示例</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="276"/>
+        <source>Use the installed sample model (SmolLM2-135M); names the pip command when none is installed</source>
+        <translation>使用已安装的示例模型（SmolLM2-135M）；未安装时给出 pip 命令</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="279"/>
+        <source>The text whose next-token loss is measured (tokenized with the model&apos;s own tokenizer)</source>
+        <translation>测量其下一词元损失的文本（用模型自己的分词器切分）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="281"/>
+        <source>A longer text is cut to its first tokens</source>
+        <translation>更长的文本只取其前面的词元</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="283"/>
+        <source>The most memory one forward may allocate; a longer text is refused with the numbers</source>
+        <translation>一次前向计算最多可分配的内存；超出时不运行，并给出数字</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="286"/>
+        <source>α multiplies every attention logit of the chosen layers and heads; α = 1 is the model itself, α = √d_k undoes its 1/√d_k</source>
+        <translation>α 乘以所选层和头的每个注意力 logit；α = 1 即模型本身，α = √d_k 抵消其 1/√d_k</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="289"/>
+        <location filename="../../gui/model/texts.py" line="39"/>
+        <source>all layers</source>
+        <translation>所有层</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="290"/>
+        <source>layers</source>
+        <translation>选定的层</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="291"/>
+        <source>heads of one layer</source>
+        <translation>一层中的头</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="293"/>
+        <source>Where α (and the scale, the precision) applies</source>
+        <translation>α（以及缩放、精度）作用的位置</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="295"/>
+        <source>e.g. 0,2,5-7</source>
+        <translation>例如 0,2,5-7</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="296"/>
+        <source>all (or e.g. 0,3)</source>
+        <translation>全部（或例如 0,3）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="297"/>
+        <source>model&apos;s own</source>
+        <translation>模型自身</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="300"/>
+        <source>Keep the model&apos;s own scale c, or replace it by an explorer rule (α multiplies either)</source>
+        <translation>保留模型自身的缩放 c，或换成探索器的规则（α 与两者相乘）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="303"/>
+        <source>The rule&apos;s parameter: T, gain g, cap, SSMax s or YaRN f</source>
+        <translation>规则的参数：T、增益 g、上限 cap、SSMax s 或 YaRN f</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="305"/>
+        <source>Round the attention logits and softmax to this format (float32: no rounding)</source>
+        <translation>把注意力 logit 和 softmax 舍入到此格式（float32：不舍入）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="307"/>
+        <source>stable (max subtracted)</source>
+        <translation>稳定（减去最大值）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="308"/>
+        <source>naive exp(z)</source>
+        <translation>直接 exp(z)（不减最大值）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="310"/>
+        <source>How the rounded softmax is taken</source>
+        <translation>舍入后的 softmax 如何计算</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="311"/>
+        <source>√d_k (no scaling)</source>
+        <translation>√d_k（不缩放）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="312"/>
+        <source>The α applied to one layer (or head) at a time for the per-layer curve</source>
+        <translation>逐层曲线中每次只作用于一层（或一个头）的 α</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="315"/>
+        <source>Run</source>
+        <translation>运行</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="316"/>
+        <source>Score the text under every α of the grid, then each layer in turn, then continue it</source>
+        <translation>在网格的每个 α 下为文本打分，再逐层进行，然后续写文本</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="318"/>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/controls.py" line="319"/>
+        <source>Stop; the points computed so far stay (Esc)</source>
+        <translation>停止；已算出的点保留（Esc）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="100"/>
+        <source>Loss against α</source>
+        <extracomment>The model&apos;s own scale, and the intervention (colours of the rules they stand for).</extracomment>
+        <translation>损失随 α 的变化</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="101"/>
+        <source>loss (nats per token)</source>
+        <translation>损失（每词元 nat）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="102"/>
+        <source>α (× every attention logit)</source>
+        <translation>α（× 每个注意力 logit）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="104"/>
+        <source>α on one head at a time</source>
+        <translation>每次只作用于一个头的 α</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="105"/>
+        <source>α on one layer at a time</source>
+        <translation>每次只作用于一层的 α</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="106"/>
+        <source>loss (nats)</source>
+        <translation>损失（nat）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="108"/>
+        <source>Mean attention entropy of the layer</source>
+        <translation>该层的平均注意力熵</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="109"/>
+        <source>entropy (nats)</source>
+        <translation>熵（nat）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="110"/>
+        <source>head</source>
+        <translation>头</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="111"/>
+        <source>layer</source>
+        <translation>层</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="112"/>
+        <source>model&apos;s own scale (α = 1)</source>
+        <translation>模型自身的缩放（α = 1）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="113"/>
+        <source>loss at α = 1</source>
+        <translation>α = 1 时的损失</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="115"/>
+        <source>model&apos;s own scale</source>
+        <translation>模型自身的缩放</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="116"/>
+        <source>α applied there</source>
+        <translation>α 只作用于该处</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/texts.py" line="26"/>
+        <source>α = {0} · {1}</source>
+        <translation>α = {0} · {1}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/texts.py" line="33"/>
+        <source>layers {0}</source>
+        <translation>层 {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/texts.py" line="36"/>
+        <source>all</source>
+        <translation>全部</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/texts.py" line="37"/>
+        <source>layer {0}, heads {1}</source>
+        <translation>层 {0}，头 {1}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/texts.py" line="53"/>
+        <source>Opening the model…</source>
+        <translation>正在打开模型…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/texts.py" line="54"/>
+        <source>{0}: {1} points computed…</source>
+        <translation>{0}：已算出 {1} 个点…</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/texts.py" line="56"/>
+        <source>Cancelled: the {0} points computed stay.</source>
+        <translation>已取消：已算出的 {0} 个点保留。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/texts.py" line="58"/>
+        <location filename="../../gui/model/view.py" line="244"/>
+        <source>Error: {0}</source>
+        <translation>错误：{0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/texts.py" line="60"/>
+        <source>{0}: {1} points</source>
+        <translation>{0}：{1} 个点</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/texts.py" line="61"/>
+        <source>Choose a model and a text, then Run.</source>
+        <translation>选择模型和文本，然后运行。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/texts.py" line="67"/>
+        <source>No model run yet.</source>
+        <translation>尚未运行模型。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/texts.py" line="71"/>
+        <source>{0} tokens</source>
+        <translation>{0} 个词元</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/texts.py" line="77"/>
+        <source>lowest loss {0:.3f} at α = {1}</source>
+        <translation>最低损失 {0:.3f}，在 α = {1}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="149"/>
+        <source>Model</source>
+        <extracomment>The fewest milliseconds between two redraws while points stream in.</extracomment>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="172"/>
+        <source>α shown:</source>
+        <translation>显示的 α：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="173"/>
+        <source>The α whose predictions and continuation are shown beside the model&apos;s own (α = 1)</source>
+        <translation>与模型自身（α = 1）并列显示其预测和续写的 α</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="176"/>
+        <source>position:</source>
+        <translation>位置：</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="177"/>
+        <source>The token after which the next token is predicted</source>
+        <translation>在此词元之后预测下一个词元</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="179"/>
+        <source>The most likely next tokens and their probabilities</source>
+        <translation>最可能的下一个词元及其概率</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="181"/>
+        <source>Greedy continuation of the text by the model as trained (up to 32 tokens)</source>
+        <translation>训练所得模型对文本的续写，每步取最可能的词元（最多 32 个词元）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="183"/>
+        <source>Greedy continuation under the α shown, in the scope of the run</source>
+        <translation>在所显示的 α 下、按本次运行的作用范围进行的续写（每步取最可能的词元）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="198"/>
+        <source>{0}: no such file or folder</source>
+        <translation>{0}：没有这个文件或文件夹</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="282"/>
+        <source>next token, α = 1</source>
+        <translation>下一词元，α = 1</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="283"/>
+        <source>next token, α = {0}</source>
+        <translation>下一词元，α = {0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="292"/>
+        <source>(end of the text)</source>
+        <translation>（文本结束）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="293"/>
+        <source>After “{0}” (token {1}); the text goes on with “{2}”.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="300"/>
+        <source>Model&apos;s own scale (α = 1)</source>
+        <translation>模型自身的缩放（α = 1）</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="304"/>
+        <source>Intervention: {0}</source>
+        <translation>改动：{0}</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="306"/>
+        <source>Intervention</source>
+        <translation>改动</translation>
     </message>
 </context>
 <context>
