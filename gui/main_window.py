@@ -323,6 +323,9 @@ class MainWindow(Retranslating, QMainWindow):
     def stop_training(self) -> None:
         """Stop the Train tab's run, as its Stop button does (nothing when none runs)."""
         self.train_tab.controller.stop()  # it checks the state itself
+    def run_sample_model(self) -> str:
+        """Run the Model tab on an installed sample model ("" or the pip command to get one)."""
+        return self.model_view.run_sample()
     # --- end of the TourHost block ---
 
     @Slot()

@@ -201,6 +201,21 @@ class ModelView(PlotView):
         self.controller.run(task)
         return True
 
+    def run_sample(self) -> str:
+        """Run the inputs shown on an installed sample model (SmolLM2 first); "" when it runs
+        (or has run: the same request is not repeated), else why not (the pip command)."""
+        controls = self.controls
+        if not controls.use_sample():
+            return controls.message.text()
+        results = self.controller.results()
+        try:
+            task = controls.task(threads=max(1, (os.cpu_count() or 2) - 1))
+        except ValueError as exc:
+            return str(exc)
+        if results.task == task and (results.state == "done" or self.controller.is_busy()):
+            return ""
+        return "" if self.run() else controls.message.text()
+
     def chosen_alpha(self) -> float | None:
         """The α shown beside the model's own (None before a run)."""
         data = self.alpha_choice.currentData()

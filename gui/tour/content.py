@@ -8,9 +8,10 @@ the PyInstaller bundle):
   to the defaults), optional ``view_temperature`` (T of the temperature view), optional
   ``train_settings``/``lr_sweep`` (TrainConfig fields and sweep settings shown in the Train
   tab), optional ``run_training`` (true: the step starts a run of those settings, stopped when
-  the tour moves on), ``claims`` (see :mod:`engine.tour.claims`), and ``formulas`` /
-  ``given`` (the numbers of the texts that no claim computes, checked by
-  ``tests/engine/tour_prose.py``).
+  the tour moves on), optional ``run_model`` (true: the Model tab runs on an installed sample
+  model, or the engine box names the pip command that installs one), ``claims`` (see
+  :mod:`engine.tour.claims`), and ``formulas`` / ``given`` (the numbers of the texts that no
+  claim computes, checked by ``tests/engine/tour_prose.py``).
 - ``tour.<language>.json`` — per UI language: ``steps[id]`` with ``title``, ``look`` (what to
   watch, shown in bold), ``body`` (paragraphs) and ``try`` (a "try it yourself" hint), plus
   ``labels`` for the claim quantities. ``{ui:Context|Text}`` in a text is shown as the UI

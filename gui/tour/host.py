@@ -41,6 +41,10 @@ class TourHost(Protocol):
     def stop_training(self) -> None:
         """Stop the Train tab's run, as its Stop button does (nothing when none runs)."""
 
+    def run_sample_model(self) -> str:
+        """Run the Model tab's sweep on an installed sample model (SmolLM2), as its Run button
+        does; "" when it runs, else the message naming the pip command that installs one."""
+
     def show_view(self, key: str) -> bool:
         """Bring the view ``key`` to the front; False when there is no such view."""
 

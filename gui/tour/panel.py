@@ -84,6 +84,7 @@ class TourPanel(Retranslating, QWidget):
         # The Train tab's (config, lr sweep) before a step replaced them; None: nothing to undo.
         self._saved_train: tuple[Any, Any] | None = None
         self._own_run = False  # the Train tab's run was started by the current step
+        self._model_note = ""  # why the step's sample model did not run (how to install it)
 
         self.counter_label = QLabel()
         self.counter_label.setObjectName("tourCounter")
@@ -287,6 +288,8 @@ class TourPanel(Retranslating, QWidget):
                 self._own_run = window.start_training()
         else:
             self._restore_train_settings()
+        # A step on a real model runs the sample the text talks about (or names its install).
+        self._model_note = window.run_sample_model() if step.get("run_model") else ""
         shown = window.show_view(str(step["view"]))
         if not shown and "fallback_view" in step:
             shown = window.show_view(str(step["fallback_view"]))
@@ -376,4 +379,6 @@ class TourPanel(Retranslating, QWidget):
                 f"<b>{html_escape(format_claim_value(claim, result.value))}</b> {mark} "
                 f"<span style='color:#555555'>({html_escape(target)})</span>"
             )
+        if self._model_note:
+            lines.append(f"<i>{html_escape(self._model_note)}</i>")
         return head + "<br>" + "<br>".join(lines)

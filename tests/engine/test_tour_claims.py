@@ -35,6 +35,8 @@ TOUR_DIR = Path(__file__).resolve().parents[2] / "resources" / "tour"
 EXPLORER_VIEWS = ("heatmap", "softmax", "histogram", "laws", "gradients", "temperature",
                   "correlation", "precision", "length")
 TRAIN_VIEWS = ("train_curves", "train_probe", "train_lr_sweep")
+#: The tabs a step may bring forward besides the views (a fallback view stands in for them).
+TAB_VIEWS = ("model",)
 LANGUAGES = ("en", "zh_CN")
 
 
@@ -59,7 +61,7 @@ def test_tour_structure():
     assert 8 <= len(STEPS) <= 16
     assert len(set(STEP_IDS)) == len(STEP_IDS)
     for step in STEPS:
-        assert step["view"] in EXPLORER_VIEWS + TRAIN_VIEWS
+        assert step["view"] in EXPLORER_VIEWS + TRAIN_VIEWS + TAB_VIEWS
     assert STEP_IDS[-1] == "answer"
 
 
