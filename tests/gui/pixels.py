@@ -29,8 +29,9 @@ SATURATION = 60
 #: A coloured pixel agrees when the other image has a coloured pixel within this distance.
 RADIUS_PX = 3
 MIN_AGREEMENT = 0.9
-#: Every view the window exports (explorer and Train tab).
-ALL_KEYS = tuple(key for key in VIEW_KEYS if key != "heads")
+#: Every view the window exports (explorer and Train tab): the Heads and Model tabs need a
+#: tensor file or a model first (tests/gui/test_heads_tab_tool.py, test_model_view.py).
+ALL_KEYS = tuple(key for key in VIEW_KEYS if key not in ("heads", "model"))
 
 
 def rgb(image: QImage) -> np.ndarray:
