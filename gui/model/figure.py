@@ -109,7 +109,7 @@ class ModelFigure(ScalableLayoutWidget):
                          left=translate("ModelView", "entropy (nats)"),
                          bottom=(translate("ModelView", "head") if head
                                  else translate("ModelView", "layer")))
-        style.set_line_label(self.own_line, translate("ModelView", "model's own scale (α = 1)"))
+        style.set_line_label(self.own_line, translate("ModelView", "model's own\nscale (α = 1)"))
         style.set_line_label(self.own_loss, translate("ModelView", "loss at α = 1"))
         self.legend.clear()
         self.legend.addItem(self.own_entropy, translate("ModelView", "model's own scale"))

@@ -294,9 +294,7 @@ class ModelView(PlotView):
         self.position.blockSignals(False)
         position = self.position.value()
         self.table.setHorizontalHeaderLabels([
-            translate("ModelView", "next token, α = 1"), "p",
-            translate("ModelView", "next token, α = {0}").format(
-                format_alpha(alpha) if alpha is not None else "…"), "p"])
+            "α = 1", "p", f"α = {format_alpha(alpha)}" if alpha is not None else "α", "p"])
         rows = prediction_rows(own, chosen, position)
         self.table.setRowCount(len(rows))
         for row, cells in enumerate(rows):
@@ -306,7 +304,8 @@ class ModelView(PlotView):
             following = (shown.tokens[position + 1] if position + 1 < len(shown.tokens)
                          else translate("ModelView", "(end of the text)"))
             self.after_label.setText(translate(
-                "ModelView", "After “{0}” (token {1}); the text goes on with “{2}”.").format(
+                "ModelView", "Next tokens after “{0}” (token {1}); the text goes on with “{2}”."
+            ).format(
                 shown.tokens[position], position, following))
         else:
             self.after_label.setText("")

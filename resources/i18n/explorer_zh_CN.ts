@@ -1608,12 +1608,12 @@
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="337"/>
+        <location filename="../../gui/main_window.py" line="340"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="338"/>
+        <location filename="../../gui/main_window.py" line="341"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -2102,8 +2102,10 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
     <message>
         <location filename="../../gui/model/figure.py" line="112"/>
-        <source>model&apos;s own scale (α = 1)</source>
-        <translation>模型自身的缩放（α = 1）</translation>
+        <source>model&apos;s own
+scale (α = 1)</source>
+        <translation>模型自身的
+缩放（α = 1）</translation>
     </message>
     <message>
         <location filename="../../gui/model/figure.py" line="113"/>
@@ -2157,7 +2159,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
     <message>
         <location filename="../../gui/model/texts.py" line="58"/>
-        <location filename="../../gui/model/view.py" line="244"/>
+        <location filename="../../gui/model/view.py" line="259"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
@@ -2233,37 +2235,27 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>{0}：没有这个文件或文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="282"/>
-        <source>next token, α = 1</source>
-        <translation>下一词元，α = 1</translation>
+        <location filename="../../gui/model/view.py" line="306"/>
+        <source>Next tokens after “{0}” (token {1}); the text goes on with “{2}”.</source>
+        <translation>“{0}”（词元 {1}）之后的下一词元；文本接下来是“{2}”。</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="283"/>
-        <source>next token, α = {0}</source>
-        <translation>下一词元，α = {0}</translation>
-    </message>
-    <message>
-        <location filename="../../gui/model/view.py" line="292"/>
+        <location filename="../../gui/model/view.py" line="305"/>
         <source>(end of the text)</source>
         <translation>（文本结束）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="293"/>
-        <source>After “{0}” (token {1}); the text goes on with “{2}”.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../../gui/model/view.py" line="300"/>
+        <location filename="../../gui/model/view.py" line="314"/>
         <source>Model&apos;s own scale (α = 1)</source>
         <translation>模型自身的缩放（α = 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="304"/>
+        <location filename="../../gui/model/view.py" line="318"/>
         <source>Intervention: {0}</source>
         <translation>改动：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="306"/>
+        <location filename="../../gui/model/view.py" line="320"/>
         <source>Intervention</source>
         <translation>改动</translation>
     </message>
@@ -2583,13 +2575,13 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
     <message>
         <location filename="../../gui/explorer/views/precision.py" line="144"/>
-        <location filename="../../gui/tour/content.py" line="138"/>
+        <location filename="../../gui/tour/content.py" line="139"/>
         <source>max subtracted (stable)</source>
         <translation>减去最大值（稳定）</translation>
     </message>
     <message>
         <location filename="../../gui/explorer/views/precision.py" line="145"/>
-        <location filename="../../gui/tour/content.py" line="136"/>
+        <location filename="../../gui/tour/content.py" line="137"/>
         <source>naive exp(z)</source>
         <translation>直接 exp(z)（不减最大值）</translation>
     </message>
@@ -2630,7 +2622,7 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
     <message>
         <location filename="../../gui/explorer/views/precision.py" line="161"/>
-        <location filename="../../gui/tour/content.py" line="140"/>
+        <location filename="../../gui/tour/content.py" line="141"/>
         <source>only the logits rounded</source>
         <translation>只有 logit 取为该格式</translation>
     </message>
@@ -2920,68 +2912,68 @@ exp 超出范围</translation>
 <context>
     <name>TourPanel</name>
     <message>
-        <location filename="../../gui/tour/panel.py" line="257"/>
+        <location filename="../../gui/tour/panel.py" line="258"/>
         <source>◀ Back</source>
         <extracomment>``text`` with ``&amp;``, ``&lt;`` and ``&gt;`` escaped for a rich-text label.</extracomment>
         <translation>◀ 上一步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="338"/>
+        <location filename="../../gui/tour/panel.py" line="341"/>
         <source>Next ▶</source>
         <translation>下一步 ▶</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="258"/>
+        <location filename="../../gui/tour/panel.py" line="259"/>
         <source>Previous step (Alt+Left)</source>
         <translation>上一步（Alt+←）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="341"/>
+        <location filename="../../gui/tour/panel.py" line="344"/>
         <source>Next step (Alt+Right)</source>
         <translation>下一步（Alt+→）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="333"/>
+        <location filename="../../gui/tour/panel.py" line="336"/>
         <source>Step {0} / {1}</source>
         <translation>第 {0} / {1} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="337"/>
+        <location filename="../../gui/tour/panel.py" line="340"/>
         <source>Finish</source>
         <translation>完成</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="340"/>
+        <location filename="../../gui/tour/panel.py" line="343"/>
         <source>End the tour (Alt+Right)</source>
         <translation>结束导览（Alt+→）</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="344"/>
+        <location filename="../../gui/tour/panel.py" line="347"/>
         <source>Look at:</source>
         <translation>请看：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="345"/>
+        <location filename="../../gui/tour/panel.py" line="348"/>
         <source>Try it yourself:</source>
         <translation>动手试试：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="358"/>
+        <location filename="../../gui/tour/panel.py" line="361"/>
         <source>Engine says:</source>
         <translation>引擎计算结果：</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="361"/>
+        <location filename="../../gui/tour/panel.py" line="364"/>
         <source>could not compute: {0}</source>
         <translation>无法计算：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="365"/>
+        <location filename="../../gui/tour/panel.py" line="368"/>
         <source>computing…</source>
         <translation>正在计算…</translation>
     </message>
     <message>
-        <location filename="../../gui/tour/panel.py" line="372"/>
+        <location filename="../../gui/tour/panel.py" line="375"/>
         <source>claim {0}</source>
         <translation>论断 {0}</translation>
     </message>

@@ -81,7 +81,7 @@ def test_every_view_tour_step_and_presentation_fit(make_window, qtbot, english_a
     assert window.train_tab.start_training()
     assert window.train_tab.wait_until_idle(60_000)
     keys = [view.key for view in window.views] + [view.key for view in window.train_tab.views]
-    for key in [*keys, "heads"]:
+    for key in [*keys, "heads", "model"]:
         assert window.show_view(key), key
         assert window.wait_until_settled(30_000), key
         check_both_sizes(window, qtbot, (language, key))

@@ -89,7 +89,7 @@ def _scrolled(widget: QWidget) -> bool:
 
 def _check_every_page(window, qtbot, label: str) -> None:
     keys = [view.key for view in window.views] + [view.key for view in window.train_tab.views]
-    for key in [*keys, "heads"]:
+    for key in [*keys, "heads", "model"]:
         assert window.show_view(key), key
         assert window.wait_until_settled(HANG_MS), key
         assert (window.width(), window.height()) == SMALL_SCREEN
