@@ -18,7 +18,7 @@ from tests.engine.test_models import FIXTURES, sample_model_path
 from tests.gui.conftest import HANG_MS
 from tests.gui.pixels import rsvg_image
 
-TINY_LLAMA = FIXTURES / "tiny-llama"
+TINY = FIXTURES / "tiny-gpt2"  # a causal model with its language-model head (tied)
 TEXT = "The cat sat on the mat because it was tired."
 
 
@@ -38,11 +38,17 @@ def view(qtbot):
 def _set_inputs(tab: ModelView, path, *, low: float = 0.5, high: float = 2.0,
                 points: int = 3, text: str = TEXT) -> None:
     controls = tab.controls
+    controls.max_tokens.setValue(64)  # the fixture's positions
     controls.path.setText(str(path))
     controls.text.setPlainText(text)
     controls.alpha_low.setValue(low)
     controls.alpha_high.setValue(high)
     controls.alpha_points.setValue(points)
+
+
+def _data(curve) -> tuple[np.ndarray, np.ndarray]:
+    """The data given to ``curve`` (its getData() is log₁₀ of x on the log α axis)."""
+    return curve.xData, curve.yData
 
 
 def _wait(qtbot, condition, timeout_ms: int = HANG_MS) -> None:
@@ -57,14 +63,14 @@ def test_the_default_grid_is_the_engines(qapp):
 
 
 def test_the_curves_plot_the_engines_losses(view, qtbot):
-    _set_inputs(view, TINY_LLAMA)
+    _set_inputs(view, TINY)
     assert view.run()
     assert view.wait_idle(HANG_MS)
     results = view.controller.results()
     assert results.state == "done", results.error
-    model = open_model(TINY_LLAMA)
+    model = open_model(TINY)
     alphas = (0.5, 1.0, 2.0)
-    x, y = view.figure.alpha_curve.getData()
+    x, y = _data(view.figure.alpha_curve)
     assert list(x) == list(alphas)
     expected = [score_text(model, TEXT, Intervention(alpha=a)).loss for a in alphas]
     np.testing.assert_allclose(y, expected, rtol=1e-12)
@@ -72,10 +78,10 @@ def test_the_curves_plot_the_engines_losses(view, qtbot):
     assert y[1] == pytest.approx(score_text(model, TEXT).loss, rel=1e-12)
     # One layer at a time, at √d_k ("no scaling"), as the engine's own layer sweep gives it.
     layer_points = list(iter_sweep(model, TEXT, "layer"))
-    lx, ly = view.figure.layer_curve.getData()
+    lx, ly = _data(view.figure.layer_curve)
     assert list(lx) == [p.layer for p in layer_points] == list(range(model.spec.layers))
     np.testing.assert_allclose(ly, [p.score.loss for p in layer_points], rtol=1e-12)
-    _ex, ey = view.figure.layer_entropy.getData()
+    _ex, ey = _data(view.figure.layer_entropy)
     np.testing.assert_allclose(ey, [p.score.layer_entropy[p.layer] for p in layer_points])
     # The predictions table at the last position: the engine's top tokens at α = 1.
     own = score_text(model, TEXT)
@@ -93,24 +99,26 @@ def test_the_curves_plot_the_engines_losses(view, qtbot):
 
 
 def test_choosing_another_alpha_continues_under_it(view, qtbot):
-    _set_inputs(view, TINY_LLAMA)
+    _set_inputs(view, TINY)
     assert view.run() and view.wait_idle(HANG_MS)
     view.alpha_choice.setCurrentIndex(view.alpha_choice.findData(0.5))
     assert view.wait_idle(HANG_MS)
     results = view.controller.results()
     assert results.intervened.alpha == 0.5 and results.state == "done"
-    expected = continue_text(open_model(TINY_LLAMA), TEXT, Intervention(alpha=0.5)).text
+    expected = continue_text(open_model(TINY), TEXT, Intervention(alpha=0.5)).text
     assert expected in view.chosen_text.toPlainText()
     assert len(results.alpha_points) == 3  # the sweep stays
 
 
 def test_cancel_keeps_the_points_done_on_screen_and_in_the_csv(view, qtbot, tmp_path):
     # A long text and a fine grid: the sweep is far from its end when the first point lands.
-    _set_inputs(view, TINY_LLAMA, low=0.05, high=20.0, points=41,
+    _set_inputs(view, TINY, low=0.05, high=20.0, points=41,
                 text="Attention sinks are heads that look at the first token. " * 4)
     controller = view.controller
     assert view.run()
-    _wait(qtbot, lambda: len(controller.results().alpha_points) >= 2)
+    _wait(qtbot, lambda: len(controller.results().alpha_points) >= 2
+          or controller.results().state != "running")
+    assert controller.results().state == "running", controller.results().error
     started = time.perf_counter()
     view.controls.cancel_button.click()
     _wait(qtbot, lambda: not controller.is_busy())
@@ -122,7 +130,7 @@ def test_cancel_keeps_the_points_done_on_screen_and_in_the_csv(view, qtbot, tmp_
     print(f"\ncancel took {waited * 1000:.0f} ms; {done} of 41 points kept")
     assert waited < 2.0  # ≤ 100 ms on a quiet machine: one engine step; a loaded one is slower
     view.wait_idle(HANG_MS)
-    x, y = view.figure.alpha_curve.getData()
+    x, y = _data(view.figure.alpha_curve)
     assert len(x) == done and np.isfinite(y).all()
     assert "Cancelled" in view.status_line()
     path = export.export_view(view, tmp_path, 900, 600, ("csv",))[0]
@@ -134,7 +142,7 @@ def test_a_bad_input_is_one_line_beside_run(view, qtbot, tmp_path):
     _set_inputs(view, tmp_path / "nowhere")
     assert not view.run()
     assert "no such file or folder" in view.controls.message.text()
-    _set_inputs(view, TINY_LLAMA, text="a")  # one token: nothing to predict
+    _set_inputs(view, TINY, text="a")  # one token: nothing to predict
     assert view.run() and view.wait_idle(HANG_MS)
     message = view.controls.message.text()
     assert message.startswith("Error: ") and "\n" not in message and "token" in message
@@ -145,7 +153,7 @@ def test_a_bad_input_is_one_line_beside_run(view, qtbot, tmp_path):
 
 
 def test_export_writes_png_svg_pdf_and_csv_that_are_not_blank(view, qtbot, tmp_path):
-    _set_inputs(view, TINY_LLAMA)
+    _set_inputs(view, TINY)
     assert view.run() and view.wait_idle(HANG_MS)
     written = export.export_view(view, tmp_path, 1000, 700)
     assert [p.suffix for p in written] == [".png", ".svg", ".pdf", ".csv"]
@@ -156,7 +164,7 @@ def test_export_writes_png_svg_pdf_and_csv_that_are_not_blank(view, qtbot, tmp_p
     assert (tmp_path / "model.pdf").read_bytes().startswith(b"%PDF")
     rows = list(csv.DictReader((tmp_path / "model.csv").open(encoding="utf-8")))
     tables = [row["table"] for row in rows]
-    layers = open_model(TINY_LLAMA).spec.layers
+    layers = open_model(TINY).spec.layers
     assert tables.count("alpha") == 3 and tables.count("layer") == layers
     assert tables.count("continuation") == 2 and "prediction" in tables
 
@@ -166,10 +174,11 @@ def test_closing_the_window_mid_run_exits_cleanly(make_window, qtbot):
     window.mode_actions[3].trigger()  # Alt+4: the Model tab
     tab = window.model_view
     assert window.mode_tabs.currentWidget() is tab and window.current_view() is tab
-    _set_inputs(tab, TINY_LLAMA, low=0.05, high=20.0, points=41,
+    _set_inputs(tab, TINY, low=0.05, high=20.0, points=41,
                 text="Attention sinks are heads that look at the first token. " * 4)
     assert tab.run()
-    _wait(qtbot, lambda: tab.controller.results().alpha_points)
+    _wait(qtbot, lambda: bool(tab.controller.results().alpha_points))
+    assert tab.controller.results().state == "running"
     window.close()
     window.shutdown()
     assert not window.workers_running()
@@ -183,7 +192,7 @@ def test_the_tab_speaks_chinese(view, qtbot):
         assert view.figure.alpha_plot.titleLabel.text == "损失随 α 的变化"
         assert view.controls.run_button.text() == "运行"
         assert view.controls.scope.itemText(0) == "所有层"
-        _set_inputs(view, TINY_LLAMA)
+        _set_inputs(view, TINY)
         assert view.run() and view.wait_idle(HANG_MS)
         assert "个点" in view.status_line() and view.own_title.text().startswith("模型自身")
     finally:
