@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 
 from engine.config import ScalingRule
 from gui.kit import style
+from gui.kit.axes import axis_items
 from gui.kit.i18n import translate
 from gui.kit.plot_view import finite_or_nan
 from gui.kit.presentation import ScalableLayoutWidget
@@ -21,8 +22,8 @@ from gui.model.controller import ModelResults
 
 __all__ = ["ModelFigure", "format_alpha"]
 
-#: The model's own scale, and the intervention (colours of the rules they stand for).
-OWN, INTERVENED = ScalingRule.SQRT, ScalingRule.NONE
+#: The intervention's colour and marker: those of the rule without scaling.
+INTERVENED = ScalingRule.NONE
 
 
 def format_alpha(alpha: float) -> str:
@@ -55,8 +56,10 @@ class ModelFigure(ScalableLayoutWidget):
         self.ci.addItem(self.header, row=0, col=0, colspan=2)
         self.alpha_plot = self.ci.addPlot(row=1, col=0, rowspan=2,
                                           axisItems=style.log_axis_items())
-        self.layer_plot = self.ci.addPlot(row=1, col=1)
-        self.entropy_plot = self.ci.addPlot(row=2, col=1)
+        # Axes that draw their grid as filled rectangles (gui/kit/axes.py): a sweep's points
+        # re-draw them often.
+        self.layer_plot = self.ci.addPlot(row=1, col=1, axisItems=axis_items())
+        self.entropy_plot = self.ci.addPlot(row=2, col=1, axisItems=axis_items())
         self.legend = style.make_legend(col_count=2)
         self.ci.addItem(self.legend, row=3, col=1)
         for plot in (self.alpha_plot, self.layer_plot, self.entropy_plot):
@@ -78,13 +81,14 @@ class ModelFigure(ScalableLayoutWidget):
         self.alpha_plot.addItem(self.chosen_line, ignoreBounds=True)
         self.layer_curve = style.rule_curve(INTERVENED, symbol_size=7)
         self.layer_plot.addItem(self.layer_curve)
-        self.own_loss = pg.InfiniteLine(
-            angle=0, pen=pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DashLine),
-            label="", labelOpts={"position": 0.98, "color": style.THEORY_COLOR,
-                                 "anchors": [(1, 1), (1, 1)]})
+        own_pen = pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DashLine)
+        self.own_loss = pg.InfiniteLine(angle=0, pen=own_pen)
         self.own_loss.setVisible(False)
         self.layer_plot.addItem(self.own_loss, ignoreBounds=False)
-        self.own_entropy = style.rule_curve(OWN, symbol_size=7)
+        # The model's own scale is drawn alike in every plot: grey and dashed.
+        self.own_entropy = pg.PlotDataItem(pen=own_pen, symbol="s", symbolSize=6,
+                                           symbolPen=pg.mkPen(style.THEORY_COLOR),
+                                           symbolBrush=pg.mkBrush(style.THEORY_COLOR))
         self.layer_entropy = style.rule_curve(INTERVENED, symbol_size=7)
         self.entropy_plot.addItem(self.own_entropy)
         self.entropy_plot.addItem(self.layer_entropy)
@@ -110,10 +114,11 @@ class ModelFigure(ScalableLayoutWidget):
                          bottom=(translate("ModelView", "head") if head
                                  else translate("ModelView", "layer")))
         style.set_line_label(self.own_line, translate("ModelView", "model's own\nscale (α = 1)"))
-        style.set_line_label(self.own_loss, translate("ModelView", "loss at α = 1"))
         self.legend.clear()
-        self.legend.addItem(self.own_entropy, translate("ModelView", "model's own scale"))
-        self.legend.addItem(self.layer_entropy, translate("ModelView", "α applied there"))
+        self.legend.addItem(self.own_entropy, translate("ModelView", "model's own scale (α = 1)"))
+        self.legend.addItem(self.layer_entropy, (
+            translate("ModelView", "α on that head only") if head
+            else translate("ModelView", "α on that layer only")))
 
     def show_results(self, results: ModelResults, chosen_alpha: float | None) -> None:
         """Draw the points of ``results`` and mark ``chosen_alpha`` on the α axis."""

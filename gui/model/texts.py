@@ -11,7 +11,7 @@ from gui.model.figure import format_alpha
 from gui.model.worker import ContinuationReady, ModelTask
 
 __all__ = ["CSV_HEADER", "csv_rows", "header_text", "prediction_rows", "scope_text",
-           "status_text"]
+           "shown_token", "status_text"]
 
 CSV_HEADER = ["table", "model", "intervention", "alpha", "layer", "head", "loss", "perplexity",
               "mean_entropy", "saturated", "nonfinite", "position", "rank", "token",
@@ -79,6 +79,12 @@ def header_text(results: ModelResults) -> str:
     return " · ".join(parts)
 
 
+def shown_token(text: str) -> str:
+    """A token as the table shows it: spaces and line breaks made visible (" cat" and "cat"
+    are two tokens)."""
+    return (text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥")) or "∅"
+
+
 def prediction_rows(own: TextScore | None, chosen: TextScore | None,
                     position: int) -> list[tuple[str, str, str, str]]:
     """The table's rows at ``position``: token and probability at α = 1, then at the chosen
@@ -87,7 +93,7 @@ def prediction_rows(own: TextScore | None, chosen: TextScore | None,
     for score in (own, chosen):
         predictions = (score.predictions[position]
                        if score is not None and 0 <= position < len(score.predictions) else ())
-        columns.append([(p.text, f"{p.probability:.3f}") for p in predictions])
+        columns.append([(shown_token(p.text), f"{p.probability:.3f}") for p in predictions])
     rows = max((len(c) for c in columns), default=0)
     out = []
     for index in range(rows):

@@ -3,7 +3,7 @@
 Left, the controls (model, text, α grid, scope, scale, precision, Run and Cancel); right, the
 plots (:class:`~gui.model.figure.ModelFigure`), and under them the top next tokens at one
 position (at α = 1 and at the α chosen) beside the two greedy continuations: the model's own
-scale and the intervention. The view draws what the controller received, at most 20 times a
+scale and the intervention. The view draws what the controller received, at most 10 times a
 second; it computes nothing.
 """
 
@@ -35,6 +35,7 @@ from gui.kit.i18n import translate
 from gui.kit.jobs import Throttle
 from gui.kit.plot_view import PlotView
 from gui.kit.qt_lifetime import wait_until
+from gui.kit.split_paint import SplitPaint
 from gui.model.controller import ModelController, ModelResults
 from gui.model.controls import ModelControls
 from gui.model.figure import ModelFigure, format_alpha
@@ -44,6 +45,7 @@ from gui.model.texts import (
     header_text,
     intervention_text,
     prediction_rows,
+    shown_token,
     status_text,
 )
 from gui.model.worker import ContinuationReady
@@ -51,7 +53,7 @@ from gui.model.worker import ContinuationReady
 __all__ = ["ModelView"]
 
 #: The fewest milliseconds between two redraws while points stream in.
-REDRAW_MS = 50
+REDRAW_MS = 100
 
 
 class ModelView(PlotView):
@@ -74,6 +76,8 @@ class ModelView(PlotView):
         self._status = ""
         self._alphas: tuple[float, ...] = ()
         self._throttle = Throttle(REDRAW_MS, self._refresh, self)
+        # The plots take in a redraw and paint it in later event-loop passes (short stalls).
+        self._paint = SplitPaint(self)
         self._build()
         controller = self.controller
         controller.resultsChanged.connect(self._on_results)
@@ -247,19 +251,29 @@ class ModelView(PlotView):
         self._refresh()
 
     def _refresh(self) -> None:
+        # Only the parts whose results changed are redrawn: a progress message changes none.
         results = self.controller.results()
         self._fill_alphas(results)
         chosen = self.chosen_alpha()
-        self.figure.show_results(results, chosen)
-        self.figure.header.setText(header_text(results))
-        set_caption(self.figure, header_text(results) if results.model is not None else "")
+        if self._is_new("points", results.task, results.model, results.alpha_points,
+                        results.second_points, chosen):
+            with self._paint.timed():
+                self.figure.show_results(results, chosen)
+                header = header_text(results)
+                if header != self.figure.header.text:  # a new text re-lays the figure out
+                    self.figure.header.setText(header)
+                set_caption(self.figure, header if results.model is not None else "")
+            self._paint.paint_later([self.figure])
         done, total = results.progress
         self.controls.show_progress(done, total)
         if results.state == "failed":
             self.controls.message.setText(translate("ModelView", "Error: {0}").format(
                 results.error))
-        self._show_predictions()
-        self._show_continuations(results, chosen)
+        if self._is_new("predictions", results.reference(), results.score_at(chosen or 1.0)):
+            self._show_predictions()
+        if self._is_new("continuations", results.task, results.own, results.intervened,
+                        chosen):
+            self._show_continuations(results, chosen)
         status = status_text(results)
         if status != self._status:
             self._status = status
@@ -306,7 +320,7 @@ class ModelView(PlotView):
             self.after_label.setText(translate(
                 "ModelView", "Next tokens after “{0}” (token {1}); the text goes on with “{2}”."
             ).format(
-                shown.tokens[position], position, following))
+                shown_token(shown.tokens[position]), position, shown_token(following)))
         else:
             self.after_label.setText("")
 

@@ -2050,77 +2050,77 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
         <translation>停止；已算出的点保留（Esc）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="100"/>
+        <location filename="../../gui/model/figure.py" line="104"/>
         <source>Loss against α</source>
-        <extracomment>The model&apos;s own scale, and the intervention (colours of the rules they stand for).</extracomment>
+        <extracomment>The intervention&apos;s colour and marker: those of the rule without scaling.</extracomment>
         <translation>损失随 α 的变化</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="101"/>
+        <location filename="../../gui/model/figure.py" line="105"/>
         <source>loss (nats per token)</source>
         <translation>损失（每词元 nat）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="102"/>
+        <location filename="../../gui/model/figure.py" line="106"/>
         <source>α (× every attention logit)</source>
         <translation>α（× 每个注意力 logit）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="104"/>
+        <location filename="../../gui/model/figure.py" line="108"/>
         <source>α on one head at a time</source>
         <translation>每次只作用于一个头的 α</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="105"/>
+        <location filename="../../gui/model/figure.py" line="109"/>
         <source>α on one layer at a time</source>
         <translation>每次只作用于一层的 α</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="106"/>
+        <location filename="../../gui/model/figure.py" line="110"/>
         <source>loss (nats)</source>
         <translation>损失（nat）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="108"/>
+        <location filename="../../gui/model/figure.py" line="112"/>
         <source>Mean attention entropy of the layer</source>
         <translation>该层的平均注意力熵</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="109"/>
+        <location filename="../../gui/model/figure.py" line="113"/>
         <source>entropy (nats)</source>
         <translation>熵（nat）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="110"/>
+        <location filename="../../gui/model/figure.py" line="114"/>
         <source>head</source>
         <translation>头</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="111"/>
+        <location filename="../../gui/model/figure.py" line="115"/>
         <source>layer</source>
         <translation>层</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="112"/>
+        <location filename="../../gui/model/figure.py" line="116"/>
         <source>model&apos;s own
 scale (α = 1)</source>
         <translation>模型自身的
 缩放（α = 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="113"/>
-        <source>loss at α = 1</source>
-        <translation>α = 1 时的损失</translation>
+        <location filename="../../gui/model/figure.py" line="118"/>
+        <source>model&apos;s own scale (α = 1)</source>
+        <translation>模型自身的缩放（α = 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="115"/>
-        <source>model&apos;s own scale</source>
-        <translation>模型自身的缩放</translation>
+        <location filename="../../gui/model/figure.py" line="120"/>
+        <source>α on that head only</source>
+        <translation>α 只作用于该头</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="116"/>
-        <source>α applied there</source>
-        <translation>α 只作用于该处</translation>
+        <location filename="../../gui/model/figure.py" line="121"/>
+        <source>α on that layer only</source>
+        <translation>α 只作用于该层</translation>
     </message>
     <message>
         <location filename="../../gui/model/texts.py" line="26"/>
@@ -2159,7 +2159,7 @@ scale (α = 1)</source>
     </message>
     <message>
         <location filename="../../gui/model/texts.py" line="58"/>
-        <location filename="../../gui/model/view.py" line="259"/>
+        <location filename="../../gui/model/view.py" line="270"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
@@ -2189,73 +2189,73 @@ scale (α = 1)</source>
         <translation>最低损失 {0:.3f}，在 α = {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="149"/>
+        <location filename="../../gui/model/view.py" line="153"/>
         <source>Model</source>
         <extracomment>The fewest milliseconds between two redraws while points stream in.</extracomment>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="172"/>
+        <location filename="../../gui/model/view.py" line="176"/>
         <source>α shown:</source>
         <translation>显示的 α：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="173"/>
+        <location filename="../../gui/model/view.py" line="177"/>
         <source>The α whose predictions and continuation are shown beside the model&apos;s own (α = 1)</source>
         <translation>与模型自身（α = 1）并列显示其预测和续写的 α</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="176"/>
+        <location filename="../../gui/model/view.py" line="180"/>
         <source>position:</source>
         <translation>位置：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="177"/>
+        <location filename="../../gui/model/view.py" line="181"/>
         <source>The token after which the next token is predicted</source>
         <translation>在此词元之后预测下一个词元</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="179"/>
+        <location filename="../../gui/model/view.py" line="183"/>
         <source>The most likely next tokens and their probabilities</source>
         <translation>最可能的下一个词元及其概率</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="181"/>
+        <location filename="../../gui/model/view.py" line="185"/>
         <source>Greedy continuation of the text by the model as trained (up to 32 tokens)</source>
         <translation>训练所得模型对文本的续写，每步取最可能的词元（最多 32 个词元）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="183"/>
+        <location filename="../../gui/model/view.py" line="187"/>
         <source>Greedy continuation under the α shown, in the scope of the run</source>
         <translation>在所显示的 α 下、按本次运行的作用范围进行的续写（每步取最可能的词元）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="198"/>
+        <location filename="../../gui/model/view.py" line="202"/>
         <source>{0}: no such file or folder</source>
         <translation>{0}：没有这个文件或文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="306"/>
+        <location filename="../../gui/model/view.py" line="320"/>
         <source>Next tokens after “{0}” (token {1}); the text goes on with “{2}”.</source>
         <translation>“{0}”（词元 {1}）之后的下一词元；文本接下来是“{2}”。</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="305"/>
+        <location filename="../../gui/model/view.py" line="319"/>
         <source>(end of the text)</source>
         <translation>（文本结束）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="314"/>
+        <location filename="../../gui/model/view.py" line="328"/>
         <source>Model&apos;s own scale (α = 1)</source>
         <translation>模型自身的缩放（α = 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="318"/>
+        <location filename="../../gui/model/view.py" line="332"/>
         <source>Intervention: {0}</source>
         <translation>改动：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="320"/>
+        <location filename="../../gui/model/view.py" line="334"/>
         <source>Intervention</source>
         <translation>改动</translation>
     </message>

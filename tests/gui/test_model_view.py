@@ -14,6 +14,7 @@ from engine.models import Intervention, continue_text, iter_sweep, open_model, s
 from gui.kit import export, i18n
 from gui.model import ModelView
 from gui.model.controls import alpha_grid
+from gui.model.texts import shown_token
 from tests.engine.test_models import FIXTURES, sample_model_path
 from tests.gui.conftest import HANG_MS
 from tests.gui.pixels import rsvg_image
@@ -86,7 +87,7 @@ def test_the_curves_plot_the_engines_losses(view, qtbot):
     # The predictions table at the last position: the engine's top tokens at α = 1.
     own = score_text(model, TEXT)
     top = own.predictions[view.position.value()]
-    assert view.table.item(0, 0).text() == top[0].text
+    assert view.table.item(0, 0).text() == shown_token(top[0].text)
     assert view.table.item(0, 1).text() == f"{top[0].probability:.3f}"
     # The two continuations: the model's own and under the α shown (the grid's largest).
     assert view.chosen_alpha() == 2.0
