@@ -30,7 +30,7 @@ from engine.models import DEFAULT_ALPHAS, ModelError, layers_text, sample_models
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.model_input import DEFAULT_TEXT, BoundedTextEdit, ModelPathRow, memory_spin
-from gui.model.worker import SCOPES, ModelTask
+from gui.model.task import SCOPES, ModelTask
 
 __all__ = ["PRECISIONS", "RULE_PARAMETER", "ModelControls", "alpha_grid"]
 

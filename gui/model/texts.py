@@ -8,7 +8,7 @@ from gui.kit import style
 from gui.kit.i18n import translate
 from gui.model.controller import ModelResults
 from gui.model.figure import format_alpha
-from gui.model.worker import ContinuationReady, ModelTask
+from gui.model.task import ContinuationReady, ModelTask
 
 __all__ = ["CSV_HEADER", "csv_rows", "header_text", "prediction_rows", "scope_text",
            "shown_token", "status_text"]
