@@ -52,6 +52,7 @@ SYMBOL_WORDS = {
     "ssmax", "yarn",  # method names (Scalable-Softmax, YaRN), written so in Chinese texts
     "llama",  # a model's name (the Llama 4 rule)
     "viridis", "cividis",  # colour-map names
+    "gib",  # the memory limit's unit symbol (the Model tab shows it)
 }
 #: Whole texts that are deliberately not translated: the language menu's endonyms.
 UNTRANSLATED_TEXTS = set(i18n.LANGUAGES.values())
