@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 
+from engine.core.memory import set_memory_budget
 from engine.core.scaling import Rule
 from engine.core.threads import limit_blas_threads
 from engine.models import (
@@ -124,10 +125,14 @@ def run_task(opened: OpenedModel, task: ModelTask, cancelled: Callable[[], bool]
     Raises
     ------
     ValueError
-        Input the user can fix (a :class:`~engine.models.ModelError`, a memory budget): one line.
+        Input the user can fix (a :class:`~engine.models.ModelError`, a text over the task's
+        memory budget, which becomes the budget of the process it runs in): one line.
     CaptureCancelled
         ``cancelled()`` turned true (the points yielded before stay valid).
     """
+    if task.memory_budget is not None:
+        # The child process's own budget (the window's explorer keeps its own).
+        set_memory_budget(task.memory_budget)
     model = opened.open(task.path, cancelled)
     spec = model.spec
     yield ModelOpened(model.name, spec.layers, spec.heads, spec.head_dim,

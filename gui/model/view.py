@@ -315,12 +315,13 @@ class ModelView(PlotView):
             for column, cell in enumerate(cells):
                 self.table.setItem(row, column, QTableWidgetItem(cell))
         if shown is not None and 0 <= position < len(shown.tokens):
-            following = (shown.tokens[position + 1] if position + 1 < len(shown.tokens)
+            following = (shown_token(shown.tokens[position + 1])
+                         if position + 1 < len(shown.tokens)
                          else translate("ModelView", "(end of the text)"))
             self.after_label.setText(translate(
                 "ModelView", "Next tokens after “{0}” (token {1}); the text goes on with “{2}”."
             ).format(
-                shown_token(shown.tokens[position]), position, shown_token(following)))
+                shown_token(shown.tokens[position]), position, following))
         else:
             self.after_label.setText("")
 

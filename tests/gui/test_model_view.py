@@ -153,6 +153,18 @@ def test_a_bad_input_is_one_line_beside_run(view, qtbot, tmp_path):
     assert "layers" in view.controls.message.text()
 
 
+def test_the_memory_limit_bounds_the_run(view, qtbot):
+    _set_inputs(view, TINY)
+    memory = view.controls.memory  # 10 KiB: far below any forward, refused with the numbers
+    memory.setDecimals(6)
+    memory.setMinimum(1e-5)
+    memory.setValue(1e-5)
+    assert view.run() and view.wait_idle(HANG_MS)
+    message = view.controls.message.text()
+    assert message.startswith("Error: ") and "memory" in message and "\n" not in message
+    assert not view.controller.results().alpha_points
+
+
 def test_export_writes_png_svg_pdf_and_csv_that_are_not_blank(view, qtbot, tmp_path):
     _set_inputs(view, TINY)
     assert view.run() and view.wait_idle(HANG_MS)
