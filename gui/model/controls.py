@@ -137,11 +137,14 @@ class ModelControls(QWidget):
         column = QVBoxLayout(self)
         column.setContentsMargins(6, 4, 6, 4)
         column.setSpacing(4)
-        column.addWidget(labels["model"])
-        column.addWidget(self.path)  # the row's edit on a line of its own: the column is narrow
+        # The row's edit on a line of its own, the sample beside the label: the column is narrow.
+        title = QHBoxLayout()
+        title.addWidget(labels["model"], 1)
+        title.addWidget(self.sample_button)
+        column.addLayout(title)
+        column.addWidget(self.path)
         buttons = QHBoxLayout()
-        for button in (self.path_row.folder_button, self.path_row.gguf_button,
-                       self.sample_button):
+        for button in (self.path_row.folder_button, self.path_row.gguf_button):
             buttons.addWidget(button)
         column.addLayout(buttons)
         column.addWidget(labels["text"])
@@ -158,12 +161,17 @@ class ModelControls(QWidget):
             grid.addWidget(labels[name], row, 0)
             grid.addWidget(widget, row, 1)
         column.addLayout(grid)
+        labels["alphas"].setWordWrap(True)
         column.addWidget(labels["alphas"])
-        alphas = QHBoxLayout()
-        for widget in (self.alpha_low, labels["to"], self.alpha_high, labels["points"],
-                       self.alpha_points):
+        # Two short rows: the column stays narrow beside the tour's dock at 1024 px.
+        alphas, points = QHBoxLayout(), QHBoxLayout()
+        for widget in (self.alpha_low, labels["to"], self.alpha_high):
             alphas.addWidget(widget)
+        points.addWidget(labels["points"])
+        points.addWidget(self.alpha_points)
+        points.addStretch(1)
         column.addLayout(alphas)
+        column.addLayout(points)
         run = QHBoxLayout()
         run.addWidget(self.run_button, 1)
         run.addWidget(self.cancel_button)

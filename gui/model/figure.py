@@ -16,7 +16,8 @@ from engine.config import ScalingRule
 from gui.kit import style
 from gui.kit.axes import axis_items
 from gui.kit.i18n import translate
-from gui.kit.plot_view import finite_or_nan
+from gui.kit.layout_fit import fit_legend_columns
+from gui.kit.plot_view import LEGEND_MARGIN, finite_or_nan
 from gui.kit.presentation import ScalableLayoutWidget
 from gui.model.controller import ModelResults
 
@@ -61,7 +62,7 @@ class ModelFigure(ScalableLayoutWidget):
         self.layer_plot = self.ci.addPlot(row=1, col=1, axisItems=axis_items())
         self.entropy_plot = self.ci.addPlot(row=2, col=1, axisItems=axis_items())
         self.legend = style.make_legend(col_count=2)
-        self.ci.addItem(self.legend, row=3, col=1)
+        self.ci.addItem(self.legend, row=3, col=0, colspan=2)
         for plot in (self.alpha_plot, self.layer_plot, self.entropy_plot):
             style.style_plot(plot)
         self.entropy_plot.setXLink(self.layer_plot)
@@ -98,6 +99,18 @@ class ModelFigure(ScalableLayoutWidget):
         self._alphas: tuple[float, ...] = ()
         self.retranslate_ui()
 
+    def resizeEvent(self, event: object) -> None:  # Qt override
+        """Give the legend as many columns as the figure's width holds."""
+        self.fit_legend()
+        super().resizeEvent(event)
+
+    def fit_legend(self) -> None:
+        """One row of legend entries where they fit side by side, else one per row."""
+        legend = getattr(self, "legend", None)  # Qt resizes the widget while it is built
+        if legend is not None:
+            fit_legend_columns(legend, self.width() / self.scale_factor() - LEGEND_MARGIN,
+                               legend.most_columns)
+
     def retranslate_ui(self) -> None:
         """Titles, axis labels and the legend in the current language."""
         head = self._second_kind == "head"
@@ -105,11 +118,11 @@ class ModelFigure(ScalableLayoutWidget):
                          left=translate("ModelView", "loss (nats per token)"),
                          bottom=translate("ModelView", "α (× every attention logit)"))
         style.label_plot(
-            self.layer_plot, title=(translate("ModelView", "α on one head at a time") if head
-                                    else translate("ModelView", "α on one layer at a time")),
+            self.layer_plot, title=(translate("ModelView", "α on one head") if head
+                                    else translate("ModelView", "α on one layer")),
             left=translate("ModelView", "loss (nats)"))
         style.label_plot(self.entropy_plot,
-                         title=translate("ModelView", "Mean attention entropy of the layer"),
+                         title=translate("ModelView", "Attention entropy"),
                          left=translate("ModelView", "entropy (nats)"),
                          bottom=(translate("ModelView", "head") if head
                                  else translate("ModelView", "layer")))
@@ -119,6 +132,7 @@ class ModelFigure(ScalableLayoutWidget):
         self.legend.addItem(self.layer_entropy, (
             translate("ModelView", "α on that head only") if head
             else translate("ModelView", "α on that layer only")))
+        self.fit_legend()
 
     def show_results(self, results: ModelResults, chosen_alpha: float | None) -> None:
         """Draw the points of ``results`` and mark ``chosen_alpha`` on the α axis."""

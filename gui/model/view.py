@@ -13,11 +13,11 @@ import html
 import os
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import QSize, Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
-    QHBoxLayout,
+    QGridLayout,
     QHeaderView,
     QLabel,
     QScrollArea,
@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from gui.kit.caption import set_caption
 from gui.kit.i18n import translate
 from gui.kit.jobs import Throttle
+from gui.kit.layout_fit import SceneMinimumTracker
 from gui.kit.plot_view import PlotView
 from gui.kit.qt_lifetime import wait_until
 from gui.kit.split_paint import SplitPaint
@@ -90,21 +91,22 @@ class ModelView(PlotView):
         self._refresh()
 
     def _build(self) -> None:
-        scroll = QScrollArea()
+        scroll = _ControlsScroll()
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.controls)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setMinimumWidth(self.controls.sizeHint().width() + 20)
         self.alpha_label, self.alpha_choice = QLabel(), QComboBox()
         self.alpha_choice.setObjectName("model_chosen_alpha")
         self.position_label, self.position = QLabel(), QSpinBox()
         self.position.setObjectName("model_position")
         self.after_label = QLabel()
         self.after_label.setWordWrap(True)
-        choose = QHBoxLayout()
-        for widget in (self.alpha_label, self.alpha_choice, self.position_label, self.position):
-            choose.addWidget(widget)
-        choose.addStretch(1)
+        choose = QGridLayout()
+        for index, (label, widget) in enumerate(((self.alpha_label, self.alpha_choice),
+                                                 (self.position_label, self.position))):
+            choose.addWidget(label, index, 0)  # one above the other: the column stays narrow
+            choose.addWidget(widget, index, 1)
+        choose.setColumnStretch(2, 1)
         self.table = QTableWidget(0, 4)
         self.table.setObjectName("model_predictions")
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -147,6 +149,8 @@ class ModelView(PlotView):
         main.setStretchFactor(1, 1)
         main.setChildrenCollapsible(False)
         self._layout.addWidget(main, 1)
+        # The figure asks for what its plots need: the window never cuts them.
+        self._minimum = SceneMinimumTracker(self.figure)
 
     # ----------------------------------------------------------------------------- contract
     def title(self) -> str:
@@ -168,6 +172,10 @@ class ModelView(PlotView):
         continuations."""
         return list(CSV_HEADER), csv_rows(self.controller.results(), self.chosen_alpha(),
                                           self.position.value())
+
+    def fit_to_width(self, width: int) -> None:
+        """The figure fits its legend to its own width (the controls take part of the view's)."""
+        self.figure.fit_legend()
 
     def retranslate_ui(self) -> None:
         super().retranslate_ui()
@@ -335,6 +343,19 @@ class ModelView(PlotView):
                                   else translate("ModelView", "Intervention"))
         for box, ready in ((self.own_text, results.own), (self.chosen_text, intervened)):
             box.setHtml(_continuation_html(ready))
+
+
+class _ControlsScroll(QScrollArea):
+    """The controls' column: scrolls up and down, never sideways, so it is at least as wide as
+    the controls need in the current language."""
+
+    def minimumSizeHint(self) -> QSize:  # Qt override
+        hint = super().minimumSizeHint()
+        widget = self.widget()
+        if widget is not None:
+            hint.setWidth(widget.minimumSizeHint().width() + 2 * self.frameWidth()
+                          + self.verticalScrollBar().sizeHint().width())
+        return hint
 
 
 def _continuation_html(ready: ContinuationReady | None) -> str:

@@ -1828,297 +1828,297 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ModelView</name>
     <message>
-        <location filename="../../gui/model/controls.py" line="202"/>
+        <location filename="../../gui/model/controls.py" line="210"/>
         <source>choose a model folder or GGUF file first</source>
         <extracomment>The number formats the attention may be rounded to (float32: not rounded). The parameter each rule takes from the parameter box (the rules without one are absent).</extracomment>
         <translation>请先选择模型文件夹或 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="236"/>
+        <location filename="../../gui/model/controls.py" line="244"/>
         <source>{0}/{1} steps</source>
         <translation>{0}/{1} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="249"/>
+        <location filename="../../gui/model/controls.py" line="257"/>
         <source>No sample model is installed: {0}</source>
         <translation>未安装示例模型：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="257"/>
+        <location filename="../../gui/model/controls.py" line="265"/>
         <source>Model:</source>
         <translation>模型：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="257"/>
+        <location filename="../../gui/model/controls.py" line="265"/>
         <source>Text:</source>
         <translation>文本：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="258"/>
+        <location filename="../../gui/model/controls.py" line="266"/>
         <source>Max tokens:</source>
         <translation>最多词元：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="259"/>
+        <location filename="../../gui/model/controls.py" line="267"/>
         <source>Memory limit:</source>
         <translation>内存上限：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="260"/>
+        <location filename="../../gui/model/controls.py" line="268"/>
         <source>α grid (log-spaced, α = 1 always in):</source>
         <translation>α 网格（对数间隔，始终包含 α = 1）：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="261"/>
+        <location filename="../../gui/model/controls.py" line="269"/>
         <source>to</source>
         <translation>到</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="261"/>
+        <location filename="../../gui/model/controls.py" line="269"/>
         <source>points</source>
         <translation>点数</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="262"/>
+        <location filename="../../gui/model/controls.py" line="270"/>
         <source>Apply to:</source>
         <translation>作用于：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="263"/>
+        <location filename="../../gui/model/controls.py" line="271"/>
         <source>Layers:</source>
         <translation>层：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="263"/>
+        <location filename="../../gui/model/controls.py" line="271"/>
         <source>Layer:</source>
         <translation>层：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="264"/>
+        <location filename="../../gui/model/controls.py" line="272"/>
         <source>Heads:</source>
         <translation>头：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="264"/>
+        <location filename="../../gui/model/controls.py" line="272"/>
         <source>Scale:</source>
         <translation>缩放：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="265"/>
+        <location filename="../../gui/model/controls.py" line="273"/>
         <source>Parameter:</source>
         <translation>参数：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="266"/>
+        <location filename="../../gui/model/controls.py" line="274"/>
         <source>Precision:</source>
         <translation>精度：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="267"/>
+        <location filename="../../gui/model/controls.py" line="275"/>
         <source>Softmax:</source>
         <translation>Softmax：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="268"/>
+        <location filename="../../gui/model/controls.py" line="276"/>
         <source>α per layer:</source>
         <translation>逐层 α：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="275"/>
+        <location filename="../../gui/model/controls.py" line="283"/>
         <source>Sample</source>
         <translation>示例</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="276"/>
+        <location filename="../../gui/model/controls.py" line="284"/>
         <source>Use the installed sample model (SmolLM2-135M); names the pip command when none is installed</source>
         <translation>使用已安装的示例模型（SmolLM2-135M）；未安装时给出 pip 命令</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="279"/>
+        <location filename="../../gui/model/controls.py" line="287"/>
         <source>The text whose next-token loss is measured (tokenized with the model&apos;s own tokenizer)</source>
         <translation>测量其下一词元损失的文本（用模型自己的分词器切分）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="281"/>
+        <location filename="../../gui/model/controls.py" line="289"/>
         <source>A longer text is cut to its first tokens</source>
         <translation>更长的文本只取其前面的词元</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="283"/>
+        <location filename="../../gui/model/controls.py" line="291"/>
         <source>The most memory one forward may allocate; a longer text is refused with the numbers</source>
         <translation>一次前向计算最多可分配的内存；超出时不运行，并给出数字</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="286"/>
+        <location filename="../../gui/model/controls.py" line="294"/>
         <source>α multiplies every attention logit of the chosen layers and heads; α = 1 is the model itself, α = √d_k undoes its 1/√d_k</source>
         <translation>α 乘以所选层和头的每个注意力 logit；α = 1 即模型本身，α = √d_k 抵消其 1/√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="289"/>
+        <location filename="../../gui/model/controls.py" line="297"/>
         <location filename="../../gui/model/texts.py" line="39"/>
         <source>all layers</source>
         <translation>所有层</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="290"/>
+        <location filename="../../gui/model/controls.py" line="298"/>
         <source>layers</source>
         <translation>选定的层</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="291"/>
+        <location filename="../../gui/model/controls.py" line="299"/>
         <source>heads of one layer</source>
         <translation>一层中的头</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="293"/>
+        <location filename="../../gui/model/controls.py" line="301"/>
         <source>Where α (and the scale, the precision) applies</source>
         <translation>α（以及缩放、精度）作用的位置</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="295"/>
+        <location filename="../../gui/model/controls.py" line="303"/>
         <source>e.g. 0,2,5-7</source>
         <translation>例如 0,2,5-7</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="296"/>
+        <location filename="../../gui/model/controls.py" line="304"/>
         <source>all (or e.g. 0,3)</source>
         <translation>全部（或例如 0,3）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="297"/>
+        <location filename="../../gui/model/controls.py" line="305"/>
         <source>model&apos;s own</source>
         <translation>模型自身</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="300"/>
+        <location filename="../../gui/model/controls.py" line="308"/>
         <source>Keep the model&apos;s own scale c, or replace it by an explorer rule (α multiplies either)</source>
         <translation>保留模型自身的缩放 c，或换成探索器的规则（α 与两者相乘）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="303"/>
+        <location filename="../../gui/model/controls.py" line="311"/>
         <source>The rule&apos;s parameter: T, gain g, cap, SSMax s or YaRN f</source>
         <translation>规则的参数：T、增益 g、上限 cap、SSMax s 或 YaRN f</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="305"/>
+        <location filename="../../gui/model/controls.py" line="313"/>
         <source>Round the attention logits and softmax to this format (float32: no rounding)</source>
         <translation>把注意力 logit 和 softmax 舍入到此格式（float32：不舍入）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="307"/>
+        <location filename="../../gui/model/controls.py" line="315"/>
         <source>stable (max subtracted)</source>
         <translation>稳定（减去最大值）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="308"/>
+        <location filename="../../gui/model/controls.py" line="316"/>
         <source>naive exp(z)</source>
         <translation>直接 exp(z)（不减最大值）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="310"/>
+        <location filename="../../gui/model/controls.py" line="318"/>
         <source>How the rounded softmax is taken</source>
         <translation>舍入后的 softmax 如何计算</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="311"/>
+        <location filename="../../gui/model/controls.py" line="319"/>
         <source>√d_k (no scaling)</source>
         <translation>√d_k（不缩放）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="312"/>
+        <location filename="../../gui/model/controls.py" line="320"/>
         <source>The α applied to one layer (or head) at a time for the per-layer curve</source>
         <translation>逐层曲线中每次只作用于一层（或一个头）的 α</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="315"/>
+        <location filename="../../gui/model/controls.py" line="323"/>
         <source>Run</source>
         <translation>运行</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="316"/>
+        <location filename="../../gui/model/controls.py" line="324"/>
         <source>Score the text under every α of the grid, then each layer in turn, then continue it</source>
         <translation>在网格的每个 α 下为文本打分，再逐层进行，然后续写文本</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="318"/>
+        <location filename="../../gui/model/controls.py" line="326"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="319"/>
+        <location filename="../../gui/model/controls.py" line="327"/>
         <source>Stop; the points computed so far stay (Esc)</source>
         <translation>停止；已算出的点保留（Esc）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="104"/>
+        <location filename="../../gui/model/figure.py" line="117"/>
         <source>Loss against α</source>
         <extracomment>The intervention&apos;s colour and marker: those of the rule without scaling.</extracomment>
         <translation>损失随 α 的变化</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="105"/>
+        <location filename="../../gui/model/figure.py" line="118"/>
         <source>loss (nats per token)</source>
         <translation>损失（每词元 nat）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="106"/>
+        <location filename="../../gui/model/figure.py" line="119"/>
         <source>α (× every attention logit)</source>
         <translation>α（× 每个注意力 logit）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="108"/>
-        <source>α on one head at a time</source>
-        <translation>每次只作用于一个头的 α</translation>
-    </message>
-    <message>
-        <location filename="../../gui/model/figure.py" line="109"/>
-        <source>α on one layer at a time</source>
-        <translation>每次只作用于一层的 α</translation>
-    </message>
-    <message>
-        <location filename="../../gui/model/figure.py" line="110"/>
+        <location filename="../../gui/model/figure.py" line="123"/>
         <source>loss (nats)</source>
         <translation>损失（nat）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="112"/>
-        <source>Mean attention entropy of the layer</source>
-        <translation>该层的平均注意力熵</translation>
+        <location filename="../../gui/model/figure.py" line="121"/>
+        <source>α on one head</source>
+        <translation>只改一个头的 α</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="113"/>
+        <location filename="../../gui/model/figure.py" line="122"/>
+        <source>α on one layer</source>
+        <translation>只改一层的 α</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="125"/>
+        <source>Attention entropy</source>
+        <translation>注意力熵</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/figure.py" line="126"/>
         <source>entropy (nats)</source>
         <translation>熵（nat）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="114"/>
+        <location filename="../../gui/model/figure.py" line="127"/>
         <source>head</source>
         <translation>头</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="115"/>
+        <location filename="../../gui/model/figure.py" line="128"/>
         <source>layer</source>
         <translation>层</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="116"/>
+        <location filename="../../gui/model/figure.py" line="129"/>
         <source>model&apos;s own
 scale (α = 1)</source>
         <translation>模型自身的
 缩放（α = 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="118"/>
+        <location filename="../../gui/model/figure.py" line="131"/>
         <source>model&apos;s own scale (α = 1)</source>
         <translation>模型自身的缩放（α = 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="120"/>
+        <location filename="../../gui/model/figure.py" line="133"/>
         <source>α on that head only</source>
         <translation>α 只作用于该头</translation>
     </message>
     <message>
-        <location filename="../../gui/model/figure.py" line="121"/>
+        <location filename="../../gui/model/figure.py" line="134"/>
         <source>α on that layer only</source>
         <translation>α 只作用于该层</translation>
     </message>
@@ -2159,7 +2159,7 @@ scale (α = 1)</source>
     </message>
     <message>
         <location filename="../../gui/model/texts.py" line="58"/>
-        <location filename="../../gui/model/view.py" line="270"/>
+        <location filename="../../gui/model/view.py" line="278"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
@@ -2189,73 +2189,73 @@ scale (α = 1)</source>
         <translation>最低损失 {0:.3f}，在 α = {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="153"/>
+        <location filename="../../gui/model/view.py" line="157"/>
         <source>Model</source>
         <extracomment>The fewest milliseconds between two redraws while points stream in.</extracomment>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="176"/>
+        <location filename="../../gui/model/view.py" line="184"/>
         <source>α shown:</source>
         <translation>显示的 α：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="177"/>
+        <location filename="../../gui/model/view.py" line="185"/>
         <source>The α whose predictions and continuation are shown beside the model&apos;s own (α = 1)</source>
         <translation>与模型自身（α = 1）并列显示其预测和续写的 α</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="180"/>
+        <location filename="../../gui/model/view.py" line="188"/>
         <source>position:</source>
         <translation>位置：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="181"/>
+        <location filename="../../gui/model/view.py" line="189"/>
         <source>The token after which the next token is predicted</source>
         <translation>在此词元之后预测下一个词元</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="183"/>
+        <location filename="../../gui/model/view.py" line="191"/>
         <source>The most likely next tokens and their probabilities</source>
         <translation>最可能的下一个词元及其概率</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="185"/>
+        <location filename="../../gui/model/view.py" line="193"/>
         <source>Greedy continuation of the text by the model as trained (up to 32 tokens)</source>
         <translation>训练所得模型对文本的续写，每步取最可能的词元（最多 32 个词元）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="187"/>
+        <location filename="../../gui/model/view.py" line="195"/>
         <source>Greedy continuation under the α shown, in the scope of the run</source>
         <translation>在所显示的 α 下、按本次运行的作用范围进行的续写（每步取最可能的词元）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="202"/>
+        <location filename="../../gui/model/view.py" line="210"/>
         <source>{0}: no such file or folder</source>
         <translation>{0}：没有这个文件或文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="320"/>
+        <location filename="../../gui/model/view.py" line="329"/>
         <source>Next tokens after “{0}” (token {1}); the text goes on with “{2}”.</source>
         <translation>“{0}”（词元 {1}）之后的下一词元；文本接下来是“{2}”。</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="319"/>
+        <location filename="../../gui/model/view.py" line="328"/>
         <source>(end of the text)</source>
         <translation>（文本结束）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="328"/>
+        <location filename="../../gui/model/view.py" line="337"/>
         <source>Model&apos;s own scale (α = 1)</source>
         <translation>模型自身的缩放（α = 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="332"/>
+        <location filename="../../gui/model/view.py" line="341"/>
         <source>Intervention: {0}</source>
         <translation>改动：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="334"/>
+        <location filename="../../gui/model/view.py" line="343"/>
         <source>Intervention</source>
         <translation>改动</translation>
     </message>
