@@ -111,6 +111,8 @@ class ModelView(PlotView):
         self.table.setObjectName("model_predictions")
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
+        # Compact rows: the top five tokens show without scrolling under the plots.
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         header = self.table.horizontalHeader()
         for column, mode in enumerate((QHeaderView.ResizeMode.Stretch,
                                        QHeaderView.ResizeMode.ResizeToContents) * 2):
@@ -147,6 +149,7 @@ class ModelView(PlotView):
         main.addWidget(scroll)
         main.addWidget(right)
         main.setStretchFactor(1, 1)
+        main.setSizes([300, 980])  # the controls need no more; the plots take the rest
         main.setChildrenCollapsible(False)
         self._layout.addWidget(main, 1)
         # The figure asks for what its plots need: the window never cuts them.
