@@ -2159,7 +2159,7 @@ scale (α = 1)</source>
     </message>
     <message>
         <location filename="../../gui/model/texts.py" line="58"/>
-        <location filename="../../gui/model/view.py" line="278"/>
+        <location filename="../../gui/model/view.py" line="281"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
@@ -2189,73 +2189,73 @@ scale (α = 1)</source>
         <translation>最低损失 {0:.3f}，在 α = {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="157"/>
+        <location filename="../../gui/model/view.py" line="160"/>
         <source>Model</source>
         <extracomment>The fewest milliseconds between two redraws while points stream in.</extracomment>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="184"/>
+        <location filename="../../gui/model/view.py" line="187"/>
         <source>α shown:</source>
         <translation>显示的 α：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="185"/>
+        <location filename="../../gui/model/view.py" line="188"/>
         <source>The α whose predictions and continuation are shown beside the model&apos;s own (α = 1)</source>
         <translation>与模型自身（α = 1）并列显示其预测和续写的 α</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="188"/>
+        <location filename="../../gui/model/view.py" line="191"/>
         <source>position:</source>
         <translation>位置：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="189"/>
+        <location filename="../../gui/model/view.py" line="192"/>
         <source>The token after which the next token is predicted</source>
         <translation>在此词元之后预测下一个词元</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="191"/>
+        <location filename="../../gui/model/view.py" line="194"/>
         <source>The most likely next tokens and their probabilities</source>
         <translation>最可能的下一个词元及其概率</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="193"/>
+        <location filename="../../gui/model/view.py" line="196"/>
         <source>Greedy continuation of the text by the model as trained (up to 32 tokens)</source>
         <translation>训练所得模型对文本的续写，每步取最可能的词元（最多 32 个词元）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="195"/>
+        <location filename="../../gui/model/view.py" line="198"/>
         <source>Greedy continuation under the α shown, in the scope of the run</source>
         <translation>在所显示的 α 下、按本次运行的作用范围进行的续写（每步取最可能的词元）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="210"/>
+        <location filename="../../gui/model/view.py" line="213"/>
         <source>{0}: no such file or folder</source>
         <translation>{0}：没有这个文件或文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="329"/>
+        <location filename="../../gui/model/view.py" line="332"/>
         <source>Next tokens after “{0}” (token {1}); the text goes on with “{2}”.</source>
         <translation>“{0}”（词元 {1}）之后的下一词元；文本接下来是“{2}”。</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="328"/>
+        <location filename="../../gui/model/view.py" line="331"/>
         <source>(end of the text)</source>
         <translation>（文本结束）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="337"/>
+        <location filename="../../gui/model/view.py" line="340"/>
         <source>Model&apos;s own scale (α = 1)</source>
         <translation>模型自身的缩放（α = 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="341"/>
+        <location filename="../../gui/model/view.py" line="344"/>
         <source>Intervention: {0}</source>
         <translation>改动：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="343"/>
+        <location filename="../../gui/model/view.py" line="346"/>
         <source>Intervention</source>
         <translation>改动</translation>
     </message>
