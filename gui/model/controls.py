@@ -27,15 +27,14 @@ from PySide6.QtWidgets import (
 from engine.config import ScalingRule
 from engine.core.scaling import Rule
 from engine.models import DEFAULT_ALPHAS, ModelError, layers_text, sample_models
+from engine.models.intervention import PRECISIONS, SOFTMAX_FORMS
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.model_input import DEFAULT_TEXT, BoundedTextEdit, ModelPathRow, memory_spin
 from gui.model.task import SCOPES, ModelTask
 
-__all__ = ["PRECISIONS", "RULE_PARAMETER", "ModelControls", "alpha_grid"]
+__all__ = ["RULE_PARAMETER", "ModelControls", "alpha_grid"]
 
-#: The number formats the attention may be rounded to (float32: not rounded).
-PRECISIONS = ("float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 #: The parameter each rule takes from the parameter box (the rules without one are absent).
 RULE_PARAMETER = {ScalingRule.TEMPERATURE: ("temperature", "T", 8.0),
                   ScalingRule.QK_NORM: ("gain", "g", 8.0),
@@ -106,7 +105,7 @@ class ModelControls(QWidget):
         for name in PRECISIONS:
             self.precision.addItem(name, name)
         self.softmax = QComboBox()
-        for key in ("stable", "naive"):
+        for key in SOFTMAX_FORMS:
             self.softmax.addItem("", key)
         # 0 shows as "√d_k": the α that undoes a 1/√d_k model's scale ("no scaling").
         self.layer_alpha = _spin(0.0, 1e3, 0.0, 3)
@@ -312,9 +311,10 @@ class ModelControls(QWidget):
                                             "SSMax s or YaRN f"))
         self.precision.setToolTip(translate("ModelView", "Round the attention logits and "
                                             "softmax to this format (float32: no rounding)"))
-        for index, name in enumerate((translate("ModelView", "stable (max subtracted)"),
-                                      translate("ModelView", "naive exp(z)"))):
-            self.softmax.setItemText(index, name)
+        forms = {"stable": translate("ModelView", "stable (max subtracted)"),
+                 "naive": translate("ModelView", "naive exp(z)")}
+        for index in range(self.softmax.count()):
+            self.softmax.setItemText(index, forms[self.softmax.itemData(index)])
         self.softmax.setToolTip(translate("ModelView", "How the rounded softmax is taken"))
         self.layer_alpha.setSpecialValueText(translate("ModelView", "√d_k (no scaling)"))
         self.layer_alpha.setToolTip(translate(
