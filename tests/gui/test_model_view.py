@@ -99,6 +99,45 @@ def test_the_curves_plot_the_engines_losses(view, qtbot):
     assert "points" in view.status_line()
 
 
+def test_heads_of_one_layer_a_rule_and_a_precision_are_the_engines_too(view, qtbot):
+    from engine.config import ScalingRule
+    from engine.core.scaling import Rule
+
+    _set_inputs(view, TINY)
+    controls = view.controls
+    controls.scope.setCurrentIndex(controls.scope.findData("heads"))
+    controls.layer.setValue(1)
+    controls.heads.setText("0,2")
+    controls.rule.setCurrentIndex(controls.rule.findData(ScalingRule.TEMPERATURE))
+    controls.parameter.setValue(4.0)
+    controls.precision.setCurrentIndex(controls.precision.findData("float16"))
+    controls.softmax.setCurrentIndex(controls.softmax.findData("naive"))
+    assert view.run() and view.wait_idle(HANG_MS)
+    results = view.controller.results()
+    assert results.state == "done", results.error
+    model = open_model(TINY)
+    rule = Rule(ScalingRule.TEMPERATURE, temperature=4.0)
+    expected = [score_text(model, TEXT, Intervention(
+        alpha=a, rule=rule, layers=(1,), heads=(0, 2), precision="float16",
+        softmax="naive"), max_tokens=64).loss for a in (0.5, 1.0, 2.0)]
+    np.testing.assert_allclose(_data(view.figure.alpha_curve)[1], expected, rtol=1e-12)
+    # The second curve: α on each head of layer 1 in turn (the engine's head sweep).
+    heads = list(iter_sweep(model, TEXT, "head", layer=1, rule=rule, precision="float16",
+                            softmax="naive", max_tokens=64))
+    x, y = _data(view.figure.layer_curve)
+    assert list(x) == [p.head for p in heads] == list(range(model.spec.heads))
+    np.testing.assert_allclose(y, [p.score.loss for p in heads], rtol=1e-12)
+    assert view.figure.layer_plot.titleLabel.text == "α on one head"
+    assert "layer 1, heads 0, 2" in view.figure.header.text
+
+
+def test_a_model_without_a_language_model_head_is_one_line(view, qtbot):
+    _set_inputs(view, FIXTURES / "tiny-bert")
+    assert view.run() and view.wait_idle(HANG_MS)
+    message = view.controls.message.text()
+    assert message.startswith("Error: ") and "head" in message and "\n" not in message
+
+
 def test_choosing_another_alpha_continues_under_it(view, qtbot):
     _set_inputs(view, TINY)
     assert view.run() and view.wait_idle(HANG_MS)
