@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from PySide6.QtCore import QSize, Qt, Signal, Slot
+from PySide6.QtGui import QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -175,6 +176,22 @@ class ModelView(PlotView):
         continuations."""
         return list(CSV_HEADER), csv_rows(self.controller.results(), self.chosen_alpha(),
                                           self.position.value())
+
+    def minimumSizeHint(self) -> QSize:  # Qt override
+        """What the tab needs while shown; nothing while another tab is in front (the tab
+        widget takes the largest minimum of its pages, shown or not: this one must not narrow
+        the explorer's docks)."""
+        return super().minimumSizeHint() if self.isVisible() else QSize(0, 0)
+
+    def showEvent(self, event: QShowEvent) -> None:  # Qt override
+        """Shown: the window lays out again for what the tab needs."""
+        super().showEvent(event)
+        self.updateGeometry()
+
+    def hideEvent(self, event: QHideEvent) -> None:  # Qt override
+        """Hidden: the tab needs nothing of the window any more."""
+        super().hideEvent(event)
+        self.updateGeometry()
 
     def fit_to_width(self, width: int) -> None:
         """The figure fits its legend to its own width (the controls take part of the view's)."""
