@@ -1828,189 +1828,189 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ModelView</name>
     <message>
-        <location filename="../../gui/model/controls.py" line="210"/>
+        <location filename="../../gui/model/controls.py" line="209"/>
         <source>choose a model folder or GGUF file first</source>
-        <extracomment>The number formats the attention may be rounded to (float32: not rounded). The parameter each rule takes from the parameter box (the rules without one are absent).</extracomment>
+        <extracomment>The parameter each rule takes from the parameter box (the rules without one are absent).</extracomment>
         <translation>请先选择模型文件夹或 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="244"/>
+        <location filename="../../gui/model/controls.py" line="243"/>
         <source>{0}/{1} steps</source>
         <translation>{0}/{1} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="257"/>
+        <location filename="../../gui/model/controls.py" line="256"/>
         <source>No sample model is installed: {0}</source>
         <translation>未安装示例模型：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="265"/>
+        <location filename="../../gui/model/controls.py" line="264"/>
         <source>Model:</source>
         <translation>模型：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="265"/>
+        <location filename="../../gui/model/controls.py" line="264"/>
         <source>Text:</source>
         <translation>文本：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="266"/>
+        <location filename="../../gui/model/controls.py" line="265"/>
         <source>Max tokens:</source>
         <translation>最多词元：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="267"/>
+        <location filename="../../gui/model/controls.py" line="266"/>
         <source>Memory limit:</source>
         <translation>内存上限：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="268"/>
+        <location filename="../../gui/model/controls.py" line="267"/>
         <source>α grid (log-spaced, α = 1 always in):</source>
         <translation>α 网格（对数间隔，始终包含 α = 1）：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="269"/>
+        <location filename="../../gui/model/controls.py" line="268"/>
         <source>to</source>
         <translation>到</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="269"/>
+        <location filename="../../gui/model/controls.py" line="268"/>
         <source>points</source>
         <translation>点数</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="270"/>
+        <location filename="../../gui/model/controls.py" line="269"/>
         <source>Apply to:</source>
         <translation>作用于：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="271"/>
+        <location filename="../../gui/model/controls.py" line="270"/>
         <source>Layers:</source>
         <translation>层：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="271"/>
+        <location filename="../../gui/model/controls.py" line="270"/>
         <source>Layer:</source>
         <translation>层：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="272"/>
+        <location filename="../../gui/model/controls.py" line="271"/>
         <source>Heads:</source>
         <translation>头：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="272"/>
+        <location filename="../../gui/model/controls.py" line="271"/>
         <source>Scale:</source>
         <translation>缩放：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="273"/>
+        <location filename="../../gui/model/controls.py" line="272"/>
         <source>Parameter:</source>
         <translation>参数：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="274"/>
+        <location filename="../../gui/model/controls.py" line="273"/>
         <source>Precision:</source>
         <translation>精度：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="275"/>
+        <location filename="../../gui/model/controls.py" line="274"/>
         <source>Softmax:</source>
         <translation>Softmax：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="276"/>
+        <location filename="../../gui/model/controls.py" line="275"/>
         <source>α per layer:</source>
         <translation>逐层 α：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="283"/>
+        <location filename="../../gui/model/controls.py" line="282"/>
         <source>Sample</source>
         <translation>示例</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="284"/>
+        <location filename="../../gui/model/controls.py" line="283"/>
         <source>Use the installed sample model (SmolLM2-135M); names the pip command when none is installed</source>
         <translation>使用已安装的示例模型（SmolLM2-135M）；未安装时给出 pip 命令</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="287"/>
+        <location filename="../../gui/model/controls.py" line="286"/>
         <source>The text whose next-token loss is measured (tokenized with the model&apos;s own tokenizer)</source>
         <translation>测量其下一词元损失的文本（用模型自己的分词器切分）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="289"/>
+        <location filename="../../gui/model/controls.py" line="288"/>
         <source>A longer text is cut to its first tokens</source>
         <translation>更长的文本只取其前面的词元</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="291"/>
+        <location filename="../../gui/model/controls.py" line="290"/>
         <source>The most memory one forward may allocate; a longer text is refused with the numbers</source>
         <translation>一次前向计算最多可分配的内存；超出时不运行，并给出数字</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="294"/>
+        <location filename="../../gui/model/controls.py" line="293"/>
         <source>α multiplies every attention logit of the chosen layers and heads; α = 1 is the model itself, α = √d_k undoes its 1/√d_k</source>
         <translation>α 乘以所选层和头的每个注意力 logit；α = 1 即模型本身，α = √d_k 抵消其 1/√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="297"/>
+        <location filename="../../gui/model/controls.py" line="296"/>
         <location filename="../../gui/model/texts.py" line="39"/>
         <source>all layers</source>
         <translation>所有层</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="298"/>
+        <location filename="../../gui/model/controls.py" line="297"/>
         <source>layers</source>
         <translation>选定的层</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="299"/>
+        <location filename="../../gui/model/controls.py" line="298"/>
         <source>heads of one layer</source>
         <translation>一层中的头</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="301"/>
+        <location filename="../../gui/model/controls.py" line="300"/>
         <source>Where α (and the scale, the precision) applies</source>
         <translation>α（以及缩放、精度）作用的位置</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="303"/>
+        <location filename="../../gui/model/controls.py" line="302"/>
         <source>e.g. 0,2,5-7</source>
         <translation>例如 0,2,5-7</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="304"/>
+        <location filename="../../gui/model/controls.py" line="303"/>
         <source>all (or e.g. 0,3)</source>
         <translation>全部（或例如 0,3）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="305"/>
+        <location filename="../../gui/model/controls.py" line="304"/>
         <source>model&apos;s own</source>
         <translation>模型自身</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="308"/>
+        <location filename="../../gui/model/controls.py" line="307"/>
         <source>Keep the model&apos;s own scale c, or replace it by an explorer rule (α multiplies either)</source>
         <translation>保留模型自身的缩放 c，或换成探索器的规则（α 与两者相乘）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="311"/>
+        <location filename="../../gui/model/controls.py" line="310"/>
         <source>The rule&apos;s parameter: T, gain g, cap, SSMax s or YaRN f</source>
         <translation>规则的参数：T、增益 g、上限 cap、SSMax s 或 YaRN f</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="313"/>
+        <location filename="../../gui/model/controls.py" line="312"/>
         <source>Round the attention logits and softmax to this format (float32: no rounding)</source>
         <translation>把注意力 logit 和 softmax 舍入到此格式（float32：不舍入）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="315"/>
+        <location filename="../../gui/model/controls.py" line="314"/>
         <source>stable (max subtracted)</source>
         <translation>稳定（减去最大值）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="316"/>
+        <location filename="../../gui/model/controls.py" line="315"/>
         <source>naive exp(z)</source>
         <translation>直接 exp(z)（不减最大值）</translation>
     </message>
@@ -2159,7 +2159,7 @@ scale (α = 1)</source>
     </message>
     <message>
         <location filename="../../gui/model/texts.py" line="58"/>
-        <location filename="../../gui/model/view.py" line="281"/>
+        <location filename="../../gui/model/view.py" line="298"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
@@ -2189,73 +2189,73 @@ scale (α = 1)</source>
         <translation>最低损失 {0:.3f}，在 α = {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="160"/>
+        <location filename="../../gui/model/view.py" line="161"/>
         <source>Model</source>
         <extracomment>The fewest milliseconds between two redraws while points stream in.</extracomment>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="187"/>
+        <location filename="../../gui/model/view.py" line="204"/>
         <source>α shown:</source>
         <translation>显示的 α：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="188"/>
+        <location filename="../../gui/model/view.py" line="205"/>
         <source>The α whose predictions and continuation are shown beside the model&apos;s own (α = 1)</source>
         <translation>与模型自身（α = 1）并列显示其预测和续写的 α</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="191"/>
+        <location filename="../../gui/model/view.py" line="208"/>
         <source>position:</source>
         <translation>位置：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="192"/>
+        <location filename="../../gui/model/view.py" line="209"/>
         <source>The token after which the next token is predicted</source>
         <translation>在此词元之后预测下一个词元</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="194"/>
+        <location filename="../../gui/model/view.py" line="211"/>
         <source>The most likely next tokens and their probabilities</source>
         <translation>最可能的下一个词元及其概率</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="196"/>
+        <location filename="../../gui/model/view.py" line="213"/>
         <source>Greedy continuation of the text by the model as trained (up to 32 tokens)</source>
         <translation>训练所得模型对文本的续写，每步取最可能的词元（最多 32 个词元）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="198"/>
+        <location filename="../../gui/model/view.py" line="215"/>
         <source>Greedy continuation under the α shown, in the scope of the run</source>
         <translation>在所显示的 α 下、按本次运行的作用范围进行的续写（每步取最可能的词元）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="213"/>
+        <location filename="../../gui/model/view.py" line="230"/>
         <source>{0}: no such file or folder</source>
         <translation>{0}：没有这个文件或文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="332"/>
+        <location filename="../../gui/model/view.py" line="349"/>
         <source>Next tokens after “{0}” (token {1}); the text goes on with “{2}”.</source>
         <translation>“{0}”（词元 {1}）之后的下一词元；文本接下来是“{2}”。</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="331"/>
+        <location filename="../../gui/model/view.py" line="348"/>
         <source>(end of the text)</source>
         <translation>（文本结束）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="340"/>
+        <location filename="../../gui/model/view.py" line="357"/>
         <source>Model&apos;s own scale (α = 1)</source>
         <translation>模型自身的缩放（α = 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="344"/>
+        <location filename="../../gui/model/view.py" line="361"/>
         <source>Intervention: {0}</source>
         <translation>改动：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="346"/>
+        <location filename="../../gui/model/view.py" line="363"/>
         <source>Intervention</source>
         <translation>改动</translation>
     </message>
@@ -3592,17 +3592,17 @@ exp 超出范围</translation>
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/worker.py" line="129"/>
+        <location filename="../../gui/train/worker.py" line="98"/>
         <source>The training process stopped unexpectedly ({0}). Start the run again; if it stops again, fewer tokens, a smaller batch or a smaller model need less memory.</source>
         <translation>训练进程意外停止（{0}）。请重新开始运行；如果再次停止，减小词元数、批大小或模型规模可以降低内存占用。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/worker.py" line="141"/>
+        <location filename="../../gui/train/worker.py" line="111"/>
         <source>There is no trained model to inspect.</source>
         <translation>没有可检查的训练模型。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/worker.py" line="143"/>
+        <location filename="../../gui/train/worker.py" line="113"/>
         <source>Could not write {0}: {1}</source>
         <translation>无法保存 {0}：{1}</translation>
     </message>
