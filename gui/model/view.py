@@ -290,7 +290,11 @@ class ModelView(PlotView):
                 header = header_text(results)
                 if header != self.figure.header.text:  # a new text re-lays the figure out
                     self.figure.header.setText(header)
-                set_caption(self.figure, header if results.model is not None else "")
+                # The caption says what the figure does not: the text the model read.
+                text = " ".join(results.task.text.split()) if results.task is not None else ""
+                set_caption(self.figure, translate("ModelView", "Text: “{0}”").format(
+                    text if len(text) <= 160 else text[:159] + "…")
+                    if results.model is not None else "")
             self._paint.paint_later([self.figure])
         done, total = results.progress
         self.controls.show_progress(done, total)

@@ -2159,7 +2159,7 @@ scale (α = 1)</source>
     </message>
     <message>
         <location filename="../../gui/model/texts.py" line="58"/>
-        <location filename="../../gui/model/view.py" line="298"/>
+        <location filename="../../gui/model/view.py" line="302"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
@@ -2235,27 +2235,32 @@ scale (α = 1)</source>
         <translation>{0}：没有这个文件或文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="349"/>
+        <location filename="../../gui/model/view.py" line="295"/>
+        <source>Text: “{0}”</source>
+        <translation>文本：“{0}”</translation>
+    </message>
+    <message>
+        <location filename="../../gui/model/view.py" line="353"/>
         <source>Next tokens after “{0}” (token {1}); the text goes on with “{2}”.</source>
         <translation>“{0}”（词元 {1}）之后的下一词元；文本接下来是“{2}”。</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="348"/>
+        <location filename="../../gui/model/view.py" line="352"/>
         <source>(end of the text)</source>
         <translation>（文本结束）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="357"/>
+        <location filename="../../gui/model/view.py" line="361"/>
         <source>Model&apos;s own scale (α = 1)</source>
         <translation>模型自身的缩放（α = 1）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="361"/>
+        <location filename="../../gui/model/view.py" line="365"/>
         <source>Intervention: {0}</source>
         <translation>改动：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/model/view.py" line="363"/>
+        <location filename="../../gui/model/view.py" line="367"/>
         <source>Intervention</source>
         <translation>改动</translation>
     </message>

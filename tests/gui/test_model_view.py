@@ -207,6 +207,10 @@ def test_the_memory_limit_bounds_the_run(view, qtbot):
 def test_export_writes_png_svg_pdf_and_csv_that_are_not_blank(view, qtbot, tmp_path):
     _set_inputs(view, TINY)
     assert view.run() and view.wait_idle(HANG_MS)
+    from gui.kit.caption import caption_of
+
+    # Under the figure (PNG, SVG, PDF): the text the model read, which the plots do not show.
+    assert caption_of(view.export_item()) == f"Text: “{TEXT}”"
     written = export.export_view(view, tmp_path, 1000, 700)
     assert [p.suffix for p in written] == [".png", ".svg", ".pdf", ".csv"]
     stats = export.image_stats(tmp_path / "model.png")
