@@ -1133,58 +1133,58 @@
 <context>
     <name>LawsView</name>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="112"/>
+        <location filename="../../gui/explorer/views/laws.py" line="111"/>
         <source>Scaling laws</source>
         <extracomment>(SweepPoint field, log y) per panel, in layout order.</extracomment>
         <translation>缩放规律</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="117"/>
+        <location filename="../../gui/explorer/views/laws.py" line="116"/>
         <source>Logit variance</source>
         <translation>Logit 方差</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="117"/>
+        <location filename="../../gui/explorer/views/laws.py" line="116"/>
         <source>Var(s)</source>
         <translation>方差 Var(s)</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="119"/>
+        <location filename="../../gui/explorer/views/laws.py" line="118"/>
         <source>Mean row entropy</source>
         <translation>行平均熵</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="120"/>
+        <location filename="../../gui/explorer/views/laws.py" line="119"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="122"/>
+        <location filename="../../gui/explorer/views/laws.py" line="121"/>
         <source>Mean largest weight</source>
         <translation>平均最大权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="124"/>
+        <location filename="../../gui/explorer/views/laws.py" line="123"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="125"/>
+        <location filename="../../gui/explorer/views/laws.py" line="124"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="168"/>
+        <location filename="../../gui/explorer/views/laws.py" line="166"/>
         <source>  Sweep running: {0} of {1} points.</source>
         <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="169"/>
+        <location filename="../../gui/explorer/views/laws.py" line="167"/>
         <source>Markers: Monte Carlo (n = {0}); dashed: closed-form variance (d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c² at ρ = 0). Dotted line: current d&lt;sub&gt;k&lt;/sub&gt; = {1}.</source>
         <translation>标记：蒙特卡洛（n = {0}）；虚线：闭式方差（ρ = 0 时为 d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c²）。点线：当前 d&lt;sub&gt;k&lt;/sub&gt; = {1}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="239"/>
+        <location filename="../../gui/explorer/views/laws.py" line="237"/>
         <source>theory</source>
         <translation>理论值</translation>
     </message>
