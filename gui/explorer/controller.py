@@ -5,8 +5,8 @@ Every request is a kit :class:`~gui.kit.jobs.Job` of an immutable
 :class:`~gui.kit.jobs.WorkerHost` runs at most one and keeps at most one wanted, so a newer
 request supersedes the older and input bursts never queue. The host hands on only the messages
 of the job it runs, and none once closed: every message here is the running job's. Input is
-throttled (:class:`~gui.kit.jobs.Throttle`: the first change at once, later ones collapse into
-one). Results reach the handlers here on the GUI thread; a :class:`~gui.kit.jobs.ViewPusher`
+throttled (:class:`~gui.kit.view_push.Throttle`: the first change at once, later ones collapse into
+one). Results reach the handlers here on the GUI thread; a :class:`~gui.kit.view_push.ViewPusher`
 pushes the latest :class:`~gui.explorer.results.ExplorerResults` to the visible views and a
 :class:`~gui.kit.split_paint.SplitPaint` paints them in later passes. The q, k are random or a
 real head's (:meth:`ExplorerController.set_real_head`), loaded by the worker.
@@ -37,8 +37,9 @@ from gui.explorer.worker import (
     TemperatureReady,
     Worker,
 )
-from gui.kit.jobs import HostOwner, JobFailed, JobFinished, Throttle, ViewPusher, WorkerHost
+from gui.kit.jobs import HostOwner, JobFailed, JobFinished, WorkerHost
 from gui.kit.split_paint import SplitPaint
+from gui.kit.view_push import Throttle, ViewPusher
 
 __all__ = ["ExplorerController"]
 

@@ -29,9 +29,9 @@ from gui.heads.texts import (
 from gui.heads.worker import Logits, ReplayReady
 from gui.kit import style
 from gui.kit.i18n import translate
-from gui.kit.jobs import Throttle
 from gui.kit.plot_view import PlotView
 from gui.kit.qt_lifetime import wait_until
+from gui.kit.view_push import Throttle
 
 __all__ = ["HeadsView"]
 

@@ -33,11 +33,11 @@ from PySide6.QtWidgets import (
 
 from gui.kit.caption import set_caption
 from gui.kit.i18n import translate
-from gui.kit.jobs import Throttle
 from gui.kit.layout_fit import SceneMinimumTracker
 from gui.kit.plot_view import PlotView
 from gui.kit.qt_lifetime import wait_until
 from gui.kit.split_paint import SplitPaint
+from gui.kit.view_push import Throttle
 from gui.model.controller import ModelController, ModelResults
 from gui.model.controls import ModelControls
 from gui.model.figure import ModelFigure, format_alpha

@@ -4,7 +4,7 @@ Same job kit as :mod:`gui.explorer.controller`: a :class:`~gui.kit.jobs.WorkerHo
 :class:`~gui.train.worker.TrainWorker` in its thread; each request is a kit
 :class:`~gui.kit.jobs.Job` of an immutable :class:`~gui.train.worker.TrainTask`, and the host
 hands on only the messages of the job it runs, and none once closed. Items reach the handlers
-here (GUI thread) and only replace the latest state; a :class:`~gui.kit.jobs.ViewPusher` pushes
+here (GUI thread) and only replace the latest state; a :class:`~gui.kit.view_push.ViewPusher` pushes
 that state to the *visible* views at most every ``push_interval_ms`` (hidden views catch up in
 :meth:`refresh_view`).
 
@@ -31,8 +31,9 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.config.train import TrainConfig
 from engine.training.process import TrainingProcess
-from gui.kit.jobs import HostOwner, Job, JobFailed, JobFinished, ViewPusher, WorkerHost
+from gui.kit.jobs import HostOwner, Job, JobFailed, JobFinished, WorkerHost
 from gui.kit.split_paint import SplitPaint
+from gui.kit.view_push import ViewPusher
 from gui.train.results import TrainResults
 from gui.train.state import GradientHistory, TrainState
 from gui.train.worker import TrainItem, TrainJobKind, TrainTask, TrainWorker

@@ -12,9 +12,10 @@ import shiboken6
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from gui.kit.job_worker import JobWorker
-from gui.kit.jobs import Job, JobFailed, Throttle, ViewPusher, WorkerHost
+from gui.kit.jobs import Job, JobFailed, WorkerHost
 from gui.kit.plot_view import PlotView
 from gui.kit.qt_lifetime import wait_until
+from gui.kit.view_push import Throttle, ViewPusher
 
 
 @dataclasses.dataclass(frozen=True)
