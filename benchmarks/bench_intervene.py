@@ -29,7 +29,8 @@ Each side runs in its own child process that loads the model once and then answe
 requests, so that the two sides' runs alternate (best of ``--repeats`` each) and share what load
 the machine has. The children set BLAS, OpenMP and torch to ``--threads`` threads, and ours
 does what ``main.py`` does at start (OpenBLAS's short spin, glibc's allocator thresholds).
-``--quick``: a smoke run (32 tokens, 3 α points, 4 new tokens, one repeat, no transformers).
+``--quick``: a smoke run (32 tokens, 3 α points, 4 new tokens, one repeat; transformers only
+when ``--transformers-python`` is given).
 """
 
 from __future__ import annotations
@@ -101,8 +102,8 @@ def _child_ours(n: int, threads: int, top_k: int) -> None:
             model, TEXT, max_new_tokens=int(new), max_tokens=n,
             progress=lambda _done, _total: stamps.append(time.perf_counter())))
         steps = stamps[-1] - stamps[0]
-        return {"s": s, "first": s - (stamps[-1] - stamps[0]), "steps": steps,
-                "new": len(done.new_ids), "text": done.text}
+        return {"s": s, "first": s - steps, "steps": steps, "new": len(done.new_ids),
+                "ids": list(done.new_ids), "text": done.text}
 
     _serve({"forward": forward, "alpha": lambda p: sweep("alpha", p),
             "layer": lambda: sweep("layer"), "continue": continuation},
@@ -124,12 +125,34 @@ def _child_theirs(threads: int, folder: str, name: str, ids_json: str) -> None:
         with torch.inference_mode():
             return {"s": _timed(lambda: model(input_ids=ids).logits)[0]}
 
+    class Stamps(transformers.generation.streamers.BaseStreamer):
+        """The time of each ``put``: the prompt's, then each new token's."""
+
+        def __init__(self) -> None:
+            self.times: list[float] = []
+
+        def put(self, value: object) -> None:
+            self.times.append(time.perf_counter())
+
+        def end(self) -> None:
+            pass
+
+    def generate(new: str) -> dict:
+        stamps = Stamps()
+        with torch.inference_mode():
+            s, out = _timed(lambda: model.generate(ids, max_new_tokens=int(new), do_sample=False,
+                                                   streamer=stamps, pad_token_id=0))
+        new_ids = out[0, ids.shape[1]:].tolist()
+        steps = stamps.times[-1] - stamps.times[1]
+        return {"s": s, "first": s - steps, "steps": steps, "new": len(new_ids),
+                "ids": new_ids}
+
     with torch.inference_mode():  # the loss, to show both ran the same model on the same ids
         logits = model(input_ids=ids).logits[0, :-1].double()
         loss = torch.nn.functional.cross_entropy(logits, ids[0, 1:]).item()
-    _serve({"forward": forward}, {"loss": loss, "threads": torch.get_num_threads(),
-                                   "torch": torch.__version__,
-                                   "transformers": transformers.__version__})
+    _serve({"forward": forward, "continue": generate},
+           {"loss": loss, "threads": torch.get_num_threads(), "torch": torch.__version__,
+            "transformers": transformers.__version__})
 
 
 def _child_memory(n: int, threads: int) -> None:
@@ -238,7 +261,6 @@ def run(args: argparse.Namespace) -> int:
               f"at {r['threads']} threads (torch {r['torch']}, transformers {r['transformers']});"
               f" ours/theirs {forward / min(theirs_s):.2f}× (goal ≤ 1.0); loss ours "
               f"{ours.ready['loss']:.5f}, theirs {r['loss']:.5f}", flush=True)
-        theirs.close()
     else:
         print(f"(a) forward with logits: ours {forward:.3f} s; transformers skipped: no "
               f"{python or 'interpreter given'} (make /tmp/fixvenv as docs/lm-references.md "
@@ -261,15 +283,30 @@ def run(args: argparse.Namespace) -> int:
           f" {layer / forward / GOAL_LAYER_FORWARDS:.2f} of it; without prefix reuse "
           f"{layers})", flush=True)
     # (d) one call: the prompt's pass and first token, then one step per new token
-    runs = [ours.ask("continue", new) for _ in range(max(1, k // 2))]
-    many = min(runs, key=lambda r: r["s"])
-    rate = max((r["new"] - 1) / r["steps"] if r["steps"] > 0 else 0.0 for r in runs)
-    whole = many["new"] / many["s"]
+    def rate(r: dict) -> float:
+        return (r["new"] - 1) / r["steps"] if r["steps"] > 0 else 0.0
+
+    runs: dict[str, list[dict]] = {"ours": [], "theirs": []}
+    for _ in range(max(1, k // 2)):
+        runs["ours"].append(ours.ask("continue", new))
+        if theirs is not None:
+            runs["theirs"].append(theirs.ask("continue", new))
+    many = min(runs["ours"], key=lambda r: r["s"])
+    steps, whole = max(map(rate, runs["ours"])), many["new"] / many["s"]
     print(f"(d) continuation after {n} tokens: {many['new']} new tokens in {many['s']:.2f} s, "
           f"of which the prompt's pass and first token {many['first']:.2f} s; after it "
-          f"{rate:.1f} new tokens/s = {rate / GOAL_NEW_TOKENS_PER_S:.2f} of the goal of "
+          f"{steps:.1f} new tokens/s = {steps / GOAL_NEW_TOKENS_PER_S:.2f} of the goal of "
           f"{GOAL_NEW_TOKENS_PER_S:.0f}/s; the whole call {whole:.1f} tokens/s = "
           f"{whole / GOAL_NEW_TOKENS_PER_S:.2f} of it; text {many['text'][:60]!r}", flush=True)
+    if theirs is not None:
+        best = min(runs["theirs"], key=lambda r: r["s"])
+        them = max(map(rate, runs["theirs"]))
+        print(f"    transformers' generate (greedy, its KV cache): after the first token "
+              f"{them:.1f} new tokens/s (ours/theirs {steps / them:.2f}), the whole call "
+              f"{best['new'] / best['s']:.1f} tokens/s (ours/theirs "
+              f"{whole / (best['new'] / best['s']):.2f}); the same tokens: "
+              f"{'yes' if best['ids'] == many['ids'] else 'NO'}", flush=True)
+        theirs.close()
     ours.close()
     # (e) a fresh process for the memory
     memory = json.loads(subprocess.run(
@@ -279,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
     e = memory["estimate"]
     print(f"(e) peak memory of the first score at n = {memory['n']}: allocated "
           f"{_mib(memory['cold'])} vs the guard's estimate lm_bytes({memory['n']}) {_mib(e)}: "
-          f"measured/estimate {memory['cold'] / e:.2f} (goal ≤ 1); of a second score "
+          f"measured/estimate {memory['cold'] / e:.3f} (goal ≤ 1); of a second score "
           f"{_mib(memory['warm'])} above what the first left (the kept float32 weights, "
           f"{_mib(memory['kept'])}): {memory['warm'] / (e - memory['kept']):.2f} of the "
           "estimate without them; "
@@ -304,16 +341,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="threads for both sides (default: the CPUs this process may use)")
     parser.add_argument("--repeats", type=int, default=None, help="best of this many (5)")
     parser.add_argument("--top-k", type=int, default=5, help="predictions kept per position")
-    parser.add_argument("--transformers-python", default=FIXVENV,
-                        help="an interpreter with torch, transformers and gguf ('' to skip)")
+    parser.add_argument("--transformers-python", default=None,
+                        help=f"an interpreter with torch, transformers and gguf (default "
+                             f"{FIXVENV}, none with --quick; '' to skip)")
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
     args = parser.parse_args(argv)
     if args.quick:
         args.n = args.n or 32
         args.repeats = args.repeats or 1
-        args.transformers_python = None if args.transformers_python == FIXVENV else \
-            args.transformers_python
     args.n, args.repeats = args.n or 256, args.repeats or 5
+    if args.transformers_python is None and not args.quick:
+        args.transformers_python = FIXVENV
     args.threads = args.threads or len(os.sched_getaffinity(0))
     return run(args)
 
