@@ -73,6 +73,14 @@ def _timed(fn) -> tuple[float, object]:
     return time.perf_counter() - t0, result
 
 
+def _clocked(fn) -> dict:
+    """``fn``'s wall time and this process's CPU time (all its threads) while it ran: the
+    CPU time hardly moves with the machine's load, which the wall time follows."""
+    cpu = time.process_time()
+    wall, _ = _timed(fn)
+    return {"s": wall, "cpu": time.process_time() - cpu}
+
+
 def _child_ours(n: int, threads: int, top_k: int) -> None:
     """Our model behind requests ``forward``, ``alpha POINTS``, ``layer`` and ``continue K``."""
     import engine
@@ -86,13 +94,12 @@ def _child_ours(n: int, threads: int, top_k: int) -> None:
     cold, first = _timed(lambda: score_text(model, TEXT, top_k=top_k, max_tokens=n))
 
     def forward() -> dict:
-        return {"s": _timed(lambda: score_text(model, TEXT, top_k=top_k, max_tokens=n))[0]}
+        return _clocked(lambda: score_text(model, TEXT, top_k=top_k, max_tokens=n))
 
     def sweep(kind: str, points: str = "13") -> dict:
         alphas = DEFAULT_ALPHAS[::max(1, 12 // (int(points) - 1))] if int(points) > 1 else (8.0,)
-        s, done = _timed(lambda: list(iter_sweep(model, TEXT, kind, alphas=alphas,
-                                                  top_k=top_k, max_tokens=n)))
-        return {"s": s, "points": len(done)}
+        return _clocked(lambda: list(iter_sweep(model, TEXT, kind, alphas=alphas, top_k=top_k,
+                                                max_tokens=n)))
 
     def continuation(new: str) -> dict:
         # each new token is reported once chosen: the first after the prompt's pass, each
@@ -123,7 +130,7 @@ def _child_theirs(threads: int, folder: str, name: str, ids_json: str) -> None:
 
     def forward() -> dict:
         with torch.inference_mode():
-            return {"s": _timed(lambda: model(input_ids=ids).logits)[0]}
+            return _clocked(lambda: model(input_ids=ids).logits)
 
     class Stamps(transformers.generation.streamers.BaseStreamer):
         """The time of each ``put``: the prompt's, then each new token's."""
@@ -216,10 +223,6 @@ class Child:
         self.log.close()
 
 
-def _best(child: Child, repeats: int, *request: object) -> dict:
-    return min((child.ask(*request) for _ in range(repeats)), key=lambda r: r["s"])
-
-
 def _mib(b: float) -> str:
     return f"{b / 2**20:.0f} MiB"
 
@@ -249,39 +252,42 @@ def run(args: argparse.Namespace) -> int:
                        ids.name, threads=t)
         os.unlink(ids.name)
     # (a) the two forwards alternate, one of each per repeat
-    forwards, theirs_s = [], []
+    mine, them = [], []
     for _ in range(k):
-        forwards.append(ours.ask("forward")["s"])
+        mine.append(ours.ask("forward"))
         if theirs is not None:
-            theirs_s.append(theirs.ask("forward")["s"])
-    forward = min(forwards)
+            them.append(theirs.ask("forward"))
+    forward, cpu = min(r["s"] for r in mine), min(r["cpu"] for r in mine)
     if theirs is not None:
-        r = theirs.ready
-        print(f"(a) forward with logits: ours {forward:.3f} s, transformers {min(theirs_s):.3f} s "
-              f"at {r['threads']} threads (torch {r['torch']}, transformers {r['transformers']});"
-              f" ours/theirs {forward / min(theirs_s):.2f}× (goal ≤ 1.0); loss ours "
-              f"{ours.ready['loss']:.5f}, theirs {r['loss']:.5f}", flush=True)
+        r, best = theirs.ready, min(x["s"] for x in them)
+        print(f"(a) forward with logits: ours {forward:.3f} s, transformers {best:.3f} s at "
+              f"{r['threads']} threads (torch {r['torch']}, transformers {r['transformers']}): "
+              f"ours/theirs {forward / best:.2f}× (goal ≤ 1.0; CPU time "
+              f"{cpu / min(x['cpu'] for x in them):.2f}×); loss ours {ours.ready['loss']:.5f}, "
+              f"theirs {r['loss']:.5f}", flush=True)
     else:
         print(f"(a) forward with logits: ours {forward:.3f} s; transformers skipped: no "
               f"{python or 'interpreter given'} (make /tmp/fixvenv as docs/lm-references.md "
               "and tests/fixtures/make_causal_fixtures.py say: python3 -m venv /tmp/fixvenv; "
               "/tmp/fixvenv/bin/pip install torch==2.13.0 transformers==5.25.0 accelerate gguf "
               "tokenizers safetensors)", flush=True)
-    # (b), (c): each sweep run between two forwards, against the best forward of the run
-    sweeps: dict[str, list[float]] = {"alpha": [], "layer": []}
+    # (b), (c): each sweep between forwards, against the best forward of the run
+    sweeps: dict[str, list[dict]] = {"alpha": [], "layer": []}
     for _ in range(max(1, k // 2)):
         for kind in sweeps:
-            sweeps[kind].append(ours.ask(kind, *([points] if kind == "alpha" else []))["s"])
-            forward = min(forward, ours.ask("forward")["s"])
-    alpha, layer = min(sweeps["alpha"]), min(sweeps["layer"])
-    print(f"(b) {points}-point α sweep on all layers {alpha:.2f} s = "
-          f"{alpha / (points * forward):.2f} of {points} forwards ({points * forward:.2f} s) "
-          "(goal ≤ 1.0)", flush=True)
+            sweeps[kind].append(ours.ask(kind, *([points] if kind == "alpha" else [])))
+            mine.append(ours.ask("forward"))
+    forward, cpu = min(r["s"] for r in mine), min(r["cpu"] for r in mine)
+    alpha = min(r["s"] for r in sweeps["alpha"]), min(r["cpu"] for r in sweeps["alpha"])
+    layer = min(r["s"] for r in sweeps["layer"]), min(r["cpu"] for r in sweeps["layer"])
+    print(f"(b) {points}-point α sweep on all layers {alpha[0]:.2f} s = "
+          f"{alpha[0] / (points * forward):.2f} of {points} forwards ({points * forward:.2f} s) "
+          f"(goal ≤ 1.0; CPU time {alpha[1] / (points * cpu):.2f})", flush=True)
     layers = ours.ready["layers"]
     print(f"(c) α = √d_k = {ours.ready['head_dim'] ** 0.5:.0f} on each of {layers} layers in "
-          f"turn {layer:.2f} s = {layer / forward:.1f} forwards (goal ≤ {GOAL_LAYER_FORWARDS:.0f};"
-          f" {layer / forward / GOAL_LAYER_FORWARDS:.2f} of it; without prefix reuse "
-          f"{layers})", flush=True)
+          f"turn {layer[0]:.2f} s = {layer[0] / forward:.1f} forwards (goal ≤ "
+          f"{GOAL_LAYER_FORWARDS:.0f}: {layer[0] / forward / GOAL_LAYER_FORWARDS:.2f} of it; CPU "
+          f"time {layer[1] / cpu:.1f} forwards; without prefix reuse {layers})", flush=True)
     # (d) one call: the prompt's pass and first token, then one step per new token
     def rate(r: dict) -> float:
         return (r["new"] - 1) / r["steps"] if r["steps"] > 0 else 0.0
