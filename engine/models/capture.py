@@ -154,10 +154,14 @@ class Model(LanguageModel):
         copy and a finiteness mask, and for a quantized file a dequantizing block's
         temporaries."""
         largest = self._largest_layer_tensor()
-        weights = 5 * largest // 2
-        if any(kind not in ("F32", "F16", "BF16", "F64") for kind in self.weight_types):
-            weights += DEQUANTIZE_BYTES_PER_WEIGHT * min(largest // 4, DEQUANTIZE_ROWS_WEIGHTS)
-        return weights
+        return 5 * largest // 2 + self._dequantize_bytes(largest)
+
+    def _dequantize_bytes(self, float32_bytes: int) -> int:
+        """What dequantizing a block of rows of a weight of ``float32_bytes`` holds (0 for a
+        model without quantized weights)."""
+        if all(kind in ("F32", "F16", "BF16", "F64") for kind in self.weight_types):
+            return 0
+        return DEQUANTIZE_BYTES_PER_WEIGHT * min(float32_bytes // 4, DEQUANTIZE_ROWS_WEIGHTS)
 
     def estimate_bytes(self, n: int, layers: int | None = None, keep_v: bool = False) -> int:
         """Memory a capture of ``n`` tokens keeping ``layers`` layers allocates at its peak.

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.core.threads import limit_blas_threads
 from engine.models.capture import Model
 from engine.models.forward import Pass
 from engine.models.intervention import Intervention
@@ -101,14 +102,18 @@ def continue_text(model: Model, text: str, intervention: Intervention = NO_INTER
     cache = _Cache(spec.layers, spec.heads, len(ids) + steps, spec.head_dim)
     x = _step(run, cache, ids, 0, intervention)[-1:]
     new: list[int] = []
-    for done in range(steps):
-        token = int(np.argmax(lm.logits(lm.hidden(x))[0]))
-        new.append(token)
-        if progress is not None:
-            progress(done + 1, steps)
-        if token in model.end_ids or done + 1 == steps:
-            break
-        x = _step(run, cache, np.array([token]), len(ids) + done, intervention)
+    # Each new token multiplies one row by every weight matrix, where a second BLAS thread
+    # costs more in hand-offs than it computes (SmolLM2: 19.8 new tokens/s on one thread,
+    # 10-14 on two). The limit is the process's: BLAS work of other threads slows meanwhile.
+    with limit_blas_threads(1):
+        for done in range(steps):
+            token = int(np.argmax(lm.logits(lm.hidden(x))[0]))
+            new.append(token)
+            if progress is not None:
+                progress(done + 1, steps)
+            if token in model.end_ids or done + 1 == steps:
+                break
+            x = _step(run, cache, np.array([token]), len(ids) + done, intervention)
     tokenizer = model.tokenizer
     return Continuation(intervention, text, tuple(int(i) for i in ids), tuple(new),
                         tuple(tokenizer.token_texts(new)), tokenizer.decode(new))
