@@ -318,7 +318,11 @@ def check_number(name: str, value: Any, interval: Interval = POSITIVE) -> float:
     ("must be a positive finite number (> 0), got 'big'").
     """
     number = not isinstance(value, bool) and isinstance(value, numbers.Real)
-    finite = number and math.isfinite(value)
+    try:
+        finite = number and math.isfinite(value)
+    except OverflowError:  # an int beyond float's range (10**400)
+        raise ValueError(f"{name} must be {interval.requirement()}, got an integer beyond "
+                         "float's range") from None
     if finite and float(value) in interval:
         return float(value)
     if not interval.bounded:

@@ -9,10 +9,10 @@ a bad one in one :class:`ModelError` line naming the key, the value and what is 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from engine.config.base import Interval, check_int, check_number
 from engine.io.source import shown
 from engine.models.weights import ModelError
 
@@ -20,6 +20,19 @@ __all__ = ["REQUIRED", "Values"]
 
 #: The default of a value that must be given.
 REQUIRED: Any = object()
+
+
+def _accepting(check: Callable[..., Any], interval: Interval, **options: Any
+               ) -> Callable[[Any], Any]:
+    """The value as ``check`` (the engine's one integer or number check) returns it, or None
+    where it refuses it: the message is the reader's, naming the file and the key."""
+    def accept(value: Any) -> Any:
+        try:
+            return check("", value, interval, **options)
+        except ValueError:
+            return None
+
+    return accept
 
 
 def _show(value: Any) -> str:
@@ -88,36 +101,21 @@ class Values:
         return out
 
     def whole(self, *keys: str, default: Any = REQUIRED, low: int = 1, high: int) -> int:
-        """A whole number in ``low``..``high`` (a JSON ``true`` is not one)."""
-        def accept(value: Any) -> int | None:
-            ok = not isinstance(value, bool) and isinstance(value, int) and low <= value <= high
-            return value if ok else None
-
-        return self._read(keys, default, f"a whole number from {low:,} to {high:,}", accept)
+        """A whole number in ``low``..``high`` (a JSON ``true`` or ``2.0`` is not one)."""
+        return self._read(keys, default, f"a whole number from {low:,} to {high:,}",
+                          _accepting(check_int, Interval(low, high), integral_floats=False))
 
     def number(self, *keys: str, default: Any = REQUIRED, above: float | None = None,
                least: float | None = None, below: float | None = None) -> float:
-        """A finite number, strictly above ``above``, at least ``least`` and strictly below
+        """A finite number, strictly above ``above`` or at least ``least``, and strictly below
         ``below`` where given."""
         bounds = [f"{sign} {bound:g}" for sign, bound in
                   ((">", above), ("≥", least), ("<", below)) if bound is not None]
         allowed = " and ".join(["a finite number " + bounds[0], *bounds[1:]]
                                ) if bounds else "a finite number"
-
-        def accept(value: Any) -> float | None:
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                return None
-            try:
-                number = float(value)
-            except OverflowError:  # an int beyond float's range
-                return None
-            if (not math.isfinite(number) or (above is not None and number <= above)
-                    or (least is not None and number < least)
-                    or (below is not None and number >= below)):
-                return None
-            return number
-
-        return self._read(keys, default, allowed, accept)
+        interval = Interval(least if above is None else above, below,
+                            "left" if above is None else "neither")
+        return self._read(keys, default, allowed, _accepting(check_number, interval))
 
     def choice(self, *keys: str, options: Sequence[str], default: Any = REQUIRED) -> str:
         """One of the strings ``options``."""
