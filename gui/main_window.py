@@ -128,6 +128,8 @@ class MainWindow(Retranslating, QMainWindow):
         ignore_window_activation(self)
 
         self.panel.configChanged.connect(self.controller.set_config)
+        self.controller.configRefused.connect(
+            lambda message: self.panel.show_refusal(message, self.controller.config()))
         connect_real_head(self.controller, self.panel, self.source_bar)
         for view in self.views:
             signal = getattr(view, "temperatureChanged", None)

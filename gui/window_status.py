@@ -37,7 +37,7 @@ class StatusLine(QObject):
         self._tab = self.EXPLORER
         self._tab_texts: dict[str, str] = {}
         self._tab_cancels: dict[str, Any] = {}
-        self._explorer_text = ""
+        self._explorer_text, self._error_shown = "", False
         self.label = QLabel()
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
@@ -99,7 +99,7 @@ class StatusLine(QObject):
 
     def _explorer(self, text: str, tooltip: str | None = None) -> None:
         """The explorer's state line (shown while it is in front)."""
-        self._explorer_text = text
+        self._explorer_text, self._error_shown = text, False
         if self._tab == self.EXPLORER:
             self.label.setText(text)
             self.label.setToolTip(tooltip if tooltip is not None else text)
@@ -155,13 +155,16 @@ class StatusLine(QObject):
         self.progress.setVisible(False)
         # The last push of a job can arrive while it still counts as busy (a σ change reuses
         # the sweep, so no later push follows): restate the results here or "Computing…"
-        # stayed with the process idle. A "Cancelled" or error message is left as it is.
-        if self._explorer_text == translate("MainWindow", "Computing…"):
+        # stayed with the process idle. A "Cancelled" message is left as it is, an error while
+        # it stands (a refused edit, then an accepted one during the same job, is over).
+        if self._explorer_text == translate("MainWindow", "Computing…") or (
+                self._error_shown and not self.controller.last_error()):
             self._restate()
 
     @Slot(str)
     def _on_error(self, message: str) -> None:
         self._explorer(translate("MainWindow", "Error: {0}").format(message), message)
+        self._error_shown = True
 
     @Slot(object)
     def _on_results_shown(self, results: Any) -> None:

@@ -203,7 +203,7 @@ def check_snapshot_memory(config: AttentionConfig,
 def run_experiment(
     config: AttentionConfig, rules: Iterable[ScalingRule | str] | None = None, *,
     real_head: HeadQK | None = None, threads: int = 1,
-    stored_weights: Iterable[ScalingRule | str] | None = None,
+    stored_weights: Iterable[ScalingRule | str] | None = None, memory_checked: bool = False,
 ) -> AttentionSnapshot:
     """Draw q, k from ``config`` (or take a real head's) and evaluate every scaling rule on them.
 
@@ -224,6 +224,9 @@ def run_experiment(
         only ``config.query_row`` is (``RuleView.stored_rows``), the rest when first read
         (the same numbers). Spares a pass over ``(heads, n, n)`` per rule a view shows one
         row of.
+    memory_checked
+        The caller checked the request's memory at its door (:func:`check_snapshot_memory`
+        with every rule; the explorer's controller does): it is not checked again.
 
     Returns
     -------
@@ -236,7 +239,8 @@ def run_experiment(
     ValueError
         If ``real_head`` does not match ``config``'s geometry.
     """
-    check_snapshot_memory(config, rules)
+    if not memory_checked:
+        check_snapshot_memory(config, rules)
     rule_list = _rule_list(config, rules)
     h, n, d = config.heads, config.n_tokens, config.d_k
     # Every rule's logits derive from the raw scores: no further matmul.

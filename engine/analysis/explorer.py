@@ -292,8 +292,9 @@ def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iter
     Raises
     ------
     ValueError
-        From the engine, e.g. ``MemoryBudgetError`` when the snapshot would not fit, or
-        ``TensorFileError`` when a real head cannot be read.
+        From the engine, e.g. ``TensorFileError`` when a real head cannot be read. The
+        snapshot's memory is not checked: the request's door did (the explorer's controller,
+        :func:`~engine.analysis.experiment.check_snapshot_memory`).
     """
     from engine.analysis.experiment import run_experiment, temperature_comparison
     from engine.analysis.real_head import load_head
@@ -313,7 +314,8 @@ def iter_plan(plan: ExplorerPlan, cancel: threading.Event | None = None) -> Iter
                 real = load_head(step.head)
             snapshot = run_experiment(step.config, rules=ALL_RULES, real_head=real,
                                       threads=get_num_threads(),
-                                      stored_weights=heatmap_rules(step.config.rule))
+                                      stored_weights=heatmap_rules(step.config.rule),
+                                      memory_checked=True)
             yield PartReady(Part.SNAPSHOT, snapshot)
         elif isinstance(step, ComputeCorrelation):
             yield PartReady(Part.CORRELATION, compute_correlation(step.config))

@@ -18,7 +18,9 @@ from collections.abc import Iterable, Sequence
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from engine.analysis.experiment import check_snapshot_memory
 from engine.analysis.explorer import (
+    ALL_RULES,
     DEFAULT_SWEEP_SAMPLES_CAP,
     DEFAULT_SWEEP_VALUES,
     plan_full,
@@ -67,6 +69,7 @@ class ExplorerController(HostOwner):
     progressChanged = Signal(int, int)  # sweep points done, total
     busyChanged = Signal(bool)  # a job is running or wanted
     errorOccurred = Signal(str)  # a user-facing message from a failed request
+    configRefused = Signal(str)  # why set_config refused its config (also errorOccurred)
     realHeadChanged = Signal(object)  # HeadRef | None: the source of q, k of the next results
     configApplied = Signal(object)  # AttentionConfig the controller set itself (a real head)
     workerStopped = Signal()  # the worker thread has ended (after begin_shutdown/shutdown)
@@ -163,12 +166,16 @@ class ExplorerController(HostOwner):
         """Request results for ``config`` (throttled; the last call always wins)."""
         if self._host.is_closed():
             return
-        if self._head is not None:  # the head fixes the geometry; the mask stays the user's
-            try:
+        # The door of every request: its memory is checked here, once, and the worker trusts it.
+        try:
+            if self._head is not None:  # the head fixes the geometry; the mask stays the user's
                 config = explorer_config_for(self._head, config, keep_mask=True)
-            except ValueError as exc:
-                self._report(str(exc))
-                return
+            else:
+                check_snapshot_memory(config, ALL_RULES)
+        except ValueError as exc:
+            self._report(str(exc))
+            self.configRefused.emit(str(exc))
+            return
         self._config = config
         self._input.trigger()
 

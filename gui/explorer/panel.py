@@ -20,8 +20,7 @@ from typing import Any
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
 
-from engine.analysis.experiment import check_snapshot_memory
-from engine.config import AttentionConfig, ScalingRule
+from engine.config import AttentionConfig
 from engine.core.scaling import qk_norm_gain
 from gui.explorer.head_text import head_label
 from gui.kit.forms import FieldForm
@@ -106,6 +105,12 @@ class ParameterPanel(Retranslating, QWidget):
         self.query_row.set_value(config.query_row)
         self._set_error("")
 
+    def show_refusal(self, message: str, applied: AttentionConfig) -> None:
+        """Show next to the controls why the controller refused the emitted configuration (the
+        memory guard at its door); :meth:`config` is ``applied``, the one still in force."""
+        self._config = applied
+        self._set_error(message)
+
     @Slot(object)
     def set_real_head(self, ref: Any) -> None:
         """Disable the rows a real head fixes (``ref``: a ``HeadRef``), or free them (``None``)."""
@@ -138,8 +143,6 @@ class ParameterPanel(Retranslating, QWidget):
             values = {k: v for k, v in values.items() if k not in FIXED_BY_HEAD}
         try:
             config = dataclasses.replace(self._config, **values)
-            # Refuse here, next to the controls, what the engine's memory guard would refuse.
-            check_snapshot_memory(config, tuple(ScalingRule))
         except ValueError as exc:
             self._set_error(str(exc))
             return

@@ -307,6 +307,21 @@ def test_worker_error_is_shown_and_keeps_old_results(shared_window, settle, qtbo
     back_to_start(window, settle)
 
 
+def test_a_config_over_the_memory_budget_is_refused_next_to_the_controls(shared_window, settle):
+    # The controller decides (the request's door); the panel shows its reason at once and keeps
+    # the configuration in force, as when it decided itself.
+    window = shared_window
+    window.panel.heads.setValue(16)
+    applied = window.controller.config()
+    assert applied.heads == 16
+    window.panel.n_tokens.spin.setValue(2048)
+    assert "more than the memory budget" in window.panel.error_text()
+    assert window.panel.error_label.isVisibleTo(window.panel)
+    assert window.panel.config() == window.controller.config() == applied
+    back_to_start(window, settle)
+    assert window.panel.error_text() == ""
+
+
 def test_train_and_heads_have_menu_entries_and_shortcuts(shared_window):
     # Like the explorer views (Ctrl+1…9): Alt+1 … Alt+4 bring each top-level tab forward.
     from PySide6.QtGui import QKeySequence
