@@ -229,26 +229,20 @@ def explorer_config_for(
     Raises
     ------
     ValueError
-        If n or d_k is outside the explorer's ranges, or the snapshot of every rule would
-        exceed the memory budget (:class:`~engine.core.memory.MemoryBudgetError`); the message
-        names the head.
+        If n or d_k is outside AttentionConfig's declared ranges, or the snapshot of every
+        rule would exceed the memory budget (:class:`~engine.core.memory.MemoryBudgetError`);
+        the message names the head.
     """
     ref = _ref(head)
     file, label = ref.file, ref.label
-    n, d = file.n, file.d_k
-    for name, value in (("n_tokens", n), ("d_k", d)):
-        spec = AttentionConfig.FIELDS[name]
-        if not spec.low <= value <= spec.high:  # type: ignore[operator]
-            what = "tokens n" if name == "n_tokens" else "d_k"
-            raise ValueError(f"{label}: {what} = {value} is outside the explorer's range "
-                             f"{spec.low:g}..{spec.high:g}")
+    n = file.n
     mask = base.mask if keep_mask else (MaskKind.CAUSAL if file.causal else MaskKind.NONE)
     # Row 0 of a causal head sees one key (every rule gives it p_max = 1): show the last row,
     # which sees them all, unless another row was chosen.
     row = n - 1 if mask is MaskKind.CAUSAL and base.query_row == 0 else min(base.query_row, n - 1)
-    config = dataclasses.replace(
-        base, n_tokens=n, d_k=d, heads=1, link_heads=False, mask=mask, query_row=row)
-    try:
+    try:  # n and d_k are checked by the config's declared ranges, the memory once, here
+        config = dataclasses.replace(base, n_tokens=n, d_k=file.d_k, heads=1, link_heads=False,
+                                     mask=mask, query_row=row)
         check_snapshot_memory(config, tuple(ScalingRule))
     except ValueError as exc:
         raise type(exc)(f"{label}: {exc}") from exc

@@ -175,7 +175,8 @@ def test_explorer_config_for_refuses_heads_beyond_range_or_memory(tmp_path):
         explorer_config_for(HeadRef(tf, 0, 0), AttentionConfig())
     wide, _ = _file(tmp_path, n=2, d_k=9000, heads=1, layers=(0,), tokens=False,
                     name="wide.npz")
-    with pytest.raises(ValueError, match=r"d_k = 9000 is outside the explorer.s range 1\.\.8192"):
+    with pytest.raises(ValueError,
+                       match=r"wide.npz · layer 0 · head 0: d_k must be in \[1, 8192\], got 9000"):
         explorer_config_for(HeadRef(wide, 0, 0), AttentionConfig())
 
 
