@@ -31,7 +31,7 @@ from engine.models.gguf_file import DEQUANTIZE_ROWS_WEIGHTS
 from engine.models.lm_head import HeadWeights, LanguageModel, LmHead
 from engine.models.spec import ModelSpec
 from engine.models.tokenize import Encoded, Tokenizer, TokenizerSource
-from engine.models.weights import ModelError, WeightStore
+from engine.models.weights import FLOAT_WEIGHT_TYPES, ModelError, WeightStore
 
 __all__ = ["Capture", "Model", "layers_text"]
 
@@ -159,7 +159,7 @@ class Model(LanguageModel):
     def _dequantize_bytes(self, float32_bytes: int) -> int:
         """What dequantizing a block of rows of a weight of ``float32_bytes`` holds (0 for a
         model without quantized weights)."""
-        if all(kind in ("F32", "F16", "BF16", "F64") for kind in self.weight_types):
+        if FLOAT_WEIGHT_TYPES.issuperset(self.weight_types):
             return 0
         return DEQUANTIZE_BYTES_PER_WEIGHT * min(float32_bytes // 4, DEQUANTIZE_ROWS_WEIGHTS)
 

@@ -23,9 +23,9 @@ from engine.io.files import describe_os_error, map_regular, read_regular_file
 from engine.io.safetensors_file import SafetensorsFile
 from engine.io.source import MAX_HEADER_BYTES, parse_json, shown
 
-__all__ = ["MAX_HEADER_BYTES", "MAX_JSON_BYTES", "KeptWeights", "ModelError", "Poll",
-           "SafetensorsWeights",
-           "WeightStore", "mapped", "no_poll", "read_json"]
+__all__ = ["FLOAT_WEIGHT_TYPES", "MAX_HEADER_BYTES", "MAX_JSON_BYTES", "KeptWeights",
+           "ModelError", "Poll", "SafetensorsWeights", "WeightStore", "mapped", "no_poll",
+           "read_json"]
 
 
 class ModelError(ValueError):
@@ -44,8 +44,10 @@ def no_poll() -> None:
 #: Largest config.json, tokenizer.json or index read (Gemma's tokenizer.json is 34 MB).
 MAX_JSON_BYTES = 256 << 20
 
-#: The safetensors dtypes a forward pass reads; integer buffers (position ids) are not weights.
-_WEIGHT_DTYPES = frozenset({"F16", "BF16", "F32", "F64"})
+#: The float weight types, as safetensors and GGUF name them: what a forward pass reads of a
+#: safetensors file (integer buffers such as position ids are not weights), and what a GGUF
+#: file holds unquantized.
+FLOAT_WEIGHT_TYPES = frozenset({"F16", "BF16", "F32", "F64"})
 
 
 def mapped(path: Path, what: str = "file") -> mmap.mmap:
@@ -161,7 +163,7 @@ class SafetensorsWeights(WeightStore):
             if name in self._where:
                 raise ModelError(f"{file.label}: tensor '{shown(name, 80)}' is also in "
                                  f"{self._where[name].label}; a tensor may be stored once")
-            if tensor.dtype in _WEIGHT_DTYPES:
+            if tensor.dtype in FLOAT_WEIGHT_TYPES:
                 self.dtypes.add(tensor.dtype)
                 self._where[name] = file
 
