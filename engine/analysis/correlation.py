@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.config import AttentionConfig
+from engine.config.base import Interval, check_int, check_number
 from engine.core import theory
 
 __all__ = ["correlation_rms"]
@@ -44,10 +46,8 @@ def correlation_rms(
     dims = [int(d) for d in d_k_values]
     if not dims or any(d < 1 for d in dims):
         raise ValueError(f"d_k_values must be integers >= 1, got {dims!r}")
-    if not -1.0 <= rho <= 1.0:
-        raise ValueError(f"rho must be in [-1, 1], got {rho}")
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
-        raise ValueError(f"samples must be an integer >= 2, got {samples!r}")
+    rho = check_number("rho", rho, AttentionConfig.FIELDS["rho"].interval)
+    samples = check_int("samples", samples, Interval(2, None), integral_floats=False)
     streams = np.random.SeedSequence(seed).spawn(len(dims))
     out: dict[str, list[float]] = {
         key: []

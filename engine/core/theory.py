@@ -11,8 +11,9 @@ import math
 
 import numpy as np
 
-from engine.config import ScalingRule
-from engine.config.base import POSITIVE_INT, Interval, check_int
+from engine.config import AttentionConfig, ScalingRule
+from engine.config.base import Interval, check_int, check_number
+from engine.core.checks import check_dim
 from engine.core.scaling import Rule
 
 __all__ = [
@@ -40,21 +41,12 @@ __all__ = [
     "zhai_min_entropy_rows",
 ]
 
+#: The sequence lengths of the bounds that need two tokens or more.
+_AT_LEAST_TWO = Interval(2, None)
+#: The q-k correlations ρ: the explorer's declared range.
+_RHO = AttentionConfig.FIELDS["rho"].interval
 #: The Euler–Mascheroni constant γ.
 EULER_GAMMA = 0.5772156649015329
-
-
-def _pos_int(name: str, value: int, low: int = 1) -> int:
-    """``value`` as an int >= ``low`` (the engine's one integer check)."""
-    return check_int(name, value, POSITIVE_INT if low == 1 else Interval(low, None),
-                     integral_floats=False)
-
-
-def _rho(rho: float) -> float:
-    rho = float(rho)
-    if not -1.0 <= rho <= 1.0:
-        raise ValueError(f"rho must be in [-1, 1], got {rho}")
-    return rho
 
 
 def dot_product_variance(d_k: int, sigma_q: float = 1.0, sigma_k: float = 1.0) -> float:
@@ -67,7 +59,7 @@ def dot_product_variance(d_k: int, sigma_q: float = 1.0, sigma_k: float = 1.0) -
     sigma_q, sigma_k
         Component standard deviations of q and k (independent of each other).
     """
-    return _pos_int("d_k", d_k) * float(sigma_q) ** 2 * float(sigma_k) ** 2
+    return check_dim("d_k", d_k) * float(sigma_q) ** 2 * float(sigma_k) ** 2
 
 
 def projected_component_variance(d_model: int, s: float) -> float:
@@ -75,7 +67,7 @@ def projected_component_variance(d_model: int, s: float) -> float:
 
     Equals ``d_model·s²`` (exact on average over W; for a fixed W it is ``‖W_{:,j}‖²``).
     """
-    return _pos_int("d_model", d_model) * float(s) ** 2
+    return check_dim("d_model", d_model) * float(s) ** 2
 
 
 def projected_dot_product_variance(d_k: int, d_model: int, s: float) -> float:
@@ -85,7 +77,7 @@ def projected_dot_product_variance(d_k: int, d_model: int, s: float) -> float:
     ``E‖W_Q W_Kᵀ‖_F² = d_model² d_k s⁴``). Multi-head: with ``d_k = d_model/h`` and
     ``s = 1/√d_model`` the per-head unscaled variance is ``d_model/h``.
     """
-    return _pos_int("d_k", d_k) * projected_component_variance(d_model, s) ** 2
+    return check_dim("d_k", d_k) * projected_component_variance(d_model, s) ** 2
 
 
 def projected_offdiag_variance(d_k: int, d_model: int, s: float, rho: float = 0.0) -> float:
@@ -96,15 +88,15 @@ def projected_offdiag_variance(d_k: int, d_model: int, s: float, rho: float = 0.
     ``q_i·q_j`` slightly wider than ``q_i·k_j``). Reduces to
     :func:`projected_dot_product_variance` at ρ = 0.
     """
-    d_k = _pos_int("d_k", d_k)
-    d_model = _pos_int("d_model", d_model)
-    rho = _rho(rho)
+    d_k = check_dim("d_k", d_k)
+    d_model = check_dim("d_model", d_model)
+    rho = check_number("rho", rho, _RHO)
     return d_model * d_k * float(s) ** 4 * (d_model + rho**2 * (d_k + 1))
 
 
 def correlated_dot_mean(d_k: int, rho: float, sigma: float = 1.0) -> float:
     """``E[q·k] = ρ d_k σ²`` for ``k = ρq + √(1−ρ²)ξ`` with q, ξ iid N(0, σ²)."""
-    return _rho(rho) * _pos_int("d_k", d_k) * float(sigma) ** 2
+    return check_number("rho", rho, _RHO) * check_dim("d_k", d_k) * float(sigma) ** 2
 
 
 def correlated_dot_second_moment(d_k: int, rho: float, sigma: float = 1.0) -> float:
@@ -113,8 +105,8 @@ def correlated_dot_second_moment(d_k: int, rho: float, sigma: float = 1.0) -> fl
     Derivation: ``q·k = ρ‖q‖² + √(1−ρ²)‖q‖ z`` with ``‖q‖²/σ² ~ χ²_{d_k}`` and z ~ N(0, σ²),
     so ``E = ρ² E‖q‖⁴ + (1−ρ²) E‖q‖² σ² = ρ²(d² + 2d)σ⁴ + (1−ρ²) d σ⁴``.
     """
-    d = _pos_int("d_k", d_k)
-    rho = _rho(rho)
+    d = check_dim("d_k", d_k)
+    rho = check_number("rho", rho, _RHO)
     return (rho**2 * d * d + d * (1.0 + rho**2)) * float(sigma) ** 4
 
 
@@ -158,8 +150,8 @@ def scaled_logit_variance(
         Keys per row (``log_n``, ``ssmax``) and the rule's parameters by name (``gain=None``:
         √d_k, unit variance).
     """
-    d = _pos_int("d_k", d_k)
-    rho = _rho(rho)
+    d = check_dim("d_k", d_k)
+    rho = check_number("rho", rho, _RHO)
     scaling = Rule.from_keywords(rule, **rule_parameters)
     return scaling.logit_variance(d, correlated_dot_variance(d, rho, sigma),
                                   scaling.scale(d, n), isotropic=rho == 0.0)
@@ -184,7 +176,7 @@ def softcap_logit_variance_gaussian(sigma: float, cap: float, order: int = 80) -
 
 def gaussian_max_upper(n: int, s: float = 1.0) -> float:
     """Leading-order ``E[max of n iid N(0, s²)] ≈ s√(2 ln n)`` (an upper bound for every n)."""
-    n = _pos_int("n", n)
+    n = check_dim("n", n)
     return float(s) * math.sqrt(2.0 * math.log(n))
 
 
@@ -194,7 +186,7 @@ def gaussian_max_refined(n: int, s: float = 1.0) -> float:
     The extreme-value (Gumbel) approximation with location and scale of the normal maximum;
     accurate to a few percent already at n = 64.
     """
-    n = _pos_int("n", n, low=2)
+    n = check_int("n", n, _AT_LEAST_TWO, integral_floats=False)
     a = math.sqrt(2.0 * math.log(n))
     shift = math.log(math.log(n)) + math.log(4 * math.pi) - 2 * EULER_GAMMA
     return float(s) * (a - shift / (2 * a))
@@ -206,13 +198,13 @@ def entropy_small_s(n: int, s: float) -> float:
     Second-order expansion: ``H ≈ ln n − mean((z − z̄)²)/2`` and ``E mean((z − z̄)²) =
     s²(n−1)/n``; the usual ``ln n − s²/2`` is its large-n form.
     """
-    n = _pos_int("n", n)
+    n = check_dim("n", n)
     return math.log(n) - float(s) ** 2 * (n - 1) / (2 * n)
 
 
 def freezing_threshold(n: int) -> float:
     """Logit std ``√(2 ln n)`` beyond which the softmax entropy collapses ("freezes")."""
-    return math.sqrt(2.0 * math.log(_pos_int("n", n)))
+    return math.sqrt(2.0 * math.log(check_dim("n", n)))
 
 
 def zhai_min_entropy(n: int, sigma: float) -> float:
@@ -221,7 +213,7 @@ def zhai_min_entropy(n: int, sigma: float) -> float:
     ``log(1+(n−1)β) + σ√(n(n−1))·β/(1+(n−1)β)`` with ``β = exp(−σ√(n/(n−1)))``; attained by
     :func:`zhai_extremal_logits` (one entry high, the others equal, zero mean).
     """
-    n = _pos_int("n", n, low=2)
+    n = check_int("n", n, _AT_LEAST_TWO, integral_floats=False)
     sigma = float(sigma)
     if sigma < 0:
         raise ValueError(f"sigma must be >= 0, got {sigma}")
@@ -255,7 +247,7 @@ def zhai_extremal_logits(n: int, sigma: float) -> np.ndarray:
 
     ``z_0 = σ√((n−1)/n)``, ``z_j = −σ/√(n(n−1))`` for j ≥ 1 (zero mean, gap ``σ√(n/(n−1))``).
     """
-    n = _pos_int("n", n, low=2)
+    n = check_int("n", n, _AT_LEAST_TWO, integral_floats=False)
     z = np.full(n, -float(sigma) / math.sqrt(n * (n - 1)))
     z[0] = float(sigma) * math.sqrt((n - 1) / n)
     return z
@@ -263,7 +255,7 @@ def zhai_extremal_logits(n: int, sigma: float) -> np.ndarray:
 
 def qk_norm_p_max_bound(n: int, gain: float) -> float:
     """Largest attainable p_max under QK-norm: ``e^{2g}/(e^{2g}+n−1)`` (logits in [−g, g])."""
-    n = _pos_int("n", n)
+    n = check_dim("n", n)
     g = float(gain)
     # Written as 1/(1 + (n−1)e^{−2g}) to avoid overflow of e^{2g}.
     return 1.0 / (1.0 + (n - 1) * math.exp(-2.0 * g))
@@ -277,11 +269,11 @@ def softcap_p_max_bound(n: int, cap: float) -> float:
 
 def uniform_jacobian_fro_norm(n: int) -> float:
     """``‖J‖_F = √(n−1)/n`` for the uniform distribution over n entries."""
-    n = _pos_int("n", n)
+    n = check_dim("n", n)
     return math.sqrt(n - 1) / n
 
 
 def uniform_jacobian_spectral_norm(n: int) -> float:
     """``‖J‖₂ = 1/n`` for the uniform distribution over n ≥ 2 entries (0 for n = 1)."""
-    n = _pos_int("n", n)
+    n = check_dim("n", n)
     return 0.0 if n == 1 else 1.0 / n
