@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from engine.config import MaskKind, ScalingRule
+from engine.config.base import check_int
 from engine.config.train import TaskKind
 from engine.core.scaling import rule_operands
 from engine.io.names import layer_array
@@ -113,8 +114,7 @@ def trained_tensors(session: TrainingSession, *, max_batch: int = MAX_BATCH,
     ValueError
         If ``max_batch`` < 1 or no run has finite q and k.
     """
-    if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
-        raise ValueError(f"max_batch must be a positive integer, got {max_batch!r}")
+    max_batch = check_int("max_batch", max_batch, integral_floats=False)
     config, task, dims = session.config, session.task, session.dims
     full = session.eval_batch
     size = min(max_batch, full.size)

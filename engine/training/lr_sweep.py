@@ -7,12 +7,12 @@ grows. What counts as *stable* is defined in :mod:`engine.training.lr_results`.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from engine.config.base import Interval, check_int, check_number
 from engine.config.train import TRAIN_FIELDS, TrainConfig
 from engine.training.lr_results import DEFAULT_STABLE_RATIO, LrRunResult, LrSweepResult, summarise
 from engine.training.session import TrainingSession
@@ -59,14 +59,7 @@ def check_lrs(lrs: float | Sequence[float]) -> tuple[float, ...]:
     """The learning rates of a sweep, sorted; ValueError naming the first bad value."""
     if isinstance(lrs, int | float):
         lrs = (lrs,)
-    out = []
-    low, high = TRAIN_FIELDS["lr"].low, TRAIN_FIELDS["lr"].high
-    for lr in lrs:
-        if isinstance(lr, bool) or not isinstance(lr, int | float) or not math.isfinite(lr):
-            raise ValueError(f"learning rates must be finite numbers, got {lr!r}")
-        if not low <= lr <= high:
-            raise ValueError(f"learning rates must be in [{low:g}, {high:g}], got {lr:g}")
-        out.append(float(lr))
+    out = [check_number("learning rates", lr, TRAIN_FIELDS["lr"].interval) for lr in lrs]
     if not out:
         raise ValueError("the learning-rate list is empty")
     if len(set(out)) != len(out):
@@ -78,14 +71,9 @@ def _check_seeds(seeds: int | Sequence[int]) -> tuple[int, ...]:
     if isinstance(seeds, bool):
         raise ValueError(f"seeds must be a count or a list of seeds, got {seeds!r}")
     if isinstance(seeds, int):
-        if not 1 <= seeds <= 1000:
-            raise ValueError(f"seeds (a count) must be in [1, 1000], got {seeds}")
-        return tuple(range(seeds))
-    out = []
-    for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= 2**32 - 1:
-            raise ValueError(f"each seed must be an integer in [0, 2^32 - 1], got {s!r}")
-        out.append(s)
+        return tuple(range(check_int("seeds (a count)", seeds, Interval(1, 1000))))
+    out = [check_int("each seed", s, Interval(0, 2**32 - 1), integral_floats=False)
+           for s in seeds]
     if not out or len(set(out)) != len(out):
         raise ValueError(f"seeds must be a non-empty list without repeats, got {out}")
     return tuple(out)
