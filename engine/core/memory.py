@@ -10,12 +10,11 @@ computation instead of returning it to the system.
 from __future__ import annotations
 
 import ctypes
-import numbers
 import os
 from collections.abc import Callable
-from typing import Any
 
 from engine.config import DEFAULT_MEMORY_BUDGET_BYTES
+from engine.config.base import check_int
 
 __all__ = [
     "ALLOCATOR_THRESHOLDS",
@@ -35,12 +34,6 @@ class MemoryBudgetError(ValueError):
 _memory_budget = DEFAULT_MEMORY_BUDGET_BYTES
 
 
-def _check_budget_value(name: str, nbytes: Any) -> int:
-    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral) or nbytes < 1:
-        raise ValueError(f"{name} must be a positive integer number of bytes, got {nbytes!r}")
-    return int(nbytes)
-
-
 def get_memory_budget() -> int:
     """Return the module-wide default memory budget in bytes (initially 1 GiB)."""
     return _memory_budget
@@ -55,7 +48,7 @@ def set_memory_budget(nbytes: int) -> None:
         Positive integer; used whenever a function is not given ``memory_budget_bytes``.
     """
     global _memory_budget
-    _memory_budget = _check_budget_value("nbytes", nbytes)
+    _memory_budget = check_int("nbytes", nbytes, integral_floats=False)
 
 
 def format_bytes(n: float) -> str:
@@ -79,7 +72,8 @@ def check_memory(n_bytes: int, what: str | Callable[[], str], budget: int | None
     budget
         Budget in bytes; ``None`` means the module default (:func:`get_memory_budget`).
     """
-    limit = _memory_budget if budget is None else _check_budget_value("memory_budget_bytes", budget)
+    limit = _memory_budget if budget is None else check_int(
+        "memory_budget_bytes", budget, integral_floats=False)
     if n_bytes > limit:
         if callable(what):
             what = what()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from engine.config.base import check_int
+
 __all__ = ["trailing_mean"]
 
 
@@ -36,9 +38,7 @@ def trailing_mean(values: ArrayLike, window: int) -> np.ndarray:
     a = np.asarray(values, dtype=np.float64)
     if a.ndim != 1:
         raise ValueError(f"values must be 1-D, got shape {a.shape}")
-    if int(window) != window or window < 1:
-        raise ValueError(f"window must be a whole number ≥ 1, got {window}")
-    window = int(window)
+    window = check_int("window", window)
     finite = np.isfinite(a)
     sums = _window_sums(np.where(finite, a, 0.0), window)
     counts = _window_sums(finite.astype(np.float64), window)
