@@ -17,7 +17,7 @@ import numpy as np
 
 from engine.core.scaling import Rule, rule_operands, write_logits
 from engine.core.softmax import softmax_rows
-from engine.core.stats import row_entropy, saturated_share
+from engine.core.stats import SATURATION_THRESHOLD, row_entropy, saturated_share
 
 __all__ = ["LayerChange", "LayerStats", "attend", "visible_keys"]
 
@@ -130,10 +130,42 @@ def _model_logits(q: np.ndarray, k: np.ndarray, scale: float | np.ndarray,
     return z
 
 
+#: Stands in for a zero weight inside the logarithm: its log times the weight 0 is 0.
+_TINY = np.float32(np.finfo(np.float32).smallest_subnormal)
+
+
+def _row_entropies(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(entropy, p_max) of every float32 weight row, in float64, without a float64 copy of
+    the rows (a layer's rows are heads·m·nk weights, the copy cost more than the softmax).
+
+    Σ p·ln p is taken in float32 and summed in float64; then, as
+    :func:`engine.core.stats.row_entropy` does, the largest weight's term uses
+    log1p(−Σ others), Σ others taken as the float64 row sum less p_max. The two agree to
+    about 1e-7 nats per row (absolute: a near-one-hot row's tiny entropy, which row_entropy
+    keeps to full relative precision, is here within ~1e-16 of it).
+    """
+    logs = np.maximum(rows, _TINY)  # NaN stays NaN
+    np.log(logs, out=logs)
+    logs *= rows
+    total = logs.sum(axis=-1, dtype=np.float64)
+    p_max = rows.max(axis=-1).astype(np.float64)
+    others = rows.sum(axis=-1, dtype=np.float64) - p_max
+    with np.errstate(divide="ignore", invalid="ignore"):
+        swap = np.log1p(-np.minimum(others, 1.0)) - np.log(p_max)
+    total += np.where(p_max > 0, p_max * swap, 0.0)
+    return np.maximum(-total, 0.0), p_max
+
+
 def _stats(p: np.ndarray, seen: np.ndarray | None) -> LayerStats:
     # Rows are (head, query) pairs; weights of masked keys are 0 and add nothing.
     with np.errstate(invalid="ignore"):
-        rows = p.reshape(-1, p.shape[-1]).astype(np.float64)  # once for both statistics
+        rows = p.reshape(-1, p.shape[-1])
+        if rows.dtype == np.float32:
+            entropy, p_max = _row_entropies(rows)
+            if not np.isnan(entropy).any():
+                return LayerStats(float(entropy.mean()),
+                                  float(np.mean(p_max > SATURATION_THRESHOLD)))
+        rows = rows.astype(np.float64)  # NaN weights, or not float32: the plain definitions
         return LayerStats(float(row_entropy(rows).mean()), saturated_share(rows))
 
 
@@ -160,8 +192,9 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: float
         chosen = None
     else:
         z = _model_logits(q, k, scale, cap)
-    if seen is not None:  # keys a query may not see: −∞, weight 0 (in place)
-        z[:, ~seen] = -np.inf
+    hidden = None if seen is None else ~seen
+    if hidden is not None:  # keys a query may not see: −∞, weight 0 (in place, broadcast)
+        np.copyto(z, -np.inf, where=hidden)
     if chosen is None:
         p = _softmax(z)
     else:
@@ -176,8 +209,8 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: float
             zc = z[chosen]
             if change.alpha != 1.0:
                 zc = _model_logits(q[chosen], k[chosen], scale * change.alpha, cap)
-        if seen is not None:
-            zc[:, ~seen] = -np.inf
+        if hidden is not None:
+            np.copyto(zc, -np.inf, where=hidden)
         p[chosen] = (_softmax(zc) if change.dtype is None
                      else _rounded_softmax(zc, seen, change.dtype, change.stable))
     if stats is not None:

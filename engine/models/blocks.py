@@ -46,7 +46,14 @@ def activation(name: str) -> Callable[[np.ndarray], np.ndarray]:
 
     def silu(x: np.ndarray) -> np.ndarray:
         # x·σ(x) written with tanh: exp(-x) would overflow for very negative x.
-        return x * (0.5 + 0.5 * np.tanh(0.5 * x))
+        # in place on one temporary: the same operations, bit for bit, as
+        # x * (0.5 + 0.5 * tanh(0.5 * x))
+        out = 0.5 * x
+        np.tanh(out, out=out)
+        out *= 0.5
+        out += 0.5
+        out *= x
+        return out
 
     table = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh,
              "gelu_fast": gelu_tanh, "silu": silu, "swish": silu}
@@ -66,7 +73,15 @@ def layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.nd
 def rms_norm(x: np.ndarray, w: np.ndarray, eps: float, plus_one: bool = False) -> np.ndarray:
     var = np.mean(x * x, axis=-1, keepdims=True)
     y = x / np.sqrt(var + np.float32(eps))
-    return y * (np.float32(1.0) + w if plus_one else w)
+    return _times(y, np.float32(1.0) + w if plus_one else w)
+
+
+def _times(y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """y·w, into ``y`` (a fresh temporary) when that keeps the product's dtype."""
+    if np.result_type(y, w) != y.dtype:
+        return y * w
+    y *= w
+    return y
 
 
 def _heads(x: np.ndarray, count: int, dim: int) -> np.ndarray:
@@ -81,8 +96,12 @@ def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     if width < x.shape[-1]:
         return np.concatenate([rotate(x[..., :width], cos, sin), x[..., width:]], axis=-1)
     half = width // 2
-    rotated = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
-    return x * cos + rotated * sin
+    # x·cos + rotate_half(x)·sin, rotate_half(x) = (−x₂, x₁), without building it: a − b·s
+    # is a + (−b)·s bit for bit
+    out = x * cos
+    out[..., :half] -= x[..., half:] * sin[..., :half]
+    out[..., half:] += x[..., :half] * sin[..., half:]
+    return out
 
 
 class Layer:
@@ -226,14 +245,25 @@ def _rest_olmo2(x: np.ndarray, attended: np.ndarray, w: Layer, s: Step) -> np.nd
 
 
 def _rest_llama(x: np.ndarray, attended: np.ndarray, w: Layer, s: Step) -> np.ndarray:
+    # in place on each product's own fresh result; y * 1 is y, so an unscaled branch skips it
     residual = s.residual
-    x = x + _linear(attended, w("o.w"), w.optional("o.b")) * residual
+    x = _branch(_linear(attended, w("o.w"), w.optional("o.b")), residual, x)
     h = rms_norm(x, w("norm2.w"), s.spec.eps)
     if s.spec.fused:  # Phi-3's gate_up_proj: the gate's rows, then the up's
         gate, up = np.split(_linear(h, w("gate_up.w"), None), 2, axis=-1)
     else:
         gate, up = _linear(h, w("gate.w"), None), _linear(h, w("up.w"), None)
-    return x + _linear(s.act(gate) * up, w("down.w"), None) * residual
+    return _branch(_linear(_times(s.act(gate), up), w("down.w"), None), residual, x)
+
+
+def _branch(y: np.ndarray, residual: np.float32, x: np.ndarray) -> np.ndarray:
+    """x + y·residual, written into ``y`` (a fresh product), bit for bit as that sum."""
+    if np.result_type(y, x) != y.dtype:
+        return x + y * residual
+    if residual != 1.0:
+        y *= residual
+    y += x
+    return y
 
 
 class _Block(NamedTuple):
