@@ -59,8 +59,34 @@ class PreparedText:
     tokens: tuple[str, ...]
 
 
+#: Columns per block when the top-k of a long (vocabulary-wide) row is found block-wise.
+_TOP_BLOCK = 512
+
+
 def _top(z: np.ndarray, k: int) -> np.ndarray:
-    """The ids of each row's ``k`` largest logits, largest first."""
+    """The ids of each row's ``k`` largest logits, largest first.
+
+    A wide row (a vocabulary) is searched in blocks: its k largest entries lie in the k
+    blocks with the largest maxima (any other block's entries have k larger ones before
+    them) or in the ragged tail, so only those columns are partitioned. Among exactly equal
+    logits either id may be picked, as with one partition over the whole row.
+    """
+    rows, n = z.shape
+    full = n // _TOP_BLOCK * _TOP_BLOCK
+    blocks = full // _TOP_BLOCK
+    if not 0 < k <= blocks // 4:
+        return _top_of(z, k)
+    peaks = z[:, :full].reshape(rows, blocks, _TOP_BLOCK).max(axis=2)
+    picked = np.argpartition(peaks, blocks - k, axis=1)[:, blocks - k:]
+    cols = (picked[:, :, None] * _TOP_BLOCK + np.arange(_TOP_BLOCK)).reshape(rows, -1)
+    if full < n:
+        tail = np.broadcast_to(np.arange(full, n), (rows, n - full))
+        cols = np.concatenate([cols, tail], axis=1)
+    return np.take_along_axis(cols, _top_of(np.take_along_axis(z, cols, axis=1), k), axis=1)
+
+
+def _top_of(z: np.ndarray, k: int) -> np.ndarray:
+    """:func:`_top` by one partition of every whole row."""
     top = np.argpartition(z, z.shape[1] - k, axis=1)[:, z.shape[1] - k:]
     order = np.argsort(-np.take_along_axis(z, top, axis=1), axis=1, kind="stable")
     return np.take_along_axis(top, order, axis=1)
