@@ -222,10 +222,9 @@ class LanguageModel:
         tokens, whose KV cache holds n + cached_tokens positions).
 
         The capture's estimate of one layer's work (:meth:`estimate_bytes`), plus the
-        float32 weights kept between runs (:meth:`lm_store`; else the head matrix), a block
-        of logits with the int64 indices its top-k partition allocates (three blocks' bytes)
-        and one more block of scratch, the float64 rows of the attention statistics, a
-        sweep's cached stream and the KV cache.
+        float32 weights kept between runs (:meth:`lm_store`; else the head matrix), two blocks
+        of logits (one and the scratch of its log-softmax and top-k), the rows of the
+        attention statistics, a sweep's cached stream and the KV cache.
         """
         spec = self.spec
         head = self.lm_head().nbytes() if self.has_lm_head else 0
@@ -244,5 +243,5 @@ class LanguageModel:
             largest = max(self._store.nbytes(name) for name in self._store.names)
             conversion = max(0, largest // 4 + self._dequantize_bytes(largest)
                              - self._weight_bytes())
-        return (self.estimate_bytes(n, 0) + kept + conversion + 4 * block + stats + stream
+        return (self.estimate_bytes(n, 0) + kept + conversion + 2 * block + stats + stream
                 + cache)
