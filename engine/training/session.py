@@ -82,6 +82,7 @@ class _RuleRun:
         self.grads_scale = 1.0
         self.initial_eval_loss = float("nan")
         self.loss_history = np.full(config.steps, np.nan)
+        self.grad_norm_history = np.full(config.steps, np.nan)
         self.last_eval: EvalResult | None = None
         self.eval_steps: list[int] = []
         self.eval_losses: list[float] = []
@@ -252,6 +253,7 @@ class TrainingSession:
                 if not np.isfinite(run.grad_norm):
                     self._diverge(run, step, "gradient is not finite")
                     continue
+                run.grad_norm_history[step - 1] = run.grad_norm
                 run.grads_scale = 1.0
                 if self.config.clip_norm is not None:
                     clip_grad_norm(flat, self.config.clip_norm)
@@ -307,6 +309,7 @@ class TrainingSession:
             diverged_at=run.diverged_at,
             diverge_reason=run.diverge_reason,
             loss_history=readonly(run.loss_history[: self.step].copy()),
+            grad_norm_history=readonly(run.grad_norm_history[: self.step].copy()),
             eval_steps=tuple(run.eval_steps),
             eval_loss_history=tuple(run.eval_losses),
             eval_accuracy_history=tuple(run.eval_accs),

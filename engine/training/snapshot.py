@@ -38,6 +38,11 @@ class RuleTrainState:
         ``None`` or the step that was non-finite or exploded; the reason ("" when not diverged).
     loss_history
         (step,) training loss of steps 1..step (NaN after divergence).
+    grad_norm_history
+        (step,) global gradient norm of steps 1..step, before clipping (NaN where a step
+        computed no finite gradient: once the rule diverged). Every step, so that the curve
+        and its CSV do not depend on which steps a snapshot happened to report (snapshots
+        also come on a timer).
     eval_steps, eval_loss_history, eval_accuracy_history, entropy_history
         Held-out metrics at every evaluation so far (entropy: one column per head).
     """
@@ -55,6 +60,7 @@ class RuleTrainState:
     diverged_at: int | None
     diverge_reason: str
     loss_history: np.ndarray
+    grad_norm_history: np.ndarray
     eval_steps: tuple[int, ...]
     eval_loss_history: tuple[float, ...]
     eval_accuracy_history: tuple[float, ...]

@@ -24,9 +24,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable, Sequence
-from types import MappingProxyType
 
-import numpy as np
 from PySide6.QtCore import QObject, Signal, Slot
 
 from engine.config.train import TrainConfig
@@ -35,7 +33,7 @@ from gui.kit.jobs import HostOwner, Job, JobFailed, JobFinished, WorkerHost
 from gui.kit.split_paint import SplitPaint
 from gui.kit.view_push import ViewPusher
 from gui.train.results import TrainResults
-from gui.train.state import GradientHistory, TrainState
+from gui.train.state import TrainState
 from gui.train.worker import TrainItem, TrainJobKind, TrainTask, TrainWorker
 
 __all__ = [
@@ -77,7 +75,6 @@ class TrainController(HostOwner):
         self._results = TrainResults()
         self._state = TrainState.IDLE
         self._last_error = ""
-        self._gradients = GradientHistory()
         self._progress = (0.0, math.nan)  # latest (fraction, ETA s), emitted with each push
         # Active (not paused) running time of the current job, for the ETA.
         self._active_s = 0.0
@@ -129,10 +126,7 @@ class TrainController(HostOwner):
         """Train ``config``; the curves restart. Returns False when a job is still running."""
         if not self._submit(TrainTask(TrainJobKind.TRAIN, config)):
             return False
-        self._gradients = GradientHistory()
-        self._results = self._results.replace(
-            snapshot=None, grad_steps=np.zeros(0, dtype=int), grad_norms=MappingProxyType({})
-        )
+        self._results = self._results.replace(snapshot=None)
         self._started()
         return True
 
@@ -191,7 +185,6 @@ class TrainController(HostOwner):
     def reset(self) -> None:
         """Stop any job and clear every view."""
         self.stop()
-        self._gradients = GradientHistory()
         self._results = TrainResults()
         self._last_error = ""
         for view in self._views:
@@ -262,10 +255,7 @@ class TrainController(HostOwner):
             self.tensorsWritten.emit(str(item))
             return
         if message.kind is TrainJobKind.TRAIN:
-            self._gradients.record(item)
-            history = self._gradients
-            self._results = self._results.replace(
-                snapshot=item, grad_steps=history.steps(), grad_norms=history.norms())
+            self._results = self._results.replace(snapshot=item)
             fraction = float(item.progress)
         else:
             self._results = self._results.replace(sweep=item)

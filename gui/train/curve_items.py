@@ -73,13 +73,11 @@ class RuleCurves:
             curve.setData([], [])
         self._hide_divergence()
 
-    def show(self, st: Any, training_loss: np.ndarray, grad_steps: np.ndarray,
-             grads: np.ndarray | None, done: bool) -> None:
+    def show(self, st: Any, training_loss: np.ndarray, done: bool) -> None:
         """Draw the rule's state ``st`` (a ``RuleState``) with ``training_loss`` as shown.
 
-        ``grads`` are its gradient norms at ``grad_steps``. Markers go on the held-out loss
-        only once the run is ``done``: scatter symbols cost as much as all the lines together
-        in every 30 Hz repaint.
+        Markers go on the held-out loss only once the run is ``done``: scatter symbols cost as
+        much as all the lines together in every 30 Hz repaint.
         """
         eval_steps = np.asarray(st.eval_steps, dtype=np.float64)
         curves = self.curves
@@ -90,10 +88,8 @@ class RuleCurves:
         mean_h = entropy.mean(axis=1) if entropy.size else np.zeros(0)
         curves["entropy"].setData(eval_steps[: mean_h.size], finite_or_nan(mean_h))
         style.set_markers(curves["eval_loss"], self.rule, eval_steps.size if done else math.inf)
-        if grads is not None and len(grads) == len(grad_steps):
-            curves["grad_norm"].setData(grad_steps, positive_or_nan(grads))
-        else:
-            curves["grad_norm"].setData([], [])
+        grads = st.grad_norm_history
+        curves["grad_norm"].setData(np.arange(1, grads.size + 1), positive_or_nan(grads))
 
     def show_divergence(self, st: Any, index: int, y_coordinate: Callable[[float], float]) -> None:
         """Mark where the rule diverged (hide the mark if it did not); ``index`` stacks the

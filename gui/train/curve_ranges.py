@@ -8,8 +8,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyqtgraph as pg
 
-from gui.train.results import TrainResults
-
 __all__ = ["MANAGED_Y", "SteppedYRanges"]
 
 #: Plots whose y range the view sets itself, in steps (see :class:`SteppedYRanges`).
@@ -61,8 +59,7 @@ class SteppedYRanges:
             plot.enableAutoRange(y=False)
             self._fitted[name] = None
 
-    def fit(self, snap: object, results: TrainResults,
-            training_losses: Sequence[np.ndarray]) -> None:
+    def fit(self, snap: object, training_losses: Sequence[np.ndarray]) -> None:
         """Set the managed y ranges when the data left them (not after a manual zoom).
 
         ``training_losses`` are the training-loss curves as drawn (per step or trailing
@@ -71,7 +68,7 @@ class SteppedYRanges:
         rules = snap.rules.values()  # type: ignore[attr-defined]
         series = {
             "loss": [*training_losses, *(st.eval_loss_history for st in rules)],
-            "grad_norm": list(results.grad_norms.values()),
+            "grad_norm": [st.grad_norm_history for st in rules],
             "entropy": [np.asarray(st.entropy_history, dtype=np.float64) for st in rules],
         }
         for name, plot in self._plots.items():

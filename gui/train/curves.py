@@ -52,8 +52,8 @@ class TrainCurvesView(TrainView):
 
     Loss (log y): training loss of every step (solid) and held-out loss at every evaluation
     (dashed with markers), the chance level ln(vocab) dotted; held-out accuracy with chance
-    1/vocab; global gradient norm (log y) as recorded at every snapshot; mean attention
-    entropy over heads. A diverged rule gets a cross on its loss curve and "diverged at step k".
+    1/vocab; global gradient norm (log y) of every step; mean attention entropy over heads.
+    A diverged rule gets a cross on its loss curve and "diverged at step k".
     :attr:`loss_display` chooses how the training loss is drawn.
     """
 
@@ -134,7 +134,7 @@ class TrainCurvesView(TrainView):
     def show_results(self, results: TrainResults) -> None:
         """Show the latest training snapshot and gradient record (cheap ``setData`` only)."""
         snap = results.snapshot
-        if not self._is_new("train", snap, results.grad_steps):
+        if not self._is_new("train", snap):
             return
         self._results = results
         if snap is None:
@@ -147,8 +147,7 @@ class TrainCurvesView(TrainView):
         training_losses = self._shown_training_losses()  # as drawn: the y ranges fit these
         for index, (rule, st) in enumerate(snap.rules.items()):
             items = self._rules[rule]
-            items.show(st, training_losses[index], results.grad_steps,
-                       results.grad_norms.get(rule), bool(snap.done))
+            items.show(st, training_losses[index], bool(snap.done))
             items.show_divergence(st, index, self._loss_coordinate)
         total = int(snap.total_steps)
         if total != self._x_total:
@@ -159,7 +158,7 @@ class TrainCurvesView(TrainView):
         for line in (self._chance_loss, self._chance_acc):
             line.setVisible(True)
         self._note.setText(self._note_text(snap))
-        self._y_ranges.fit(snap, results, training_losses)
+        self._y_ranges.fit(snap, training_losses)
         # Auto-range now rather than in the paint: a range set while painting schedules a
         # second full repaint of all four plots.
         self._widget.scene().prepareForPaint()
@@ -170,14 +169,17 @@ class TrainCurvesView(TrainView):
         snap = self._results.snapshot
         if snap is None:
             return header, rows
+        # Every series is the snapshot's own record (every step, or every evaluation), never
+        # the snapshots that happened to arrive: the table must not depend on the machine's load.
         for rule, st in snap.rules.items():
+            steps = np.arange(1, st.loss_history.size + 1)
             series = [
-                ("train_loss", np.arange(1, st.loss_history.size + 1), st.loss_history),
+                ("train_loss", steps, st.loss_history),
                 ("eval_loss", st.eval_steps, st.eval_loss_history),
                 ("eval_accuracy", st.eval_steps, st.eval_accuracy_history),
                 ("entropy_mean", st.eval_steps,
                  np.asarray(st.entropy_history).mean(axis=1) if len(st.eval_steps) else ()),
-                ("grad_norm", self._results.grad_steps, self._results.grad_norms.get(rule, ())),
+                ("grad_norm", steps, st.grad_norm_history),
             ]
             for name, xs, ys in series:
                 for x, y in zip(xs, ys, strict=False):
@@ -193,8 +195,7 @@ class TrainCurvesView(TrainView):
         if self._x_total > 0:
             self._plots["loss"].setXRange(0, self._x_total, padding=0.02)
         if self._results.snapshot is not None:
-            self._y_ranges.fit(self._results.snapshot, self._results,
-                               self._shown_training_losses())
+            self._y_ranges.fit(self._results.snapshot, self._shown_training_losses())
 
     def clear(self) -> None:
         """Remove every curve's data (Reset)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
 import threading
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 from engine.config import ScalingRule, config_from_dict
 from engine.config.train import TrainConfig
+from engine.training import trainer
 from engine.training.lr_results import LR_SWEEP_CSV_COLUMNS, write_lr_sweep_csv
 from engine.training.lr_sweep import iter_lr_sweep, run_lr_sweep
 from engine.training.session import TrainingSession
@@ -85,7 +87,8 @@ def test_huge_learning_rate_diverges():
         assert st.diverged_at is not None and 1 <= st.diverged_at < 60
         assert st.diverge_reason
         assert np.all(np.isnan(st.loss_history[st.diverged_at :]))
-        assert st.loss_history.size == last.step
+        assert np.all(np.isnan(st.grad_norm_history[st.diverged_at :]))
+        assert st.loss_history.size == st.grad_norm_history.size == last.step
 
 
 def test_a_diverged_rule_stops_and_the_others_continue():
@@ -126,7 +129,8 @@ def test_snapshots_are_immutable_and_complete():
         snap.rules[ScalingRule.NONE] = st  # type: ignore[index]
     with pytest.raises(TypeError):
         st.grad_norms["W_Q"] = 0.0  # type: ignore[index]
-    for arr in (st.probe_weights, st.loss_history, st.entropy_history, snap.probe_ids):
+    for arr in (st.probe_weights, st.loss_history, st.grad_norm_history, st.entropy_history,
+                snap.probe_ids):
         with pytest.raises(ValueError):
             arr[...] = 0
     # Earlier snapshots are not changed by later training.
@@ -137,6 +141,24 @@ def test_snapshots_are_immutable_and_complete():
     assert st.eval_steps[0] == 0 and st.eval_steps[-1] == 25
     assert st.entropy_history.shape == (len(st.eval_steps), 1)
     assert snap.steps_per_s > 0
+
+
+def test_every_steps_gradient_norm_is_kept_whatever_the_snapshot_cadence(monkeypatch):
+    # Snapshots also come on a timer, so which steps they report depends on the machine's
+    # speed; the gradient-norm record (the curves and their CSV) must not.
+    cfg = SMALL.replace(steps=30, rules=("none", "sqrt"))
+    monkeypatch.setattr(trainer, "SNAPSHOT_INTERVAL_S", math.inf)  # only every 10 steps
+    sparse = list(iter_training(cfg))
+    monkeypatch.setattr(trainer, "SNAPSHOT_INTERVAL_S", 0.0)  # a very slow machine: every step
+    dense = list(iter_training(cfg))
+    assert [s.step for s in sparse] == [0, 10, 20, 30]
+    assert [s.step for s in dense] == list(range(31))
+    for rule in cfg.rules:
+        history = dense[-1].rules[rule].grad_norm_history
+        assert history.size == 30 and np.all(history > 0)
+        # Each step's entry is the norm that step's own snapshot reported.
+        assert history.tolist() == [s.rules[rule].grad_norm for s in dense[1:]]
+        np.testing.assert_array_equal(sparse[-1].rules[rule].grad_norm_history, history)
 
 
 def test_cancel_stops_between_snapshots():
