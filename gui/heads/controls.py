@@ -11,7 +11,6 @@ from PySide6.QtCore import QSignalBlocker, Signal, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
-    QDoubleSpinBox,
     QHBoxLayout,
     QLabel,
     QMenu,
@@ -30,6 +29,7 @@ from gui.heads.metrics import METRICS, Metric
 from gui.heads.replay import DEFAULT_REPLAY_RULES
 from gui.heads.worker import Logits
 from gui.kit import style
+from gui.kit.field_widgets import number_spin
 from gui.kit.i18n import translate
 
 __all__ = ["HeadsControls"]
@@ -58,9 +58,9 @@ class HeadsControls(QWidget):
         self.logits_label, self.logits_rule = QLabel(), QComboBox()
         for kind in (None, *ScalingRule):  # None: the file's own scale
             self.logits_rule.addItem("", kind)
-        self.temperature = _spin(1e-3, 1e6, 8.0, 3)
-        self.gain = _spin(0.0, 1e6, 0.0, 3)
-        self.cap = _spin(1e-3, 1e6, RULE_DEFAULTS["cap"], 2)
+        self.temperature = number_spin(1e-3, 1e6, 8.0, 3)
+        self.gain = number_spin(0.0, 1e6, 0.0, 3)
+        self.cap = number_spin(1e-3, 1e6, RULE_DEFAULTS["cap"], 2)
         self.param_labels = (QLabel(), QLabel(), QLabel())
         self.batch_label, self.batch = QLabel(), QSpinBox()
         self.batch.setRange(0, 0)
@@ -189,13 +189,3 @@ class HeadsControls(QWidget):
         action = self.sender()  # the last map stays: an empty replay looks like a failure
         with QSignalBlocker(action):
             action.setChecked(True)
-
-
-def _spin(low: float, high: float, value: float, decimals: int) -> QDoubleSpinBox:
-    spin = QDoubleSpinBox()
-    spin.setRange(low, high)
-    spin.setDecimals(decimals)
-    spin.setValue(value)
-    spin.setKeyboardTracking(False)
-    return spin
-

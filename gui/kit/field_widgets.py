@@ -1,4 +1,5 @@
-"""Number widgets the generated forms are made of: a linked slider and log spin boxes."""
+"""Number widgets the generated forms and the panels are made of: a linked slider, log spin
+boxes and a plain number box."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["LinkedSlider", "LogSpinBox", "OptionalLogSpinBox"]
+__all__ = ["LinkedSlider", "LogSpinBox", "OptionalLogSpinBox", "number_spin"]
 
 _SLIDER_STEPS = 1000
 
@@ -249,3 +250,14 @@ class OptionalLogSpinBox(LogSpinBox):
                 lower = self._next(value, up=False)
                 value = 0.0 if lower < self._low * (1 - 1e-9) else lower
         self.setValue(min(max(value, 0.0), self.maximum()))
+
+
+def number_spin(low: float, high: float, value: float, decimals: int) -> QDoubleSpinBox:
+    """A spin box for ``low`` … ``high`` showing ``decimals`` places, that reports its value
+    when editing ends rather than at every keystroke."""
+    spin = QDoubleSpinBox()
+    spin.setRange(low, high)
+    spin.setDecimals(decimals)
+    spin.setValue(value)
+    spin.setKeyboardTracking(False)
+    return spin

@@ -75,7 +75,6 @@ class ModelController(HostOwner):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._results = ModelResults()
-        self._closed = False
         self._wanted_alpha: float | None = None  # a continuation asked for while a run goes
         self._host = WorkerHost(ModelWorker(), "model-sweep", self, handlers={
             ModelOpened: self._on_opened, PointReady: self._on_point,
@@ -97,7 +96,7 @@ class ModelController(HostOwner):
     # ------------------------------------------------------------------------------ requests
     def run(self, task: ModelTask) -> None:
         """Start ``task`` (a ``"run"``): the points shown go, the running job is cancelled."""
-        if self._closed:
+        if self.is_closed():
             return
         self._wanted_alpha = None
         self._set(ModelResults(task=task, state="running"))
@@ -108,7 +107,7 @@ class ModelController(HostOwner):
         """Continue the text under ``alpha`` (the scope, rule and precision of the last run);
         while a run goes, once it has ended."""
         task = self._results.task
-        if self._closed or task is None or self._results.model is None:
+        if self.is_closed() or task is None or self._results.model is None:
             return
         if self._host.is_busy():
             self._wanted_alpha = alpha
@@ -130,12 +129,10 @@ class ModelController(HostOwner):
 
     def begin_shutdown(self) -> None:
         """Cancel work and ask the thread to end, without waiting; idempotent."""
-        self._closed = True
         self._host.begin_shutdown()
 
     def shutdown(self, timeout_ms: int = 1000) -> bool:
         """Stop the thread and wait for it (bounded, then without bound)."""
-        self._closed = True
         return self._host.shutdown(timeout_ms)
 
     # -------------------------------------------------------------------------------- private

@@ -12,7 +12,6 @@ import re
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QComboBox,
-    QDoubleSpinBox,
     QGridLayout,
     QHBoxLayout,
     QLabel,
@@ -29,6 +28,7 @@ from engine.core.scaling import Rule
 from engine.models import DEFAULT_ALPHAS, ModelError, layers_text, sample_models
 from engine.models.intervention import PRECISIONS, SOFTMAX_FORMS
 from gui.kit import style
+from gui.kit.field_widgets import number_spin
 from gui.kit.i18n import translate
 from gui.kit.model_input import DEFAULT_TEXT, BoundedTextEdit, ModelPathRow, memory_spin
 from gui.model.task import SCOPES, ModelTask
@@ -83,8 +83,8 @@ class ModelControls(QWidget):
         self.max_tokens.setRange(2, 8192)
         self.max_tokens.setValue(128)
         self.memory = memory_spin()
-        self.alpha_low = _spin(1e-3, 1e3, DEFAULT_ALPHAS[0], 3)
-        self.alpha_high = _spin(1e-3, 1e3, DEFAULT_ALPHAS[-1], 3)
+        self.alpha_low = number_spin(1e-3, 1e3, DEFAULT_ALPHAS[0], 3)
+        self.alpha_high = number_spin(1e-3, 1e3, DEFAULT_ALPHAS[-1], 3)
         self.alpha_points = QSpinBox()
         self.alpha_points.setRange(2, 41)
         self.alpha_points.setValue(len(DEFAULT_ALPHAS))
@@ -100,7 +100,7 @@ class ModelControls(QWidget):
         self.rule.setObjectName("model_rule")
         for kind in (None, *ScalingRule):  # None: the model's own scale
             self.rule.addItem("", kind)
-        self.parameter = _spin(1e-6, 1e6, 8.0, 3)
+        self.parameter = number_spin(1e-6, 1e6, 8.0, 3)
         self.precision = QComboBox()
         for name in PRECISIONS:
             self.precision.addItem(name, name)
@@ -108,7 +108,7 @@ class ModelControls(QWidget):
         for key in SOFTMAX_FORMS:
             self.softmax.addItem("", key)
         # 0 shows as "√d_k": the α that undoes a 1/√d_k model's scale ("no scaling").
-        self.layer_alpha = _spin(0.0, 1e3, 0.0, 3)
+        self.layer_alpha = number_spin(0.0, 1e3, 0.0, 3)
         self.run_button = QPushButton()
         self.run_button.setObjectName("model_run")
         self.run_button.setDefault(True)
@@ -356,12 +356,3 @@ class ModelControls(QWidget):
     def _on_run(self) -> None:
         self.message.setText("")
         self.runRequested.emit()
-
-
-def _spin(low: float, high: float, value: float, decimals: int) -> QDoubleSpinBox:
-    spin = QDoubleSpinBox()
-    spin.setRange(low, high)
-    spin.setDecimals(decimals)
-    spin.setValue(value)
-    spin.setKeyboardTracking(False)
-    return spin
