@@ -95,7 +95,6 @@ class TrainCurvesView(TrainView):
         self._grid = PanelGrid(self, self._widget, self._legend, list(self._plots.values()),
                                self._note)
         self._rules: dict[ScalingRule, RuleCurves] = {}
-        self._legend_rules: list[ScalingRule] | None = None
         self._train_sample = pg.PlotDataItem(pen=pg.mkPen(style.THEORY_COLOR, width=1.5))
         self._eval_sample = pg.PlotDataItem(
             pen=pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DashLine),
@@ -129,7 +128,6 @@ class TrainCurvesView(TrainView):
         for line in (self._chance_loss, self._chance_acc):
             style.set_line_label(line, translate("TrainCurvesView", "chance"))
         self.loss_display.retranslate_ui()
-        self._legend_rules = None  # the next show_results relabels the legend
 
     def show_results(self, results: TrainResults) -> None:
         """Show the latest training snapshot and gradient record (cheap ``setData`` only)."""
@@ -269,8 +267,7 @@ class TrainCurvesView(TrainView):
             style.set_log_mode(self._plots["loss"], x=False, y=log_y)
             self._y_ranges.set_log_y("loss", log_y)
         results = self._results
-        self._forget()
-        self._legend_rules = None  # the training-loss entry names the smoothing
+        self._forget()  # the legend too: its training-loss entry names the smoothing
         if results.snapshot is None:
             self._show_empty_axes()
         else:
@@ -316,7 +313,7 @@ class TrainCurvesView(TrainView):
                 self._rules[rule] = RuleCurves(self._plots, rule)
         self._legend.setVisible(True)
         ordered = style.ordered_rules(rules)
-        if ordered == self._legend_rules:
+        if not self._is_new("legend", *ordered):
             return
         self._legend.clear()
         for rule in ordered:
@@ -327,5 +324,4 @@ class TrainCurvesView(TrainView):
                 self.loss_display.smoothing())
         self._legend.addItem(self._train_sample, training)
         self._legend.addItem(self._eval_sample, translate("TrainCurvesView", "held-out"))
-        self._legend_rules = ordered
         self._grid.fit_legend()

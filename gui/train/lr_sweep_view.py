@@ -102,7 +102,6 @@ class LrSweepView(TrainView):
         self._plot.addItem(self._threshold, ignoreBounds=True)
         self._widget.addItem(self._note, row=2, col=0)
         self._items: dict[ScalingRule, SweepItems] = {}
-        self._legend_rules: list[ScalingRule] | None = None
         self._sweep: Any = None
         self._stable_sample = pg.PlotDataItem(pen=None, symbol="o", symbolSize=14,
                                               symbolPen=pg.mkPen(style.THEORY_COLOR, width=2),
@@ -126,7 +125,6 @@ class LrSweepView(TrainView):
             bottom=translate("LrSweepView", "learning rate"))
         # Hidden until a sweep finishes.
         style.set_line_label(self._threshold, translate("LrSweepView", "stable threshold"))
-        self._legend_rules = None  # the next show_results relabels the legend
 
     def show_results(self, results: TrainResults) -> None:
         """Show the sweep's finished runs, then its summary once the result arrives."""
@@ -232,10 +230,9 @@ class LrSweepView(TrainView):
             if rule not in self._items:
                 self._items[rule] = SweepItems(self._plot, rule)
         ordered = style.ordered_rules(rules)
-        if ordered != self._legend_rules:
+        if self._is_new("legend", *ordered):
             self._legend.clear()
             for rule in ordered:
                 self._legend.addItem(self._items[rule].mean, style.rule_name(rule))
             self._legend.addItem(self._stable_sample, translate("LrSweepView", "largest stable lr"))
             self._legend.addItem(self._diverged_sample, translate("LrSweepView", "diverged"))
-            self._legend_rules = ordered

@@ -145,7 +145,6 @@ class GradientView(ExplorerView):
         self._bands: dict[str, dict[ScalingRule, _Band]] = {"jac": {}, "raw": {}}
         self._saturated: dict[ScalingRule, pg.PlotDataItem] = {}
         self._groups: dict[ScalingRule, list[SweepPoint]] = {}
-        self._legend_rules: list[ScalingRule] | None = None
         self._head_marks: dict[str, dict[ScalingRule, _HeadMark]] = {
             "jac": {}, "raw": {}, "saturated": {}}
         self._head_gradients: dict[ScalingRule, object] = {}
@@ -237,7 +236,6 @@ class GradientView(ExplorerView):
             "(large d<sub>k</sub>).",
         )
         self._set_note()
-        self._legend_rules = None  # the next show_results relabels the legend
 
     def show_results(self, results: ExplorerResults) -> None:
         snapshot = results.snapshot
@@ -381,8 +379,7 @@ class GradientView(ExplorerView):
             self._plots["saturated"].addItem(curve)
             self._saturated[rule] = curve
         # Only the rules of the current sweep are listed (others keep empty items).
-        if rules != self._legend_rules:
+        if self._is_new("legend", *rules):
             self._legend.clear()
             for rule in rules:
                 self._legend.addItem(self._bands["jac"][rule].median, style.rule_name(rule))
-            self._legend_rules = list(rules)

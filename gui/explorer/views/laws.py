@@ -103,7 +103,6 @@ class LawsView(ExplorerView):
             pen=pg.mkPen(style.THEORY_COLOR, width=2, style=Qt.PenStyle.DashLine)
         )
         self._groups: dict[ScalingRule, list[SweepPoint]] = {}
-        self._legend_rules: list[ScalingRule] | None = None
         self._apply_language()
 
     # -- contract -----------------------------------------------------------------------------
@@ -126,7 +125,6 @@ class LawsView(ExplorerView):
         }
         for field, (title, left) in titles.items():
             style.label_plot(self._plots[field], title=title, left=left)
-        self._legend_rules = None  # the next show_results relabels the legend
 
     def show_results(self, results: ExplorerResults) -> None:
         n = results.config.n_tokens
@@ -230,9 +228,8 @@ class LawsView(ExplorerView):
             self._theory[rule] = theory
         # The legend lists exactly the rules of the current sweep (curves of rules that left
         # it are emptied, not deleted, so that they can come back without new items).
-        if rules != self._legend_rules:
+        if self._is_new("legend", *rules):
             self._legend.clear()
             for rule in rules:
                 self._legend.addItem(self._points["logit_var"][rule], style.rule_name(rule))
             self._legend.addItem(self._theory_sample, translate("LawsView", "theory"))
-            self._legend_rules = list(rules)

@@ -78,7 +78,6 @@ class LengthView(ExplorerView):
             pen=pg.mkPen("#999999"), brush=pg.mkBrush(255, 255, 255, 235))
         self._toy_legend.setParentItem(self._plots["toy"].vb)
         self._groups: dict[ScalingRule, list[SweepPoint]] = {}
-        self._legend_rules: list[ScalingRule] | None = None
         self._toy: SsmaxToy | None = None
         self._apply_language()
 
@@ -108,7 +107,6 @@ class LengthView(ExplorerView):
             "the softmax disperses as n grows (p_max → 0, entropy → ln n); ln n/√d_k and "
             "SSMax s·ln n/√d_k keep it focused. Toy (Nakanishi 2025, Fig. 1): softmax's "
             "e³/(e³ + (n−1)e⁻²) → 0, SSMax's 1/(1 + (n−1)·n^(−5s)) → 1."))
-        self._legend_rules = None  # the next show_results relabels the legend
 
     def show_results(self, results: ExplorerResults) -> None:
         config = results.config
@@ -217,8 +215,7 @@ class LengthView(ExplorerView):
                                        pen=style.rule_pen(rule, width=1), beam=0.0)
                 self._plots[field].addItem(bars)
                 self._bars[field][rule] = bars
-        if rules != self._legend_rules:
+        if self._is_new("legend", *rules):
             self._legend.clear()
             for rule in rules:
                 self._legend.addItem(self._curves["entropy_mean"][rule], style.rule_name(rule))
-            self._legend_rules = list(rules)
