@@ -246,12 +246,7 @@ class ExplorerController(HostOwner):
         self._input.stop()
         self._pusher.close()
         self._paint.close()
-        self._host.begin_shutdown()
-
-    def shutdown(self, timeout_ms: int = 1000) -> bool:
-        """:meth:`begin_shutdown`, then wait; True if the thread ended within ``timeout_ms``."""
-        self.begin_shutdown()
-        return self._host.shutdown(timeout_ms)
+        super().begin_shutdown()
 
     # -------------------------------------------------------------------------------- private
     def _switch_source(self, ref: HeadRef | None, config: AttentionConfig) -> None:

@@ -231,16 +231,6 @@ class HeadsController(HostOwner):
         for host in self._hosts:
             host.cancel()
 
-    def begin_shutdown(self) -> None:
-        """Cancel work and ask every thread to end, without waiting; idempotent."""
-        for host in self._hosts:
-            host.begin_shutdown()
-
-    def shutdown(self, timeout_ms: int = 1000) -> bool:
-        """Stop every thread and wait for them (bounded, then without bound)."""
-        self.begin_shutdown()
-        return all([host.shutdown(timeout_ms) for host in self._hosts])
-
     # -------------------------------------------------------------------------------- private
     def _shown_path(self) -> str:
         return str(self._tensor_file.path) if self._tensor_file is not None else ""

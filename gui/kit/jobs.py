@@ -287,3 +287,14 @@ class HostOwner(QObject):
     def wait_stopped(self, timeout_ms: int) -> bool:
         """Block at most ``timeout_ms`` (per thread) for every thread to end; True if they have."""
         return all(host.wait_stopped(timeout_ms) for host in self._hosts)
+
+    def begin_shutdown(self) -> None:
+        """Cancel work and ask every thread to end, without waiting; idempotent."""
+        for host in self._hosts:
+            host.begin_shutdown()
+
+    def shutdown(self, timeout_ms: int = 1000) -> bool:
+        """:meth:`begin_shutdown`, then wait for every thread (bounded, then without bound);
+        True if each ended within ``timeout_ms``."""
+        self.begin_shutdown()
+        return all([host.shutdown(timeout_ms) for host in self._hosts])

@@ -210,13 +210,12 @@ class TrainController(HostOwner):
         """
         self._pusher.close()
         self._paint.close()  # re-enables the viewports a push held
-        self._host.begin_shutdown()
+        super().begin_shutdown()
 
     def shutdown(self, timeout_ms: int = 1000) -> bool:
         """Stop the job and the thread, waiting ``timeout_ms`` (then without bound); True if
         it stopped within ``timeout_ms``."""
-        self.begin_shutdown()
-        stopped = self._host.shutdown(timeout_ms)
+        stopped = super().shutdown(timeout_ms)
         self._process.close()  # the worker thread, its only user, has ended
         return stopped
 
