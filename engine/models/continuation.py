@@ -17,7 +17,7 @@ from engine.core.threads import limit_blas_threads
 from engine.models.capture import Model
 from engine.models.forward import Pass
 from engine.models.intervention import Intervention
-from engine.models.scoring import NO_INTERVENTION, prepare_text
+from engine.models.scoring import NO_INTERVENTION, lm_budget, prepare_text
 from engine.models.weights import ModelError
 
 __all__ = ["MAX_NEW_TOKENS", "Continuation", "continue_text"]
@@ -69,19 +69,26 @@ def _step(run: Pass, cache: _Cache, ids: np.ndarray, start: int,
 def continue_text(model: Model, text: str, intervention: Intervention = NO_INTERVENTION, *,
                   max_new_tokens: int = 32, max_tokens: int | None = None,
                   progress: Callable[[int, int], None] | None = None,
-                  cancelled: Callable[[], bool] | None = None) -> Continuation:
+                  cancelled: Callable[[], bool] | None = None,
+                  memory_budget: int | None = None) -> Continuation:
     """Continue ``text`` greedily by up to ``max_new_tokens`` tokens (fewer at the model's
-    end-of-text token or its last position) under ``intervention``.
+    end-of-text token or its last position) under ``intervention``. ``memory_budget``
+    (bytes) bounds the run with its KV cache, as ``set_memory_budget`` does for every run
+    (None: that global budget).
 
     Raises
     ------
     ModelError
         A model that is not causal (BERT) or has no head, a bad token count, layer or head.
+    ValueError
+        A ``memory_budget`` that is not a whole number ≥ 1.
     MemoryBudgetError
-        When the run with its KV cache would exceed the memory budget.
+        When the run with its KV cache would exceed the memory budget (the message names
+        both).
     CaptureCancelled
         Once ``cancelled()`` returned True.
     """
+    budget = lm_budget(memory_budget)  # at the door, before the model reads anything
     spec = model.spec
     if not spec.causal:
         raise ModelError(f"{model.name} is a masked language model (BERT): it fills in "
@@ -91,7 +98,7 @@ def continue_text(model: Model, text: str, intervention: Intervention = NO_INTER
         raise ModelError(f"max new tokens must be a whole number from 1 to {MAX_NEW_TOKENS}, "
                          f"got {max_new_tokens!r}")
     prepared = prepare_text(model, text, intervention, max_tokens=max_tokens,
-                            extra_tokens=max_new_tokens, least=1)
+                            extra_tokens=max_new_tokens, least=1, memory_budget=budget)
     ids = prepared.ids
     steps = min(max_new_tokens, spec.max_positions - len(ids))
     if steps < 1:

@@ -209,24 +209,35 @@ class LanguageModel:
         """Bytes of every weight in float32: what :meth:`lm_store` keeps when it fits."""
         return sum(self._store.nbytes(name) for name in self._store.names)
 
-    def lm_store(self) -> WeightStore:
+    def lm_store(self, budget: int | None = None) -> WeightStore:
         """The weights language-model runs read: float32 copies kept between runs when they
-        all fit in KEPT_WEIGHTS_SHARE of the memory budget, else the mapped weights."""
-        if self._lm_store is None:
-            fits = self.kept_bytes() <= KEPT_WEIGHTS_SHARE * get_memory_budget()
-            self._lm_store = KeptWeights(self._store) if fits else self._store
+        all fit in KEPT_WEIGHTS_SHARE of ``budget`` (bytes), else the mapped weights.
+
+        ``budget`` is the run's memory budget, decided again at each run that gives one: the
+        guard counts the copies against that budget (:meth:`lm_bytes`), so a run under a
+        smaller one drops them rather than being refused for them, and a larger one keeps
+        them. ``None``: the choice made last (the first time, with the global budget).
+        """
+        if budget is None and self._lm_store is not None:
+            return self._lm_store
+        limit = get_memory_budget() if budget is None else budget
+        keep = self.kept_bytes() <= KEPT_WEIGHTS_SHARE * limit
+        if self._lm_store is None or keep != isinstance(self._lm_store, KeptWeights):
+            self._lm_store = KeptWeights(self._store) if keep else self._store
+            self._lm_head = None  # its matrix was read from the store replaced
         return self._lm_store
 
-    def lm_bytes(self, n: int, cached_tokens: int = 0) -> int:
+    def lm_bytes(self, n: int, cached_tokens: int = 0, budget: int | None = None) -> int:
         """Peak bytes of scoring ``n`` tokens (``cached_tokens``: a continuation's new
-        tokens, whose KV cache holds n + cached_tokens positions).
+        tokens, whose KV cache holds n + cached_tokens positions) under the memory
+        ``budget`` (bytes; None: the choice of :meth:`lm_store` made last).
 
         The capture's estimate of one layer's work (:meth:`estimate_bytes`), plus the
         float32 weights kept between runs (:meth:`lm_store`; else the head matrix), two blocks
         of logits (one and the scratch of its log-softmax and top-k), the rows of the
         attention statistics, a sweep's cached stream and the KV cache.
         """
-        spec = self.spec
+        spec, store = self.spec, self.lm_store(budget)  # before the head, which reads it
         head = self.lm_head().nbytes() if self.has_lm_head else 0
         vocab = self.lm_head().vocab if head else 0
         block = min(LOGIT_BLOCK_BYTES, 4 * max(n, 1) * vocab)
@@ -235,7 +246,7 @@ class LanguageModel:
         cache = 8 * spec.layers * spec.heads * spec.head_dim * (n + cached_tokens
                                                                 if cached_tokens else 0)
         kept, conversion = head, 0
-        if isinstance(self.lm_store(), KeptWeights):
+        if isinstance(store, KeptWeights):
             kept = self.kept_bytes()
             # The first run converts every weight, the embeddings too, which are far larger
             # than a layer's: beside the copy kept, a finiteness mask (a byte per weight) and

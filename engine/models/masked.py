@@ -27,6 +27,8 @@ def score_masked(model: Model, prepared: PreparedText, intervention: Interventio
                  cancelled: Callable[[], bool] | None = None) -> TextScore:
     """The pseudo-log-likelihood of ``prepared`` under ``intervention``: one loss and one
     top-k per scored token; the layer statistics are the means over the masked runs.
+    ``prepared`` was checked against the run's memory budget (the masked runs take one at a
+    time): :func:`~engine.models.score_text`'s ``memory_budget=`` is this scoring's too.
 
     Raises
     ------

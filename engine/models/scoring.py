@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from engine.config.ranges import check_int
 from engine.core.memory import MemoryBudgetError, format_bytes, get_memory_budget
 from engine.models.attend import LayerStats
 from engine.models.capture import Model
@@ -25,16 +26,27 @@ from engine.models.scores import PreparedText, TextScore, TokenPrediction, head_
 from engine.models.weights import ModelError
 
 __all__ = ["NO_INTERVENTION", "Prefix", "TextScore", "TokenPrediction", "check_lm_memory",
-           "prepare_text", "score_prepared", "score_text"]
+           "lm_budget", "prepare_text", "score_prepared", "score_text"]
 
 #: The model itself (every run's default).
 NO_INTERVENTION = Intervention()
 
 
-def check_lm_memory(model: Model, n: int, cached_tokens: int = 0) -> None:
-    """Raise :class:`MemoryBudgetError` (one line) when :meth:`Model.lm_bytes` exceeds the
-    budget."""
-    need, budget = model.lm_bytes(n, cached_tokens), get_memory_budget()
+def lm_budget(memory_budget: int | None) -> int:
+    """The memory budget of one language-model run in bytes: ``memory_budget`` checked (a
+    whole number ≥ 1, else a one-line ``ValueError``), or the global one when None
+    (:func:`engine.core.memory.get_memory_budget`)."""
+    if memory_budget is None:
+        return get_memory_budget()
+    return check_int("memory_budget", memory_budget, integral_floats=False)
+
+
+def check_lm_memory(model: Model, n: int, cached_tokens: int = 0,
+                    budget: int | None = None) -> None:
+    """Raise :class:`MemoryBudgetError` (one line) when :meth:`Model.lm_bytes` exceeds
+    ``budget`` (bytes, checked; None: the global budget)."""
+    budget = lm_budget(budget)
+    need = model.lm_bytes(n, cached_tokens, budget)
     if need > budget:
         raise MemoryBudgetError(f"running {model.name} on {n:,} tokens needs about "
                                 f"{format_bytes(need)}, more than the memory limit of "
@@ -43,10 +55,11 @@ def check_lm_memory(model: Model, n: int, cached_tokens: int = 0) -> None:
 
 def prepare_text(model: Model, text: str, intervention: Intervention | None = None, *,
                  max_tokens: int | None = None, extra_tokens: int = 0,
-                 least: int = 2) -> PreparedText:
+                 least: int = 2, memory_budget: int | None = None) -> PreparedText:
     """``text``'s tokens, after the checks every run makes: a head, the intervention's
     layers and heads, at least ``least`` tokens, ids the weights embed, the memory budget
-    (``extra_tokens``: a continuation's new tokens, in its KV cache).
+    (``memory_budget`` bytes, None: the global one; ``extra_tokens``: a continuation's new
+    tokens, in its KV cache). The run's weights follow that budget (:meth:`Model.lm_store`).
 
     Raises
     ------
@@ -55,6 +68,8 @@ def prepare_text(model: Model, text: str, intervention: Intervention | None = No
     MemoryBudgetError
         When the run would exceed the memory budget.
     """
+    budget = lm_budget(memory_budget)
+    model.lm_store(budget)  # kept in float32 or mapped, as this run's budget allows
     vocab = model.lm_head().vocab
     if intervention is not None:
         intervention.check(model.spec.layers, model.spec.heads)
@@ -67,7 +82,7 @@ def prepare_text(model: Model, text: str, intervention: Intervention | None = No
         raise ModelError(f"the tokenizer gives id {ids.max()}, but the model has "
                          f"{min(model.vocab_size, vocab)} tokens: the tokenizer does not "
                          "belong to these weights")
-    check_lm_memory(model, len(ids), extra_tokens)
+    check_lm_memory(model, len(ids), extra_tokens, budget)
     return PreparedText(ids, encoded.tokens)
 
 
@@ -157,20 +172,29 @@ def score_prepared(model: Model, prepared: PreparedText, intervention: Intervent
 def score_text(model: Model, text: str, intervention: Intervention = NO_INTERVENTION, *,
                top_k: int = 5, max_tokens: int | None = None,
                progress: Callable[[int, int], None] | None = None,
-               cancelled: Callable[[], bool] | None = None) -> TextScore:
+               cancelled: Callable[[], bool] | None = None,
+               memory_budget: int | None = None) -> TextScore:
     """The model's loss on ``text`` under ``intervention`` (default: none), per token and in
     mean, with each layer's attention entropy and saturated share and the top-k predictions.
+    A BERT folder's is the masked-LM pseudo-log-likelihood (:func:`score_masked`).
+
+    ``memory_budget`` (bytes) bounds the run, as ``set_memory_budget`` does for every run
+    (None: that global budget).
 
     Raises
     ------
     ModelError
         A model without a head, a layer or head it does not have, a text of fewer than 2
         tokens or longer than the model reads.
+    ValueError
+        A ``memory_budget`` that is not a whole number ≥ 1.
     MemoryBudgetError
-        When the run would exceed the memory budget.
+        When the run would exceed the memory budget (the message names both).
     CaptureCancelled
         Once ``cancelled()`` returned True.
     """
-    prepared = prepare_text(model, text, intervention, max_tokens=max_tokens)
+    budget = lm_budget(memory_budget)  # at the door, before the model reads anything
+    prepared = prepare_text(model, text, intervention, max_tokens=max_tokens,
+                            memory_budget=budget)
     return score_prepared(model, prepared, intervention, top_k=top_k, progress=progress,
                           cancelled=cancelled)

@@ -18,7 +18,7 @@ from engine.models.blocks import check_cancel
 from engine.models.capture import Model
 from engine.models.forward import Pass
 from engine.models.intervention import DEFAULT_ALPHAS, Intervention
-from engine.models.scoring import Prefix, TextScore, prepare_text, score_prepared
+from engine.models.scoring import Prefix, TextScore, lm_budget, prepare_text, score_prepared
 from engine.models.weights import ModelError
 
 __all__ = ["SWEEP_KINDS", "SweepPoint", "iter_sweep"]
@@ -76,7 +76,8 @@ def iter_sweep(model: Model, text: str, kind: str = "alpha", *,
                rule: Rule | None = None, precision: str = "float32", softmax: str = "stable",
                top_k: int = 5, max_tokens: int | None = None,
                cancelled: Callable[[], bool] | None = None,
-               prefix_runs: Callable[[int], None] | None = None) -> Iterator[SweepPoint]:
+               prefix_runs: Callable[[int], None] | None = None,
+               memory_budget: int | None = None) -> Iterator[SweepPoint]:
     """Stream the points of a sweep of ``text``'s loss, each as soon as it is computed.
 
     ``kind``: ``"alpha"`` (one point per value of ``alphas``, applied on ``layers``, None:
@@ -84,20 +85,29 @@ def iter_sweep(model: Model, text: str, kind: str = "alpha", *,
     ``layer``); ``alpha`` is the α of the last two (None: √head_dim, "no scaling" for a
     1/√d_k model). ``rule``, ``precision`` and ``softmax`` are every point's (see
     :class:`Intervention`). ``prefix_runs(layers)``, when given, is told how many layers the
-    sweep ran in all once it ends (tests count the prefix reuse with it).
+    sweep ran in all once it ends (tests count the prefix reuse with it). ``memory_budget``
+    (bytes) bounds every point, as ``set_memory_budget`` does for every run (None: that
+    global budget).
 
     Raises
     ------
     ModelError
         Before any point: a bad kind, α, layer or head, a model without a head, a text of
         fewer than 2 tokens.
+    ValueError
+        Before any point: a ``memory_budget`` that is not a whole number ≥ 1.
+    MemoryBudgetError
+        Before any point: when a point would exceed the memory budget (the message names
+        both).
     CaptureCancelled
         Between or inside points once ``cancelled()`` is True; the points already yielded
         stay valid.
     """
+    budget = lm_budget(memory_budget)  # at the door, before the model reads anything
     common = {"rule": rule, "precision": precision, "softmax": softmax}
     points = _points(model, kind, alphas, alpha, layer, layers, common)
-    prepared = prepare_text(model, text, points[0][0], max_tokens=max_tokens)
+    prepared = prepare_text(model, text, points[0][0], max_tokens=max_tokens,
+                            memory_budget=budget)
     run = Pass(model.spec, model.lm_store(), model._names, cancelled)
     prefix = Prefix(run, prepared.ids)
     # the α grid shares its layers' first; the others start at their point's layer
