@@ -21,6 +21,7 @@ from gui.kit import export
 from gui.kit.choices import FORMATS, MAX_SIZE, MIN_SIZE
 from gui.kit.i18n import translate
 from gui.kit.session import Session, SessionError, load_session, save_session
+from gui.model.inputs import model_choice, show_choice
 
 __all__ = ["SizeDialog", "WindowFiles", "show_warning"]
 
@@ -97,10 +98,12 @@ class WindowFiles(QObject):
         window = self._window
         return Session(config=window.panel.config(), current_view=window.current_view().key,
                        temperature=window.controller.temperature(),
-                       tensors=window.heads.choice(), pins=window.pins.pins())
+                       tensors=window.heads.choice(), pins=window.pins.pins(),
+                       model=model_choice(window.model_view.controls))
 
     def apply_session(self, session: Session) -> None:
-        """Show ``session``: its configuration, temperature and front view."""
+        """Show ``session``: its configuration, temperature, front view, pins, the Heads
+        tab's file and the Model tab's inputs (a session without them leaves the tab's)."""
         window = self._window
         if session.tensors is None and window.controller.real_head() is not None:
             window.controller.set_real_head(None)  # the session's q, k are random ones
@@ -111,6 +114,8 @@ class WindowFiles(QObject):
         window.pins.set_pins(session.pins)
         if session.tensors is not None:
             window.heads.apply_choice(session.tensors, session.config)
+        if session.model is not None:
+            show_choice(window.model_view.controls, session.model)
 
     def open_session(self, path: str | os.PathLike[str]) -> bool:
         """Load the session file ``path``; on error show a message and change nothing."""

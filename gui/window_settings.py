@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QMainWindow
 from engine.config import AttentionConfig
 from gui.kit.session import SessionError, load_session
 from gui.kit.settings import Settings
+from gui.model.inputs import remembered_inputs, restore_inputs
 
 __all__ = ["DEFAULT_SIZE", "apply_default_geometry", "restore_window", "restored_config",
            "save_window"]
@@ -58,7 +59,8 @@ def apply_default_geometry(window: QMainWindow) -> None:
 
 
 def restore_window(window: Any, settings: Settings) -> None:
-    """Restore ``window``'s geometry, dock state and front view from ``settings``."""
+    """Restore ``window``'s geometry, dock state, front view and the Model tab's inputs
+    from ``settings`` (the tab runs nothing until Run is pressed)."""
     geometry = settings.get("window/geometry")
     if not geometry.isEmpty():
         window.restoreGeometry(geometry)
@@ -66,10 +68,12 @@ def restore_window(window: Any, settings: Settings) -> None:
     if not state.isEmpty():
         window.restoreState(state)
     window.show_view(settings.get("window/current_view"))
+    restore_inputs(window.model_view.controls, settings.get("model_tab/inputs"))
 
 
 def save_window(window: Any, settings: Settings) -> None:
-    """Store geometry, dock state, configuration, front view and session path."""
+    """Store geometry, dock state, configuration, front view, session path and the Model
+    tab's inputs."""
     s = settings
     s.set("window/geometry", window.saveGeometry())
     s.set("window/state", window.saveState())
@@ -77,4 +81,5 @@ def save_window(window: Any, settings: Settings) -> None:
     s.set("window/temperature", window.controller.temperature())
     s.set("attention/config", window.panel.config().to_json())
     s.set("session/last_path", window.files.session_path())
+    s.set("model_tab/inputs", remembered_inputs(window.model_view.controls))
     s.sync()

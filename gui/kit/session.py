@@ -6,12 +6,13 @@ Format::
      "attention": AttentionConfig.to_dict(),
      "view": {"current_view": "heatmap", "temperature": 8.0},
      "tensors": {"path": "model.npz", "layer": 3, "head": 5, "batch_entry": 0},
+     "model": {"path": "…", "text": "…", "max_tokens": 128, …},
      "pins": [{"view": "laws", "label": "n = 64, …", "curves": [{"plot": 0, "x": […],
                "y": […], "color": "#d55e00"}]}]}
 
 ``tensors`` (optional) is the tensor file open in the Heads tab and the head chosen there
-(``layer`` and ``head`` null when none was chosen); ``pins`` (optional) the views' pinned
-reference curves.
+(``layer`` and ``head`` null when none was chosen); ``model`` (optional) the Model tab's
+inputs (:mod:`gui.kit.session_model`); ``pins`` (optional) the views' pinned reference curves.
 
 Loading validates everything before returning, so a corrupt or foreign file raises
 :class:`SessionError` and the caller changes nothing.
@@ -31,6 +32,7 @@ from engine.config.base import check_number
 from engine.config.rules import RULE_DEFAULTS, parse_rule
 from engine.io.files import describe_os_error, read_text_limited, write_output
 from gui.kit.pins import Pin, pin_from_dict
+from gui.kit.session_model import ModelChoice
 
 __all__ = ["SESSION_APP", "SESSION_VERSION", "VIEW_KEYS", "LogitsChoice", "Session",
            "SessionError", "TensorsChoice", "load_session", "save_session"]
@@ -169,13 +171,15 @@ class TensorsChoice:
 @dataclasses.dataclass(frozen=True)
 class Session:
     """The contents of a session file: the attention configuration, the key of the view in
-    front, the temperature view's T, the Heads tab's file and head (or None) and the pins."""
+    front, the temperature view's T, the Heads tab's file and head (or None), the pins and
+    the Model tab's inputs (None in a session written before the tab)."""
 
     config: AttentionConfig
     current_view: str = "heatmap"
     temperature: float = 8.0
     tensors: TensorsChoice | None = None
     pins: tuple[Pin, ...] = ()
+    model: ModelChoice | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready dictionary written to disk."""
@@ -189,6 +193,8 @@ class Session:
             data["tensors"] = self.tensors.to_dict()
         if self.pins:
             data["pins"] = [pin.to_dict() for pin in self.pins]
+        if self.model is not None:
+            data["model"] = self.model.to_dict()
         return data
 
     @classmethod
@@ -241,9 +247,14 @@ class Session:
             loaded = tuple(pin_from_dict(pin, VIEW_KEYS) for pin in pins)
         except ValueError as exc:
             raise SessionError(_short(f"invalid pin: {exc}")) from None
+        model = data.get("model")
+        try:
+            chosen = None if model is None else ModelChoice.from_dict(model)
+        except ValueError as exc:
+            raise SessionError(_short(str(exc))) from None
         return cls(config=config, current_view=current, temperature=float(temperature),
                    tensors=None if tensors is None else TensorsChoice.from_dict(tensors),
-                   pins=loaded)
+                   pins=loaded, model=chosen)
 
 
 def save_session(path: str | os.PathLike[str], session: Session) -> None:

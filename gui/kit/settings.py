@@ -40,6 +40,8 @@ DEFAULTS: dict[str, Any] = {
     "model/max_tokens": 128,
     "model/layers": "",
     "model/memory_gib": 1.0,
+    # The Model tab's inputs as JSON (gui.model.inputs; "" = the tab's defaults).
+    "model_tab/inputs": "",
     # The Heads tab: rules whose replayed maps show ("" = the default four) and the table's
     # hidden columns ("default" = gui.heads.table.DEFAULT_HIDDEN_COLUMNS).
     "heads/replay_rules": "",

@@ -31,6 +31,14 @@ from gui.kit import style
 from gui.kit.field_widgets import number_spin
 from gui.kit.i18n import translate
 from gui.kit.model_input import DEFAULT_TEXT, BoundedTextEdit, ModelPathRow, memory_spin
+from gui.kit.session_model import (
+    ALPHA_POINTS,
+    ALPHA_RANGE,
+    LAYER_ALPHA_RANGE,
+    LAYER_RANGE,
+    MAX_TOKENS,
+    PARAMETER_RANGE,
+)
 from gui.model.task import SCOPES, ModelTask
 
 __all__ = ["RULE_PARAMETER", "ModelControls", "alpha_grid"]
@@ -80,13 +88,14 @@ class ModelControls(QWidget):
         self.text.setTabChangesFocus(True)
         self.text.setFixedHeight(self.fontMetrics().lineSpacing() * 4 + 12)
         self.max_tokens = QSpinBox()
-        self.max_tokens.setRange(2, 8192)
+        self.max_tokens.setRange(MAX_TOKENS.low, MAX_TOKENS.high)
         self.max_tokens.setValue(128)
         self.memory = memory_spin()
-        self.alpha_low = number_spin(1e-3, 1e3, DEFAULT_ALPHAS[0], 3)
-        self.alpha_high = number_spin(1e-3, 1e3, DEFAULT_ALPHAS[-1], 3)
+        # The ranges are the ones a session's values are checked against.
+        self.alpha_low = number_spin(ALPHA_RANGE.low, ALPHA_RANGE.high, DEFAULT_ALPHAS[0], 3)
+        self.alpha_high = number_spin(ALPHA_RANGE.low, ALPHA_RANGE.high, DEFAULT_ALPHAS[-1], 3)
         self.alpha_points = QSpinBox()
-        self.alpha_points.setRange(2, 41)
+        self.alpha_points.setRange(ALPHA_POINTS.low, ALPHA_POINTS.high)
         self.alpha_points.setValue(len(DEFAULT_ALPHAS))
         self.scope = QComboBox()
         self.scope.setObjectName("model_scope")
@@ -94,13 +103,13 @@ class ModelControls(QWidget):
             self.scope.addItem("", key)
         self.layers = QLineEdit()
         self.layer = QSpinBox()
-        self.layer.setRange(0, 1023)
+        self.layer.setRange(LAYER_RANGE.low, LAYER_RANGE.high)
         self.heads = QLineEdit()
         self.rule = QComboBox()
         self.rule.setObjectName("model_rule")
         for kind in (None, *ScalingRule):  # None: the model's own scale
             self.rule.addItem("", kind)
-        self.parameter = number_spin(1e-6, 1e6, 8.0, 3)
+        self.parameter = number_spin(PARAMETER_RANGE.low, PARAMETER_RANGE.high, 8.0, 3)
         self.precision = QComboBox()
         for name in PRECISIONS:
             self.precision.addItem(name, name)
@@ -108,7 +117,7 @@ class ModelControls(QWidget):
         for key in SOFTMAX_FORMS:
             self.softmax.addItem("", key)
         # 0 shows as "√d_k": the α that undoes a 1/√d_k model's scale ("no scaling").
-        self.layer_alpha = number_spin(0.0, 1e3, 0.0, 3)
+        self.layer_alpha = number_spin(LAYER_ALPHA_RANGE.low, LAYER_ALPHA_RANGE.high, 0.0, 3)
         self.run_button = QPushButton()
         self.run_button.setObjectName("model_run")
         self.run_button.setDefault(True)
