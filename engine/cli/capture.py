@@ -13,6 +13,7 @@ import re
 import sys
 from pathlib import Path
 
+from engine.cli.output import output_error, refused
 from engine.cli.progress import Progress
 from engine.core.memory import MemoryBudgetError, get_memory_budget
 from engine.io.files import check_output_not_input, describe_os_error, read_text_limited
@@ -85,17 +86,13 @@ def capture_command(args: argparse.Namespace) -> int:
     except ValueError as exc:  # ModelError, MemoryBudgetError, OutputIsInputError, sizes
         progress.end()
         hint = " (--memory-budget SIZE)" if isinstance(exc, MemoryBudgetError) else ""
-        print(f"error: {exc}{hint}", file=sys.stderr)
-        return 2
+        return refused(f"{exc}{hint}")
     except OSError as exc:
         progress.end()
-        print(f"error: cannot write --out {args.out!r}: {describe_os_error(exc)}",
-              file=sys.stderr)
-        return 2
+        return refused(output_error(args.out, exc))
     except UNFORESEEN_ERRORS as exc:  # still one line, naming the model
         progress.end()
-        print(f"error: {unforeseen(args.model, exc)}", file=sys.stderr)
-        return 2
+        return refused(str(unforeseen(args.model, exc)))
     spec = model.spec
     more = "" if capture.text_tokens_exact else "more than "
     cut = (f" of {more}{capture.text_tokens:,} tokens (text cut to --max-tokens)"

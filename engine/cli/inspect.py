@@ -19,7 +19,7 @@ from engine.analysis.head_scan import HeadRecord, check_weights_rule, iter_file_
 from engine.analysis.heads import HeadDiagnostics
 from engine.cli.head_table import write_head_table
 from engine.cli.options import with_option_name
-from engine.cli.output import open_output, output_error
+from engine.cli.output import open_output, output_error, refused
 from engine.cli.progress import Progress
 from engine.config import RULE_FIELDS
 from engine.core.scaling import Rule
@@ -112,8 +112,7 @@ def inspect_command(args: argparse.Namespace) -> int:
         rule = None if args.rule is None else _replayed_rule(args)
         check_weights_rule(tf, rule)
     except (TensorFileError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return refused(str(exc))
     try:
         if args.out is None:  # every head first: a bad one leaves no half table behind
             write_head_table(list(_records(tf, rule, progress)), _layer_labels(tf), sys.stdout)
@@ -136,5 +135,4 @@ def inspect_command(args: argparse.Namespace) -> int:
         return 0
     if progress is not None:
         progress.write("\n")
-    print(f"error: {message}", file=sys.stderr)
-    return 2
+    return refused(message)

@@ -14,16 +14,16 @@ renamed onto it at the end; Ctrl-C during the sweep keeps the points already don
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from engine.cli.capture import memory_size, read_text_file
 from engine.cli.intervene_output import CsvPoints, JsonPoints, PointSink, summary_line
 from engine.cli.options import with_option_name
-from engine.cli.output import open_output, output_error
+from engine.cli.output import EXIT_INTERRUPTED, refused, write_streamed
 from engine.cli.progress import Progress
 from engine.cli.sweep import parse_values
 from engine.config.rules import RULE_FIELDS
@@ -45,8 +45,6 @@ from engine.models.capture import UNFORESEEN_ERRORS, unforeseen
 
 __all__ = ["Plan", "intervene_command", "plan_of", "run_points"]
 
-#: Exit status after Ctrl-C (128 + SIGINT, as the shell reports it).
-EXIT_INTERRUPTED = 130
 #: Each rule parameter's option (``--cap`` for ``cap``), as declared with the rules.
 _RULE_OPTIONS = {name: spec.cli.flags[0] for name, spec in RULE_FIELDS.items() if spec.cli}
 #: The option setting each of Intervention's fields that its messages name.
@@ -254,46 +252,34 @@ def _intervene(args: argparse.Namespace) -> int:
         print("interrupted: nothing written", file=sys.stderr)
         return EXIT_INTERRUPTED
     except ValueError as exc:  # ModelError, OutputIsInputError, a refused option
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return refused(str(exc))
     except UNFORESEEN_ERRORS as exc:
-        print(f"error: {unforeseen(args.model, exc)}", file=sys.stderr)
-        return 2
-    interrupted, error = False, None
+        return refused(str(unforeseen(args.model, exc)))
     sink: PointSink | None = None
-    try:
-        with contextlib.ExitStack() as stack:
-            out = open_output(stack, args.out)
-            if out is None:
-                return 2
-            sink = (JsonPoints if fmt == "json" else CsvPoints)(out, model.spec.layers,
-                                                                 _header(model, text, plan))
-            try:
-                _run(model, text, plan, sink, progress)
-            except KeyboardInterrupt:
-                interrupted = True  # the finished points are kept: the file is completed
-            sink.finish(complete=not interrupted)
-    except KeyboardInterrupt:  # a second Ctrl-C while the file was being completed
-        interrupted, sink = True, None
-    except ValueError as exc:  # MemoryBudgetError and the engine's other refusals
-        hint = " (--memory-budget SIZE)" if isinstance(exc, MemoryBudgetError) else ""
-        error = f"{exc}{hint}"
-    except UNFORESEEN_ERRORS as exc:
-        error = str(unforeseen(args.model, exc))
-    except OSError as exc:  # the disk filled up: the old --out file is left as it was
-        if args.out == "-":
-            raise  # stdout closed by its reader (BrokenPipeError): main.run ends quietly
-        error = output_error(args.out, exc)
-    progress.end()
-    if error is not None:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+
+    def write(out: TextIO) -> None:
+        nonlocal sink
+        sink = (JsonPoints if fmt == "json" else CsvPoints)(out, model.spec.layers,
+                                                             _header(model, text, plan))
+        _run(model, text, plan, sink, progress)
+
+    def finish(complete: bool) -> None:
+        if sink is not None:
+            sink.finish(complete=complete)
+
+    def described(exc: Exception) -> str:  # MemoryBudgetError and the engine's other refusals
+        if isinstance(exc, MemoryBudgetError):
+            return f"{exc} (--memory-budget SIZE)"
+        return str(exc) if isinstance(exc, ValueError) else str(unforeseen(args.model, exc))
+
     where = "stdout" if args.out == "-" else args.out
-    done = 0 if sink is None else len(sink.points)
-    if interrupted:
-        print(f"interrupted: wrote {done} of {plan.total(model)} points to {where}",
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
+    status = write_streamed(
+        args.out, write, finish=finish, errors=(ValueError, *UNFORESEEN_ERRORS),
+        describe=described, end=progress.end,
+        stopped=lambda kept: f"interrupted: wrote {len(sink.points) if kept and sink else 0} "
+        f"of {plan.total(model)} points to {where}")
+    if status:
+        return status
     assert sink is not None
     print(summary_line(sink.points, where), file=sys.stderr if args.out == "-" else sys.stdout)
     return 0

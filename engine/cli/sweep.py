@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import sys
 from collections.abc import Iterator
@@ -11,7 +10,7 @@ from typing import IO
 
 from engine.analysis.sweep import iter_sweep, write_sweep_csv
 from engine.cli.options import build_config, field_values
-from engine.cli.output import open_output, output_error
+from engine.cli.output import refused, write_streamed
 from engine.cli.progress import Progress
 from engine.config import SweepConfig
 from engine.config.sweep import swept_value_range
@@ -155,8 +154,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     try:
         config = _build_config(args)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return refused(str(exc))
     total = len(config.values) * len(config.rules)
     bar = None if args.quiet else _ProgressBar(sys.stderr, total)
     written = 0
@@ -172,30 +170,8 @@ def sweep_command(args: argparse.Namespace) -> int:
             if bar is not None:
                 bar.point()
 
-    interrupted, error = False, None
-    try:
-        with contextlib.ExitStack() as stack:
-            out = open_output(stack, args.out)
-            if out is None:
-                return 2
-            try:
-                write_sweep_csv(points(), out)
-            except KeyboardInterrupt:
-                interrupted = True  # the finished points are kept: the file is completed
-    except KeyboardInterrupt:  # a second Ctrl-C while the file was being completed
-        interrupted, written = True, 0
-    except ValueError as exc:  # e.g. MemoryBudgetError for huge sample counts
-        error = str(exc)
-    except OSError as exc:  # the disk filled up: the old --out file is left as it was
-        if args.out == "-":
-            raise  # stdout closed by its reader (BrokenPipeError): main.run ends quietly
-        error = output_error(args.out, exc)
-    if bar is not None:
-        bar.finish()
-    if error is not None:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    if interrupted:
-        print(f"interrupted: wrote {written} of {total} points to {out_name}", file=sys.stderr)
-        return 130
-    return 0
+    return write_streamed(
+        args.out, lambda out: write_sweep_csv(points(), out),
+        end=(lambda: None) if bar is None else bar.finish,
+        stopped=lambda kept: f"interrupted: wrote {written if kept else 0} of {total} points "
+        f"to {out_name}")

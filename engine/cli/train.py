@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from engine.cli.options import build_config, field_values, option_fields
-from engine.cli.output import output_error, readable_number
+from engine.cli.output import output_error, readable_number, refused
 from engine.cli.progress import Progress
 from engine.config.train import TrainConfig
 from engine.io.files import probe_output
@@ -26,12 +26,6 @@ from engine.io.files import probe_output
 __all__ = ["lr_sweep_command", "train_command", "train_command_line"]
 
 EXIT_OK = 0
-EXIT_USAGE = 2
-
-
-def _error(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_USAGE
 
 
 def _split(text: str, what: str) -> list[str]:
@@ -149,11 +143,11 @@ def train_command(args: argparse.Namespace) -> int:
         with blas_threads(config):
             session = TrainingSession(config)  # refuses a model over the memory budget
     except ValueError as exc:
-        return _error(str(exc))
+        return refused(str(exc))
     if tensors_out is not None:
         problem = _check_tensors_out(tensors_out)
         if problem:
-            return _error(problem)
+            return refused(problem)
     progress = Progress(sys.stderr, args.quiet)
     last = None
     try:
@@ -165,13 +159,13 @@ def train_command(args: argparse.Namespace) -> int:
                             f"step {snap.step}/{snap.total_steps}  {losses}", done=snap.done)
     except KeyboardInterrupt:
         progress.end()
-        return _error("interrupted")
+        return refused("interrupted")
     progress.end()
     assert last is not None and last.done
     if tensors_out is not None:
         problem = _write_tensors(session, config, tensors_out, args.quiet)
         if problem:
-            return _error(problem)
+            return refused(problem)
     summary = {
         "config": config.to_dict(),
         "steps": last.step,
@@ -228,13 +222,13 @@ def lr_sweep_command(args: argparse.Namespace) -> int:
         sweep = iter_lr_sweep(config, lrs, args.seeds)
         first = next(sweep)  # validates lrs and seeds before anything is written
     except ValueError as exc:
-        return _error(str(exc))
+        return refused(str(exc))
     out_path = args.out
     if out_path != "-":
         try:
             probe_output(out_path)
         except OSError as exc:
-            return _error(output_error(out_path, exc))
+            return refused(output_error(out_path, exc))
     progress = Progress(sys.stderr, args.quiet)
     result = first.result
     item = first
@@ -248,7 +242,7 @@ def lr_sweep_command(args: argparse.Namespace) -> int:
             result = item.result
     except KeyboardInterrupt:
         progress.end()
-        return _error("interrupted")
+        return refused("interrupted")
     progress.update(1.0, f"{item.total_runs}/{item.total_runs} runs done", done=True)
     progress.end()
     if out_path == "-":
@@ -258,7 +252,7 @@ def lr_sweep_command(args: argparse.Namespace) -> int:
         try:
             write_lr_sweep_csv(result, out_path)
         except OSError as exc:  # an existing file is left as it was (engine.io.files)
-            return _error(output_error(out_path, exc))
+            return refused(output_error(out_path, exc))
         report = sys.stdout
     print(f"largest stable learning rate per rule (no seed diverged and mean final held-out "
           f"loss < {result.stable_ratio:g} × initial loss), d_k {config.d_k}:", file=report)
