@@ -18,10 +18,9 @@ from typing import IO, Any
 from engine.analysis.head_scan import HeadRecord, check_weights_rule, iter_file_diagnostics
 from engine.analysis.heads import HeadDiagnostics
 from engine.cli.head_table import write_head_table
-from engine.cli.options import with_option_name
+from engine.cli.options import rule_from_options
 from engine.cli.output import open_output, output_error, refused
 from engine.cli.progress import Progress
-from engine.config import RULE_FIELDS
 from engine.core.scaling import Rule
 from engine.io.files import check_output_not_input
 from engine.io.tensors import TensorFileError, load_tensors
@@ -81,19 +80,6 @@ def _layer_labels(tf: Any) -> dict[int, str]:
     return labels
 
 
-#: Each rule parameter's option (``--cap`` for ``cap``, ``--ssmax-s`` for ``ssmax_s``).
-_RULE_OPTIONS = {name: spec.cli.flags[0] for name, spec in RULE_FIELDS.items() if spec.cli}
-
-
-def _replayed_rule(args: argparse.Namespace) -> Rule:
-    """The ``--rule`` to replay; a refused value is named by its option (``--cap``)."""
-    try:
-        return Rule.from_keywords(args.rule, **{name: getattr(args, name, None)
-                                                for name in _RULE_OPTIONS})
-    except ValueError as exc:
-        raise ValueError(with_option_name(str(exc), _RULE_OPTIONS)) from None
-
-
 def inspect_command(args: argparse.Namespace) -> int:
     """Run the ``inspect`` subcommand; return the exit code (0 ok, 2 bad input, 130 interrupted).
 
@@ -109,7 +95,7 @@ def inspect_command(args: argparse.Namespace) -> int:
         if args.out not in (None, "-"):
             check_output_not_input(args.out, [args.file])
         tf = load_tensors(args.file)
-        rule = None if args.rule is None else _replayed_rule(args)
+        rule = None if args.rule is None else rule_from_options(args)
         check_weights_rule(tf, rule)
     except (TensorFileError, ValueError) as exc:
         return refused(str(exc))

@@ -22,11 +22,10 @@ from typing import TextIO
 
 from engine.cli.capture import memory_size, read_text_file
 from engine.cli.intervene_output import CsvPoints, JsonPoints, PointSink, summary_line
-from engine.cli.options import with_option_name
+from engine.cli.options import RULE_OPTIONS, rule_from_options, with_option_name
 from engine.cli.output import EXIT_INTERRUPTED, refused, write_streamed
 from engine.cli.progress import Progress
 from engine.cli.sweep import parse_values
-from engine.config.rules import RULE_FIELDS
 from engine.core.memory import MemoryBudgetError, get_memory_budget, set_memory_budget
 from engine.core.scaling import Rule
 from engine.io.files import check_output_not_input
@@ -45,8 +44,6 @@ from engine.models.capture import UNFORESEEN_ERRORS, unforeseen
 
 __all__ = ["Plan", "intervene_command", "plan_of", "run_points"]
 
-#: Each rule parameter's option (``--cap`` for ``cap``), as declared with the rules.
-_RULE_OPTIONS = {name: spec.cli.flags[0] for name, spec in RULE_FIELDS.items() if spec.cli}
 #: The option setting each of Intervention's fields that its messages name.
 _ENGINE_OPTIONS = {"precision": "--dtype", "softmax": "--softmax"}
 
@@ -80,17 +77,13 @@ class Plan:
 
 
 def _rule(args: argparse.Namespace) -> Rule | None:
-    given = {name: getattr(args, name) for name in _RULE_OPTIONS
-             if getattr(args, name, None) is not None}
-    if args.rule is None:
-        if given:
-            raise ValueError(f"{_RULE_OPTIONS[next(iter(given))]} sets a parameter of --rule: "
-                             "give --rule too")
-        return None
-    try:
-        return Rule.from_keywords(args.rule, **given)
-    except ValueError as exc:
-        raise ValueError(with_option_name(str(exc), _RULE_OPTIONS)) from None
+    if args.rule is not None:
+        return rule_from_options(args)
+    given = [option for name, option in RULE_OPTIONS.items()
+             if getattr(args, name, None) is not None]
+    if given:
+        raise ValueError(f"{given[0]} sets a parameter of --rule: give --rule too")
+    return None
 
 
 def _one_alpha(args: argparse.Namespace) -> float | None:

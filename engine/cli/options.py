@@ -17,8 +17,11 @@ from typing import Any
 from engine.config.base import BoundField, JsonConfig
 from engine.config.rules import RULE_DEFAULTS, RULE_FIELDS
 
-__all__ = ["add_field_options", "add_rule_options", "build_config", "field_values", "option_fields",
-           "with_option_name"]
+__all__ = ["RULE_OPTIONS", "add_field_options", "add_rule_options", "build_config", "field_values",
+           "option_fields", "rule_from_options", "with_option_name"]
+
+#: Each rule parameter's option (``--cap`` for ``cap``, ``--ssmax-s`` for ``ssmax_s``).
+RULE_OPTIONS = {name: spec.cli.flags[0] for name, spec in RULE_FIELDS.items() if spec.cli}
 
 
 def option_fields(cls: type[JsonConfig], command: str | None = None) -> list[BoundField]:
@@ -98,10 +101,9 @@ def add_field_options(
         parser.add_argument(*cli.flags, **kwargs)
 
 
-def add_rule_options(parser: argparse.ArgumentParser) -> dict[str, str]:
+def add_rule_options(parser: argparse.ArgumentParser) -> None:
     """Add an option per rule parameter (:data:`engine.config.RULE_FIELDS`: flags, help, range;
-    unset: ``None``, the parameter's declared default) and return each one's option by name."""
-    options = {}
+    unset: ``None``, the parameter's declared default)."""
     for name, spec in RULE_FIELDS.items():
         assert spec.cli is not None and spec.cli.help is not None
         default = RULE_DEFAULTS[name]
@@ -110,8 +112,6 @@ def add_rule_options(parser: argparse.ArgumentParser) -> dict[str, str]:
         parser.add_argument(*spec.cli.flags, dest=name, type=float, default=None,
                             metavar=spec.cli.flags[0].lstrip("-").replace("-", "_").upper(),
                             help=spec.cli.help + shown + _range_text(field))
-        options[name] = spec.cli.flags[0]
-    return options
 
 
 def field_values(args: argparse.Namespace, cls: type[JsonConfig]) -> dict[str, Any]:
@@ -131,6 +131,18 @@ def with_option_name(message: str, flags: dict[str, str]) -> str:
     match = _SUBJECT_FIRST.match(message)
     flag = flags.get(match.group(1)) if match else None
     return message if flag is None else flag + message[match.end():]
+
+
+def rule_from_options(args: argparse.Namespace) -> Any:
+    """The :class:`~engine.core.scaling.Rule` of ``--rule`` and the rule parameters' options
+    (:func:`add_rule_options`); a refused value is named by its option (``--cap``)."""
+    from engine.core.scaling import Rule  # numerics load when a command runs, not to parse
+
+    try:
+        return Rule.from_keywords(args.rule, **{name: getattr(args, name, None)
+                                                for name in RULE_OPTIONS})
+    except ValueError as exc:
+        raise ValueError(with_option_name(str(exc), RULE_OPTIONS)) from None
 
 
 def build_config(cls: type[JsonConfig], values: dict[str, Any]) -> Any:
