@@ -28,13 +28,12 @@ from engine.io.npz import ARCHIVE_ERRORS, Npz
 from engine.io.safetensors_file import SafetensorsFile
 from engine.io.source import (
     MAX_HEADER_BYTES,
+    ArraySource,
     Source,
     Stamp,
     TensorFileError,
     check_count,
     check_size,
-    check_whole_read,
-    head_index,
     npy_header,
     shown,
     stamp,
@@ -45,7 +44,7 @@ from engine.io.source import (
 __all__ = ["MAX_HEADER_BYTES", "open_source"]
 
 
-class _NpyFolder:
+class _NpyFolder(ArraySource):
     """A folder of ``NAME.npy`` files, each memory-mapped so only the touched pages are read."""
 
     def __init__(self, folder: Path, single: Path | None = None) -> None:
@@ -94,19 +93,11 @@ class _NpyFolder:
         return all(stamp_now(path) == saved
                    for path, saved in (self._stamps[name] for name in names))
 
-    def read_head(self, name: str, head: int) -> np.ndarray:
-        arr = self.arrays[name]
-        return np.array(arr[head_index(arr.ndim, head)]).view(self.info[name][1])
-
-    def read_all(self, name: str) -> np.ndarray:
-        check_whole_read(name, *self.info[name])
-        return np.array(self.arrays[name]).view(self.info[name][1])
-
-    def read_part(self, name: str, index: tuple[int, ...]) -> np.ndarray:
-        return np.array(self.arrays[name][index]).view(self.info[name][1])
+    def _array(self, name: str) -> np.ndarray:
+        return self.arrays[name]
 
 
-class _Safetensors:
+class _Safetensors(ArraySource):
     """A ``.safetensors`` file, mapped, its header checked by :mod:`engine.io.safetensors_file`."""
 
     def __init__(self, path: Path) -> None:
@@ -126,15 +117,8 @@ class _Safetensors:
     def unchanged(self, names: Iterable[str]) -> bool:
         return stamp_now(self.path) == self._stamp
 
-    def read_head(self, name: str, head: int) -> np.ndarray:
-        return np.array(self.file.array(name)[head_index(len(self.info[name][0]), head)])
-
-    def read_all(self, name: str) -> np.ndarray:
-        check_whole_read(name, *self.info[name])
-        return np.array(self.file.array(name))
-
-    def read_part(self, name: str, index: tuple[int, ...]) -> np.ndarray:
-        return np.array(self.file.array(name)[index])
+    def _array(self, name: str) -> np.ndarray:
+        return self.file.array(name)
 
 
 def _looks_like_safetensors(path: Path) -> bool:

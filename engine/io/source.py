@@ -16,8 +16,8 @@ import numpy as np
 from engine.core.checks import readonly
 from engine.core.memory import MemoryBudgetError, check_memory
 
-__all__ = ["MAX_ARRAYS", "MAX_HEADER_BYTES", "ArrayInfo", "MemorySource", "Source", "Stamp",
-           "TensorFileError", "bfloat16", "check_count", "check_disjoint", "check_size",
+__all__ = ["MAX_ARRAYS", "MAX_HEADER_BYTES", "ArrayInfo", "ArraySource", "MemorySource", "Source",
+           "Stamp", "TensorFileError", "bfloat16", "check_count", "check_disjoint", "check_size",
            "check_whole_read", "head_index", "nbytes", "npy_header", "parse_json", "shown", "stamp",
            "stamp_now", "to_bfloat16"]
 
@@ -178,24 +178,42 @@ def npy_header(fh: Any, label: str) -> tuple[tuple[int, ...], bool, np.dtype]:
     return tuple(shape), bool(fortran), dtype
 
 
-class MemorySource:
+class ArraySource:
+    """A reader whose arrays are numpy arrays, mapped from files or in memory (``_array``): a
+    head, a part or a whole array is read as a copy in ``info``'s dtype."""
+
+    info: dict[str, ArrayInfo]
+    text: dict[str, str]
+
+    def _array(self, name: str) -> np.ndarray:
+        raise NotImplementedError
+
+    def _copy(self, name: str, part: np.ndarray) -> np.ndarray:
+        # The stored dtype may be numpy's stand-in for bfloat16 (|V2): read as info says.
+        return np.array(part).view(self.info[name][1])
+
+    def read_head(self, name: str, head: int) -> np.ndarray:
+        arr = self._array(name)
+        return self._copy(name, arr[head_index(arr.ndim, head)])
+
+    def read_all(self, name: str) -> np.ndarray:
+        check_whole_read(name, *self.info[name])
+        return self._copy(name, self._array(name))
+
+    def read_part(self, name: str, index: tuple[int, ...]) -> np.ndarray:
+        return self._copy(name, self._array(name)[index])
+
+
+class MemorySource(ArraySource):
     """Arrays already in memory (a capture from a model), read like a file's arrays."""
 
     def __init__(self, arrays: dict[str, np.ndarray], text: dict[str, str]) -> None:
         self.arrays = {name: readonly(a) for name, a in arrays.items()}
-        self.info: dict[str, ArrayInfo] = {name: (a.shape, a.dtype)
-                                           for name, a in self.arrays.items()}
+        self.info = {name: (a.shape, a.dtype) for name, a in self.arrays.items()}
         self.text = dict(text)
+
+    def _array(self, name: str) -> np.ndarray:
+        return self.arrays[name]
 
     def unchanged(self, names: Iterable[str]) -> bool:
         return True
-
-    def read_head(self, name: str, head: int) -> np.ndarray:
-        arr = self.arrays[name]
-        return np.array(arr[head_index(arr.ndim, head)])
-
-    def read_all(self, name: str) -> np.ndarray:
-        return np.array(self.arrays[name])
-
-    def read_part(self, name: str, index: tuple[int, ...]) -> np.ndarray:
-        return np.array(self.arrays[name][index])
