@@ -13,6 +13,8 @@ import json
 import math
 from typing import TYPE_CHECKING, Any, TextIO
 
+from engine.cli.output import json_number
+
 if TYPE_CHECKING:
     from engine.models import Continuation, SweepPoint, TokenPrediction
 
@@ -43,13 +45,8 @@ def csv_row(point: SweepPoint) -> list[str]:
             *(repr(float(value)) for value in score.layer_saturated)]
 
 
-def _number(value: float) -> float | None:
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
 def _predictions(predictions: tuple[TokenPrediction, ...]) -> list[dict[str, Any]]:
-    return [{"token_id": p.token_id, "text": p.text, "probability": _number(p.probability)}
+    return [{"token_id": p.token_id, "text": p.text, "probability": json_number(p.probability)}
             for p in predictions]
 
 
@@ -59,11 +56,11 @@ def point_record(point: SweepPoint) -> dict[str, Any]:
     return {
         "kind": point.kind, "index": point.index, "alpha": float(point.alpha),
         "layer": point.layer, "head": point.head, "label": score.intervention.label(),
-        "loss": _number(score.loss), "perplexity": _number(score.perplexity),
+        "loss": json_number(score.loss), "perplexity": json_number(score.perplexity),
         "nonfinite": bool(score.nonfinite),
-        "entropy": [_number(value) for value in score.layer_entropy],
-        "saturated": [_number(value) for value in score.layer_saturated],
-        "token_losses": [_number(value) for value in score.token_losses],
+        "entropy": [json_number(value) for value in score.layer_entropy],
+        "saturated": [json_number(value) for value in score.layer_saturated],
+        "token_losses": [json_number(value) for value in score.token_losses],
         "top_k": _predictions(score.predictions[-1]) if score.predictions else [],
     }
 

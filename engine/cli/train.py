@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from engine.cli.options import build_config, field_values, option_fields
-from engine.cli.output import output_error, readable_number, refused
+from engine.cli.output import json_number, output_error, readable_number, refused
 from engine.cli.progress import Progress
 from engine.config.train import TrainConfig
 from engine.io.files import probe_output
@@ -119,11 +119,6 @@ def _write_tensors(session: object, config: TrainConfig, path: str, quiet: bool)
     return ""
 
 
-def _num(x: float) -> float | None:
-    """JSON has no NaN/inf: report them as null."""
-    return float(x) if math.isfinite(x) else None
-
-
 def _loss_text(loss: float, diverged: bool) -> str:
     """A rule's training loss in the progress line: "–" before its first evaluation (NaN then
     means "not measured yet", not divergence)."""
@@ -175,14 +170,14 @@ def train_command(args: argparse.Namespace) -> int:
         "rules": {
             rule.value: {
                 "label": rule.label,
-                "final_train_loss": _num(st.train_loss),
-                "final_eval_loss": _num(st.eval_loss),
-                "initial_eval_loss": _num(st.initial_eval_loss),
-                "eval_accuracy": _num(st.eval_accuracy),
+                "final_train_loss": json_number(st.train_loss),
+                "final_eval_loss": json_number(st.eval_loss),
+                "initial_eval_loss": json_number(st.initial_eval_loss),
+                "eval_accuracy": json_number(st.eval_accuracy),
                 "diverged_at": st.diverged_at,
                 "diverge_reason": st.diverge_reason or None,
-                "attention_entropy": [_num(e) for e in st.entropy],
-                "max_abs_logit": _num(st.max_abs_logit),
+                "attention_entropy": [json_number(e) for e in st.entropy],
+                "max_abs_logit": json_number(st.max_abs_logit),
                 "steps_per_s": last.steps_per_s,
             }
             for rule, st in last.rules.items()
