@@ -64,34 +64,32 @@ def capture_command(args: argparse.Namespace) -> int:
     out = Path(args.out)
     progress = Progress(sys.stderr, args.quiet)
     try:
-        budget = (get_memory_budget() if args.memory_budget is None
-                  else memory_size(args.memory_budget))
-        _check_out(out, args)
-        text = args.text if args.text is not None else read_text_file(args.text_file)
-        model = open_model(args.model)
-        layers = None if args.layers is None else layers_text(args.layers, model.spec.layers)
+        try:
+            budget = (get_memory_budget() if args.memory_budget is None
+                      else memory_size(args.memory_budget))
+            _check_out(out, args)
+            text = args.text if args.text is not None else read_text_file(args.text_file)
+            model = open_model(args.model)
+            layers = None if args.layers is None else layers_text(args.layers, model.spec.layers)
 
-        def report(done: int, total: int) -> None:
-            progress.update(done / total, f"layer {done}/{total} of {model.name}",
-                            done=done == total)
+            def report(done: int, total: int) -> None:
+                progress.update(done / total, f"layer {done}/{total} of {model.name}",
+                                done=done == total)
 
-        capture = model.capture(text, max_tokens=args.max_tokens, layers=layers,
-                                keep_v=args.with_v, progress=report, memory_budget=budget)
-        progress.end()
+            capture = model.capture(text, max_tokens=args.max_tokens, layers=layers,
+                                    keep_v=args.with_v, progress=report, memory_budget=budget)
+        finally:  # the progress line ends before any message
+            progress.end()
         capture.save(out)
     except KeyboardInterrupt:  # nothing is written: the file is saved only when complete
-        progress.end()
         print("interrupted: nothing written", file=sys.stderr)
         return 130
     except ValueError as exc:  # ModelError, MemoryBudgetError, OutputIsInputError, sizes
-        progress.end()
         hint = " (--memory-budget SIZE)" if isinstance(exc, MemoryBudgetError) else ""
         return refused(f"{exc}{hint}")
     except OSError as exc:
-        progress.end()
         return refused(output_error(args.out, exc))
     except UNFORESEEN_ERRORS as exc:  # still one line, naming the model
-        progress.end()
         return refused(str(unforeseen(args.model, exc)))
     spec = model.spec
     more = "" if capture.text_tokens_exact else "more than "
