@@ -189,29 +189,25 @@ def _check_weights(spec: ModelSpec, store: WeightStore, names: Callable[[int, st
         if name in store.names and spec.rope.get("rope_type") != "longrope":
             raise ModelError(f"{label}: the weights hold '{name}' ({what}), which this app "
                              "does not model")
-    row = WEIGHT_ROWS[spec.family]
-    for short, want in row.top_shapes.items():
-        name = names(-1, short)
-        if name not in store.names:
-            raise ModelError(f"{label}: the weights lack '{shown(name, 80)}': they do not "
-                             f"belong to a {spec.architecture} model as the config says")
-        _check_shape(name, store.shape(name), want, dims, label)
-    for short, want in row.optional_top.items():
-        if names(-1, short) in store.names:
-            _check_shape(names(-1, short), store.shape(names(-1, short)), want, dims, label)
-    must, may = _expected_weights(spec)
-    for layer in range(spec.layers):
-        for short, want in must.items():
-            name = names(layer, short)
-            if name not in store.names:
-                raise ModelError(f"{label}: the weights lack '{shown(name, 80)}' (layer "
-                                 f"{layer} of {spec.layers}): a shard missing, or a config "
-                                 "that does not match the weights")
-            _check_shape(name, store.shape(name), want, dims, label)
-        for short, want in may.items():
+
+    def check(layer: int, must: dict[str, tuple[str, ...]], may: dict[str, tuple[str, ...]],
+              why: str) -> None:
+        """The weights of ``must`` are there, ``why`` saying what their lack means; those of
+        ``must`` and ``may`` that are there have the config's shapes."""
+        for short, want in {**must, **may}.items():
             name = names(layer, short)
             if name in store.names:
                 _check_shape(name, store.shape(name), want, dims, label)
+            elif short in must:
+                raise ModelError(f"{label}: the weights lack '{shown(name, 80)}'{why}")
+
+    row = WEIGHT_ROWS[spec.family]
+    check(-1, row.top_shapes, row.optional_top, ": they do not belong to a "
+          f"{spec.architecture} model as the config says")
+    must, may = _expected_weights(spec)
+    for layer in range(spec.layers):
+        check(layer, must, may, f" (layer {layer} of {spec.layers}): a shard missing, or a "
+              "config that does not match the weights")
         if row.rotary:
             for short in _UNMODELLED_FUSED if spec.fused else _UNMODELLED_LAYER:
                 if names(layer, short) in store.names:
