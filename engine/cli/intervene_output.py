@@ -13,7 +13,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any, TextIO
 
-from engine.cli.output import json_number
+from engine.io.meta import json_number
 
 if TYPE_CHECKING:
     from engine.models import Continuation, SweepPoint, TokenPrediction

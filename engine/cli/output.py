@@ -12,8 +12,8 @@ from typing import TextIO
 
 from engine.io.files import atomic_output, describe_os_error
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_REFUSED", "json_number", "open_output", "output_error",
-           "readable_number", "refused", "write_streamed"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_REFUSED", "open_output", "output_error", "readable_number",
+           "refused", "write_streamed"]
 
 #: Exit status of a refused input or an output that could not be written (one line on stderr).
 EXIT_REFUSED = 2
@@ -97,12 +97,6 @@ def write_streamed(
         print(stopped(kept), file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0
-
-
-def json_number(value: float) -> float | None:
-    """``value`` as a float, or None (JSON's null) where not finite: JSON has no NaN or inf."""
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 def readable_number(value: float, missing: str = "-") -> str:

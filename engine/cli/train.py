@@ -18,10 +18,11 @@ from enum import StrEnum
 from pathlib import Path
 
 from engine.cli.options import build_config, field_values, option_fields
-from engine.cli.output import json_number, output_error, readable_number, refused
+from engine.cli.output import output_error, readable_number, refused
 from engine.cli.progress import Progress
 from engine.config.train import TrainConfig
 from engine.io.files import probe_output
+from engine.io.meta import json_number
 
 __all__ = ["lr_sweep_command", "train_command", "train_command_line"]
 

@@ -15,7 +15,7 @@ import numpy as np
 from engine.io.source import Source, TensorFileError
 
 __all__ = ["CAP_RANGE", "MAX_D_K", "MAX_JSON_BYTES", "MAX_NAME_CHARS", "MAX_SCALE",
-           "MAX_TOKEN_CHARS", "parse_meta", "parse_tokens"]
+           "MAX_TOKEN_CHARS", "json_number", "parse_meta", "parse_tokens"]
 
 #: Largest ``meta`` (and JSON ``tokens``) text, in bytes.
 MAX_JSON_BYTES = 1 << 20
@@ -33,6 +33,13 @@ MAX_D_K = 1 << 20
 #: The largest sliding window read: the most positions a model config may give
 #: (engine.models.spec.MAX_POSITIONS; io does not import the models).
 MAX_WINDOW = 1 << 24
+
+
+def json_number(value: float) -> float | None:
+    """``value`` as a float, or None (JSON's null) where not finite: JSON has no NaN or inf
+    (the meta a file is written with, the command line's JSON output)."""
+    value = float(value)
+    return value if math.isfinite(value) else None
 
 
 def _decode_json_array(name: str, arr: np.ndarray) -> Any:

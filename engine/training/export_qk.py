@@ -19,7 +19,6 @@ A run whose q or k is not finite (its parameters diverged to NaN/inf) is left ou
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from engine.config import MaskKind, ScalingRule
 from engine.config.base import check_int
 from engine.config.train import TaskKind
 from engine.core.scaling import rule_operands
+from engine.io.meta import json_number
 from engine.io.names import layer_array
 from engine.io.tensors import write_tensors
 from engine.training.model import prepare_batch, project_qk
@@ -68,10 +68,6 @@ def token_labels(task: Task, batch: Batch, entry: int = 0) -> tuple[str, ...]:
         pairs = [f"k{int(key)}:v{int(value) - vocab}" for key, value in ids[:-1]]
         return (*pairs, f"k{int(ids[-1, 0])}?")
     return tuple(str(int(symbol)) for symbol in ids[:, 0])
-
-
-def _finite(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
 
 
 def _operands(run: TrainedRun, q: np.ndarray, k: np.ndarray, d_k: int,
@@ -135,7 +131,8 @@ def trained_tensors(session: TrainingSession, *, max_batch: int = MAX_BATCH,
         arrays[layer_array(index, "q")] = q
         arrays[layer_array(index, "k")] = k
         entry.update(steps=run.steps, diverged_at=run.diverged_at,
-                     eval_loss=_finite(run.eval_loss), eval_accuracy=_finite(run.eval_accuracy))
+                     eval_loss=json_number(run.eval_loss),
+                     eval_accuracy=json_number(run.eval_accuracy))
         layers[str(index)] = entry
         where[run.rule.value] = written
     if not arrays:
