@@ -17,7 +17,7 @@ import numpy as np
 
 from engine.core.scaling import Rule, rule_operands, write_logits
 from engine.core.softmax import softmax_rows
-from engine.core.stats import SATURATION_THRESHOLD, row_entropy, saturated_share
+from engine.core.stats import SATURATION_THRESHOLD, row_entropy
 
 __all__ = ["LayerChange", "LayerStats", "attend", "visible_keys"]
 
@@ -99,7 +99,7 @@ def _softmax(z: np.ndarray) -> np.ndarray:
 
 
 def _rule_logits(q: np.ndarray, k: np.ndarray, rule: Rule, alpha: float,
-                 seen: np.ndarray | None, offset: int) -> np.ndarray:
+                 seen: np.ndarray | None) -> np.ndarray:
     """The explorer rule's logits of q (h, m, d) and k (h, nk, d), times α."""
     d_k, m, nk = q.shape[-1], q.shape[1], k.shape[1]
     kind = rule.kind
@@ -156,32 +156,59 @@ def _row_entropies(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.maximum(-total, 0.0), p_max
 
 
-def _stats(p: np.ndarray, seen: np.ndarray | None) -> LayerStats:
-    # Rows are (head, query) pairs; weights of masked keys are 0 and add nothing.
-    with np.errstate(invalid="ignore"):
-        rows = p.reshape(-1, p.shape[-1])
-        if rows.dtype == np.float32:
-            entropy, p_max = _row_entropies(rows)
-            if not np.isnan(entropy).any():
-                return LayerStats(float(entropy.mean()),
-                                  float(np.mean(p_max > SATURATION_THRESHOLD)))
-        rows = rows.astype(np.float64)  # NaN weights, or not float32: the plain definitions
-        return LayerStats(float(row_entropy(rows).mean()), saturated_share(rows))
+class _Tally:
+    """Sums over a layer's (head, query) rows, block by block: entropy, saturated rows, rows
+    (weights of masked keys are 0 and add nothing)."""
+
+    def __init__(self) -> None:
+        self.entropy, self.saturated, self.rows = 0.0, 0, 0
+
+    def add(self, p: np.ndarray) -> None:
+        with np.errstate(invalid="ignore"):
+            rows = p.reshape(-1, p.shape[-1])
+            if rows.dtype == np.float32:
+                entropy, p_max = _row_entropies(rows)
+                if np.isnan(entropy).any():  # NaN weights: the plain definitions
+                    rows = rows.astype(np.float64)
+                    entropy, p_max = row_entropy(rows), rows.max(axis=-1)
+            else:
+                entropy, p_max = row_entropy(rows), rows.max(axis=-1)
+            self.entropy += float(entropy.sum())
+            self.saturated += int(np.count_nonzero(p_max > SATURATION_THRESHOLD))
+            self.rows += len(rows)
+
+    def stats(self) -> LayerStats:
+        return LayerStats(self.entropy / self.rows, self.saturated / self.rows)
 
 
-def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: float | None,
-           causal: bool, window: int | None = None, *, offset: int = 0,
-           change: LayerChange | None = None,
-           stats: list[LayerStats] | None = None) -> np.ndarray:
-    """softmax(c·q·kᵀ [soft-capped], masked) v; returns (m, heads·d).
+#: A causal layer's query rows are taken in blocks of at least this many (at most
+#: ``_MOST_BLOCKS`` blocks): a block reads only the keys its rows may see, so the logits,
+#: softmax and weighted sum skip most of the masked half of the square.
+_LEAST_BLOCK_ROWS = 64
+_MOST_BLOCKS = 8
 
-    ``q`` (heads, m, d) holds the queries at positions ``offset`` … ``offset`` + m − 1, ``k``
-    and ``v`` (heads, nk, d) the keys and values of positions 0 … nk − 1 (a KV cache's,
-    when ``offset`` > 0). ``change`` alters the chosen heads (see :class:`LayerChange`);
-    ``stats`` (a list) receives the layer's :class:`LayerStats`.
-    """
-    heads, m, nk = q.shape[0], q.shape[1], k.shape[1]
-    seen = visible_keys(m, nk, offset, causal, window)
+#: The least normal float32: a weight below it is flushed to 0 before the weighted sum, whose
+#: products with subnormal weights run many times slower (the weighted sum changes by less
+#: than keys·2⁻¹²⁶·max|v|).
+_LEAST_NORMAL = np.float32(np.finfo(np.float32).tiny)
+
+
+def _blocks(m: int, nk: int, offset: int, causal: bool,
+            window: int | None) -> list[tuple[int, int, int, int]]:
+    """(a, b, lo, hi): query rows a … b − 1 see no key outside lo … hi − 1."""
+    if not causal or m < 2 * _LEAST_BLOCK_ROWS:
+        return [(0, m, 0, nk)]
+    size = max(_LEAST_BLOCK_ROWS, -(-m // _MOST_BLOCKS))
+    return [(a, min(m, a + size),
+             0 if window is None else max(0, offset + a - window + 1),
+             min(nk, offset + min(m, a + size)))
+            for a in range(0, m, size)]
+
+
+def _weights(q: np.ndarray, k: np.ndarray, seen: np.ndarray | None, scale: float,
+             cap: float | None, change: LayerChange | None) -> np.ndarray:
+    """The attention weights of queries ``q`` over keys ``k`` (``seen``: which they see)."""
+    heads = q.shape[0]
     chosen = (None if change is None else
               np.arange(heads) if change.heads is None else np.asarray(change.heads))
     if change is not None and change.rule is None and change.dtype is None:
@@ -196,24 +223,52 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: float
     if hidden is not None:  # keys a query may not see: −∞, weight 0 (in place, broadcast)
         np.copyto(z, -np.inf, where=hidden)
     if chosen is None:
-        p = _softmax(z)
+        return _softmax(z)
+    assert change is not None
+    others = np.setdiff1d(np.arange(heads), chosen)
+    p = np.empty_like(z)
+    if len(others):
+        p[others] = _softmax(z[others])
+    if change.rule is not None:
+        zc = _rule_logits(q[chosen], k[chosen], change.rule, change.alpha, seen)
     else:
-        assert change is not None
-        others = np.setdiff1d(np.arange(heads), chosen)
-        p = np.empty_like(z)
-        if len(others):
-            p[others] = _softmax(z[others])
-        if change.rule is not None:
-            zc = _rule_logits(q[chosen], k[chosen], change.rule, change.alpha, seen, offset)
-        else:
-            zc = z[chosen]
-            if change.alpha != 1.0:
-                zc = _model_logits(q[chosen], k[chosen], scale * change.alpha, cap)
-        if hidden is not None:
-            np.copyto(zc, -np.inf, where=hidden)
-        p[chosen] = (_softmax(zc) if change.dtype is None
-                     else _rounded_softmax(zc, seen, change.dtype, change.stable))
-    if stats is not None:
-        stats.append(_stats(p, seen))
-    out = p @ v
-    return out.transpose(1, 0, 2).reshape(m, -1)
+        zc = z[chosen]
+        if change.alpha != 1.0:
+            zc = _model_logits(q[chosen], k[chosen], scale * change.alpha, cap)
+    if hidden is not None:
+        np.copyto(zc, -np.inf, where=hidden)
+    p[chosen] = (_softmax(zc) if change.dtype is None
+                 else _rounded_softmax(zc, seen, change.dtype, change.stable))
+    return p
+
+
+def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: float | None,
+           causal: bool, window: int | None = None, *, offset: int = 0,
+           change: LayerChange | None = None,
+           stats: list[LayerStats] | None = None) -> np.ndarray:
+    """softmax(c·q·kᵀ [soft-capped], masked) v; returns (m, heads·d).
+
+    ``q`` (heads, m, d) holds the queries at positions ``offset`` … ``offset`` + m − 1, ``k``
+    and ``v`` (heads, nk, d) the keys and values of positions 0 … nk − 1 (a KV cache's,
+    when ``offset`` > 0). ``change`` alters the chosen heads (see :class:`LayerChange`);
+    ``stats`` (a list) receives the layer's :class:`LayerStats`.
+    """
+    heads, m, nk = q.shape[0], q.shape[1], k.shape[1]
+    tally = _Tally() if stats is not None else None
+    out: np.ndarray | None = None
+    for a, b, lo, hi in _blocks(m, nk, offset, causal, window):
+        seen = visible_keys(b - a, hi - lo, offset + a - lo, causal, window)
+        p = _weights(q[:, a:b], k[:, lo:hi], seen, scale, cap, change)
+        if tally is not None:
+            tally.add(p)
+        with np.errstate(invalid="ignore"):
+            np.copyto(p, 0, where=p < _LEAST_NORMAL)
+        part = p @ v[:, lo:hi]
+        if out is None:
+            out = np.empty((m, heads, v.shape[-1]), dtype=part.dtype)
+        out[a:b] = part.transpose(1, 0, 2)
+    if tally is not None:
+        assert stats is not None
+        stats.append(tally.stats())
+    assert out is not None
+    return out.reshape(m, -1)
