@@ -126,7 +126,7 @@ class Layer:
 
 
 def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-    y = x @ w.T
+    y = (w @ x.T).T
     return y if b is None else y + b
 
 
