@@ -8,7 +8,15 @@ import pytest
 
 from engine.core.softmax import softmax_rows
 from engine.core.stats import row_entropy, saturated_share
-from engine.models.attend import _stats, visible_keys
+from engine.models import attend as attend_module
+from engine.models.attend import LayerChange, LayerStats, _Tally, attend, visible_keys
+
+
+def _stats(p: np.ndarray, seen: np.ndarray | None = None) -> LayerStats:
+    """One layer's statistics of weights ``p`` taken in one block."""
+    tally = _Tally()
+    tally.add(p)
+    return tally.stats()
 
 
 def _causal_weights(scale: float, heads: int = 3, n: int = 64, seed: int = 0) -> np.ndarray:
@@ -58,3 +66,46 @@ def test_nan_weights_take_the_plain_definitions() -> None:
     got = _stats(p, None)
     assert np.isnan(got.entropy) == np.isnan(want_entropy)
     assert got.saturated == want_share
+
+
+@pytest.mark.parametrize(("m", "offset", "window", "change"), [
+    (256, 0, None, None),
+    (300, 0, 50, None),
+    (200, 40, None, LayerChange(heads=(1,), alpha=8.0)),
+    (130, 0, 7, LayerChange(alpha=0.25)),
+    (256, 0, None, LayerChange(heads=(0, 2), dtype=np.dtype(np.float16), stable=True)),
+])
+def test_row_blocks_give_what_one_block_gives(monkeypatch: pytest.MonkeyPatch, m: int,
+                                               offset: int, window: int | None,
+                                               change: LayerChange | None) -> None:
+    """A causal layer's queries taken in row blocks (each reading only the keys it may see)
+    give the output and statistics of the whole square at once, to float32 round-off: a
+    block's rows end sooner, so the softmax's float32 row sums add fewer zeros and may round
+    differently in the last place."""
+    rng = np.random.default_rng(m + offset)
+    heads, d, nk = 3, 16, offset + m
+    q = rng.standard_normal((heads, m, d), dtype=np.float32) * 2
+    k = rng.standard_normal((heads, nk, d), dtype=np.float32) * 2
+    v = rng.standard_normal((heads, nk, d), dtype=np.float32)
+    blocked_stats: list[LayerStats] = []
+    blocked = attend(q, k, v, 0.25, None, True, window, offset=offset, change=change,
+                     stats=blocked_stats)
+    assert len(attend_module._blocks(m, nk, offset, True, window)) > 1
+    monkeypatch.setattr(attend_module, "_LEAST_BLOCK_ROWS", 10**6)
+    whole_stats: list[LayerStats] = []
+    whole = attend(q, k, v, 0.25, None, True, window, offset=offset, change=change,
+                   stats=whole_stats)
+    np.testing.assert_allclose(blocked, whole, rtol=0, atol=2e-6)
+    assert blocked_stats[0].entropy == pytest.approx(whole_stats[0].entropy, rel=1e-7,
+                                                     nan_ok=True)
+    assert blocked_stats[0].saturated == whole_stats[0].saturated
+
+
+def test_subnormal_weights_are_flushed_before_the_weighted_sum() -> None:
+    """A weight below the least normal float32 adds nothing to the output (the flush), and
+    the output still equals the float64 weighted sum of the weights."""
+    q = np.array([[[60.0], [0.0]]], dtype=np.float32)  # row 0: exp(-95) is subnormal
+    k = np.array([[[1.0], [-0.6]]], dtype=np.float32)
+    v = np.array([[[1.0], [1e30]]], dtype=np.float32)
+    out = attend(q, k, v, 1.0, None, False)
+    assert out[0, 0] == 1.0  # 1e30 · 5.6e-42 would have added 5.6e-12
