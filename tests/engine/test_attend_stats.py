@@ -3,6 +3,8 @@ without a float64 copy, against the plain definitions in engine.core.stats."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -102,10 +104,13 @@ def test_row_blocks_give_what_one_block_gives(monkeypatch: pytest.MonkeyPatch, m
 
 
 def test_subnormal_weights_are_flushed_before_the_weighted_sum() -> None:
-    """A weight below the least normal float32 adds nothing to the output (the flush), and
-    the output still equals the float64 weighted sum of the weights."""
-    q = np.array([[[60.0], [0.0]]], dtype=np.float32)  # row 0: exp(-95) is subnormal
+    """A weight below the least normal float32 is dropped from the weighted sum: the output
+    moves by at most keys · 2⁻¹²⁶ · max|v| (here 2e-12 with |v| = 1e30; with a model's
+    values, far below the float32 spacing of the residual stream it is added to)."""
+    q = np.array([[[60.0], [0.0]]], dtype=np.float32)  # row 0: exp(-96) ≈ 2e-42, subnormal
     k = np.array([[[1.0], [-0.6]]], dtype=np.float32)
-    v = np.array([[[1.0], [1e30]]], dtype=np.float32)
+    v = np.array([[[0.0], [1e30]]], dtype=np.float32)
     out = attend(q, k, v, 1.0, None, False)
-    assert out[0, 0] == 1.0  # 1e30 · 5.6e-42 would have added 5.6e-12
+    exact = math.exp(-96.0) * 1e30
+    assert out[0, 0] == 0.0
+    assert abs(exact - out[0, 0]) <= 2 * 2.0**-126 * 1e30
