@@ -12,9 +12,11 @@ measured in this run and its goal; times are printed, never asserted:
 
 (a) one forward with logits (``score_text``) against transformers' CPU forward of the same
     model (its GGUF dequantized to float32, eager attention) on the same ids at the same thread
-    count; goal ≤ 1.0×. transformers runs in another interpreter (``--transformers-python``:
-    one with torch, transformers and gguf, made as ``docs/lm-references.md`` says); without it
-    the line says how to make it and is skipped;
+    count; goal ≤ 1.0×. A second line times transformers' forward with the loss and top-k a
+    score returns (its own loss from ``labels``, a softmax and top-k). transformers runs in
+    another interpreter (``--transformers-python``: one with torch, transformers and gguf,
+    made as ``docs/lm-references.md`` says); without it the line says how to make it and is
+    skipped;
 (b) a 13-point α sweep on all layers (``iter_sweep``) against 13 forwards; goal ≤ 1.0;
 (c) α = √d_k on each of the 30 layers in turn against one forward; goal ≤ 16 forwards (the
     layers before each point's run once per sweep);
@@ -132,6 +134,17 @@ def _child_theirs(threads: int, folder: str, name: str, ids_json: str) -> None:
         with torch.inference_mode():
             return _clocked(lambda: model(input_ids=ids).logits)
 
+    def scored(top_k: str) -> dict:
+        """The forward with what a score of ours also returns from the logits: the loss
+        (transformers' own, from labels) and the top-k tokens and probabilities at every
+        position (ours also gives each layer's attention entropy, which eager transformers
+        gives only by returning every layer's weights)."""
+        def run() -> None:
+            out = model(input_ids=ids, labels=ids)
+            torch.softmax(out.logits, dim=-1).topk(int(top_k), dim=-1)
+        with torch.inference_mode():
+            return _clocked(run)
+
     class Stamps(transformers.generation.streamers.BaseStreamer):
         """The time of each ``put``: the prompt's, then each new token's."""
 
@@ -157,7 +170,7 @@ def _child_theirs(threads: int, folder: str, name: str, ids_json: str) -> None:
     with torch.inference_mode():  # the loss, to show both ran the same model on the same ids
         logits = model(input_ids=ids).logits[0, :-1].double()
         loss = torch.nn.functional.cross_entropy(logits, ids[0, 1:]).item()
-    _serve({"forward": forward, "continue": generate},
+    _serve({"forward": forward, "scored": scored, "continue": generate},
            {"loss": loss, "threads": torch.get_num_threads(), "torch": torch.__version__,
             "transformers": transformers.__version__})
 
@@ -252,11 +265,12 @@ def run(args: argparse.Namespace) -> int:
                        ids.name, threads=t)
         os.unlink(ids.name)
     # (a) the two forwards alternate, one of each per repeat
-    mine, them = [], []
+    mine, them, them_scored = [], [], []
     for _ in range(k):
         mine.append(ours.ask("forward"))
         if theirs is not None:
             them.append(theirs.ask("forward"))
+            them_scored.append(theirs.ask("scored", args.top_k))
     forward, cpu = min(r["s"] for r in mine), min(r["cpu"] for r in mine)
     if theirs is not None:
         r, best = theirs.ready, min(x["s"] for x in them)
@@ -265,6 +279,11 @@ def run(args: argparse.Namespace) -> int:
               f"ours/theirs {forward / best:.2f}× (goal ≤ 1.0; CPU time "
               f"{cpu / min(x['cpu'] for x in them):.2f}×); loss ours {ours.ready['loss']:.5f}, "
               f"theirs {r['loss']:.5f}", flush=True)
+        scored = min(x["s"] for x in them_scored)
+        print(f"    transformers' forward with its loss (labels) and the top-{args.top_k} "
+              f"tokens, as a score of ours returns them: {scored:.3f} s; ours/theirs "
+              f"{forward / scored:.2f}× (ours also takes each layer's attention entropy)",
+              flush=True)
     else:
         print(f"(a) forward with logits: ours {forward:.3f} s; transformers skipped: no "
               f"{python or 'interpreter given'} (make /tmp/fixvenv as docs/lm-references.md "
