@@ -13,6 +13,9 @@ Each message travels as ``(request_id, kind, payload)``: ``item`` (a message of 
 on) or ``bug`` (an unexpected exception, with its type). Cancelling sets a shared number, the
 highest cancelled request id, which the child polls through the engine's ``cancelled``
 callbacks: the relay returns at once and reads the cancelled task's end before the next task.
+
+The child runs in a session of its own and niced (:func:`lower_priority`): on a busy machine the
+kernel gives the window a core first (benchmarks/README.md, "Real models", has the pauses).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from multiprocessing import get_context, parent_process
 from multiprocessing.connection import Connection
 from typing import Any
 
-__all__ = ["POLL_S", "SweepProcess"]
+__all__ = ["CHILD_NICENESS", "POLL_S", "SweepProcess", "lower_priority"]
 
 #: How often the relay looks for a message, a cancel or a dead child (seconds).
 POLL_S = 0.01
@@ -94,6 +97,11 @@ class SweepProcess:
                 raise ModelProcessError(payload)
             return
 
+    def child_pid(self) -> int | None:
+        """The child's process id while it runs (None before the first task or once ended)."""
+        process = self._process
+        return process.pid if process is not None and process.is_alive() else None
+
     def close(self) -> None:
         """End the child: closing its pipe ends its loop; killed if it is still busy after
         :data:`CLOSE_WAIT_S` (one engine step of a large model can take that long)."""
@@ -142,13 +150,11 @@ class SweepProcess:
 def _serve(conn: Connection, cancelled_upto: Any) -> None:
     """The child's loop: run each task received, send its messages; end with the pipe or when
     the window's process is gone."""
+    lower_priority()  # before the imports: they take a core for a second too
     from engine.models import CaptureCancelled
     from gui.kit.opened_model import OpenedModel
     from gui.model.task import run_task
 
-    # The window comes first when both want the same core (a two-core machine under load).
-    with contextlib.suppress(AttributeError, OSError):
-        os.nice(CHILD_NICENESS)
     opened = OpenedModel()
     parent = parent_process()
     while True:
@@ -179,3 +185,22 @@ def _serve(conn: Connection, cancelled_upto: Any) -> None:
             conn.send(answer)
         except (BrokenPipeError, OSError):
             return
+
+
+def lower_priority() -> None:
+    """Put this process (the child) behind the window when both want a core.
+
+    A session of its own first: Linux's autogroup scheduling (on by default in most desktop
+    kernels) shares the cores between sessions before it looks at niceness, which only orders
+    the processes of one session. In the window's session the child's work counted against
+    the window's share, so on a loaded two-core machine the window woke behind every other
+    session's work (its run-queue waits doubled at the 99th percentile,
+    ``benchmarks/bench_model_gui.py``). The niceness still orders the two where the kernel does
+    not group by session. Neither needs a privilege; where either is refused the child runs
+    as before. Off its own session the child no longer gets the terminal's Ctrl+C: it ends with
+    the window's pipe, like before.
+    """
+    with contextlib.suppress(AttributeError, OSError):
+        os.setsid()
+    with contextlib.suppress(AttributeError, OSError):
+        os.nice(CHILD_NICENESS)
