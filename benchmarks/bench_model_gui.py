@@ -40,7 +40,7 @@ os.environ["QT_QPA_PLATFORM"] = "offscreen"
 from bench_gui import Heartbeat  # noqa: E402  (the 5 ms heartbeat of the explorer)
 from PySide6.QtCore import Slot  # noqa: E402
 
-from gui.app import create_application  # noqa: E402
+from gui.app import create_application, dispose_window  # noqa: E402
 from gui.kit.settings import SETTINGS_DIR_ENV  # noqa: E402
 
 STALL_GOAL_MS = 30.0
@@ -159,7 +159,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ[SETTINGS_DIR_ENV] = tmp
         app = create_application(headless=True)
+        from gui.kit.qt_lifetime import freeze_the_built_window
         from gui.main_window import MainWindow
+
+        freeze_the_built_window()  # as the program does (gui.app.run_app)
 
         window = MainWindow(restore=False, persist=False)
         window.resize(1280, 800)
@@ -170,7 +173,7 @@ def main() -> int:
         if not view.controls.use_sample():
             print(view.controls.message.text())
             window.close()
-            window.shutdown()
+            dispose_window(window)
             return 1
         view.controls.text.setPlainText(TEXT * 4)
         view.controls.max_tokens.setValue(args.tokens)
@@ -191,7 +194,7 @@ def main() -> int:
                   f"{len(results.alpha_points[0].score.token_ids)}: {seconds:.2f} s, "
                   f"{stall_summary(lateness, causes)[0]}, {collected}, {load()}")
         window.close()
-        window.shutdown()
+        dispose_window(window)  # gives back what the collector froze, frees the Qt objects
         del app
     worst = max(stalls, default=0.0)
     _text, counts = stall_summary(stalls, stall_causes)

@@ -172,7 +172,10 @@ def run_app(args: Any) -> int:
 
     try:
         app = create_application(language=getattr(args, "lang", None))
+        from gui.kit.qt_lifetime import freeze_the_built_window
         from gui.main_window import MainWindow
+
+        freeze_the_built_window()  # full collections then skip the window's long-lived objects
 
         window = MainWindow()  # stops its worker threads itself when it cannot be built
     except ResourceError as exc:

@@ -18,6 +18,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QEventLoop, QObject, QThrea
 
 __all__ = [
     "GuiThreadCollector",
+    "freeze_the_built_window",
     "install_gui_thread_collector",
     "release_qt_objects",
     "wait_until",
@@ -49,6 +50,10 @@ class GuiThreadCollector(QObject):
         self._next_full_at = 0.0  # perf_counter() before which no full collection runs
         #: Collections run by this object, per generation (for tests and the stress script).
         self.collections = [0, 0, 0]
+        #: Freeze what exists once the window is built (:meth:`collect_young`); set by the
+        #: program (:func:`freeze_the_built_window`), not by the tests' many windows.
+        self.freeze_built = False
+        self._frozen_before: int | None = None  # objects frozen by others when this froze
 
     def start(self) -> None:
         """Disable automatic collection and start collecting from the GUI-thread timer."""
@@ -70,6 +75,23 @@ class GuiThreadCollector(QObject):
         """
         gc.collect(1)
         self.collections[1] += 1
+        if self.freeze_built and self._frozen_before is None:
+            # A full collection walks every tracked object: the built window's ~100k took
+            # 31-45 ms of CPU on an idle core, a pause of the window whenever one fell due
+            # (benchmarks/bench_model_gui.py counts them). They live as long as the window:
+            # frozen, full collections walk only what came after.
+            self._frozen_before = gc.get_freeze_count()
+            gc.freeze()
+
+    def thaw(self) -> bool:
+        """Give back to the collector what :meth:`collect_young` froze (before the window's
+        objects are released: a frozen cycle would outlive Qt). True when something else had
+        frozen objects before (the caller may freeze the survivors again)."""
+        frozen_before, self._frozen_before = self._frozen_before, None
+        if frozen_before is None:
+            return False
+        gc.unfreeze()
+        return frozen_before > 0
 
     @Slot()
     def collect_due(self) -> None:
@@ -116,11 +138,23 @@ def install_gui_thread_collector(app: QCoreApplication) -> GuiThreadCollector:
     return collector
 
 
+def _collector() -> GuiThreadCollector | None:
+    app = QCoreApplication.instance()
+    return app.findChild(GuiThreadCollector) if app is not None else None
+
+
+def freeze_the_built_window() -> None:
+    """Have the application's collector freeze what exists once the window is built (the
+    program's one window; see :meth:`GuiThreadCollector.collect_young`)."""
+    collector = _collector()
+    if collector is not None:
+        collector.freeze_built = True
+
+
 def collect_young_soon() -> None:
     """Have the application's :class:`GuiThreadCollector` (if it runs) collect the young
     generations once the current event is handled (see :meth:`GuiThreadCollector.collect_young`)."""
-    app = QCoreApplication.instance()
-    collector = app.findChild(GuiThreadCollector) if app is not None else None
+    collector = _collector()
     if collector is not None and collector.is_active():
         QTimer.singleShot(0, collector, collector.collect_young)
 
@@ -138,12 +172,16 @@ def release_qt_objects(rounds: int = 3) -> None:
         return
     if threading.current_thread() is not threading.main_thread():
         raise RuntimeError("release_qt_objects must run on the GUI thread")
+    collector = _collector()
+    refreeze = collector is not None and collector.thaw()
     for _ in range(rounds):
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         QCoreApplication.processEvents()
         if gc.collect() == 0:
             QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
             break
+    if refreeze:
+        gc.freeze()  # what survives lives on, as what was frozen before did
 
 
 class _Waker(QObject):
