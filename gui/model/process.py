@@ -14,8 +14,8 @@ on) or ``bug`` (an unexpected exception, with its type). Cancelling sets a share
 highest cancelled request id, which the child polls through the engine's ``cancelled``
 callbacks: the relay returns at once and reads the cancelled task's end before the next task.
 
-The child runs in a session of its own and niced (:func:`lower_priority`): on a busy machine the
-kernel gives the window a core first (benchmarks/README.md, "Real models", has the pauses).
+The child is niced from its first line (:func:`lower_priority`, before its imports): when the
+window and the child want the same core, the window gets it.
 """
 
 from __future__ import annotations
@@ -188,19 +188,15 @@ def _serve(conn: Connection, cancelled_upto: Any) -> None:
 
 
 def lower_priority() -> None:
-    """Put this process (the child) behind the window when both want a core.
+    """Put this process (the child) behind the window when both want a core: niced by
+    :data:`CHILD_NICENESS` (no privilege needed; where refused, the child runs as before).
 
-    A session of its own first: Linux's autogroup scheduling (on by default in most desktop
-    kernels) shares the cores between sessions before it looks at niceness, which only orders
-    the processes of one session. In the window's session the child's work counted against
-    the window's share, so on a loaded two-core machine the window woke behind every other
-    session's work (its run-queue waits doubled at the 99th percentile,
-    ``benchmarks/bench_model_gui.py``). The niceness still orders the two where the kernel does
-    not group by session. Neither needs a privilege; where either is refused the child runs
-    as before. Off its own session the child no longer gets the terminal's Ctrl+C: it ends with
-    the window's pipe, like before.
+    Niceness orders the two processes; it does not put the window ahead of other programs. On
+    Linux with autogroup scheduling (on in most desktop kernels) the cores are first shared
+    between sessions, and a loaded machine's other sessions made the window wait 50-150 ms for
+    a core now and then (``benchmarks/bench_model_gui.py`` names these pauses "waiting for a
+    core"). A session of its own for the child (``os.setsid``) changed nothing measurable there
+    (3 interleaved pairs of runs), so the child stays in the window's session.
     """
-    with contextlib.suppress(AttributeError, OSError):
-        os.setsid()
     with contextlib.suppress(AttributeError, OSError):
         os.nice(CHILD_NICENESS)

@@ -1,5 +1,5 @@
-"""The Model tab's child process: it runs the engine behind the window, in a session of its own
-and niced, so that a loaded machine gives the window a core first."""
+"""The Model tab's child process runs the engine niced: when the window and the child want the
+same core, the window gets it."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from tests.engine.test_models import FIXTURES
 TINY = FIXTURES / "tiny-gpt2"
 
 
-@pytest.mark.skipif(not hasattr(os, "setsid"), reason="sessions and niceness are POSIX")
-def test_the_child_runs_in_its_own_session_at_a_lower_priority():
+@pytest.mark.skipif(not hasattr(os, "nice"), reason="niceness is POSIX")
+def test_the_child_runs_at_a_lower_priority_than_the_window():
     task = ModelTask(path=str(TINY), text="The cat sat on the mat.", alphas=(1.0,),
                      kind="continue", chosen_alpha=2.0, new_tokens=2)
     process = SweepProcess()
@@ -23,8 +23,6 @@ def test_the_child_runs_in_its_own_session_at_a_lower_priority():
         messages = list(process.run(1, task, lambda: False))
         pid = process.child_pid()
         assert pid is not None and pid != os.getpid()
-        # Its own session: Linux's autogroup then charges its work to its own share.
-        assert os.getsid(pid) == pid != os.getsid(0)
         ours = os.getpriority(os.PRIO_PROCESS, 0)
         assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, ours + CHILD_NICENESS)
     finally:
