@@ -77,7 +77,7 @@ class GuiThreadCollector(QObject):
         self.collections[1] += 1
         if self.freeze_built and self._frozen_before is None:
             # A full collection walks every tracked object: the built window's ~100k took
-            # 31-45 ms of CPU on an idle core, a pause of the window whenever one fell due
+            # 31-45 ms of CPU, a pause of the window whenever one fell due (96-101 ms under load)
             # (benchmarks/bench_model_gui.py counts them). They live as long as the window:
             # frozen, full collections walk only what came after.
             self._frozen_before = gc.get_freeze_count()
