@@ -10,6 +10,7 @@ import math
 import re
 
 from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QGridLayout,
@@ -122,6 +123,11 @@ class ModelControls(QWidget):
         self.run_button.setObjectName("model_run")
         self.run_button.setDefault(True)
         self.run_button.clicked.connect(self._on_run)
+        # Ctrl+Enter runs from anywhere in the panel: the text box keeps Enter for new lines.
+        for keys in ("Ctrl+Return", "Ctrl+Enter"):
+            shortcut = QShortcut(QKeySequence(keys), self)
+            shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            shortcut.activated.connect(self.run_button.click)
         self.cancel_button = QPushButton()
         self.cancel_button.setObjectName("model_cancel")
         self.cancel_button.setEnabled(False)
@@ -331,7 +337,8 @@ class ModelControls(QWidget):
             "curve"))
         self.run_button.setText(translate("ModelView", "Run"))
         self.run_button.setToolTip(translate("ModelView", "Score the text under every α of the "
-                                             "grid, then each layer in turn, then continue it"))
+                                             "grid, then each layer in turn, then continue it "
+                                             "(Ctrl+Enter)"))
         self.cancel_button.setText(translate("ModelView", "Cancel"))
         self.cancel_button.setToolTip(translate("ModelView", "Stop; the points computed so far "
                                                 "stay (Esc)"))

@@ -434,38 +434,38 @@
 <context>
     <name>GradientView</name>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="210"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="209"/>
         <source>Gradients</source>
         <extracomment>(panel key, SweepPoint prefix): the two gradient quantities. Widths (px) from which the three panels stand in three or two columns; below the second they stack. Each threshold lies above that arrangement&apos;s minimum width, so the choice cannot flip back and forth as the scroll area resizes the view.</extracomment>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="216"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="215"/>
         <source>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. scaled logits)</source>
         <translation>‖∂p/∂s‖&lt;sub&gt;F&lt;/sub&gt;（对缩放后的 logit）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="220"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="219"/>
         <source>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt; (w.r.t. raw q·k)</source>
         <translation>‖∂p/∂S&lt;sub&gt;raw&lt;/sub&gt;‖&lt;sub&gt;F&lt;/sub&gt; = c·‖J‖&lt;sub&gt;F&lt;/sub&gt;（对原始 q·k）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="225"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="224"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="226"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="225"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="232"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="231"/>
         <source>Lines: median over query rows; bands: 10–90 % of rows.&lt;br&gt;Measured against the raw q·k, the unscaled rule (c = 1) has the larger gradient at moderate d&lt;sub&gt;k&lt;/sub&gt;; it collapses only once the softmax saturates (large d&lt;sub&gt;k&lt;/sub&gt;).</source>
         <translation>曲线：各查询行的中位数；色带：10–90 % 的行。&lt;br&gt;相对于原始 q·k 而言，不缩放规则（c = 1）在中等 d&lt;sub&gt;k&lt;/sub&gt; 下梯度更大；只有当 softmax 饱和（d&lt;sub&gt;k&lt;/sub&gt; 很大）时梯度才会坍缩。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/gradients.py" line="341"/>
+        <location filename="../../gui/explorer/views/gradients.py" line="339"/>
         <source>Stars: this head ({0}), median over its query rows; bars: 10–90 % of its rows.</source>
         <translation>标记：此头（{0}），其各查询行的中位数；误差条：其 10–90 % 的行。</translation>
     </message>
@@ -1133,58 +1133,58 @@
 <context>
     <name>LawsView</name>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="111"/>
+        <location filename="../../gui/explorer/views/laws.py" line="110"/>
         <source>Scaling laws</source>
         <extracomment>(SweepPoint field, log y) per panel, in layout order.</extracomment>
         <translation>缩放规律</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="116"/>
+        <location filename="../../gui/explorer/views/laws.py" line="115"/>
         <source>Logit variance</source>
         <translation>Logit 方差</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="116"/>
+        <location filename="../../gui/explorer/views/laws.py" line="115"/>
         <source>Var(s)</source>
         <translation>方差 Var(s)</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="118"/>
+        <location filename="../../gui/explorer/views/laws.py" line="117"/>
         <source>Mean row entropy</source>
         <translation>行平均熵</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="119"/>
+        <location filename="../../gui/explorer/views/laws.py" line="118"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="121"/>
+        <location filename="../../gui/explorer/views/laws.py" line="120"/>
         <source>Mean largest weight</source>
         <translation>平均最大权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="123"/>
+        <location filename="../../gui/explorer/views/laws.py" line="122"/>
         <source>Saturated rows</source>
         <translation>饱和行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="124"/>
+        <location filename="../../gui/explorer/views/laws.py" line="123"/>
         <source>share with p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99</source>
         <translation>p&lt;sub&gt;max&lt;/sub&gt; &gt; 0.99 的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="166"/>
+        <location filename="../../gui/explorer/views/laws.py" line="164"/>
         <source>  Sweep running: {0} of {1} points.</source>
         <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="167"/>
+        <location filename="../../gui/explorer/views/laws.py" line="165"/>
         <source>Markers: Monte Carlo (n = {0}); dashed: closed-form variance (d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c² at ρ = 0). Dotted line: current d&lt;sub&gt;k&lt;/sub&gt; = {1}.</source>
         <translation>标记：蒙特卡洛（n = {0}）；虚线：闭式方差（ρ = 0 时为 d&lt;sub&gt;k&lt;/sub&gt;·σ&lt;sub&gt;q&lt;/sub&gt;²σ&lt;sub&gt;k&lt;/sub&gt;²·c²）。点线：当前 d&lt;sub&gt;k&lt;/sub&gt; = {1}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/laws.py" line="237"/>
+        <location filename="../../gui/explorer/views/laws.py" line="235"/>
         <source>theory</source>
         <translation>理论值</translation>
     </message>
@@ -1192,53 +1192,53 @@
 <context>
     <name>LengthView</name>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="87"/>
+        <location filename="../../gui/explorer/views/length.py" line="86"/>
         <source>Length</source>
         <extracomment>Colours of the toy&apos;s two curves (the rules they stand for: 1/√d_k&apos;s blue, SSMax&apos;s wine). SweepPoint field per panel, in layout order (the toy is the fourth panel). Half-width of the error bars in standard errors (a 95 % interval).</extracomment>
         <translation>长度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="92"/>
+        <location filename="../../gui/explorer/views/length.py" line="91"/>
         <source>Mean row entropy</source>
         <translation>行平均熵</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="93"/>
+        <location filename="../../gui/explorer/views/length.py" line="92"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="94"/>
+        <location filename="../../gui/explorer/views/length.py" line="93"/>
         <source>Mean largest weight</source>
         <translation>平均最大权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="95"/>
+        <location filename="../../gui/explorer/views/length.py" line="94"/>
         <source>Entropy / ln n (1 = uniform)</source>
         <translation>熵 / ln n（1 为均匀）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="97"/>
+        <location filename="../../gui/explorer/views/length.py" line="96"/>
         <source>SSMax toy: logits −2, one +3</source>
         <translation>SSMax 示例：logit 均为 −2，一个为 +3</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="98"/>
+        <location filename="../../gui/explorer/views/length.py" line="97"/>
         <source>weight of the +3 logit</source>
         <translation>+3 logit 的权重</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="105"/>
+        <location filename="../../gui/explorer/views/length.py" line="104"/>
         <source>iid rows of n Gaussian logits at the current d_k: with a fixed scale (1/√d_k, YaRN) the softmax disperses as n grows (p_max → 0, entropy → ln n); ln n/√d_k and SSMax s·ln n/√d_k keep it focused. Toy (Nakanishi 2025, Fig. 1): softmax&apos;s e³/(e³ + (n−1)e⁻²) → 0, SSMax&apos;s 1/(1 + (n−1)·n^(−5s)) → 1.</source>
         <translation>当前 d_k 下由 n 个独立同分布高斯 logit 组成的行：缩放固定时（1/√d_k、YaRN），softmax 随 n 增大而分散（p_max → 0，熵 → ln n）；ln n/√d_k 与 SSMax s·ln n/√d_k 使其保持集中。示例（Nakanishi 2025，图 1）：softmax 的 e³/(e³ + (n−1)e⁻²) → 0，SSMax 的 1/(1 + (n−1)·n^(−5s)) → 1。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="144"/>
+        <location filename="../../gui/explorer/views/length.py" line="142"/>
         <source>Lines: Monte Carlo means over iid rows (d&lt;sub&gt;k&lt;/sub&gt; = {0}, up to {1} rows per point, fewer at large n), bars: 95 % intervals (±1.96 standard errors). SSMax s = {2}, YaRN f = {3}.</source>
         <translation>曲线：独立同分布行的蒙特卡洛均值（d&lt;sub&gt;k&lt;/sub&gt; = {0}，每点最多 {1} 行，n 大时行数下降），误差棒：95 % 区间（±1.96 个标准误）。SSMax s = {2}，YaRN f = {3}。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/length.py" line="150"/>
+        <location filename="../../gui/explorer/views/length.py" line="148"/>
         <source>  Sweep running: {0} of {1} points.</source>
         <translation>  扫描进行中：已完成 {0} / {1} 个点。</translation>
     </message>
@@ -1246,57 +1246,57 @@
 <context>
     <name>LrSweepView</name>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="125"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="124"/>
         <source>final held-out loss (nats)</source>
         <translation>最终留出集损失（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="126"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="125"/>
         <source>learning rate</source>
         <translation>学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="128"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="127"/>
         <source>stable threshold</source>
         <translation>稳定阈值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="117"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="116"/>
         <source>Learning-rate sweep</source>
         <translation>学习率扫描</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="124"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="123"/>
         <source>Final held-out loss&lt;br&gt;against learning rate</source>
         <translation>最终留出集损失&lt;br&gt;与学习率的关系</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="209"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="207"/>
         <source>Run a learning-rate sweep (Ctrl+L) to see how far each rule&apos;s learning rate can be pushed.</source>
         <translation>运行学习率扫描（Ctrl+L），查看每种规则的学习率最多能调到多大。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="216"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="214"/>
         <source>Sweep running: {0} of {1} runs done (learning rate {2:g}, seed {3}).</source>
         <translation>扫描进行中：已完成 {0} / {1} 次运行（学习率 {2:g}，种子 {3}）。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="223"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="221"/>
         <source>no stable lr</source>
         <translation>无稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="224"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="222"/>
         <source>Largest stable learning rate (d&lt;sub&gt;k&lt;/sub&gt; = {0}, {1} seeds, {2} steps): {3}. Band: min…max over seeds; ×: a seed diverged.</source>
         <translation>最大稳定学习率（d&lt;sub&gt;k&lt;/sub&gt; = {0}，{1} 个种子，{2} 步）：{3}。色带：各种子的最小值…最大值；×：有种子发散。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="239"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="237"/>
         <source>largest stable lr</source>
         <translation>最大稳定学习率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/lr_sweep_view.py" line="240"/>
+        <location filename="../../gui/train/lr_sweep_view.py" line="238"/>
         <source>diverged</source>
         <translation>发散</translation>
     </message>
@@ -1304,42 +1304,42 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../../gui/window_files.py" line="33"/>
+        <location filename="../../gui/window_files.py" line="34"/>
         <source>Image size</source>
         <translation>图像尺寸</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="41"/>
+        <location filename="../../gui/window_files.py" line="42"/>
         <source>Width</source>
         <translation>宽度</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="42"/>
+        <location filename="../../gui/window_files.py" line="43"/>
         <source>Height</source>
         <translation>高度</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="154"/>
+        <location filename="../../gui/main_window.py" line="156"/>
         <source>Explorer</source>
         <translation>探索</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="155"/>
+        <location filename="../../gui/main_window.py" line="157"/>
         <source>Train</source>
         <translation>训练</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="160"/>
+        <location filename="../../gui/main_window.py" line="162"/>
         <source>Heads</source>
         <translation>注意力头</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="164"/>
+        <location filename="../../gui/main_window.py" line="166"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="217"/>
+        <location filename="../../gui/main_window.py" line="219"/>
         <source>Parameters</source>
         <translation>参数</translation>
     </message>
@@ -1495,7 +1495,7 @@
         <translation>视图(&amp;V)</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="222"/>
+        <location filename="../../gui/main_window.py" line="224"/>
         <source>&amp;Language</source>
         <translation>语言(&amp;L)</translation>
     </message>
@@ -1507,7 +1507,7 @@
     <message>
         <location filename="../../gui/window_status.py" line="118"/>
         <location filename="../../gui/window_status.py" line="153"/>
-        <location filename="../../gui/window_status.py" line="159"/>
+        <location filename="../../gui/window_status.py" line="160"/>
         <source>Computing…</source>
         <translation>正在计算…</translation>
     </message>
@@ -1517,88 +1517,88 @@
         <translation>就绪</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="120"/>
+        <location filename="../../gui/window_files.py" line="125"/>
         <source>Cannot open session</source>
         <translation>无法打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="125"/>
+        <location filename="../../gui/window_files.py" line="130"/>
         <source>Opened {0}</source>
         <translation>已打开 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="133"/>
+        <location filename="../../gui/window_files.py" line="138"/>
         <source>Cannot save session</source>
         <translation>无法保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="137"/>
+        <location filename="../../gui/window_files.py" line="142"/>
         <source>Saved {0}</source>
         <translation>已保存 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="174"/>
+        <location filename="../../gui/window_files.py" line="179"/>
         <source>Open session</source>
         <translation>打开会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="176"/>
+        <location filename="../../gui/window_files.py" line="181"/>
         <source>Session files (*.json);;All files (*)</source>
         <translation>会话文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="192"/>
+        <location filename="../../gui/window_files.py" line="197"/>
         <source>Save session</source>
         <translation>保存会话</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="194"/>
+        <location filename="../../gui/window_files.py" line="199"/>
         <source>Session files (*.json)</source>
         <translation>会话文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="211"/>
+        <location filename="../../gui/window_files.py" line="216"/>
         <source>PDF documents (*.pdf)</source>
         <translation>PDF 文档 (*.pdf)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="265"/>
+        <location filename="../../gui/window_files.py" line="270"/>
         <source>Export view</source>
         <translation>导出视图</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="228"/>
-        <location filename="../../gui/window_files.py" line="271"/>
+        <location filename="../../gui/window_files.py" line="233"/>
+        <location filename="../../gui/window_files.py" line="276"/>
         <source>Export failed</source>
         <translation>导出失败</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="275"/>
+        <location filename="../../gui/window_files.py" line="280"/>
         <source>Exported {0}</source>
         <translation>已导出 {0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="201"/>
+        <location filename="../../gui/window_files.py" line="206"/>
         <source>PNG images (*.png)</source>
         <translation>PNG 图像 (*.png)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="206"/>
+        <location filename="../../gui/window_files.py" line="211"/>
         <source>SVG images (*.svg)</source>
         <translation>SVG 图像 (*.svg)</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="221"/>
+        <location filename="../../gui/window_files.py" line="226"/>
         <source>Export all views into folder</source>
         <translation>将所有视图导出到文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="232"/>
+        <location filename="../../gui/window_files.py" line="237"/>
         <source>Exported {0} files to {1}</source>
         <translation>已将 {0} 个文件导出到 {1}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="244"/>
+        <location filename="../../gui/window_files.py" line="249"/>
         <source>Copied {0} to the clipboard</source>
         <translation>已将“{0}”复制到剪贴板</translation>
     </message>
@@ -1608,12 +1608,12 @@
         <translation>已取消；显示目前已算出的结果</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="340"/>
+        <location filename="../../gui/main_window.py" line="342"/>
         <source>About Attention Scale Explorer</source>
         <translation>关于注意力缩放探索器</translation>
     </message>
     <message>
-        <location filename="../../gui/main_window.py" line="341"/>
+        <location filename="../../gui/main_window.py" line="343"/>
         <source>Attention Scale Explorer
 
 See and test why scaled dot-product attention divides the logits by √d_k: raw scores q·k have variance d_k·σ⁴, which saturates the softmax and kills its gradients as d_k grows.</source>
@@ -1623,17 +1623,17 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
     </message>
     <message>
         <location filename="../../gui/window_status.py" line="124"/>
-        <location filename="../../gui/window_status.py" line="164"/>
+        <location filename="../../gui/window_status.py" line="166"/>
         <source>Error: {0}</source>
         <translation>错误：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_status.py" line="171"/>
+        <location filename="../../gui/window_status.py" line="174"/>
         <source>n = {0}, d_k = {1}, h = {2}, rule {3}</source>
         <translation>n = {0}，d_k = {1}，h = {2}，规则 {3}</translation>
     </message>
     <message>
-        <location filename="../../gui/window_files.py" line="90"/>
+        <location filename="../../gui/window_files.py" line="91"/>
         <source>Attention Scale Explorer</source>
         <translation>注意力缩放探索器</translation>
     </message>
@@ -1828,224 +1828,224 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ModelView</name>
     <message>
-        <location filename="../../gui/model/controls.py" line="209"/>
+        <location filename="../../gui/model/controls.py" line="224"/>
         <source>choose a model folder or GGUF file first</source>
         <extracomment>The parameter each rule takes from the parameter box (the rules without one are absent).</extracomment>
         <translation>请先选择模型文件夹或 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="243"/>
+        <location filename="../../gui/model/controls.py" line="258"/>
         <source>{0}/{1} steps</source>
         <translation>{0}/{1} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="256"/>
+        <location filename="../../gui/model/controls.py" line="271"/>
         <source>No sample model is installed: {0}</source>
         <translation>未安装示例模型：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="264"/>
+        <location filename="../../gui/model/controls.py" line="279"/>
         <source>Model:</source>
         <translation>模型：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="264"/>
+        <location filename="../../gui/model/controls.py" line="279"/>
         <source>Text:</source>
         <translation>文本：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="265"/>
+        <location filename="../../gui/model/controls.py" line="280"/>
         <source>Max tokens:</source>
         <translation>最多词元：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="266"/>
+        <location filename="../../gui/model/controls.py" line="281"/>
         <source>Memory limit:</source>
         <translation>内存上限：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="267"/>
+        <location filename="../../gui/model/controls.py" line="282"/>
         <source>α grid (log-spaced, α = 1 always in):</source>
         <translation>α 网格（对数间隔，始终包含 α = 1）：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="268"/>
+        <location filename="../../gui/model/controls.py" line="283"/>
         <source>to</source>
         <translation>到</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="268"/>
+        <location filename="../../gui/model/controls.py" line="283"/>
         <source>points</source>
         <translation>点数</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="269"/>
+        <location filename="../../gui/model/controls.py" line="284"/>
         <source>Apply to:</source>
         <translation>作用于：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="270"/>
+        <location filename="../../gui/model/controls.py" line="285"/>
         <source>Layers:</source>
         <translation>层：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="270"/>
+        <location filename="../../gui/model/controls.py" line="285"/>
         <source>Layer:</source>
         <translation>层：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="271"/>
+        <location filename="../../gui/model/controls.py" line="286"/>
         <source>Heads:</source>
         <translation>头：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="271"/>
+        <location filename="../../gui/model/controls.py" line="286"/>
         <source>Scale:</source>
         <translation>缩放：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="272"/>
+        <location filename="../../gui/model/controls.py" line="287"/>
         <source>Parameter:</source>
         <translation>参数：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="273"/>
+        <location filename="../../gui/model/controls.py" line="288"/>
         <source>Precision:</source>
         <translation>精度：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="274"/>
+        <location filename="../../gui/model/controls.py" line="289"/>
         <source>Softmax:</source>
         <translation>Softmax：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="275"/>
+        <location filename="../../gui/model/controls.py" line="290"/>
         <source>α per layer:</source>
         <translation>逐层 α：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="282"/>
+        <location filename="../../gui/model/controls.py" line="297"/>
         <source>Sample</source>
         <translation>示例</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="283"/>
+        <location filename="../../gui/model/controls.py" line="298"/>
         <source>Use the installed sample model (SmolLM2-135M); names the pip command when none is installed</source>
         <translation>使用已安装的示例模型（SmolLM2-135M）；未安装时给出 pip 命令</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="286"/>
+        <location filename="../../gui/model/controls.py" line="301"/>
         <source>The text whose next-token loss is measured (tokenized with the model&apos;s own tokenizer)</source>
         <translation>测量其下一词元损失的文本（用模型自己的分词器切分）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="288"/>
+        <location filename="../../gui/model/controls.py" line="303"/>
         <source>A longer text is cut to its first tokens</source>
         <translation>更长的文本只取其前面的词元</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="290"/>
+        <location filename="../../gui/model/controls.py" line="305"/>
         <source>The most memory one forward may allocate; a longer text is refused with the numbers</source>
         <translation>一次前向计算最多可分配的内存；超出时不运行，并给出数字</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="293"/>
+        <location filename="../../gui/model/controls.py" line="308"/>
         <source>α multiplies every attention logit of the chosen layers and heads; α = 1 is the model itself, α = √d_k undoes its 1/√d_k</source>
         <translation>α 乘以所选层和头的每个注意力 logit；α = 1 即模型本身，α = √d_k 抵消其 1/√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="296"/>
+        <location filename="../../gui/model/controls.py" line="311"/>
         <location filename="../../gui/model/texts.py" line="39"/>
         <source>all layers</source>
         <translation>所有层</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="297"/>
+        <location filename="../../gui/model/controls.py" line="312"/>
         <source>layers</source>
         <translation>选定的层</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="298"/>
+        <location filename="../../gui/model/controls.py" line="313"/>
         <source>heads of one layer</source>
         <translation>一层中的头</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="300"/>
+        <location filename="../../gui/model/controls.py" line="315"/>
         <source>Where α (and the scale, the precision) applies</source>
         <translation>α（以及缩放、精度）作用的位置</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="302"/>
+        <location filename="../../gui/model/controls.py" line="317"/>
         <source>e.g. 0,2,5-7</source>
         <translation>例如 0,2,5-7</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="303"/>
+        <location filename="../../gui/model/controls.py" line="318"/>
         <source>all (or e.g. 0,3)</source>
         <translation>全部（或例如 0,3）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="304"/>
+        <location filename="../../gui/model/controls.py" line="319"/>
         <source>model&apos;s own</source>
         <translation>模型自身</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="307"/>
+        <location filename="../../gui/model/controls.py" line="322"/>
         <source>Keep the model&apos;s own scale c, or replace it by an explorer rule (α multiplies either)</source>
         <translation>保留模型自身的缩放 c，或换成探索器的规则（α 与两者相乘）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="310"/>
+        <location filename="../../gui/model/controls.py" line="325"/>
         <source>The rule&apos;s parameter: T, gain g, cap, SSMax s or YaRN f</source>
         <translation>规则的参数：T、增益 g、上限 cap、SSMax s 或 YaRN f</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="312"/>
+        <location filename="../../gui/model/controls.py" line="327"/>
         <source>Round the attention logits and softmax to this format (float32: no rounding)</source>
         <translation>把注意力 logit 和 softmax 舍入到此格式（float32：不舍入）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="314"/>
+        <location filename="../../gui/model/controls.py" line="329"/>
         <source>stable (max subtracted)</source>
         <translation>稳定（减去最大值）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="315"/>
+        <location filename="../../gui/model/controls.py" line="330"/>
         <source>naive exp(z)</source>
         <translation>直接 exp(z)（不减最大值）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="318"/>
+        <location filename="../../gui/model/controls.py" line="333"/>
         <source>How the rounded softmax is taken</source>
         <translation>舍入后的 softmax 如何计算</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="319"/>
+        <location filename="../../gui/model/controls.py" line="334"/>
         <source>√d_k (no scaling)</source>
         <translation>√d_k（不缩放）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="320"/>
+        <location filename="../../gui/model/controls.py" line="335"/>
         <source>The α applied to one layer (or head) at a time for the per-layer curve</source>
         <translation>逐层曲线中每次只作用于一层（或一个头）的 α</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="323"/>
+        <location filename="../../gui/model/controls.py" line="338"/>
         <source>Run</source>
         <translation>运行</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="324"/>
-        <source>Score the text under every α of the grid, then each layer in turn, then continue it</source>
-        <translation>在网格的每个 α 下为文本打分，再逐层进行，然后续写文本</translation>
+        <location filename="../../gui/model/controls.py" line="339"/>
+        <source>Score the text under every α of the grid, then each layer in turn, then continue it (Ctrl+Enter)</source>
+        <translation>在网格的每个 α 下为文本打分，再逐层进行，然后续写文本（Ctrl+Enter）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="326"/>
+        <location filename="../../gui/model/controls.py" line="342"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="327"/>
+        <location filename="../../gui/model/controls.py" line="343"/>
         <source>Stop; the points computed so far stay (Esc)</source>
         <translation>停止；已算出的点保留（Esc）</translation>
     </message>
@@ -2230,8 +2230,10 @@ scale (α = 1)</source>
         <translation>在所显示的 α 下、按本次运行的作用范围进行的续写（每步取最可能的词元）</translation>
     </message>
     <message>
+        <location filename="../../gui/model/inputs.py" line="64"/>
         <location filename="../../gui/model/view.py" line="230"/>
         <source>{0}: no such file or folder</source>
+        <extracomment>A longer text is not kept in the settings (the default sentence comes back instead), as the capture dialog&apos;s is not: an INI file is no place for a pasted book.</extracomment>
         <translation>{0}：没有这个文件或文件夹</translation>
     </message>
     <message>
@@ -2505,13 +2507,13 @@ scale (α = 1)</source>
         <translation>用于统计的独立查询行数（标准误按 1/√样本数 缩小）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="124"/>
+        <location filename="../../gui/explorer/panel.py" line="129"/>
         <source>Fixed by the loaded head ({0}). Use “Back to random q, k” to change it.</source>
         <extracomment>The fields a real head fixes (they only shape random q, k, or are the head&apos;s geometry).</extracomment>
         <translation>由已打开的头固定（{0}）。使用“回到随机 q, k”来更改。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/panel.py" line="158"/>
+        <location filename="../../gui/explorer/panel.py" line="161"/>
         <source>Not applied: {0}</source>
         <translation>未应用：{0}</translation>
     </message>
@@ -2849,13 +2851,13 @@ exp 超出范围</translation>
 <context>
     <name>Startup</name>
     <message>
-        <location filename="../../gui/app.py" line="234"/>
+        <location filename="../../gui/app.py" line="237"/>
         <source>Attention Scale Explorer cannot start</source>
         <extracomment>How long a thread may keep the interpreter lock while another waits (CPython: 5 ms).</extracomment>
         <translation>注意力缩放探索器无法启动</translation>
     </message>
     <message>
-        <location filename="../../gui/app.py" line="235"/>
+        <location filename="../../gui/app.py" line="238"/>
         <source>A file the program needs is missing or cannot be read. Reinstall the program.</source>
         <translation>程序所需的一个文件不存在或无法读取。请重新安装本程序。</translation>
     </message>
@@ -3001,52 +3003,52 @@ exp 超出范围</translation>
 <context>
     <name>TrainCurvesView</name>
     <message>
-        <location filename="../../gui/train/curves.py" line="118"/>
+        <location filename="../../gui/train/curves.py" line="117"/>
         <source>Loss</source>
         <translation>损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="119"/>
+        <location filename="../../gui/train/curves.py" line="118"/>
         <source>cross-entropy (nats)</source>
         <translation>交叉熵（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="120"/>
+        <location filename="../../gui/train/curves.py" line="119"/>
         <source>Held-out accuracy</source>
         <translation>留出集准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="121"/>
+        <location filename="../../gui/train/curves.py" line="120"/>
         <source>accuracy</source>
         <translation>准确率</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="122"/>
+        <location filename="../../gui/train/curves.py" line="121"/>
         <source>Global gradient norm</source>
         <translation>全局梯度范数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="123"/>
+        <location filename="../../gui/train/curves.py" line="122"/>
         <source>Mean attention entropy</source>
         <translation>平均注意力熵</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="124"/>
+        <location filename="../../gui/train/curves.py" line="123"/>
         <source>H (nats)</source>
         <translation>H（奈特）</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="126"/>
+        <location filename="../../gui/train/curves.py" line="125"/>
         <source>step</source>
         <translation>步数</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="130"/>
+        <location filename="../../gui/train/curves.py" line="129"/>
         <source>chance</source>
         <translation>随机水平</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="112"/>
+        <location filename="../../gui/train/curves.py" line="111"/>
         <source>Training curves</source>
         <extracomment>The x range of the empty plots before the first run has a length (steps). Panel names in layout order, with log-y.</extracomment>
         <translation>训练曲线</translation>
@@ -3093,42 +3095,42 @@ exp 超出范围</translation>
         <translation>对数坐标显出训练后段很小的损失；线性坐标按原样显出开始时的下降。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="294"/>
+        <location filename="../../gui/train/curves.py" line="292"/>
         <source>Press Start (Ctrl+T) to train the selected rules side by side: same initial weights, same batches.</source>
         <translation>按“开始”（Ctrl+T）并排训练所选规则：相同的初始权重，相同的批次。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="302"/>
+        <location filename="../../gui/train/curves.py" line="300"/>
         <source>{0}: diverged at step {1}</source>
         <translation>{0}：在第 {1} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="305"/>
+        <location filename="../../gui/train/curves.py" line="303"/>
         <source>{0}: held-out loss {1:.3g}, accuracy {2:.2f}</source>
         <translation>{0}：留出集损失 {1:.3g}，准确率 {2:.2f}</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="308"/>
+        <location filename="../../gui/train/curves.py" line="306"/>
         <source>Step {0} of {1}, chance loss ln {2} = {3:.3g}.</source>
         <translation>第 {0} / {1} 步，随机水平损失 ln {2} = {3:.3g}。</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curve_items.py" line="109"/>
+        <location filename="../../gui/train/curve_items.py" line="105"/>
         <source>diverged at step {0}</source>
         <translation>在第 {0} 步发散</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="323"/>
+        <location filename="../../gui/train/curves.py" line="321"/>
         <source>training loss</source>
         <translation>训练损失</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="325"/>
+        <location filename="../../gui/train/curves.py" line="323"/>
         <source>training loss, mean of {0} steps</source>
         <translation>训练损失，{0} 步均值</translation>
     </message>
     <message>
-        <location filename="../../gui/train/curves.py" line="328"/>
+        <location filename="../../gui/train/curves.py" line="326"/>
         <source>held-out</source>
         <translation>留出集</translation>
     </message>

@@ -8,6 +8,8 @@ import time
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from engine.models import Intervention, continue_text, iter_sweep, open_model, score_text
@@ -136,6 +138,23 @@ def test_a_model_without_a_language_model_head_is_one_line(view, qtbot):
     assert view.run() and view.wait_idle(HANG_MS)
     message = view.controls.message.text()
     assert message.startswith("Error: ") and "head" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("key", [Qt.Key.Key_Return, Qt.Key.Key_Enter])
+def test_ctrl_enter_in_the_text_box_runs(view, qtbot, key):
+    """Typing the text, then Ctrl+Enter (either Enter key) runs it; Enter alone is a new line."""
+    _set_inputs(view, TINY)
+    view.controls.text.setFocus()
+    view.controls.text.moveCursor(QTextCursor.MoveOperation.End)
+    qtbot.keyClick(view.controls.text, Qt.Key.Key_Return)
+    assert view.controls.text.toPlainText() == TEXT + "\n"
+    assert view.controller.results().state != "done"
+    qtbot.keyClick(view.controls.text, key, Qt.KeyboardModifier.ControlModifier)
+    assert view.wait_idle(HANG_MS)
+    results = view.controller.results()
+    assert results.state == "done", results.error
+    x, _ = _data(view.figure.alpha_curve)
+    assert list(x) == [0.5, 1.0, 2.0]
 
 
 def test_choosing_another_alpha_continues_under_it(view, qtbot):
