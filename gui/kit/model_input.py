@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from engine.config import DEFAULT_MEMORY_BUDGET_BYTES
 from gui.kit.i18n import translate
+from gui.kit.session_model import MAX_TEXT_CHARS
 
 __all__ = ["DEFAULT_TEXT", "MAX_TEXT_CHARS", "BoundedTextEdit", "ModelPathRow", "memory_spin",
            "physical_memory_gib"]
@@ -27,9 +28,6 @@ __all__ = ["DEFAULT_TEXT", "MAX_TEXT_CHARS", "BoundedTextEdit", "ModelPathRow", 
 #: The sentence a text box starts with (the one docs/heads.md's SmolLM2 figures were made on).
 DEFAULT_TEXT = "The cat sat on the mat because it was tired."
 
-#: The most characters the text box holds: far more than the dialog's Max tokens of any text,
-#: while the 8 MB a careless paste brings froze the window for seconds in the box's layout.
-MAX_TEXT_CHARS = 1 << 18
 
 
 class BoundedTextEdit(QPlainTextEdit):

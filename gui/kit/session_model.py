@@ -34,8 +34,10 @@ ALPHA_POINTS = Interval(2, 41)
 LAYER_RANGE = Interval(0, 1023)
 PARAMETER_RANGE = Interval(1e-6, 1e6)
 LAYER_ALPHA_RANGE = Interval(0.0, 1e3)  # 0: √d_k
-#: The text box's limit (gui.kit.model_input.MAX_TEXT_CHARS, which imports Qt; a test keeps
-#: them equal), and the limit of the one-line fields.
+#: The most characters a model text box holds (gui.kit.model_input's, declared here without
+#: Qt so that a session is checked against it): far more than any Max tokens of a text, while
+#: the 8 MB a careless paste brings froze the window for seconds in the box's layout. The
+#: one-line fields hold at most ``_MAX_LINE_CHARS``.
 MAX_TEXT_CHARS = 1 << 18
 _MAX_LINE_CHARS = 4096
 
