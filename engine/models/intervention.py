@@ -23,10 +23,25 @@ from engine.core.scaling import Rule
 from engine.models.attend import LayerChange
 from engine.models.weights import ModelError
 
-__all__ = ["DEFAULT_ALPHAS", "PRECISIONS", "SOFTMAX_FORMS", "Intervention", "alpha_text"]
+__all__ = ["DEFAULT_ALPHAS", "PRECISIONS", "SOFTMAX_FORMS", "Intervention", "alpha_grid",
+           "alpha_text"]
+
+
+def alpha_grid(low: float, high: float, points: int) -> tuple[float, ...]:
+    """``points`` values of α from ``low`` to ``high``, evenly spaced in log₂ (exact powers of
+    two where the ends allow), with the model's own α = 1 always among them (sorted; fewer
+    values when ``high`` ≤ ``low`` or ``points`` < 2)."""
+    if points < 2 or high <= low:
+        values = {low}
+    else:
+        start, step = math.log2(low), (math.log2(high) - math.log2(low)) / (points - 1)
+        values = {2.0 ** (start + index * step) for index in range(points)}
+    values = {1.0 if abs(v - 1.0) < 1e-9 else v for v in values} | {1.0}
+    return tuple(sorted(values))
+
 
 #: The default α grid: 2^(k/2) for k = −6 … 6, 1/8 … 8, the model's own α = 1 at index 6.
-DEFAULT_ALPHAS: tuple[float, ...] = tuple(2.0 ** (k / 2) for k in range(-6, 7))
+DEFAULT_ALPHAS: tuple[float, ...] = alpha_grid(1 / 8, 8.0, 13)
 #: The formats the attention may be rounded to ("float32": no rounding).
 PRECISIONS = ("float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 #: How the rounded softmax is taken: the row maximum subtracted first, or not.

@@ -6,7 +6,6 @@ One column, so that the plots keep the width of a 1280-pixel window.
 
 from __future__ import annotations
 
-import math
 import re
 
 from PySide6.QtCore import Qt, Signal, Slot
@@ -27,7 +26,7 @@ from PySide6.QtWidgets import (
 from engine.config import ScalingRule
 from engine.core.scaling import Rule
 from engine.models import DEFAULT_ALPHAS, ModelError, layers_text, sample_models
-from engine.models.intervention import PRECISIONS, SOFTMAX_FORMS
+from engine.models.intervention import PRECISIONS, SOFTMAX_FORMS, alpha_grid
 from gui.kit import style
 from gui.kit.field_widgets import number_spin
 from gui.kit.i18n import translate
@@ -50,19 +49,6 @@ RULE_PARAMETER = {ScalingRule.TEMPERATURE: ("temperature", "T", 8.0),
                   ScalingRule.SOFTCAP: ("cap", "cap", 50.0),
                   ScalingRule.SSMAX: ("ssmax_s", "s", 0.43),
                   ScalingRule.YARN: ("yarn_factor", "f", 4.0)}
-
-
-def alpha_grid(low: float, high: float, points: int) -> tuple[float, ...]:
-    """``points`` values from ``low`` to ``high``, evenly spaced in log₂ (exact powers of two
-    where the ends allow: 1/8 … 8 in 13 points is :data:`DEFAULT_ALPHAS`), with the model's own
-    α = 1 always among them."""
-    if points < 2 or high <= low:
-        values = {low}
-    else:
-        start, step = math.log2(low), (math.log2(high) - math.log2(low)) / (points - 1)
-        values = {2.0 ** (start + index * step) for index in range(points)}
-    values = {1.0 if abs(v - 1.0) < 1e-9 else v for v in values} | {1.0}
-    return tuple(sorted(values))
 
 
 class ModelControls(QWidget):
