@@ -143,6 +143,8 @@ def _row_entropies(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     log1p(−Σ others), Σ others taken as the float64 row sum less p_max. The two agree to
     about 1e-7 nats per row (absolute: a near-one-hot row's tiny entropy, which row_entropy
     keeps to full relative precision, is here within ~1e-16 of it).
+    :func:`engine.core.rowstats.logit_row_stats` works from logits: it would take every
+    exponential again, and the Jacobian norm besides, where the weights exist already.
     """
     logs = np.maximum(rows, _TINY)  # NaN stays NaN
     np.log(logs, out=logs)
