@@ -93,7 +93,7 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     the capture always did, bit for bit); logits with NaN or +∞ (a NaN that an earlier
     rounded layer let through) give NaN weights, which the loss then shows."""
     try:
-        return softmax_rows(z)
+        return softmax_rows(z, normal_only=True)
     except ValueError:
         return np.full_like(z, np.nan)
 
@@ -189,10 +189,11 @@ class _Tally:
 _LEAST_BLOCK_ROWS = 64
 _MOST_BLOCKS = 8
 
-#: The least normal float32: a weight below it is flushed to 0 before the weighted sum, whose
-#: products with subnormal weights ran 8× slower (a sweep's α = 8 points). The output moves
-#: by at most keys·2⁻¹²⁶·max|v|, which is below the float32 spacing of the residual stream
-#: it is projected into for any |v| under ~1e30.
+#: The least normal float32. No weight below it reaches the weighted sum, whose products with
+#: subnormal weights ran 8× slower (a sweep's α = 8 points): the softmax gives none
+#: (``normal_only``) and a rounded softmax's are flushed to 0. The output moves by at most
+#: keys·2⁻¹²⁶·max|v|, below the float32 spacing of the residual stream it is projected into
+#: for any |v| under ~1e30.
 _LEAST_NORMAL = np.float32(np.finfo(np.float32).tiny)
 
 
@@ -240,8 +241,13 @@ def _weights(q: np.ndarray, k: np.ndarray, seen: np.ndarray | None, scale: float
             zc = _model_logits(q[chosen], k[chosen], scale * change.alpha, cap)
     if hidden is not None:
         np.copyto(zc, -np.inf, where=hidden)
-    p[chosen] = (_softmax(zc) if change.dtype is None
-                 else _rounded_softmax(zc, seen, change.dtype, change.stable))
+    if change.dtype is None:
+        p[chosen] = _softmax(zc)
+    else:
+        rounded = _rounded_softmax(zc, seen, change.dtype, change.stable)
+        with np.errstate(invalid="ignore"):
+            np.copyto(rounded, 0, where=rounded < _LEAST_NORMAL)
+        p[chosen] = rounded
     return p
 
 
@@ -264,8 +270,6 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: float
         p = _weights(q[:, a:b], k[:, lo:hi], seen, scale, cap, change)
         if tally is not None:
             tally.add(p)
-        with np.errstate(invalid="ignore"):
-            np.copyto(p, 0, where=p < _LEAST_NORMAL)
         part = p @ v[:, lo:hi]
         if out is None:
             out = np.empty((m, heads, v.shape[-1]), dtype=part.dtype)

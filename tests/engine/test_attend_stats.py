@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from engine.core.precision import numpy_dtype
 from engine.core.softmax import softmax_rows
 from engine.core.stats import row_entropy, saturated_share
 from engine.models import attend as attend_module
@@ -114,3 +115,10 @@ def test_subnormal_weights_are_flushed_before_the_weighted_sum() -> None:
     exact = math.exp(-96.0) * 1e30
     assert out[0, 0] == 0.0
     assert abs(exact - out[0, 0]) <= 2 * 2.0**-126 * 1e30
+    # bfloat16 has float32's exponents: a rounded softmax's subnormal weight (exp(-90)) too
+    k[0, 1, 0] = -0.5
+    bf16 = LayerChange(dtype=numpy_dtype("bfloat16"), stable=True)
+    assert 0 < float(np.exp(np.float32(-90.0)).astype(bf16.dtype)) < np.finfo(np.float32).tiny
+    rounded = attend(q, k, v, 1.0, None, False, change=bf16)
+    assert rounded[0, 0] == 0.0
+    assert rounded[1, 0] != 0.0

@@ -73,6 +73,22 @@ def test_exp_shifted_rows_gives_one_at_every_argmax(dtype):
             exp_shifted_rows(broken, e)
 
 
+def test_softmax_rows_normal_only_drops_the_weights_that_would_be_subnormal():
+    """normal_only: every weight is 0 or at least the least normal float32 (a model's saturated
+    rows stay fast); the weights from n·tiny up are the textbook quotients to the bit."""
+    rng = np.random.default_rng(5)
+    z = (rng.normal(size=(6, 40)) * 60).astype(np.float32)  # spreads of hundreds of nats
+    z[0, 20:] = -np.inf
+    tiny = np.finfo(np.float32).tiny
+    plain, normal = softmax_rows(z), softmax_rows(z, normal_only=True)
+    assert ((plain > 0) & (plain < tiny)).any()  # the case the option is for
+    assert not ((normal > 0) & (normal < tiny)).any()
+    shifted = z - z.max(axis=-1, keepdims=True)
+    kept = shifted >= np.log(tiny * z.shape[-1])
+    np.testing.assert_array_equal(normal[kept], plain[kept])
+    assert (normal[~kept] == 0).all()
+
+
 def test_softmax_rows_is_the_textbook_quotient_and_log_softmax_its_log():
     """softmax_rows gives exp(z − max) / sum to the bit (the weights a file's logits show);
     a fully masked row gives zeros; NaN is refused. log_softmax is its logarithm."""
