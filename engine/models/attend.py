@@ -52,7 +52,7 @@ def visible_keys(m: int, nk: int, offset: int, causal: bool,
     """(m, nk) bool: which of ``nk`` keys (positions 0 … nk − 1) each of ``m`` queries at
     positions ``offset`` … ``offset`` + m − 1 sees (None: all); a window w lets query p see
     keys p − w + 1 … p, as :func:`engine.core.plan.layer_mask`."""
-    if not causal:
+    if not causal or (window is None and offset >= nk - 1):  # every row sees every key
         return None
     position = np.arange(offset, offset + m)[:, None]
     keys = np.arange(nk)[None, :]
@@ -119,9 +119,19 @@ def _rule_logits(q: np.ndarray, k: np.ndarray, rule: Rule, alpha: float,
     return out
 
 
+def _grouped(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a (heads, m, ·) @ b (kv heads, ·, ·), query head h taking b[h // group]: a group's
+    query heads stacked into one product, without a copy of b per query head."""
+    heads, kv = a.shape[0], b.shape[0]
+    if heads == kv:
+        return a @ b
+    m = a.shape[1]
+    return (a.reshape(kv, heads // kv * m, a.shape[2]) @ b).reshape(heads, m, b.shape[2])
+
+
 def _model_logits(q: np.ndarray, k: np.ndarray, scale: float | np.ndarray,
                   cap: float | None) -> np.ndarray:
-    z = q @ k.transpose(0, 2, 1)
+    z = _grouped(q, k.transpose(0, 2, 1))
     z *= scale if isinstance(scale, np.ndarray) else np.float32(scale)
     if cap is not None:
         z /= np.float32(cap)
@@ -233,12 +243,13 @@ def _weights(q: np.ndarray, k: np.ndarray, seen: np.ndarray | None, scale: float
     p = np.empty_like(z)
     if len(others):
         p[others] = _softmax(z[others])
+    k_chosen = k[chosen // (heads // len(k))]  # the kv head each chosen query head reads
     if change.rule is not None:
-        zc = _rule_logits(q[chosen], k[chosen], change.rule, change.alpha, seen)
+        zc = _rule_logits(q[chosen], k_chosen, change.rule, change.alpha, seen)
     else:
         zc = z[chosen]
         if change.alpha != 1.0:
-            zc = _model_logits(q[chosen], k[chosen], scale * change.alpha, cap)
+            zc = _model_logits(q[chosen], k_chosen, scale * change.alpha, cap)
     if hidden is not None:
         np.copyto(zc, -np.inf, where=hidden)
     if change.dtype is None:
@@ -258,9 +269,11 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: float
     """softmax(c·q·kᵀ [soft-capped], masked) v; returns (m, heads·d).
 
     ``q`` (heads, m, d) holds the queries at positions ``offset`` … ``offset`` + m − 1, ``k``
-    and ``v`` (heads, nk, d) the keys and values of positions 0 … nk − 1 (a KV cache's,
-    when ``offset`` > 0). ``change`` alters the chosen heads (see :class:`LayerChange`);
-    ``stats`` (a list) receives the layer's :class:`LayerStats`.
+    and ``v`` (heads or kv heads, nk, d) the keys and values of positions 0 … nk − 1 (a KV
+    cache's, when ``offset`` > 0); with fewer kv heads, query head h reads kv head
+    h // (heads / kv heads), as grouped-query attention does. ``change`` alters the chosen
+    heads (see :class:`LayerChange`); ``stats`` (a list) receives the layer's
+    :class:`LayerStats`.
     """
     heads, m, nk = q.shape[0], q.shape[1], k.shape[1]
     tally = _Tally() if stats is not None else None
@@ -270,7 +283,7 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: float
         p = _weights(q[:, a:b], k[:, lo:hi], seen, scale, cap, change)
         if tally is not None:
             tally.add(p)
-        part = p @ v[:, lo:hi]
+        part = _grouped(p, v[:, lo:hi])
         if out is None:
             out = np.empty((m, heads, v.shape[-1]), dtype=part.dtype)
         out[a:b] = part.transpose(1, 0, 2)

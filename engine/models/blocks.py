@@ -71,7 +71,10 @@ def layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.nd
 
 
 def rms_norm(x: np.ndarray, w: np.ndarray, eps: float, plus_one: bool = False) -> np.ndarray:
-    var = np.mean(x * x, axis=-1, keepdims=True)
+    # np.mean's own sum and quotient, without its Python layer (a new token's step calls
+    # this twice a layer)
+    var = np.add.reduce(x * x, axis=-1, keepdims=True)
+    var /= np.float32(x.shape[-1])
     y = x / np.sqrt(var + np.float32(eps))
     return _times(y, np.float32(1.0) + w if plus_one else w)
 

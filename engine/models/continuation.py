@@ -39,7 +39,7 @@ class Continuation:
 
 
 class _Cache:
-    """Each layer's keys and values of the positions run so far, (heads, positions, d)."""
+    """Each layer's keys and values of the positions run so far, (kv heads, positions, d)."""
 
     def __init__(self, layers: int, heads: int, length: int, head_dim: int) -> None:
         self.k = np.empty((layers, heads, length, head_dim), dtype=np.float32)
@@ -59,7 +59,7 @@ def _step(run: Pass, cache: _Cache, ids: np.ndarray, start: int,
     x = run.embed(ids, start)
     for i in range(run.spec.layers):
         w = run.weights(i)
-        q, k, v = run.qkv(i, x, w, start)
+        q, k, v = run.qkv(i, x, w, start, repeat=False)
         k, v = cache.add(i, start, k, v)
         attended = run.attend(i, q, k, v, offset=start, change=intervention.change_at(i))
         x = run.rest(x, attended, w)
@@ -106,7 +106,7 @@ def continue_text(model: Model, text: str, intervention: Intervention = NO_INTER
                          "reads: no room for a new token")
     run = Pass(spec, model.lm_store(), model._names, cancelled)
     lm = model.lm_head()
-    cache = _Cache(spec.layers, spec.heads, len(ids) + steps, spec.head_dim)
+    cache = _Cache(spec.layers, spec.kv_heads, len(ids) + steps, spec.head_dim)
     x = _step(run, cache, ids, 0, intervention)[-1:]
     new: list[int] = []
     # Each new token multiplies one row by every weight matrix, where a second BLAS thread

@@ -12,6 +12,7 @@ an intervention's changes to the attention applied by the same code
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -72,7 +73,9 @@ class Pass:
     def __init__(self, spec: ModelSpec, store: WeightStore, names: Callable[[int, str], str],
                  cancelled: Callable[[], bool] | None = None,
                  dtype: type[np.floating] = np.float32) -> None:
-        self.spec, self.store, self.names, self.cancelled = spec, store, names, cancelled
+        # cached: a new token's step looks up every weight's name of every layer again
+        self.spec, self.store, self.cancelled = spec, store, cancelled
+        self.names = functools.cache(names)
         self.dtype = dtype
         self.block = BLOCKS[spec.family]
         # Gemma's norms scale by 1 + w, unless the weights already hold the 1 (GGUF files).
@@ -99,9 +102,10 @@ class Pass:
         """Layer ``i``'s weights, by short name."""
         return Layer(self.store, lambda short: self.names(i, short), self.cancelled)
 
-    def qkv(self, i: int, x: np.ndarray, w: Layer, start: int = 0) -> Qkv:
+    def qkv(self, i: int, x: np.ndarray, w: Layer, start: int = 0, *,
+            repeat: bool = True) -> Qkv:
         """q, k and v of layer ``i`` for the stream ``x`` of positions start …: rotated, and
-        k and v repeated to their query heads."""
+        (``repeat``) k and v repeated to their query heads; :meth:`attend` takes either."""
         check_cancel(self.cancelled)
         spec = self.spec
         q, k, v = self.block.qkv(x, w, self.step)
@@ -115,7 +119,7 @@ class Pass:
                                 **{old: t for old, t in self._rotary.items() if old[0] == 0}}
             cos, sin = self._rotary[key]
             q, k = rotate(q, cos, sin), rotate(k, cos, sin)
-        if self.group > 1:
+        if repeat and self.group > 1:
             k, v = np.repeat(k, self.group, axis=0), np.repeat(v, self.group, axis=0)
         return q, k, v
 
@@ -136,7 +140,7 @@ class Pass:
               stats: list[LayerStats] | None = None) -> np.ndarray:
         """The stream leaving layer ``i`` (no cache: every position at once)."""
         w = self.weights(i)
-        q, k, v = self.qkv(i, x, w)
+        q, k, v = self.qkv(i, x, w, repeat=False)
         return self.rest(x, self.attend(i, q, k, v, change=change, stats=stats), w)
 
 

@@ -243,7 +243,7 @@ class LanguageModel:
         block = min(LOGIT_BLOCK_BYTES, 4 * max(n, 1) * vocab)
         stats = 16 * spec.heads * n * n
         stream = 8 * n * spec.hidden
-        cache = 8 * spec.layers * spec.heads * spec.head_dim * (n + cached_tokens
+        cache = 8 * spec.layers * spec.kv_heads * spec.head_dim * (n + cached_tokens
                                                                 if cached_tokens else 0)
         kept, conversion = head, 0
         if isinstance(store, KeptWeights):

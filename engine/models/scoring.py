@@ -132,7 +132,7 @@ def _layers(run: Pass, prefix: Prefix, intervention: Intervention, *, start: int
     x, stats = prefix.x, list(prefix.stats)
     for i in range(start, layers):
         w = run.weights(i)
-        q, k, v = run.qkv(i, x, w)
+        q, k, v = run.qkv(i, x, w, repeat=False)
         if advance and i == start == prefix.layer:
             prefix.x = run.rest(x, run.attend(i, q, k, v, stats=prefix.stats), w)
             prefix.layer += 1

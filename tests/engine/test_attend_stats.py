@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from engine.core.precision import numpy_dtype
+from engine.core.scaling import Rule
 from engine.core.softmax import softmax_rows
 from engine.core.stats import row_entropy, saturated_share
 from engine.models import attend as attend_module
@@ -122,3 +123,36 @@ def test_subnormal_weights_are_flushed_before_the_weighted_sum() -> None:
     rounded = attend(q, k, v, 1.0, None, False, change=bf16)
     assert rounded[0, 0] == 0.0
     assert rounded[1, 0] != 0.0
+
+
+@pytest.mark.parametrize("change", [
+    None,
+    LayerChange(alpha=8.0),
+    LayerChange(heads=(1, 4), alpha=0.5),
+    LayerChange(heads=(4,), rule=Rule("ssmax", ssmax_s=0.4)),
+    LayerChange(heads=(1, 3), dtype=np.dtype(np.float16), stable=False),
+])
+@pytest.mark.parametrize(("m", "offset"), [(1, 40), (150, 0)])
+def test_grouped_keys_and_values_give_what_their_repeats_give(
+        change: LayerChange | None, m: int, offset: int) -> None:
+    """Keys and values of 2 kv heads serve 6 query heads (h reads kv head h // 3), as when
+    each is repeated per query head: a KV cache holds them once (a new token's step reads a
+    third of the bytes), to float32 round-off (a group's queries share one product)."""
+    rng = np.random.default_rng(m)
+    heads, kv, d, nk = 6, 2, 8, offset + m
+    q = rng.standard_normal((heads, m, d), dtype=np.float32)
+    k = rng.standard_normal((kv, nk, d), dtype=np.float32)
+    v = rng.standard_normal((kv, nk, d), dtype=np.float32)
+    grouped_stats: list[LayerStats] = []
+    repeated_stats: list[LayerStats] = []
+    grouped = attend(q, k, v, 0.35, None, True, offset=offset, change=change,
+                     stats=grouped_stats)
+    repeated = attend(q, np.repeat(k, 3, axis=0), np.repeat(v, 3, axis=0), 0.35, None, True,
+                      offset=offset, change=change, stats=repeated_stats)
+    np.testing.assert_allclose(grouped, repeated, rtol=0, atol=2e-6)
+    assert grouped_stats[0].entropy == pytest.approx(repeated_stats[0].entropy, rel=1e-6)
+    assert grouped_stats[0].saturated == repeated_stats[0].saturated
+    # the pairing matters: kv heads in the other order give another output
+    swapped = attend(q, k[::-1].copy(), v[::-1].copy(), 0.35, None, True, offset=offset,
+                     change=change)
+    assert np.abs(swapped - repeated).max() > 1e-2
