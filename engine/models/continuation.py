@@ -41,8 +41,8 @@ class Continuation:
 class _Cache:
     """Each layer's keys and values of the positions run so far, (kv heads, positions, d)."""
 
-    def __init__(self, layers: int, heads: int, length: int, head_dim: int) -> None:
-        self.k = np.empty((layers, heads, length, head_dim), dtype=np.float32)
+    def __init__(self, layers: int, kv_heads: int, length: int, head_dim: int) -> None:
+        self.k = np.empty((layers, kv_heads, length, head_dim), dtype=np.float32)
         self.v = np.empty_like(self.k)
 
     def add(self, layer: int, start: int, k: np.ndarray,
