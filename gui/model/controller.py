@@ -127,14 +127,6 @@ class ModelController(HostOwner):
         self._wanted_alpha = None
         self._host.cancel()
 
-    def begin_shutdown(self) -> None:
-        """Cancel work and ask the thread to end, without waiting; idempotent."""
-        self._host.begin_shutdown()
-
-    def shutdown(self, timeout_ms: int = 1000) -> bool:
-        """Stop the thread and wait for it (bounded, then without bound)."""
-        return self._host.shutdown(timeout_ms)
-
     # -------------------------------------------------------------------------------- private
     def _set(self, results: ModelResults) -> None:
         self._results = results

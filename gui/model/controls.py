@@ -37,9 +37,10 @@ from gui.kit.session_model import (
     LAYER_ALPHA_RANGE,
     LAYER_RANGE,
     MAX_TOKENS,
+    MODEL_SCOPES,
     PARAMETER_RANGE,
 )
-from gui.model.task import SCOPES, ModelTask
+from gui.model.task import ModelTask
 
 __all__ = ["RULE_PARAMETER", "ModelControls", "alpha_grid"]
 
@@ -86,7 +87,7 @@ class ModelControls(QWidget):
         self.alpha_points.setValue(len(DEFAULT_ALPHAS))
         self.scope = QComboBox()
         self.scope.setObjectName("model_scope")
-        for key in SCOPES:
+        for key in MODEL_SCOPES:
             self.scope.addItem("", key)
         self.layers = QLineEdit()
         self.layer = QSpinBox()

@@ -28,14 +28,8 @@ from engine.models import (
 )
 from engine.models.capture import UNFORESEEN_ERRORS, unforeseen
 from gui.kit.opened_model import OpenedModel
-from gui.kit.session_model import MODEL_SCOPES
 
-__all__ = ["SCOPES", "ContinuationReady", "ModelOpened", "ModelTask", "PointReady", "Progress",
-           "run_task"]
-
-#: Where the intervention applies: every layer, the layers typed, or heads of one layer (a
-#: session names them too).
-SCOPES = MODEL_SCOPES
+__all__ = ["ContinuationReady", "ModelOpened", "ModelTask", "PointReady", "Progress", "run_task"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,7 +13,6 @@ from gui.kit.job_worker import JobWorker
 from gui.kit.jobs import Job
 from gui.model.process import SweepProcess
 from gui.model.task import (
-    SCOPES,
     ContinuationReady,
     ModelOpened,
     ModelTask,
@@ -21,7 +20,7 @@ from gui.model.task import (
     Progress,
 )
 
-__all__ = ["SCOPES", "ContinuationReady", "ModelOpened", "ModelTask", "ModelWorker", "PointReady",
+__all__ = ["ContinuationReady", "ModelOpened", "ModelTask", "ModelWorker", "PointReady",
            "Progress"]
 
 
