@@ -222,36 +222,30 @@ def _blocks(m: int, nk: int, offset: int, causal: bool,
 def _weights(q: np.ndarray, k: np.ndarray, seen: np.ndarray | None, scale: float,
              cap: float | None, change: LayerChange | None) -> np.ndarray:
     """The attention weights of queries ``q`` over keys ``k`` (``seen``: which they see)."""
+    if change is None:
+        return _softmax(_masked(_model_logits(q, k, scale, cap), seen))
     heads = q.shape[0]
-    chosen = (None if change is None else
-              np.arange(heads) if change.heads is None else np.asarray(change.heads))
-    if change is not None and change.rule is None and change.dtype is None:
+    chosen = np.arange(heads) if change.heads is None else np.asarray(change.heads)
+    if change.rule is None and change.dtype is None:
         # α alone: one pass, each head's own c (α·c on the chosen ones)
         per_head = np.full((heads, 1, 1), scale, dtype=np.float64)
         per_head[chosen] *= change.alpha
-        z = _model_logits(q, k, per_head.astype(np.float32), cap)
-        chosen = None
-    else:
-        z = _model_logits(q, k, scale, cap)
-    hidden = None if seen is None else ~seen
-    if hidden is not None:  # keys a query may not see: −∞, weight 0 (in place, broadcast)
-        np.copyto(z, -np.inf, where=hidden)
-    if chosen is None:
-        return _softmax(z)
-    assert change is not None
+        return _softmax(_masked(_model_logits(q, k, per_head.astype(np.float32), cap), seen))
     others = np.setdiff1d(np.arange(heads), chosen)
-    p = np.empty_like(z)
+    # The model's logits only where used: the heads left alone, and chosen heads that keep
+    # them (α = 1 under a rounded softmax); a rule on every head needs none.
+    own = change.rule is None and change.alpha == 1.0
+    z = _masked(_model_logits(q, k, scale, cap), seen) if len(others) or own else None
+    p = np.empty((heads, q.shape[1], k.shape[1]), dtype=np.result_type(q, k))
     if len(others):
         p[others] = _softmax(z[others])
     k_chosen = k[chosen // (heads // len(k))]  # the kv head each chosen query head reads
-    if change.rule is not None:
-        zc = _rule_logits(q[chosen], k_chosen, change.rule, change.alpha, seen)
-    else:
+    if own:
         zc = z[chosen]
-        if change.alpha != 1.0:
-            zc = _model_logits(q[chosen], k_chosen, scale * change.alpha, cap)
-    if hidden is not None:
-        np.copyto(zc, -np.inf, where=hidden)
+    elif change.rule is not None:
+        zc = _masked(_rule_logits(q[chosen], k_chosen, change.rule, change.alpha, seen), seen)
+    else:
+        zc = _masked(_model_logits(q[chosen], k_chosen, scale * change.alpha, cap), seen)
     if change.dtype is None:
         p[chosen] = _softmax(zc)
     else:
@@ -260,6 +254,13 @@ def _weights(q: np.ndarray, k: np.ndarray, seen: np.ndarray | None, scale: float
             np.copyto(rounded, 0, where=rounded < _LEAST_NORMAL)
         p[chosen] = rounded
     return p
+
+
+def _masked(z: np.ndarray, seen: np.ndarray | None) -> np.ndarray:
+    """``z`` with −∞ (weight 0) at the keys a query may not see (in place, broadcast)."""
+    if seen is not None:
+        np.copyto(z, -np.inf, where=~seen)
+    return z
 
 
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: float | None,
