@@ -10,17 +10,19 @@ Run from the repository root with the project's venv (the sample model installed
 At n tokens of a fixed English text (repeated, cut to n tokens), each line prints a ratio
 measured in this run and its goal; times are printed, never asserted:
 
-(a) one forward with logits (``score_text``) against transformers' CPU forward of the same
-    model (its GGUF dequantized to float32, eager attention) on the same ids at the same thread
-    count; goal ≤ 1.0×. A second line times transformers' forward with the loss and top-k a
-    score returns (its own loss from ``labels``, a softmax and top-k). transformers runs in
+(a) one forward with logits (``text_logits``: every position's next-token logits) against
+    transformers' CPU forward of the same model (its GGUF dequantized to float32, eager
+    attention) on the same ids at the same thread count; goal ≤ 1.0×. A second line holds a
+    score (``score_text``: the logits, the loss, the top-k at every position and each layer's
+    attention statistics) against transformers' forward with the loss and top-k (its own loss
+    from ``labels``, a softmax and top-k). transformers runs in
     another interpreter (``--transformers-python``: one with torch, transformers and gguf,
     made as ``docs/lm-references.md`` says); without it the line says how to make it and is
     skipped;
-(b) a 13-point α sweep on all layers (``iter_sweep``) against 13 forwards run back to back;
-    goal ≤ 1.0;
-(c) α = √d_k on each of the 30 layers in turn against one forward (a thirteenth of those 13);
-    goal ≤ 16 forwards (the layers before each point's run once per sweep);
+(b) a 13-point α sweep on all layers (``iter_sweep``) against 13 scores run back to back
+    (each sweep point is a score); goal ≤ 1.0;
+(c) α = √d_k on each of the 30 layers in turn against one score (a thirteenth of those 13)
+    and (a)'s forward; goal ≤ 16 forwards (the layers before each point's run once per sweep);
 (d) greedy continuation of n tokens by 32: the rate of the tokens after the first (each one
     step through the KV cache, timed from the call's progress reports) and of the whole call
     (the prompt's pass included); goal ≥ 20 tokens/s;
@@ -86,11 +88,12 @@ def _clocked(fn) -> dict:
 
 
 def _child_ours(n: int, threads: int, top_k: int) -> None:
-    """Our model behind requests ``forward``, ``alpha POINTS``, ``layer`` and ``continue K``."""
+    """Our model behind requests forward [COUNT] (scores), logits, alpha N, layer, continue K."""
     import engine
     from engine.core.memory import tune_allocator
     from engine.models import DEFAULT_ALPHAS, continue_text, iter_sweep, open_model, score_text
     from engine.models.samples import SAMPLE_MODELS
+    from engine.models.scoring import text_logits
 
     tune_allocator()
     engine.set_num_threads(threads)
@@ -100,6 +103,9 @@ def _child_ours(n: int, threads: int, top_k: int) -> None:
     def forward(count: str = "1") -> dict:
         return _clocked(lambda: [score_text(model, TEXT, top_k=top_k, max_tokens=n)
                                  for _ in range(int(count))])
+
+    def logits() -> dict:
+        return _clocked(lambda: text_logits(model, TEXT, max_tokens=n))
 
     def sweep(kind: str, points: str = "13") -> dict:
         alphas = DEFAULT_ALPHAS[::max(1, 12 // (int(points) - 1))] if int(points) > 1 else (8.0,)
@@ -117,7 +123,7 @@ def _child_ours(n: int, threads: int, top_k: int) -> None:
         return {"s": s, "first": s - steps, "steps": steps, "new": len(done.new_ids),
                 "ids": list(done.new_ids), "text": done.text}
 
-    _serve({"forward": forward, "alpha": lambda p: sweep("alpha", p),
+    _serve({"forward": forward, "logits": logits, "alpha": lambda p: sweep("alpha", p),
             "layer": lambda: sweep("layer"), "continue": continuation},
            {"ids": list(first.token_ids), "loss": first.loss, "cold_s": cold,
             "layers": model.spec.layers, "head_dim": model.spec.head_dim})
@@ -268,13 +274,15 @@ def run(args: argparse.Namespace) -> int:
                        ids.name, threads=t)
         os.unlink(ids.name)
     # (a) the two forwards alternate, one of each per repeat
-    mine, them, them_scored = [], [], []
+    mine, mine_scored, them, them_scored = [], [], [], []
     for _ in range(k):
-        mine.append(ours.ask("forward"))
+        mine.append(ours.ask("logits"))
+        mine_scored.append(ours.ask("forward"))
         if theirs is not None:
             them.append(theirs.ask("forward"))
             them_scored.append(theirs.ask("scored", args.top_k))
     forward, cpu = min(r["s"] for r in mine), min(r["cpu"] for r in mine)
+    bare, score = forward, min(r["s"] for r in mine_scored)
     if theirs is not None:
         r, best = theirs.ready, min(x["s"] for x in them)
         print(f"(a) forward with logits: ours {forward:.3f} s, transformers {best:.3f} s at "
@@ -283,19 +291,21 @@ def run(args: argparse.Namespace) -> int:
               f"{cpu / min(x['cpu'] for x in them):.2f}×); loss ours {ours.ready['loss']:.5f}, "
               f"theirs {r['loss']:.5f}", flush=True)
         scored = min(x["s"] for x in them_scored)
-        print(f"    transformers' forward with its loss (labels) and the top-{args.top_k} "
-              f"tokens, as a score of ours returns them: {scored:.3f} s; ours/theirs "
-              f"{forward / scored:.2f}× (ours also takes each layer's attention entropy)",
-              flush=True)
+        print(f"    a score (the logits, loss, top-{args.top_k} at every position, each layer's "
+              f"attention entropy and saturated share) {score:.3f} s against transformers' "
+              f"forward with its loss (labels) and the top-{args.top_k}: {scored:.3f} s; "
+              f"ours/theirs {score / scored:.2f}×, against its bare forward "
+              f"{score / best:.2f}×", flush=True)
     else:
-        print(f"(a) forward with logits: ours {forward:.3f} s; transformers skipped: no "
-              f"{python or 'interpreter given'} (make /tmp/fixvenv as docs/lm-references.md "
-              "and tests/fixtures/make_causal_fixtures.py say: python3 -m venv /tmp/fixvenv; "
+        print(f"(a) forward with logits: ours {forward:.3f} s, a score {score:.3f} s; "
+              f"transformers skipped: no {python or 'interpreter given'} (make /tmp/fixvenv as "
+              "docs/lm-references.md and tests/fixtures/make_causal_fixtures.py say: python3 -m "
+              "venv /tmp/fixvenv; "
               "/tmp/fixvenv/bin/pip install torch==2.13.0 transformers==5.25.0 accelerate gguf "
               "tokenizers safetensors)", flush=True)
-    # (b), (c): the sweeps take turns with as many forwards run back to back as the α sweep
+    # (b), (c): the sweeps take turns with as many scores run back to back as the α sweep
     # has points, so that each side is a block of the same length, taken best of as many
-    # (against the best single forward, 13 noisy scores would be held to the luckiest one)
+    # (against the best single score, 13 noisy ones would be held to the luckiest one)
     sweeps: dict[str, list[dict]] = {"alpha": [], "layer": [], "forwards": []}
     for _ in range(max(1, k // 2)):
         for kind in sweeps:
@@ -305,13 +315,13 @@ def run(args: argparse.Namespace) -> int:
                            for kind in ("alpha", "layer", "forwards"))
     forward, cpu = block[0] / points, block[1] / points
     print(f"(b) {points}-point α sweep on all layers {alpha[0]:.2f} s = "
-          f"{alpha[0] / block[0]:.2f} of {points} forwards run back to back ({block[0]:.2f} s) "
+          f"{alpha[0] / block[0]:.2f} of {points} scores run back to back ({block[0]:.2f} s) "
           f"(goal ≤ 1.0; CPU time {alpha[1] / block[1]:.2f})", flush=True)
     layers = ours.ready["layers"]
     print(f"(c) α = √d_k = {ours.ready['head_dim'] ** 0.5:.0f} on each of {layers} layers in "
-          f"turn {layer[0]:.2f} s = {layer[0] / forward:.1f} forwards (goal ≤ "
-          f"{GOAL_LAYER_FORWARDS:.0f}: {layer[0] / forward / GOAL_LAYER_FORWARDS:.2f} of it; CPU "
-          f"time {layer[1] / cpu:.1f} forwards; without prefix reuse {layers})", flush=True)
+          f"turn {layer[0]:.2f} s = {layer[0] / forward:.1f} scores, {layer[0] / bare:.1f} "
+          f"forwards with logits as (a)'s (goal ≤ {GOAL_LAYER_FORWARDS:.0f}; CPU time "
+          f"{layer[1] / cpu:.1f} scores; without prefix reuse {layers})", flush=True)
     # (d) one call: the prompt's pass and first token, then one step per new token
     def rate(r: dict) -> float:
         return (r["new"] - 1) / r["steps"] if r["steps"] > 0 else 0.0

@@ -94,6 +94,8 @@ _EXPORTS: dict[str, str] = {
     "TextScore": "models",
     "TokenPrediction": "models",
     "score_text": "models",
+    "TextLogits": "models",
+    "text_logits": "models",
     "Continuation": "models",
     "continue_text": "models",
 }

@@ -16,7 +16,8 @@ from engine.models.capture import Model
 from engine.models.intervention import Intervention
 from engine.models.lm_head import LOGIT_BLOCK_BYTES, LmHead
 
-__all__ = ["PreparedText", "TextScore", "TokenPrediction", "head_scores", "make_score"]
+__all__ = ["PreparedText", "TextLogits", "TextScore", "TokenPrediction", "head_scores",
+           "make_score"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,21 @@ class TextScore:
     layer_saturated: np.ndarray
     predictions: tuple[tuple[TokenPrediction, ...], ...]
     nonfinite: bool
+
+
+@dataclass(frozen=True)
+class TextLogits:
+    """A causal model's next-token logits on a text under one :class:`Intervention`.
+
+    ``logits`` (n, vocabulary) float32, read-only: row t scores the token after the first
+    t + 1 (the last row, the token after the text), from the final norm and the head with
+    Granite's divisor and Gemma's final soft-cap, as transformers' ``model(ids).logits[0]``.
+    """
+
+    intervention: Intervention
+    token_ids: tuple[int, ...]
+    tokens: tuple[str, ...]
+    logits: np.ndarray
 
 
 @dataclass(frozen=True)

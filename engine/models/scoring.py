@@ -18,15 +18,24 @@ import numpy as np
 from engine.config.ranges import check_int
 from engine.core.memory import MemoryBudgetError, format_bytes, get_memory_budget
 from engine.models.attend import LayerStats
+from engine.models.blocks import check_cancel
 from engine.models.capture import Model
 from engine.models.forward import Pass
 from engine.models.intervention import Intervention
 from engine.models.masked import score_masked
-from engine.models.scores import PreparedText, TextScore, TokenPrediction, head_scores, make_score
+from engine.models.scores import (
+    PreparedText,
+    TextLogits,
+    TextScore,
+    TokenPrediction,
+    head_scores,
+    make_score,
+)
 from engine.models.weights import ModelError
 
-__all__ = ["NO_INTERVENTION", "Prefix", "TextScore", "TokenPrediction", "check_lm_memory",
-           "lm_budget", "prepare_text", "score_prepared", "score_text"]
+__all__ = ["NO_INTERVENTION", "Prefix", "TextLogits", "TextScore", "TokenPrediction",
+           "check_lm_memory", "lm_budget", "prepare_text", "score_prepared", "score_text",
+           "text_logits"]
 
 #: The model itself (every run's default).
 NO_INTERVENTION = Intervention()
@@ -42,11 +51,14 @@ def lm_budget(memory_budget: int | None) -> int:
 
 
 def check_lm_memory(model: Model, n: int, cached_tokens: int = 0,
-                    budget: int | None = None) -> None:
-    """Raise :class:`MemoryBudgetError` (one line) when :meth:`Model.lm_bytes` exceeds
-    ``budget`` (bytes, checked; None: the global budget)."""
+                    budget: int | None = None, logits_rows: int = 0) -> None:
+    """Raise :class:`MemoryBudgetError` (one line) when :meth:`Model.lm_bytes`, plus
+    ``logits_rows`` rows of float32 logits a run returns, exceeds ``budget`` (bytes,
+    checked; None: the global budget)."""
     budget = lm_budget(budget)
     need = model.lm_bytes(n, cached_tokens, budget)
+    if logits_rows:
+        need += 4 * logits_rows * model.lm_head().vocab
     if need > budget:
         raise MemoryBudgetError(f"running {model.name} on {n:,} tokens needs about "
                                 f"{format_bytes(need)}, more than the memory limit of "
@@ -55,11 +67,13 @@ def check_lm_memory(model: Model, n: int, cached_tokens: int = 0,
 
 def prepare_text(model: Model, text: str, intervention: Intervention | None = None, *,
                  max_tokens: int | None = None, extra_tokens: int = 0,
-                 least: int = 2, memory_budget: int | None = None) -> PreparedText:
+                 least: int = 2, memory_budget: int | None = None,
+                 all_logits: bool = False) -> PreparedText:
     """``text``'s tokens, after the checks every run makes: a head, the intervention's
     layers and heads, at least ``least`` tokens, ids the weights embed, the memory budget
     (``memory_budget`` bytes, None: the global one; ``extra_tokens``: a continuation's new
-    tokens, in its KV cache). The run's weights follow that budget (:meth:`Model.lm_store`).
+    tokens, in its KV cache; ``all_logits``: the run returns every position's logits). The
+    run's weights follow that budget (:meth:`Model.lm_store`).
 
     Raises
     ------
@@ -82,7 +96,7 @@ def prepare_text(model: Model, text: str, intervention: Intervention | None = No
         raise ModelError(f"the tokenizer gives id {ids.max()}, but the model has "
                          f"{min(model.vocab_size, vocab)} tokens: the tokenizer does not "
                          "belong to these weights")
-    check_lm_memory(model, len(ids), extra_tokens, budget)
+    check_lm_memory(model, len(ids), extra_tokens, budget, len(ids) if all_logits else 0)
     return PreparedText(ids, encoded.tokens)
 
 
@@ -198,3 +212,52 @@ def score_text(model: Model, text: str, intervention: Intervention = NO_INTERVEN
                             memory_budget=budget)
     return score_prepared(model, prepared, intervention, top_k=top_k, progress=progress,
                           cancelled=cancelled)
+
+
+def text_logits(model: Model, text: str, intervention: Intervention = NO_INTERVENTION, *,
+                max_tokens: int | None = None,
+                progress: Callable[[int, int], None] | None = None,
+                cancelled: Callable[[], bool] | None = None,
+                memory_budget: int | None = None) -> TextLogits:
+    """A causal model's next-token logits at every position of ``text`` under
+    ``intervention`` (default: none): one forward pass to the head, as transformers'
+    ``model(ids).logits``, without what :func:`score_text` takes from them (losses, top-k,
+    attention statistics). A text of one token gives the logits of the token after it.
+
+    ``progress(done, total)`` is called after each layer and the head; the memory guard
+    counts the (n, vocabulary) float32 logits returned.
+
+    Raises
+    ------
+    ModelError
+        A BERT folder (its masked-LM scores come from :func:`score_text`), a model without
+        a head, a layer or head it does not have, an empty text or one longer than the model
+        reads.
+    ValueError
+        A ``memory_budget`` that is not a whole number ≥ 1.
+    MemoryBudgetError
+        When the run would exceed the memory budget.
+    CaptureCancelled
+        Once ``cancelled()`` returned True.
+    """
+    budget = lm_budget(memory_budget)
+    if not model.spec.causal:
+        raise ModelError(f"{model.name} is a masked language model (BERT): it has no "
+                         "next-token logits (score_text gives its pseudo-log-likelihood)")
+    prepared = prepare_text(model, text, intervention, max_tokens=max_tokens, least=1,
+                            memory_budget=budget, all_logits=True)
+    run = Pass(model.spec, model.lm_store(), model._names, cancelled)
+    layers = model.spec.layers
+    x = run.embed(prepared.ids)
+    for i in range(layers):
+        x = run.layer(i, x, change=intervention.change_at(i))
+        if progress is not None:
+            progress(i + 1, layers + 1)
+    check_cancel(cancelled)
+    lm = model.lm_head()
+    logits = lm.logits(lm.hidden(x))
+    logits.flags.writeable = False
+    if progress is not None:
+        progress(layers + 1, layers + 1)
+    return TextLogits(intervention, tuple(int(i) for i in prepared.ids), prepared.tokens,
+                      logits)

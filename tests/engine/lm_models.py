@@ -59,3 +59,11 @@ def bert_with_mlm(root: Path) -> Path:
              "cls.predictions.bias": rng.normal(0, 0.1, vocab)}
     return with_weights(root, "tiny-bert", "tiny-bert-mlm",
                         {k: v.astype(np.float32) for k, v in extra.items()})
+
+
+def token_losses(logits: np.ndarray, ids: tuple[int, ...]) -> np.ndarray:
+    """−ln softmax(logits row t)[id t + 1] for t < n − 1, in float64."""
+    z = logits.astype(np.float64)
+    z -= z.max(axis=1, keepdims=True)
+    z -= np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return -z[np.arange(len(ids) - 1), np.asarray(ids[1:])]

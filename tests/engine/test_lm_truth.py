@@ -3,8 +3,9 @@ references of ``tests/fixtures/make_causal_fixtures.py`` (docs/lm-references.md)
 no torch here.
 
 Every tiny family, the causal GGUF, BERT's masked LM and SmolLM2 agree to ≤ 1e-4 relative on
-the loss, with α = 1, α = 8 on all layers, α on a layer and α on a head, and give the same
-greedy continuations. One case is at the edge: SmolLM2 at α = 8 on all 30 layers, on its
+the loss (the causal ones also on the log-softmax of ``text_logits``' raw logits), with
+α = 1, α = 8 on all layers, α on a layer and α on a head, and give the same greedy
+continuations. One case is at the edge: SmolLM2 at α = 8 on all 30 layers, on its
 62-token text (1.4e-4). Its cause is the model, not either program: with no scaling the model
 amplifies float32 round-off (a relative change of 1e-7 in q moves the mean loss by 7e-4, and
 the same pass in float64 is 6e-4 from transformers' float32 and 8e-4 from this float32), so
@@ -19,8 +20,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.models import Intervention, Model, continue_text, open_model, score_text
+from engine.models import (
+    Intervention,
+    Model,
+    continue_text,
+    open_model,
+    score_text,
+    text_logits,
+)
 from engine.models.forward import Pass
+from tests.engine.lm_models import token_losses
 from tests.engine.test_models import FIXTURES, sample_model_path
 
 CAUSAL = FIXTURES.parent / "causal"
@@ -46,6 +55,9 @@ def _agree(model: Model, ref, prefix: str, case: str, text: str) -> None:
     assert score.loss == pytest.approx(want.mean(), rel=TOLERANCE), case
     assert score.loss == pytest.approx(float(ref[f"{prefix}{case}.loss"]), rel=TOLERANCE)
     np.testing.assert_allclose(score.token_losses, want, rtol=TOLERANCE, atol=TOLERANCE)
+    logits = text_logits(model, text, intervention)  # what the score is computed from
+    np.testing.assert_allclose(token_losses(logits.logits, logits.token_ids), want,
+                               rtol=TOLERANCE, atol=TOLERANCE)
 
 
 def _causal(path: Path, reference: Path) -> None:
