@@ -14,15 +14,13 @@ measured in this run and its goal; times are printed, never asserted:
     transformers' CPU forward of the same model (its GGUF dequantized to float32, eager
     attention) on the same ids at the same thread count; goal ≤ 1.0×. A second line holds a
     score (``score_text``: the logits, the loss, the top-k at every position and each layer's
-    attention statistics) against transformers' forward with the loss and top-k (its own loss
-    from ``labels``, a softmax and top-k). transformers runs in
-    another interpreter (``--transformers-python``: one with torch, transformers and gguf,
-    made as ``docs/lm-references.md`` says); without it the line says how to make it and is
-    skipped;
-(b) a 13-point α sweep on all layers (``iter_sweep``) against 13 scores run back to back
-    (each sweep point is a score); goal ≤ 1.0;
-(c) α = √d_k on each of the 30 layers in turn against one score (a thirteenth of those 13)
-    and (a)'s forward; goal ≤ 16 forwards (the layers before each point's run once per sweep);
+    attention statistics) against transformers' forward with its loss (``labels``), a softmax
+    and top-k. transformers runs in another interpreter (``--transformers-python``: torch,
+    transformers and gguf, as ``docs/lm-references.md`` says), else the line is skipped;
+(b) a 13-point α sweep on all layers (``iter_sweep``: each point a score) against 13 scores,
+    and 13 of (a)'s forwards, run back to back; goal ≤ 1.0;
+(c) α = √d_k on each of the 30 layers in turn against one score and one of (a)'s forwards
+    (a thirteenth of those blocks); goal ≤ 16 forwards (prefix reuse);
 (d) greedy continuation of n tokens by 32: the rate of the tokens after the first (each one
     step through the KV cache, timed from the call's progress reports) and of the whole call
     (the prompt's pass included); goal ≥ 20 tokens/s;
@@ -65,8 +63,7 @@ GOAL_LAYER_FORWARDS = 16.0
 # ---------------------------------------------------------------- the children (servers)
 
 def _serve(handlers: dict, ready: dict) -> None:
-    """Print ``ready`` as a JSON line, then answer each request line (a handler's name and
-    its arguments) with a JSON line, until stdin closes."""
+    """Print ``ready``, then answer each request line (handler, arguments) till stdin closes."""
     print(json.dumps(ready), flush=True)
     for line in sys.stdin:
         name, *args = line.split()
@@ -104,8 +101,9 @@ def _child_ours(n: int, threads: int, top_k: int) -> None:
         return _clocked(lambda: [score_text(model, TEXT, top_k=top_k, max_tokens=n)
                                  for _ in range(int(count))])
 
-    def logits() -> dict:
-        return _clocked(lambda: text_logits(model, TEXT, max_tokens=n))
+    def logits(count: str = "1") -> dict:
+        return _clocked(lambda: [text_logits(model, TEXT, max_tokens=n)
+                                 for _ in range(int(count))])
 
     def sweep(kind: str, points: str = "13") -> dict:
         alphas = DEFAULT_ALPHAS[::max(1, 12 // (int(points) - 1))] if int(points) > 1 else (8.0,)
@@ -273,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
         theirs = Child(python, "--child", "theirs", str(t), str(path.parent), path.name,
                        ids.name, threads=t)
         os.unlink(ids.name)
-    # (a) the two forwards alternate, one of each per repeat
+    # (a) the two sides alternate, each of their runs once per repeat
     mine, mine_scored, them, them_scored = [], [], [], []
     for _ in range(k):
         mine.append(ours.ask("logits"))
@@ -282,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
             them.append(theirs.ask("forward"))
             them_scored.append(theirs.ask("scored", args.top_k))
     forward, cpu = min(r["s"] for r in mine), min(r["cpu"] for r in mine)
-    bare, score = forward, min(r["s"] for r in mine_scored)
+    score = min(r["s"] for r in mine_scored)
     if theirs is not None:
         r, best = theirs.ready, min(x["s"] for x in them)
         print(f"(a) forward with logits: ours {forward:.3f} s, transformers {best:.3f} s at "
@@ -303,20 +301,22 @@ def run(args: argparse.Namespace) -> int:
               "venv /tmp/fixvenv; "
               "/tmp/fixvenv/bin/pip install torch==2.13.0 transformers==5.25.0 accelerate gguf "
               "tokenizers safetensors)", flush=True)
-    # (b), (c): the sweeps take turns with as many scores run back to back as the α sweep
-    # has points, so that each side is a block of the same length, taken best of as many
-    # (against the best single score, 13 noisy ones would be held to the luckiest one)
-    sweeps: dict[str, list[dict]] = {"alpha": [], "layer": [], "forwards": []}
+    # (b), (c): the sweeps take turns with blocks of as many scores (and forwards) as the α
+    # sweep has points, each best of as many (not 13 times the luckiest single score)
+    sweeps: dict[str, list[dict]] = {"alpha": [], "layer": [], "forwards": [], "logits": []}
     for _ in range(max(1, k // 2)):
         for kind in sweeps:
             sweeps[kind].append(ours.ask(*{"alpha": ["alpha", points], "layer": ["layer"],
-                                           "forwards": ["forward", points]}[kind]))
-    alpha, layer, block = ((min(r["s"] for r in sweeps[kind]), min(r["cpu"] for r in sweeps[kind]))
-                           for kind in ("alpha", "layer", "forwards"))
-    forward, cpu = block[0] / points, block[1] / points
+                                           "forwards": ["forward", points],
+                                           "logits": ["logits", points]}[kind]))
+    alpha, layer, block, bare_block = (
+        (min(r["s"] for r in sweeps[kind]), min(r["cpu"] for r in sweeps[kind]))
+        for kind in ("alpha", "layer", "forwards", "logits"))
+    forward, cpu, bare = block[0] / points, block[1] / points, bare_block[0] / points
     print(f"(b) {points}-point α sweep on all layers {alpha[0]:.2f} s = "
           f"{alpha[0] / block[0]:.2f} of {points} scores run back to back ({block[0]:.2f} s) "
-          f"(goal ≤ 1.0; CPU time {alpha[1] / block[1]:.2f})", flush=True)
+          f"(goal ≤ 1.0; CPU time {alpha[1] / block[1]:.2f}); of {points} forwards with "
+          f"logits as (a)'s {alpha[0] / bare_block[0]:.2f}", flush=True)
     layers = ours.ready["layers"]
     print(f"(c) α = √d_k = {ours.ready['head_dim'] ** 0.5:.0f} on each of {layers} layers in "
           f"turn {layer[0]:.2f} s = {layer[0] / forward:.1f} scores, {layer[0] / bare:.1f} "
