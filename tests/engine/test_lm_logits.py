@@ -92,10 +92,13 @@ def test_a_bert_and_a_model_without_a_head_are_refused_in_one_line(tmp_path: Pat
     with pytest.raises(ModelError) as caught:
         text_logits(open_model(FIXTURES / "tiny-llama"), TEXT)
     assert "has no language-model head" in _one_line(caught)
+    llama = open_model(tied_llama(tmp_path / "llama"))
     with pytest.raises(ModelError) as caught:
-        text_logits(open_model(tied_llama(tmp_path / "llama")), TEXT,
-                    Intervention(layers=(9,)))
+        text_logits(llama, TEXT, Intervention(layers=(9,)))
     assert "layer 9" in _one_line(caught)
+    with pytest.raises(ModelError) as caught:
+        text_logits(llama, "")
+    assert "the text is empty" in _one_line(caught)
 
 
 def test_the_memory_guard_counts_the_logits_returned(llama: Model) -> None:
