@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from engine.cli.output import output_error, refused
+from engine.cli.output import interrupted, output_error, refused
 from engine.cli.progress import Progress
 from engine.core.memory import MemoryBudgetError, get_memory_budget
 from engine.io.files import check_output_not_input, describe_os_error, read_text_limited
@@ -82,8 +82,7 @@ def capture_command(args: argparse.Namespace) -> int:
             progress.end()
         capture.save(out)
     except KeyboardInterrupt:  # nothing is written: the file is saved only when complete
-        print("interrupted: nothing written", file=sys.stderr)
-        return 130
+        return interrupted()
     except ValueError as exc:  # ModelError, MemoryBudgetError, OutputIsInputError, sizes
         hint = " (--memory-budget SIZE)" if isinstance(exc, MemoryBudgetError) else ""
         return refused(f"{exc}{hint}")

@@ -23,7 +23,7 @@ from typing import TextIO
 from engine.cli.capture import memory_size, read_text_file
 from engine.cli.intervene_output import CsvPoints, JsonPoints, PointSink, summary_line
 from engine.cli.options import RULE_OPTIONS, rule_from_options, with_option_name
-from engine.cli.output import EXIT_INTERRUPTED, refused, write_streamed
+from engine.cli.output import interrupted, refused, write_streamed
 from engine.cli.progress import Progress
 from engine.cli.sweep import parse_values
 from engine.core.memory import MemoryBudgetError, get_memory_budget, set_memory_budget
@@ -242,8 +242,7 @@ def _intervene(args: argparse.Namespace) -> int:
         model = open_model(args.model)
         plan = plan_of(args, model)
     except KeyboardInterrupt:
-        print("interrupted: nothing written", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return interrupted()
     except ValueError as exc:  # ModelError, OutputIsInputError, a refused option
         return refused(str(exc))
     except UNFORESEEN_ERRORS as exc:

@@ -12,8 +12,8 @@ from typing import TextIO
 
 from engine.io.files import atomic_output, describe_os_error
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_REFUSED", "open_output", "output_error", "readable_number",
-           "refused", "write_streamed"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_REFUSED", "interrupted", "open_output", "output_error",
+           "readable_number", "refused", "write_streamed"]
 
 #: Exit status of a refused input or an output that could not be written (one line on stderr).
 EXIT_REFUSED = 2
@@ -25,6 +25,13 @@ def refused(message: str) -> int:
     """Print ``error: message`` on stderr; return :data:`EXIT_REFUSED`."""
     print(f"error: {message}", file=sys.stderr)
     return EXIT_REFUSED
+
+
+def interrupted() -> int:
+    """After Ctrl-C in a command that writes only when complete: say that nothing was
+    written on stderr; return :data:`EXIT_INTERRUPTED`."""
+    print("interrupted: nothing written", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def output_error(path: str, exc: OSError, option: str = "--out") -> str:

@@ -4,7 +4,7 @@
 trains the rules side by side and prints a summary; ``python main.py lr-sweep --lrs ... --seeds
 3 --out FILE.csv`` writes the learning-rate sweep CSV and prints the largest stable learning
 rate per rule. Progress goes to stderr (unless ``--quiet``). Invalid input prints
-``error: ...`` on stderr and returns exit code 2.
+``error: ...`` on stderr and returns exit code 2; Ctrl-C writes nothing and returns 130.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from engine.cli.options import build_config, field_values, option_fields
-from engine.cli.output import output_error, readable_number, refused
+from engine.cli.output import interrupted, output_error, readable_number, refused
 from engine.cli.progress import Progress
 from engine.config.train import TrainConfig
 from engine.io.files import probe_output
@@ -153,9 +153,9 @@ def train_command(args: argparse.Namespace) -> int:
                                for rule, st in snap.rules.items())
             progress.update(snap.step / snap.total_steps,
                             f"step {snap.step}/{snap.total_steps}  {losses}", done=snap.done)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # the results are written only when complete
         progress.end()
-        return refused("interrupted")
+        return interrupted()
     progress.end()
     assert last is not None and last.done
     if tensors_out is not None:
@@ -236,9 +236,9 @@ def lr_sweep_command(args: argparse.Namespace) -> int:
                 f"{item.seed}: step {item.step}/{item.steps}")
             item = next(sweep)
             result = item.result
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # the results are written only when complete
         progress.end()
-        return refused("interrupted")
+        return interrupted()
     progress.update(1.0, f"{item.total_runs}/{item.total_runs} runs done", done=True)
     progress.end()
     if out_path == "-":

@@ -151,3 +151,22 @@ def test_train_tensors_out_writes_the_trained_heads(tmp_path):
     assert tf.meta["command"] == (
         "python main.py train --task copy_back --rules none,qk_norm --d-k 16 --n 8 --batch 16 "
         f"--steps 5 --lr 0.01 --seed 3 --tensors-out {out}")
+
+
+@pytest.mark.parametrize("command", [
+    ["train", *SMALL, "--steps", "20000"],
+    ["lr-sweep", *SMALL, "--steps", "4000", "--lrs", "0.01,0.1", "--out", "{out}"]])
+def test_ctrl_c_writes_nothing_and_exits_130(tmp_path, command):
+    import signal
+
+    out = tmp_path / "lr.csv"
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "main.py"), *(a.format(out=out) for a in command)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    first = proc.stderr.readline()  # the 10 % progress line: the steps have begun
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, first + stderr
+    assert stderr.rstrip().endswith("interrupted: nothing written") and "Traceback" not in stderr
+    assert stdout == "" and not out.exists()
