@@ -83,23 +83,23 @@
         <translation>模型(&amp;M)：</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/model_input.py" line="113"/>
+        <location filename="../../gui/kit/model_input.py" line="111"/>
         <source>a Hugging Face model folder or a .gguf file</source>
-        <extracomment>The sentence a text box starts with (the one docs/heads.md&apos;s SmolLM2 figures were made on). The most characters the text box holds: far more than the dialog&apos;s Max tokens of any text, while the 8 MB a careless paste brings froze the window for seconds in the box&apos;s layout.</extracomment>
+        <extracomment>The sentence a text box starts with (the one docs/heads.md&apos;s SmolLM2 figures were made on).</extracomment>
         <translation>Hugging Face 模型文件夹或 .gguf 文件</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/model_input.py" line="115"/>
+        <location filename="../../gui/kit/model_input.py" line="113"/>
         <source>A folder with config.json, model.safetensors (or a sharded model.safetensors.index.json) and tokenizer.json, or a GGUF file of the llama architecture. Weights stay on disk, memory-mapped; no PyTorch is needed.</source>
         <translation>含 config.json、model.safetensors（或分片的 model.safetensors.index.json）和 tokenizer.json 的文件夹，或 llama 架构的 GGUF 文件。权重留在磁盘上、以内存映射读取；不需要 PyTorch。</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/model_input.py" line="119"/>
+        <location filename="../../gui/kit/model_input.py" line="117"/>
         <source>&amp;Folder…</source>
         <translation>文件夹(&amp;F)…</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/model_input.py" line="120"/>
+        <location filename="../../gui/kit/model_input.py" line="118"/>
         <source>&amp;GGUF file…</source>
         <translation>GGUF 文件(&amp;G)…</translation>
     </message>
@@ -204,17 +204,17 @@
         <translation>正在取消…</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/model_input.py" line="125"/>
+        <location filename="../../gui/kit/model_input.py" line="123"/>
         <source>Hugging Face model folder</source>
         <translation>Hugging Face 模型文件夹</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/model_input.py" line="132"/>
+        <location filename="../../gui/kit/model_input.py" line="130"/>
         <source>GGUF model file</source>
         <translation>GGUF 模型文件</translation>
     </message>
     <message>
-        <location filename="../../gui/kit/model_input.py" line="133"/>
+        <location filename="../../gui/kit/model_input.py" line="131"/>
         <source>GGUF files (*.gguf);;All files (*)</source>
         <translation>GGUF 文件 (*.gguf);;所有文件 (*)</translation>
     </message>
@@ -1828,224 +1828,224 @@ See and test why scaled dot-product attention divides the logits by √d_k: raw 
 <context>
     <name>ModelView</name>
     <message>
-        <location filename="../../gui/model/controls.py" line="224"/>
+        <location filename="../../gui/model/controls.py" line="211"/>
         <source>choose a model folder or GGUF file first</source>
         <extracomment>The parameter each rule takes from the parameter box (the rules without one are absent).</extracomment>
         <translation>请先选择模型文件夹或 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="258"/>
+        <location filename="../../gui/model/controls.py" line="245"/>
         <source>{0}/{1} steps</source>
         <translation>{0}/{1} 步</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="271"/>
+        <location filename="../../gui/model/controls.py" line="258"/>
         <source>No sample model is installed: {0}</source>
         <translation>未安装示例模型：{0}</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="279"/>
+        <location filename="../../gui/model/controls.py" line="266"/>
         <source>Model:</source>
         <translation>模型：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="279"/>
+        <location filename="../../gui/model/controls.py" line="266"/>
         <source>Text:</source>
         <translation>文本：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="280"/>
+        <location filename="../../gui/model/controls.py" line="267"/>
         <source>Max tokens:</source>
         <translation>最多词元：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="281"/>
+        <location filename="../../gui/model/controls.py" line="268"/>
         <source>Memory limit:</source>
         <translation>内存上限：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="282"/>
+        <location filename="../../gui/model/controls.py" line="269"/>
         <source>α grid (log-spaced, α = 1 always in):</source>
         <translation>α 网格（对数间隔，始终包含 α = 1）：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="283"/>
+        <location filename="../../gui/model/controls.py" line="270"/>
         <source>to</source>
         <translation>到</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="283"/>
+        <location filename="../../gui/model/controls.py" line="270"/>
         <source>points</source>
         <translation>点数</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="284"/>
+        <location filename="../../gui/model/controls.py" line="271"/>
         <source>Apply to:</source>
         <translation>作用于：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="285"/>
+        <location filename="../../gui/model/controls.py" line="272"/>
         <source>Layers:</source>
         <translation>层：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="285"/>
+        <location filename="../../gui/model/controls.py" line="272"/>
         <source>Layer:</source>
         <translation>层：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="286"/>
+        <location filename="../../gui/model/controls.py" line="273"/>
         <source>Heads:</source>
         <translation>头：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="286"/>
+        <location filename="../../gui/model/controls.py" line="273"/>
         <source>Scale:</source>
         <translation>缩放：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="287"/>
+        <location filename="../../gui/model/controls.py" line="274"/>
         <source>Parameter:</source>
         <translation>参数：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="288"/>
+        <location filename="../../gui/model/controls.py" line="275"/>
         <source>Precision:</source>
         <translation>精度：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="289"/>
+        <location filename="../../gui/model/controls.py" line="276"/>
         <source>Softmax:</source>
         <translation>Softmax：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="290"/>
+        <location filename="../../gui/model/controls.py" line="277"/>
         <source>α per layer:</source>
         <translation>逐层 α：</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="297"/>
+        <location filename="../../gui/model/controls.py" line="284"/>
         <source>Sample</source>
         <translation>示例</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="298"/>
+        <location filename="../../gui/model/controls.py" line="285"/>
         <source>Use the installed sample model (SmolLM2-135M); names the pip command when none is installed</source>
         <translation>使用已安装的示例模型（SmolLM2-135M）；未安装时给出 pip 命令</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="301"/>
+        <location filename="../../gui/model/controls.py" line="288"/>
         <source>The text whose next-token loss is measured (tokenized with the model&apos;s own tokenizer)</source>
         <translation>测量其下一词元损失的文本（用模型自己的分词器切分）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="303"/>
+        <location filename="../../gui/model/controls.py" line="290"/>
         <source>A longer text is cut to its first tokens</source>
         <translation>更长的文本只取其前面的词元</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="305"/>
+        <location filename="../../gui/model/controls.py" line="292"/>
         <source>The most memory one forward may allocate; a longer text is refused with the numbers</source>
         <translation>一次前向计算最多可分配的内存；超出时不运行，并给出数字</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="308"/>
+        <location filename="../../gui/model/controls.py" line="295"/>
         <source>α multiplies every attention logit of the chosen layers and heads; α = 1 is the model itself, α = √d_k undoes its 1/√d_k</source>
         <translation>α 乘以所选层和头的每个注意力 logit；α = 1 即模型本身，α = √d_k 抵消其 1/√d_k</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="311"/>
+        <location filename="../../gui/model/controls.py" line="298"/>
         <location filename="../../gui/model/texts.py" line="39"/>
         <source>all layers</source>
         <translation>所有层</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="312"/>
+        <location filename="../../gui/model/controls.py" line="299"/>
         <source>layers</source>
         <translation>选定的层</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="313"/>
+        <location filename="../../gui/model/controls.py" line="300"/>
         <source>heads of one layer</source>
         <translation>一层中的头</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="315"/>
+        <location filename="../../gui/model/controls.py" line="302"/>
         <source>Where α (and the scale, the precision) applies</source>
         <translation>α（以及缩放、精度）作用的位置</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="317"/>
+        <location filename="../../gui/model/controls.py" line="304"/>
         <source>e.g. 0,2,5-7</source>
         <translation>例如 0,2,5-7</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="318"/>
+        <location filename="../../gui/model/controls.py" line="305"/>
         <source>all (or e.g. 0,3)</source>
         <translation>全部（或例如 0,3）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="319"/>
+        <location filename="../../gui/model/controls.py" line="306"/>
         <source>model&apos;s own</source>
         <translation>模型自身</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="322"/>
+        <location filename="../../gui/model/controls.py" line="309"/>
         <source>Keep the model&apos;s own scale c, or replace it by an explorer rule (α multiplies either)</source>
         <translation>保留模型自身的缩放 c，或换成探索器的规则（α 与两者相乘）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="325"/>
+        <location filename="../../gui/model/controls.py" line="312"/>
         <source>The rule&apos;s parameter: T, gain g, cap, SSMax s or YaRN f</source>
         <translation>规则的参数：T、增益 g、上限 cap、SSMax s 或 YaRN f</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="327"/>
+        <location filename="../../gui/model/controls.py" line="314"/>
         <source>Round the attention logits and softmax to this format (float32: no rounding)</source>
         <translation>把注意力 logit 和 softmax 舍入到此格式（float32：不舍入）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="329"/>
+        <location filename="../../gui/model/controls.py" line="316"/>
         <source>stable (max subtracted)</source>
         <translation>稳定（减去最大值）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="330"/>
+        <location filename="../../gui/model/controls.py" line="317"/>
         <source>naive exp(z)</source>
         <translation>直接 exp(z)（不减最大值）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="333"/>
+        <location filename="../../gui/model/controls.py" line="320"/>
         <source>How the rounded softmax is taken</source>
         <translation>舍入后的 softmax 如何计算</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="334"/>
+        <location filename="../../gui/model/controls.py" line="321"/>
         <source>√d_k (no scaling)</source>
         <translation>√d_k（不缩放）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="335"/>
+        <location filename="../../gui/model/controls.py" line="322"/>
         <source>The α applied to one layer (or head) at a time for the per-layer curve</source>
         <translation>逐层曲线中每次只作用于一层（或一个头）的 α</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="338"/>
+        <location filename="../../gui/model/controls.py" line="325"/>
         <source>Run</source>
         <translation>运行</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="339"/>
+        <location filename="../../gui/model/controls.py" line="326"/>
         <source>Score the text under every α of the grid, then each layer in turn, then continue it (Ctrl+Enter)</source>
         <translation>在网格的每个 α 下为文本打分，再逐层进行，然后续写文本（Ctrl+Enter）</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="342"/>
+        <location filename="../../gui/model/controls.py" line="329"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../../gui/model/controls.py" line="343"/>
+        <location filename="../../gui/model/controls.py" line="330"/>
         <source>Stop; the points computed so far stay (Esc)</source>
         <translation>停止；已算出的点保留（Esc）</translation>
     </message>
@@ -2560,98 +2560,93 @@ scale (α = 1)</source>
 <context>
     <name>PrecisionView</name>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="135"/>
+        <location filename="../../gui/explorer/views/precision.py" line="132"/>
         <source>Precision</source>
         <extracomment>A point&apos;s weight error is drawn only when it averages at least this share of its rows: an error over the few rows that did not overflow describes those rows, not the point.</extracomment>
         <translation>数值精度</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="139"/>
+        <location filename="../../gui/explorer/views/precision.py" line="136"/>
         <source>Format:</source>
         <translation>格式：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="140"/>
+        <location filename="../../gui/explorer/views/precision.py" line="137"/>
         <source>Number format of the logits, exponentials, row sum and weights (computed in float32 and rounded to it after every step)</source>
         <translation>logit、指数、行和与权重的数值格式（以 float32 计算，每一步后取为该格式最近的值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="143"/>
+        <location filename="../../gui/explorer/views/precision.py" line="140"/>
         <source>Softmax:</source>
         <translation>Softmax：</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="144"/>
+        <location filename="../../gui/explorer/views/precision.py" line="141"/>
         <location filename="../../gui/tour/content.py" line="139"/>
         <source>max subtracted (stable)</source>
         <translation>减去最大值（稳定）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="145"/>
+        <location filename="../../gui/explorer/views/precision.py" line="142"/>
         <location filename="../../gui/tour/content.py" line="137"/>
         <source>naive exp(z)</source>
         <translation>直接 exp(z)（不减最大值）</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="146"/>
+        <location filename="../../gui/explorer/views/precision.py" line="143"/>
         <source>Subtract the row maximum before exp (stable) or not (naive)</source>
         <translation>在 exp 之前减去行最大值（稳定）或不减</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="149"/>
+        <location filename="../../gui/explorer/views/precision.py" line="146"/>
         <source>Rows that overflow</source>
         <translation>超出范围的行</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="150"/>
+        <location filename="../../gui/explorer/views/precision.py" line="147"/>
         <source>share of rows</source>
         <translation>行的比例</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="152"/>
+        <location filename="../../gui/explorer/views/precision.py" line="149"/>
         <source>Weight error</source>
         <translation>权重误差</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="153"/>
+        <location filename="../../gui/explorer/views/precision.py" line="150"/>
         <source>mean per-row max|Δp|</source>
         <translation>每行 max|Δp| 的均值</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="155"/>
+        <location filename="../../gui/explorer/views/precision.py" line="152"/>
         <source>Largest logit</source>
         <translation>最大 logit</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="156"/>
+        <location filename="../../gui/explorer/views/precision.py" line="153"/>
         <source>mean row max|z|</source>
         <translation>每行 max|z| 的均值</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="161"/>
+        <location filename="../../gui/explorer/views/precision.py" line="158"/>
         <location filename="../../gui/tour/content.py" line="141"/>
         <source>only the logits rounded</source>
         <translation>只有 logit 取为该格式</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="236"/>
-        <source>{0}: {1:.0%}
-of rows overflow
-at d_k = {2:g}</source>
-        <translation>{0}：
-d_k = {2:g} 时
-{1:.0%} 的行
-超出范围</translation>
+        <location filename="../../gui/explorer/views/precision.py" line="229"/>
+        <source>The error curve of {0} stops at d&lt;sub&gt;k&lt;/sub&gt; = {2:g}, where {1:.0%} of its rows overflow.</source>
+        <translation>{0} 的误差曲线在 d&lt;sub&gt;k&lt;/sub&gt; = {2:g} 处中断：该处 {1:.0%} 的行超出范围。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="261"/>
+        <location filename="../../gui/explorer/views/precision.py" line="251"/>
         <source>largest {0}:
 {1:.6g}</source>
         <translation>{0} 最大值：
 {1:.6g}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="264"/>
+        <location filename="../../gui/explorer/views/precision.py" line="254"/>
         <source>ln {0:.6g} ≈ {1:.3g}:
 naive exp
 overflows</source>
@@ -2660,17 +2655,22 @@ overflows</source>
 exp 超出范围</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="278"/>
-        <source>n = {0}, q and k ~ N(0, 1); weight errors over the first ≤ {3} of {1} rows per point, against the float64 max-subtracted softmax, averaged over the rows that do not overflow; where more than half of them overflow no error is drawn. Right: dashed, the largest {2} value; dotted, its logarithm, above which exp overflows unless the row maximum is subtracted.</source>
-        <translation>n = {0}，q 与 k ~ N(0, 1)；权重误差取每个点 {1} 行中的前 ≤ {3} 行，相对于 float64 减最大值的 softmax，只对未超出范围的行取平均；超过一半的行超出范围时不绘出误差。右图：虚线为 {2} 的最大值；点线为它的对数，不减行最大值时 logit 超过它 exp 就超出范围。</translation>
+        <location filename="../../gui/explorer/views/precision.py" line="269"/>
+        <source>n = {0}, q and k ~ N(0, 1); weight errors over the first {3} of {1} rows per point, against the float64 max-subtracted softmax, averaged over the rows that do not overflow; where more than half of them overflow no error is drawn. Right: dashed, the largest {2} value; dotted, its logarithm, above which exp overflows unless the row maximum is subtracted.</source>
+        <translation>n = {0}，q 与 k ~ N(0, 1)；权重误差取每个点 {1} 行中的前 {3} 行，相对于 float64 减最大值的 softmax，只对未超出范围的行取平均；超过一半的行超出范围时不绘出误差。右图：虚线为 {2} 的最大值；点线为它的对数，不减行最大值时 logit 超过它 exp 就超出范围。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="287"/>
+        <location filename="../../gui/explorer/views/precision.py" line="279"/>
+        <source> Every key is correlated with the query: k = ρq + √(1−ρ²)ξ with ρ = {0}, so q·k grows like ρ·d&lt;sub&gt;k&lt;/sub&gt;.</source>
+        <translation> 每个键都与查询相关：k = ρq + √(1−ρ²)ξ，ρ = {0}，因此 q·k 随 ρ·d&lt;sub&gt;k&lt;/sub&gt; 增长。</translation>
+    </message>
+    <message>
+        <location filename="../../gui/explorer/views/precision.py" line="284"/>
         <source> bfloat16 keeps float32&apos;s range (3.4·10³⁸).</source>
         <translation> bfloat16 与 float32 的范围相同（3.4·10³⁸）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="268"/>
+        <location filename="../../gui/explorer/views/precision.py" line="258"/>
         <source>  Sweep running.</source>
         <translation>  扫描进行中。</translation>
     </message>

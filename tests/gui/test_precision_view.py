@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 
 from engine.analysis.explorer import sweep_config_for
@@ -27,11 +28,11 @@ def _stat(point, precision, softmax, rounding):
     return stat
 
 
-def _build(qtbot, points) -> PrecisionView:
+def _build(qtbot, points, config: AttentionConfig = CONFIG) -> PrecisionView:
     view = PrecisionView()
     qtbot.addWidget(view)
     view.resize(1100, 600)
-    view.show_results(ExplorerResults(config=CONFIG, sweep_points=points,
+    view.show_results(ExplorerResults(config=config, sweep_points=points,
                                       sweep_done=True))
     return view
 
@@ -107,9 +108,57 @@ def test_the_error_curve_stops_with_a_word_where_most_rows_overflow(qtbot, point
     err = view.curve("error", ScalingRule.NONE).yData
     assert math.isfinite(err[1]) and math.isnan(err[2]) and math.isnan(err[3])
     label = view.stop_label(ScalingRule.NONE)
-    assert "of rows overflow\nat d_k = 64" in label and label.startswith("none")
+    assert label.startswith("The error curve of none stops at d<sub>k</sub> = 64, where ")
+    assert label in _notes(view)
     # 1/√d_k keeps every row: no word; the stable softmax: nothing overflows, no word.
     assert view.stop_label(ScalingRule.SQRT) == ""
     view.set_choice("float16", "stable")
     assert view.stop_label(ScalingRule.NONE) == ""
     assert np.isfinite(view.curve("error", ScalingRule.NONE).yData).all()
+
+
+CORRELATED = AttentionConfig(n_tokens=17, d_k=64, rho=0.5, samples=600)
+
+
+@pytest.fixture(scope="module")
+def correlated_points():
+    """ρ = 0.5, as the self-test sets it: under fp16 without the max subtracted both rules'
+    error curves stop (none at d_k = 16, 1/√d_k at 256)."""
+    return tuple(run_sweep(sweep_config_for(CORRELATED, values=(1, 4, 16, 64, 256, 1024))))
+
+
+@pytest.mark.parametrize("size", [(1000, 600), (640, 480)])
+def test_both_stops_are_said_below_the_plots_not_over_the_curves(qtbot, correlated_points,
+                                                                  size):
+    """Two labels inside the error panel overlapped each other, and at the 1024×768 window's
+    panel width the curves: the note under the plots, which wraps to its width, says it."""
+    view = _build(qtbot, correlated_points, CORRELATED)
+    view.resize(*size)
+    view.show()
+    view.set_choice("float16", "naive")
+    qtbot.wait(20)
+    none, sqrt = view.stop_label(ScalingRule.NONE), view.stop_label(ScalingRule.SQRT)
+    assert "of none stops at d<sub>k</sub> = 16, where " in none
+    assert "of 1/√d_k stops at d<sub>k</sub> = 256, where " in sqrt
+    notes = _notes(view)
+    assert notes.index(none) < notes.index(sqrt)
+    panel = view.curve("error", ScalingRule.NONE).getViewBox().sceneBoundingRect()
+    texts = [item for item in view.export_item().scene().items()
+             if isinstance(item, pg.LabelItem | pg.TextItem) and item.isVisible()]
+    assert not [item for item in texts
+                if panel.intersects(item.mapRectToScene(item.boundingRect()))]
+
+
+def test_the_note_counts_the_rows_it_averages_and_names_the_correlation(qtbot,
+                                                                          correlated_points):
+    text = _notes(_build(qtbot, correlated_points, CORRELATED))
+    assert "over the first 600 of 600 rows per point" in text  # fewer rows than the grid's
+    assert "k = ρq + √(1−ρ²)ξ with ρ = 0.5" in text
+    independent = _notes(_build(qtbot, ()))  # CONFIG: ρ = 0
+    assert "n = 64, q and k ~ N(0, 1)" in independent and "ρq" not in independent
+
+
+def _notes(view: PrecisionView) -> str:
+    """Every text label of the exported picture, one per line."""
+    return "\n".join(item.text for item in view.export_item().scene().items()
+                     if isinstance(item, pg.LabelItem))

@@ -8,6 +8,7 @@ format and softmax-form selectors only choose which of them the curves show.
 
 from __future__ import annotations
 
+import html
 import math
 from typing import TYPE_CHECKING
 
@@ -114,14 +115,10 @@ class PrecisionView(ExplorerView):
             self._plots["logit"].addItem(line)
         self._logits_sample = pg.PlotDataItem(
             pen=pg.mkPen(style.THEORY_COLOR, width=2, style=Qt.PenStyle.DashLine))
-        # Where a rule's error curve stops because most rows overflowed, a word says so.
-        self._stops: dict[ScalingRule, pg.TextItem] = {}
-        for rule in RULES:
-            stop = pg.TextItem(color=style.RULE_COLORS[rule], anchor=(0.0, 0.0))
-            stop.setFont(style.font(style.TEXT_PT))
-            stop.setVisible(False)
-            self._plots["error"].addItem(stop, ignoreBounds=True)
-            self._stops[rule] = stop
+        # Where a rule's error curve stops because most rows overflowed, the note below the
+        # plots says so: labels inside the panel overlapped each other and, in a panel as
+        # narrow as the 1024×768 window's, the curves.
+        self._stop_texts: dict[ScalingRule, str] = {}
         self._note = style.make_label()
         self._widget.addItem(self._note, row=2, col=0, colspan=3)
         self._groups: dict[ScalingRule, list[SweepPoint]] = {}
@@ -217,29 +214,22 @@ class PrecisionView(ExplorerView):
         return math.nan, math.nan
 
     def stop_label(self, rule: ScalingRule) -> str:
-        """The word shown where ``rule``'s error curve stops ("" when it does not)."""
-        stop = self._stops[ScalingRule(rule)]
-        return stop.toPlainText() if stop.isVisible() else ""
+        """What the note says of where ``rule``'s error curve stops ("" when it does not)."""
+        return self._stop_texts.get(ScalingRule(rule), "")
 
     def _mark_stop(self, rule: ScalingRule, x: list[float], errors: list[float],
                    overflow: list[float]) -> None:
         """Say where the error curve stops because most rows overflowed."""
-        stop = self._stops[rule]
-        drawn = [i for i, e in enumerate(errors) if math.isfinite(e) and e > 0]
+        drawn = any(math.isfinite(e) and e > 0 for e in errors)
         first_gap = next((i for i, e in enumerate(errors)
                           if not math.isfinite(e) and overflow[i] > 1.0 - MIN_AVERAGED_SHARE),
                          None)
-        if first_gap is None or not drawn:
-            stop.setVisible(False)
-            return
-        last = max((i for i in drawn if i < first_gap), default=drawn[0])
-        stop.setText(translate("PrecisionView", "{0}: {1:.0%}\nof rows overflow\nat d_k = {2:g}")
-                     .format(style.rule_name(rule), overflow[first_gap], x[first_gap]))
-        # Below the curve's last point, right-aligned on the largest d_k so that the text stays
-        # inside the plot however narrow it is (log axes: log₁₀ coordinates).
-        stop.setAnchor((1.0, 0.0))
-        stop.setPos(math.log10(x[-1]), math.log10(errors[last]))
-        stop.setVisible(True)
+        self._stop_texts.pop(rule, None)
+        if first_gap is not None and drawn:
+            self._stop_texts[rule] = translate(
+                "PrecisionView", "The error curve of {0} stops at d<sub>k</sub> = {2:g}, where "
+                "{1:.0%} of its rows overflow.").format(
+                    html.escape(style.rule_name(rule)), overflow[first_gap], x[first_gap])
 
     def _draw(self) -> None:
         precision, softmax = self.choice()
@@ -273,16 +263,24 @@ class PrecisionView(ExplorerView):
         self._note.setText(note + running if streaming else note)
 
     def _note_text(self, precision: Precision) -> str:
-        n = self._results.config.n_tokens if self._results is not None else 0
+        config = self._results.config if self._results is not None else None
+        n = config.n_tokens if config is not None else 0
         samples = min((p.samples for pts in self._groups.values() for p in pts), default=0)
         text = translate(
             "PrecisionView",
-            "n = {0}, q and k ~ N(0, 1); weight errors over the first ≤ {3} of {1} rows per "
+            "n = {0}, q and k ~ N(0, 1); weight errors over the first {3} of {1} rows per "
             "point, against the float64 max-subtracted softmax, averaged over the rows that "
             "do not overflow; where more than half of them overflow no error is drawn. Right: "
             "dashed, the largest {2} value; dotted, its logarithm, above which "
             "exp overflows unless the row maximum is subtracted.",
-        ).format(n, samples, precision.value, grid_rows(max(n, 1)))
+        ).format(n, samples, precision.value, min(samples, grid_rows(max(n, 1))))
+        if config is not None and config.rho != 0.0:
+            # the sweep draws every key from the query (engine.analysis.sweep_rows)
+            text += translate(
+                "PrecisionView", " Every key is correlated with the query: k = ρq + "
+                "√(1−ρ²)ξ with ρ = {0}, so q·k grows like ρ·d<sub>k</sub>.").format(
+                    f"{config.rho:.3g}")
         if precision is Precision.BFLOAT16:
             text += translate("PrecisionView", " bfloat16 keeps float32's range (3.4·10³⁸).")
+        text += "".join(f" {self._stop_texts[rule]}" for rule in RULES if rule in self._stop_texts)
         return text
