@@ -2634,19 +2634,19 @@ scale (α = 1)</source>
         <translation>只有 logit 取为该格式</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="229"/>
+        <location filename="../../gui/explorer/views/precision.py" line="292"/>
         <source>The error curve of {0} stops at d&lt;sub&gt;k&lt;/sub&gt; = {2:g}, where {1:.0%} of its rows overflow.</source>
         <translation>{0} 的误差曲线在 d&lt;sub&gt;k&lt;/sub&gt; = {2:g} 处中断：该处 {1:.0%} 的行超出范围。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="251"/>
+        <location filename="../../gui/explorer/views/precision.py" line="248"/>
         <source>largest {0}:
 {1:.6g}</source>
         <translation>{0} 最大值：
 {1:.6g}</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="254"/>
+        <location filename="../../gui/explorer/views/precision.py" line="251"/>
         <source>ln {0:.6g} ≈ {1:.3g}:
 naive exp
 overflows</source>
@@ -2655,22 +2655,22 @@ overflows</source>
 exp 超出范围</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="269"/>
+        <location filename="../../gui/explorer/views/precision.py" line="268"/>
         <source>n = {0}, q and k ~ N(0, 1); weight errors over the first {3} of {1} rows per point, against the float64 max-subtracted softmax, averaged over the rows that do not overflow; where more than half of them overflow no error is drawn. Right: dashed, the largest {2} value; dotted, its logarithm, above which exp overflows unless the row maximum is subtracted.</source>
         <translation>n = {0}，q 与 k ~ N(0, 1)；权重误差取每个点 {1} 行中的前 {3} 行，相对于 float64 减最大值的 softmax，只对未超出范围的行取平均；超过一半的行超出范围时不绘出误差。右图：虚线为 {2} 的最大值；点线为它的对数，不减行最大值时 logit 超过它 exp 就超出范围。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="279"/>
+        <location filename="../../gui/explorer/views/precision.py" line="278"/>
         <source> Every key is correlated with the query: k = ρq + √(1−ρ²)ξ with ρ = {0}, so q·k grows like ρ·d&lt;sub&gt;k&lt;/sub&gt;.</source>
         <translation> 每个键都与查询相关：k = ρq + √(1−ρ²)ξ，ρ = {0}，因此 q·k 随 ρ·d&lt;sub&gt;k&lt;/sub&gt; 增长。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="284"/>
+        <location filename="../../gui/explorer/views/precision.py" line="283"/>
         <source> bfloat16 keeps float32&apos;s range (3.4·10³⁸).</source>
         <translation> bfloat16 与 float32 的范围相同（3.4·10³⁸）。</translation>
     </message>
     <message>
-        <location filename="../../gui/explorer/views/precision.py" line="258"/>
+        <location filename="../../gui/explorer/views/precision.py" line="255"/>
         <source>  Sweep running.</source>
         <translation>  扫描进行中。</translation>
     </message>

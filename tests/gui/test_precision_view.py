@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 import pytest
+from PySide6.QtWidgets import QApplication
 
 from engine.analysis.explorer import sweep_config_for
 from engine.analysis.sweep import run_sweep
@@ -162,3 +163,29 @@ def _notes(view: PrecisionView) -> str:
     """Every text label of the exported picture, one per line."""
     return "\n".join(item.text for item in view.export_item().scene().items()
                      if isinstance(item, pg.LabelItem))
+
+
+@pytest.mark.parametrize("size", [(1000, 600), (640, 480)])
+def test_the_stops_arriving_at_the_end_of_a_sweep_move_no_panel(qtbot, correlated_points,
+                                                                 size):
+    """The note keeps the room its stop sentences may need while the points stream in."""
+    plan = sweep_config_for(CORRELATED, values=(1, 4, 16, 64, 256, 1024))
+    view = _build(qtbot, (), CORRELATED)
+    view.resize(*size)
+    view.show()
+    qtbot.waitExposed(view)
+
+    def panels() -> list[tuple[float, float]]:
+        """Each panel's top and height (the note below them sets those)."""
+        QApplication.processEvents()
+        return [(plot.vb.sceneBoundingRect().top(), plot.vb.sceneBoundingRect().height())
+                for plot in view.plots()]
+
+    shown = []
+    for count in range(1, len(correlated_points) + 1):
+        view.show_results(ExplorerResults(config=CORRELATED, sweep_plan=plan,
+                                          sweep_points=correlated_points[:count],
+                                          sweep_done=count == len(correlated_points)))
+        shown.append(panels())
+    assert view.stop_label(ScalingRule.SQRT)  # both sentences are in by the end
+    assert [i for i, rects in enumerate(shown) if rects != shown[0]] == [], (shown[0], shown[-1])

@@ -226,10 +226,7 @@ class PrecisionView(ExplorerView):
                          None)
         self._stop_texts.pop(rule, None)
         if first_gap is not None and drawn:
-            self._stop_texts[rule] = translate(
-                "PrecisionView", "The error curve of {0} stops at d<sub>k</sub> = {2:g}, where "
-                "{1:.0%} of its rows overflow.").format(
-                    html.escape(style.rule_name(rule)), overflow[first_gap], x[first_gap])
+            self._stop_texts[rule] = _stop_text(rule, overflow[first_gap], x[first_gap])
 
     def _draw(self) -> None:
         precision, softmax = self.choice()
@@ -258,11 +255,13 @@ class PrecisionView(ExplorerView):
         running = translate("PrecisionView", "  Sweep running.")
         streaming = self._results is not None and bool(self._results.sweep_points) and not (
             self._results.sweep_done)
-        if self._results is not None and self._results.sweep_plan is not None:
-            self._note.reserve_text(note + running)
+        plan = self._results.sweep_plan if self._results is not None else None
+        if plan is not None:  # room for the longest the note may become, stops included
+            stops = "".join(f" {_stop_text(rule, 1.0, max(plan.values))}" for rule in RULES)
+            self._note.reserve_text(self._note_text(precision, stops=False) + running + stops)
         self._note.setText(note + running if streaming else note)
 
-    def _note_text(self, precision: Precision) -> str:
+    def _note_text(self, precision: Precision, *, stops: bool = True) -> str:
         config = self._results.config if self._results is not None else None
         n = config.n_tokens if config is not None else 0
         samples = min((p.samples for pts in self._groups.values() for p in pts), default=0)
@@ -282,5 +281,14 @@ class PrecisionView(ExplorerView):
                     f"{config.rho:.3g}")
         if precision is Precision.BFLOAT16:
             text += translate("PrecisionView", " bfloat16 keeps float32's range (3.4·10³⁸).")
-        text += "".join(f" {self._stop_texts[rule]}" for rule in RULES if rule in self._stop_texts)
+        if stops:
+            text += "".join(f" {self._stop_texts[rule]}" for rule in RULES
+                            if rule in self._stop_texts)
         return text
+
+
+def _stop_text(rule: ScalingRule, share: float, d_k: float) -> str:
+    """The note's sentence on where ``rule``'s error curve stops."""
+    return translate("PrecisionView", "The error curve of {0} stops at d<sub>k</sub> = {2:g}, "
+                     "where {1:.0%} of its rows overflow.").format(
+                         html.escape(style.rule_name(rule)), share, d_k)
