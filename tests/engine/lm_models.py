@@ -61,7 +61,7 @@ def bert_with_mlm(root: Path) -> Path:
                         {k: v.astype(np.float32) for k, v in extra.items()})
 
 
-def token_losses(logits: np.ndarray, ids: tuple[int, ...]) -> np.ndarray:
+def token_losses(logits: np.ndarray, ids: tuple[int, ...] | np.ndarray) -> np.ndarray:
     """−ln softmax(logits row t)[id t + 1] for t < n − 1, in float64."""
     z = logits.astype(np.float64)
     z -= z.max(axis=1, keepdims=True)
