@@ -31,13 +31,8 @@ from engine.cli.capture import read_text_file
 from engine.models import Capture, ModelError
 from gui.heads.token_count import TokenCount
 from gui.kit.i18n import Retranslating, translate
-from gui.kit.model_input import (
-    DEFAULT_TEXT,
-    MAX_TEXT_CHARS,
-    BoundedTextEdit,
-    ModelPathRow,
-    memory_spin,
-)
+from gui.kit.model_input import DEFAULT_TEXT, BoundedTextEdit, ModelPathRow, memory_spin
+from gui.kit.session_model import MAX_TEXT_CHARS
 
 __all__ = ["DEFAULT_TEXT", "MAX_TEXT_CHARS", "MAX_TOKENS_LIMIT", "CaptureDialog"]
 

@@ -22,12 +22,11 @@ from engine.config import DEFAULT_MEMORY_BUDGET_BYTES
 from gui.kit.i18n import translate
 from gui.kit.session_model import MAX_TEXT_CHARS
 
-__all__ = ["DEFAULT_TEXT", "MAX_TEXT_CHARS", "BoundedTextEdit", "ModelPathRow", "memory_spin",
+__all__ = ["DEFAULT_TEXT", "BoundedTextEdit", "ModelPathRow", "memory_spin",
            "physical_memory_gib"]
 
 #: The sentence a text box starts with (the one docs/heads.md's SmolLM2 figures were made on).
 DEFAULT_TEXT = "The cat sat on the mat because it was tired."
-
 
 
 class BoundedTextEdit(QPlainTextEdit):

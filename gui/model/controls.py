@@ -42,7 +42,7 @@ from gui.kit.session_model import (
 )
 from gui.model.task import ModelTask
 
-__all__ = ["RULE_PARAMETER", "ModelControls", "alpha_grid"]
+__all__ = ["RULE_PARAMETER", "ModelControls"]
 
 #: The parameter each rule takes from the parameter box (the rules without one are absent).
 RULE_PARAMETER = {ScalingRule.TEMPERATURE: ("temperature", "T", 8.0),

@@ -13,9 +13,9 @@ from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from engine.models import Intervention, continue_text, iter_sweep, open_model, score_text
+from engine.models.intervention import alpha_grid
 from gui.kit import export, i18n
 from gui.model import ModelView
-from gui.model.controls import alpha_grid
 from gui.model.texts import shown_token
 from tests.engine.test_models import FIXTURES, sample_model_path
 from tests.gui.conftest import HANG_MS
