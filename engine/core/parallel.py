@@ -9,10 +9,13 @@ large elementwise operations (benchmarks/bench_engine.py compares the two).
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
+
+import numpy as np
 
 from engine.core.checks import check_dim
 from engine.core.threads import limit_blas_threads
@@ -22,6 +25,7 @@ __all__ = [
     "finish",
     "get_num_threads",
     "parallel_pays",
+    "rows_product",
     "run_tasks",
     "run_tiles",
     "set_num_threads",
@@ -193,3 +197,82 @@ def _share(threads: int, items: Iterable[_Tile], make_state: Callable[[], _S],
         finish(futures)
     results = [first, *(f.result() for f in futures if not f.cancelled())]
     return [r for r in results if r is not None]
+
+
+# A one-row product's output rows are shared from this many weights on (SmolLM2's 576 × 576
+# and larger; its 192 × 576 keys and values take about as long as the hand-off).
+_ROWS_PRODUCT_MIN_WEIGHTS = 1 << 18
+# Row blocks start at multiples of this, so that BLAS gives each row the same bits whatever
+# the split.
+_ROWS_ALIGN = 16
+
+_Job = tuple[Callable[[], None], "queue.SimpleQueue[BaseException | None]"]
+_helper_queues: list[queue.SimpleQueue[_Job]] = []
+_helpers_lock = threading.Lock()
+
+
+def _serve(jobs: queue.SimpleQueue[_Job]) -> None:
+    while True:
+        job, done = jobs.get()
+        try:
+            job()
+        except BaseException as error:  # handed to the caller, which raises it
+            done.put(error)
+        else:
+            done.put(None)
+
+
+def _helpers(count: int) -> list[queue.SimpleQueue[_Job]]:
+    """The job queues of ``count`` idle daemon threads, started on first use."""
+    while len(_helper_queues) < count:
+        jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        threading.Thread(target=_serve, args=(jobs,), name="rows-product",
+                         daemon=True).start()
+        _helper_queues.append(jobs)
+    return _helper_queues[:count]
+
+
+def _forget_helpers() -> None:
+    # A forked child has none of its parent's threads: it starts its own when it needs them.
+    global _helpers_lock
+    _helper_queues.clear()
+    _helpers_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helpers)
+
+
+def rows_product(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``w @ x.T`` (m, 1) for one row ``x`` (1, k) and a large ``w`` (m, k), its output rows
+    computed in blocks on this thread and :func:`get_num_threads` − 1 helper threads.
+
+    For a language model's new token, whose every product is one row times a weight matrix
+    read from memory: several single-threaded products on their own rows (hold
+    :func:`~engine.core.threads.limit_blas_threads` (1) around the calls) read the weights
+    faster than a multithreaded BLAS, whose hand-offs cost more than such a product takes.
+    Each row's bits are those of the plain product. Other shapes, a small ``w``, one thread,
+    or another caller already splitting, take the plain product.
+    """
+    m = w.shape[0]
+    parts = min(_num_threads, m // _ROWS_ALIGN)
+    if (x.shape[0] != 1 or parts < 2 or w.size < _ROWS_PRODUCT_MIN_WEIGHTS
+            or not _helpers_lock.acquire(blocking=False)):
+        return w @ x.T
+    try:
+        step = -(-m // parts // _ROWS_ALIGN) * _ROWS_ALIGN
+        out = np.empty((m, 1), dtype=np.result_type(w, x))
+        blocks = [(a, min(m, a + step)) for a in range(0, m, step)]
+        done: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+        for jobs, (a, b) in zip(_helpers(len(blocks) - 1), blocks[1:], strict=True):
+            jobs.put((lambda a=a, b=b: np.matmul(w[a:b], x.T, out=out[a:b]), done))
+        try:
+            np.matmul(w[:blocks[0][1]], x.T, out=out[:blocks[0][1]])
+        finally:  # the helpers write into ``out``: never leave before they finish
+            errors = [done.get() for _ in blocks[1:]]
+        for error in errors:
+            if error is not None:
+                raise error
+        return out
+    finally:
+        _helpers_lock.release()

@@ -13,11 +13,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from engine.core.parallel import rows_product
 from engine.models.spec import ModelSpec
 from engine.models.weights import ModelError, WeightStore
 
 __all__ = ["BLOCKS", "CaptureCancelled", "Layer", "Step", "activation", "check_cancel", "erf",
-           "layer_norm", "rms_norm", "rotate"]
+           "layer_norm", "rms_norm", "rotate", "split_linear"]
 
 
 class CaptureCancelled(Exception):
@@ -133,6 +134,13 @@ def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     return y if b is None else y + b
 
 
+def split_linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """:func:`_linear`, a one-row ``x``'s output rows shared over the engine's threads
+    (:func:`engine.core.parallel.rows_product`: the same bits)."""
+    y = rows_product(w, x).T
+    return y if b is None else y + b
+
+
 def check_cancel(cancelled: Callable[[], bool] | None) -> None:
     if cancelled is not None and cancelled():
         raise CaptureCancelled
@@ -140,12 +148,14 @@ def check_cancel(cancelled: Callable[[], bool] | None) -> None:
 
 class Step(NamedTuple):
     """What one layer's pieces read beyond its weights: the spec, the activation, the
-    residual branches' multiplier and whether norms scale by 1 + w."""
+    residual branches' multiplier, whether norms scale by 1 + w, and the product of a
+    stream with a weight matrix (and bias)."""
 
     spec: ModelSpec
     act: Callable[[np.ndarray], np.ndarray]
     residual: np.float32
     plus_one: bool
+    linear: Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray] = _linear
 
 
 Qkv = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -173,9 +183,9 @@ def _embed_none(x: np.ndarray, store: WeightStore, top: Layer,
 
 def _qkv_bert(x: np.ndarray, w: Layer, s: Step) -> Qkv:
     heads, hd = s.spec.heads, s.spec.head_dim
-    return (_heads(_linear(x, w("q.w"), w("q.b")), heads, hd),
-            _heads(_linear(x, w("k.w"), w("k.b")), heads, hd),
-            _heads(_linear(x, w("v.w"), w("v.b")), heads, hd))
+    return (_heads(s.linear(x, w("q.w"), w("q.b")), heads, hd),
+            _heads(s.linear(x, w("k.w"), w("k.b")), heads, hd),
+            _heads(s.linear(x, w("v.w"), w("v.b")), heads, hd))
 
 
 def _qkv_gpt2(x: np.ndarray, w: Layer, s: Step) -> Qkv:
@@ -190,24 +200,24 @@ def _qkv_gpt2(x: np.ndarray, w: Layer, s: Step) -> Qkv:
 def _qkv_olmo2(x: np.ndarray, w: Layer, s: Step) -> Qkv:
     # No norm first; QK-norm over all heads, then split.
     spec, hd = s.spec, s.spec.head_dim
-    q = rms_norm(_linear(x, w("q.w"), w.optional("q.b")), w("q_norm.w"), spec.eps)
-    k = rms_norm(_linear(x, w("k.w"), w.optional("k.b")), w("k_norm.w"), spec.eps)
+    q = rms_norm(s.linear(x, w("q.w"), w.optional("q.b")), w("q_norm.w"), spec.eps)
+    k = rms_norm(s.linear(x, w("k.w"), w.optional("k.b")), w("k_norm.w"), spec.eps)
     q, k = _heads(q, spec.heads, hd), _heads(k, spec.kv_heads, hd)
-    return q, k, _heads(_linear(x, w("v.w"), w.optional("v.b")), spec.kv_heads, hd)
+    return q, k, _heads(s.linear(x, w("v.w"), w.optional("v.b")), spec.kv_heads, hd)
 
 
 def _qkv_llama(x: np.ndarray, w: Layer, s: Step) -> Qkv:
     spec, hd = s.spec, s.spec.head_dim
     if spec.fused:  # Phi-3: one matrix gives q, then k, then v
-        qkv = _linear(rms_norm(x, w("norm1.w"), spec.eps), w("qkv.w"), None)
+        qkv = s.linear(rms_norm(x, w("norm1.w"), spec.eps), w("qkv.w"), None)
         q_end, k_end = spec.heads * hd, (spec.heads + spec.kv_heads) * hd
         return (_heads(qkv[:, :q_end], spec.heads, hd),
                 _heads(qkv[:, q_end:k_end], spec.kv_heads, hd),
                 _heads(qkv[:, k_end:], spec.kv_heads, hd))
     h = rms_norm(x, w("norm1.w"), spec.eps, s.plus_one)
-    q = _heads(_linear(h, w("q.w"), w.optional("q.b")), spec.heads, hd)
-    k = _heads(_linear(h, w("k.w"), w.optional("k.b")), spec.kv_heads, hd)
-    v = _heads(_linear(h, w("v.w"), w.optional("v.b")), spec.kv_heads, hd)
+    q = _heads(s.linear(h, w("q.w"), w.optional("q.b")), spec.heads, hd)
+    k = _heads(s.linear(h, w("k.w"), w.optional("k.b")), spec.kv_heads, hd)
+    v = _heads(s.linear(h, w("v.w"), w.optional("v.b")), spec.kv_heads, hd)
     if spec.qk_norm:
         q = rms_norm(q, w("q_norm.w"), spec.eps, s.plus_one)
         k = rms_norm(k, w("k_norm.w"), spec.eps, s.plus_one)
@@ -216,9 +226,9 @@ def _qkv_llama(x: np.ndarray, w: Layer, s: Step) -> Qkv:
 
 def _rest_bert(x: np.ndarray, attended: np.ndarray, w: Layer, s: Step) -> np.ndarray:
     eps = s.spec.eps
-    x = layer_norm(_linear(attended, w("o.w"), w("o.b")) + x, w("norm1.w"), w("norm1.b"), eps)
-    inner = s.act(_linear(x, w("up.w"), w("up.b")))
-    return layer_norm(_linear(inner, w("down.w"), w("down.b")) + x, w("norm2.w"),
+    x = layer_norm(s.linear(attended, w("o.w"), w("o.b")) + x, w("norm1.w"), w("norm1.b"), eps)
+    inner = s.act(s.linear(x, w("up.w"), w("up.b")))
+    return layer_norm(s.linear(inner, w("down.w"), w("down.b")) + x, w("norm2.w"),
                        w("norm2.b"), eps)
 
 
@@ -230,19 +240,19 @@ def _rest_gpt2(x: np.ndarray, attended: np.ndarray, w: Layer, s: Step) -> np.nda
 
 def _rest_gemma2(x: np.ndarray, attended: np.ndarray, w: Layer, s: Step) -> np.ndarray:
     eps, plus_one = s.spec.eps, s.plus_one
-    h = _linear(attended, w("o.w"), w.optional("o.b"))
+    h = s.linear(attended, w("o.w"), w.optional("o.b"))
     x = x + rms_norm(h, w("post_attn_norm.w"), eps, plus_one)
     h = rms_norm(x, w("pre_ff_norm.w"), eps, plus_one)
-    h = _linear(s.act(_linear(h, w("gate.w"), None)) * _linear(h, w("up.w"), None),
+    h = s.linear(s.act(s.linear(h, w("gate.w"), None)) * s.linear(h, w("up.w"), None),
                 w("down.w"), None)
     return x + rms_norm(h, w("post_ff_norm.w"), eps, plus_one)
 
 
 def _rest_olmo2(x: np.ndarray, attended: np.ndarray, w: Layer, s: Step) -> np.ndarray:
     eps = s.spec.eps
-    h = _linear(attended, w("o.w"), w.optional("o.b"))
+    h = s.linear(attended, w("o.w"), w.optional("o.b"))
     x = x + rms_norm(h, w("post_attn_norm.w"), eps)
-    h = _linear(s.act(_linear(x, w("gate.w"), None)) * _linear(x, w("up.w"), None),
+    h = s.linear(s.act(s.linear(x, w("gate.w"), None)) * s.linear(x, w("up.w"), None),
                 w("down.w"), None)
     return x + rms_norm(h, w("post_ff_norm.w"), eps)
 
@@ -250,13 +260,13 @@ def _rest_olmo2(x: np.ndarray, attended: np.ndarray, w: Layer, s: Step) -> np.nd
 def _rest_llama(x: np.ndarray, attended: np.ndarray, w: Layer, s: Step) -> np.ndarray:
     # in place on each product's own fresh result; y * 1 is y, so an unscaled branch skips it
     residual = s.residual
-    x = _branch(_linear(attended, w("o.w"), w.optional("o.b")), residual, x)
+    x = _branch(s.linear(attended, w("o.w"), w.optional("o.b")), residual, x)
     h = rms_norm(x, w("norm2.w"), s.spec.eps)
     if s.spec.fused:  # Phi-3's gate_up_proj: the gate's rows, then the up's
-        gate, up = np.split(_linear(h, w("gate_up.w"), None), 2, axis=-1)
+        gate, up = np.split(s.linear(h, w("gate_up.w"), None), 2, axis=-1)
     else:
-        gate, up = _linear(h, w("gate.w"), None), _linear(h, w("up.w"), None)
-    return _branch(_linear(_times(s.act(gate), up), w("down.w"), None), residual, x)
+        gate, up = s.linear(h, w("gate.w"), None), s.linear(h, w("up.w"), None)
+    return _branch(s.linear(_times(s.act(gate), up), w("down.w"), None), residual, x)
 
 
 def _branch(y: np.ndarray, residual: np.float32, x: np.ndarray) -> np.ndarray:

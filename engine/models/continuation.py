@@ -104,17 +104,19 @@ def continue_text(model: Model, text: str, intervention: Intervention = NO_INTER
     if steps < 1:
         raise ModelError(f"the text fills all {spec.max_positions:,} positions {model.name} "
                          "reads: no room for a new token")
-    run = Pass(spec, model.lm_store(), model._names, cancelled)
+    run = Pass(spec, model.lm_store(), model._names, cancelled, split_rows=True)
     lm = model.lm_head()
     cache = _Cache(spec.layers, spec.kv_heads, len(ids) + steps, spec.head_dim)
     x = _step(run, cache, ids, 0, intervention)[-1:]
     new: list[int] = []
     # Each new token multiplies one row by every weight matrix, where a second BLAS thread
     # costs more in hand-offs than it computes (SmolLM2: 19.8 new tokens/s on one thread,
-    # 10-14 on two). The limit is the process's: BLAS work of other threads slows meanwhile.
+    # 10-14 on two); single-threaded products on blocks of the output rows, one per engine
+    # thread, read the weights faster (split_rows). The limit is the process's: BLAS work of
+    # other threads slows meanwhile.
     with limit_blas_threads(1):
         for done in range(steps):
-            token = int(np.argmax(lm.logits(lm.hidden(x))[0]))
+            token = int(np.argmax(lm.logits(lm.hidden(x), split_rows=True)[0]))
             new.append(token)
             if progress is not None:
                 progress(done + 1, steps)

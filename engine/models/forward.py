@@ -28,6 +28,7 @@ from engine.models.blocks import (
     check_cancel,
     erf,
     rotate,
+    split_linear,
 )
 from engine.models.spec import ModelSpec
 from engine.models.weights import WeightStore
@@ -67,12 +68,14 @@ class Pass:
     outside the layers); ``cancelled()`` is polled between the steps (raising
     :class:`CaptureCancelled`). ``dtype`` is the residual stream's: float32 as the models
     run, float64 to tell a float32 round-off from a real difference (the weights stay the
-    float32 ones).
+    float32 ones). ``split_rows``: a one-row stream's products share their output rows over
+    the engine's threads (:func:`engine.core.parallel.rows_product`; the same bits), for a
+    new token's steps, which run with BLAS on one thread.
     """
 
     def __init__(self, spec: ModelSpec, store: WeightStore, names: Callable[[int, str], str],
                  cancelled: Callable[[], bool] | None = None,
-                 dtype: type[np.floating] = np.float32) -> None:
+                 dtype: type[np.floating] = np.float32, *, split_rows: bool = False) -> None:
         # cached: a new token's step looks up every weight's name of every layer again
         self.spec, self.store, self.cancelled = spec, store, cancelled
         self.names = functools.cache(names)
@@ -81,6 +84,8 @@ class Pass:
         # Gemma's norms scale by 1 + w, unless the weights already hold the 1 (GGUF files).
         self.step = Step(spec, activation(spec.activation), np.float32(spec.residual_scale),
                          self.block.plus_one and not spec.norms_hold_one)
+        if split_rows:
+            self.step = self.step._replace(linear=split_linear)
         self.group = spec.heads // spec.kv_heads
         self._rotary: dict[tuple[int, int, bool], tuple[np.ndarray, np.ndarray]] = {}
 

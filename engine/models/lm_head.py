@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.core.memory import get_memory_budget
+from engine.core.parallel import rows_product
 from engine.io.source import shown
 from engine.models.blocks import activation, layer_norm, rms_norm
 from engine.models.spec import ModelSpec
@@ -155,9 +156,11 @@ class LmHead:
         plus_one = spec.family == "gemma2" and not spec.norms_hold_one
         return rms_norm(x, get(norm[0]), spec.eps, plus_one)
 
-    def logits(self, h: np.ndarray) -> np.ndarray:
-        """(m, vocabulary) float32 logits of normed rows ``h`` (m, width)."""
-        z = h @ self.matrix.T
+    def logits(self, h: np.ndarray, *, split_rows: bool = False) -> np.ndarray:
+        """(m, vocabulary) float32 logits of normed rows ``h`` (m, width); ``split_rows``: one
+        row's logits computed in vocabulary blocks over the engine's threads
+        (:func:`engine.core.parallel.rows_product`, the same bits)."""
+        z = rows_product(self.matrix, h).T if split_rows else h @ self.matrix.T
         if self.weights.kind == "mlm":
             z += self.store.get(dict(self.weights.mlm)["bias"])
         spec = self.spec

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.core.parallel import get_num_threads, set_num_threads
 from engine.models import (
     Intervention,
     Model,
@@ -129,8 +130,17 @@ def test_smollm2_agrees_with_transformers(smollm2, text: str, case: str) -> None
     assert abs(ours - theirs) < 1e-3 * theirs
 
 
+@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+def engine_threads(request: pytest.FixtureRequest):
+    """The engine's threads (2: a new token's products split over two threads' rows)."""
+    old = get_num_threads()
+    set_num_threads(request.param)
+    yield request.param
+    set_num_threads(old)
+
+
 @pytest.mark.parametrize("text", ["text0", "text1"])
-def test_smollm2_continues_as_transformers_does(smollm2, text: str) -> None:
+def test_smollm2_continues_as_transformers_does(smollm2, text: str, engine_threads) -> None:
     model, ref = smollm2
     model.end_ids = ()
     prompt = str(ref[text])

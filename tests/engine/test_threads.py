@@ -118,3 +118,84 @@ def test_num_threads_setting():
         assert parallel.get_num_threads() >= 1
     finally:
         parallel.set_num_threads(old)
+
+
+@pytest.fixture
+def threads():
+    """Sets the engine's thread count for one test."""
+    old = parallel.get_num_threads()
+    yield parallel.set_num_threads
+    parallel.set_num_threads(old)
+
+
+@pytest.mark.parametrize("shape", [(576, 576), (1536, 576), (49_152, 576), (1000, 333),
+                                   (300, 1024)])
+@pytest.mark.parametrize("count", [2, 3])
+def test_a_rows_product_gives_the_bits_of_the_plain_product(threads, shape, count):
+    """Row blocks on helper threads, as a continuation's steps use them (BLAS on one thread):
+    every output row as the single product gives it, whatever the split; odd shapes too."""
+    import threading
+
+    threads(count)
+    rng = np.random.default_rng(count)
+    w = rng.standard_normal(shape, dtype=np.float32)
+    x = rng.standard_normal((1, shape[1]), dtype=np.float32)
+    with limit_blas_threads(1):
+        expected = w @ x.T
+        got = parallel.rows_product(w, x)
+    assert got.shape == expected.shape and np.array_equal(got, expected)
+    assert any(t.name == "rows-product" for t in threading.enumerate())
+
+
+def test_other_shapes_and_one_thread_take_the_plain_product(threads):
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((1024, 512), dtype=np.float32)
+    for count, rows in [(2, 3), (1, 1)]:
+        threads(count)
+        x = rng.standard_normal((rows, 512), dtype=np.float32)
+        assert np.array_equal(parallel.rows_product(w, x), w @ x.T)
+
+
+class _Refuses:
+    def __mul__(self, other: object) -> object:
+        raise ArithmeticError("this weight refuses")
+
+    __rmul__ = __mul__
+
+
+def test_a_helpers_error_reaches_the_caller_and_the_helpers_go_on(threads):
+    threads(2)
+    w = np.ones((1024, 256), dtype=object)
+    w[-1, 0] = _Refuses()  # in the last block, which a helper thread computes
+    x = np.ones((1, 256), dtype=object)
+    with pytest.raises(ArithmeticError, match="this weight refuses"):
+        _within(60, lambda: parallel.rows_product(w, x))
+    good = np.random.default_rng(2).standard_normal((1024, 256), dtype=np.float32)
+    one = good[:1]
+    assert np.array_equal(_within(60, lambda: parallel.rows_product(good, one)), good @ one.T)
+
+
+def _product_in_a_forked_child(queue) -> None:
+    w = np.arange(1024 * 256, dtype=np.float32).reshape(1024, 256) / 1e5
+    queue.put(float(parallel.rows_product(w, w[:1]).sum()))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="fork is POSIX's")
+def test_a_forked_child_starts_its_own_helpers(threads):
+    """The parent's helper threads do not exist in a child forked from it (a notebook's
+    multiprocessing): the child's product must not wait for them."""
+    import multiprocessing
+
+    threads(2)
+    w = np.arange(1024 * 256, dtype=np.float32).reshape(1024, 256) / 1e5
+    expected = float(parallel.rows_product(w, w[:1]).sum())  # the parent's helpers run
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_product_in_a_forked_child, args=(queue,))
+    child.start()
+    child.join(60)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive, "the forked child waited for helper threads it does not have"
+    assert child.exitcode == 0 and queue.get(timeout=10) == expected
