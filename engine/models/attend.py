@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.core.parallel import run_tiles
 from engine.core.scaling import Rule, rule_operands, write_logits
 from engine.core.softmax import softmax_rows
 from engine.core.stats import SATURATION_THRESHOLD, row_entropy
@@ -168,29 +169,30 @@ def _row_entropies(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.maximum(-total, 0.0), p_max
 
 
-class _Tally:
-    """Sums over a layer's (head, query) rows, block by block: entropy, saturated rows, rows
-    (weights of masked keys are 0 and add nothing)."""
-
-    def __init__(self) -> None:
-        self.entropy, self.saturated, self.rows = 0.0, 0, 0
-
-    def add(self, p: np.ndarray) -> None:
-        with np.errstate(invalid="ignore"):
-            rows = p.reshape(-1, p.shape[-1])
-            if rows.dtype == np.float32:
-                entropy, p_max = _row_entropies(rows)
-                if np.isnan(entropy).any():  # NaN weights: the plain definitions
-                    rows = rows.astype(np.float64)
-                    entropy, p_max = row_entropy(rows), rows.max(axis=-1)
-            else:
+def _block_sums(p: np.ndarray) -> tuple[float, int, int]:
+    """The entropy sum, saturated rows and rows of a block of weights ``p``."""
+    with np.errstate(invalid="ignore"):
+        rows = p.reshape(-1, p.shape[-1])
+        if rows.dtype == np.float32:
+            entropy, p_max = _row_entropies(rows)
+            if np.isnan(entropy).any():  # NaN weights: the plain definitions
+                rows = rows.astype(np.float64)
                 entropy, p_max = row_entropy(rows), rows.max(axis=-1)
-            self.entropy += float(entropy.sum())
-            self.saturated += int(np.count_nonzero(p_max > SATURATION_THRESHOLD))
-            self.rows += len(rows)
+        else:
+            entropy, p_max = row_entropy(rows), rows.max(axis=-1)
+        return (float(entropy.sum()), int(np.count_nonzero(p_max > SATURATION_THRESHOLD)),
+                len(rows))
 
-    def stats(self) -> LayerStats:
-        return LayerStats(self.entropy / self.rows, self.saturated / self.rows)
+
+def _layer_stats(sums: list[tuple[float, int, int]]) -> LayerStats:
+    """A layer's mean entropy and saturated share from its blocks' :func:`_block_sums`
+    (added in row order, so that the bits do not depend on which thread ran which block)."""
+    entropy, saturated, rows = 0.0, 0, 0
+    for block in sums:
+        entropy += block[0]
+        saturated += block[1]
+        rows += block[2]
+    return LayerStats(entropy / rows, saturated / rows)
 
 
 #: A causal layer's query rows are taken in blocks of at least this many (at most
@@ -277,19 +279,24 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, cap: float
     :class:`LayerStats`.
     """
     heads, m, nk = q.shape[0], q.shape[1], k.shape[1]
-    tally = _Tally() if stats is not None else None
-    out: np.ndarray | None = None
-    for a, b, lo, hi in _blocks(m, nk, offset, causal, window):
+    blocks = _blocks(m, nk, offset, causal, window)
+    out = np.empty((m, heads, v.shape[-1]), dtype=np.result_type(q, k, v))
+    sums: list[tuple[float, int, int]] = [(0.0, 0, 0)] * len(blocks)
+
+    def one(_state: None, j: int) -> None:
+        a, b, lo, hi = blocks[j]
         seen = visible_keys(b - a, hi - lo, offset + a - lo, causal, window)
         p = _weights(q[:, a:b], k[:, lo:hi], seen, scale, cap, change)
-        if tally is not None:
-            tally.add(p)
-        part = _grouped(p, v[:, lo:hi])
-        if out is None:
-            out = np.empty((m, heads, v.shape[-1]), dtype=part.dtype)
-        out[a:b] = part.transpose(1, 0, 2)
-    if tally is not None:
-        assert stats is not None
-        stats.append(tally.stats())
-    assert out is not None
+        if stats is not None:
+            sums[j] = _block_sums(p)
+        out[a:b] = _grouped(p, v[:, lo:hi]).transpose(1, 0, 2)
+
+    # Row blocks on the engine's threads, the costliest (latest rows, most keys) first so
+    # that they end together; each block's sums are added in row order, as one thread would.
+    work = sum((b - a) * (hi - lo) for a, b, lo, hi in blocks) * heads * (
+        q.shape[-1] + v.shape[-1])
+    run_tiles(one, sorted(range(len(blocks)), key=lambda j: -(blocks[j][1] - blocks[j][0])
+                          * (blocks[j][3] - blocks[j][2])), work, lambda: None)
+    if stats is not None:
+        stats.append(_layer_stats(sums))
     return out.reshape(m, -1)

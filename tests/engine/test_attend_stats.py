@@ -13,14 +13,19 @@ from engine.core.scaling import Rule
 from engine.core.softmax import softmax_rows
 from engine.core.stats import row_entropy, saturated_share
 from engine.models import attend as attend_module
-from engine.models.attend import LayerChange, LayerStats, _Tally, attend, visible_keys
+from engine.models.attend import (
+    LayerChange,
+    LayerStats,
+    _block_sums,
+    _layer_stats,
+    attend,
+    visible_keys,
+)
 
 
 def _stats(p: np.ndarray, seen: np.ndarray | None = None) -> LayerStats:
     """One layer's statistics of weights ``p`` taken in one block."""
-    tally = _Tally()
-    tally.add(p)
-    return tally.stats()
+    return _layer_stats([_block_sums(p)])
 
 
 def _causal_weights(scale: float, heads: int = 3, n: int = 64, seed: int = 0) -> np.ndarray:
