@@ -1,4 +1,5 @@
-"""The engine's one thread pool: attention tiles, independent tasks and sweep chunks share it.
+"""The engine's threads: one pool that attention tiles, independent tasks and sweep chunks
+share, and the idle helpers that take row blocks of a one-row product (:func:`rows_product`).
 
 For large problems, row tiles on several Python threads with single-threaded BLAS beat several
 BLAS threads on one Python thread: the softmax's elementwise passes, which numpy runs on one
@@ -8,10 +9,11 @@ large elementwise operations (benchmarks/bench_engine.py compares the two).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
@@ -24,6 +26,7 @@ __all__ = [
     "MIN_TILES_PER_THREAD",
     "finish",
     "get_num_threads",
+    "limit_threads",
     "parallel_pays",
     "rows_product",
     "run_tasks",
@@ -50,6 +53,7 @@ def _default_threads() -> int:
 
 
 _num_threads = _default_threads()
+_local = threading.local()  # this thread's limit_threads
 _executor: ThreadPoolExecutor | None = None
 _executor_workers = 0
 _executor_lock = threading.Lock()
@@ -59,8 +63,35 @@ _parallel_lock = threading.Lock()
 
 
 def get_num_threads() -> int:
-    """Return how many threads large attention problems are split over (1 = serial)."""
-    return _num_threads
+    """Return how many threads large problems started on this thread are split over
+    (1 = serial): :func:`set_num_threads`'s count, within this thread's
+    :func:`limit_threads`."""
+    return min(_num_threads, getattr(_local, "limit", _num_threads))
+
+
+@contextlib.contextmanager
+def limit_threads(threads: int) -> Iterator[None]:
+    """Split the problems this thread starts inside the block over at most ``threads``
+    threads (the engine's: tiles, one-row products; BLAS's own are
+    :func:`~engine.core.threads.limit_blas_threads`'). Unlike those, the limit is this
+    thread's alone: a window's worker leaves a core to the window without slowing others.
+
+    Examples
+    --------
+    >>> with limit_threads(1):
+    ...     get_num_threads()
+    1
+    """
+    check_dim("threads", threads)
+    old = getattr(_local, "limit", None)
+    _local.limit = threads if old is None else min(old, threads)
+    try:
+        yield
+    finally:
+        if old is None:
+            del _local.limit
+        else:
+            _local.limit = old
 
 
 def set_num_threads(n: int | None) -> None:
@@ -79,7 +110,7 @@ def set_num_threads(n: int | None) -> None:
 
 def parallel_pays(work: int) -> bool:
     """Whether a problem of ``work`` multiply-adds is split over threads by :func:`run_tiles`."""
-    return _num_threads >= 2 and work >= _PARALLEL_MIN_WORK
+    return get_num_threads() >= 2 and work >= _PARALLEL_MIN_WORK
 
 
 def shared_executor(workers: int) -> ThreadPoolExecutor:
@@ -117,7 +148,7 @@ def run_tiles(
     ``make_state`` and takes tiles in order while it is free; ``fn`` may therefore write only to
     its state and its tile's part of shared arrays. Returns the states of the threads that ran.
     """
-    threads = min(_num_threads, len(tiles))
+    threads = min(get_num_threads(), len(tiles))
     if threads < 2 or not parallel_pays(work) or not _parallel_lock.acquire(blocking=False):
         state = make_state()
         for tile in tiles:
@@ -255,7 +286,7 @@ def rows_product(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     or another caller already splitting, take the plain product.
     """
     m = w.shape[0]
-    parts = min(_num_threads, m // _ROWS_ALIGN)
+    parts = min(get_num_threads(), m // _ROWS_ALIGN)
     if (x.shape[0] != 1 or parts < 2 or w.size < _ROWS_PRODUCT_MIN_WEIGHTS
             or not _helpers_lock.acquire(blocking=False)):
         return w @ x.T

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from engine.core.parallel import limit_threads
 from engine.core.threads import limit_blas_threads
 from engine.io.files import describe_os_error
 from engine.io.tensors import TensorFile
@@ -93,8 +94,9 @@ class CaptureWorker(JobWorker):
             self.report(CaptureProgress(done, total, name))
 
         progress(0, len(layers) if layers is not None else model.spec.layers)
-        # The threads the user allows (the GUI thread keeps a core on a two-core machine).
-        with limit_blas_threads(task.threads):
+        # The threads the user allows (the GUI thread keeps a core on a two-core machine):
+        # BLAS's and the engine's own (the attention's row blocks).
+        with limit_blas_threads(task.threads), limit_threads(task.threads):
             try:
                 capture = model.capture(
                     task.text, max_tokens=task.max_tokens, layers=layers, keep_v=task.keep_v,

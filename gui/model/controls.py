@@ -198,7 +198,7 @@ class ModelControls(QWidget):
         return Rule(kind, **{parameter[0]: self.parameter.value()})
 
     def task(self, threads: int) -> ModelTask:
-        """The request of the inputs shown, run on ``threads`` BLAS threads.
+        """The request of the inputs shown, run on ``threads`` threads (BLAS's and the engine's).
 
         Raises
         ------

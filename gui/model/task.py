@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 
 from engine.core.memory import set_memory_budget
+from engine.core.parallel import limit_threads
 from engine.core.scaling import Rule
 from engine.core.threads import limit_blas_threads
 from engine.models import (
@@ -140,7 +141,7 @@ def run_task(opened: OpenedModel, task: ModelTask, cancelled: Callable[[], bool]
     steps = (len(task.alphas) + second if runs else 0) + len(continuations)
     done = 0
     yield Progress(done, steps)
-    with limit_blas_threads(task.threads):
+    with limit_blas_threads(task.threads), limit_threads(task.threads):
         try:
             if runs:
                 for point in _points(model, task, cancelled):

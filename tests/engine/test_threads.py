@@ -199,3 +199,44 @@ def test_a_forked_child_starts_its_own_helpers(threads):
         child.kill()
     assert not alive, "the forked child waited for helper threads it does not have"
     assert child.exitcode == 0 and queue.get(timeout=10) == expected
+
+
+def test_a_threads_limit_holds_for_its_thread_alone(threads):
+    """A window's worker leaves a core to the window (limit_threads), while the engine's
+    other callers keep their threads; the limit nests and is undone after its block."""
+    import threading
+
+    threads(3)
+    seen_elsewhere: list[int] = []
+
+    def tiles_per_thread(wait_for_another: bool = False) -> list[list[int]]:
+        """Each thread's tiles; ``wait_for_another``: a tile waits until a second thread
+        has taken one (so the answer does not depend on how soon the pool starts)."""
+        takers: set[int] = set()
+        another = threading.Event()
+
+        def one(done: list[int], tile: int) -> None:
+            takers.add(threading.get_ident())
+            if len(takers) > 1:
+                another.set()
+            if wait_for_another:
+                another.wait(60)
+            done.append(tile)
+
+        return parallel.run_tiles(one, range(12), 1 << 30, list)
+
+    with parallel.limit_threads(2):
+        assert parallel.get_num_threads() == 2
+        with parallel.limit_threads(1):
+            assert parallel.get_num_threads() == 1
+            assert tiles_per_thread() == [list(range(12))]  # this thread ran every tile
+            other = threading.Thread(target=lambda: seen_elsewhere.append(
+                parallel.get_num_threads()))
+            other.start()
+            other.join()
+        assert parallel.get_num_threads() == 2
+    assert parallel.get_num_threads() == 3 and seen_elsewhere == [3]
+    assert len(tiles_per_thread(wait_for_another=True)) > 1
+    with pytest.raises(ValueError, match="threads must be a positive integer"):
+        with parallel.limit_threads(0):
+            pass
