@@ -245,12 +245,16 @@ _helpers_lock = threading.Lock()
 def _serve(jobs: queue.SimpleQueue[_Job]) -> None:
     while True:
         job, done = jobs.get()
+        error: BaseException | None = None
         try:
             job()
-        except BaseException as error:  # handed to the caller, which raises it
-            done.put(error)
-        else:
-            done.put(None)
+        except BaseException as exc:  # handed to the caller, which raises it
+            error = exc
+        # Dropped before the caller hears back: an idle helper must not keep the product's
+        # matrix (a closed model's weights) alive until its next job.
+        job = None
+        done.put(error)
+        error = None
 
 
 def _helpers(count: int) -> list[queue.SimpleQueue[_Job]]:
@@ -282,7 +286,8 @@ def rows_product(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     read from memory: several single-threaded products on their own rows (hold
     :func:`~engine.core.threads.limit_blas_threads` (1) around the calls) read the weights
     faster than a multithreaded BLAS, whose hand-offs cost more than such a product takes.
-    Each row's bits are those of the plain product. Other shapes, a small ``w``, one thread,
+    Each row's bits are those of the plain product (OpenBLAS's kernels give a row the same
+    bits in any aligned block; the tests check it). Other shapes, a small ``w``, one thread,
     or another caller already splitting, take the plain product.
     """
     m = w.shape[0]

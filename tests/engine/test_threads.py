@@ -240,3 +240,17 @@ def test_a_threads_limit_holds_for_its_thread_alone(threads):
     with pytest.raises(ValueError, match="threads must be a positive integer"):
         with parallel.limit_threads(0):
             pass
+
+
+def test_an_idle_helper_keeps_no_matrix_alive(threads):
+    """A notebook that drops a model gets its memory back: the helpers forget each product."""
+    import gc
+    import weakref
+
+    threads(2)
+    w = np.ones((1024, 512), dtype=np.float32)
+    gone = weakref.ref(w)
+    parallel.rows_product(w, w[:1])
+    del w
+    gc.collect()
+    assert gone() is None
