@@ -31,14 +31,6 @@ def rng():
 
 
 @pytest.fixture
-def threads():
-    """``parallel.set_num_threads`` for one test; the old count comes back after it."""
-    old = parallel.get_num_threads()
-    yield parallel.set_num_threads
-    parallel.set_num_threads(old)
-
-
-@pytest.fixture
 def small_tiles(monkeypatch):
     # 64 float64 entries per tile: an 11-key row fits 5 times, so rows and entries are cut.
     monkeypatch.setattr(tiled, "TILE_BYTES", 64 * 8)

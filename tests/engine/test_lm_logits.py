@@ -22,11 +22,6 @@ from engine.models.scoring import prepare_text
 from tests.engine.lm_models import FIXTURES, TEXT, bert_with_mlm, tied_llama, token_losses
 
 
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> Model:
-    return open_model(tied_llama(tmp_path_factory.mktemp("lm")))
-
-
 @pytest.mark.parametrize("intervention", [
     Intervention(), Intervention(alpha=8.0), Intervention(alpha=0.5, layers=(1,)),
     Intervention(rule=Rule("softcap", cap=1.0), layers=(0,), heads=(1,)),

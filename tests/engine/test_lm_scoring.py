@@ -20,12 +20,7 @@ from engine.models import (
     score_text,
 )
 from engine.models.forward import Pass
-from tests.engine.lm_models import FIXTURES, TEXT, tied_llama
-
-
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> Model:
-    return open_model(tied_llama(tmp_path_factory.mktemp("lm")))
+from tests.engine.lm_models import FIXTURES, TEXT
 
 
 @pytest.fixture(scope="module")

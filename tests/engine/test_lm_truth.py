@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.core.parallel import get_num_threads, set_num_threads
 from engine.models import (
     Intervention,
     Model,
@@ -131,12 +130,10 @@ def test_smollm2_agrees_with_transformers(smollm2, text: str, case: str) -> None
 
 
 @pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
-def engine_threads(request: pytest.FixtureRequest):
+def engine_threads(request: pytest.FixtureRequest, threads) -> int:
     """The engine's threads (2: a new token's products split over two threads' rows)."""
-    old = get_num_threads()
-    set_num_threads(request.param)
-    yield request.param
-    set_num_threads(old)
+    threads(request.param)
+    return request.param
 
 
 @pytest.mark.parametrize("text", ["text0", "text1"])

@@ -120,14 +120,6 @@ def test_num_threads_setting():
         parallel.set_num_threads(old)
 
 
-@pytest.fixture
-def threads():
-    """Sets the engine's thread count for one test."""
-    old = parallel.get_num_threads()
-    yield parallel.set_num_threads
-    parallel.set_num_threads(old)
-
-
 @pytest.mark.parametrize("shape", [(576, 576), (1536, 576), (49_152, 576), (1000, 333),
                                    (300, 1024)])
 @pytest.mark.parametrize("count", [2, 3])
