@@ -10,9 +10,11 @@ large elementwise operations (benchmarks/bench_engine.py compares the two).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
@@ -24,6 +26,7 @@ from engine.core.threads import limit_blas_threads
 
 __all__ = [
     "MIN_TILES_PER_THREAD",
+    "OneRowWays",
     "finish",
     "get_num_threads",
     "limit_threads",
@@ -283,10 +286,10 @@ def rows_product(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     computed in blocks on this thread and :func:`get_num_threads` − 1 helper threads.
 
     For a language model's new token, whose every product is one row times a weight matrix
-    read from memory: several single-threaded products on their own rows (hold
-    :func:`~engine.core.threads.limit_blas_threads` (1) around the calls) read the weights
-    faster than a multithreaded BLAS, whose hand-offs cost more than such a product takes.
-    Each row's bits are those of the plain product (OpenBLAS's kernels give a row the same
+    read from memory: on some machines several single-threaded products on their own rows
+    (hold :func:`~engine.core.threads.limit_blas_threads` (1) around the calls) read the
+    weights faster than a multithreaded BLAS, on others slower (:class:`OneRowWays` times
+    both). Each row's bits are those of the plain product (OpenBLAS's kernels give a row the same
     bits in any aligned block; the tests check it). Other shapes, a small ``w``, one thread,
     or another caller already splitting, take the plain product.
     """
@@ -312,3 +315,47 @@ def rows_product(w: np.ndarray, x: np.ndarray) -> np.ndarray:
         return out
     finally:
         _helpers_lock.release()
+
+
+class OneRowWays:
+    """For each step of a stream of one-row products (a new token's pass through a model),
+    which of two ways to use the engine's threads: :func:`rows_product` with BLAS on one
+    thread, or plain products on BLAS's own threads.
+
+    Which is faster depends on the machine, on how soon an idle thread takes work (the helpers
+    sleep on a queue; OpenBLAS's threads spin a while first). SmolLM2's new tokens at two
+    threads ran at 23-25 tokens/s split against 10-14 on BLAS's threads on one machine, and
+    at 16-19 split against 27-32 on another. Both ways give every row the same bits (the
+    tests check it), so the first :attr:`TRIAL` steps alternate them and every later step
+    takes the one whose quickest step was quicker. On one engine thread every step is plain.
+
+    Parameters
+    ----------
+    clock
+        Seconds, for the steps' times.
+    """
+
+    TRIAL = 4
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._clock = clock
+        self._quickest = {True: math.inf, False: math.inf}
+        self._steps = 0
+        self._chosen: bool | None = None if get_num_threads() > 1 else False
+
+    def next_split(self) -> bool:
+        """Whether the next step splits its products (True) or leaves them to BLAS."""
+        if self._chosen is None and self._steps >= self.TRIAL:
+            self._chosen = self._quickest[True] <= self._quickest[False]
+        return self._chosen if self._chosen is not None else self._steps % 2 == 0
+
+    @contextlib.contextmanager
+    def step(self) -> Iterator[bool]:
+        """One step's block: yields :meth:`next_split` (pass it on as ``split_rows``), holds
+        BLAS to one thread when it is True, and times the block for the choice."""
+        split = self.next_split()
+        with limit_blas_threads(1) if split else contextlib.nullcontext():
+            start = self._clock()
+            yield split
+            self._quickest[split] = min(self._quickest[split], self._clock() - start)
+        self._steps += 1

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.core.threads import limit_blas_threads
+from engine.core.parallel import OneRowWays
 from engine.models.capture import Model
 from engine.models.forward import Pass
 from engine.models.intervention import Intervention
@@ -104,25 +104,25 @@ def continue_text(model: Model, text: str, intervention: Intervention = NO_INTER
     if steps < 1:
         raise ModelError(f"the text fills all {spec.max_positions:,} positions {model.name} "
                          "reads: no room for a new token")
-    run = Pass(spec, model.lm_store(), model._names, cancelled, split_rows=True)
+    runs = {split: Pass(spec, model.lm_store(), model._names, cancelled, split_rows=split)
+            for split in (False, True)}
     lm = model.lm_head()
     cache = _Cache(spec.layers, spec.kv_heads, len(ids) + steps, spec.head_dim)
-    x = _step(run, cache, ids, 0, intervention)[-1:]
+    x = _step(runs[False], cache, ids, 0, intervention)[-1:]
     new: list[int] = []
-    # Each new token multiplies one row by every weight matrix, where a second BLAS thread
-    # costs more in hand-offs than it computes (SmolLM2: 19.8 new tokens/s on one thread,
-    # 10-14 on two); single-threaded products on blocks of the output rows, one per engine
-    # thread, read the weights faster (split_rows). The limit is the process's: BLAS work of
-    # other threads slows meanwhile.
-    with limit_blas_threads(1):
-        for done in range(steps):
-            token = int(np.argmax(lm.logits(lm.hidden(x), split_rows=True)[0]))
+    # Each new token multiplies one row by every weight matrix: whether its products go faster
+    # split over the engine's threads or on BLAS's depends on the machine, so the first steps
+    # time both (the same bits either way).
+    ways = OneRowWays()
+    for done in range(steps):
+        with ways.step() as split:
+            token = int(np.argmax(lm.logits(lm.hidden(x), split_rows=split)[0]))
             new.append(token)
             if progress is not None:
                 progress(done + 1, steps)
             if token in model.end_ids or done + 1 == steps:
                 break
-            x = _step(run, cache, np.array([token]), len(ids) + done, intervention)
+            x = _step(runs[split], cache, np.array([token]), len(ids) + done, intervention)
     tokenizer = model.tokenizer
     return Continuation(intervention, text, tuple(int(i) for i in ids), tuple(new),
                         tuple(tokenizer.token_texts(new)), tokenizer.decode(new))

@@ -139,6 +139,46 @@ def test_a_rows_product_gives_the_bits_of_the_plain_product(threads, shape, coun
     assert any(t.name == "rows-product" for t in threading.enumerate())
 
 
+@pytest.mark.parametrize("shape", [(576, 576), (1536, 576), (49_152, 576), (1000, 333),
+                                   (300, 1024)])
+def test_a_one_row_product_has_the_same_bits_on_any_number_of_blas_threads(shape):
+    """What lets a continuation choose its way by speed alone (parallel.OneRowWays)."""
+    rng = np.random.default_rng(shape[1])
+    w = rng.standard_normal(shape, dtype=np.float32)
+    x = rng.standard_normal((1, shape[1]), dtype=np.float32)
+    with limit_blas_threads(1):
+        expected = w @ x.T
+    for count in (2, 3):
+        with limit_blas_threads(count):
+            assert np.array_equal(w @ x.T, expected)
+
+
+@pytest.mark.parametrize(("split_s", "plain_s", "kept"), [(1.0, 2.0, True), (3.0, 2.0, False)])
+def test_one_row_ways_try_both_ways_then_keep_the_quicker(threads, split_s, plain_s, kept):
+    threads(2)
+    now = [0.0]
+    ways = parallel.OneRowWays(clock=lambda: now[0])
+    before = _blas_threads()
+    taken = []
+    for _ in range(parallel.OneRowWays.TRIAL + 3):
+        with ways.step() as split:
+            taken.append(split)
+            assert _blas_threads() == ([1] * len(before) if split else before)
+            now[0] += split_s if split else plain_s
+    assert taken == [True, False, True, False, kept, kept, kept]
+    assert _blas_threads() == before
+
+
+def test_one_row_ways_on_one_thread_are_always_plain(threads):
+    threads(1)
+    ways = parallel.OneRowWays()
+    taken = []
+    for _ in range(parallel.OneRowWays.TRIAL + 2):
+        with ways.step() as split:
+            taken.append(split)
+    assert not any(taken)
+
+
 def test_other_shapes_and_one_thread_take_the_plain_product(threads):
     rng = np.random.default_rng(1)
     w = rng.standard_normal((1024, 512), dtype=np.float32)
