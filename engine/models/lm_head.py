@@ -242,10 +242,6 @@ class LanguageModel:
         """
         spec, store = self.spec, self.lm_store(budget)  # before the head, which reads it
         head = self.lm_head().nbytes() if self.has_lm_head else 0
-        vocab = self.lm_head().vocab if head else 0
-        block = min(LOGIT_BLOCK_BYTES, 4 * max(n, 1) * vocab)
-        stats = 16 * spec.heads * n * n
-        stream = 8 * n * spec.hidden
         cache = 8 * spec.layers * spec.kv_heads * spec.head_dim * (n + cached_tokens
                                                                 if cached_tokens else 0)
         kept, conversion = head, 0
@@ -257,5 +253,13 @@ class LanguageModel:
             largest = max(self._store.nbytes(name) for name in self._store.names)
             conversion = max(0, largest // 4 + self._dequantize_bytes(largest)
                              - self._weight_bytes())
-        return (self.estimate_bytes(n, 0) + kept + conversion + 2 * block + stats + stream
-                + cache)
+        return self.lm_run_bytes(n) + kept + conversion + cache
+
+    def lm_run_bytes(self, n: int) -> int:
+        """The part of :meth:`lm_bytes` that each run on ``n`` tokens holds for itself (what
+        a second run beside it adds): a layer's work, two blocks of logits, the rows of the
+        attention statistics and a sweep's cached stream."""
+        vocab = self.lm_head().vocab if self.has_lm_head else 0
+        block = min(LOGIT_BLOCK_BYTES, 4 * max(n, 1) * vocab)
+        return (self.estimate_bytes(n, 0) + 2 * block + 16 * self.spec.heads * n * n
+                + 8 * n * self.spec.hidden)

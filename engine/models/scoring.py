@@ -11,6 +11,7 @@ folders with a masked-LM head: the pseudo-log-likelihood, each token masked in t
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -110,26 +111,33 @@ class Prefix:
         self.stats: list[LayerStats] = []
         #: Layers run (a sweep's cost, which tests count).
         self.layers_run = 0
+        self._counting = threading.Lock()  # points side by side count their layers here
+
+    def ran(self) -> None:
+        """Count one more layer run."""
+        with self._counting:
+            self.layers_run += 1
 
     def advance_to(self, layer: int, step: Callable[[], None] | None = None) -> None:
         """Run the model's own layers up to ``layer`` (``step()`` after each)."""
         while self.layer < layer:
             self.x = self.run.layer(self.layer, self.x, stats=self.stats)
             self.layer += 1
-            self.layers_run += 1
+            self.ran()
             if step is not None:
                 step()
 
 
 def _layers(run: Pass, prefix: Prefix, intervention: Intervention, *, start: int | None,
-            advance: bool, progress: Callable[[int, int], None] | None
+            advance: bool, progress: Callable[[int, int], None] | None,
+            advanced: Callable[[], None] | None = None
             ) -> tuple[np.ndarray, list[LayerStats], int]:
     """The stream leaving the last layer under ``intervention``, every layer's stats and
     the steps ``progress`` counts (the layers run here and the head).
 
     The layers before ``start`` (default: the first intervened one) come from ``prefix``;
     with ``advance``, the prefix also moves past that layer, sharing its q, k and v with
-    this run.
+    this run, and ``advanced()`` is called once it has (this run no longer reads it).
     """
     layers = run.spec.layers
     start = min(intervention.first_layer(layers), layers) if start is None else start
@@ -150,9 +158,11 @@ def _layers(run: Pass, prefix: Prefix, intervention: Intervention, *, start: int
         if advance and i == start == prefix.layer:
             prefix.x = run.rest(x, run.attend(i, q, k, v, stats=prefix.stats), w)
             prefix.layer += 1
+            if advanced is not None:
+                advanced()
         change = intervention.change_at(i)
         x = run.rest(x, run.attend(i, q, k, v, change=change, stats=stats), w)
-        prefix.layers_run += 1
+        prefix.ran()
         step()
     return x, stats, total
 
@@ -161,7 +171,8 @@ def score_prepared(model: Model, prepared: PreparedText, intervention: Intervent
                    prefix: Prefix | None = None, start: int | None = None,
                    advance: bool = False, top_k: int = 5,
                    progress: Callable[[int, int], None] | None = None,
-                   cancelled: Callable[[], bool] | None = None) -> TextScore:
+                   cancelled: Callable[[], bool] | None = None,
+                   advanced: Callable[[], None] | None = None) -> TextScore:
     """:func:`score_text` of checked tokens (a sweep's points share ``prefix``, each
     starting at layer ``start``: see :func:`_layers`)."""
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
@@ -173,7 +184,7 @@ def score_prepared(model: Model, prepared: PreparedText, intervention: Intervent
                                                      model._names, cancelled)
     prefix = prefix if prefix is not None else Prefix(run, prepared.ids)
     x, stats, steps = _layers(run, prefix, intervention, start=start, advance=advance,
-                              progress=progress)
+                              progress=progress, advanced=advanced)
     lm = model.lm_head()
     targets = np.append(prepared.ids[1:], -1)
     losses, top_ids, top_p = head_scores(lm, lm.hidden(x), targets, top_k, run.cancelled)

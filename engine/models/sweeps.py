@@ -9,10 +9,13 @@ stream on to the next point, so 30 layers cost the layers from L on for each poi
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from engine.core.parallel import get_num_threads, run_side_by_side
 from engine.core.scaling import Rule
 from engine.models.blocks import check_cancel
 from engine.models.capture import Model
@@ -114,14 +117,62 @@ def iter_sweep(model: Model, text: str, kind: str = "alpha", *,
     first = points[0][0].layers
     starts = ([0 if first is None else first[0]] * len(points) if kind == "alpha"
               else [at or 0 for _, at, _ in points])
+    # a point that starts before the next one carries the prefix on to it
+    advances = [b > a for a, b in itertools.pairwise(starts)] + [False]
+    width = _side_by_side(model, len(prepared.ids), budget, len(points))
+
+    def score(index: int, after: threading.Event | None = None,
+              advanced: Callable[[], None] | None = None) -> TextScore:
+        if after is not None:
+            after.wait()  # the point before carries the prefix to this one's start
+        return score_prepared(model, prepared, points[index][0], prefix=prefix,
+                              start=starts[index], advance=advances[index], top_k=top_k,
+                              cancelled=cancelled, advanced=advanced)
+
     try:
-        for index, ((intervention, at, head), start) in enumerate(zip(points, starts,
-                                                                       strict=True)):
+        prefix.advance_to(starts[0])  # once, not by points running side by side
+        for first_index in range(0, len(points), width):
+            wave = range(first_index, min(first_index + width, len(points)))
             check_cancel(cancelled)
-            later = index + 1 < len(points) and starts[index + 1] > start
-            score = score_prepared(model, prepared, intervention, prefix=prefix, start=start,
-                                   advance=later, top_k=top_k, cancelled=cancelled)
-            yield SweepPoint(kind, index, len(points), intervention.alpha, at, head, score)
+            outcomes = _wave(score, wave, advances)
+            for index in wave:  # one at a time, as they are yielded, where not side by side
+                outcome = score(index) if outcomes is None else outcomes[index - wave[0]]
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                intervention, at, head = points[index]
+                yield SweepPoint(kind, index, len(points), intervention.alpha, at, head,
+                                 outcome)
     finally:
         if prefix_runs is not None:
             prefix_runs(prefix.layers_run)
+
+
+def _side_by_side(model: Model, n: int, budget: int, count: int) -> int:
+    """How many points of a sweep run at once: one per engine thread (each on one thread),
+    as many as the memory budget holds beside the first."""
+    threads = min(get_num_threads(), count)
+    if threads < 2:
+        return 1
+    spare = budget - model.lm_bytes(n, budget=budget)
+    return max(1, min(threads, 1 + spare // model.lm_run_bytes(n)))
+
+
+def _wave(score: Callable[..., TextScore], wave: range,
+          advances: list[bool]) -> list[TextScore | Exception] | None:
+    """The scores of the points ``wave`` computed side by side, a point stopped by an error
+    giving the error; None, having run nothing, for a single point or when another caller
+    is splitting."""
+    if len(wave) == 1:
+        return None
+    ready = {index: threading.Event() for index in wave}
+
+    def one(index: int) -> TextScore | Exception:
+        try:
+            earlier = ready.get(index - 1) if advances[index - 1] else None
+            return score(index, earlier, ready[index].set)
+        except Exception as exc:  # handed back in order: the caller raises it
+            return exc
+        finally:
+            ready[index].set()  # also when it failed before carrying the prefix on
+
+    return run_side_by_side(one, [(index,) for index in wave])

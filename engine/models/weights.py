@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import mmap
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,8 @@ class KeptWeights(WeightStore):
     def __init__(self, store: WeightStore) -> None:
         self._store, self.names, self.label = store, store.names, store.label
         self._kept: dict[str, np.ndarray] = {}
+        # a sweep's points run side by side: one converts a weight, the other waits for it
+        self._converting = threading.Lock()
 
     def shape(self, name: str) -> tuple[int, ...]:
         return self._store.shape(name)
@@ -135,11 +138,15 @@ class KeptWeights(WeightStore):
         return self._store.source(name)
 
     def get(self, name: str) -> np.ndarray:
-        if name not in self._kept:
-            array = self._store.get(name)
-            array.flags.writeable = False
-            self._kept[name] = array
-        return self._kept[name]
+        kept = self._kept.get(name)
+        if kept is not None:
+            return kept
+        with self._converting:
+            if name not in self._kept:
+                array = self._store.get(name)
+                array.flags.writeable = False
+                self._kept[name] = array
+            return self._kept[name]
 
     def rows(self, name: str, index: np.ndarray) -> np.ndarray:
         return self.get(name)[index] if name in self._kept else self._store.rows(name, index)

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -115,3 +118,34 @@ def test_smollm2_under_a_budget_below_its_kept_weights_gives_the_same_loss() -> 
     np.testing.assert_array_equal(mapped.token_losses, kept.token_losses)
     with pytest.raises(MemoryBudgetError):
         score_text(model, TEXT, max_tokens=8, memory_budget=100 << 20)
+
+
+class _SlowStore:
+    """A store whose one weight takes a while to convert, and which counts the conversions."""
+
+    names = frozenset({"w"})
+    label = "slow"
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def get(self, name: str) -> np.ndarray:
+        self.reads += 1
+        time.sleep(0.05)
+        return np.ones(4, dtype=np.float32)
+
+
+def test_kept_weights_convert_a_weight_once_for_points_reading_it_side_by_side() -> None:
+    """A sweep's points run side by side read the same weights: one converts, the others
+    wait for its copy (not a second conversion, which the memory guard does not count)."""
+    store = _SlowStore()
+    kept = KeptWeights(store)  # type: ignore[arg-type]
+    start = threading.Barrier(4)
+
+    def read(_: int) -> np.ndarray:
+        start.wait()
+        return kept.get("w")
+
+    with ThreadPoolExecutor(4) as pool:
+        arrays = list(pool.map(read, range(4)))
+    assert store.reads == 1 and all(a is arrays[0] for a in arrays)

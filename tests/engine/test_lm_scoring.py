@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -113,10 +114,22 @@ def test_an_intervention_leaves_the_layers_before_it_bit_identical(
                                   base.layer_saturated[:layer])
 
 
+@pytest.mark.parametrize("count", [1, 2, 3], ids=["1-thread", "2-threads", "3-threads"])
 @pytest.mark.parametrize("kind", ["alpha", "layer", "head"])
-def test_sweep_points_equal_single_scores(gemma: Model, kind: str) -> None:
+def test_sweep_points_equal_single_scores(gemma: Model, kind: str, threads, count) -> None:
+    """On several threads the points run side by side, each on one thread: the same bits."""
+    threads(count)
+    callers: set[int] = set()
+
+    def cancelled() -> bool:
+        callers.add(threading.get_ident())
+        return False
+
     points = list(iter_sweep(gemma, TEXT, kind, alphas=(0.5, 1.0, 3.0), alpha=5.0, layer=1,
-                             layers=(1, 2)))
+                             layers=(1, 2), cancelled=cancelled))
+    # the points' threads (each polls between its layers; a pool thread may take any wave)
+    assert (len(callers) > 1) == (count > 1)
+    threads(1)
     total = {"alpha": 3, "layer": gemma.spec.layers, "head": gemma.spec.heads}[kind]
     assert [p.index for p in points] == list(range(total))
     assert all(p.total == total and p.kind == kind for p in points)
@@ -134,9 +147,13 @@ def test_sweep_points_equal_single_scores(gemma: Model, kind: str) -> None:
         _same(point.score, score_text(gemma, TEXT, want))
 
 
-def test_the_layer_sweep_runs_the_layers_before_each_point_once(gemma: Model) -> None:
+@pytest.mark.parametrize("count", [1, 2, 3], ids=["1-thread", "2-threads", "3-threads"])
+def test_the_layer_sweep_runs_the_layers_before_each_point_once(gemma: Model, threads,
+                                                                 count) -> None:
     """Point L runs layers L … last; the model's own layers before it are not run again
-    (each is carried on with the q, k and v of the point that intervenes on it)."""
+    (each is carried on with the q, k and v of the point that intervenes on it, also when
+    the next point runs beside it and waits for that)."""
+    threads(count)
     runs: list[int] = []
     layers = gemma.spec.layers
     list(iter_sweep(gemma, TEXT, "layer", prefix_runs=runs.append))
@@ -152,7 +169,10 @@ def test_the_layer_sweep_defaults_to_no_scaling(llama: Model) -> None:
     assert point.score.intervention.label() == "α = 2.828 · layer 0"
 
 
-def test_cancelling_mid_sweep_keeps_the_points_already_yielded(gemma: Model) -> None:
+@pytest.mark.parametrize("count", [1, 2], ids=["1-thread", "2-threads"])
+def test_cancelling_mid_sweep_keeps_the_points_already_yielded(gemma: Model, threads,
+                                                               count) -> None:
+    threads(count)
     done: list = []
     with pytest.raises(CaptureCancelled):
         for point in iter_sweep(gemma, TEXT, cancelled=lambda: len(done) >= 2):
@@ -160,6 +180,30 @@ def test_cancelling_mid_sweep_keeps_the_points_already_yielded(gemma: Model) -> 
     assert len(done) == 2
     for point in done:
         _same(point.score, score_text(gemma, TEXT, Intervention(alpha=point.alpha)))
+
+
+@pytest.mark.parametrize("kind", ["alpha", "layer"])
+def test_a_point_cancelled_beside_a_finished_one_comes_after_it(gemma: Model, threads,
+                                                                 kind: str) -> None:
+    """Two points side by side: the first runs to its end, the second stops inside; the
+    first is yielded, then the cancel is raised."""
+    threads(2)
+    second = threading.Event()
+
+    def cancelled() -> bool:
+        if threading.current_thread() is threading.main_thread():
+            return False  # the first point, on the caller's thread
+        second.set()
+        return True
+
+    done: list = []
+    with pytest.raises(CaptureCancelled):
+        for point in iter_sweep(gemma, TEXT, kind, alphas=(0.5, 3.0), alpha=5.0,
+                                cancelled=cancelled):
+            done.append(point)
+    assert second.is_set() and [p.index for p in done] == [0]
+    want = Intervention(alpha=0.5) if kind == "alpha" else Intervention(alpha=5.0, layers=(0,))
+    _same(done[0].score, score_text(gemma, TEXT, want))
 
 
 def test_cancelling_inside_a_point_stops_it() -> None:
@@ -220,3 +264,20 @@ def test_progress_counts_the_layers_then_the_head(llama: Model) -> None:
     score_text(llama, TEXT, Intervention(alpha=2.0, layers=(1,)),
                progress=lambda *step: steps.append(step))
     assert steps[-1] == (3, 3) and [done for done, _ in steps] == sorted(done for done, _ in steps)
+
+
+@pytest.mark.parametrize("extra", [0, 1], ids=["one-fits", "two-fit"])
+def test_points_run_side_by_side_only_as_far_as_the_memory_budget_holds_them(
+        gemma: Model, threads, extra: int) -> None:
+    threads(2)
+    n = len(score_text(gemma, TEXT).token_ids)
+    budget = gemma.lm_bytes(n, budget=1 << 30)
+    budget = gemma.lm_bytes(n, budget=budget) + extra * gemma.lm_run_bytes(n)
+    callers: set[int] = set()
+
+    def cancelled() -> bool:
+        callers.add(threading.get_ident())
+        return False
+
+    list(iter_sweep(gemma, TEXT, alphas=(0.5, 3.0), memory_budget=budget, cancelled=cancelled))
+    assert len(callers) == 1 + extra

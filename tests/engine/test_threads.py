@@ -179,6 +179,21 @@ def test_one_row_ways_on_one_thread_are_always_plain(threads):
     assert not any(taken)
 
 
+def test_side_by_side_tasks_run_on_one_thread_each_and_come_back_in_order(threads):
+    threads(2)
+    seen = []
+
+    def task(i: int) -> int:
+        seen.append((parallel.get_num_threads(), _blas_threads()))
+        return i * i
+
+    assert parallel.run_side_by_side(task, [(i,) for i in range(5)]) == [0, 1, 4, 9, 16]
+    assert len(seen) == 5 and all(n == 1 and set(blas) == {1} for n, blas in seen)
+    # a task's own call finds the threads taken: it runs nothing and says so
+    inner = parallel.run_side_by_side(lambda: parallel.run_side_by_side(task, [(1,)]), [(), ()])
+    assert inner == [None, None] and len(seen) == 5
+
+
 def test_other_shapes_and_one_thread_take_the_plain_product(threads):
     rng = np.random.default_rng(1)
     w = rng.standard_normal((1024, 512), dtype=np.float32)
