@@ -186,14 +186,17 @@ def run_tasks(fn: Callable[..., _T], args: Sequence[Sequence[Any]], threads: int
 
 
 def run_side_by_side(fn: Callable[..., _T], args: Sequence[Sequence[Any]]) -> list[_T] | None:
-    """Return ``[fn(*a) for a in args]``, each task on a thread of its own with BLAS and the
-    engine's splits (:func:`limit_threads`) held to one thread; None, having run nothing,
-    when another caller is splitting (the BLAS limit is the process's).
+    """Return ``[fn(*a) for a in args]``, computed side by side: the first task on the
+    caller's thread, the others on the engine's pool, grown to one thread each, with BLAS
+    and the engine's splits (:func:`limit_threads`) held to one thread; None, having run
+    nothing, when another caller is splitting (the BLAS limit is the process's).
 
     For tasks too small to split well, such as a sweep's points: SmolLM2's scores at 256
     tokens, two at once on one thread each, took 0.83-0.88 of their time one after the other
-    on two threads. A task may wait for one taken before it (each thread takes them in order).
+    on two threads. A task may wait for one before it, which has started by then.
     """
+    if not args:
+        return []
     if not _parallel_lock.acquire(blocking=False):
         return None
     try:
@@ -201,8 +204,17 @@ def run_side_by_side(fn: Callable[..., _T], args: Sequence[Sequence[Any]]) -> li
             with limit_threads(1):
                 return fn(*a)
 
+        # Never leave the BLAS limit while a task still runs.
         with limit_blas_threads(1):
-            return run_tasks(alone, args, len(args))
+            executor = shared_executor(max(1, len(args) - 1))
+            futures = [executor.submit(alone, *a) for a in args[1:]]
+            try:
+                first = alone(*args[0])
+            except BaseException:
+                finish(futures)
+                raise
+            wait(futures)
+            return [first, *(future.result() for future in futures)]
     finally:
         _parallel_lock.release()
 

@@ -180,15 +180,20 @@ def test_one_row_ways_on_one_thread_are_always_plain(threads):
 
 
 def test_side_by_side_tasks_run_on_one_thread_each_and_come_back_in_order(threads):
+    import threading
+
     threads(2)
-    seen = []
+    seen = {}
 
     def task(i: int) -> int:
-        seen.append((parallel.get_num_threads(), _blas_threads()))
+        seen[i] = (threading.get_ident(), parallel.get_num_threads(), _blas_threads())
         return i * i
 
     assert parallel.run_side_by_side(task, [(i,) for i in range(5)]) == [0, 1, 4, 9, 16]
-    assert len(seen) == 5 and all(n == 1 and set(blas) == {1} for n, blas in seen)
+    caller = threading.get_ident()  # takes the first; the pool the others (each one thread)
+    assert [seen[i][0] == caller for i in range(5)] == [True, False, False, False, False]
+    assert all(n == 1 and set(blas) == {1} for _, n, blas in seen.values())
+    assert parallel.run_side_by_side(task, []) == []
     # a task's own call finds the threads taken: it runs nothing and says so
     inner = parallel.run_side_by_side(lambda: parallel.run_side_by_side(task, [(1,)]), [(), ()])
     assert inner == [None, None] and len(seen) == 5
