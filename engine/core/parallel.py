@@ -128,7 +128,8 @@ def shared_executor(workers: int) -> ThreadPoolExecutor:
         if _executor is None or _executor_workers < workers:
             if _executor is not None:
                 _executor.shutdown(wait=False)
-            _executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="attention")
+            _executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="attention",
+                                           initializer=_mark_pool_thread)
             _executor_workers = workers
         return _executor
 
@@ -185,11 +186,16 @@ def run_tasks(fn: Callable[..., _T], args: Sequence[Sequence[Any]], threads: int
     return results
 
 
+def _mark_pool_thread() -> None:
+    _local.pool_thread = True
+
+
 def run_side_by_side(fn: Callable[..., _T], args: Sequence[Sequence[Any]]) -> list[_T] | None:
     """Return ``[fn(*a) for a in args]``, computed side by side: the first task on the
     caller's thread, the others on the engine's pool, grown to one thread each, with BLAS
     and the engine's splits (:func:`limit_threads`) held to one thread; None, having run
-    nothing, when another caller is splitting (the BLAS limit is the process's).
+    nothing, when another caller is splitting (the BLAS limit is the process's) or when
+    called on a pool thread (which would wait for tasks queued behind itself).
 
     For tasks too small to split well, such as a sweep's points: SmolLM2's scores at 256
     tokens, two at once on one thread each, took 0.83-0.88 of their time one after the other
@@ -197,7 +203,7 @@ def run_side_by_side(fn: Callable[..., _T], args: Sequence[Sequence[Any]]) -> li
     """
     if not args:
         return []
-    if not _parallel_lock.acquire(blocking=False):
+    if getattr(_local, "pool_thread", False) or not _parallel_lock.acquire(blocking=False):
         return None
     try:
         def alone(*a: Any) -> _T:
@@ -357,17 +363,12 @@ class OneRowWays:
     which of two ways to use the engine's threads: :func:`rows_product` with BLAS on one
     thread, or plain products on BLAS's own threads.
 
-    Which is faster depends on the machine, on how soon an idle thread takes work (the helpers
-    sleep on a queue; OpenBLAS's threads spin a while first). SmolLM2's new tokens at two
-    threads ran at 23-25 tokens/s split against 10-14 on BLAS's threads on one machine, and
-    at 16-19 split against 27-32 on another. Both ways give every row the same bits (the
-    tests check it), so the first :attr:`TRIAL` steps alternate them and every later step
-    takes the one whose quickest step was quicker. On one engine thread every step is plain.
-
-    Parameters
-    ----------
-    clock
-        Seconds, for the steps' times.
+    Which is faster depends on how soon an idle thread takes work (the helpers sleep on a
+    queue; OpenBLAS's threads spin a while): SmolLM2's new tokens at two threads ran at 23-25
+    tokens/s split against 10-14 on BLAS's threads on one machine, at 16-19 against 27-32 on
+    another. Both give every row the same bits (the tests check it), so the first
+    :attr:`TRIAL` steps alternate them and later steps take the one whose quickest step was
+    quicker (``clock``: seconds, for the steps' times). On one engine thread, always plain.
     """
 
     TRIAL = 4

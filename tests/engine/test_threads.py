@@ -197,6 +197,10 @@ def test_side_by_side_tasks_run_on_one_thread_each_and_come_back_in_order(thread
     # a task's own call finds the threads taken: it runs nothing and says so
     inner = parallel.run_side_by_side(lambda: parallel.run_side_by_side(task, [(1,)]), [(), ()])
     assert inner == [None, None] and len(seen) == 5
+    # so does a call on a pool thread, whose tasks could queue behind it (a pool of one: wait)
+    pool = parallel.shared_executor(1)
+    assert _within(60, lambda: pool.submit(parallel.run_side_by_side, task,
+                                           [(1,), (2,)]).result()) is None
 
 
 def test_other_shapes_and_one_thread_take_the_plain_product(threads):
