@@ -186,7 +186,7 @@ def run_tasks(fn: Callable[..., _T], args: Sequence[Sequence[Any]], threads: int
     return results
 
 
-def _mark_pool_thread() -> None:
+def _mark_pool_thread() -> None:  # run_side_by_side must not wait on one
     _local.pool_thread = True
 
 
@@ -197,9 +197,8 @@ def run_side_by_side(fn: Callable[..., _T], args: Sequence[Sequence[Any]]) -> li
     nothing, when another caller is splitting (the BLAS limit is the process's) or when
     called on a pool thread (which would wait for tasks queued behind itself).
 
-    For tasks too small to split well, such as a sweep's points: SmolLM2's scores at 256
-    tokens, two at once on one thread each, took 0.83-0.88 of their time one after the other
-    on two threads. A task may wait for one before it, which has started by then.
+    For tasks too small to split well, such as a sweep's points (SmolLM2's scores at 256
+    tokens took 0.83-0.88 of their time in turn on two threads); one may wait for an earlier.
     """
     if not args:
         return []
@@ -327,12 +326,11 @@ def rows_product(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     computed in blocks on this thread and :func:`get_num_threads` − 1 helper threads.
 
     For a language model's new token, whose every product is one row times a weight matrix
-    read from memory: on some machines several single-threaded products on their own rows
-    (hold :func:`~engine.core.threads.limit_blas_threads` (1) around the calls) read the
-    weights faster than a multithreaded BLAS, on others slower (:class:`OneRowWays` times
-    both). Each row's bits are those of the plain product (OpenBLAS's kernels give a row the same
-    bits in any aligned block; the tests check it). Other shapes, a small ``w``, one thread,
-    or another caller already splitting, take the plain product.
+    read from memory: with BLAS on one thread (:func:`~engine.core.threads.limit_blas_threads`)
+    this reads the weights faster than BLAS's threads on some machines, slower on others
+    (:class:`OneRowWays` times both). Each row's bits are those of the plain product
+    (OpenBLAS's kernels give a row the same bits in any aligned block; the tests check it).
+    Other shapes, a small ``w``, one thread, or another caller splitting: the plain product.
     """
     m = w.shape[0]
     parts = min(get_num_threads(), m // _ROWS_ALIGN)
@@ -368,7 +366,12 @@ class OneRowWays:
     tokens/s split against 10-14 on BLAS's threads on one machine, at 16-19 against 27-32 on
     another. Both give every row the same bits (the tests check it), so the first
     :attr:`TRIAL` steps alternate them and later steps take the one whose quickest step was
-    quicker (``clock``: seconds, for the steps' times). On one engine thread, always plain.
+    quicker. On one engine thread, always plain.
+
+    Parameters
+    ----------
+    clock
+        Seconds, for the steps' times.
     """
 
     TRIAL = 4
