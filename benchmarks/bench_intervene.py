@@ -20,7 +20,9 @@ measured in this run and its goal; times are printed, never asserted:
 (b) a 13-point α sweep on all layers (``iter_sweep``: each point a score) against 13 scores,
     and 13 of (a)'s forwards, run back to back; goal ≤ 1.0;
 (c) α = √d_k on each of the 30 layers in turn against one score and one of (a)'s forwards
-    (a thirteenth of those blocks); goal ≤ 16 forwards (prefix reuse);
+    (a thirteenth of those blocks); goal ≤ 16 forwards (prefix reuse). A second line gives the
+    sweep's floor: its 465 layers and 30 heads (logits, loss, top-k), each timed on one thread,
+    divided by the thread count, as if the threads shared them with no loss;
 (d) greedy continuation of n tokens by 32: the rate of the tokens after the first (each one
     step through the KV cache, timed from the call's progress reports) and of the whole call
     (the prompt's pass included); goal ≥ 20 tokens/s;
@@ -121,8 +123,36 @@ def _child_ours(n: int, threads: int, top_k: int) -> None:
         return {"s": s, "first": s - steps, "steps": steps, "new": len(done.new_ids),
                 "ids": list(done.new_ids), "text": done.text}
 
+    def one_thread_parts(repeats: str) -> dict:
+        """One layer with its attention statistics, and one point's head (logits, loss and
+        top-k), each on one thread: the parts of a layer sweep's points (best of ``repeats``)."""
+        import numpy as np
+
+        from engine.core.parallel import limit_threads
+        from engine.core.threads import limit_blas_threads
+        from engine.models.forward import Pass
+        from engine.models.scores import head_scores
+        from engine.models.scoring import prepare_text
+
+        ids = prepare_text(model, TEXT, max_tokens=n).ids
+        run, lm, layers = Pass(model.spec, model.lm_store(), model._names), model.lm_head(), \
+            model.spec.layers
+        targets = np.append(ids[1:], -1)
+        with limit_threads(1), limit_blas_threads(1):
+            stream = [run.embed(ids)]
+            for i in range(layers):
+                stream.append(run.layer(i, stream[i]))
+            layer = min(_timed(lambda: [run.layer(i, stream[i], stats=[])
+                                        for i in range(layers)])[0]
+                        for _ in range(int(repeats))) / layers
+            h = lm.hidden(stream[-1])
+            head = min(_timed(lambda: head_scores(lm, h, targets, top_k))[0]
+                       for _ in range(int(repeats)))
+        return {"layer": layer, "head": head}
+
     _serve({"forward": forward, "logits": logits, "alpha": lambda p: sweep("alpha", p),
-            "layer": lambda: sweep("layer"), "continue": continuation},
+            "layer": lambda: sweep("layer"), "continue": continuation,
+            "parts": one_thread_parts},
            {"ids": list(first.token_ids), "loss": first.loss, "cold_s": cold,
             "layers": model.spec.layers, "head_dim": model.spec.head_dim})
 
@@ -322,6 +352,14 @@ def run(args: argparse.Namespace) -> int:
           f"turn {layer[0]:.2f} s = {layer[0] / forward:.1f} scores, {layer[0] / bare:.1f} "
           f"forwards with logits as (a)'s (goal ≤ {GOAL_LAYER_FORWARDS:.0f}; CPU time "
           f"{layer[1] / cpu:.1f} scores; without prefix reuse {layers})", flush=True)
+    parts, runs_of_layers = ours.ask("parts", k), layers * (layers + 1) // 2
+    floor = (runs_of_layers * parts["layer"] + layers * parts["head"]) / t
+    print(f"    its floor: on one thread a layer with its attention statistics takes "
+          f"{parts['layer'] * 1e3:.1f} ms and a point's head (logits, loss, top-{args.top_k}) "
+          f"{parts['head'] * 1e3:.1f} ms; the sweep's {runs_of_layers} layers and {layers} "
+          f"heads shared perfectly over {t} threads would take {floor:.2f} s = "
+          f"{floor / bare:.1f} forwards with logits as (a)'s, {floor / forward:.1f} scores",
+          flush=True)
     # (d) one call: the prompt's pass and first token, then one step per new token
     def rate(r: dict) -> float:
         return (r["new"] - 1) / r["steps"] if r["steps"] > 0 else 0.0
