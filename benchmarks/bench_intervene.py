@@ -157,61 +157,6 @@ def _child_ours(n: int, threads: int, top_k: int) -> None:
             "layers": model.spec.layers, "head_dim": model.spec.head_dim})
 
 
-def _child_theirs(threads: int, folder: str, name: str, ids_json: str) -> None:
-    """transformers' forward of the same GGUF and ids behind the request ``forward``."""
-    import torch
-    import transformers
-
-    torch.set_num_threads(threads)
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        folder, gguf_file=name, dtype=torch.float32, attn_implementation="eager").eval()
-    ids = torch.tensor([json.loads(Path(ids_json).read_text())], dtype=torch.long)
-
-    def forward() -> dict:
-        with torch.inference_mode():
-            return _clocked(lambda: model(input_ids=ids).logits)
-
-    def scored(top_k: str) -> dict:
-        """The forward with what a score of ours also returns from the logits: the loss
-        (transformers' own, from labels) and the top-k tokens and probabilities at every
-        position (ours also gives each layer's attention entropy, which eager transformers
-        gives only by returning every layer's weights)."""
-        def run() -> None:
-            out = model(input_ids=ids, labels=ids)
-            torch.softmax(out.logits, dim=-1).topk(int(top_k), dim=-1)
-        with torch.inference_mode():
-            return _clocked(run)
-
-    class Stamps(transformers.generation.streamers.BaseStreamer):
-        """The time of each ``put``: the prompt's, then each new token's."""
-
-        def __init__(self) -> None:
-            self.times: list[float] = []
-
-        def put(self, value: object) -> None:
-            self.times.append(time.perf_counter())
-
-        def end(self) -> None:
-            pass
-
-    def generate(new: str) -> dict:
-        stamps = Stamps()
-        with torch.inference_mode():
-            s, out = _timed(lambda: model.generate(ids, max_new_tokens=int(new), do_sample=False,
-                                                   streamer=stamps, pad_token_id=0))
-        new_ids = out[0, ids.shape[1]:].tolist()
-        steps = stamps.times[-1] - stamps.times[1]
-        return {"s": s, "first": s - steps, "steps": steps, "new": len(new_ids),
-                "ids": new_ids}
-
-    with torch.inference_mode():  # the loss, to show both ran the same model on the same ids
-        logits = model(input_ids=ids).logits[0, :-1].double()
-        loss = torch.nn.functional.cross_entropy(logits, ids[0, 1:]).item()
-    _serve({"forward": forward, "scored": scored, "continue": generate},
-           {"loss": loss, "threads": torch.get_num_threads(), "torch": torch.__version__,
-            "transformers": transformers.__version__})
-
-
 def _child_memory(n: int, threads: int) -> None:
     """One score in a fresh process: the peak of its allocations and of the resident set."""
     import resource
@@ -245,12 +190,12 @@ def _child_memory(n: int, threads: int) -> None:
 class Child:
     """A child process answering one JSON line per request line."""
 
-    def __init__(self, python: str, *args: str, threads: int) -> None:
+    def __init__(self, python: str, script: str, *args: str, threads: int) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads),
                "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
         env.setdefault("OPENBLAS_THREAD_TIMEOUT", "16")  # as main.py
         self.log = tempfile.TemporaryFile(mode="w+")  # warnings; shown when the child fails
-        self.process = subprocess.Popen([python, str(Path(__file__).resolve()), *args],
+        self.process = subprocess.Popen([python, str(Path(__file__).parent / script), *args],
                                         cwd=ROOT, env=env, text=True, stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self.log)
         self.ready = self._answer()
@@ -289,7 +234,8 @@ def run(args: argparse.Namespace) -> int:
     new = 4 if args.quick else 32
     print(f"{sample.name}, n = {n} tokens, {t} threads, best of {k}; load average "
           f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
-    ours = Child(sys.executable, "--child", "ours", str(n), str(t), str(args.top_k), threads=t)
+    ours = Child(sys.executable, Path(__file__).name, "--child", "ours", str(n), str(t),
+                 str(args.top_k), threads=t)
     n = len(ours.ready["ids"])
     print(f"first score (kept float32 weights converted) {ours.ready['cold_s']:.2f} s; "
           f"loss {ours.ready['loss']:.4f} nats", flush=True)
@@ -298,8 +244,8 @@ def run(args: argparse.Namespace) -> int:
     if python and Path(python).exists():
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as ids:
             json.dump(ours.ready["ids"], ids)
-        theirs = Child(python, "--child", "theirs", str(t), str(path.parent), path.name,
-                       ids.name, threads=t)
+        theirs = Child(python, "intervene_transformers.py", str(t), str(path.parent),
+                       path.name, ids.name, threads=t)
         os.unlink(ids.name)
     # (a) the two sides alternate, each of their runs once per repeat
     mine, mine_scored, them, them_scored = [], [], [], []
@@ -404,12 +350,10 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--child"]:  # a child: no argparse, no engine import in transformers' venv
+    if argv[:1] == ["--child"]:  # a child of ours: no argparse
         kind, *rest = argv[1:]
         if kind == "ours":
             _child_ours(*map(int, rest))
-        elif kind == "theirs":
-            _child_theirs(int(rest[0]), *rest[1:])
         else:
             _child_memory(*map(int, rest))
         return 0
