@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -14,6 +15,12 @@ if str(ROOT) not in sys.path:
 
 # Tests never need a display; set before any test module can import Qt.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+# A shell without job control (`cmd &` in a script) starts its background commands with
+# SIGINT ignored, and every child inherits that: the Ctrl-C tests, which send a real SIGINT
+# to a child, then saw it run to the end (exit 0, not 130). Their children must get it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from tests.run_failures import WORKER_OUTPUT_KEY, fail_run  # noqa: E402  (needs ROOT on the path)
 
