@@ -195,7 +195,7 @@ class Child:
                "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
         env.setdefault("OPENBLAS_THREAD_TIMEOUT", "16")  # as main.py
         self.log = tempfile.TemporaryFile(mode="w+")  # warnings; shown when the child fails
-        self.process = subprocess.Popen([python, str(Path(__file__).parent / script), *args],
+        self.process = subprocess.Popen([python, str(ROOT / "benchmarks" / script), *args],
                                         cwd=ROOT, env=env, text=True, stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self.log)
         self.ready = self._answer()
