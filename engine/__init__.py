@@ -17,88 +17,50 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# public name -> submodule that defines it
-_EXPORTS: dict[str, str] = {
-    # config
-    "AttentionConfig": "config",
-    "SweepConfig": "config",
-    "ScalingRule": "config",
-    "MaskKind": "config",
-    "SweepParam": "config",
-    "DEFAULT_MEMORY_BUDGET_BYTES": "config",
-    "config_from_dict": "config",
-    "config_from_json": "config",
+# submodule -> the public names it defines
+_NAMES: dict[str, tuple[str, ...]] = {
+    # config (with training's TrainConfig, TaskKind and OptimizerKind, from config.train)
+    "config": ("AttentionConfig", "SweepConfig", "ScalingRule", "MaskKind", "SweepParam",
+               "DEFAULT_MEMORY_BUDGET_BYTES", "config_from_dict", "config_from_json",
+               "TrainConfig", "TaskKind", "OptimizerKind"),
     # attention (core: attention, scaling, softmax, plan, memory, parallel)
-    "AttentionResult": "core.attention",
-    "MemoryBudgetError": "core.memory",
-    "scaled_dot_product_attention": "core.attention",
-    "scaled_dot_product_attention_backward": "core.attention",
-    "scale_factor": "core.scaling",
-    "Rule": "core.scaling",
-    "softmax": "core.softmax",
-    "causal_mask": "core.plan",
-    "get_memory_budget": "core.memory",
-    "set_memory_budget": "core.memory",
-    "tune_allocator": "core.memory",
-    "attention_logits": "core.attention",
-    "check_memory": "core.memory",
-    "get_num_threads": "core.parallel",
-    "set_num_threads": "core.parallel",
+    "core.attention": ("AttentionResult", "scaled_dot_product_attention",
+                       "scaled_dot_product_attention_backward", "attention_logits"),
+    "core.memory": ("MemoryBudgetError", "get_memory_budget", "set_memory_budget",
+                    "tune_allocator", "check_memory"),
+    "core.scaling": ("scale_factor", "Rule"),
+    "core.softmax": ("softmax",),
+    "core.plan": ("causal_mask",),
+    "core.parallel": ("get_num_threads", "set_num_threads"),
     # stats
-    "row_entropy": "core.stats",
-    "p_max": "core.stats",
-    "effective_support": "core.stats",
-    "saturated_share": "core.stats",
-    "softmax_jacobian": "core.stats",
-    "jacobian_fro_norm": "core.stats",
-    "jacobian_spectral_norm": "core.stats",
-    "logit_moments": "core.stats",
-    "row_summary": "core.stats",
+    "core.stats": ("row_entropy", "p_max", "effective_support", "saturated_share",
+                   "softmax_jacobian", "jacobian_fro_norm", "jacobian_spectral_norm",
+                   "logit_moments", "row_summary"),
     # theory
-    "theory": "core",
+    "core": ("theory",),
     # sweeps and experiments
-    "SweepPoint": "analysis.sweep",
-    "iter_sweep": "analysis.sweep",
-    "run_sweep": "analysis.sweep",
-    "SWEEP_CSV_COLUMNS": "analysis.sweep",
-    "write_sweep_csv": "analysis.sweep",
-    "AttentionSnapshot": "analysis.experiment",
-    "run_experiment": "analysis.experiment",
-    "RuleView": "analysis.experiment",
-    "draw_qk": "analysis.sampling",
-    "temperature_comparison": "analysis.experiment",
-    "correlation_rms": "analysis.correlation",
+    "analysis.sweep": ("SweepPoint", "iter_sweep", "run_sweep", "SWEEP_CSV_COLUMNS",
+                       "write_sweep_csv"),
+    "analysis.experiment": ("AttentionSnapshot", "run_experiment", "RuleView",
+                            "temperature_comparison"),
+    "analysis.sampling": ("draw_qk",),
+    "analysis.correlation": ("correlation_rms",),
     # training (config.train, training.tasks, .snapshot, .trainer, .lr_sweep, .lr_results)
-    "TrainConfig": "config",
-    "TaskKind": "config",
-    "OptimizerKind": "config",
-    "make_task": "training.tasks",
-    "TrainSnapshot": "training.snapshot",
-    "RuleTrainState": "training.snapshot",
-    "iter_training": "training.trainer",
-    "run_training": "training.trainer",
-    "LrSweepResult": "training.lr_results",
-    "iter_lr_sweep": "training.lr_sweep",
-    "lr_sweep_table": "training.lr_results",
-    "run_lr_sweep": "training.lr_sweep",
-    "write_lr_sweep_csv": "training.lr_results",
-    # real models (models: open a Hugging Face folder or a GGUF file, capture q and k)
-    "open_model": "models",
-    "Model": "models",
-    "Capture": "models",
-    "ModelError": "models",
+    "training.tasks": ("make_task",),
+    "training.snapshot": ("TrainSnapshot", "RuleTrainState"),
+    "training.trainer": ("iter_training", "run_training"),
+    "training.lr_results": ("LrSweepResult", "lr_sweep_table", "write_lr_sweep_csv"),
+    "training.lr_sweep": ("iter_lr_sweep", "run_lr_sweep"),
+    # real models (models: open a Hugging Face folder or a GGUF file, capture q and k), and
     # language-model runs of a real model under an intervention on its attention (the
     # model sweep's SweepPoint and iter_sweep are engine.models', beside the toy sweep's)
-    "Intervention": "models",
-    "DEFAULT_ALPHAS": "models",
-    "TextScore": "models",
-    "TokenPrediction": "models",
-    "score_text": "models",
-    "TextLogits": "models",
-    "text_logits": "models",
-    "Continuation": "models",
-    "continue_text": "models",
+    "models": ("open_model", "Model", "Capture", "ModelError", "Intervention",
+               "DEFAULT_ALPHAS", "TextScore", "TokenPrediction", "score_text", "TextLogits",
+               "text_logits", "Continuation", "continue_text"),
 }
+# public name -> submodule that defines it
+_EXPORTS: dict[str, str] = {name: module for module, names in _NAMES.items() for name in names}
+assert len(_EXPORTS) == sum(map(len, _NAMES.values())), "a public name is listed twice"
 
 __all__ = sorted(_EXPORTS)
 
