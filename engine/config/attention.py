@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from engine.config.base import (
     QT_TRANSLATE_NOOP,
+    Cli,
     FieldSpec,
     Gui,
     JsonConfig,
@@ -38,6 +39,7 @@ __all__ = [
     "MaskKind",
     "RuleParameters",
     "ScalingRule",
+    "shared_field",
 ]
 
 #: Largest attention-matrix footprint a single request may allocate unless told otherwise.
@@ -153,6 +155,11 @@ ATTENTION_FIELDS: dict[str, FieldSpec] = {
             "(standard errors shrink like 1/√samples)."),
         high=100_000, step=500)),
 }
+
+
+def shared_field(name: str, gui: Gui | None = None, cli: Cli | None = None) -> FieldSpec:
+    """The explorer's range of ``name`` (declared once above), with another config's row/option."""
+    return ATTENTION_FIELDS[name].but(gui=gui, cli=cli)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

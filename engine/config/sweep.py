@@ -13,13 +13,13 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from engine.config.attention import (
-    ATTENTION_FIELDS,
     DEFAULT_MEMORY_BUDGET_BYTES,
     RULE_FIELDS,
     RULE_PARAMETERS,
     AttentionConfig,
     RuleParameters,
     ScalingRule,
+    shared_field,
 )
 from engine.config.base import (
     Cli,
@@ -54,11 +54,6 @@ class SweepParam(StrEnum):
     N = "n"
 
 
-def _shared(name: str, cli: Cli | None = None) -> FieldSpec:
-    """The explorer's range of ``name`` (declared once there), without its panel row."""
-    return ATTENTION_FIELDS[name].but(gui=None, cli=cli)
-
-
 #: Every field of :class:`SweepConfig`, in the order of the ``sweep`` command's options.
 SWEEP_FIELDS: dict[str, FieldSpec] = {
     "param": FieldSpec(cli=Cli(("--param",), "quantity to sweep (s = std of the unscaled logits)",
@@ -67,14 +62,14 @@ SWEEP_FIELDS: dict[str, FieldSpec] = {
         ("--values",), "comma-separated values, e.g. 1,2,4,8 (or a:b for powers of two "
         "2^a..2^b; a may be negative: --values -3:1)", required=True)),
     "rules": FieldSpec(cli=Cli(("--rules",), RULES_HELP)),
-    "n_tokens": _shared("n_tokens", Cli(("--n",), "tokens per row when n is not swept")),
-    "d_k": _shared("d_k", Cli(("--d-k", "--dk"), "head dimension when d_k is not swept")),
-    "rho": _shared("rho", Cli(("--rho",), "q-k correlation when not swept")),
+    "n_tokens": shared_field("n_tokens", cli=Cli(("--n",), "tokens per row when n is not swept")),
+    "d_k": shared_field("d_k", cli=Cli(("--d-k", "--dk"), "head dimension when d_k is not swept")),
+    "rho": shared_field("rho", cli=Cli(("--rho",), "q-k correlation when not swept")),
     # The std of the unscaled logits has no row in the explorer: its range is declared here.
     "logit_std": FieldSpec(0.0, 1e6),
-    "samples": _shared("samples", Cli(("--samples",), "query rows per point")),
-    "seed": _shared("seed", Cli(("--seed",), "seed of the random q and k (a seed gives the same "
-                                             "CSV on every run)")),
+    "samples": shared_field("samples", cli=Cli(("--samples",), "query rows per point")),
+    "seed": shared_field("seed", cli=Cli(("--seed",), "seed of the random q and k (a seed "
+                                         "gives the same CSV on every run)")),
     **{name: spec.but(gui=None) for name, spec in RULE_FIELDS.items()},
     "max_logits": FieldSpec(1, 1 << 40, "logits", cli=Cli(
         ("--max-logits",), "largest rows × n per point: a point with more uses "

@@ -14,7 +14,7 @@ import math
 from enum import StrEnum
 from typing import ClassVar
 
-from engine.config.attention import ATTENTION_FIELDS, ScalingRule
+from engine.config.attention import ScalingRule, shared_field
 from engine.config.base import (
     QT_TRANSLATE_NOOP,
     Cli,
@@ -54,11 +54,6 @@ class DType(StrEnum):
     """Exact enough for finite-difference gradient checks."""
 
 
-def _shared(name: str, gui: Gui | None = None, cli: Cli | None = None) -> FieldSpec:
-    """The explorer's range of ``name`` (declared once there), with this panel's row."""
-    return ATTENTION_FIELDS[name].but(gui=gui, cli=cli)
-
-
 #: Every field of :class:`TrainConfig`, in the Train panel's row order (``group``: its box).
 #: ``Gui.high`` narrows a row where larger models only take minutes per run or fail the memory
 #: budget (a d_k 512 step already takes seconds here); the CLI takes the engine's full range.
@@ -81,15 +76,15 @@ TRAIN_FIELDS: dict[str, FieldSpec] = {
     "rules": FieldSpec(
         gui=Gui(QT_TRANSLATE_NOOP("TrainPanel", "Rules"), widget="custom", group="model"),
         cli=Cli(("--rules",), RULES_HELP)),
-    "d_k": _shared("d_k", Gui(
+    "d_k": shared_field("d_k", Gui(
         "d_k", QT_TRANSLATE_NOOP("TrainPanel", "Head dimension d_k (width of q and k)."),
         high=1024, group="model"), Cli(("--d-k",), "head dimension d_k (width of q and k)")),
-    "d_model": _shared("d_model", Gui(
+    "d_model": shared_field("d_model", Gui(
         "d_model", QT_TRANSLATE_NOOP("TrainPanel", "Model width d_model; 'auto' uses d_k × heads."),
         high=1024, group="model",
         default_text=QT_TRANSLATE_NOOP("TrainPanel", "auto (d_k × heads)")),
         Cli(("--d-model",), "model width (default d_k × heads)")),
-    "heads": _shared("heads", Gui(
+    "heads": shared_field("heads", Gui(
         QT_TRANSLATE_NOOP("TrainPanel", "Heads"),
         QT_TRANSLATE_NOOP("TrainPanel", "Number of attention heads."),
         high=16, group="model"), Cli(("--heads",), "attention heads")),
@@ -132,14 +127,14 @@ TRAIN_FIELDS: dict[str, FieldSpec] = {
         QT_TRANSLATE_NOOP("TrainPanel", "Steps"),
         QT_TRANSLATE_NOOP("TrainPanel", "Optimiser steps per run."),
         high=100_000, group="training"), Cli(("--steps",), "optimiser steps per run")),
-    "seed": _shared("seed", Gui(
+    "seed": shared_field("seed", Gui(
         QT_TRANSLATE_NOOP("TrainPanel", "Seed"),
         QT_TRANSLATE_NOOP(
             "TrainPanel", "Seed of the initial weights, the batches and the held-out set."),
         high=1_000_000, group="training"),
         Cli(("--seed",), "seed of the initial weights, the batches and the held-out set",
             commands=("train",))),
-    "init_std": _shared("init_std", Gui(
+    "init_std": shared_field("init_std", Gui(
         QT_TRANSLATE_NOOP("TrainPanel", "Init std"),
         QT_TRANSLATE_NOOP(
             "TrainPanel",
@@ -167,9 +162,9 @@ TRAIN_FIELDS: dict[str, FieldSpec] = {
             "probe whose attention is shown.",
         ),
         group="training"), Cli(("--eval-size",), "held-out examples")),
-    "temperature": _shared("temperature"),
-    "gain": _shared("gain"),
-    "cap": _shared("cap"),
+    "temperature": shared_field("temperature"),
+    "gain": shared_field("gain"),
+    "cap": shared_field("cap"),
     "dtype": FieldSpec(),
     "snapshot_every": FieldSpec(1, 1_000_000, "steps"),
     "divergence_factor": FieldSpec(1.0, 1e6, "× initial loss", Gui(
