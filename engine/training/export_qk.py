@@ -19,7 +19,6 @@ A run whose q or k is not finite (its parameters diverged to NaN/inf) is left ou
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +35,7 @@ from engine.training.model import prepare_batch, project_qk
 from engine.training.session import TrainedRun, TrainingSession
 from engine.training.tasks import Batch, Task
 
-__all__ = ["MAX_BATCH", "TrainedTensors", "token_labels", "trained_tensors",
-           "write_trained_tensors"]
+__all__ = ["MAX_BATCH", "token_labels", "write_trained_tensors"]
 
 #: At most this many held-out sequences are written (keeps files small: the batch is the
 #: largest factor of the file size).
@@ -45,15 +43,6 @@ MAX_BATCH = 16
 
 _MODEL = ("Attention Scale Explorer mini-trainer: one attention layer (no residual, no MLP), "
           "{heads} head(s) of d_k {d_k}, d_model {d_model}, task {task}")
-
-
-@dataclass(frozen=True)
-class TrainedTensors:
-    """What :func:`write_trained_tensors` writes: arrays, tokens and meta of a tensor file."""
-
-    arrays: dict[str, np.ndarray]
-    tokens: tuple[str, ...]
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 def token_labels(task: Task, batch: Batch, entry: int = 0) -> tuple[str, ...]:
@@ -99,17 +88,22 @@ def _operands(run: TrainedRun, q: np.ndarray, k: np.ndarray, d_k: int,
     return q, k, entry, "raw (logits = scale·q·kᵀ)"
 
 
-def trained_tensors(session: TrainingSession, *, max_batch: int = MAX_BATCH,
-                    command: str = "") -> TrainedTensors:
-    """Compute the tensor file of ``session``'s trained runs (see the module docstring) on the
-    first ``min(max_batch, eval_size)`` held-out sequences, with ``command`` (how the training
-    was started) as ``meta["command"]``. Call it from the thread that trains ``session``.
+def write_trained_tensors(path: str | Path, session: TrainingSession, *,
+                          max_batch: int = MAX_BATCH, command: str = "") -> Path:
+    """Write the tensor file of ``session``'s trained runs (see the module docstring) to
+    ``path`` (``.npz`` or ``.safetensors``), on the first ``min(max_batch, eval_size)``
+    held-out sequences, with ``command`` (how the training was started) as
+    ``meta["command"]``. Call it from the thread that trains ``session``.
 
     Raises
     ------
     ValueError
-        If ``max_batch`` < 1 or no run has finite q and k.
+        If ``path`` has another suffix, ``max_batch`` < 1 or no run has finite q and k.
+    OSError
+        If the file cannot be written.
     """
+    if Path(path).suffix not in (".npz", ".safetensors"):
+        raise ValueError(f"{Path(path).name}: the tensor file must end in .npz or .safetensors")
     max_batch = check_int("max_batch", max_batch, integral_floats=False)
     config, task, dims = session.config, session.task, session.dims
     full = session.eval_batch
@@ -158,21 +152,4 @@ def trained_tensors(session: TrainingSession, *, max_batch: int = MAX_BATCH,
     }
     if skipped:
         meta["skipped"] = skipped
-    return TrainedTensors(arrays, token_labels(task, batch), meta)
-
-
-def write_trained_tensors(path: str | Path, session: TrainingSession, *,
-                          max_batch: int = MAX_BATCH, command: str = "") -> Path:
-    """Write :func:`trained_tensors` of ``session`` to ``path`` (``.npz`` or ``.safetensors``).
-
-    Raises
-    ------
-    ValueError
-        As :func:`trained_tensors`, or for another suffix.
-    OSError
-        If the file cannot be written.
-    """
-    if Path(path).suffix not in (".npz", ".safetensors"):
-        raise ValueError(f"{Path(path).name}: the tensor file must end in .npz or .safetensors")
-    data = trained_tensors(session, max_batch=max_batch, command=command)
-    return write_tensors(path, data.arrays, tokens=list(data.tokens), meta=data.meta)
+    return write_tensors(path, arrays, tokens=list(token_labels(task, batch)), meta=meta)
