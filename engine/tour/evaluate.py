@@ -2,6 +2,16 @@
 
 Each quantity is computed by the engine function named in :mod:`engine.tour.claims`. The claims
 of one step share their snapshots and sweep points (same configuration, same draw).
+
+The precision and length labs' numbers are read off the labs' own engine code, nothing
+recomputed: a format's largest finite value (:func:`~engine.core.precision.largest_value`:
+65504 for float16, 448 for float8 e4m3) or its natural logarithm, beyond which the naive
+softmax's ``exp`` overflows (the overflow share and weight error themselves are the d_k sweep's
+precision columns); the point at n of the length view's n sweep
+(:func:`~engine.analysis.length.length_sweep_config`, n one of its values: the same rows, sample
+cap and logit budget, so the value is the one the view plots) for one rule; SSMax's toy (all
+logits −2 except one +3) at n; and YaRN's logit multiplier for the config's context-extension
+factor.
 """
 
 from __future__ import annotations
@@ -13,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.config import AttentionConfig, MaskKind, ScalingRule
+from engine.config import AttentionConfig, MaskKind, Precision, ScalingRule
 from engine.tour.claims import ClaimResult, check_value, claim_number, validate_claim
 
 __all__ = ["evaluate_claims", "evaluate_quantity"]
@@ -31,6 +41,12 @@ _SWEEP_FIELDS = {
     # The precision columns, in the claim's dtype / softmax / rounding (main.py sweep --dtype).
     "sweep_overflow_share": "overflow_share",
     "sweep_weight_err_mean": "weight_err_mean",
+}
+#: Length quantity -> the :class:`~engine.analysis.sweep.SweepPoint` attribute it reads.
+_LENGTH_FIELDS = {
+    "length_entropy_mean": "entropy_mean",
+    "length_p_max_mean": "p_max_mean",
+    "length_entropy_ratio": "entropy_ratio",
 }
 
 
@@ -85,12 +101,24 @@ def _matched_gap(config: AttentionConfig, logits: np.ndarray) -> float:
     return float(np.mean(diag - others))
 
 
+def _require_iid_draws(quantity: str, config: AttentionConfig) -> None:
+    """Raise unless ``config`` is what the sweeps draw: iid unit-variance q, k, no mask.
+
+    The sweeps (d_k, logit std, n) ignore the projections, the init std and the mask, so a
+    claim on another configuration would state numbers of an experiment it does not show.
+    """
+    if config.use_projection or config.init_std != 1.0 or config.mask is not MaskKind.NONE:
+        raise ValueError(
+            f"{quantity} comes from a sweep, which draws iid unit-variance q, k without a "
+            "mask: it needs init_std = 1, use_projection = false and mask = none"
+        )
+
+
 def _sweep_config(claim: Mapping[str, Any], config: AttentionConfig, rule: ScalingRule) -> Any:
     """The one-point sweep a sweep claim reads: over d_k, or over the logit std s."""
-    from engine.config import Precision, Rounding, SoftmaxForm, SweepConfig, SweepParam
-    from engine.tour.labs import require_iid_draws
+    from engine.config import Rounding, SoftmaxForm, SweepConfig, SweepParam
 
-    require_iid_draws(str(claim["quantity"]), config)
+    _require_iid_draws(str(claim["quantity"]), config)
     logit_std = claim_number(claim, "logit_std")
     # The precision columns' format, softmax form and rounding (the sweep's defaults without).
     formats = {} if "dtype" not in claim else {
@@ -167,18 +195,55 @@ _LABS = {"dtype_largest", "dtype_exp_limit", "length_entropy_mean", "length_p_ma
          "length_entropy_ratio", "ssmax_toy_softmax", "ssmax_toy_ssmax", "yarn_logit_factor"}
 
 
+def _length_value(quantity: str, config: AttentionConfig, rule: ScalingRule, n: int,
+                  cache: dict[Any, Any]) -> float:
+    """Entropy, p_max or entropy / ln n of the length sweep's point at n.
+
+    The sweep runs lazily up to n and no further (the points before it are smaller, so this
+    costs at most a few times the point itself); ``cache`` keeps the running sweep, so the
+    claims of one step share it.
+    """
+    from engine.analysis.length import LENGTH_VALUES, length_sweep_config
+    from engine.analysis.sweep import iter_sweep
+
+    _require_iid_draws(quantity, config)
+    if n not in LENGTH_VALUES:  # validate_claim refuses these; the loop below would not end
+        raise ValueError(f"{quantity}: n must be one of the length view's n, got {n}")
+    # The length view's sweep for ``rule`` only: a point's rows depend on its position in the
+    # sweep's values but not on which rules are swept, so its points are the ones the view plots.
+    sweep = length_sweep_config(config).replace(rules=(rule,))
+    entry = cache.get(sweep)
+    if entry is None:
+        entry = cache[sweep] = (iter_sweep(sweep), {})
+    points, seen = entry
+    while n not in seen:
+        point = next(points)
+        seen[int(point.value)] = point
+    return float(getattr(seen[n], _LENGTH_FIELDS[quantity]))
+
+
 def _lab_value(claim: Mapping[str, Any], config: AttentionConfig, rule: ScalingRule,
                cache: _Cache) -> float:
-    from engine.tour import labs
-
     quantity = str(claim["quantity"])
     if quantity.startswith("dtype_"):
-        return labs.format_value_of(quantity, str(claim["dtype"]))
+        from engine.core.precision import largest_value
+
+        # dtype_largest: the format's largest finite value; dtype_exp_limit: its ln.
+        top = largest_value(Precision(str(claim["dtype"])))
+        return math.log(top) if quantity == "dtype_exp_limit" else top
     if quantity.startswith("ssmax_toy_"):
-        return labs.toy_value(quantity, config, int(claim["n"]))
+        from engine.analysis.length import ssmax_toy
+
+        # The weight of the +3 logit among n − 1 logits −2, under softmax or SSMax (s of config).
+        toy = ssmax_toy([int(claim["n"])], s=config.ssmax_s)
+        values = toy.p_max_ssmax if quantity == "ssmax_toy_ssmax" else toy.p_max_softmax
+        return float(values[0])
     if quantity == "yarn_logit_factor":
-        return labs.yarn_value(config)
-    return labs.length_value(quantity, config, rule, int(claim["n"]), cache.lengths)
+        from engine.core.scaling import yarn_temperature_factor
+
+        # YaRN's logit multiplier (0.1·ln f + 1)² for the config's ``yarn_factor`` f.
+        return float(yarn_temperature_factor(config.yarn_factor))
+    return _length_value(quantity, config, rule, int(claim["n"]), cache.lengths)
 
 
 def _temperature_grad_diff(config: AttentionConfig, temperature: float) -> float:
