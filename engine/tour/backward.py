@@ -55,11 +55,12 @@ def _scale(config: AttentionConfig, rule: ScalingRule) -> float:
     return _rule(config, rule).scale(config.d_k)
 
 
-def _head(config: AttentionConfig) -> tuple[np.ndarray, ...]:
-    """Head 0's q, k of ``config`` with a seeded value matrix and upstream gradient dO."""
+def _head(config: AttentionConfig, mask_ok: bool = False) -> tuple[np.ndarray, ...]:
+    """Head 0's q, k of ``config`` with a seeded value matrix and upstream gradient dO
+    (``mask_ok``: ``config`` may have a mask, which the caller applies)."""
     from engine.analysis.sampling import draw_qk
 
-    if config.mask is not MaskKind.NONE:
+    if config.mask is not MaskKind.NONE and not mask_ok:
         raise ValueError("the backward-pass quantities are computed without a mask")
     q, k = draw_qk(config)
     rng = np.random.default_rng(config.seed)
@@ -125,7 +126,8 @@ def train_grad_ratio(config: AttentionConfig, rule: ScalingRule, param: str,
     training session draws its first one.
     """
     from engine.training.model import loss_and_grad, prepare_batch
-    from engine.training.params import ModelDims, init_params
+    from engine.training.params import init_params
+    from engine.training.session import _model_dims
     from engine.training.tasks import make_task
 
     if param not in TRAIN_GRAD_PARAMS:
@@ -133,9 +135,7 @@ def train_grad_ratio(config: AttentionConfig, rule: ScalingRule, param: str,
     _scale(config, rule)
     cfg = TrainConfig(**{"d_k": config.d_k, "seed": config.seed, **dict(train or {})})
     task = make_task(cfg)
-    dims = ModelDims(input_vocab=task.input_vocab, seq_len=task.seq_len,
-                     d_model=cfg.model_width, heads=cfg.heads, d_k=cfg.d_k,
-                     n_classes=task.n_classes)
+    dims = _model_dims(cfg, task)
     init_seq, train_seq, _ = np.random.SeedSequence(cfg.seed).spawn(3)
     params = init_params(dims, np.random.default_rng(init_seq), init_std=cfg.resolved_init_std,
                          channels=task.channels, dtype=np.float64)
@@ -145,8 +145,5 @@ def train_grad_ratio(config: AttentionConfig, rule: ScalingRule, param: str,
     for model_rule in (ScalingRule.NONE, rule):
         grads = params.zeros_like()
         loss_and_grad(params, grads, _rule(config, model_rule), batch)
-        hd = dims.hd
-        matrix = {"w_q": grads["w_q"], "w_k": grads["w_kv"][:, :hd],
-                  "w_v": grads["w_kv"][:, hd:], "w_o": grads["w_o"]}[param]
-        norms.append(float(np.linalg.norm(matrix)))
+        norms.append(float(np.linalg.norm(grads.matrices()[param.upper()])))
     return norms[0] / norms[1]
