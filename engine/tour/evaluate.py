@@ -247,14 +247,10 @@ def _lab_value(claim: Mapping[str, Any], config: AttentionConfig, rule: ScalingR
 
 
 def _temperature_grad_diff(config: AttentionConfig, temperature: float) -> float:
-    from engine.analysis.sampling import draw_qk
     from engine.core.attention import scaled_dot_product_attention_backward
+    from engine.tour.backward import _head
 
-    q, k = draw_qk(config)
-    q, k = q[0], k[0]
-    rng = np.random.default_rng(config.seed)
-    v = rng.standard_normal(q.shape)
-    upstream = rng.standard_normal(q.shape)
+    q, k, v, upstream = _head(config, mask_ok=True)
     mask = "causal" if config.mask is MaskKind.CAUSAL else None
     # Seeded normals are finite by construction: the input check would only cost time.
     grads_t = scaled_dot_product_attention_backward(
