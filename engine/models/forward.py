@@ -177,11 +177,8 @@ def run_forward(
         q, k, v = run.qkv(i, x, w)
         if i in wanted:
             out[i] = LayerCapture(q=q, k=k, v=v if keep_v else None)
-        if i == last:
-            if progress is not None:
-                progress(i + 1, last + 1)
-            break
-        x = run.rest(x, run.attend(i, q, k, v), w)
+        if i < last:
+            x = run.rest(x, run.attend(i, q, k, v), w)
         if progress is not None:
             progress(i + 1, last + 1)
     return out
