@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from engine.models.rope import rope_of
@@ -46,14 +47,12 @@ RopeReader = Callable[[Values, int], RopeReading]
 GEMMA3_THETA = {"full_attention": 1_000_000.0, "sliding_attention": 10_000.0}
 
 
-def _rope(values: Values, head_dim: int) -> RopeReading:
-    theta, rope = rope_of(values, head_dim=head_dim)
+def _rope(values: Values, head_dim: int, longrope: bool = False) -> RopeReading:
+    theta, rope = rope_of(values, longrope=longrope, head_dim=head_dim)
     return theta, rope, None, {}
 
 
-def _phi3_rope(values: Values, head_dim: int) -> RopeReading:
-    theta, rope = rope_of(values, longrope=True, head_dim=head_dim)
-    return theta, rope, None, {}
+_phi3_rope = partial(_rope, longrope=True)
 
 
 def _gemma3_rope(values: Values, head_dim: int) -> RopeReading:
@@ -147,10 +146,9 @@ MODELLED_KEYS: Mapping[str, tuple[str, ...]] = {family: (*keys, "tie_word_embedd
              "activation_function", "scale_attn_weights", "scale_attn_by_inverse_layer_idx"),
     "llama": (*_LLAMA_LIKE, "hidden_act", "mlp_bias"),
     "mistral": (*_LLAMA_LIKE, "hidden_act", "mlp_bias", "sliding_window"),
-    "qwen2": (*_LLAMA_LIKE, "hidden_act", "mlp_bias", "sliding_window", "use_sliding_window",
-              "max_window_layers", "layer_types"),
-    "qwen3": (*_LLAMA_LIKE, "hidden_act", "mlp_bias", "sliding_window", "use_sliding_window",
-              "max_window_layers", "layer_types"),
+    **dict.fromkeys(("qwen2", "qwen3"), (*_LLAMA_LIKE, "hidden_act", "mlp_bias", "sliding_window",
+                                         "use_sliding_window", "max_window_layers",
+                                         "layer_types")),
     "gemma2": (*_LLAMA_LIKE, "hidden_activation", "mlp_bias", "query_pre_attn_scalar",
                "attn_logit_softcapping", "sliding_window", "layer_types",
                "final_logit_softcapping"),
@@ -164,8 +162,7 @@ MODELLED_KEYS: Mapping[str, tuple[str, ...]] = {family: (*keys, "tie_word_embedd
 }.items()}
 #: Keys known not to change the computation up to q and k, with why where it is not obvious.
 IGNORED_KEYS: Mapping[str, tuple[str, ...]] = {
-    "olmo2": _NEVER_MATTER,
-    "granite": _NEVER_MATTER,
+    **dict.fromkeys(("olmo2", "granite", "mistral", "qwen2", "qwen3"), _NEVER_MATTER),
     "phi3": (*_NEVER_MATTER, "resid_pdrop", "embd_pdrop"),
     # attn_logit_softcapping: Gemma 3's attention does not apply it; _sliding_window_pattern:
     # transformers' own copy of the pattern, which it writes beside layer_types and never reads.
@@ -185,9 +182,6 @@ IGNORED_KEYS: Mapping[str, tuple[str, ...]] = {
     # pretraining_tp split the same products into slices in transformers 4 (summed back, the
     # same numbers); transformers 5's Llama does not read it.
     "llama": (*_NEVER_MATTER, "pretraining_tp"),
-    "mistral": _NEVER_MATTER,
-    "qwen2": _NEVER_MATTER,
-    "qwen3": _NEVER_MATTER,
     # hidden_act: an older name transformers' Gemma 2 does not read (it reads
     # hidden_activation).
     "gemma2": (*_NEVER_MATTER, "hidden_act", "cache_implementation"),
@@ -264,8 +258,6 @@ def _granite(values: Values) -> dict[str, Any]:
     def positive(key: str) -> float:
         return values.number(key, default=1.0, above=0, below=1e6)
 
-    if values.flag("mlp_bias", default=False):
-        raise values.refuse("mlp_bias", True, "false (biases of the MLP are not modelled)")
     multiplier = positive("attention_multiplier")
     return {"scale": multiplier, "note": f"attention_multiplier {multiplier:g}",
             "embed_scale": positive("embedding_multiplier"),
