@@ -10,7 +10,7 @@ so a small hostile file costs no time or memory out of proportion to its size:
   symbolic links must lead inside the folder;
 * every array holds exactly the bytes its header declares;
 * at most :data:`~engine.io.source.MAX_ARRAYS` arrays, a safetensors header of at most
-  :data:`MAX_HEADER_BYTES`;
+  :data:`~engine.io.source.MAX_HEADER_BYTES`;
 * an array read whole (``tokens``, ``meta``, a Fortran-order array) must fit the memory budget.
 """
 
@@ -27,7 +27,6 @@ from engine.io.files import check_regular_file, describe_os_error, map_regular
 from engine.io.npz import ARCHIVE_ERRORS, Npz
 from engine.io.safetensors_file import SafetensorsFile
 from engine.io.source import (
-    MAX_HEADER_BYTES,
     ArraySource,
     Source,
     Stamp,
@@ -41,7 +40,7 @@ from engine.io.source import (
     to_bfloat16,
 )
 
-__all__ = ["MAX_HEADER_BYTES", "open_source"]
+__all__ = ["open_source"]
 
 
 class _NpyFolder(ArraySource):

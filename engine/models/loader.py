@@ -15,6 +15,7 @@ from engine.models.capture import Model
 from engine.models.folder import path_kind, poller, read_config, safetensors_files
 from engine.models.gguf_families import GGUF_ARCHITECTURE_ROWS
 from engine.models.gguf_file import GgufFile
+from engine.models.gguf_vocab import check_gguf_vocabulary
 from engine.models.lm_head import find_head
 from engine.models.rope import MAX_POSITIONS
 from engine.models.spec import (
@@ -25,7 +26,6 @@ from engine.models.spec import (
 )
 from engine.models.tokenize import (
     TokenizerSource,
-    check_gguf_vocabulary,
     check_hf_tokenizer,
     gguf_tokenizer,
 )

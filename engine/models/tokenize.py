@@ -20,19 +20,12 @@ from typing import Any
 
 from engine.io.files import check_regular_file, describe_os_error, read_text_limited
 from engine.io.source import shown
-from engine.models.gguf_vocab import (
-    GGUF_PRE_TOKENIZERS,
-    GGUF_TOKENIZERS,
-    check_gguf_vocabulary,
-    gguf_backend,
-)
+from engine.models.gguf_vocab import gguf_backend
 from engine.models.token_text import piece_bytes, readable_bytes
 from engine.models.weights import MAX_JSON_BYTES, ModelError
 
-# The GGUF vocabulary's checks and rebuild live in gguf_vocab; callers import them from here.
-__all__ = ["GGUF_PRE_TOKENIZERS", "GGUF_TOKENIZERS", "Encoded", "Tokenizer", "TokenizerProcess",
-           "TokenizerSource", "check_gguf_vocabulary", "check_hf_tokenizer", "gguf_tokenizer",
-           "hf_tokenizer"]
+__all__ = ["Encoded", "Tokenizer", "TokenizerProcess", "TokenizerSource", "check_hf_tokenizer",
+           "gguf_tokenizer", "hf_tokenizer"]
 
 
 class Tokenizer:

@@ -22,11 +22,10 @@ import numpy as np
 
 from engine.io.files import describe_os_error, map_regular, read_regular_file
 from engine.io.safetensors_file import SafetensorsFile
-from engine.io.source import MAX_HEADER_BYTES, parse_json, shown
+from engine.io.source import parse_json, shown
 
-__all__ = ["FLOAT_WEIGHT_TYPES", "MAX_HEADER_BYTES", "MAX_JSON_BYTES", "KeptWeights",
-           "ModelError", "Poll", "SafetensorsWeights", "WeightStore", "mapped", "no_poll",
-           "read_json"]
+__all__ = ["FLOAT_WEIGHT_TYPES", "MAX_JSON_BYTES", "KeptWeights", "ModelError", "Poll",
+           "SafetensorsWeights", "WeightStore", "mapped", "no_poll", "read_json"]
 
 
 class ModelError(ValueError):
