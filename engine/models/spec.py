@@ -24,14 +24,11 @@ from engine.models.values import Values
 from engine.models.weights import ModelError
 from engine.models.windows import layer_windows
 
-__all__ = ["ARCHITECTURES", "GGUF_ARCHITECTURES", "ROTARY_FAMILIES", "ModelSpec",
-           "check_gguf_architecture", "spec_from_gguf", "spec_from_hf_config"]
+__all__ = ["ARCHITECTURES", "GGUF_ARCHITECTURES", "ModelSpec", "check_gguf_architecture",
+           "spec_from_gguf", "spec_from_hf_config"]
 
 #: Hugging Face ``model_type`` values this app runs, by the forward pass that runs them.
 ARCHITECTURES: Mapping[str, str] = {arch: row.family for arch, row in ARCHITECTURE_ROWS.items()}
-#: The forward passes that turn q and k by a rotary embedding (and read rope settings).
-ROTARY_FAMILIES = tuple(dict.fromkeys(row.family for row in ARCHITECTURE_ROWS.values()
-                                     if row.rope is not None))
 #: GGUF ``general.architecture`` values this app runs, by the forward pass that runs them.
 GGUF_FAMILIES: Mapping[str, str] = {arch: row.family
                                     for arch, row in GGUF_ARCHITECTURE_ROWS.items()}
