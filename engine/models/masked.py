@@ -18,10 +18,6 @@ from engine.models.weights import ModelError
 __all__ = ["score_masked"]
 
 
-def _special(model: Model, name: str) -> int | None:
-    return model.tokenizer.token_id(name)
-
-
 def score_masked(model: Model, prepared: PreparedText, intervention: Intervention, *,
                  top_k: int = 5, progress: Callable[[int, int], None] | None = None,
                  cancelled: Callable[[], bool] | None = None) -> TextScore:
@@ -35,10 +31,10 @@ def score_masked(model: Model, prepared: PreparedText, intervention: Interventio
     ModelError
         A vocabulary without [MASK], or a text with no token besides [CLS] and [SEP].
     """
-    mask = _special(model, "[MASK]")
+    mask = model.tokenizer.token_id("[MASK]")
     if mask is None:
         raise ModelError(f"{model.name}: the vocabulary has no [MASK] token")
-    ends = {_special(model, "[CLS]"), _special(model, "[SEP]")} - {None}
+    ends = {model.tokenizer.token_id("[CLS]"), model.tokenizer.token_id("[SEP]")} - {None}
     ids = prepared.ids
     scored = [i for i, token in enumerate(ids.tolist()) if token not in ends]
     if not scored:
