@@ -18,7 +18,7 @@ from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter, QPicture
 
 from engine.io.files import write_output
 from gui.kit.choices import check_size
-from gui.kit.render import laid_out_for_export, paint_vector
+from gui.kit.render import laid_out_for_export, paint_export
 
 __all__ = ["export_pdf", "render_pdf"]
 
@@ -40,7 +40,7 @@ def render_pdf(item: Any, width: int, height: int, title: str = "") -> bytes:
     writer.setCreator("Attention Scale Explorer")
     writer.setTitle(title)
     with laid_out_for_export(item, width, height) as (target, plots, caption):
-        paint_vector(target, writer, width, height, plots, caption)
+        paint_export(target, writer, width, height, plots, caption, explicit_clips=True)
     buffer.close()
     return bytes(buffer.data().data())
 

@@ -27,7 +27,7 @@ from gui.kit.caption import caption_height, caption_of, draw_caption
 from gui.kit.choices import check_size
 
 __all__ = ["laid_out_at", "laid_out_for_export",
-           "paint_export", "paint_scene", "paint_vector", "render_image"]
+           "paint_export", "paint_scene", "render_image"]
 
 def _export_target(item: Any) -> Any:
     """The graphics item an exporter should render for a view's export item."""
@@ -100,12 +100,21 @@ def laid_out_for_export(item: Any, width: int, height: int) -> Iterator[tuple[An
         yield target, plots, caption
 
 
-def paint_export(target: Any, painter: QPainter, width: int, height: int, plots: int,
-                 caption: str, explicit_clips: bool = False) -> None:
-    """Paint ``target`` into the top ``plots`` pixels and ``caption`` in the strip below."""
-    paint_scene(target, painter, width, plots, explicit_clips)
-    draw_caption(painter, caption, width, plots, height,
-                 _background(Exporter(target).getScene()))
+def paint_export(target: Any, device: Any, width: int, height: int, plots: int | None = None,
+                 caption: str = "", explicit_clips: bool = False) -> None:
+    """Paint ``target`` onto ``device`` (an image, or with ``explicit_clips`` a vector device:
+    SVG generator, PDF writer) into the top ``plots`` units (default all) and ``caption`` in
+    the strip below.
+
+    The painter is ended even when painting fails, so the device's output stays closed."""
+    painter = QPainter(device)
+    try:
+        plots = height if plots is None else plots
+        paint_scene(target, painter, width, plots, explicit_clips)
+        draw_caption(painter, caption, width, plots, height,
+                     _background(Exporter(target).getScene()))
+    finally:
+        painter.end()
 
 
 def _geometry(target: Any) -> list[tuple[float, float, float, float]]:
@@ -143,20 +152,6 @@ def _background(scene: Any) -> QColor:
     if brush.style() == Qt.BrushStyle.NoBrush:
         colour.setAlpha(0)
     return colour
-
-
-def paint_vector(target: Any, device: Any, width: int, height: int, plots: int | None = None,
-                 caption: str = "") -> None:
-    """Paint ``target`` onto a vector ``device`` (SVG generator, PDF writer) with explicit clips,
-    into the top ``plots`` units (default all) and ``caption`` below.
-
-    The painter is ended even when painting fails, so the device's output stays closed."""
-    painter = QPainter(device)
-    try:
-        paint_export(target, painter, width, height, height if plots is None else plots,
-                     caption, explicit_clips=True)
-    finally:
-        painter.end()
 
 
 def paint_scene(target: Any, painter: QPainter, width: int, height: int,
@@ -265,11 +260,7 @@ def render_image(item: Any, width: int, height: int) -> QImage:
     image = QImage(width, height, QImage.Format.Format_ARGB32)
     image.fill(Qt.GlobalColor.transparent)
     with laid_out_for_export(item, width, height) as (target, plots, caption):
-        painter = QPainter(image)
-        try:
-            paint_export(target, painter, width, height, plots, caption)
-        finally:
-            painter.end()
+        paint_export(target, image, width, height, plots, caption, explicit_clips=False)
     if caption:
         image.setText("Description", caption)
     return image

@@ -20,7 +20,7 @@ from PySide6.QtSvg import QSvgGenerator
 
 from engine.io.files import write_bytes_atomic, write_output
 from gui.kit.choices import MAX_SIZE, MIN_SIZE, check_size
-from gui.kit.render import laid_out_for_export, paint_vector
+from gui.kit.render import laid_out_for_export, paint_export
 from gui.kit.svg_images import enlarge_images
 
 __all__ = ["SceneSvgExporter", "export_svg", "install_svg_exporter", "render_svg"]
@@ -155,7 +155,7 @@ def _svg_document(target: Any, width: int, height: int, title: str = "",
         generator.setTitle(title)
     if caption:
         generator.setDescription(caption)
-    paint_vector(target, generator, width, height, plots, caption)
+    paint_export(target, generator, width, height, plots, caption, explicit_clips=True)
     buffer.close()
     text = bytes(buffer.data().data()).decode("utf-8")
     text = enlarge_images(_IMAGE_TAG.sub(_pixelated, text))
