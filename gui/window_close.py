@@ -60,11 +60,6 @@ class WindowClose(QObject):
         self.closing = False  # begin() ran: no results are drawn any more
         self._pending = False  # a close event waits for the workers
 
-    def controllers(self) -> list[Any]:
-        """The owners of worker threads: training, explorer, heads, model (stopped in that
-        order)."""
-        return worker_owners(self._window)
-
     def begin(self) -> None:
         """Ask every worker thread to stop and save settings, without waiting; idempotent."""
         if self.closing:
@@ -72,7 +67,7 @@ class WindowClose(QObject):
         self.closing = True
         window = self._window
         window.view_tabs.stop()
-        for controller in self.controllers():
+        for controller in worker_owners(self._window):
             controller.begin_shutdown()
         window.mode_tabs.restore_dock()  # saved state: the dock was only hidden for another tab
         if self._persist:
@@ -85,13 +80,13 @@ class WindowClose(QObject):
 
     def workers_running(self) -> bool:
         """True while a worker thread (explorer, training, heads) is still alive."""
-        return any(controller.is_running() for controller in self.controllers())
+        return any(controller.is_running() for controller in worker_owners(self._window))
 
     def may_close(self) -> bool:
         """For ``closeEvent``: True when every worker has stopped within :data:`CLOSE_WAIT_MS`;
         else the window is disabled, says why, and closes itself once they have."""
         self.begin()
-        for controller in self.controllers():
+        for controller in worker_owners(self._window):
             controller.wait_stopped(CLOSE_WAIT_MS)
         if not self.workers_running():
             self.finish(0)  # every thread has ended: this only tidies up
@@ -101,7 +96,7 @@ class WindowClose(QObject):
             self._window.setEnabled(False)
             self._window.status.show_message(translate(
                 "MainWindow", "Closing: waiting for the current computation step to end…"))
-            for controller in self.controllers():
+            for controller in worker_owners(self._window):
                 controller.workerStopped.connect(self._on_worker_stopped)
         return False
 

@@ -126,13 +126,6 @@ class Settings:
         if self._qs is not None:
             self._qs.sync()
 
-    def clear(self) -> None:
-        """Remove every stored value (defaults apply again)."""
-        if self._qs is None:
-            self._memory.clear()
-        else:
-            self._qs.clear()
-
 
 def open_settings() -> Settings:
     """Return the application's settings (INI format; isolated when the env variable is set)."""

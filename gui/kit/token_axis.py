@@ -65,10 +65,6 @@ class TokenAxis(PlotAxis):
         self.picture = None  # pyqtgraph caches the drawn axis
         self.update()
 
-    def tokens(self) -> tuple[str, ...] | None:
-        """The (shortened) tokens shown, or ``None``."""
-        return self._tokens
-
     def tickValues(self, minVal: float, maxVal: float, size: float) -> list:  # pyqtgraph override
         """Every k-th visible token position, k such that the labels fit in ``size`` pixels."""
         if self._tokens is None:
