@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QFont, QFontDatabase, QGuiApplication
 
-__all__ = ["CJK_FONT_FILE", "apply_language_font", "cjk_family", "register_cjk_font"]
+__all__ = ["CJK_FONT_FILE", "apply_language_font", "register_cjk_font"]
 
 #: File name of the shipped subset below ``resources/fonts``.
 CJK_FONT_FILE = "ExplorerNotoSansSC-Subset.otf"
@@ -41,12 +41,6 @@ def register_cjk_font() -> str | None:
     # the CJK subset the *primary* font, and Qt then loads Latin glyph ids from it.)
     _state["family"] = families[0]
     return families[0]
-
-
-def cjk_family() -> str | None:
-    """Return the registered CJK family (None before :func:`register_cjk_font`)."""
-    family = _state["family"]
-    return None if family is None else str(family)
 
 
 def apply_language_font(language: str) -> None:

@@ -360,7 +360,7 @@ def glyph_families(text: str, font: QFont) -> list[str]:
 
 def test_chinese_renders_as_glyphs_not_boxes(qapp, english_after):
     i18n.set_language("zh_CN")
-    family = fonts.cjk_family()
+    family = fonts.register_cjk_font()  # registered by set_language: returns the family
     # The UI font while Chinese is shown: the platform's Latin family, the shipped CJK fallback.
     ui_font = QApplication.font()
     assert ui_font.families()[-1] == family
