@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Slot
+from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QMenu
 
@@ -34,15 +34,14 @@ class LanguageMenu(QObject):
         # Exclusive: exactly one language is checked.
         self.group = QActionGroup(self)
         self.group.setExclusive(True)
+        self.group.triggered.connect(lambda action: self.set_language(str(action.data())))
         self.actions: dict[str, QAction] = {}
         for code, name in i18n.LANGUAGES.items():
-            action = QAction(name, self.menu)
-            self.group.addAction(action)
+            action = self.group.addAction(name)
             action.setCheckable(True)
             action.setData(code)
-            action.triggered.connect(self._on_action)
-            self.menu.addAction(action)
             self.actions[code] = action
+        self.menu.addActions(list(self.actions.values()))
         self._check_current()
 
     def set_language(self, code: str) -> bool:
@@ -61,9 +60,3 @@ class LanguageMenu(QObject):
             # signals, and blocking them left the previous language checked as well. The
             # switch itself listens to ``triggered``, which setChecked does not emit.
             action.setChecked(True)
-
-    @Slot()
-    def _on_action(self) -> None:
-        action = self.sender()
-        if isinstance(action, QAction):
-            self.set_language(str(action.data()))
