@@ -32,7 +32,7 @@ from engine.config.base import check_number
 from engine.config.rules import RULE_DEFAULTS, parse_rule
 from engine.io.files import describe_os_error, read_text_limited, write_output
 from gui.kit.pins import Pin, pin_from_dict
-from gui.kit.session_model import ModelChoice
+from gui.kit.session_model import ModelChoice, _quote
 
 __all__ = ["SESSION_APP", "SESSION_VERSION", "VIEW_KEYS", "LogitsChoice", "Session",
            "SessionError", "TensorsChoice", "load_session", "save_session"]
@@ -64,15 +64,6 @@ def _short(text: str) -> str:
     """Return ``text`` on one line, cut to :data:`_MAX_MESSAGE` characters."""
     text = " ".join(str(text).split())
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
-
-
-def _quote(value: object) -> str:
-    """``repr(value)`` cut to 40 characters (a hostile file may hold huge values)."""
-    try:
-        text = repr(value)
-    except ValueError:  # an int beyond CPython's 4300-digit conversion limit
-        return "(an integer with too many digits)"
-    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _finite(value: float) -> bool:

@@ -118,6 +118,9 @@ class ModelChoice:
 
 
 def _quote(value: object) -> str:
-    """``repr(value)`` cut to 40 characters (a hostile file may hold a huge text)."""
-    text = repr(value)
+    """``repr(value)`` cut to 40 characters (a hostile file may hold a huge text or number)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int beyond CPython's 4300-digit conversion limit
+        return "(an integer with too many digits)"
     return text if len(text) <= 40 else text[:39] + "…"
