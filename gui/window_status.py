@@ -36,7 +36,7 @@ class StatusLine(QObject):
         self.controller = controller
         self._tab = self.EXPLORER
         self._tab_texts: dict[str, str] = {}
-        self._tab_cancels: dict[str, Any] = {}
+        self._tab_cancels: dict[str, Any] = {}  # what Esc calls while the tab is in front
         self._explorer_text, self._error_shown = "", False
         self.label = QLabel()
         self.progress = QProgressBar()
@@ -62,7 +62,7 @@ class StatusLine(QObject):
         for key, (page, cancel) in tabs.items():
             page.statusChanged.connect(lambda text, key=key: self.set_tab_text(key, text))
             self.set_tab_text(key, page.status_line())
-            self.set_tab_cancel(key, cancel)
+            self._tab_cancels[key] = cancel
         mode_tabs.currentChanged.connect(
             lambda _index: self.set_tab(pages.get(mode_tabs.currentWidget(), self.EXPLORER)))
 
@@ -88,10 +88,6 @@ class StatusLine(QObject):
         self._tab_texts[tab] = text
         if self._tab == tab:
             self.show_message(text)
-
-    def set_tab_cancel(self, tab: str, cancel: Any) -> None:
-        """What Esc (the Cancel action) calls while ``tab`` is in front."""
-        self._tab_cancels[tab] = cancel
 
     def text(self) -> str:
         """The line shown."""
