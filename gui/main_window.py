@@ -352,10 +352,9 @@ class MainWindow(Retranslating, QMainWindow):
         """Run a local event loop (woken by the controller's signals) until every result,
         the sweep too unless not ``require_sweep``, is shown and painted; False on timeout."""
         controller = self.controller
-        wait_until(lambda: self._settled(require_sweep),
-                   (controller.resultsShown, controller.resultsPainted, controller.busyChanged,
-                    controller.errorOccurred), timeout_ms)
-        return self._settled(require_sweep)
+        return wait_until(lambda: self._settled(require_sweep),
+                          (controller.resultsShown, controller.resultsPainted,
+                           controller.busyChanged, controller.errorOccurred), timeout_ms)
 
     @Slot(object)
     def _on_first_results(self, _results: object) -> None:
@@ -370,9 +369,8 @@ class MainWindow(Retranslating, QMainWindow):
         def current() -> bool:
             return bool(controller.last_error()) or controller.shows_current()
 
-        wait_until(current, (controller.resultsShown, controller.busyChanged,
-                             controller.errorOccurred), timeout_ms)
-        return current()
+        return wait_until(current, (controller.resultsShown, controller.busyChanged,
+                                    controller.errorOccurred), timeout_ms)
 
     def _settled(self, require_sweep: bool) -> bool:
         controller, results = self.controller, self.controller.results()
