@@ -58,11 +58,9 @@ class LinkedSlider(QWidget):
         self.slider.setRange(0, _SLIDER_STEPS)
         if integer:
             self.spin: QSpinBox | QDoubleSpinBox = QSpinBox(self)
-            self.spin.setRange(int(low), int(high))
         else:
             self.spin = QDoubleSpinBox(self)
             self.spin.setDecimals(decimals)
-            self.spin.setRange(low, high)
             if log:
                 self.spin.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType)
             else:
@@ -76,7 +74,7 @@ class LinkedSlider(QWidget):
         layout.addWidget(self.spin)
         self.slider.valueChanged.connect(self._on_slider_changed)
         self.spin.valueChanged.connect(self._on_spin_changed)
-        self._sync_slider()
+        self.set_range(low, high)
 
     def value(self) -> float:
         """Return the current value (an integral float for integer sliders)."""
