@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pyqtgraph as pg
-from PySide6.QtCore import QBuffer, QIODevice
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
@@ -30,6 +29,7 @@ from gui.kit.pdf_export import export_pdf
 from gui.kit.plot_view import PlotView
 from gui.kit.render import render_image
 from gui.kit.svg_export import export_svg
+from gui.kit.svg_images import _png
 
 __all__ = [
     "IMAGE_WRITERS",
@@ -49,11 +49,7 @@ def export_png(item: Any, path: str | os.PathLike[str], width: int, height: int)
     """
     path = Path(path)
     image = render_image(item, width, height)
-    buffer = QBuffer()
-    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    if not image.save(buffer, "PNG"):
-        raise OSError(f"could not encode the PNG for {path}")
-    write_output(path, bytes(buffer.data().data()))
+    write_output(path, _png(image, f"could not encode the PNG for {path}"))
     return path
 
 

@@ -69,7 +69,8 @@ def _enlarged(tag: str, scale: tuple[float, float]) -> str:
     ky = _factor(scale[1] * float(sizes["height"]) / image.height(), image.height())
     if kx == 1 and ky == 1:
         return tag
-    encoded = base64.b64encode(_png(_repeat(image, kx, ky))).decode("ascii")
+    png = _png(_repeat(image, kx, ky), "could not encode an enlarged heatmap image as PNG")
+    encoded = base64.b64encode(png).decode("ascii")
     return tag[:data.start(2)] + encoded + tag[data.end(2):]
 
 
@@ -84,9 +85,9 @@ def _repeat(image: QImage, kx: int, ky: int) -> QImage:
     return QImage(big.data, w * kx, h * ky, w * kx * 4, QImage.Format.Format_ARGB32).copy()
 
 
-def _png(image: QImage) -> bytes:
+def _png(image: QImage, error: str) -> bytes:
     buffer = QBuffer()
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
     if not image.save(buffer, "PNG"):
-        raise OSError("could not encode an enlarged heatmap image as PNG")
+        raise OSError(error)
     return bytes(buffer.data().data())
