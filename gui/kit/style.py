@@ -268,6 +268,23 @@ def set_line_label(line: pg.InfiniteLine, text: str) -> None:
     line.label.setText(text)
 
 
+def theory_pen(width: float, dash: Qt.PenStyle) -> QPen:
+    """Return the grey pen of theory curves and reference lines (no single rule's)."""
+    return pg.mkPen(THEORY_COLOR, width=width, style=dash)
+
+
+def reference_line(width: float, dash: Qt.PenStyle, label: str | None = None,
+                   position: float = 0.5, anchor: tuple[float, float] = (0, 1),
+                   **options: Any) -> pg.InfiniteLine:
+    """Return a grey horizontal reference line (:func:`theory_pen`), its ``label`` (None: none)
+    in the same grey at ``position`` along the line, anchored at ``anchor`` on both sides;
+    ``options`` override any of these (``angle=90``: a vertical line)."""
+    return pg.InfiniteLine(**{
+        "angle": 0, "pen": theory_pen(width, dash), "label": label,
+        "labelOpts": {"position": position, "color": THEORY_COLOR, "anchors": [anchor, anchor]},
+        **options})
+
+
 def make_text_item(anchor: tuple[float, float] = (0.0, 0.0)) -> pg.TextItem:
     """Return a text item for in-plot read-outs (shared colour, font and translucent fill)."""
     item = pg.TextItem(

@@ -37,12 +37,7 @@ def _chance_line(below: bool) -> pg.InfiniteLine:
     chance level 1/vocab is near the bottom).
     """
     anchor = (1, 0) if below else (1, 1)
-    line = pg.InfiniteLine(
-        angle=0,
-        pen=pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DotLine),
-        label="",  # set by retranslate_ui
-        labelOpts={"position": 0.97, "color": style.THEORY_COLOR, "anchors": [anchor, anchor]},
-    )
+    line = style.reference_line(1.5, Qt.PenStyle.DotLine, "", 0.97, anchor)  # text: retranslate_ui
     line.setVisible(False)
     return line
 

@@ -92,12 +92,8 @@ class LrSweepView(TrainView):
         self._plot = self._widget.addPlot(row=1, col=0, axisItems=style.log_axis_items())
         style.style_plot(self._plot)  # title and labels: retranslate_ui
         style.set_log_mode(self._plot, x=True, y=True)
-        self._threshold = pg.InfiniteLine(
-            angle=0,
-            pen=pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DashLine),
-            label="",  # set by retranslate_ui
-            labelOpts={"position": 0.03, "color": style.THEORY_COLOR, "anchors": [(0, 1), (0, 1)]},
-        )
+        self._threshold = style.reference_line(  # labelled by retranslate_ui
+            1.5, Qt.PenStyle.DashLine, "", 0.03)
         self._threshold.setVisible(False)
         self._plot.addItem(self._threshold, ignoreBounds=True)
         self._widget.addItem(self._note, row=2, col=0)

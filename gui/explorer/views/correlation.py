@@ -41,13 +41,8 @@ class CorrelationView(ExplorerView):
                                           axisItems=style.log_axis_items())
         style.style_plot(self._plot, bottom="d<sub>k</sub>")
         style.set_log_mode(self._plot, x=True, y=True)
-        self._unit = pg.InfiniteLine(
-            angle=0,
-            pos=0.0,  # log10(1): the unit-RMS target of a good scaling rule
-            pen=pg.mkPen(style.THEORY_COLOR, width=1, style=Qt.PenStyle.DotLine),
-            label="RMS = 1",
-            labelOpts={"position": 0.03, "color": style.THEORY_COLOR, "anchors": [(0, 1), (0, 1)]},
-        )
+        # At log10(1) = 0: the unit-RMS target of a good scaling rule.
+        self._unit = style.reference_line(1, Qt.PenStyle.DotLine, "RMS = 1", 0.03, pos=0.0)
         self._plot.addItem(self._unit)
         self._points: dict[ScalingRule, pg.PlotDataItem] = {}
         self._lines: dict[ScalingRule, pg.PlotDataItem] = {}
@@ -61,9 +56,7 @@ class CorrelationView(ExplorerView):
             self._lines[rule] = line
             self._points[rule] = points
             self._legend.addItem(points, "")  # named by retranslate_ui
-        self._theory_sample = pg.PlotDataItem(
-            pen=pg.mkPen(style.THEORY_COLOR, width=2, style=Qt.PenStyle.DashLine)
-        )
+        self._theory_sample = pg.PlotDataItem(pen=style.theory_pen(2, Qt.PenStyle.DashLine))
         self._legend.addItem(self._theory_sample, "c·√(ρ²d<sub>k</sub>² + d<sub>k</sub>(1+ρ²))")
         self._note = style.make_label()
         self._widget.addItem(self._note, row=2, col=0)

@@ -48,9 +48,7 @@ class _Panel:
         self.col = col
         style.style_plot(self.plot)
         self.hist = pg.PlotDataItem(stepMode="center", fillLevel=0.0)
-        self.density = pg.PlotDataItem(
-            pen=pg.mkPen(style.THEORY_COLOR, width=2, style=pg.QtCore.Qt.PenStyle.DashLine)
-        )
+        self.density = pg.PlotDataItem(pen=style.theory_pen(2, pg.QtCore.Qt.PenStyle.DashLine))
         self.plot.addItem(self.hist)
         self.plot.addItem(self.density)
         # Soft-capping bounds every logit to (−cap, cap): the bounds are drawn where it applies.

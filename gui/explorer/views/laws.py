@@ -39,11 +39,6 @@ def group_by_rule(
     }
 
 
-def _vline() -> pg.InfiniteLine:
-    pen = pg.mkPen(style.THEORY_COLOR, width=1, style=Qt.PenStyle.DotLine)
-    return pg.InfiniteLine(angle=90, pen=pen)
-
-
 class LawsView(ExplorerView):
     """Four panels against d_k (log x): logit variance (log-log, points + theory lines), mean
     row entropy with ln n, mean p_max, and the share of saturated rows (p_max > 0.99).
@@ -78,20 +73,15 @@ class LawsView(ExplorerView):
                 first = plot
             else:
                 plot.setXLink(first)
-            vline = _vline()
+            vline = style.reference_line(1, Qt.PenStyle.DotLine, angle=90)
             plot.addItem(vline, ignoreBounds=True)
             self._vlines.append(vline)
             self._plots[field] = plot
         self._n = 1
         self._fix_bounded_ranges()
-        self._ln_n = pg.InfiniteLine(
-            angle=0,
-            pen=pg.mkPen(style.THEORY_COLOR, width=2, style=Qt.PenStyle.DashLine),
-            label="ln n",
-            # Under the line: above it the range leaves one normal text line of room, too
-            # little for the enlarged text of presentation mode in a short panel.
-            labelOpts={"position": 0.97, "color": style.THEORY_COLOR, "anchors": [(1, 0), (1, 0)]},
-        )
+        # The label under the line: above it the range leaves one normal text line of room,
+        # too little for the enlarged text of presentation mode in a short panel.
+        self._ln_n = style.reference_line(2, Qt.PenStyle.DashLine, "ln n", 0.97, (1, 0))
         self._plots["entropy_mean"].addItem(self._ln_n)
         self._note = style.make_label()
         self._widget.addItem(self._note, row=3, col=0, colspan=2)
@@ -99,9 +89,7 @@ class LawsView(ExplorerView):
             field: {} for field, _ in self.PANELS
         }
         self._theory: dict[ScalingRule, pg.PlotDataItem] = {}
-        self._theory_sample = pg.PlotDataItem(
-            pen=pg.mkPen(style.THEORY_COLOR, width=2, style=Qt.PenStyle.DashLine)
-        )
+        self._theory_sample = pg.PlotDataItem(pen=style.theory_pen(2, Qt.PenStyle.DashLine))
         self._groups: dict[ScalingRule, list[SweepPoint]] = {}
         self._apply_language()
 

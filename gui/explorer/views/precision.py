@@ -41,14 +41,6 @@ RULES: tuple[ScalingRule, ...] = (ScalingRule.NONE, ScalingRule.SQRT)
 MIN_AVERAGED_SHARE = 0.5
 
 
-def _hline(color: str, style_: Qt.PenStyle, *, label_below: bool = False) -> pg.InfiniteLine:
-    anchor = (0, 0) if label_below else (0, 1)
-    return pg.InfiniteLine(
-        angle=0, pen=pg.mkPen(color, width=1.5, style=style_), label=" ",
-        labelOpts={"position": 0.05, "color": color, "anchors": [anchor, anchor]},
-    )
-
-
 def _set(curve: pg.PlotDataItem, x: list[float], y: list[float]) -> None:
     """Show (x, y), or nothing when no y is a number (a sweep without the precision grid)."""
     if any(math.isfinite(v) for v in y):
@@ -107,14 +99,13 @@ class PrecisionView(ExplorerView):
                 self._plots["error" if panel == "error_logits" else panel].addItem(curve)
                 self._curves[(panel, rule)] = curve
         # The largest value sits near the top of the plot: its label goes below the line.
-        self._max_line = _hline(style.THEORY_COLOR, Qt.PenStyle.DashLine, label_below=True)
-        self._exp_line = _hline(style.THEORY_COLOR, Qt.PenStyle.DotLine)
+        self._max_line = style.reference_line(1.5, Qt.PenStyle.DashLine, " ", 0.05, (0, 0))
+        self._exp_line = style.reference_line(1.5, Qt.PenStyle.DotLine, " ", 0.05)
         # Both lines count for the auto-range (a log axis holds 2 … 65504 readably); bfloat16's
         # largest value (3.4e38) is hidden instead, which also drops it from the range.
         for line in (self._max_line, self._exp_line):
             self._plots["logit"].addItem(line)
-        self._logits_sample = pg.PlotDataItem(
-            pen=pg.mkPen(style.THEORY_COLOR, width=2, style=Qt.PenStyle.DashLine))
+        self._logits_sample = pg.PlotDataItem(pen=style.theory_pen(2, Qt.PenStyle.DashLine))
         # Where a rule's error curve stops because most rows overflowed, the note below the
         # plots says so: labels inside the panel overlapped each other and, in a panel as
         # narrow as the 1024×768 window's, the curves.

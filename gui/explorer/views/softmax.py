@@ -51,12 +51,8 @@ class SoftmaxView(ExplorerView):
                                           axisItems={"bottom": TokenAxis("bottom", offset=0.0),
                                                      "left": PlotAxis("left")})
         style.style_plot(self._plot)
-        self._uniform = pg.InfiniteLine(
-            angle=0,
-            pen=pg.mkPen(style.THEORY_COLOR, width=1, style=pg.QtCore.Qt.PenStyle.DotLine),
-            label="",  # set by retranslate_ui
-            labelOpts={"position": 0.97, "color": style.THEORY_COLOR, "anchors": [(1, 1), (1, 1)]},
-        )
+        self._uniform = style.reference_line(  # labelled by retranslate_ui
+            1, pg.QtCore.Qt.PenStyle.DotLine, "", 0.97, (1, 1))
         self._plot.addItem(self._uniform)
         self._curves: dict[ScalingRule, pg.PlotDataItem] = {}
         self._snapshot: AttentionSnapshot | None = None
