@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 from gui.explorer.results import ExplorerResults
 from gui.kit import style
 from gui.kit.plot_view import PlotView
+from gui.kit.steady_range import SteadyViewBox
 
 __all__ = ["ExplorerView"]
 
@@ -46,6 +47,20 @@ class ExplorerView(PlotView):
         if legend_columns:
             self._legend = style.make_legend(col_count=legend_columns)
             self._widget.addItem(self._legend, row=0, col=0, colspan=legend_colspan)
+
+    def _add_log_plot(self, row: int | None, col: int, log_y: bool, link: pg.PlotItem | None = None,
+                      bottom: str = "d<sub>k</sub>") -> pg.PlotItem:
+        """Return a plot in the shared style with steady ranges, a log x axis (and log y with
+        ``log_y``), in cell (``row``, ``col``) of the view's widget (``row`` None: not placed)
+        and with its x axis linked to ``link`` when given."""
+        plot = pg.PlotItem(viewBox=SteadyViewBox(), axisItems=style.log_axis_items())
+        if row is not None:
+            self._widget.addItem(plot, row=row, col=col)
+        style.style_plot(plot, bottom=bottom)
+        style.set_log_mode(plot, x=True, y=log_y)
+        if link is not None:
+            plot.setXLink(link)
+        return plot
 
     def _add_controls(self, *widgets: QWidget) -> None:
         """Lay ``widgets`` out in a row above the plots, from the left."""

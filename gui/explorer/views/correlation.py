@@ -16,7 +16,6 @@ from gui.explorer.views.base import ExplorerView
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.plot_view import positive_or_nan
-from gui.kit.steady_range import SteadyViewBox
 
 __all__ = ["CorrelationView"]
 
@@ -37,10 +36,7 @@ class CorrelationView(ExplorerView):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._add_plot_widget(legend_columns=3)
-        self._plot = self._widget.addPlot(row=1, col=0, viewBox=SteadyViewBox(),
-                                          axisItems=style.log_axis_items())
-        style.style_plot(self._plot, bottom="d<sub>k</sub>")
-        style.set_log_mode(self._plot, x=True, y=True)
+        self._plot = self._add_log_plot(1, 0, True)
         # At log10(1) = 0: the unit-RMS target of a good scaling rule.
         self._unit = style.reference_line(1, Qt.PenStyle.DotLine, "RMS = 1", 0.03, pos=0.0)
         self._plot.addItem(self._unit)

@@ -23,7 +23,6 @@ from gui.kit import style
 from gui.kit.cell_items import WrappingLabel
 from gui.kit.i18n import translate
 from gui.kit.plot_view import finite_or_nan, positive_or_nan
-from gui.kit.steady_range import SteadyViewBox
 
 if TYPE_CHECKING:
     from engine.analysis.sweep import SweepPoint
@@ -115,24 +114,16 @@ class GradientView(ExplorerView):
         super().__init__(parent)
         self._add_plot_widget()
         self._legend = style.make_legend(col_count=6)  # placed by the reflow
-        dk = "d<sub>k</sub>"
         self._plots: dict[str, pg.PlotItem] = {}
         # Wrapping labels in their own cells, not plot titles (whose minimum width is one line).
         self._titles: dict[str, pg.LabelItem] = {}
         # (panel key, log y axis); titles and axis labels are set by retranslate_ui.
         specs = (("jac", True), ("raw", True), ("saturated", False))
-        first: pg.PlotItem | None = None
         for key, log_y in specs:
-            plot = pg.PlotItem(viewBox=SteadyViewBox(), axisItems=style.log_axis_items())
-            style.style_plot(plot, bottom=dk)
-            style.set_log_mode(plot, x=True, y=log_y)
             # The gradient panels share the d_k range; linking the wider saturation panel too
             # would align the axes pixel by pixel and stretch its d_k range past the data.
-            if first is None:
-                first = plot
-            elif key != "saturated":
-                plot.setXLink(first)
-            self._plots[key] = plot
+            link = None if key == "saturated" else self._plots.get("jac")
+            self._plots[key] = self._add_log_plot(None, 0, log_y, link=link)
             title = style.make_label(size=style.TITLE_PT)
             # A wrapping label prefers its current wrapped width, which depends on the previous
             # arrangement; a fixed small preference lets the plots alone share the columns.

@@ -16,7 +16,6 @@ from gui.explorer.views.base import ExplorerView
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.plot_view import finite_or_nan, positive_or_nan
-from gui.kit.steady_range import SteadyViewBox
 
 if TYPE_CHECKING:
     from engine.analysis.sweep import SweepPoint
@@ -59,20 +58,11 @@ class LawsView(ExplorerView):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._add_plot_widget(legend_columns=4, legend_colspan=2)
-        dk = "d<sub>k</sub>"
         self._plots: dict[str, pg.PlotItem] = {}
         self._vlines: list[pg.InfiniteLine] = []
-        first: pg.PlotItem | None = None
         for index, (field, log_y) in enumerate(self.PANELS):
             r, c = divmod(index, 2)
-            plot = self._widget.addPlot(row=1 + r, col=c, viewBox=SteadyViewBox(),
-                                        axisItems=style.log_axis_items())
-            style.style_plot(plot, bottom=dk)
-            style.set_log_mode(plot, x=True, y=log_y)
-            if first is None:
-                first = plot
-            else:
-                plot.setXLink(first)
+            plot = self._add_log_plot(1 + r, c, log_y, link=self._plots.get("logit_var"))
             vline = style.reference_line(1, Qt.PenStyle.DotLine, angle=90)
             plot.addItem(vline, ignoreBounds=True)
             self._vlines.append(vline)

@@ -18,7 +18,6 @@ from gui.explorer.views.laws import group_by_rule
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.plot_view import finite_or_nan
-from gui.kit.steady_range import SteadyViewBox
 
 if TYPE_CHECKING:
     from engine.analysis.sweep import SweepPoint
@@ -52,11 +51,7 @@ class LengthView(ExplorerView):
         self._plots: dict[str, pg.PlotItem] = {}
         for index, field in enumerate((*self.PANELS, "toy")):
             r, c = divmod(index, 2)
-            plot = self._widget.addPlot(row=1 + r, col=c, viewBox=SteadyViewBox(),
-                                        axisItems=style.log_axis_items())
-            style.style_plot(plot, bottom="n")
-            style.set_log_mode(plot, x=True, y=False)
-            self._plots[field] = plot
+            self._plots[field] = self._add_log_plot(1 + r, c, False, bottom="n")
         for field in ("p_max_mean", "entropy_ratio", "toy"):
             self._plots[field].setYRange(0.0, 1.0, padding=0.05)
         self._note = style.make_label()

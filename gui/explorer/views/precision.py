@@ -25,7 +25,6 @@ from gui.explorer.views.laws import group_by_rule
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.plot_view import finite_or_nan, positive_or_nan
-from gui.kit.steady_range import SteadyViewBox
 
 if TYPE_CHECKING:
     from engine.analysis.sweep import SweepPoint
@@ -76,17 +75,9 @@ class PrecisionView(ExplorerView):
         self._add_controls(self._format_label, self._format, self._form_label, self._form)
         self._add_plot_widget(1, legend_columns=4, legend_colspan=3)
         self._plots: dict[str, pg.PlotItem] = {}
-        first: pg.PlotItem | None = None
         for col, panel in enumerate(self.PANELS):
-            plot = self._widget.addPlot(row=1, col=col, viewBox=SteadyViewBox(),
-                                        axisItems=style.log_axis_items())
-            style.style_plot(plot, bottom="d<sub>k</sub>")
-            style.set_log_mode(plot, x=True, y=panel != "overflow")
-            if first is None:
-                first = plot
-            else:
-                plot.setXLink(first)
-            self._plots[panel] = plot
+            self._plots[panel] = self._add_log_plot(1, col, panel != "overflow",
+                                                    link=self._plots.get("overflow"))
         self._plots["overflow"].setYRange(0.0, 1.0, padding=0.05)
         self._curves: dict[tuple[str, ScalingRule], pg.PlotDataItem] = {}
         for rule in RULES:
