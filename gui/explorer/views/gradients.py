@@ -18,7 +18,7 @@ from engine.config import ScalingRule
 from gui.explorer.head_text import head_label
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
-from gui.explorer.views.laws import group_by_rule
+from gui.explorer.views.laws import group_by_rule, sweep_rows
 from gui.kit import style
 from gui.kit.cell_items import WrappingLabel
 from gui.kit.i18n import translate
@@ -266,15 +266,7 @@ class GradientView(ExplorerView):
             "rule", "d_k", "jac_fro_median", "jac_fro_q10", "jac_fro_q90",
             "jac_raw_median", "jac_raw_q10", "jac_raw_q90", "saturated_share", "samples",
         ]
-        rows: list[list[float | str]] = []
-        for rule, pts in self._groups.items():
-            for p in pts:
-                rows.append([
-                    rule.value, float(p.value),
-                    float(p.jac_fro_median), float(p.jac_fro_q10), float(p.jac_fro_q90),
-                    float(p.jac_raw_median), float(p.jac_raw_q10), float(p.jac_raw_q90),
-                    float(p.saturated_share), int(p.samples),
-                ])
+        rows = sweep_rows(self._groups, header[2:-1])
         if not self._head_gradients:
             return header, rows
         # A real head: a "source" column tells the sweep's rows from the head's own.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pyqtgraph as pg
@@ -20,7 +20,7 @@ from gui.kit.plot_view import finite_or_nan, positive_or_nan
 if TYPE_CHECKING:
     from engine.analysis.sweep import SweepPoint
 
-__all__ = ["LawsView", "group_by_rule"]
+__all__ = ["LawsView", "group_by_rule", "sweep_rows"]
 
 
 def group_by_rule(
@@ -36,6 +36,15 @@ def group_by_rule(
         rule: sorted(groups[rule], key=lambda p: float(p.value))
         for rule in style.ordered_rules(groups)
     }
+
+
+def sweep_rows(
+    groups: Mapping[ScalingRule, Sequence[SweepPoint]], fields: Sequence[str]
+) -> list[list[float | str]]:
+    """Return the CSV rows of the sweep points of :func:`group_by_rule`, one per point: rule,
+    value, the SweepPoint ``fields`` (as floats) and the number of samples."""
+    return [[rule.value, float(p.value), *(float(getattr(p, f)) for f in fields), int(p.samples)]
+            for rule, pts in groups.items() for p in pts]
 
 
 class LawsView(ExplorerView):
@@ -157,15 +166,7 @@ class LawsView(ExplorerView):
             "rule", "d_k", "logit_var", "logit_var_theory", "entropy_mean", "entropy_sem",
             "p_max_mean", "p_max_sem", "saturated_share", "samples",
         ]
-        rows: list[list[float | str]] = []
-        for rule, pts in self._groups.items():
-            for p in pts:
-                rows.append([
-                    rule.value, float(p.value), float(p.logit_var), float(p.logit_var_theory),
-                    float(p.entropy_mean), float(p.entropy_sem), float(p.p_max_mean),
-                    float(p.p_max_sem), float(p.saturated_share), int(p.samples),
-                ])
-        return header, rows
+        return header, sweep_rows(self._groups, header[2:-1])
 
     def reset_view(self) -> None:
         super().reset_view()

@@ -14,7 +14,7 @@ from engine.analysis.length import SsmaxToy, ssmax_toy
 from engine.config import ScalingRule, SweepParam
 from gui.explorer.results import ExplorerResults
 from gui.explorer.views.base import ExplorerView
-from gui.explorer.views.laws import group_by_rule
+from gui.explorer.views.laws import group_by_rule, sweep_rows
 from gui.kit import style
 from gui.kit.i18n import translate
 from gui.kit.plot_view import finite_or_nan
@@ -152,12 +152,7 @@ class LengthView(ExplorerView):
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:
         header = ["rule", "n", "entropy_mean", "entropy_sem", "p_max_mean", "p_max_sem",
                   "entropy_ratio", "samples"]
-        rows: list[list[float | str]] = []
-        for rule, pts in self._groups.items():
-            for p in pts:
-                rows.append([rule.value, float(p.value), float(p.entropy_mean),
-                             float(p.entropy_sem), float(p.p_max_mean), float(p.p_max_sem),
-                             float(p.entropy_ratio), int(p.samples)])
+        rows = sweep_rows(self._groups, header[2:-1])
         if self._toy is not None:
             for name, values in (("toy_softmax", self._toy.p_max_softmax),
                                  ("toy_ssmax", self._toy.p_max_ssmax)):
