@@ -225,10 +225,6 @@ class TrainCurvesView(TrainView):
         """Whether the legend is on screen (hidden while there is nothing to name)."""
         return self._legend.isVisible()
 
-    def legend_labels(self) -> list[str]:
-        """The legend's labels in order."""
-        return [label.text for _sample, label in self._legend.items]
-
     def plot(self, name: str) -> pg.PlotItem:
         """The plot ``loss``, ``accuracy``, ``grad_norm`` or ``entropy``."""
         return self._plots[name]

@@ -192,10 +192,6 @@ class LrSweepView(TrainView):
         shown = self._threshold.isVisible()
         return self._threshold.label.textItem.toPlainText() if shown else ""
 
-    def legend_labels(self) -> list[str]:
-        """The legend's labels in order."""
-        return [label.text for _sample, label in self._legend.items]
-
     def _clear_items(self) -> None:
         for items in self._items.values():
             items.clear()

@@ -19,6 +19,8 @@ class TrainView(PlotView):
     (what export renders) and says in a note under its plots what they show.
     """
 
+    _legend: pg.LegendItem
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._widget = style.make_layout_widget()
@@ -31,6 +33,10 @@ class TrainView(PlotView):
     def note_text(self) -> str:
         """The note under the plots, as shown."""
         return self._note.text
+
+    def legend_labels(self) -> list[str]:
+        """The legend's labels in order (of a view with a ``_legend``)."""
+        return [label.text for _sample, label in self._legend.items]
 
     def clear(self) -> None:
         """Remove everything shown (the Train tab's Reset)."""

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from gui.explorer.results import ExplorerResults
 from gui.kit import style
+from gui.kit.cell_items import WrappingLabel
 from gui.kit.plot_view import PlotView
 from gui.kit.steady_range import SteadyViewBox
 
@@ -31,6 +32,7 @@ class ExplorerView(PlotView):
     _held_x: tuple[tuple[pg.PlotItem, ...], float, float] | None = None
     #: The widget of the view's plots (:meth:`_add_plot_widget`).
     _widget: pg.GraphicsLayoutWidget
+    _note: WrappingLabel
 
     def export_item(self) -> pg.GraphicsLayoutWidget:
         return self._widget
@@ -38,6 +40,10 @@ class ExplorerView(PlotView):
     def show_results(self, results: ExplorerResults) -> None:
         """Show ``results`` (cheap; skips work when the shown part did not change)."""
         raise NotImplementedError
+
+    def note_text(self) -> str:
+        """Return the note under the plots (the view's ``_note`` label) as displayed (for tests)."""
+        return str(self._note.text)
 
     def _add_plot_widget(self, stretch: int = 0, legend_columns: int = 0,
                          legend_colspan: int = 1) -> None:

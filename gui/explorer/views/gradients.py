@@ -311,10 +311,6 @@ class GradientView(ExplorerView):
         mark = self._head_marks[key][ScalingRule(rule)]
         return mark.star, mark.bar
 
-    def note_text(self) -> str:
-        """Return the note under the panels as displayed."""
-        return str(self._note.text)
-
     def _set_note(self) -> None:
         text = self._note_text
         ref = self._head_ref

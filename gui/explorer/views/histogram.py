@@ -86,8 +86,8 @@ class HistogramView(ExplorerView):
         self._add_controls(self._common_axis)
         self._add_plot_widget(1)
         self._panels = [_Panel(self._widget, 0), _Panel(self._widget, 1)]
-        self._formula = style.make_label()
-        self._widget.addItem(self._formula, row=2, col=0, colspan=2)
+        self._note = style.make_label()
+        self._widget.addItem(self._note, row=2, col=0, colspan=2)
         self._snapshot: AttentionSnapshot | None = None
         self._apply_language()
 
@@ -123,7 +123,7 @@ class HistogramView(ExplorerView):
             self._show_rule(panel, snapshot, rule)
         self._on_common_axis_toggled(self._common_axis.isChecked())
         if snapshot.real_head is not None:
-            self._formula.setText(translate(
+            self._note.setText(translate(
                 "HistogramView",
                 "Dashed: the Gaussian of the same mean and variance as the head's logits "
                 "(every unmasked pair), for comparison only: real q and k follow no variance "
@@ -141,7 +141,7 @@ class HistogramView(ExplorerView):
                 "With ρ ≠ 0, key i is correlated with query i: those diagonal logits (mean "
                 "c·ρ·d<sub>k</sub>) form the extra tail (right for ρ > 0, left for ρ &lt; 0).",
             )
-        self._formula.setText(note)
+        self._note.setText(note)
 
     def data_table(self) -> tuple[list[str], list[list[float | str]]]:
         header = [
@@ -166,10 +166,6 @@ class HistogramView(ExplorerView):
     def variance_labels(self) -> list[str]:
         """Return the variance read-outs as displayed (for tests)."""
         return [panel.label.text for panel in self._panels]
-
-    def note_text(self) -> str:
-        """Return the note under the plots as displayed (for tests)."""
-        return str(self._formula.text)
 
     def density_curves(self) -> list[pg.PlotDataItem]:
         """Return the dashed Gaussian curve of each panel (for tests)."""
