@@ -211,30 +211,15 @@ class HeadsGrid(pg.GraphicsLayoutWidget):
         self.setBackground(style.BACKGROUND)
         self.panel = GridPanel()
         self.ci.addItem(self.panel, row=0, col=0)
-        self.grid_plot = self.panel.grid_plot
-        self.colorbar = self.panel.colorbar
+        # The panel's methods under the names the tab calls (see :class:`GridPanel`).
+        self.show_grid = self.panel.show_grid
+        self.grid_values = self.panel.grid_values
+        self.marker_texts = self.panel.marker_texts
+        self.set_selection = self.panel.set_selection
         self.scene().sigMouseClicked.connect(self._on_clicked)
-        self.setToolTip(translate("HeadsView", "Click a head to replay it under every rule"))
-
-    def show_grid(self, layers: tuple[int, ...], heads: int, records: tuple[HeadRecord, ...],
-                  metric: Metric) -> None:
-        """See :meth:`GridPanel.show_grid`."""
-        self.panel.show_grid(layers, heads, records, metric)
-
-    def grid_values(self) -> np.ndarray:
-        """See :meth:`GridPanel.grid_values`."""
-        return self.panel.grid_values()
-
-    def marker_texts(self) -> list[tuple[float, float, str]]:
-        """See :meth:`GridPanel.marker_texts`."""
-        return self.panel.marker_texts()
-
-    def set_selection(self, row: int | None, head: int | None) -> None:
-        """See :meth:`GridPanel.set_selection`."""
-        self.panel.set_selection(row, head)
 
     def label_axes(self) -> None:
-        """See :meth:`GridPanel.label_axes`."""
+        """See :meth:`GridPanel.label_axes`; also the tooltip (the tab calls this when built)."""
         self.panel.label_axes()
         self.setToolTip(translate("HeadsView", "Click a head to replay it under every rule"))
 
