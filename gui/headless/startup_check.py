@@ -14,25 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Slot
-
 __all__ = ["headless_command", "run_startup_check"]
 
 #: Longest wait for the explorer's results and the Heads tab's diagnosis (ms).
 CHECK_TIMEOUT_MS = 120_000
-
-
-class _Problems(QObject):
-    """Collects the messages the window would have shown in a dialog."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: list[str] = []
-
-    @Slot(str)
-    def add(self, message: str) -> None:
-        """Keep ``message``."""
-        self.messages.append(str(message))
 
 
 def headless_command(args: Any) -> int:
@@ -68,16 +53,16 @@ def run_startup_check(window: Any, args: Any) -> int:
     from PySide6.QtGui import QGuiApplication
 
     started = time.perf_counter()
-    problems = _Problems()
-    window.controller.errorOccurred.connect(problems.add)
-    window.heads.view.controller.errorOccurred.connect(problems.add)
+    problems: list[str] = []  # the messages the window would have shown in a dialog
+    window.controller.errorOccurred.connect(problems.append)
+    window.heads.view.controller.errorOccurred.connect(problems.append)
     from gui.kit.i18n import LANGUAGES, current_language
 
     lines = [f"window built on Qt's {QGuiApplication.platformName()} platform, UI language "
              f"{LANGUAGES[current_language()]} ({current_language()})"]
     session = getattr(args, "session", None)
     if session and not window.files.open_session(session):
-        problems.add(f"--session {session}: could not be opened")
+        problems.append(f"--session {session}: could not be opened")
     tensors = getattr(args, "tensors", None)
     if tensors:
         window.heads.open_tensors(tensors)
@@ -86,7 +71,7 @@ def run_startup_check(window: Any, args: Any) -> int:
         lines.append(f"explorer results in {time.perf_counter() - started:.2f} s "
                      f"({len(window.views)} views)")
     else:
-        problems.add("the explorer's results did not arrive in time")
+        problems.append("the explorer's results did not arrive in time")
     if session:
         lines.append(f"session {Path(session).name}: opened, explorer view "
                      f"{window.view_tabs.current_view().key}")
@@ -97,23 +82,21 @@ def run_startup_check(window: Any, args: Any) -> int:
     lines.append(f"closed in {time.perf_counter() - t0:.2f} s")
     for line in lines:
         print(line, flush=True)
-    if problems.messages:
-        for message in problems.messages:
-            print(f"error: {message}", file=sys.stderr, flush=True)
-        return 1
-    return 0
+    for message in problems:
+        print(f"error: {message}", file=sys.stderr, flush=True)
+    return 1 if problems else 0
 
 
-def _tensors_line(window: Any, path: str, problems: _Problems) -> str:
+def _tensors_line(window: Any, path: str, problems: list[str]) -> str:
     """Wait for the Heads tab's diagnosis of ``path`` and describe it."""
     view = window.heads.view
     if not view.wait_idle(CHECK_TIMEOUT_MS):
-        problems.add(f"--tensors {path}: the Heads tab did not finish in time")
+        problems.append(f"--tensors {path}: the Heads tab did not finish in time")
         return f"tensors {Path(path).name}: not finished"
     tensor_file = view.controller.tensor_file()
     if tensor_file is None:
-        if not problems.messages:
-            problems.add(f"--tensors {path}: not opened")
+        if not problems:
+            problems.append(f"--tensors {path}: not opened")
         return f"tensors {Path(path).name}: not opened"
     records = view.controller.records()
     flagged = sum(1 for record in records if record.diagnostics.flags)
