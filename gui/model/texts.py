@@ -3,6 +3,8 @@ the CSV rows of everything shown (numbers as the engine computed them)."""
 
 from __future__ import annotations
 
+from itertools import zip_longest
+
 from engine.models import TextScore
 from gui.kit import style
 from gui.kit.i18n import translate
@@ -94,14 +96,8 @@ def prediction_rows(own: TextScore | None, chosen: TextScore | None,
         predictions = (score.predictions[position]
                        if score is not None and 0 <= position < len(score.predictions) else ())
         columns.append([(shown_token(p.text), f"{p.probability:.3f}") for p in predictions])
-    rows = max((len(c) for c in columns), default=0)
-    out = []
-    for index in range(rows):
-        cells: list[str] = []
-        for column in columns:
-            cells.extend(column[index] if index < len(column) else ("", ""))
-        out.append((cells[0], cells[1], cells[2], cells[3]))
-    return out
+    return [(*at_one, *at_chosen)
+            for at_one, at_chosen in zip_longest(*columns, fillvalue=("", ""))]
 
 
 def _score_row(name: str, label: str, kind: str, alpha: float, layer: object, head: object,
