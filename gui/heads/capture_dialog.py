@@ -164,18 +164,11 @@ class CaptureDialog(Retranslating, QDialog):
                    max_tokens: int | None = None, layers: str | None = None,
                    keep_v: bool | None = None, memory_gib: float | None = None) -> None:
         """Fill in the choices given (the others stay)."""
-        if memory_gib is not None:
-            self._memory.setValue(memory_gib)
-        if path is not None:
-            self._path.setText(path)
-        if text is not None:
-            self._set_text(text)
-        if max_tokens is not None:
-            self._max_tokens.setValue(max_tokens)
-        if layers is not None:
-            self._layers.setText(layers)
-        if keep_v is not None:
-            self._keep_v.setChecked(keep_v)
+        for value, setter in ((memory_gib, self._memory.setValue), (path, self._path.setText),
+                              (text, self._set_text), (max_tokens, self._max_tokens.setValue),
+                              (layers, self._layers.setText), (keep_v, self._keep_v.setChecked)):
+            if value is not None:
+                setter(value)
 
     # ------------------------------------------------------------------------------ updates
     @Slot(int, int, str)
