@@ -61,7 +61,7 @@ class ReplayPanel(pg.GraphicsLayout):
         self._images: dict[ScalingRule, pg.ImageItem] = {}
         self._placed: list[ScalingRule] = []
         self._rules: tuple[ScalingRule, ...] = DEFAULT_REPLAY_RULES
-        self._replays: tuple[RuleReplay, ...] = ()
+        self._replays: dict[ScalingRule, RuleReplay] = {}  # the replays shown, by rule
         self._tokens: tuple[str, ...] | None = None
         self._columns = 0
         self._room = (0.0, 0.0)
@@ -73,10 +73,6 @@ class ReplayPanel(pg.GraphicsLayout):
         order = list(ScalingRule)
         self._rules = tuple(sorted({ScalingRule(r) for r in rules}, key=order.index))
         self._place()
-
-    def rules(self) -> tuple[ScalingRule, ...]:
-        """The rules whose maps are shown once a head is replayed."""
-        return self._rules
 
     def prepare(self) -> None:
         """Build the maps of the picked rules that do not exist yet, one every
@@ -98,14 +94,14 @@ class ReplayPanel(pg.GraphicsLayout):
                     tokens: Sequence[str] | None = None) -> None:
         """Show the weights of the replayed rules that are picked, under ``title``, with
         ``tokens`` (the file's) on the axes, else positions."""
-        self._replays = replays
+        self._replays = {replay.rule: replay for replay in replays}
         self._tokens = None if tokens is None else tuple(tokens)
         self.title.setText(title)
         self._place()
 
     def clear_replay(self, title: str) -> None:
         """Hide the maps and show ``title`` instead."""
-        self._replays = ()
+        self._replays = {}
         self._tokens = None
         self._set_title(title)
         self._place()
@@ -119,8 +115,7 @@ class ReplayPanel(pg.GraphicsLayout):
     # ---------------------------------------------------------------------------- reading
     def shown(self) -> list[RuleReplay]:
         """The replays drawn, in rule order."""
-        by_rule = {replay.rule: replay for replay in self._replays}
-        return [by_rule[rule] for rule in self._placed]
+        return [self._replays[rule] for rule in self._placed]
 
     def replay_images(self) -> list[pg.ImageItem]:
         """The images drawn, in rule order."""
@@ -134,9 +129,8 @@ class ReplayPanel(pg.GraphicsLayout):
     def rule_at(self, scene_pos: QPointF) -> ScalingRule | None:
         """The rule whose map is drawn at ``scene_pos``, or None (also for a rule the file
         cannot replay: it has no map)."""
-        by_rule = {replay.rule: replay for replay in self._replays}
         for rule in self._placed:
-            if by_rule[rule].weights is None:
+            if self._replays[rule].weights is None:
                 continue
             if self._images[rule].sceneBoundingRect().contains(scene_pos):
                 return rule
@@ -192,8 +186,7 @@ class ReplayPanel(pg.GraphicsLayout):
             self.title.setText(title)
 
     def _place(self, force: bool = False) -> None:
-        by_rule = {replay.rule: replay for replay in self._replays}
-        wanted = [rule for rule in self._rules if rule in by_rule]
+        wanted = [rule for rule in self._rules if rule in self._replays]
         if force or wanted != self._placed:
             for rule in self._placed:
                 self.removeItem(self._plots[rule])
@@ -227,17 +220,16 @@ class ReplayPanel(pg.GraphicsLayout):
             self.filled.emit()
 
     def _fill(self, rule: ScalingRule) -> None:
-        by_rule = {replay.rule: replay for replay in self._replays}
-        if rule not in self._placed or rule not in by_rule:
+        if rule not in self._placed or rule not in self._replays:
             return
         image = self._images[rule]
         self._plots[rule].setVisible(True)
-        if by_rule[rule].weights is None:  # the file cannot replay it: no map, a reason
+        if self._replays[rule].weights is None:  # the file cannot replay it: no map, a reason
             image.clear()
             self._plots[rule].setRange(xRange=(0, 1), yRange=(0, 1), padding=0.0)
             self._label(rule)
             return
-        weights = np.asarray(by_rule[rule].weights)
+        weights = np.asarray(self._replays[rule].weights)
         n_q, n_k = weights.shape
         image.setImage(weights, autoLevels=False, levels=(0.0, 1.0))
         image.setRect(QRectF(0.0, 0.0, float(n_k), float(n_q)))
@@ -250,10 +242,9 @@ class ReplayPanel(pg.GraphicsLayout):
 
     def _label(self, rule: ScalingRule) -> None:
         plot = self._plots[rule]
-        replay = next((r for r in self._replays if r.rule == rule), None)
+        replay = self._replays.get(rule)
         drawn = [r for r in self._placed
-                 if next((x for x in self._replays if x.rule == r and x.weights is not None),
-                         None) is not None]
+                 if r in self._replays and self._replays[r].weights is not None]
         first = bool(drawn) and rule == drawn[0]
         # Axis names on the first map only: the others have the same axes, and two label
         # lines per map cost the maps ~20 px each where the tab is short.
