@@ -31,6 +31,7 @@ __all__ = [
     "TRAIN_GRAD_PARAMS",
     "backward_formula_error",
     "logit_step_ratio",
+    "seeded_head",
     "train_grad_ratio",
 ]
 
@@ -55,7 +56,7 @@ def _scale(config: AttentionConfig, rule: ScalingRule) -> float:
     return _rule(config, rule).scale(config.d_k)
 
 
-def _head(config: AttentionConfig, mask_ok: bool = False) -> tuple[np.ndarray, ...]:
+def seeded_head(config: AttentionConfig, mask_ok: bool = False) -> tuple[np.ndarray, ...]:
     """Head 0's q, k of ``config`` with a seeded value matrix and upstream gradient dO
     (``mask_ok``: ``config`` may have a mask, which the caller applies)."""
     from engine.analysis.sampling import draw_qk
@@ -79,7 +80,7 @@ def backward_formula_error(config: AttentionConfig, rule: ScalingRule) -> float:
     from engine.core.softmax import softmax
 
     c = _scale(config, rule)
-    q, k, v, upstream = _head(config)
+    q, k, v, upstream = seeded_head(config)
     # Seeded normals are finite by construction: the input check would only cost time.
     grad_q = scaled_dot_product_attention_backward(
         q, k, v, upstream, rule=_rule(config, rule), check_finite=False)[0]
@@ -102,7 +103,7 @@ def logit_step_ratio(config: AttentionConfig, rule: ScalingRule, optimizer: str)
     from engine.training.optim import make_optimizer
 
     c = _scale(config, rule)
-    q, k, v, upstream = _head(config)
+    q, k, v, upstream = seeded_head(config)
     changes = []
     # (queries, rule, factor of the logits): the same logits c·q·Kᵀ in both models.
     for queries, model_rule, factor in ((c * q, ScalingRule.NONE, 1.0), (q, rule, c)):
@@ -127,7 +128,7 @@ def train_grad_ratio(config: AttentionConfig, rule: ScalingRule, param: str,
     """
     from engine.training.model import loss_and_grad, prepare_batch
     from engine.training.params import init_params
-    from engine.training.session import _model_dims
+    from engine.training.session import model_dims
     from engine.training.tasks import make_task
 
     if param not in TRAIN_GRAD_PARAMS:
@@ -135,7 +136,7 @@ def train_grad_ratio(config: AttentionConfig, rule: ScalingRule, param: str,
     _scale(config, rule)
     cfg = TrainConfig(**{"d_k": config.d_k, "seed": config.seed, **dict(train or {})})
     task = make_task(cfg)
-    dims = _model_dims(cfg, task)
+    dims = model_dims(cfg, task)
     init_seq, train_seq, _ = np.random.SeedSequence(cfg.seed).spawn(3)
     params = init_params(dims, np.random.default_rng(init_seq), init_std=cfg.resolved_init_std,
                          channels=task.channels, dtype=np.float64)

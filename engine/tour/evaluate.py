@@ -248,9 +248,9 @@ def _lab_value(claim: Mapping[str, Any], config: AttentionConfig, rule: ScalingR
 
 def _temperature_grad_diff(config: AttentionConfig, temperature: float) -> float:
     from engine.core.attention import scaled_dot_product_attention_backward
-    from engine.tour.backward import _head
+    from engine.tour.backward import seeded_head
 
-    q, k, v, upstream = _head(config, mask_ok=True)
+    q, k, v, upstream = seeded_head(config, mask_ok=True)
     mask = "causal" if config.mask is MaskKind.CAUSAL else None
     # Seeded normals are finite by construction: the input check would only cost time.
     grads_t = scaled_dot_product_attention_backward(

@@ -31,7 +31,8 @@ from engine.training.params import ModelDims, ParamSet, init_params
 from engine.training.snapshot import RuleTrainState, TrainSnapshot
 from engine.training.tasks import Task, make_task
 
-__all__ = ["TrainedRun", "TrainingSession", "check_training_memory", "estimate_training_bytes"]
+__all__ = ["TrainedRun", "TrainingSession", "check_training_memory", "estimate_training_bytes",
+           "model_dims"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,8 @@ class _RuleRun:
         self.entropies: list[np.ndarray] = []
 
 
-def _model_dims(config: TrainConfig, task: Task) -> ModelDims:
+def model_dims(config: TrainConfig, task: Task) -> ModelDims:
+    """The training model's dimensions for ``config`` on ``task``."""
     return ModelDims(
         input_vocab=task.input_vocab,
         seq_len=task.seq_len,
@@ -110,7 +112,7 @@ def estimate_training_bytes(config: TrainConfig) -> int:
     initial parameters, per rule the parameters, gradients and optimiser state, and one forward
     and backward pass on the larger of the training batch and the held-out set."""
     task = make_task(config)
-    dims = _model_dims(config, task)
+    dims = model_dims(config, task)
     itemsize = np.dtype(config.dtype.value).itemsize
     n_params = _param_count(dims)
     optimizer_buffers = 2 if config.optimizer == "adam" else 1
@@ -131,7 +133,7 @@ def estimate_training_bytes(config: TrainConfig) -> int:
 def check_training_memory(config: TrainConfig, budget: int | None = None) -> None:
     """Raise :class:`~engine.core.memory.MemoryBudgetError` if ``config`` would not fit in
     ``budget`` bytes (``None``: the engine-wide budget)."""
-    n_params = _param_count(_model_dims(config, make_task(config)))
+    n_params = _param_count(model_dims(config, make_task(config)))
     check_memory(
         estimate_training_bytes(config),
         f"training {len(config.rules)} rule(s) side by side ({n_params:,} parameters each, "
@@ -151,7 +153,7 @@ class TrainingSession:
         self.config = config
         self.task: Task = make_task(config)
         self.dtype = np.dtype(config.dtype.value)
-        self.dims = _model_dims(config, self.task)
+        self.dims = model_dims(config, self.task)
         init_seq, train_seq, eval_seq = np.random.SeedSequence(config.seed).spawn(3)
         self._train_rng = np.random.default_rng(train_seq)
         self.eval_batch = self.task.sample(np.random.default_rng(eval_seq), config.eval_size)

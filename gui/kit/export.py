@@ -29,7 +29,7 @@ from gui.kit.pdf_export import export_pdf
 from gui.kit.plot_view import PlotView
 from gui.kit.render import render_image
 from gui.kit.svg_export import export_svg
-from gui.kit.svg_images import _png
+from gui.kit.svg_images import png_bytes
 
 __all__ = [
     "IMAGE_WRITERS",
@@ -49,7 +49,7 @@ def export_png(item: Any, path: str | os.PathLike[str], width: int, height: int)
     """
     path = Path(path)
     image = render_image(item, width, height)
-    write_output(path, _png(image, f"could not encode the PNG for {path}"))
+    write_output(path, png_bytes(image, f"could not encode the PNG for {path}"))
     return path
 
 

@@ -32,7 +32,7 @@ from engine.config.base import check_number
 from engine.config.rules import RULE_DEFAULTS, parse_rule
 from engine.io.files import describe_os_error, read_text_limited, write_output
 from gui.kit.pins import Pin, pin_from_dict
-from gui.kit.session_model import ModelChoice, _quote
+from gui.kit.session_model import ModelChoice, quoted
 
 __all__ = ["SESSION_APP", "SESSION_VERSION", "VIEW_KEYS", "LogitsChoice", "Session",
            "SessionError", "TensorsChoice", "load_session", "save_session"]
@@ -141,7 +141,7 @@ class TensorsChoice:
             raise SessionError("'tensors' must be an object")
         path = data.get("path")
         if not isinstance(path, str) or not path:
-            raise SessionError(f"tensors.path must be a non-empty string, got {_quote(path)}")
+            raise SessionError(f"tensors.path must be a non-empty string, got {quoted(path)}")
         values: dict[str, int | None] = {}
         for key in ("layer", "head", "batch_entry"):
             value = data.get(key, 0 if key == "batch_entry" else None)
@@ -149,7 +149,7 @@ class TensorsChoice:
                 values[key] = None
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise SessionError(f"tensors.{key} must be an integer ≥ 0, got {_quote(value)}")
+                raise SessionError(f"tensors.{key} must be an integer ≥ 0, got {quoted(value)}")
             values[key] = value
         if (values["layer"] is None) != (values["head"] is None):
             raise SessionError("tensors.layer and tensors.head must both be given or both null")
@@ -219,7 +219,7 @@ class Session:
         if not isinstance(current, str):
             raise SessionError("view.current_view must be a string")
         if current not in VIEW_KEYS:
-            raise SessionError(f"unknown view.current_view {_quote(current)}; expected one of "
+            raise SessionError(f"unknown view.current_view {quoted(current)}; expected one of "
                                + ", ".join(VIEW_KEYS))
         temperature = view.get("temperature", config.temperature)
         if (
@@ -229,7 +229,7 @@ class Session:
             or temperature <= 0
         ):
             raise SessionError(
-                f"view.temperature must be a positive number, got {_quote(temperature)}")
+                f"view.temperature must be a positive number, got {quoted(temperature)}")
         tensors = data.get("tensors")
         pins = data.get("pins", [])
         if not isinstance(pins, list):

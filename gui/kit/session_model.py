@@ -22,7 +22,7 @@ from engine.config.ranges import Interval, check_int, check_number
 from engine.config.rules import RULE_FIELDS, parse_rule
 
 __all__ = ["ALPHA_POINTS", "ALPHA_RANGE", "LAYER_ALPHA_RANGE", "LAYER_RANGE", "MAX_TEXT_CHARS",
-           "MAX_TOKENS", "MEMORY_GIB", "MODEL_SCOPES", "PARAMETER_RANGE", "ModelChoice"]
+           "MAX_TOKENS", "MEMORY_GIB", "MODEL_SCOPES", "PARAMETER_RANGE", "ModelChoice", "quoted"]
 
 #: Where the intervention applies: every layer, the layers typed, or heads of one layer.
 MODEL_SCOPES = ("all", "layers", "heads")
@@ -96,7 +96,7 @@ class ModelChoice:
             value = data[key]
             if not isinstance(value, str) or len(value) > limit:
                 raise ValueError(f"model.{key} must be a text of at most {limit:,} "
-                                 f"characters, got {_quote(value)}")
+                                 f"characters, got {quoted(value)}")
             values[key] = value
         for key, interval in _INTS.items():
             values[key] = check_int(f"model.{key}", data[key], interval)
@@ -106,7 +106,7 @@ class ModelChoice:
                              ("softmax", SOFTMAX_FORMS)):
             if data[key] not in allowed:
                 raise ValueError(f"model.{key} must be one of {', '.join(allowed)}, got "
-                                 f"{_quote(data[key])}")
+                                 f"{quoted(data[key])}")
             values[key] = data[key]
         rule = data["rule"]
         values["rule"] = None if rule is None else parse_rule(rule, "model.rule").value
@@ -117,7 +117,7 @@ class ModelChoice:
         return cls(**values)
 
 
-def _quote(value: object) -> str:
+def quoted(value: object) -> str:
     """``repr(value)`` cut to 40 characters (a hostile file may hold a huge text or number)."""
     try:
         text = repr(value)

@@ -19,7 +19,7 @@ import numpy as np
 from PySide6.QtCore import QBuffer, QIODevice
 from PySide6.QtGui import QImage
 
-__all__ = ["MAX_EMBEDDED_SIDE", "OVERSAMPLE", "enlarge_images"]
+__all__ = ["MAX_EMBEDDED_SIDE", "OVERSAMPLE", "enlarge_images", "png_bytes"]
 
 #: Embedded pixels per output pixel wanted along each axis (2: still sharp on a HiDPI screen).
 OVERSAMPLE = 2
@@ -69,7 +69,7 @@ def _enlarged(tag: str, scale: tuple[float, float]) -> str:
     ky = _factor(scale[1] * float(sizes["height"]) / image.height(), image.height())
     if kx == 1 and ky == 1:
         return tag
-    png = _png(_repeat(image, kx, ky), "could not encode an enlarged heatmap image as PNG")
+    png = png_bytes(_repeat(image, kx, ky), "could not encode an enlarged heatmap image as PNG")
     encoded = base64.b64encode(png).decode("ascii")
     return tag[:data.start(2)] + encoded + tag[data.end(2):]
 
@@ -85,7 +85,8 @@ def _repeat(image: QImage, kx: int, ky: int) -> QImage:
     return QImage(big.data, w * kx, h * ky, w * kx * 4, QImage.Format.Format_ARGB32).copy()
 
 
-def _png(image: QImage, error: str) -> bytes:
+def png_bytes(image: QImage, error: str) -> bytes:
+    """``image`` encoded as PNG; raises ``OSError(error)`` when Qt cannot encode it."""
     buffer = QBuffer()
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
     if not image.save(buffer, "PNG"):
