@@ -69,11 +69,8 @@ class ModelFigure(ScalableLayoutWidget):
         style.set_log_mode(self.alpha_plot, x=True, y=False)
         self.alpha_curve = style.rule_curve(INTERVENED, symbol_size=8)
         self.alpha_plot.addItem(self.alpha_curve)
-        self.own_line = pg.InfiniteLine(
-            pos=0.0, angle=90, pen=pg.mkPen(style.THEORY_COLOR, width=1.5,
-                                            style=Qt.PenStyle.DashLine),
-            label="", labelOpts={"position": 0.95, "color": style.THEORY_COLOR,
-                                 "anchors": [(0, 0), (0, 0)]})
+        self.own_line = style.reference_line(1.5, Qt.PenStyle.DashLine, "", 0.95, (0, 0),
+                                             pos=0.0, angle=90)
         self.alpha_plot.addItem(self.own_line, ignoreBounds=True)  # log x: 0 is α = 1
         self.chosen_line = pg.InfiniteLine(
             angle=90, pen=pg.mkPen(style.rule_color(INTERVENED), width=1,
@@ -82,7 +79,7 @@ class ModelFigure(ScalableLayoutWidget):
         self.alpha_plot.addItem(self.chosen_line, ignoreBounds=True)
         self.layer_curve = style.rule_curve(INTERVENED, symbol_size=7)
         self.layer_plot.addItem(self.layer_curve)
-        own_pen = pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DashLine)
+        own_pen = style.theory_pen(1.5, Qt.PenStyle.DashLine)
         self.own_loss = pg.InfiniteLine(angle=0, pen=own_pen)
         self.own_loss.setVisible(False)
         self.layer_plot.addItem(self.own_loss, ignoreBounds=False)
