@@ -92,7 +92,7 @@ class TrainCurvesView(TrainView):
         self._rules: dict[ScalingRule, RuleCurves] = {}
         self._train_sample = pg.PlotDataItem(pen=pg.mkPen(style.THEORY_COLOR, width=1.5))
         self._eval_sample = pg.PlotDataItem(
-            pen=pg.mkPen(style.THEORY_COLOR, width=1.5, style=Qt.PenStyle.DashLine),
+            pen=style.theory_pen(1.5, Qt.PenStyle.DashLine),
             symbol="o", symbolSize=5, symbolBrush=style.THEORY_COLOR, symbolPen=None)
         self._results = TrainResults()
         self._x_total = -1
